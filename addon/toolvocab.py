@@ -1,0 +1,359 @@
+"""toolvocab: repair LLM tool calls between coding agents and LLM APIs.
+
+A mitmproxy addon. Between any client and any upstream, with no protocol conversion, it
+resolves every tool call in the answer against the tools the client declared in that request:
+a name the client never declared is renamed to the one declared tool it must mean (and its
+arguments fitted to that tool's schema), or left alone when no single tool fits. In ``auto``
+mode it also adds one sentence to the system prompt naming declared tools the prompt does not
+mention. Each handled flow carries a record in ``flow.metadata["toolvocab"]``; changed flows are
+marked and commented.
+
+Run::
+
+    mitmdump -s addon/toolvocab.py --mode reverse:https://api.anthropic.com --listen-host 127.0.0.1
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8080 claude
+
+Options: ``toolvocab_mode`` (auto | repair | observe | off), ``toolvocab_hosts`` (regex).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import orjson
+from mitmproxy import exceptions
+from mitmproxy import http
+
+# mitmproxy puts this file's folder on sys.path, so the sibling packages import by their own
+# names (relative imports fail in a -s script: mitmproxy G7).
+import tvdialects
+from tvdialects.base import Dialect
+from tvengine.ladder import Toolset
+from tvengine.ladder import resolve
+from tvengine.models import Decision
+from tvengine.models import ToolCall
+from tvengine.plan import Plan
+from tvengine.plan import make_plan
+from tvengine.record import FlowRecord
+
+logger = logging.getLogger(__name__)
+
+MODES = ("auto", "repair", "observe", "off")
+METADATA_KEY = "toolvocab"
+MARK_CHANGED = ":wrench:"
+MARK_OBSERVED = ":eyes:"
+
+
+class _FlowState:
+    """Per-flow Python state between hooks (never stored in metadata).
+
+    A plain class: ``@dataclass`` fails in a ``-s`` script, whose module is not in
+    ``sys.modules`` under its own name while it loads.
+    """
+
+    def __init__(self, dialect: Dialect, tools: Toolset, plan: Plan, record: FlowRecord, wants_stream: bool) -> None:
+        self.dialect = dialect
+        self.tools = tools
+        self.plan = plan
+        self.record = record
+        self.wants_stream = wants_stream
+        self.stream: _StreamCallable | None = None
+
+    def resolver(self, call: ToolCall) -> Decision:
+        decision = resolve(call, self.tools, self.plan.reverse_map)
+        self.record.decisions.append(decision)
+        return decision
+
+
+class _StreamCallable:
+    """``flow.response.stream``: feeds upstream chunks to the dialect's rewriter.
+
+    Never raises (mitmproxy G2), never returns ``b""`` mid-stream (G1: it would end an HTTP/1.1
+    chunked body). In ``observe`` mode the rewriter still runs (to record decisions) but the
+    client gets the upstream bytes as they came. A body that turns out to be JSON (a
+    ``stream: true`` request answered without SSE) is buffered and rewritten whole at the end.
+    """
+
+    def __init__(self, state: _FlowState, *, observe: bool) -> None:
+        self.state = state
+        self.observe = observe
+        self.rewriter = state.dialect.stream_rewriter(state.resolver, state.plan)
+        self.upstream = bytearray()
+        self.json_mode: bool | None = None  # decided on the first non-blank byte
+        self.changed = False
+        self.failed = False
+
+    def __call__(self, chunk: bytes) -> list[bytes]:
+        try:
+            return self._call(chunk)
+        except Exception as exc:  # G2: an exception would drop this chunk
+            logger.exception("toolvocab: stream rewrite failed; passing the rest through")
+            self.failed = True
+            self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
+            return [chunk] if chunk else []
+
+    def _call(self, chunk: bytes) -> list[bytes]:
+        self.upstream += chunk
+        if self.failed:
+            return [chunk] if chunk else []
+        if self.json_mode is None:
+            head = bytes(self.upstream).lstrip()
+            if not head and chunk:
+                return []
+            self.json_mode = head[:1] in (b"{", b"[")
+            if not self.json_mode:
+                # Send what was held while sniffing through the SSE rewriter.
+                chunk = bytes(self.upstream)
+        if self.json_mode:
+            if chunk:
+                return []
+            body = bytes(self.upstream)
+            out = self._rewrite_json(body)
+            return [out] if out else []
+        out = self.rewriter.feed(chunk) if chunk else self.rewriter.finish()
+        if getattr(self.rewriter, "error", None):
+            if not self.failed:
+                self.state.record.notes.append(f"stream rewrite failed ({self.rewriter.error}); rest passed through")
+            self.failed = True
+        if self.observe:
+            return [chunk] if chunk else []
+        return out
+
+    def _rewrite_json(self, body: bytes) -> bytes:
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            self.state.record.notes.append("answer body is not JSON; passed through")
+            return body
+        if self.state.dialect.rewrite_response(parsed, self.state.resolver, self.state.plan) and not self.observe:
+            self.changed = True
+            return orjson.dumps(parsed)
+        return body
+
+
+class ToolVocab:
+    """The addon: options, hooks and the per-flow record."""
+
+    def __init__(self) -> None:
+        self.mode = "auto"
+        self.hosts: re.Pattern[str] | None = None
+        self._states: dict[str, _FlowState] = {}
+
+    def load(self, loader: Any) -> None:
+        """Register the ``toolvocab_*`` options."""
+        loader.add_option(
+            name="toolvocab_mode",
+            typespec=str,
+            default="auto",
+            help=(
+                "auto: repair answers and add one sentence naming unmentioned tools to the system prompt; "
+                "repair: repair answers only; observe: record what would change, change nothing; off: do nothing."
+            ),
+            choices=MODES,
+        )
+        loader.add_option(
+            name="toolvocab_hosts",
+            typespec=str | None,
+            default=None,
+            help=(
+                "Regex matched (re.search) against the upstream host; only matching hosts are handled. "
+                "Default: any host whose POST path and JSON body have an LLM API's shape."
+            ),
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        """Validate and cache options; raises ``OptionsError`` naming the bad option."""
+        from mitmproxy import ctx
+
+        if "toolvocab_mode" in updated:
+            self.mode = ctx.options.toolvocab_mode
+        if "toolvocab_hosts" in updated:
+            value = ctx.options.toolvocab_hosts
+            if value:
+                try:
+                    self.hosts = re.compile(value)
+                except re.error as exc:
+                    raise exceptions.OptionsError(f"toolvocab_hosts: invalid regex {value!r}: {exc}") from exc
+            else:
+                self.hosts = None
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        """Detect the dialect, record the declared tools, apply the request-side plan."""
+        if self.mode == "off":
+            return
+        try:
+            self._request(flow)
+        except Exception as exc:  # the addon never breaks a flow
+            logger.exception("toolvocab: request hook failed; flow passed through")
+            self._states.pop(flow.id, None)
+            flow.metadata[METADATA_KEY] = FlowRecord(
+                mode=self.mode, skipped=f"internal error in request hook ({type(exc).__name__}: {exc})"
+            ).dump()
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Choose streaming for SSE answers (must be decided here: mitmproxy G4)."""
+        state = self._states.get(flow.id)
+        if state is None or flow.response is None:
+            return
+        try:
+            self._responseheaders(flow, state)
+        except Exception as exc:
+            logger.exception("toolvocab: responseheaders hook failed")
+            state.record.notes.append(f"internal error in responseheaders ({type(exc).__name__}: {exc})")
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        """Rewrite a buffered JSON answer; finish the record, marker and comment."""
+        state = self._states.pop(flow.id, None)
+        if state is None:
+            return
+        try:
+            self._response(flow, state)
+        except Exception as exc:
+            logger.exception("toolvocab: response hook failed; answer passed through")
+            state.record.notes.append(f"internal error in response hook ({type(exc).__name__}: {exc})")
+        self._finish(flow, state)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        """A flow that ended without a response (client or upstream gone): keep what we know."""
+        state = self._states.pop(flow.id, None)
+        if state is not None:
+            state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
+            self._finish(flow, state)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _skip(self, flow: http.HTTPFlow, reason: str, dialect: str | None = None) -> None:
+        flow.metadata[METADATA_KEY] = FlowRecord(mode=self.mode, dialect=dialect, skipped=reason).dump()
+
+    def _request(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        if req.method != "POST":
+            return
+        if self.hosts is not None and not self.hosts.search(req.pretty_host):
+            return
+        try:
+            content = req.content
+        except ValueError as exc:
+            self._skip(flow, f"request body could not be decoded ({exc})")
+            return
+        if not content:
+            self._skip(flow, "request has no body")
+            return
+        try:
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            self._skip(flow, "request body is not JSON")
+            return
+        dialect = tvdialects.detect(req.method, req.path, body)
+        if dialect is None:
+            self._skip(flow, f"not an LLM API request this addon knows (POST {req.path.split('?', 1)[0]})")
+            return
+        tools = Toolset(dialect.declared_tools(body))
+        if not len(tools):
+            self._skip(flow, "the request declares no tools", dialect.name)
+            return
+        plan = make_plan(tools, dialect.system_texts(body), add_sentence=self.mode in ("auto", "observe"))
+        record = FlowRecord(
+            mode=self.mode,
+            dialect=dialect.name,
+            declared=tools.names(),
+            rename_map=plan.rename_map,
+            prompt_sentence=plan.prompt_sentence,
+            prompt_names=plan.unmentioned,
+        )
+        state = _FlowState(
+            dialect=dialect,
+            tools=tools,
+            plan=plan,
+            record=record,
+            wants_stream=bool(isinstance(body, dict) and body.get("stream")),
+        )
+        if self.mode in ("auto", "repair"):
+            if dialect.apply_request(body, plan):
+                req.content = orjson.dumps(body)
+                record.request_changed = True
+            # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
+            req.anticomp()
+        self._states[flow.id] = state
+        flow.metadata[METADATA_KEY] = record.dump()
+
+    def _responseheaders(self, flow: http.HTTPFlow, state: _FlowState) -> None:
+        resp = flow.response
+        assert resp is not None
+        if not 200 <= resp.status_code < 300:
+            return
+        ctype = resp.headers.get("content-type", "").lower()
+        is_sse = "text/event-stream" in ctype
+        if not is_sse and ("json" in ctype or not state.wants_stream):
+            return  # buffered; handled in response()
+        encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            state.record.notes.append(f"streamed answer is {encoding}-encoded; passed through unread")
+            resp.stream = True
+            return
+        if "content-length" in resp.headers:
+            del resp.headers["content-length"]
+            if flow.request.http_version == "HTTP/1.1":
+                resp.headers["transfer-encoding"] = "chunked"
+        state.stream = _StreamCallable(state, observe=self.mode == "observe")
+        resp.stream = state.stream
+        state.record.streamed = True
+
+    def _response(self, flow: http.HTTPFlow, state: _FlowState) -> None:
+        resp = flow.response
+        if resp is None:
+            return
+        if state.stream is not None:
+            state.record.response_changed = state.stream.changed or (
+                not state.stream.observe and any(d.changed for d in state.record.decisions) and not state.stream.failed
+            )
+            return
+        if not 200 <= resp.status_code < 300:
+            state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
+            return
+        if resp.raw_content is None:
+            state.record.notes.append("answer body was streamed by another setting; not inspected")
+            return
+        try:
+            content = resp.content
+        except ValueError as exc:
+            state.record.notes.append(f"answer body could not be decoded ({exc}); passed through")
+            return
+        if not content:
+            return
+        try:
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (b"event:", b"data: "):
+                self._rewrite_buffered_sse(flow, state, content)
+            else:
+                state.record.notes.append("answer body is not JSON; passed through")
+            return
+        if state.dialect.rewrite_response(body, state.resolver, state.plan) and self.mode != "observe":
+            resp.content = orjson.dumps(body)
+            state.record.response_changed = True
+
+    def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: _FlowState, content: bytes) -> None:
+        rewriter = state.dialect.stream_rewriter(state.resolver, state.plan)
+        out = b"".join(rewriter.feed(content) + rewriter.finish())
+        if out != content and self.mode != "observe":
+            assert flow.response is not None
+            flow.response.content = out
+            state.record.response_changed = True
+
+    def _finish(self, flow: http.HTTPFlow, state: _FlowState) -> None:
+        record = state.record
+        flow.metadata[METADATA_KEY] = record.dump()
+        if record.request_changed or record.response_changed:
+            flow.marked = MARK_CHANGED
+            flow.comment = record.summary()
+        elif self.mode == "observe" and (record.prompt_sentence or any(d.changed for d in record.decisions)):
+            flow.marked = MARK_OBSERVED
+            flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+
+
+addons = [ToolVocab()]

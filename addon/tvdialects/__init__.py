@@ -1,0 +1,29 @@
+"""One module per wire format; each knows where tool names live and nothing else.
+
+``detect(method, path, body)`` returns the dialect whose request shape matches, or ``None``.
+"""
+
+from __future__ import annotations
+
+from tvdialects.anthropic import DIALECT as ANTHROPIC
+from tvdialects.base import JSON
+from tvdialects.base import Dialect
+
+#: Every dialect, most specific path first.
+DIALECTS: tuple[Dialect, ...] = (ANTHROPIC,)
+
+
+def detect(method: str, path: str, body: JSON) -> Dialect | None:
+    """The dialect of a request, from its method, path (with query) and parsed JSON body."""
+    for dialect in DIALECTS:
+        if dialect.matches(method, path, body):
+            return dialect
+    return None
+
+
+def by_name(name: str) -> Dialect | None:
+    """The dialect called ``name`` (``"anthropic"``…), or ``None``."""
+    for dialect in DIALECTS:
+        if dialect.name == name:
+            return dialect
+    return None

@@ -1,0 +1,282 @@
+"""Anthropic Messages (``POST /v1/messages``): where tool names live, requests and answers.
+
+Shapes from the Messages API reference and the ``anthropic`` Python SDK 2.x types
+(``types/tool_param.py``, ``tool_union_param.py``, ``raw_content_block_start_event.py``,
+``tool_reference_block_param.py``); the streaming sequence from the "Streaming Messages" doc:
+``message_start``, then per block ``content_block_start`` / ``content_block_delta``* /
+``content_block_stop``, then ``message_delta``, ``message_stop``, with ``ping`` and ``error``
+anywhere. In a stream a tool name appears only in ``content_block_start``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from tvdialects.base import JSON
+from tvdialects.base import Resolver
+from tvdialects.base import apply_decision_name
+from tvdialects.sse import SSEEvent
+from tvdialects.sse import EventStreamRewriter
+from tvengine.models import DeclaredTool
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.plan import Plan
+
+_PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
+
+
+def _path_only(path: str) -> str:
+    return path.split("?", 1)[0]
+
+
+class AnthropicMessages:
+    """The Anthropic Messages dialect (first-party, Vertex ``rawPredict`` and Bedrock paths)."""
+
+    name = "anthropic"
+
+    def matches(self, method: str, path: str, body: JSON) -> bool:
+        """POST to ``…/messages`` (or the Vertex/Bedrock equivalents) with a ``messages`` list."""
+        return (
+            method == "POST"
+            and isinstance(body, dict)
+            and isinstance(body.get("messages"), list)
+            and _PATH.search(_path_only(path)) is not None
+        )
+
+    # -- request ------------------------------------------------------------------------------
+
+    def declared_tools(self, body: JSON) -> list[DeclaredTool]:
+        """Client tools are ``function``; any tool whose ``type`` is set and is not ``custom``
+        (``bash_20250124``, ``text_editor_*``, ``web_search_*``, ``mcp_toolset``…) is
+        ``provider`` and its fixed name is never touched."""
+        out: list[DeclaredTool] = []
+        for tool in body.get("tools") or ():
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            kind_field = tool.get("type")
+            kind = ToolKind.FUNCTION if kind_field in (None, "custom") else ToolKind.PROVIDER
+            schema = tool.get("input_schema")
+            desc = tool.get("description")
+            out.append(
+                DeclaredTool(
+                    name=tool["name"],
+                    kind=kind,
+                    input_schema=schema if isinstance(schema, dict) else None,
+                    description=desc if isinstance(desc, str) else None,
+                )
+            )
+        return out
+
+    def system_texts(self, body: JSON) -> list[str]:
+        """``system`` (string or text blocks) and every ``role: "system"`` message's text."""
+        texts = _texts(body.get("system"))
+        for message in body.get("messages") or ():
+            if isinstance(message, dict) and message.get("role") == "system":
+                texts += _texts(message.get("content"))
+        return texts
+
+    def apply_request(self, body: JSON, plan: Plan) -> bool:
+        """Rename per ``plan.rename_map`` in ``tools[].name`` (client tools only),
+        ``tool_choice.name``, transcript ``tool_use.name`` and ``tool_reference.tool_name``
+        inside ``tool_result`` content; add the prompt sentence to ``system``."""
+        changed = False
+        rename = plan.rename_map
+        if rename:
+            for tool in body.get("tools") or ():
+                if isinstance(tool, dict) and tool.get("type") in (None, "custom"):
+                    changed |= _rename_key(tool, "name", rename)
+            choice = body.get("tool_choice")
+            if isinstance(choice, dict) and choice.get("type") == "tool":
+                changed |= _rename_key(choice, "name", rename)
+            for message in body.get("messages") or ():
+                content = message.get("content") if isinstance(message, dict) else None
+                if not isinstance(content, list):
+                    continue
+                for block in content:
+                    if not isinstance(block, dict):
+                        continue
+                    if block.get("type") == "tool_use":
+                        changed |= _rename_key(block, "name", rename)
+                    elif block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+                        for inner in block["content"]:
+                            if isinstance(inner, dict) and inner.get("type") == "tool_reference":
+                                changed |= _rename_key(inner, "tool_name", rename)
+        if plan.prompt_sentence:
+            system = body.get("system")
+            if system is None or system == "":
+                body["system"] = plan.prompt_sentence
+            elif isinstance(system, str):
+                body["system"] = system + "\n\n" + plan.prompt_sentence
+            elif isinstance(system, list):
+                system.append({"type": "text", "text": plan.prompt_sentence})
+            else:
+                return changed
+            changed = True
+        return changed
+
+    # -- response -----------------------------------------------------------------------------
+
+    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+        """Resolve every ``tool_use`` block of a JSON ``message`` and rewrite name and input."""
+        if not isinstance(body, dict) or not isinstance(body.get("content"), list):
+            return False
+        changed = False
+        for block in body["content"]:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                changed |= _apply_block(block, resolve)
+        return changed
+
+    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> AnthropicStream:
+        """A fresh :class:`AnthropicStream` for one flow."""
+        return AnthropicStream(resolve)
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [b["text"] for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return []
+
+
+def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:
+    value = obj.get(key)
+    if isinstance(value, str) and value in rename:
+        obj[key] = rename[value]
+        return True
+    return False
+
+
+def _apply_block(block: dict[str, Any], resolve: Resolver) -> bool:
+    call = ToolCall(
+        name=block["name"],
+        arguments=block.get("input") if isinstance(block.get("input"), dict) else None,
+        id=block.get("id") if isinstance(block.get("id"), str) else None,
+    )
+    decision = resolve(call)
+    if not decision.changed:
+        return False
+    new_name = apply_decision_name(decision)
+    if new_name is not None:
+        block["name"] = new_name
+    if decision.arguments_after is not None:
+        block["input"] = decision.arguments_after
+    return True
+
+
+class AnthropicStream(EventStreamRewriter):
+    """Rewrites an Anthropic SSE stream event by event.
+
+    Text, thinking and every other event go out as soon as they are whole. A ``tool_use`` block
+    is held from its ``content_block_start`` to its ``content_block_stop`` (its arguments arrive
+    in ``input_json_delta`` fragments and may need fitting), then resolved once and sent: as
+    received when nothing changes, else with the new name in ``content_block_start`` and the
+    fitted input as one ``input_json_delta``. Events held meanwhile (``ping``) keep their order.
+    A block still open at end of stream goes out unchanged.
+    """
+
+    def __init__(self, resolve: Resolver) -> None:
+        super().__init__()
+        self._resolve = resolve
+        self._held: list[SSEEvent] | None = None
+        self._held_index: Any = None
+
+    def held(self) -> list[bytes]:
+        """Raw bytes of the tool_use block being held (clears it)."""
+        held, self._held = self._held or [], None
+        return [e.raw for e in held]
+
+    def on_event(self, event: SSEEvent) -> list[bytes]:
+        """Hold tool_use blocks until their stop; pass everything else at once."""
+        data = event.json()
+        kind = data.get("type") if isinstance(data, dict) else None
+        if self._held is not None:
+            self._held.append(event)
+            if kind == "content_block_stop" and data.get("index") == self._held_index:
+                held, self._held = self._held, None
+                return self._release(held)
+            return []
+        if kind == "content_block_start":
+            block = data.get("content_block")
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                self._held = [event]
+                self._held_index = data.get("index")
+                return []
+        return [event.raw]
+
+    def _release(self, held: list[SSEEvent]) -> list[bytes]:
+        start = held[0]
+        start_data = start.json()
+        block = dict(start_data["content_block"])
+        index = start_data.get("index")
+        fragments: list[str] = []
+        deltas: list[int] = []
+        for i, event in enumerate(held[1:-1], start=1):
+            data = event.json()
+            if (
+                isinstance(data, dict)
+                and data.get("type") == "content_block_delta"
+                and data.get("index") == index
+                and isinstance(data.get("delta"), dict)
+                and data["delta"].get("type") == "input_json_delta"
+            ):
+                fragments.append(str(data["delta"].get("partial_json", "")))
+                deltas.append(i)
+        text = "".join(fragments)
+        initial = block.get("input") if isinstance(block.get("input"), dict) else {}
+        arguments: dict[str, Any] | None
+        if text.strip():
+            try:
+                parsed = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                parsed = None
+            arguments = parsed if isinstance(parsed, dict) else None
+        else:
+            arguments = initial
+        call = ToolCall(name=block["name"], arguments=arguments, id=block.get("id") if isinstance(block.get("id"), str) else None)
+        decision = self._resolve(call)
+        if not decision.changed:
+            return [e.raw for e in held]
+        new_name = apply_decision_name(decision)
+        out: list[bytes] = []
+        if new_name is not None:
+            block["name"] = new_name
+            out.append(start.with_json({**start_data, "content_block": block}).raw)
+        else:
+            out.append(start.raw)
+        if decision.arguments_after is None:
+            out.extend(e.raw for e in held[1:])
+            return out
+        new_json = orjson.dumps(decision.arguments_after).decode()
+        placed = False
+        for i, event in enumerate(held[1:], start=1):
+            if i in deltas:
+                if not placed:
+                    data = event.json()
+                    out.append(event.with_json({**data, "delta": {**data["delta"], "partial_json": new_json}}).raw)
+                    placed = True
+                continue
+            if i == len(held) - 1 and not placed:
+                # No delta carried the input (it sat in content_block_start): add one before the stop.
+                delta = {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": new_json}}
+                out.append(_event_like(event, "content_block_delta", delta))
+                placed = True
+            out.append(event.raw)
+        return out
+
+
+def _event_like(template: SSEEvent, event_name: str, data: dict[str, Any]) -> bytes:
+    """A new event framed like ``template`` (same line ending and terminator)."""
+    raw = template.raw.decode("utf-8", errors="surrogateescape")
+    eol = "\r\n" if "\r\n" in raw else "\n"
+    lines = []
+    if template.event is not None:
+        lines.append(f"event: {event_name}")
+    lines.append("data: " + orjson.dumps(data).decode())
+    return (eol.join(lines) + eol + eol).encode()
+
+
+DIALECT = AnthropicMessages()

@@ -1,0 +1,76 @@
+"""What every dialect module provides, and the glue types between dialects and the engine.
+
+A dialect knows where tool names live in one wire format's bodies and how its stream events
+carry them. It decides nothing: it hands each tool call to a ``Resolver`` (the engine, bound to
+this flow's declared tools and plan) and writes back what the decision says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from typing import Protocol
+
+from tvengine.models import DeclaredTool
+from tvengine.models import Decision
+from tvengine.models import ToolCall
+from tvengine.plan import Plan
+
+#: ``resolve(call) -> Decision``: the engine's ladder bound to one flow (tools, reverse map).
+Resolver = Callable[[ToolCall], Decision]
+
+#: JSON values as parsed by orjson.
+JSON = Any
+
+
+class StreamRewriter(Protocol):
+    """Per-flow stream state: raw upstream bytes in, bytes for the client out.
+
+    ``feed(chunk)`` returns a list of byte strings to send now (possibly empty, never a lone
+    ``b""``); ``finish()`` returns what is left at end of stream. Implementations must keep
+    every byte they do not deliberately change.
+    """
+
+    def feed(self, chunk: bytes) -> list[bytes]: ...
+
+    def finish(self) -> list[bytes]: ...
+
+
+class Dialect(Protocol):
+    """A wire format. Module-level functions of each dialect module satisfy this protocol."""
+
+    name: str
+
+    def matches(self, method: str, path: str, body: JSON) -> bool:
+        """True when a request with this method, path (query included) and parsed body is this
+        dialect's tool-bearing call."""
+        ...
+
+    def declared_tools(self, body: JSON) -> list[DeclaredTool]:
+        """The tools the request declares, in order."""
+        ...
+
+    def system_texts(self, body: JSON) -> list[str]:
+        """The system prompt texts the model reads (system field and system-role messages)."""
+        ...
+
+    def apply_request(self, body: JSON, plan: Plan) -> bool:
+        """Apply ``plan`` to ``body`` in place (renames everywhere, prompt sentence); True when
+        anything changed."""
+        ...
+
+    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+        """Resolve every tool call in a whole JSON response and rewrite it in place; True when
+        anything changed."""
+        ...
+
+    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> StreamRewriter:
+        """A fresh per-flow rewriter for this dialect's SSE stream."""
+        ...
+
+
+def apply_decision_name(decision: Decision) -> str | None:
+    """The name to write for ``decision``, or ``None`` when the name stays."""
+    if decision.target is not None and decision.target != decision.name:
+        return decision.target
+    return None

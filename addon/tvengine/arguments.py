@@ -1,0 +1,276 @@
+"""Fit a tool call's arguments to the declared tool's JSON schema, then validate them.
+
+Every change here is one a reader can check by eye: a key spelled another agent's way
+(``file_path`` for ``path``), a command given as argv where the tool wants a string (or the
+reverse), a number sent as a string. Nothing is invented: a key is only renamed to one the
+schema declares, and a value is only re-typed when the schema asks for that type. The result is
+validated with ``jsonschema``; the caller applies it only when it validates.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+from typing import Any
+
+import jsonschema
+import orjson
+from jsonschema.exceptions import SchemaError
+
+from tvengine.models import ArgChange
+
+#: Groups of argument keys that agents spell differently for the same thing. Sources: the
+#: declared schemas of Claude Code 2.1.197 (``file_path``, ``old_string``), OpenCode 1.18.33
+#: (``filePath``, ``oldString``), Qwen Code 0.15.10 / Gemini CLI 0.61.0 (``file_path``,
+#: ``dir_path``, ``directory``), Codex 0.171.0 (``cmd``, ``workdir``), trae-agent's
+#: ``str_replace_editor`` (``path``, ``old_str``, ``new_str``, ``file_text``), Cline
+#: (``path``, ``regex``) and OpenClaw (``oldText``, ``newText``) per the bug reports BR-04,
+#: BR-06, BR-27. A key may sit in two groups (``path``); a rename happens only when exactly one
+#: declared, absent key is a synonym.
+SYNONYMS: tuple[frozenset[str], ...] = (
+    frozenset({"path", "file_path", "filePath", "absolute_path", "filepath", "file", "target_file"}),
+    frozenset({"path", "dir_path", "dirPath", "directory", "dir"}),
+    frozenset({"workdir", "cwd", "directory", "dir_path", "working_directory"}),
+    frozenset({"command", "cmd"}),
+    frozenset({"old_string", "old_str", "oldString", "old_text", "oldText"}),
+    frozenset({"new_string", "new_str", "newString", "new_text", "newText"}),
+    frozenset({"content", "file_text", "contents"}),
+    frozenset({"replace_all", "replaceAll"}),
+    frozenset({"pattern", "regex"}),
+    frozenset({"include", "include_pattern"}),
+    frozenset({"is_background", "run_in_background"}),
+    frozenset({"query", "search_query"}),
+    frozenset({"url", "uri"}),
+)
+
+#: Keys naming a location: an empty string there counts as absent when a synonym carries a
+#: value (BR-27, OpenClaw PR #36420). Not for content keys: an empty replacement is a deletion.
+_EMPTY_MEANS_ABSENT = frozenset(
+    {"path", "file_path", "filePath", "absolute_path", "filepath", "dir_path", "directory", "command", "cmd"}
+)
+
+#: ``argv`` prefixes that only say "run this string in a shell": ``["bash", "-lc", X]`` is X.
+_SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh$")
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci", "-l -c"})
+#: A command string holding any of these needs a shell to mean what it says; never split it.
+_SHELL_META = re.compile(r"[|&;<>()$`*?\[\]{}~!#\n\\'\"]")
+
+_JSON_TYPES = {
+    "string": str,
+    "array": list,
+    "object": dict,
+    "boolean": bool,
+}
+
+
+def _synonyms_of(key: str) -> set[str]:
+    out: set[str] = set()
+    for group in SYNONYMS:
+        if key in group:
+            out |= group
+    out.discard(key)
+    return out
+
+
+def _prop_types(schema: dict[str, Any], key: str) -> set[str]:
+    prop = (schema.get("properties") or {}).get(key)
+    if not isinstance(prop, dict):
+        return set()
+    t = prop.get("type")
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list):
+        return {x for x in t if isinstance(x, str)}
+    types: set[str] = set()
+    for alt in prop.get("anyOf") or prop.get("oneOf") or ():
+        if isinstance(alt, dict) and isinstance(alt.get("type"), str):
+            types.add(alt["type"])
+    return types
+
+
+def _has_type(value: Any, types: set[str]) -> bool:
+    for t in types:
+        if t == "integer" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if t == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if t == "null" and value is None:
+            return True
+        py = _JSON_TYPES.get(t)
+        if py is not None and isinstance(value, py):
+            return True
+    return False
+
+
+def argv_to_command(argv: list[str]) -> str:
+    """Turn an argv list into one command string.
+
+    ``["bash", "-lc", "echo hi"]`` (any POSIX shell, ``-c``/``-lc``) is the string itself;
+    anything else is joined with ``shlex.join`` so the shell sees the same words.
+    Raises ``TypeError`` when an element is not a string.
+    """
+    if not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv holds a non-string")
+    if len(argv) == 3 and _SHELL_WRAPPERS.match(argv[0]) and argv[1] in _SHELL_FLAGS:
+        return argv[2]
+    return shlex.join(argv)
+
+
+def command_to_argv(command: str) -> list[str] | None:
+    """Turn a command string into argv without choosing a shell for the user, or ``None``.
+
+    A string that is itself a JSON array of strings (``"[\\"ls\\", \\"-la\\"]"``, BR-25) is that
+    array. A plain string with no shell syntax is split with ``shlex.split``. A string needing a
+    shell (pipes, globs, quotes, variables) returns ``None``: wrapping it in ``bash -lc`` would
+    pick a shell, and splitting it would change its meaning.
+    """
+    text = command.strip()
+    if text.startswith("["):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return value
+        return None
+    if not text or _SHELL_META.search(text):
+        return None
+    return shlex.split(text)
+
+
+def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:
+    """Re-type a string the schema wants as a number or boolean; (changed, new value)."""
+    if not isinstance(value, str):
+        return False, value
+    text = value.strip()
+    if "integer" in types and re.fullmatch(r"-?\d+", text):
+        return True, int(text)
+    if "number" in types and re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", text):
+        return True, float(text) if any(c in text for c in ".eE") else int(text)
+    if "boolean" in types and text in ("true", "false"):
+        return True, text == "true"
+    return False, value
+
+
+def fit_arguments(
+    arguments: dict[str, Any], schema: dict[str, Any] | None, *, consumed: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], list[ArgChange]]:
+    """Fit ``arguments`` to ``schema`` and return ``(new_arguments, changes)``.
+
+    ``arguments`` is not modified. ``consumed`` names keys that the repair already used up (the
+    ``command`` of ``str_replace_editor`` once it chose the capability); they are dropped when
+    the schema does not declare them. Steps, each recorded as an :class:`ArgChange`:
+
+    1. key synonyms: a key the schema does not declare is renamed to the one synonym the schema
+       declares and the call lacks (an empty location value counts as lacking);
+    2. types: argv list → command string where the schema wants a string; a command string →
+       argv where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
+       ``"true"`` → ``True`` where it wants a number or boolean;
+    3. keys the schema forbids (``additionalProperties: false``) and that were consumed or have
+       no declared counterpart are dropped.
+
+    Without a schema (or without ``properties``) nothing is changed.
+    """
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return dict(arguments), []
+    props: dict[str, Any] = schema["properties"]
+    out = copy.deepcopy(arguments)
+    changes: list[ArgChange] = []
+
+    for key in list(out):
+        if key in props:
+            continue
+        value = out[key]
+        targets = []
+        for syn in _synonyms_of(key):
+            if syn not in props:
+                continue
+            present = syn in out
+            if present and syn in _EMPTY_MEANS_ABSENT and out[syn] == "" and value not in ("", None):
+                present = False
+            if not present:
+                targets.append(syn)
+        if len(targets) == 1:
+            target = targets[0]
+            if target in out:
+                changes.append(ArgChange(op="fill_empty", key=target, before=out[target], after=value))
+            del out[key]
+            out[target] = value
+            changes.append(ArgChange(op="rename_key", key=key, to=target, before=value, after=value))
+
+    for key, value in list(out.items()):
+        types = _prop_types(schema, key)
+        if not types or _has_type(value, types):
+            continue
+        if "string" in types and isinstance(value, list):
+            try:
+                new = argv_to_command(value)
+            except TypeError:
+                continue
+            out[key] = new
+            changes.append(ArgChange(op="argv_to_string", key=key, before=value, after=new))
+        elif "array" in types and isinstance(value, str):
+            argv = command_to_argv(value)
+            if argv is not None:
+                out[key] = argv
+                op = "json_to_array" if value.strip().startswith("[") else "string_to_argv"
+                changes.append(ArgChange(op=op, key=key, before=value, after=argv))
+        else:
+            did, new = _coerce_scalar(value, types)
+            if did:
+                out[key] = new
+                changes.append(ArgChange(op="coerce", key=key, before=value, after=new))
+
+    if schema.get("additionalProperties") is False:
+        for key in list(out):
+            if key in props:
+                continue
+            if key in consumed or not _synonyms_of(key) & set(props):
+                changes.append(ArgChange(op="drop_key", key=key, before=out[key]))
+                del out[key]
+    else:
+        for key in consumed:
+            if key in out and key not in props:
+                changes.append(ArgChange(op="drop_key", key=key, before=out[key]))
+                del out[key]
+    return out, changes
+
+
+_VALIDATORS: dict[bytes, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A checked validator for ``schema``, cached by the schema's canonical JSON (256 kept)."""
+    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        validator = cls(schema)
+        if len(_VALIDATORS) >= 256:
+            _VALIDATORS.pop(next(iter(_VALIDATORS)))
+        _VALIDATORS[key] = validator
+    return validator
+
+
+def validation_error(arguments: dict[str, Any], schema: dict[str, Any] | None) -> str | None:
+    """Validate ``arguments`` against ``schema``; the first error's message, or ``None``.
+
+    Uses the validator class the schema's ``$schema`` names (default: Draft 2020-12, which the
+    Anthropic and OpenAI tool docs accept). A schema that is itself invalid returns an error
+    (``"schema is not valid JSON Schema: …"``): a repair that cannot be checked is not made.
+    """
+    if not schema:
+        return None
+    try:
+        validator = _validator(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    except SchemaError as exc:
+        return f"schema is not valid JSON Schema: {exc.message}"
+    except Exception as exc:  # an unresolvable $ref or similar: treat as not checkable
+        return f"schema could not be applied: {exc}"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message

@@ -1,0 +1,222 @@
+"""Pydantic models of the engine: a declared tool, a tool call, a decision.
+
+Shapes only; the rules live in ``ladder.py`` and ``arguments.py``. Every model dumps to plain
+JSON (``model_dump(mode="json")``) so the addon can store it in ``flow.metadata``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+
+from tvengine.names import split_mcp
+
+
+class ToolKind(str, enum.Enum):
+    """What kind of tool a client declared.
+
+    - ``function``: a client-executed tool with a JSON-schema input (Anthropic client tool,
+      OpenAI ``function``, Gemini ``functionDeclaration``). The only kind the ladder renames to.
+    - ``freeform``: a client-executed tool whose input is free text, e.g. OpenAI ``custom``
+      tools (Codex's ``apply_patch`` with a Lark grammar). Its payload is written for its name:
+      never a rename target, never renamed.
+    - ``provider``: defined and run by the provider (Anthropic ``bash_20250124``,
+      ``web_search_*``; OpenAI built-ins such as ``web_search``; Gemini ``googleSearch``). Its
+      name is a fixed literal: never renamed, never a target.
+    """
+
+    FUNCTION = "function"
+    FREEFORM = "freeform"
+    PROVIDER = "provider"
+
+
+class DeclaredTool(BaseModel):
+    """One tool the client declared in this request.
+
+    ``name`` is the wire name exactly as declared. ``namespace`` is the wire namespace of a
+    Responses ``namespace`` tool (Codex: ``"mcp__github__"``) and ``None`` elsewhere; the pair
+    (namespace, name) identifies the tool. ``server`` is the MCP server the tool belongs to,
+    from ``mcp__server__tool`` or from the namespace; a tool with a server is never a capability
+    target and never receives a call from outside its server. ``input_schema`` is the JSON schema
+    of its arguments (``None`` when the client declared none). ``capability`` comes from the
+    vocabulary table by name (``None`` when no row names it).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    namespace: str | None = None
+    kind: ToolKind = ToolKind.FUNCTION
+    input_schema: dict[str, Any] | None = None
+    capability: str | None = None
+    description: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        """The flat name: ``namespace + name`` for namespaced tools, else ``name``."""
+        return (self.namespace or "") + self.name
+
+    @property
+    def server(self) -> str | None:
+        """The MCP server of this tool (``"github"`` for ``mcp__github__create_issue``)."""
+        parts = split_mcp(self.qualified)
+        if parts:
+            return parts[0]
+        if self.namespace:
+            return self.namespace
+        return None
+
+    @property
+    def server_tool(self) -> str | None:
+        """The tool part of an MCP name (``"create_issue"``), ``None`` for non-MCP tools."""
+        parts = split_mcp(self.qualified)
+        if parts:
+            return parts[1]
+        if self.namespace:
+            return self.name
+        return None
+
+
+class ToolCall(BaseModel):
+    """A tool call as the model answered it, independent of the wire format.
+
+    ``arguments`` is the parsed JSON object when the call's arguments parse to an object;
+    otherwise ``None`` and ``raw_arguments`` keeps the text as received. ``namespace`` is set
+    for Responses calls to namespaced tools. ``id`` is the call id (``toolu_…``, ``call_…``) or
+    ``None``. ``kind`` is ``freeform`` for a call to a custom tool (its input is text, kept in
+    ``raw_arguments``), else ``function``.
+    """
+
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    id: str | None = None
+    namespace: str | None = None
+    kind: ToolKind = ToolKind.FUNCTION
+
+    @property
+    def qualified(self) -> str:
+        """``namespace + name`` when namespaced, else ``name``."""
+        return (self.namespace or "") + self.name
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> ToolCall:
+        """Parse one tool call from any of the shapes coding agents meet.
+
+        - OpenAI: ``{"name", "arguments": "<JSON string>"}`` (also nested as
+          ``{"id", "function": {"name", "arguments"}}``; an object ``arguments`` is accepted, as
+          llama-server sends, BR-21);
+        - Anthropic: ``{"name", "input": {...}, "id"}``;
+        - Gemini: ``{"name", "args": {...}, "id"?}``;
+        - LangChain: ``{"name", "args": {...}, "type": "tool_call", "id"?}``.
+
+        Raises ``ValueError`` when the payload has no string ``name``.
+        """
+        if isinstance(payload.get("function"), dict):
+            inner = dict(payload["function"])
+            inner.setdefault("id", payload.get("id"))
+            payload = inner
+        name = payload.get("name")
+        if not isinstance(name, str):
+            raise ValueError("tool call has no string name")
+        if "input" in payload:
+            args: Any = payload["input"]
+        elif "args" in payload:
+            args = payload["args"]
+        else:
+            args = payload.get("arguments")
+        raw: str | None = None
+        parsed: dict[str, Any] | None = None
+        if isinstance(args, str):
+            raw = args
+            try:
+                value = orjson.loads(args) if args.strip() else {}
+            except orjson.JSONDecodeError:
+                value = None
+            parsed = value if isinstance(value, dict) else None
+        elif isinstance(args, dict):
+            parsed = args
+        elif args is None:
+            parsed = {}
+        call_id = payload.get("id") or payload.get("call_id")
+        namespace = payload.get("namespace")
+        return cls(
+            name=name,
+            arguments=parsed,
+            raw_arguments=raw,
+            id=call_id if isinstance(call_id, str) else None,
+            namespace=namespace if isinstance(namespace, str) else None,
+        )
+
+
+class Action(str, enum.Enum):
+    """What the engine decided for one call.
+
+    ``keep``: the call names a declared tool and its arguments are left as they are.
+    ``fit``: the call names a declared tool; its arguments were fitted to the schema.
+    ``rename``: the name was changed to a declared tool (arguments possibly fitted).
+    ``leave``: the name is not declared and no single declared tool can be meant; unchanged.
+    """
+
+    KEEP = "keep"
+    FIT = "fit"
+    RENAME = "rename"
+    LEAVE = "leave"
+
+
+class Step(str, enum.Enum):
+    """The ladder step that produced the decision (first hit wins)."""
+
+    DECLARED = "declared"
+    REVERSE_MAP = "reverse_map"
+    NORMALIZED = "normalized"
+    CAPABILITY = "capability"
+    NONE = "none"
+
+
+class ArgChange(BaseModel):
+    """One change made to a call's arguments.
+
+    ``op`` is one of ``rename_key``, ``argv_to_string``, ``string_to_argv``,
+    ``json_to_array``, ``coerce``, ``drop_key``, ``fill_empty``. ``key`` is the argument key
+    changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.
+    """
+
+    op: str
+    key: str
+    to: str | None = None
+    before: Any = None
+    after: Any = None
+
+
+class Decision(BaseModel):
+    """The engine's answer for one tool call.
+
+    ``name``/``namespace`` are as answered; ``target``/``target_namespace`` are the declared
+    tool the call now names (``None`` when left). ``candidates`` lists the declared names the
+    deciding step considered (two or more means it declined to guess). ``arguments_after`` is
+    ``None`` when the arguments are unchanged. ``reason`` is one human sentence.
+    """
+
+    name: str
+    namespace: str | None = None
+    call_id: str | None = None
+    action: Action
+    step: Step
+    target: str | None = None
+    target_namespace: str | None = None
+    reason: str
+    candidates: list[str] = Field(default_factory=list)
+    arg_changes: list[ArgChange] = Field(default_factory=list)
+    arguments_before: dict[str, Any] | None = None
+    arguments_after: dict[str, Any] | None = None
+
+    @property
+    def changed(self) -> bool:
+        """True when the client will see a different name or different arguments."""
+        return self.action in (Action.RENAME, Action.FIT)

@@ -1,0 +1,38 @@
+"""Name helpers shared by the vocabulary and the repair ladder.
+
+Pure functions over ``str``; no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Characters treated as interchangeable word separators in a tool name (``read_file``,
+#: ``read-file``, ``read.file``, ``read file``, ``readFile`` after case folding all compare equal).
+_SEPARATORS = re.compile(r"[\s_\-.:/]+")
+
+#: ``mcp__<server>__<tool>``: Claude Code's MCP naming (code.claude.com docs, "MCP"); Codex
+#: used the same flat form before it declared MCP servers as Responses ``namespace`` tools.
+_MCP = re.compile(r"^mcp__(?P<server>.+?)__(?P<tool>.+)$")
+
+
+def name_key(name: str) -> str:
+    """Return the comparison key of a tool name: case-folded, separators removed.
+
+    ``name_key("Read_File") == name_key("read-file") == name_key("readFile") == "readfile"``.
+    Two names with the same key differ only by case and separators, which the ladder treats as
+    lossless (rule 3). Never used to *produce* a name: only declared names are ever emitted.
+    """
+    return _SEPARATORS.sub("", name.strip()).casefold()
+
+
+def split_mcp(name: str) -> tuple[str, str] | None:
+    """Split ``mcp__server__tool`` into ``("server", "tool")``; ``None`` for other names.
+
+    A Responses namespace (``"mcp__server__"``) followed by its tool name splits the same way
+    once joined: ``split_mcp("mcp__github__" + "create_issue") == ("github", "create_issue")``.
+    """
+    m = _MCP.match(name)
+    if not m:
+        return None
+    return m.group("server"), m.group("tool")

@@ -1,0 +1,61 @@
+"""The per-flow record the addon keeps in ``flow.metadata["toolvocab"]``.
+
+A pydantic model dumped with ``model_dump(mode="json")``: only str keys and JSON values, which
+mitmproxy's tnetstring flow format stores and reads back (mitmproxy ``io/tnetstring.py``; a set,
+datetime or model object would make ``-w`` drop the flow).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from pydantic import Field
+
+from tvengine.models import Decision
+
+
+class FlowRecord(BaseModel):
+    """What toolvocab saw and did in one flow.
+
+    ``dialect``: wire format (``"anthropic"``…) or ``None`` when the flow was not handled;
+    ``mode``: the ``toolvocab_mode`` in force; ``skipped``: one sentence on why nothing was
+    done (``None`` when the flow was handled); ``declared``: the client's declared tool names
+    (flat); ``rename_map``: declared name → upstream name; ``prompt_sentence``: the sentence
+    added (or, in ``observe``, that would be added) and ``prompt_names`` the names it lists; ``request_changed`` / ``response_changed``:
+    whether bytes were changed on each side; ``streamed``: the answer was rewritten as a stream;
+    ``decisions``: one per tool call in the answer; ``notes``: anything else worth knowing
+    (passthrough reasons, errors caught).
+    """
+
+    version: int = 1
+    dialect: str | None = None
+    mode: str
+    skipped: str | None = None
+    declared: list[str] = Field(default_factory=list)
+    rename_map: dict[str, str] = Field(default_factory=dict)
+    prompt_sentence: str | None = None
+    prompt_names: list[str] = Field(default_factory=list)
+    request_changed: bool = False
+    response_changed: bool = False
+    streamed: bool = False
+    decisions: list[Decision] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def dump(self) -> dict:
+        """The JSON-safe dict stored in ``flow.metadata``."""
+        return self.model_dump(mode="json")
+
+    def summary(self) -> str:
+        """A one-line comment for mitmproxy's UI, e.g. ``toolvocab: shell→Bash (capability)``."""
+        parts = []
+        for d in self.decisions:
+            if d.action.value == "rename":
+                parts.append(f"{d.name}→{d.target} ({d.step.value})")
+            elif d.action.value == "fit":
+                parts.append(f"{d.name}: arguments fitted")
+            elif d.action.value == "leave":
+                parts.append(f"{d.name} left ({d.step.value})")
+        if self.prompt_sentence:
+            parts.append(f"prompt names {len(self.prompt_names)} tools")
+        if self.rename_map and self.request_changed:
+            parts.append(f"{len(self.rename_map)} tools renamed upstream")
+        return "toolvocab: " + ("; ".join(parts) if parts else "no change")
