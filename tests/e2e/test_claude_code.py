@@ -1,0 +1,81 @@
+"""End to end: real Claude Code -> mitmdump + toolvocab -> our fake upstream (all on 127.0.0.1).
+
+The fake upstream answers Claude Code's first model call with a tool call to ``shell``
+``{"command": ["bash", "-lc", "echo toolvocab-ok"]}``, a tool Claude Code never declared (it has
+``Bash {command: string}``).  What Claude Code did with it shows up in its *second* model call:
+
+* ``toolvocab_mode=auto``: the addon repaired the call into ``Bash {"command": "echo toolvocab-ok"}``,
+  Claude Code ran it, and sends back a successful ``tool_result`` containing ``toolvocab-ok``.
+* ``toolvocab_mode=off``: the call reaches Claude Code unchanged and it answers with
+  ``is_error: true`` / ``No such tool available: shell``.
+
+Fixtures live in ``tests/e2e/conftest.py``; Claude Code is installed by ``tests/e2e/install_clients.sh``.
+"""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+MARKER = "toolvocab-ok"
+
+
+def _content_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_content_text(c.get("text", c.get("content", ""))) if isinstance(c, dict) else str(c)
+                         for c in content)
+    return "" if content is None else str(content)
+
+
+def _second_call(run):
+    calls = run.message_requests
+    assert len(calls) >= 2, f"expected Claude Code to make at least 2 model calls, got {len(calls)}\n{run.describe()}"
+    body = calls[1].get("body")
+    assert isinstance(body, dict) and isinstance(body.get("messages"), list), \
+        f"second model call has no JSON messages\n{run.describe()}"
+    return body
+
+
+def _tool_use_and_result(run, body) -> tuple[dict, dict]:
+    """The (last) assistant tool_use in the second call and the tool_result that answers it."""
+    uses = [block for m in body["messages"] if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+            for block in m["content"] if isinstance(block, dict) and block.get("type") == "tool_use"]
+    assert uses, f"second model call carries no assistant tool_use\n{run.describe()}"
+    use = uses[-1]
+    results = [block for m in body["messages"] if m.get("role") == "user" and isinstance(m.get("content"), list)
+               for block in m["content"]
+               if isinstance(block, dict) and block.get("type") == "tool_result"
+               and block.get("tool_use_id") == use.get("id")]
+    assert results, f"no tool_result for tool_use id {use.get('id')!r} in the second model call\n{run.describe()}"
+    return use, results[-1]
+
+
+def _common_checks(run) -> None:
+    rc = run.client.rc
+    if rc != 0:
+        why = f"was killed after {run.client.seconds:.0f}s (timeout)" if rc is None else f"exited rc={rc}"
+        pytest.fail(f"Claude Code {why}\n{run.describe()}")
+    assert not run.stray, f"Claude Code tried to reach something other than the proxy: {run.stray}\n{run.describe()}"
+
+
+def test_auto_mode_undeclared_shell_call_runs_as_client_tool(claude_e2e):
+    run = claude_e2e("auto")
+    _common_checks(run)
+    use, result = _tool_use_and_result(run, _second_call(run))
+    assert use.get("name") == "Bash", \
+        f"Claude Code's history should hold the repaired call (Bash), got {use!r}\n{run.describe()}"
+    assert result.get("is_error") in (None, False), f"tool_result is an error: {result!r}\n{run.describe()}"
+    assert MARKER in _content_text(result.get("content")), \
+        f"tool_result does not contain {MARKER!r}: {result!r}\n{run.describe()}"
+
+
+def test_off_mode_undeclared_shell_call_is_rejected_by_client(claude_e2e):
+    run = claude_e2e("off")
+    _common_checks(run)
+    use, result = _tool_use_and_result(run, _second_call(run))
+    assert use.get("name") == "shell", f"mode off must not rename the call, got {use!r}\n{run.describe()}"
+    assert result.get("is_error") is True, f"expected is_error: true, got {result!r}\n{run.describe()}"
+    assert "No such tool available: shell" in _content_text(result.get("content")), \
+        f"unexpected tool_result content: {result!r}\n{run.describe()}"
