@@ -30,6 +30,7 @@ from mitmproxy import http
 # names (relative imports fail in a -s script: mitmproxy G7).
 import tvdialects
 from tvdialects.base import Dialect
+from tvdialects.base import JSONFrame
 from tvengine.ladder import Toolset
 from tvengine.ladder import resolve
 from tvengine.models import Decision
@@ -60,6 +61,7 @@ class _FlowState:
         self.record = record
         self.wants_stream = wants_stream
         self.stream: _StreamCallable | None = None
+        self.ws_rewriter: Any = None
 
     def resolver(self, call: ToolCall) -> Decision:
         decision = resolve(call, self.tools, self.plan.reverse_map)
@@ -102,7 +104,8 @@ class _StreamCallable:
             head = bytes(self.upstream).lstrip()
             if not head and chunk:
                 return []
-            self.json_mode = head[:1] in (b"{", b"[")
+            # A JSON object is a whole (non-stream) answer; an array is Gemini's streamed array.
+            self.json_mode = head[:1] == b"{"
             if not self.json_mode:
                 # Send what was held while sniffing through the SSE rewriter.
                 chunk = bytes(self.upstream)
@@ -140,6 +143,7 @@ class ToolVocab:
         self.mode = "auto"
         self.hosts: re.Pattern[str] | None = None
         self._states: dict[str, _FlowState] = {}
+        self._ws: dict[str, _FlowState] = {}
 
     def load(self, loader: Any) -> None:
         """Register the ``toolvocab_*`` options."""
@@ -224,7 +228,81 @@ class ToolVocab:
             state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
             self._finish(flow, state)
 
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
+        client is a request; every frame from the server is one stream event."""
+        if self.mode == "off" or flow.websocket is None or not flow.websocket.messages:
+            return
+        message = flow.websocket.messages[-1]
+        if message.injected or not message.is_text:
+            return
+        try:
+            self._websocket_message(flow, message)
+        except Exception as exc:
+            logger.exception("toolvocab: websocket_message hook failed; frame passed through")
+            ws = self._ws.get(flow.id)
+            if ws is not None:
+                ws.record.notes.append(f"internal error in websocket_message ({type(exc).__name__}: {exc})")
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        """Forget a finished WebSocket's state (its record stays in metadata)."""
+        ws = self._ws.pop(flow.id, None)
+        if ws is not None:
+            flow.metadata[METADATA_KEY] = ws.record.dump()
+
     # -- internals ----------------------------------------------------------------------------
+
+    def _websocket_message(self, flow: http.HTTPFlow, message: Any) -> None:
+        from mitmproxy import ctx
+
+        if message.from_client:
+            try:
+                frame = orjson.loads(message.content)
+            except orjson.JSONDecodeError:
+                return
+            if not isinstance(frame, dict) or frame.get("type") != "response.create":
+                return
+            dialect = tvdialects.by_name("openai_responses")
+            assert dialect is not None
+            if not flow.request.path.split("?", 1)[0].endswith("/responses"):
+                return
+            tools = Toolset(dialect.declared_tools(frame))
+            plan = make_plan(tools, dialect.system_texts(frame), add_sentence=self.mode in ("auto", "observe"), flow_key=f"{flow.id}:{len(flow.websocket.messages)}")
+            previous = self._ws.get(flow.id)
+            record = previous.record if previous else FlowRecord(mode=self.mode, dialect=dialect.name, streamed=True)
+            record.declared, record.rename_map = tools.names(), plan.rename_map
+            record.prompt_sentence, record.prompt_names = plan.prompt_sentence, plan.unmentioned
+            state = _FlowState(dialect, tools, plan, record, wants_stream=True)
+            state.ws_rewriter = dialect.stream_rewriter(state.resolver, plan)
+            self._ws[flow.id] = state
+            if self.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
+                message.content = orjson.dumps(frame)
+                record.request_changed = True
+            self._finish(flow, state)
+            return
+        state = self._ws.get(flow.id)
+        if state is None or state.ws_rewriter is None:
+            return
+        unit = JSONFrame(message.content)
+        before = len(state.record.decisions)
+        try:
+            outs = state.ws_rewriter.on_unit(unit)
+        except Exception as exc:
+            state.record.notes.append(f"websocket rewrite failed ({type(exc).__name__}: {exc}); frames passed through")
+            outs = state.ws_rewriter.held_units() + [unit]
+            state.ws_rewriter = None
+        if self.mode == "observe":
+            if len(state.record.decisions) != before:
+                self._finish(flow, state)
+            return
+        if outs == [unit]:
+            return
+        message.drop()
+        for out in outs:
+            ctx.master.commands.call("inject.websocket", flow, True, out.raw, True)
+        if any(o is not unit and o.raw != unit.raw for o in outs) or len(state.record.decisions) != before:
+            state.record.response_changed = state.record.response_changed or any(d.changed for d in state.record.decisions[before:])
+            self._finish(flow, state)
 
     def _skip(self, flow: http.HTTPFlow, reason: str, dialect: str | None = None) -> None:
         flow.metadata[METADATA_KEY] = FlowRecord(mode=self.mode, dialect=dialect, skipped=reason).dump()
@@ -256,7 +334,7 @@ class ToolVocab:
         if not len(tools):
             self._skip(flow, "the request declares no tools", dialect.name)
             return
-        plan = make_plan(tools, dialect.system_texts(body), add_sentence=self.mode in ("auto", "observe"))
+        plan = make_plan(tools, dialect.system_texts(body), add_sentence=self.mode in ("auto", "observe"), flow_key=flow.id)
         record = FlowRecord(
             mode=self.mode,
             dialect=dialect.name,
@@ -270,7 +348,7 @@ class ToolVocab:
             tools=tools,
             plan=plan,
             record=record,
-            wants_stream=bool(isinstance(body, dict) and body.get("stream")),
+            wants_stream=dialect.wants_stream(req.path, body),
         )
         if self.mode in ("auto", "repair"):
             if dialect.apply_request(body, plan):
@@ -288,7 +366,7 @@ class ToolVocab:
             return
         ctype = resp.headers.get("content-type", "").lower()
         is_sse = "text/event-stream" in ctype
-        if not is_sse and ("json" in ctype or not state.wants_stream):
+        if not is_sse and not state.wants_stream:
             return  # buffered; handled in response()
         encoding = resp.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
@@ -299,6 +377,8 @@ class ToolVocab:
             del resp.headers["content-length"]
             if flow.request.http_version == "HTTP/1.1":
                 resp.headers["transfer-encoding"] = "chunked"
+        # A stream request answered with JSON (an error, or a server that ignored "stream") is
+        # buffered inside the callable and rewritten whole at the end.
         state.stream = _StreamCallable(state, observe=self.mode == "observe")
         resp.stream = state.stream
         state.record.streamed = True

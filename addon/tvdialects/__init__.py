@@ -6,11 +6,14 @@
 from __future__ import annotations
 
 from tvdialects.anthropic import DIALECT as ANTHROPIC
+from tvdialects.openai_chat import DIALECT as OPENAI_CHAT
+from tvdialects.gemini import DIALECT as GEMINI
+from tvdialects.openai_responses import DIALECT as OPENAI_RESPONSES
 from tvdialects.base import JSON
 from tvdialects.base import Dialect
 
 #: Every dialect, most specific path first.
-DIALECTS: tuple[Dialect, ...] = (ANTHROPIC,)
+DIALECTS: tuple[Dialect, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)
 
 
 def detect(method: str, path: str, body: JSON) -> Dialect | None:

@@ -129,6 +129,10 @@ class AnthropicMessages:
                 changed |= _apply_block(block, resolve)
         return changed
 
+    def wants_stream(self, path: str, body: JSON) -> bool:
+        """``"stream": true`` in the request body."""
+        return isinstance(body, dict) and body.get("stream") is True
+
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
         return AnthropicStream(resolve)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 from typing import Protocol
 
+import orjson
+
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
@@ -64,6 +66,10 @@ class Dialect(Protocol):
         anything changed."""
         ...
 
+    def wants_stream(self, path: str, body: JSON) -> bool:
+        """True when the request asks for a streamed answer."""
+        ...
+
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
@@ -74,3 +80,32 @@ def apply_decision_name(decision: Decision) -> str | None:
     if decision.target is not None and decision.target != decision.name:
         return decision.target
     return None
+
+
+class JSONFrame:
+    """One JSON WebSocket frame, with the same ``raw`` / ``json()`` / ``with_json()`` surface
+    as an SSE event, so a dialect's event logic serves both transports (Codex sends Responses
+    events one per frame)."""
+
+    __slots__ = ("raw", "_json", "_parsed")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self._json: Any = None
+        self._parsed = False
+
+    def json(self) -> Any:
+        """The frame parsed as JSON, or ``None`` when it is not JSON (cached)."""
+        if not self._parsed:
+            self._parsed = True
+            try:
+                self._json = orjson.loads(self.raw)
+            except orjson.JSONDecodeError:
+                self._json = None
+        return self._json
+
+    def with_json(self, value: Any) -> JSONFrame:
+        """A new frame holding ``value`` as compact JSON."""
+        frame = JSONFrame(orjson.dumps(value))
+        frame._json, frame._parsed = value, True
+        return frame

@@ -53,8 +53,6 @@ _EMPTY_MEANS_ABSENT = frozenset(
 #: ``argv`` prefixes that only say "run this string in a shell": ``["bash", "-lc", X]`` is X.
 _SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh$")
 _SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci", "-l -c"})
-#: A command string holding any of these needs a shell to mean what it says; never split it.
-_SHELL_META = re.compile(r"[|&;<>()$`*?\[\]{}~!#\n\\'\"]")
 
 _JSON_TYPES = {
     "string": str,
@@ -120,23 +118,21 @@ def argv_to_command(argv: list[str]) -> str:
 def command_to_argv(command: str) -> list[str] | None:
     """Turn a command string into argv without choosing a shell for the user, or ``None``.
 
-    A string that is itself a JSON array of strings (``"[\\"ls\\", \\"-la\\"]"``, BR-25) is that
-    array. A plain string with no shell syntax is split with ``shlex.split``. A string needing a
-    shell (pipes, globs, quotes, variables) returns ``None``: wrapping it in ``bash -lc`` would
-    pick a shell, and splitting it would change its meaning.
+    Only a string that is itself a JSON array of strings (``"[\\"ls\\", \\"-la\\"]"``, Codex
+    answered by third-party models, openai/codex#3913, BR-25) becomes that array. A plain command
+    string (``"ls -la"``) returns ``None`` and is left as sent: wrapping it in ``bash -lc`` would
+    pick a shell for the user, and splitting it would change the meaning of any shell syntax in it.
     """
     text = command.strip()
-    if text.startswith("["):
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return value
+    if not text.startswith("["):
         return None
-    if not text or _SHELL_META.search(text):
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
         return None
-    return shlex.split(text)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    return None
 
 
 def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:
@@ -164,8 +160,8 @@ def fit_arguments(
 
     1. key synonyms: a key the schema does not declare is renamed to the one synonym the schema
        declares and the call lacks (an empty location value counts as lacking);
-    2. types: argv list → command string where the schema wants a string; a command string →
-       argv where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
+    2. types: argv list → command string where the schema wants a string; a string holding a
+       JSON array → that array where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
        ``"true"`` → ``True`` where it wants a number or boolean;
     3. keys the schema forbids (``additionalProperties: false``) and that were consumed or have
        no declared counterpart are dropped.
@@ -214,8 +210,7 @@ def fit_arguments(
             argv = command_to_argv(value)
             if argv is not None:
                 out[key] = argv
-                op = "json_to_array" if value.strip().startswith("[") else "string_to_argv"
-                changes.append(ArgChange(op=op, key=key, before=value, after=argv))
+                changes.append(ArgChange(op="json_to_array", key=key, before=value, after=argv))
         else:
             did, new = _coerce_scalar(value, types)
             if did:

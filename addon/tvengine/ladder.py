@@ -110,18 +110,24 @@ def _undouble(name: str) -> str | None:
     return None
 
 
+#: Separators that join an MCP server and its tool in the notations models use (the issue's
+#: list: ``server:tool``, ``server.tool``, ``server__tool``; ``/`` as in ``tools/``). A single
+#: ``_`` is not one of them: ``web_fetch`` is a builtin name, not server ``web`` + tool ``fetch``.
+_SERVER_JOINS: tuple[str, ...] = ("__", ":", ".", "/")
+
+
 def _server_variant(probe: str, server: str, tool: str) -> bool:
-    """True when ``probe`` spells ``server`` + separators + ``tool`` (with an optional ``mcp``)."""
+    """True when ``probe`` is ``server`` + a join (``__``, ``:``, ``.``, ``/``) + ``tool``,
+    optionally after an ``mcp__`` prefix; case and separators inside each part are ignored."""
     skey, tkey = name_key(server), name_key(tool)
-    for i, ch in enumerate(probe):
-        if ch not in _SEPARATORS or i == 0:
-            continue
-        left, right = probe[:i], probe[i:].lstrip(_SEPARATORS)
-        left_key = name_key(left)
-        if left_key.startswith("mcp") and left_key != skey:
-            left_key = left_key[3:]
-        if left_key == skey and name_key(right) == tkey and right:
-            return True
+    body = probe[5:] if probe.lower().startswith("mcp__") else probe
+    for join in _SERVER_JOINS:
+        start = body.find(join)
+        while start > 0:
+            left, right = body[:start], body[start + len(join) :]
+            if right and name_key(left) == skey and name_key(right) == tkey:
+                return True
+            start = body.find(join, start + 1)
     return False
 
 

@@ -182,7 +182,7 @@ class Step(str, enum.Enum):
 class ArgChange(BaseModel):
     """One change made to a call's arguments.
 
-    ``op`` is one of ``rename_key``, ``argv_to_string``, ``string_to_argv``,
+    ``op`` is one of ``rename_key``, ``argv_to_string``,
     ``json_to_array``, ``coerce``, ``drop_key``, ``fill_empty``. ``key`` is the argument key
     changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.
     """

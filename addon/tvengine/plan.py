@@ -23,12 +23,14 @@ class Plan(BaseModel):
     ``rename_map`` maps a declared tool's flat name to the name sent upstream (empty unless a
     grammar or profile needs a different name). ``reverse_map`` is its inverse, used by the
     ladder's second step. ``prompt_sentence`` is the sentence added to the system text, or
-    ``None``. ``unmentioned`` lists the declared names the sentence names.
+    ``None``. ``unmentioned`` lists the declared names the sentence names. ``flow_key`` identifies
+    the flow (for deterministic call ids, :mod:`tvengine.ids`).
     """
 
     rename_map: dict[str, str] = Field(default_factory=dict)
     prompt_sentence: str | None = None
     unmentioned: list[str] = Field(default_factory=list)
+    flow_key: str = ""
 
     @property
     def reverse_map(self) -> dict[str, str]:
@@ -68,7 +70,7 @@ def prompt_sentence(tools: Toolset, system_texts: Iterable[str]) -> tuple[str | 
     return sentence, missing
 
 
-def make_plan(tools: Toolset, system_texts: Iterable[str], *, add_sentence: bool) -> Plan:
+def make_plan(tools: Toolset, system_texts: Iterable[str], *, add_sentence: bool, flow_key: str = "") -> Plan:
     """Build the :class:`Plan` for one request (``add_sentence`` is true in ``auto`` mode only)."""
     sentence, missing = prompt_sentence(tools, system_texts) if add_sentence else (None, [])
-    return Plan(prompt_sentence=sentence, unmentioned=missing)
+    return Plan(prompt_sentence=sentence, unmentioned=missing, flow_key=flow_key)

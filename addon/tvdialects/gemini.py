@@ -1,0 +1,360 @@
+"""Gemini ``generateContent`` / ``streamGenerateContent`` (Gemini API, Vertex AI, Code Assist).
+
+Shapes from the Gemini API reference and the ``google-genai`` SDK types (``FunctionDeclaration``,
+``FunctionCallingConfig``, ``Part``), wire-formats §4: declarations in
+``tools[].functionDeclarations[]`` (schema in ``parametersJsonSchema``, or an OpenAPI-subset
+``parameters`` with upper-case types), allowed names in
+``toolConfig.functionCallingConfig.allowedFunctionNames``, calls in
+``contents[].parts[].functionCall`` and results in ``functionResponse`` — paired **by name**, so
+the transcript must stay consistent. Answers carry ``candidates[].content.parts[].functionCall``
+whole in every chunk; ``?alt=sse`` streams one complete response per ``data:`` event, without
+``alt`` the body is one JSON array sent element by element. Code Assist
+(``/v1internal:…``, Gemini CLI's Google login) wraps the request in ``request`` and each
+answer chunk in ``response``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tvdialects.base import JSON
+from tvdialects.base import Resolver
+from tvdialects.base import apply_decision_name
+from tvdialects.sse import EventStreamRewriter
+from tvdialects.sse import SSEEvent
+from tvengine.models import DeclaredTool
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.plan import Plan
+
+import orjson
+
+_PATH = re.compile(r":(?:stream)?[gG]enerateContent$")
+
+#: OpenAPI-subset ``Type`` enum of Gemini's ``Schema`` (``TYPE_UNSPECIFIED``, ``STRING``,
+#: ``NUMBER``, ``INTEGER``, ``BOOLEAN``, ``ARRAY``, ``OBJECT``, ``NULL``) → JSON Schema types.
+_TYPES = {"STRING": "string", "NUMBER": "number", "INTEGER": "integer", "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object", "NULL": "null"}
+
+
+def openapi_to_jsonschema(schema: Any) -> Any:
+    """Turn a Gemini ``Schema`` (OpenAPI subset) into JSON Schema for validation.
+
+    Upper-case ``type`` values become JSON Schema types; ``nullable: true`` adds ``"null"``;
+    ``TYPE_UNSPECIFIED`` drops the type; everything else is kept (``properties``, ``items``,
+    ``required``, ``enum``, ``anyOf``, ``minItems``…). Pure; returns a new object.
+    """
+    if isinstance(schema, list):
+        return [openapi_to_jsonschema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type" and isinstance(value, str):
+            mapped = _TYPES.get(value.upper(), None if value.upper() == "TYPE_UNSPECIFIED" else value)
+            if mapped is not None:
+                out["type"] = mapped
+        elif key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {k: openapi_to_jsonschema(v) for k, v in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf", "not", "additionalProperties"):
+            out[key] = openapi_to_jsonschema(value)
+        elif key == "nullable":
+            continue
+        else:
+            out[key] = value
+    if schema.get("nullable") is True and isinstance(out.get("type"), str):
+        out["type"] = [out["type"], "null"]
+    return out
+
+
+def _path_only(path: str) -> str:
+    return path.split("?", 1)[0]
+
+
+def _unwrap(body: Any) -> Any:
+    """The ``GenerateContentRequest`` / response inside a Code Assist envelope, else ``body``."""
+    if isinstance(body, dict) and isinstance(body.get("request"), dict) and "contents" in body["request"]:
+        return body["request"]
+    if isinstance(body, dict) and isinstance(body.get("response"), dict) and "candidates" not in body:
+        return body["response"]
+    return body
+
+
+class Gemini:
+    """The Gemini dialect (Gemini API, Vertex AI publisher models, Code Assist)."""
+
+    name = "gemini"
+
+    def matches(self, method: str, path: str, body: JSON) -> bool:
+        """POST to ``…:generateContent`` / ``…:streamGenerateContent`` with ``contents``."""
+        if method != "POST" or not _PATH.search(_path_only(path)):
+            return False
+        inner = _unwrap(body)
+        return isinstance(inner, dict) and isinstance(inner.get("contents"), list)
+
+    # -- request ------------------------------------------------------------------------------
+
+    def declared_tools(self, body: JSON) -> list[DeclaredTool]:
+        """Every ``functionDeclarations[]`` entry (``function``). Built-in tools
+        (``googleSearch``, ``codeExecution``, ``urlContext``…) carry no name."""
+        req = _unwrap(body)
+        out: list[DeclaredTool] = []
+        for tool in req.get("tools") or ():
+            if not isinstance(tool, dict):
+                continue
+            for decl in tool.get("functionDeclarations") or tool.get("function_declarations") or ():
+                if not isinstance(decl, dict) or not isinstance(decl.get("name"), str):
+                    continue
+                schema = decl.get("parametersJsonSchema")
+                if not isinstance(schema, dict):
+                    params = decl.get("parameters")
+                    schema = openapi_to_jsonschema(params) if isinstance(params, dict) else None
+                out.append(
+                    DeclaredTool(
+                        name=decl["name"],
+                        kind=ToolKind.FUNCTION,
+                        input_schema=schema,
+                        description=decl.get("description") if isinstance(decl.get("description"), str) else None,
+                    )
+                )
+        return out
+
+    def system_texts(self, body: JSON) -> list[str]:
+        """The text parts of ``systemInstruction``."""
+        req = _unwrap(body)
+        system = req.get("systemInstruction") or req.get("system_instruction")
+        if isinstance(system, str):
+            return [system]
+        if isinstance(system, dict):
+            return [p["text"] for p in system.get("parts") or () if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return []
+
+    def apply_request(self, body: JSON, plan: Plan) -> bool:
+        """Rename per ``plan.rename_map`` in declarations, ``allowedFunctionNames`` and every
+        transcript ``functionCall`` / ``functionResponse``; add the prompt sentence as a text
+        part of ``systemInstruction``."""
+        req = _unwrap(body)
+        changed = False
+        rename = plan.rename_map
+        if rename:
+            for tool in req.get("tools") or ():
+                if isinstance(tool, dict):
+                    for decl in tool.get("functionDeclarations") or ():
+                        changed |= _rename(decl, rename)
+            config = (req.get("toolConfig") or {}).get("functionCallingConfig") if isinstance(req.get("toolConfig"), dict) else None
+            if isinstance(config, dict) and isinstance(config.get("allowedFunctionNames"), list):
+                names = config["allowedFunctionNames"]
+                for i, name in enumerate(names):
+                    if isinstance(name, str) and name in rename:
+                        names[i] = rename[name]
+                        changed = True
+            for content in req.get("contents") or ():
+                for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+                    if isinstance(part, dict):
+                        changed |= _rename(part.get("functionCall"), rename)
+                        changed |= _rename(part.get("functionResponse"), rename)
+        if plan.prompt_sentence:
+            system = req.get("systemInstruction")
+            if system is None:
+                req["systemInstruction"] = {"parts": [{"text": plan.prompt_sentence}]}
+                changed = True
+            elif isinstance(system, dict) and isinstance(system.get("parts"), list):
+                system["parts"].append({"text": plan.prompt_sentence})
+                changed = True
+            elif isinstance(system, str):
+                req["systemInstruction"] = system + "\n\n" + plan.prompt_sentence
+                changed = True
+        return changed
+
+    # -- response -----------------------------------------------------------------------------
+
+    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+        """Resolve every ``functionCall`` part; a JSON array (``streamGenerateContent`` without
+        ``alt``) is rewritten element by element."""
+        if isinstance(body, list):
+            changed = False
+            for element in body:
+                changed |= _rewrite_candidates(element, resolve)
+            return changed
+        return _rewrite_candidates(body, resolve)
+
+    def wants_stream(self, path: str, body: JSON) -> bool:
+        """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
+        return ":streamGenerateContent" in _path_only(path)
+
+    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> GeminiStream:
+        """A rewriter that accepts both stream framings (SSE or a JSON array)."""
+        return GeminiStream(resolve)
+
+
+def _rename(obj: Any, rename: dict[str, str]) -> bool:
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str) and obj["name"] in rename:
+        obj["name"] = rename[obj["name"]]
+        return True
+    return False
+
+
+def _rewrite_candidates(body: Any, resolve: Resolver) -> bool:
+    response = _unwrap(body)
+    if not isinstance(response, dict):
+        return False
+    changed = False
+    for candidate in response.get("candidates") or ():
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(call, dict) and isinstance(call.get("name"), str):
+                decision = resolve(
+                    ToolCall(
+                        name=call["name"],
+                        arguments=call.get("args") if isinstance(call.get("args"), dict) else ({} if call.get("args") is None else None),
+                        id=call.get("id") if isinstance(call.get("id"), str) else None,
+                    )
+                )
+                if not decision.changed:
+                    continue
+                new_name = apply_decision_name(decision)
+                if new_name is not None:
+                    call["name"] = new_name
+                if decision.arguments_after is not None:
+                    call["args"] = decision.arguments_after
+                changed = True
+    return changed
+
+
+class GeminiStream(EventStreamRewriter):
+    """Rewrites a Gemini stream, SSE (``alt=sse``) or a bare JSON array, chunk by chunk.
+
+    Each SSE event or array element is a complete response and goes out as soon as it is
+    whole, rewritten only when a ``functionCall`` in it changes; everything between elements
+    (brackets, commas, whitespace) passes through as received. Never buffers the whole body.
+    """
+
+    def __init__(self, resolve: Resolver) -> None:
+        super().__init__()
+        self._resolve = resolve
+        self._framing: str | None = None  # "sse" | "array", decided by the first non-blank byte
+        self._array = _ArraySplitter()
+        self._prefix = bytearray()  # blank bytes seen before the framing was known
+
+    def on_event(self, event: SSEEvent) -> list[bytes]:
+        """One SSE event: rewrite its response if a call changes."""
+        data = event.json()
+        if data is None:
+            return [event.raw]
+        if _rewrite_candidates(data, self._resolve):
+            return [event.with_json(data).raw]
+        return [event.raw]
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Route to SSE or JSON-array framing, decided by the body's first non-blank byte."""
+        if self._framing is None:
+            if not chunk.strip():
+                self._prefix += chunk
+                return []
+            self._framing = "array" if chunk.lstrip()[:1] == b"[" else "sse"
+            chunk, self._prefix = bytes(self._prefix) + chunk, bytearray()
+        if self._framing == "sse":
+            return super().feed(chunk)
+        if self.error is not None:
+            return [chunk] if chunk else []
+        try:
+            return [b for b in self._array.feed(chunk, self._element) if b]
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            rest = self._array.drain()
+            return [rest] if rest else []
+
+    def finish(self) -> list[bytes]:
+        """End of stream: whatever is left, unchanged."""
+        if self._framing is None:
+            rest, self._prefix = bytes(self._prefix), bytearray()
+            return [rest] if rest else []
+        if self._framing == "array":
+            rest = self._array.drain()
+            return [rest] if rest else []
+        return super().finish()
+
+    def _element(self, raw: bytes) -> bytes:
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+        if _rewrite_candidates(data, self._resolve):
+            return orjson.dumps(data)
+        return raw
+
+
+class _ArraySplitter:
+    """Cuts a streamed top-level JSON array into its elements without buffering the array.
+
+    Tracks nesting depth outside strings (escapes honoured). Bytes outside elements are
+    returned at once; an element's bytes are held until it closes, then passed to the callback.
+    """
+
+    _STRING_END = re.compile(rb'["\\]')
+
+    def __init__(self) -> None:
+        self.pending = bytearray()  # bytes of the current (open) element
+        self.depth = 0  # nesting depth including the outer array
+        self.in_string = False
+        self.escape = False
+        self.started = False  # the outer "[" was seen
+
+    def feed(self, chunk: bytes, on_element: Any) -> list[bytes]:
+        out: list[bytes] = []
+        passthrough_from = 0
+        i = 0
+        n = len(chunk)
+        in_element = self.depth >= 2
+        while i < n:
+            if self.in_string:
+                if self.escape:
+                    self.escape = False
+                    i += 1
+                    continue
+                m = self._STRING_END.search(chunk, i)
+                if m is None:
+                    i = n
+                    break
+                i = m.start()
+                if chunk[i] == 0x5C:  # backslash
+                    self.escape = True
+                else:
+                    self.in_string = False
+                i += 1
+                continue
+            b = chunk[i]
+            if b == 0x22:  # "
+                self.in_string = True
+            elif b in (0x7B, 0x5B):  # { [
+                self.depth += 1
+                if not self.started and b == 0x5B and self.depth == 1:
+                    self.started = True
+                elif self.depth == 2:
+                    # An element starts: flush what came before it.
+                    out.append(chunk[passthrough_from:i])
+                    passthrough_from = i
+                    in_element = True
+            elif b in (0x7D, 0x5D):  # } ]
+                self.depth -= 1
+                if self.depth == 1 and in_element:
+                    element = bytes(self.pending) + chunk[passthrough_from : i + 1]
+                    self.pending = bytearray()
+                    out.append(on_element(element))
+                    passthrough_from = i + 1
+                    in_element = False
+            i += 1
+        if in_element:
+            self.pending += chunk[passthrough_from:]
+        else:
+            out.append(chunk[passthrough_from:])
+        return out
+
+    def drain(self) -> bytes:
+        rest = bytes(self.pending)
+        self.pending = bytearray()
+        return rest
+
+
+DIALECT = Gemini()

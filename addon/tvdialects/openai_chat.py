@@ -1,0 +1,495 @@
+"""OpenAI Chat Completions (``POST …/chat/completions``): where tool names live.
+
+Shapes from the Chat Completions API reference and the ``openai`` Python SDK types
+(``chat_completion_*_param.py``, ``chat_completion_chunk.py``). Streams are SSE with ``data:``
+lines only and a final ``data: [DONE]``; a tool call arrives as ``delta.tool_calls[i]`` entries
+keyed by ``index``. Upstreams differ (wire-formats §2.5, BR-18, BR-20, BR-21): the name may be
+split across chunks, repeated whole in every chunk, or ``""`` after the first; ids may be
+missing, empty, repeated per fragment or shared by two calls on one index; ``arguments`` may be
+an object. The rewriter assembles each call once, decides once and, only when something must
+change, emits a normalized call: id, type and full name in its first delta, then arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tvdialects.base import JSON
+from tvdialects.base import Resolver
+from tvdialects.base import apply_decision_name
+from tvdialects.sse import EventStreamRewriter
+from tvdialects.sse import SSEEvent
+from tvengine.ids import stable_call_id
+from tvengine.models import DeclaredTool
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.plan import Plan
+
+
+def _path_only(path: str) -> str:
+    return path.split("?", 1)[0]
+
+
+def _rename(obj: Any, key: str, rename: dict[str, str]) -> bool:
+    if isinstance(obj, dict):
+        value = obj.get(key)
+        if isinstance(value, str) and value in rename:
+            obj[key] = rename[value]
+            return True
+    return False
+
+
+def _content_texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+def _args_text(value: Any) -> tuple[str, bool]:
+    """``arguments`` as text, and whether it arrived as an object (BR-21)."""
+    if isinstance(value, str):
+        return value, False
+    if value is None:
+        return "", False
+    return orjson.dumps(value).decode(), True
+
+
+class OpenAIChat:
+    """The Chat Completions dialect (OpenAI and OpenAI-compatible upstreams)."""
+
+    name = "openai_chat"
+
+    def matches(self, method: str, path: str, body: JSON) -> bool:
+        """POST to ``…/chat/completions`` with a ``messages`` list."""
+        return (
+            method == "POST"
+            and _path_only(path).endswith("/chat/completions")
+            and isinstance(body, dict)
+            and isinstance(body.get("messages"), list)
+        )
+
+    # -- request ------------------------------------------------------------------------------
+
+    def declared_tools(self, body: JSON) -> list[DeclaredTool]:
+        """``tools[]`` function tools (``function``), custom tools (``freeform``) and legacy
+        ``functions[]`` (``function``)."""
+        out: list[DeclaredTool] = []
+        for tool in body.get("tools") or ():
+            if not isinstance(tool, dict):
+                continue
+            fn = tool.get("function")
+            custom = tool.get("custom")
+            if tool.get("type", "function") == "function" and isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                params = fn.get("parameters")
+                out.append(
+                    DeclaredTool(
+                        name=fn["name"],
+                        kind=ToolKind.FUNCTION,
+                        input_schema=params if isinstance(params, dict) else None,
+                        description=fn.get("description") if isinstance(fn.get("description"), str) else None,
+                    )
+                )
+            elif tool.get("type") == "custom" and isinstance(custom, dict) and isinstance(custom.get("name"), str):
+                out.append(DeclaredTool(name=custom["name"], kind=ToolKind.FREEFORM))
+        for fn in body.get("functions") or ():
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                params = fn.get("parameters")
+                out.append(
+                    DeclaredTool(
+                        name=fn["name"],
+                        kind=ToolKind.FUNCTION,
+                        input_schema=params if isinstance(params, dict) else None,
+                    )
+                )
+        return out
+
+    def system_texts(self, body: JSON) -> list[str]:
+        """Text of every ``system`` and ``developer`` message."""
+        texts: list[str] = []
+        for message in body.get("messages") or ():
+            if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+                texts += _content_texts(message.get("content"))
+        return texts
+
+    def apply_request(self, body: JSON, plan: Plan) -> bool:
+        """Rename per ``plan.rename_map`` in function tools, legacy ``functions``,
+        ``tool_choice`` (function and ``allowed_tools``), ``function_call``, assistant
+        ``tool_calls`` and ``role: "function"`` messages; add the prompt sentence to the first
+        system/developer message (or a new system message first)."""
+        changed = False
+        rename = plan.rename_map
+        if rename:
+            for tool in body.get("tools") or ():
+                if isinstance(tool, dict) and tool.get("type", "function") == "function":
+                    changed |= _rename(tool.get("function"), "name", rename)
+            for fn in body.get("functions") or ():
+                changed |= _rename(fn, "name", rename)
+            choice = body.get("tool_choice")
+            if isinstance(choice, dict):
+                changed |= _rename(choice.get("function"), "name", rename)
+                allowed = choice.get("allowed_tools")
+                if isinstance(allowed, dict):
+                    for entry in allowed.get("tools") or ():
+                        if isinstance(entry, dict):
+                            changed |= _rename(entry.get("function"), "name", rename)
+            changed |= _rename(body.get("function_call"), "name", rename)
+            for message in body.get("messages") or ():
+                if not isinstance(message, dict):
+                    continue
+                for call in message.get("tool_calls") or ():
+                    if isinstance(call, dict) and call.get("type", "function") == "function":
+                        changed |= _rename(call.get("function"), "name", rename)
+                changed |= _rename(message.get("function_call"), "name", rename)
+                if message.get("role") == "function":
+                    changed |= _rename(message, "name", rename)
+        if plan.prompt_sentence:
+            changed |= _add_sentence(body, plan.prompt_sentence)
+        return changed
+
+    # -- response -----------------------------------------------------------------------------
+
+    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+        """Resolve every call in ``choices[].message.tool_calls`` (and legacy
+        ``function_call``); serialize object arguments; give missing, empty or repeated ids a
+        stable id."""
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            return False
+        changed = False
+        seen: set[str] = set()
+        position = 0
+        for choice in body["choices"]:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            if not isinstance(message, dict):
+                continue
+            for call in message.get("tool_calls") or ():
+                if not isinstance(call, dict):
+                    continue
+                changed |= _apply_call(call, resolve, plan, seen, position)
+                position += 1
+            legacy = message.get("function_call")
+            if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+                changed |= _apply_function(legacy, resolve, legacy_id=None)
+        return changed
+
+    def wants_stream(self, path: str, body: JSON) -> bool:
+        """``"stream": true`` in the request body."""
+        return isinstance(body, dict) and body.get("stream") is True
+
+    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> ChatStream:
+        """A fresh :class:`ChatStream` for one flow."""
+        return ChatStream(resolve, plan)
+
+
+def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+            content = message.get("content")
+            if isinstance(content, str):
+                message["content"] = content + "\n\n" + sentence if content else sentence
+                return True
+            if isinstance(content, list):
+                content.append({"type": "text", "text": sentence})
+                return True
+            if content is None:
+                message["content"] = sentence
+                return True
+            return False
+    messages.insert(0, {"role": "system", "content": sentence})
+    return True
+
+
+def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None) -> bool:
+    """Resolve one ``{name, arguments}`` object in place."""
+    raw_args = fn.get("arguments")
+    text, was_object = _args_text(raw_args)
+    call = ToolCall.from_payload({"name": fn["name"], "arguments": text, "id": legacy_id})
+    decision = resolve(call)
+    changed = False
+    new_name = apply_decision_name(decision) if decision.changed else None
+    if new_name is not None:
+        fn["name"] = new_name
+        changed = True
+    if decision.changed and decision.arguments_after is not None:
+        fn["arguments"] = orjson.dumps(decision.arguments_after).decode()
+        changed = True
+    elif was_object:
+        fn["arguments"] = text
+        changed = True
+    return changed
+
+
+def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[str], position: int) -> bool:
+    changed = False
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id or call_id in seen:
+        call["id"] = stable_call_id(plan.flow_key, position)
+        changed = True
+    seen.add(call["id"])
+    kind = call.get("type", "function")
+    if kind == "function" and isinstance(call.get("function"), dict) and isinstance(call["function"].get("name"), str):
+        changed |= _apply_function(call["function"], resolve, call["id"])
+    elif kind == "custom" and isinstance(call.get("custom"), dict) and isinstance(call["custom"].get("name"), str):
+        custom = call["custom"]
+        decision = resolve(
+            ToolCall(name=custom["name"], raw_arguments=custom.get("input"), id=call["id"], kind=ToolKind.FREEFORM)
+        )
+        new_name = apply_decision_name(decision) if decision.changed else None
+        if new_name is not None:
+            custom["name"] = new_name
+            changed = True
+    return changed
+
+
+class _Slot:
+    """One streamed tool call being assembled."""
+
+    __slots__ = ("choice", "index", "out_index", "id", "type", "name", "name_parts", "fragments", "was_object", "needs_normalize", "first_seen")
+
+    def __init__(self, choice: int, index: int, out_index: int) -> None:
+        self.choice = choice
+        self.index = index
+        self.out_index = out_index
+        self.id: str | None = None
+        self.type: str | None = None
+        self.name = ""
+        self.name_parts = 0
+        self.fragments: list[str] = []
+        self.was_object = False
+        self.needs_normalize = False
+        self.first_seen: tuple[int, int] | None = None  # (held event number, delta number)
+
+
+class ChatStream(EventStreamRewriter):
+    """Rewrites a Chat Completions SSE stream.
+
+    Chunks without tool calls go out at once. From the first chunk carrying ``tool_calls``
+    until the choice's ``finish_reason`` (or ``[DONE]``, a usage-only chunk, an error, the end),
+    chunks are held; then every call is assembled, resolved once, and the held chunks are sent —
+    byte-identical when no call needs a change, else rebuilt with each call normalized: its first
+    delta carries id, type and the full (resolved) name, later deltas only arguments; fitted
+    arguments go out whole in the first delta.
+    """
+
+    def __init__(self, resolve: Resolver, plan: Plan) -> None:
+        super().__init__()
+        self._resolve = resolve
+        self._plan = plan
+        self._held: list[SSEEvent] | None = None
+        self._position = 0  # calls resolved so far in this answer (for stable ids)
+        self._seen_ids: set[str] = set()
+
+    def held(self) -> list[bytes]:
+        """Raw bytes of the held chunks (clears them)."""
+        held, self._held = self._held or [], None
+        return [e.raw for e in held]
+
+    def on_event(self, event: SSEEvent) -> list[bytes]:
+        """Hold from the first tool-call chunk to the end of the choice; pass the rest."""
+        data = event.json()
+        choices = data.get("choices") if isinstance(data, dict) else None
+        has_calls = isinstance(choices, list) and any(
+            isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls") for c in choices
+        )
+        if self._held is None:
+            if not has_calls:
+                return [event.raw]
+            self._held = []
+        if not isinstance(choices, list) or not choices:
+            # [DONE], a usage-only chunk, an error or a comment: the calls are complete.
+            return self._release() + [event.raw]
+        self._held.append(event)
+        if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+            return self._release()
+        return []
+
+    def finish(self) -> list[bytes]:
+        """End of stream: resolve what was held (the calls are as complete as they will get)."""
+        out: list[bytes] = []
+        if self.error is None and self._held:
+            try:
+                out = self._release()
+            except Exception as exc:
+                self.error = f"{type(exc).__name__}: {exc}"
+                out = self.held()
+        rest = self._parser.flush()
+        if rest:
+            out.append(rest)
+        return [b for b in out if b]
+
+    def _release(self) -> list[bytes]:
+        held, self._held = self._held or [], None
+        if not held:
+            return []
+        slots = self._assemble(held)
+        updates: dict[int, dict[str, Any]] = {}
+        for slot in slots:
+            updates[id(slot)] = self._decide(slot)
+        if not any(u["rewrite"] for u in updates.values()):
+            return [e.raw for e in held]
+        return self._rebuild(held, slots, updates)
+
+    def _assemble(self, held: list[SSEEvent]) -> list[_Slot]:
+        slots: list[_Slot] = []
+        current: dict[tuple[int, int], _Slot] = {}
+        used_out: dict[int, set[int]] = {}
+        self._routes: dict[tuple[int, int, int], _Slot] = {}
+        for e_no, event in enumerate(held):
+            data = event.json()
+            for choice in data.get("choices") or ():
+                if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
+                    continue
+                c = choice.get("index", 0)
+                for d_no, tc in enumerate(choice["delta"].get("tool_calls") or ()):
+                    if not isinstance(tc, dict):
+                        continue
+                    idx = tc.get("index", d_no)
+                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                    tc_id = tc.get("id")
+                    name = fn.get("name")
+                    slot = current.get((c, idx))
+                    if (
+                        slot is not None
+                        and isinstance(tc_id, str)
+                        and tc_id
+                        and slot.id
+                        and tc_id != slot.id
+                        and isinstance(name, str)
+                        and name
+                        and slot.name
+                        and name != slot.name
+                    ):
+                        # A second call reusing the index with its own id and name.
+                        slot.needs_normalize = True
+                        slot = None
+                    if slot is None:
+                        taken = used_out.setdefault(c, set())
+                        out_index = idx if idx not in taken else max(taken) + 1
+                        slot = _Slot(c, idx, out_index)
+                        if out_index != idx:
+                            slot.needs_normalize = True
+                        taken.add(out_index)
+                        slot.first_seen = (e_no, d_no)
+                        current[(c, idx)] = slot
+                        slots.append(slot)
+                    self._routes[(e_no, c, d_no)] = slot
+                    if isinstance(tc_id, str) and tc_id:
+                        if slot.id is None:
+                            slot.id = tc_id
+                            if (e_no, d_no) != slot.first_seen:
+                                slot.needs_normalize = True  # id arrived late
+                        elif tc_id != slot.id:
+                            slot.needs_normalize = True  # a new id on a fragment
+                    if isinstance(tc.get("type"), str) and slot.type is None:
+                        slot.type = tc["type"]
+                    if isinstance(name, str) and name:
+                        if not slot.name:
+                            slot.name = name
+                        elif name == slot.name:
+                            slot.needs_normalize = True  # the whole name repeated
+                        else:
+                            slot.name += name
+                            slot.needs_normalize = True  # the name split across chunks
+                        slot.name_parts += 1
+                    if "arguments" in fn:
+                        text, was_object = _args_text(fn.get("arguments"))
+                        if was_object:
+                            slot.was_object = True
+                            slot.needs_normalize = True
+                        slot.fragments.append(text)
+        return slots
+
+    def _decide(self, slot: _Slot) -> dict[str, Any]:
+        position = self._position
+        self._position += 1
+        final_id = slot.id
+        if not final_id or final_id in self._seen_ids:
+            final_id = stable_call_id(self._plan.flow_key, position)
+            slot.needs_normalize = True
+        self._seen_ids.add(final_id)
+        text = "".join(slot.fragments)
+        if slot.type == "custom":
+            call = ToolCall(name=slot.name, raw_arguments=text, id=final_id, kind=ToolKind.FREEFORM)
+        else:
+            call = ToolCall.from_payload({"name": slot.name, "arguments": text, "id": final_id})
+        decision = self._resolve(call)
+        name = slot.name
+        new_args: str | None = None
+        if decision.changed:
+            name = apply_decision_name(decision) or slot.name
+            if decision.arguments_after is not None:
+                new_args = orjson.dumps(decision.arguments_after).decode()
+        return {
+            "rewrite": decision.changed or slot.needs_normalize,
+            "id": final_id,
+            "name": name,
+            "args": new_args,
+        }
+
+    def _rebuild(self, held: list[SSEEvent], slots: list[_Slot], updates: dict[int, dict[str, Any]]) -> list[bytes]:
+        out: list[bytes] = []
+        started: set[int] = set()
+        args_sent: set[int] = set()
+        for e_no, event in enumerate(held):
+            data = event.json()
+            if not isinstance(data, dict):
+                out.append(event.raw)
+                continue
+            touched = False
+            new_choices = []
+            for choice in data.get("choices") or ():
+                if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict) or not choice["delta"].get("tool_calls"):
+                    new_choices.append(choice)
+                    continue
+                c = choice.get("index", 0)
+                new_calls = []
+                for d_no, tc in enumerate(choice["delta"]["tool_calls"]):
+                    slot = self._routes.get((e_no, c, d_no))
+                    if slot is None:
+                        new_calls.append(tc)
+                        continue
+                    update = updates[id(slot)]
+                    if not update["rewrite"]:
+                        new_calls.append(tc)
+                        continue
+                    touched = True
+                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                    piece = None
+                    if "arguments" in fn:
+                        piece, _ = _args_text(fn.get("arguments"))
+                    if update["args"] is not None:
+                        piece = update["args"] if id(slot) not in args_sent else None
+                        if piece is not None:
+                            args_sent.add(id(slot))
+                    if id(slot) not in started:
+                        started.add(id(slot))
+                        entry: dict[str, Any] = {"index": slot.out_index, "id": update["id"], "type": slot.type or "function"}
+                        if slot.type == "custom":
+                            entry["custom"] = {"name": update["name"], "input": piece or ""}
+                        else:
+                            entry["function"] = {"name": update["name"], "arguments": piece or ""}
+                        new_calls.append(entry)
+                    elif piece:
+                        key = "custom" if slot.type == "custom" else "function"
+                        field = "input" if slot.type == "custom" else "arguments"
+                        new_calls.append({"index": slot.out_index, key: {field: piece}})
+                delta = dict(choice["delta"])
+                if new_calls:
+                    delta["tool_calls"] = new_calls
+                else:
+                    delta.pop("tool_calls", None)
+                new_choices.append({**choice, "delta": delta})
+            if touched:
+                out.append(event.with_json({**data, "choices": new_choices}).raw)
+            else:
+                out.append(event.raw)
+        return out
+
+
+DIALECT = OpenAIChat()

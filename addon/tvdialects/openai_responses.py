@@ -1,0 +1,382 @@
+"""OpenAI Responses (``POST …/responses``, and Codex's WebSocket transport): where names live.
+
+Shapes from the Responses API reference and the ``openai`` Python SDK types
+(``responses/tool_param.py``, ``response_input_item_param.py``, ``response_stream_event.py``)
+and Codex CLI 0.171's requests (wire-formats §3). Tools: ``function`` and ``custom`` carry a
+top-level ``name``; a ``namespace`` tool (Codex's MCP servers: ``{"type": "namespace", "name":
+"mcp__server__", "tools": [...]}``) is keyed by the pair (namespace, name); built-ins carry no
+name and are never touched. Streams are SSE (``event:`` + ``data:``); over a WebSocket each JSON
+event is one frame. A call's name is only in ``response.output_item.added`` / ``.done`` items
+and in the ``response`` object that ``response.completed`` (and ``created``, ``in_progress``,
+``incomplete``, ``failed``) echoes, together with ``tools`` and ``tool_choice``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tvdialects.base import JSON
+from tvdialects.base import Resolver
+from tvdialects.sse import EventStreamRewriter
+from tvdialects.sse import SSEEvent
+from tvengine.models import DeclaredTool
+from tvengine.models import Decision
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.plan import Plan
+
+_CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
+_RESPONSE_EVENTS = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "response.done", "response.queued")
+
+
+def _path_only(path: str) -> str:
+    return path.split("?", 1)[0]
+
+
+def _content_texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
+def _flat(namespace: Any, name: str) -> str:
+    return (namespace if isinstance(namespace, str) else "") + name
+
+
+class OpenAIResponses:
+    """The Responses dialect (HTTP and the WebSocket frames Codex sends)."""
+
+    name = "openai_responses"
+
+    def matches(self, method: str, path: str, body: JSON) -> bool:
+        """POST to ``…/responses`` with an ``input`` or ``tools`` field."""
+        return (
+            method == "POST"
+            and _path_only(path).endswith("/responses")
+            and isinstance(body, dict)
+            and ("input" in body or "tools" in body)
+        )
+
+    # -- request ------------------------------------------------------------------------------
+
+    def declared_tools(self, body: JSON) -> list[DeclaredTool]:
+        """``function`` tools, ``custom`` tools (freeform) and the members of ``namespace``
+        tools (with their namespace). Built-ins (``web_search``, ``local_shell``,
+        ``apply_patch``, ``tool_search``, ``mcp``…) have no name to repair to: not listed."""
+        out: list[DeclaredTool] = []
+        for tool in body.get("tools") or ():
+            if not isinstance(tool, dict):
+                continue
+            if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+                for inner in tool.get("tools") or ():
+                    decl = _declared(inner, namespace=tool["name"])
+                    if decl is not None:
+                        out.append(decl)
+            else:
+                decl = _declared(tool, namespace=None)
+                if decl is not None:
+                    out.append(decl)
+        return out
+
+    def system_texts(self, body: JSON) -> list[str]:
+        """``instructions`` and the text of every ``system`` / ``developer`` input message."""
+        texts = _content_texts(body.get("instructions"))
+        items = body.get("input")
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in ("system", "developer"):
+                    texts += _content_texts(item.get("content"))
+        return texts
+
+    def apply_request(self, body: JSON, plan: Plan) -> bool:
+        """Rename per ``plan.rename_map`` (flat names) in function tools, namespace members,
+        ``tool_choice`` (function and ``allowed_tools``) and ``function_call`` input items; add
+        the prompt sentence to ``instructions`` or the first developer/system message."""
+        changed = False
+        rename = plan.rename_map
+        if rename:
+            for tool in body.get("tools") or ():
+                if not isinstance(tool, dict):
+                    continue
+                if tool.get("type") == "function":
+                    changed |= _rename_named(tool, None, rename)
+                elif tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+                    for inner in tool.get("tools") or ():
+                        if isinstance(inner, dict) and inner.get("type") == "function":
+                            changed |= _rename_named(inner, tool["name"], rename)
+            choice = body.get("tool_choice")
+            if isinstance(choice, dict):
+                if choice.get("type") == "function":
+                    changed |= _rename_named(choice, None, rename)
+                for entry in choice.get("tools") or ():
+                    if isinstance(entry, dict) and entry.get("type") == "function":
+                        changed |= _rename_named(entry, entry.get("namespace"), rename)
+            items = body.get("input")
+            if isinstance(items, list):
+                for item in items:
+                    if isinstance(item, dict) and item.get("type") in ("function_call", "function_call_output") and isinstance(item.get("name"), str):
+                        changed |= _rename_named(item, item.get("namespace"), rename)
+        if plan.prompt_sentence:
+            changed |= _add_sentence(body, plan.prompt_sentence)
+        return changed
+
+    # -- response -----------------------------------------------------------------------------
+
+    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+        """Resolve every ``function_call`` / ``custom_tool_call`` in ``output[]``; rename the
+        ``tools`` / ``tool_choice`` echo back to the client's names."""
+        if not isinstance(body, dict):
+            return False
+        core = ResponsesCore(resolve, plan)
+        return core.rewrite_response_object(body)
+
+    def wants_stream(self, path: str, body: JSON) -> bool:
+        """``"stream": true`` in the request body."""
+        return isinstance(body, dict) and body.get("stream") is True
+
+    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> ResponsesStream:
+        """A fresh :class:`ResponsesStream` for one flow."""
+        return ResponsesStream(resolve, plan)
+
+
+def _declared(tool: Any, namespace: str | None) -> DeclaredTool | None:
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+        return None
+    if tool.get("type") == "function":
+        params = tool.get("parameters")
+        return DeclaredTool(
+            name=tool["name"],
+            namespace=namespace,
+            kind=ToolKind.FUNCTION,
+            input_schema=params if isinstance(params, dict) else None,
+            description=tool.get("description") if isinstance(tool.get("description"), str) else None,
+        )
+    if tool.get("type") == "custom":
+        return DeclaredTool(name=tool["name"], namespace=namespace, kind=ToolKind.FREEFORM)
+    return None
+
+
+def _rename_named(obj: dict[str, Any], namespace: Any, rename: dict[str, str]) -> bool:
+    name = obj.get("name")
+    if not isinstance(name, str):
+        return False
+    flat = _flat(namespace, name)
+    if flat not in rename:
+        return False
+    new = rename[flat]
+    if isinstance(namespace, str) and new.startswith(namespace):
+        obj["name"] = new[len(namespace) :]
+    else:
+        obj["name"] = new
+    return True
+
+
+def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        body["instructions"] = instructions + "\n\n" + sentence
+        return True
+    items = body.get("input")
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in ("developer", "system"):
+                content = item.get("content")
+                if isinstance(content, str):
+                    item["content"] = content + "\n\n" + sentence
+                    return True
+                if isinstance(content, list):
+                    content.append({"type": "input_text", "text": sentence})
+                    return True
+    if instructions in (None, ""):
+        body["instructions"] = sentence
+        return True
+    return False
+
+
+class ResponsesCore:
+    """Event logic shared by the SSE stream and the WebSocket frames.
+
+    Works on parsed JSON events. ``on_event(obj)`` returns ``None`` to hold the event, or the
+    list of ``(original_or_None, obj)`` pairs to send: ``original`` is the event to send
+    byte-identical (``obj`` unchanged), ``None`` means ``obj`` was rewritten.
+    """
+
+    def __init__(self, resolve: Resolver, plan: Plan) -> None:
+        self.resolve = resolve
+        self.plan = plan
+        self.reverse = plan.reverse_map
+        self.decided: dict[str, tuple[Decision, str | None]] = {}  # item id / call_id → (decision, new args)
+
+    # decisions ---------------------------------------------------------------------------
+
+    def _decide(self, item: dict[str, Any]) -> tuple[Decision, str | None]:
+        key = item.get("id") or item.get("call_id")
+        if isinstance(key, str) and key in self.decided:
+            return self.decided[key]
+        kind = _CALL_TYPES[item["type"]]
+        if kind is ToolKind.FREEFORM:
+            call = ToolCall(
+                name=item["name"],
+                raw_arguments=item.get("input") if isinstance(item.get("input"), str) else None,
+                id=item.get("call_id"),
+                namespace=item.get("namespace") if isinstance(item.get("namespace"), str) else None,
+                kind=kind,
+            )
+        else:
+            call = ToolCall.from_payload(
+                {
+                    "name": item["name"],
+                    "arguments": item.get("arguments") if isinstance(item.get("arguments"), str) else "",
+                    "id": item.get("call_id"),
+                    "namespace": item.get("namespace"),
+                }
+            )
+        decision = self.resolve(call)
+        new_args = None
+        if decision.changed and decision.arguments_after is not None:
+            new_args = orjson.dumps(decision.arguments_after).decode()
+        result = (decision, new_args)
+        if isinstance(key, str):
+            self.decided[key] = result
+        return result
+
+    def apply_item(self, item: dict[str, Any], *, with_arguments: bool = True) -> bool:
+        """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
+        false, arguments); True when changed. An ``output_item.added`` item keeps its (empty)
+        arguments: clients append the deltas to it."""
+        if item.get("type") not in _CALL_TYPES or not isinstance(item.get("name"), str):
+            return False
+        decision, new_args = self._decide(item)
+        if not decision.changed:
+            return False
+        if decision.target is not None:
+            item["name"] = decision.target
+            if decision.target_namespace is not None:
+                item["namespace"] = decision.target_namespace
+            else:
+                item.pop("namespace", None)
+        if new_args is not None and with_arguments:
+            item["arguments"] = new_args
+        return True
+
+    def rewrite_response_object(self, response: dict[str, Any]) -> bool:
+        """Rewrite ``output[]`` calls and the ``tools`` / ``tool_choice`` echo in place."""
+        changed = False
+        for item in response.get("output") or ():
+            if isinstance(item, dict):
+                changed |= self.apply_item(item)
+        if self.reverse:
+            changed |= _unrename_echo(response, self.reverse)
+        return changed
+
+
+def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
+    """Give the echoed ``tools`` and ``tool_choice`` the client's names back."""
+    changed = False
+    for tool in response.get("tools") or ():
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "function":
+            changed |= _rename_named(tool, None, reverse)
+        elif tool.get("type") == "namespace":
+            for inner in tool.get("tools") or ():
+                if isinstance(inner, dict) and inner.get("type") == "function":
+                    changed |= _rename_named(inner, tool.get("name"), reverse)
+    choice = response.get("tool_choice")
+    if isinstance(choice, dict):
+        if choice.get("type") == "function":
+            changed |= _rename_named(choice, None, reverse)
+        for entry in choice.get("tools") or ():
+            if isinstance(entry, dict) and entry.get("type") == "function":
+                changed |= _rename_named(entry, entry.get("namespace"), reverse)
+    return changed
+
+
+class ResponsesStream(EventStreamRewriter):
+    """Rewrites a Responses SSE stream (also used frame by frame for the WebSocket path).
+
+    Events go out at once, except a tool call's: from its ``response.output_item.added`` to
+    its ``response.output_item.done`` the events are held (its arguments may need fitting),
+    then it is resolved once and sent — byte-identical when nothing changes; else with the new
+    name (and namespace) in both items, and fitted arguments whole in the first argument delta
+    (later deltas empty, so ``sequence_number`` stays contiguous), in ``.done`` and in the item.
+    The ``response`` object of ``response.completed`` (and its siblings) gets the same names and
+    the client's tool names in its ``tools`` / ``tool_choice`` echo.
+    """
+
+    def __init__(self, resolve: Resolver, plan: Plan) -> None:
+        super().__init__()
+        self.core = ResponsesCore(resolve, plan)
+        self._held: list[SSEEvent] | None = None
+        self._held_index: Any = None
+
+    def held(self) -> list[bytes]:
+        """Raw bytes of the held call's events (clears them)."""
+        held, self._held = self._held or [], None
+        return [e.raw for e in held]
+
+    def on_event(self, event: SSEEvent) -> list[bytes]:
+        """Hold a call's events until its ``output_item.done``; rewrite response echoes."""
+        return [e.raw for e in self.on_unit(event)]
+
+    def on_unit(self, event: Any) -> list[Any]:
+        """Like :meth:`on_event` over any object with ``json()``, ``raw`` and ``with_json()``
+        (an :class:`SSEEvent` or a WebSocket frame); returns units to send, in order."""
+        data = event.json()
+        kind = data.get("type") if isinstance(data, dict) else None
+        if self._held is not None:
+            self._held.append(event)
+            if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
+                held, self._held = self._held, None
+                return self._release(held)
+            return []
+        if kind == "response.output_item.added":
+            item = data.get("item")
+            if isinstance(item, dict) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str):
+                self._held = [event]
+                self._held_index = data.get("output_index")
+                return []
+        if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
+            response = orjson.loads(orjson.dumps(data["response"]))
+            if self.core.rewrite_response_object(response):
+                return [event.with_json({**data, "response": response})]
+        return [event]
+
+    def held_units(self) -> list[Any]:
+        """The held units themselves (clears them); for the WebSocket path."""
+        held, self._held = self._held or [], None
+        return held
+
+    def _release(self, held: list[Any]) -> list[Any]:
+        done = held[-1]
+        done_data = done.json()
+        item = dict(done_data["item"])
+        if not isinstance(item.get("name"), str) or item.get("type") not in _CALL_TYPES:
+            return held
+        decision, new_args = self.core._decide(item)
+        if not decision.changed:
+            return held
+        out: list[Any] = []
+        first_delta = True
+        for unit in held:
+            data = unit.json()
+            kind = data.get("type") if isinstance(data, dict) else None
+            if kind in ("response.output_item.added", "response.output_item.done"):
+                new_item = dict(data["item"])
+                self.core.apply_item(new_item, with_arguments=kind == "response.output_item.done")
+                out.append(unit.with_json({**data, "item": new_item}))
+            elif kind == "response.function_call_arguments.delta" and new_args is not None:
+                out.append(unit.with_json({**data, "delta": new_args if first_delta else ""}))
+                first_delta = False
+            elif kind == "response.function_call_arguments.done" and new_args is not None:
+                out.append(unit.with_json({**data, "arguments": new_args}))
+            else:
+                out.append(unit)
+        return out
+
+
+DIALECT = OpenAIResponses()
