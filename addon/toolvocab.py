@@ -86,15 +86,36 @@ class _StreamCallable:
         self.json_mode: bool | None = None  # decided on the first non-blank byte
         self.changed = False
         self.failed = False
+        self._sniffed_sent = False
 
     def __call__(self, chunk: bytes) -> list[bytes]:
+        consumed = self._consumed()
         try:
             return self._call(chunk)
         except Exception as exc:  # G2: an exception would drop this chunk
             logger.exception("toolvocab: stream rewrite failed; passing the rest through")
             self.failed = True
             self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
-            return [chunk] if chunk else []
+            return self._salvage(chunk, consumed)
+
+    def _consumed(self) -> int:
+        return int(getattr(self.rewriter, "consumed", 0))
+
+    def _salvage(self, chunk: bytes, consumed_before: int) -> list[bytes]:
+        """Every upstream byte not yet sent, unchanged, after an internal error."""
+        if self.json_mode is not False:
+            # Nothing was sent yet: the buffered body (this chunk included) goes out whole.
+            return [bytes(self.upstream)] if self.upstream else []
+        out: list[bytes] = []
+        try:
+            salvage = getattr(self.rewriter, "salvage", None)
+            if salvage is not None:
+                out = list(salvage())
+        except Exception:
+            logger.exception("toolvocab: salvage failed")
+        if chunk and self._consumed() == consumed_before:
+            out.append(chunk)  # the rewriter never took this chunk in
+        return [b for b in out if b]
 
     def _call(self, chunk: bytes) -> list[bytes]:
         self.upstream += chunk
@@ -103,12 +124,16 @@ class _StreamCallable:
         if self.json_mode is None:
             head = bytes(self.upstream).lstrip()
             if not head and chunk:
-                return []
+                return []  # only blank bytes so far: wait for the first real one
             # A JSON object is a whole (non-stream) answer; an array is Gemini's streamed array.
             self.json_mode = head[:1] == b"{"
             if not self.json_mode:
-                # Send what was held while sniffing through the SSE rewriter.
-                chunk = bytes(self.upstream)
+                # Send what was held while sniffing through the stream rewriter.
+                held = bytes(self.upstream)
+                out = self.rewriter.feed(held) if held else []
+                if not chunk:
+                    out += self.rewriter.finish()
+                return self._emit(out, chunk)
         if self.json_mode:
             if chunk:
                 return []
@@ -116,12 +141,20 @@ class _StreamCallable:
             out = self._rewrite_json(body)
             return [out] if out else []
         out = self.rewriter.feed(chunk) if chunk else self.rewriter.finish()
+        return self._emit(out, chunk)
+
+    def _emit(self, out: list[bytes], chunk: bytes) -> list[bytes]:
         if getattr(self.rewriter, "error", None):
             if not self.failed:
                 self.state.record.notes.append(f"stream rewrite failed ({self.rewriter.error}); rest passed through")
             self.failed = True
         if self.observe:
-            return [chunk] if chunk else []
+            # The client gets the upstream bytes as they came (held sniffing bytes included).
+            if self._sniffed_sent:
+                return [chunk] if chunk else []
+            self._sniffed_sent = True
+            data = bytes(self.upstream)
+            return [data] if data else []
         return out
 
     def _rewrite_json(self, body: bytes) -> bytes:
@@ -130,9 +163,14 @@ class _StreamCallable:
         except orjson.JSONDecodeError:
             self.state.record.notes.append("answer body is not JSON; passed through")
             return body
-        if self.state.dialect.rewrite_response(parsed, self.state.resolver, self.state.plan) and not self.observe:
-            self.changed = True
-            return orjson.dumps(parsed)
+        try:
+            if self.state.dialect.rewrite_response(parsed, self.state.resolver, self.state.plan) and not self.observe:
+                new = orjson.dumps(parsed)
+                self.changed = True
+                return new
+        except Exception as exc:
+            logger.exception("toolvocab: JSON rewrite failed; answer passed through")
+            self.state.record.notes.append(f"JSON rewrite failed ({type(exc).__name__}: {exc}); passed through")
         return body
 
 
@@ -172,7 +210,10 @@ class ToolVocab:
         from mitmproxy import ctx
 
         if "toolvocab_mode" in updated:
-            self.mode = ctx.options.toolvocab_mode
+            mode = ctx.options.toolvocab_mode
+            if mode not in MODES:
+                raise exceptions.OptionsError(f"toolvocab_mode: {mode!r} is not one of {', '.join(MODES)}")
+            self.mode = mode
         if "toolvocab_hosts" in updated:
             value = ctx.options.toolvocab_hosts
             if value:
@@ -388,8 +429,9 @@ class ToolVocab:
         if resp is None:
             return
         if state.stream is not None:
+            # A repair sent before a later failure still reached the client.
             state.record.response_changed = state.stream.changed or (
-                not state.stream.observe and any(d.changed for d in state.record.decisions) and not state.stream.failed
+                not state.stream.observe and any(d.changed for d in state.record.decisions)
             )
             return
         if not 200 <= resp.status_code < 300:
@@ -426,14 +468,18 @@ class ToolVocab:
             state.record.response_changed = True
 
     def _finish(self, flow: http.HTTPFlow, state: _FlowState) -> None:
-        record = state.record
-        flow.metadata[METADATA_KEY] = record.dump()
-        if record.request_changed or record.response_changed:
-            flow.marked = MARK_CHANGED
-            flow.comment = record.summary()
-        elif self.mode == "observe" and (record.prompt_sentence or any(d.changed for d in record.decisions)):
-            flow.marked = MARK_OBSERVED
-            flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+        """Store the record, mark and comment the flow. Never raises."""
+        try:
+            record = state.record
+            flow.metadata[METADATA_KEY] = record.dump()
+            if record.request_changed or record.response_changed:
+                flow.marked = MARK_CHANGED
+                flow.comment = record.summary()
+            elif self.mode == "observe" and (record.prompt_sentence or any(d.changed for d in record.decisions)):
+                flow.marked = MARK_OBSERVED
+                flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+        except Exception:
+            logger.exception("toolvocab: could not store the flow record")
 
 
 addons = [ToolVocab()]

@@ -49,11 +49,12 @@ class AnthropicMessages:
     # -- request ------------------------------------------------------------------------------
 
     def declared_tools(self, body: JSON) -> list[DeclaredTool]:
-        """Client tools are ``function``; any tool whose ``type`` is set and is not ``custom``
-        (``bash_20250124``, ``text_editor_*``, ``web_search_*``, ``mcp_toolset``…) is
-        ``provider`` and its fixed name is never touched."""
+        """Client tools are ``function``; any named tool whose ``type`` is set and is not
+        ``custom`` (``bash_20250124``, ``text_editor_*``, ``web_search_*``…) is ``provider`` and
+        its fixed name is never touched. Nameless entries (``mcp_toolset``) are not listed."""
         out: list[DeclaredTool] = []
-        for tool in body.get("tools") or ():
+        tools = body.get("tools")
+        for tool in tools if isinstance(tools, list) else ():
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
                 continue
             kind_field = tool.get("type")
@@ -84,8 +85,11 @@ class AnthropicMessages:
         inside ``tool_result`` content; add the prompt sentence to ``system``."""
         changed = False
         rename = plan.rename_map
+        tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+        provider = {t.get("name") for t in tools if isinstance(t, dict) and t.get("type") not in (None, "custom")}
+        rename = {k: v for k, v in rename.items() if k not in provider}
         if rename:
-            for tool in body.get("tools") or ():
+            for tool in tools:
                 if isinstance(tool, dict) and tool.get("type") in (None, "custom"):
                     changed |= _rename_key(tool, "name", rename)
             choice = body.get("tool_choice")
@@ -200,8 +204,9 @@ class AnthropicStream(EventStreamRewriter):
         if self._held is not None:
             self._held.append(event)
             if kind == "content_block_stop" and data.get("index") == self._held_index:
-                held, self._held = self._held, None
-                return self._release(held)
+                out = self._release(self._held)
+                self._held = None  # only now: if _release raised, held() still has every byte
+                return out
             return []
         if kind == "content_block_start":
             block = data.get("content_block")
@@ -246,11 +251,14 @@ class AnthropicStream(EventStreamRewriter):
             return [e.raw for e in held]
         new_name = apply_decision_name(decision)
         out: list[bytes] = []
+        start_changed = False
         if new_name is not None:
             block["name"] = new_name
-            out.append(start.with_json({**start_data, "content_block": block}).raw)
-        else:
-            out.append(start.raw)
+            start_changed = True
+        if decision.arguments_after is not None and not deltas and block.get("input"):
+            block["input"] = {}  # the fitted input goes out as a delta; clients append deltas
+            start_changed = True
+        out.append(start.with_json({**start_data, "content_block": block}).raw if start_changed else start.raw)
         if decision.arguments_after is None:
             out.extend(e.raw for e in held[1:])
             return out
@@ -275,7 +283,8 @@ class AnthropicStream(EventStreamRewriter):
 def _event_like(template: SSEEvent, event_name: str, data: dict[str, Any]) -> bytes:
     """A new event framed like ``template`` (same line ending and terminator)."""
     raw = template.raw.decode("utf-8", errors="surrogateescape")
-    eol = "\r\n" if "\r\n" in raw else "\n"
+    m = re.search(r"\r\n|\r|\n", raw)
+    eol = m.group(0) if m else "\n"
     lines = []
     if template.event is not None:
         lines.append(f"event: {event_name}")

@@ -265,6 +265,15 @@ class GeminiStream(EventStreamRewriter):
             rest = self._array.drain()
             return [rest] if rest else []
 
+    def salvage(self) -> list[bytes]:
+        """Every byte taken in but not sent, unchanged; then pass everything through."""
+        if self._framing == "sse":
+            return super().salvage()
+        self.error = self.error or "salvaged"
+        rest = bytes(self._prefix) + self._array.drain()
+        self._prefix = bytearray()
+        return [rest] if rest else []
+
     def finish(self) -> list[bytes]:
         """End of stream: whatever is left, unchanged."""
         if self._framing is None:

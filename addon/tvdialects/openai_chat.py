@@ -309,31 +309,25 @@ class ChatStream(EventStreamRewriter):
             return self._release()
         return []
 
-    def finish(self) -> list[bytes]:
+    def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get)."""
-        out: list[bytes] = []
-        if self.error is None and self._held:
-            try:
-                out = self._release()
-            except Exception as exc:
-                self.error = f"{type(exc).__name__}: {exc}"
-                out = self.held()
-        rest = self._parser.flush()
-        if rest:
-            out.append(rest)
-        return [b for b in out if b]
+        return self._release() if self._held else []
 
     def _release(self) -> list[bytes]:
-        held, self._held = self._held or [], None
+        held = self._held or []
         if not held:
+            self._held = None
             return []
         slots = self._assemble(held)
         updates: dict[int, dict[str, Any]] = {}
         for slot in slots:
             updates[id(slot)] = self._decide(slot)
         if not any(u["rewrite"] for u in updates.values()):
-            return [e.raw for e in held]
-        return self._rebuild(held, slots, updates)
+            out = [e.raw for e in held]
+        else:
+            out = self._rebuild(held, slots, updates)
+        self._held = None  # only now: if anything above raised, held() still has every byte
+        return out
 
     def _assemble(self, held: list[SSEEvent]) -> list[_Slot]:
         slots: list[_Slot] = []

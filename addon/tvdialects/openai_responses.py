@@ -331,8 +331,9 @@ class ResponsesStream(EventStreamRewriter):
         if self._held is not None:
             self._held.append(event)
             if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
-                held, self._held = self._held, None
-                return self._release(held)
+                out = self._release(self._held)
+                self._held = None  # only now: if _release raised, held() still has every unit
+                return out
             return []
         if kind == "response.output_item.added":
             item = data.get("item")

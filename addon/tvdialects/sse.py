@@ -14,7 +14,7 @@ from dataclasses import field
 
 import orjson
 
-_TERMINATOR = re.compile(rb"\r\n\r\n|\n\n|\r\r(?!\n)")
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
 
 
@@ -77,10 +77,10 @@ class SSEEvent:
         out: list[str] = []
         placed = False
         for line in _LINE.split(body):
-            name, _, value = line.partition(":")
-            if name == "data" and not line.startswith(":"):
+            field_name, _, field_value = line.partition(":")
+            if field_name == "data" and not line.startswith(":"):
                 if not placed:
-                    sep = " " if value.startswith(" ") else ""
+                    sep = " " if field_value.startswith(" ") else ""
                     out.append(f"data:{sep}{payload}")
                     placed = True
                 continue
@@ -96,32 +96,55 @@ class SSEEvent:
 class SSEParser:
     """Feed bytes, get whole :class:`SSEEvent` blocks; the remainder waits for more bytes.
 
-    ``feed(chunk)`` returns the blocks completed by ``chunk``; ``flush()`` returns the bytes left
-    over at end of stream (an unterminated last block), which callers pass through unchanged.
+    Lines end with CRLF, LF or CR, and a block ends at an empty line (WHATWG HTML, "Parsing an
+    event stream"), so mixed endings such as ``data: x\n\r\n`` end a block too. A CR at the
+    very end of the buffer waits for the next byte (it may be half of a CRLF), so the result never
+    depends on where the transport cut the stream. ``flush()`` returns the bytes left at end of
+    stream (an unterminated last block), which callers pass through unchanged.
     """
 
     def __init__(self) -> None:
         self._buf = bytearray()
+        self._scan = 0  # where the next line starts (within the current block)
+        self.consumed = 0  # bytes taken in by feed() so far
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Append ``chunk``; return every block it completes, in order."""
+        return self._feed(chunk, eof=False)
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: a CR at the very end is a line end after all; return the blocks that
+        completes. What is still unterminated stays for :meth:`flush`."""
+        return self._feed(b"", eof=True)
+
+    def _feed(self, chunk: bytes, *, eof: bool) -> list[SSEEvent]:
         self._buf += chunk
+        self.consumed += len(chunk)
         events: list[SSEEvent] = []
-        start = 0
+        block_start = 0
+        line_start = self._scan
+        buf = self._buf
         while True:
-            m = _TERMINATOR.search(self._buf, start)
+            m = _LINE_END.search(buf, line_start)
             if m is None:
                 break
-            events.append(SSEEvent.parse(bytes(self._buf[start : m.end()])))
-            start = m.end()
-        if start:
-            del self._buf[:start]
+            if m.group() == b"\r" and m.end() == len(buf) and not eof:
+                break  # may be the first half of CRLF
+            empty = m.start() == line_start
+            line_start = m.end()
+            if empty:
+                events.append(SSEEvent.parse(bytes(buf[block_start:line_start])))
+                block_start = line_start
+        if block_start:
+            del self._buf[:block_start]
+        self._scan = line_start - block_start
         return events
 
     def flush(self) -> bytes:
         """Return and clear the unterminated remainder."""
         rest = bytes(self._buf)
         self._buf.clear()
+        self._scan = 0
         return rest
 
     @property
@@ -151,28 +174,63 @@ class EventStreamRewriter:
         """Raw bytes of the events currently held, in order; clears the hold."""
         return []
 
-    def feed(self, chunk: bytes) -> list[bytes]:
-        """Bytes to send for ``chunk``: complete events only, never a lone ``b""``."""
-        if self.error is not None:
-            return [chunk] if chunk else []
+    @property
+    def consumed(self) -> int:
+        """Upstream bytes taken in so far."""
+        return self._parser.consumed
+
+    def salvage(self) -> list[bytes]:
+        """Every upstream byte taken in but not yet sent (held events, then the parser's
+        remainder), unchanged; afterwards the rewriter passes everything through."""
+        if self.error is None:
+            self.error = "salvaged"
+        out = self.held()
+        rest = self._parser.flush()
+        if rest:
+            out.append(rest)
+        return [b for b in out if b]
+
+    def at_end(self) -> list[bytes]:
+        """End of stream, after the last event: what is still held (default: unchanged)."""
+        return self.held()
+
+    def _process(self, events: list[SSEEvent]) -> list[bytes]:
         out: list[bytes] = []
-        events = self._parser.feed(chunk)
         for i, event in enumerate(events):
             try:
                 out.extend(self.on_event(event))
             except Exception as exc:  # contain: pass the rest through byte-identical
                 self.error = f"{type(exc).__name__}: {exc}"
-                out.extend(self.held())
-                out.extend(e.raw for e in events[i:])
-                rest = self._parser.flush()
-                if rest:
-                    out.append(rest)
+                held = self.held()
+                rest = events[i:]
+                if held and held[-1] is rest[0].raw:
+                    rest = rest[1:]  # the failing event was already held
+                out.extend(held)
+                out.extend(e.raw for e in rest)
+                remainder = self._parser.flush()
+                if remainder:
+                    out.append(remainder)
                 break
-        return [b for b in out if b]
+        return out
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Bytes to send for ``chunk``: complete events only, never a lone ``b""``."""
+        if self.error is not None:
+            return [chunk] if chunk else []
+        return [b for b in self._process(self._parser.feed(chunk)) if b]
 
     def finish(self) -> list[bytes]:
-        """End of stream: held events unchanged, then the unterminated remainder."""
-        out = list(self.held()) if self.error is None else []
+        """End of stream: blocks completed only by the end (a final CR), then what is held
+        (:meth:`at_end`), then the unterminated remainder."""
+        out: list[bytes] = []
+        if self.error is None:
+            out = self._process(self._parser.close())
+            if self.error is None:
+                try:
+                    out.extend(self.at_end())
+                except Exception as exc:
+                    self.error = f"{type(exc).__name__}: {exc}"
+                    out.extend(self.held())
         rest = self._parser.flush()
         if rest:
             out.append(rest)

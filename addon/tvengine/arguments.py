@@ -54,6 +54,9 @@ _EMPTY_MEANS_ABSENT = frozenset(
 _SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh$")
 _SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci", "-l -c"})
 
+#: Keys holding a command line: only these turn an argv list into a command string.
+_COMMAND_KEYS = frozenset({"command", "cmd"})
+
 _JSON_TYPES = {
     "string": str,
     "array": list,
@@ -160,7 +163,8 @@ def fit_arguments(
 
     1. key synonyms: a key the schema does not declare is renamed to the one synonym the schema
        declares and the call lacks (an empty location value counts as lacking);
-    2. types: argv list → command string where the schema wants a string; a string holding a
+    2. types: argv list → command string where the schema wants a string for ``command`` /
+       ``cmd`` (a one-element list elsewhere is unwrapped, never shell-quoted); a string holding a
        JSON array → that array where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
        ``"true"`` → ``True`` where it wants a number or boolean;
     3. keys the schema forbids (``additionalProperties: false``) and that were consumed or have
@@ -200,12 +204,17 @@ def fit_arguments(
         if not types or _has_type(value, types):
             continue
         if "string" in types and isinstance(value, list):
-            try:
-                new = argv_to_command(value)
-            except TypeError:
-                continue
-            out[key] = new
-            changes.append(ArgChange(op="argv_to_string", key=key, before=value, after=new))
+            if key in _COMMAND_KEYS:
+                try:
+                    new = argv_to_command(value)
+                except TypeError:
+                    continue
+                out[key] = new
+                changes.append(ArgChange(op="argv_to_string", key=key, before=value, after=new))
+            elif len(value) == 1 and isinstance(value[0], str):
+                # A path or pattern wrapped in a list: unwrap it, never shell-quote it.
+                out[key] = value[0]
+                changes.append(ArgChange(op="unwrap_list", key=key, before=value, after=value[0]))
         elif "array" in types and isinstance(value, str):
             argv = command_to_argv(value)
             if argv is not None:

@@ -260,14 +260,19 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
                 candidates=[tool.qualified],
             )
 
-    stripped = _strip_prefixes(call.name.strip())
+    trimmed = call.name.strip()
+    stripped = _strip_prefixes(trimmed)
     if not stripped:
         return _leave(call, Step.NONE, "the name is empty; a blank name is never guessed")
 
-    probes = [stripped]
+    # Every lossless reading of the name; a tool any of them finds is a candidate (BR-10: a
+    # declared ``functions:read`` is found by ``functions.read`` as well as ``read`` is).
+    probes: list[str] = []
+    for form in (trimmed, stripped):
+        for probe in (form, _undouble(form)):
+            if probe and probe not in probes:
+                probes.append(probe)
     undoubled = _undouble(stripped)
-    if undoubled:
-        probes.append(undoubled)
     call_server = _call_server(call, stripped)
     matches: list[DeclaredTool] = []
     for tool in tools.tools:
@@ -320,8 +325,8 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
 
     consumed: frozenset[str] = frozenset()
     by_command = COMMAND_CAPABILITY.get(name_key(stripped))
-    if by_command is not None:
-        command = (call.arguments or {}).get("command")
+    command = (call.arguments or {}).get("command") if by_command is not None else None
+    if by_command is not None and command is not None:
         capability = by_command.get(command) if isinstance(command, str) else None
         if capability is None:
             return _leave(

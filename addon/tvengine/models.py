@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 
+from tvengine.names import join_namespace
 from tvengine.names import split_mcp
 
 
@@ -58,8 +59,8 @@ class DeclaredTool(BaseModel):
 
     @property
     def qualified(self) -> str:
-        """The flat name: ``namespace + name`` for namespaced tools, else ``name``."""
-        return (self.namespace or "") + self.name
+        """The flat name (:func:`~tvengine.names.join_namespace`): ``mcp__github__create_issue``."""
+        return join_namespace(self.namespace, self.name)
 
     @property
     def server(self) -> str | None:
@@ -101,8 +102,8 @@ class ToolCall(BaseModel):
 
     @property
     def qualified(self) -> str:
-        """``namespace + name`` when namespaced, else ``name``."""
-        return (self.namespace or "") + self.name
+        """The flat name (:func:`~tvengine.names.join_namespace`)."""
+        return join_namespace(self.namespace, self.name)
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> ToolCall:
@@ -182,7 +183,7 @@ class Step(str, enum.Enum):
 class ArgChange(BaseModel):
     """One change made to a call's arguments.
 
-    ``op`` is one of ``rename_key``, ``argv_to_string``,
+    ``op`` is one of ``rename_key``, ``argv_to_string``, ``unwrap_list``,
     ``json_to_array``, ``coerce``, ``drop_key``, ``fill_empty``. ``key`` is the argument key
     changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.
     """

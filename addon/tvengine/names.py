@@ -36,3 +36,17 @@ def split_mcp(name: str) -> tuple[str, str] | None:
     if not m:
         return None
     return m.group("server"), m.group("tool")
+
+
+def join_namespace(namespace: str | None, name: str) -> str:
+    """The flat name of ``name`` inside a Responses ``namespace``.
+
+    Codex declares ``{"type": "namespace", "name": "mcp__github__", ...}`` and joins namespace and
+    name by concatenation (``mcp__github__create_issue``); a namespace written without the
+    trailing ``__`` (``mcp__cua_repl``, BR-12) joins with ``__``. No namespace: ``name``.
+    """
+    if not namespace:
+        return name
+    if namespace.endswith(("__", ".", ":", "/")):
+        return namespace + name
+    return namespace + "__" + name

@@ -41,8 +41,21 @@ class FlowRecord(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     def dump(self) -> dict:
-        """The JSON-safe dict stored in ``flow.metadata``."""
-        return self.model_dump(mode="json")
+        """The JSON-safe dict stored in ``flow.metadata``.
+
+        Arguments nested too deep for pydantic's serializer (about 255 levels) are dropped from
+        the decisions, with a note, rather than losing the record.
+        """
+        try:
+            return self.model_dump(mode="json")
+        except ValueError:
+            slim = self.model_copy(deep=False)
+            slim.decisions = [
+                d.model_copy(update={"arguments_before": None, "arguments_after": None, "arg_changes": []})
+                for d in self.decisions
+            ]
+            slim.notes = [*self.notes, "tool-call arguments too deeply nested to record; left out"]
+            return slim.model_dump(mode="json")
 
     def summary(self) -> str:
         """A one-line comment for mitmproxy's UI, e.g. ``toolvocab: shell→Bash (capability)``."""

@@ -1,0 +1,60 @@
+"""Shared fixtures: a fake LLM upstream process and a mitmdump factory (see tests/procs.py)."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+
+import procs
+
+
+@pytest.fixture
+def fake_upstream():
+    """A running ``tests/fake_upstream.py`` (FakeUpstreamHandle); stopped after the test."""
+    handle = procs.start_fake_upstream()
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@pytest.fixture
+def proxy(request, tmp_path):
+    """Factory: ``proxy(upstream_url=None, *, options=None, save=True, script=ADDON)``.
+
+    Starts mitmdump in reverse mode in front of ``upstream_url`` (default: the test's
+    ``fake_upstream``), saving flows to a file under ``tmp_path`` unless ``save=False``.
+    Returns a MitmdumpHandle (``.url``, ``.port``, ``.flows()``, ``.stop()``); every proxy
+    started is stopped at teardown, and its output is printed if the test failed.
+    """
+    started: list[procs.MitmdumpHandle] = []
+    counter = itertools.count(1)
+
+    def factory(upstream_url: str | None = None, *, options: dict[str, str] | None = None,
+                save: bool = True, script: str | os.PathLike | None = procs.DEFAULT_SCRIPT,
+                **kwargs) -> procs.MitmdumpHandle:
+        if upstream_url is None:
+            upstream_url = request.getfixturevalue("fake_upstream").url
+        save_path = str(tmp_path / f"flows-{next(counter)}.mitm") if save else None
+        handle = procs.start_mitmdump(upstream_url, options=options, save_path=save_path,
+                                      script=script, **kwargs)
+        started.append(handle)
+        return handle
+
+    yield factory
+    for handle in started:
+        handle.stop()
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        for handle in started:
+            print(f"\n=== mitmdump on port {handle.port} ===\n{handle.output()}")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Expose each phase's report as ``item.rep_<phase>`` (for teardown diagnostics)."""
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep

@@ -1,0 +1,612 @@
+#!/usr/bin/env python3
+"""A stdlib fake LLM upstream for toolvocab's tests.
+
+Listens on 127.0.0.1 (``ThreadingHTTPServer``), answers LLM API requests with scripted
+responses, and records every request so a test can check what the proxy forwarded.
+
+Run as a script::
+
+    python tests/fake_upstream.py --port 0 [--log-dir DIR] [--tool-name NAME]
+        [--tool-args JSON] [--chunk-size N] [--chunk-delay SECONDS]
+
+It prints ``READY <port>`` on stdout once it listens (``--port 0`` picks a free port).
+Import it to run it in a thread instead: ``FakeUpstream(port=0).start()``.
+
+Dialects live in :data:`ROUTES` (a dict: path regex -> handler). Implemented so far:
+
+  POST /v1/messages[?beta=true]   Anthropic Messages (JSON, or SSE when ``stream`` is true)
+  GET  /v1/models                 a small model list
+  HEAD <any path>                 200, empty
+
+Scripted behaviour (stateless, decided from the request alone):
+
+  * tools declared and the last user message holds no ``tool_result``
+        -> a short text block plus ONE ``tool_use`` block named ``tool_name`` with input
+           ``tool_args``
+  * otherwise, if the conversation holds a ``tool_result``
+        -> a final text answer quoting the last tool_result's content
+  * otherwise (no tools, e.g. title generation) -> plain text
+
+Transport: with ``chunk_size > 0`` the body is written in ``chunk_size``-byte pieces using
+HTTP/1.1 chunked transfer encoding (each piece flushed, ``chunk_delay`` seconds apart), so SSE
+events, JSON and even tool names are split across transport chunks.
+
+Control endpoints (never logged, never consume the queue):
+
+  GET/POST /__fake/config    read / change tool_name, tool_args, chunk_size, chunk_delay,
+                             force_stream (true/false/null), final_text
+  POST /__fake/enqueue       {"status": int, "headers": {..} or [[k, v], ..],
+                              "body_b64": "..." | "chunks_b64": ["...", ..],
+                              "chunk_size"?: int, "chunk_delay"?: float}
+                             -> the next (non-control) request is answered with exactly these
+                                bytes. ``chunks_b64`` gives one transport chunk per item;
+                                ``body_b64`` uses the chunk size (0 = Content-Length).
+                                Content-Length / Transfer-Encoding are always set by the fake.
+  GET  /__fake/requests      the logged requests, as a JSON list
+  POST /__fake/reset         forget logged requests and queued replies
+
+Each logged request is ``{"n", "time", "method", "path", "headers", "body", "body_b64",
+"content_encoding", "reply"}``: ``body`` is the parsed JSON (after content-decoding) or the
+raw text, ``body_b64`` the exact bytes received, ``reply`` = ``{"source": "generated" |
+"enqueued" | "builtin", "status", "headers", "body_b64", "summary", "started_at",
+"finished_at"}`` (``finished_at`` appears once the last byte was written; wall-clock
+``time.time()``). With ``--log-dir`` each record is also written to ``DIR/NNNN.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+import uuid
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+DEFAULT_TOOL_NAME = "Bash"
+DEFAULT_TOOL_ARGS: dict[str, Any] = {"command": "echo hi"}
+DEFAULT_FINAL_TEXT = "Done. The tool returned:"
+TITLE_TEXT = "Fake title"
+
+
+# --------------------------------------------------------------------------- data types
+@dataclass
+class Request:
+    method: str
+    path: str  # path without the query string
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    raw: bytes  # exactly the bytes received
+    json: Any  # parsed body (after content-decoding), or None
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    chunks: list[bytes] | None = None  # explicit transport chunks (forces chunked encoding)
+    chunk_size: int | None = None  # None: use the server config
+    chunk_delay: float | None = None
+    summary: str = ""
+    source: str = "generated"
+
+
+Handler = Callable[[Request, dict[str, Any]], Reply]
+
+
+def _id(prefix: str) -> str:
+    return prefix + uuid.uuid4().hex[:24]
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def json_reply(status: int, obj: Any, summary: str = "", extra_headers: list | None = None) -> Reply:
+    headers = [("Content-Type", "application/json"), ("request-id", _id("req_"))]
+    return Reply(status, headers + list(extra_headers or []), _json_bytes(obj), summary=summary)
+
+
+def sse_bytes(events: list[tuple[str | None, Any]]) -> bytes:
+    """``[(event name or None, data dict or str)]`` -> SSE bytes (LF, blank line after each)."""
+    out = bytearray()
+    for name, data in events:
+        if name:
+            out += f"event: {name}\n".encode()
+        out += b"data: " + (data.encode() if isinstance(data, str) else _json_bytes(data)) + b"\n\n"
+    return bytes(out)
+
+
+def sse_reply(events: list[tuple[str | None, Any]], summary: str = "") -> Reply:
+    headers = [
+        ("Content-Type", "text/event-stream; charset=utf-8"),
+        ("Cache-Control", "no-cache"),
+        ("request-id", _id("req_")),
+    ]
+    return Reply(200, headers, sse_bytes(events), summary=summary)
+
+
+def split_evenly(text: str, parts: int) -> list[str]:
+    """Split ``text`` into at most ``parts`` non-empty pieces of similar size."""
+    if not text:
+        return []
+    parts = max(1, min(parts, len(text)))
+    step, rest = divmod(len(text), parts)
+    out, i = [], 0
+    for k in range(parts):
+        n = step + (1 if k < rest else 0)
+        out.append(text[i : i + n])
+        i += n
+    return out
+
+
+def decode_body(raw: bytes, encoding: str | None) -> bytes | None:
+    enc = (encoding or "").strip().lower()
+    try:
+        if enc in ("", "identity"):
+            return raw
+        if enc == "gzip":
+            return gzip.decompress(raw)
+        if enc == "deflate":
+            try:
+                return zlib.decompress(raw)
+            except zlib.error:
+                return zlib.decompress(raw, -zlib.MAX_WBITS)
+    except Exception:
+        return None
+    return None  # br / zstd / unknown: keep the raw bytes only
+
+
+# --------------------------------------------------------------------- Anthropic Messages
+def _tool_result_text(block: dict) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text"
+        )
+    return ""
+
+
+def anthropic_plan(body: dict, cfg: dict) -> dict:
+    """Decide what to answer: ``{"kind": "tool"|"final"|"plain", ...}``."""
+    tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+    last_user_has_result = bool(
+        last_user
+        and isinstance(last_user.get("content"), list)
+        and any(isinstance(c, dict) and c.get("type") == "tool_result" for c in last_user["content"])
+    )
+    last_result = None
+    for m in messages:
+        if m.get("role") == "user" and isinstance(m.get("content"), list):
+            for c in m["content"]:
+                if isinstance(c, dict) and c.get("type") == "tool_result":
+                    last_result = c
+    if tools and not last_user_has_result:
+        name = cfg["tool_name"]
+        return {
+            "kind": "tool",
+            "name": name,
+            "args": cfg["tool_args"],
+            "text": f"Let me run that with the {name} tool.",
+        }
+    if last_result is not None:
+        return {"kind": "final", "text": f"{cfg['final_text']} {_tool_result_text(last_result)}"}
+    return {"kind": "plain", "text": TITLE_TEXT}
+
+
+def anthropic_messages(req: Request, cfg: dict) -> Reply:
+    body = req.json
+    if not isinstance(body, dict):
+        return json_reply(
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error",
+                                        "message": "fake_upstream: body is not a JSON object"}},
+            summary="400 body not JSON",
+        )
+    plan = anthropic_plan(body, cfg)
+    stream = cfg["force_stream"] if cfg.get("force_stream") is not None else bool(body.get("stream"))
+    model = body.get("model") or "claude-fake"
+    msg_id = _id("msg_")
+    usage = {"input_tokens": 100, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+             "output_tokens": 10}
+    blocks: list[dict] = [{"type": "text", "text": plan["text"]}]
+    if plan["kind"] == "tool":
+        blocks.append({"type": "tool_use", "id": _id("toolu_"), "name": plan["name"], "input": plan["args"]})
+    stop_reason = "tool_use" if plan["kind"] == "tool" else "end_turn"
+    summary = f"{plan['kind']}" + (f" {plan['name']}" if plan["kind"] == "tool" else "")
+    summary += " sse" if stream else " json"
+    if not stream:
+        return json_reply(200, {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
+            "stop_reason": stop_reason, "stop_sequence": None, "usage": usage,
+        }, summary=summary)
+
+    ev: list[tuple[str | None, Any]] = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}}),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, block in enumerate(blocks):
+        if block["type"] == "text":
+            ev.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "text", "text": ""}}))
+            for piece in split_evenly(block["text"], 3):
+                ev.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "text_delta", "text": piece}}))
+        else:
+            ev.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "tool_use", "id": block["id"],
+                                                                 "name": block["name"], "input": {}}}))
+            fragments = [""] + split_evenly(json.dumps(block["input"], ensure_ascii=False), 4)
+            for piece in fragments:
+                ev.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "input_json_delta", "partial_json": piece}}))
+        ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    ev.append(("message_delta", {"type": "message_delta",
+                                 "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                                 "usage": {"output_tokens": 10}}))
+    ev.append(("message_stop", {"type": "message_stop"}))
+    return sse_reply(ev, summary=summary)
+
+
+def list_models(req: Request, cfg: dict) -> Reply:
+    data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z",
+             "object": "model", "owned_by": "fake"} for m in ("claude-fake", "claude-sonnet-4-5")]
+    return json_reply(200, {"data": data, "object": "list", "has_more": False,
+                            "first_id": data[0]["id"], "last_id": data[-1]["id"]}, summary="models")
+
+
+#: Dialect routes: ``re.fullmatch`` on the request path (query string removed) -> handler per
+#: method. Add OpenAI Chat Completions (``(/v1)?/chat/completions``), Responses
+#: (``(/v1)?/responses``) and Gemini (``/v1(beta)?/models/[^/]+:(stream)?[gG]enerateContent``)
+#: here.
+ROUTES: dict[str, dict[str, Handler]] = {
+    r"/v1/messages": {"POST": anthropic_messages},
+    r"(/v1)?/models/?": {"GET": list_models},
+}
+
+
+# ------------------------------------------------------------------------------ server
+class FakeState:
+    """Config, request log and reply queue; shared by all handler threads."""
+
+    CONFIG_KEYS = ("tool_name", "tool_args", "chunk_size", "chunk_delay", "force_stream", "final_text")
+
+    def __init__(self, *, tool_name: str = DEFAULT_TOOL_NAME, tool_args: Any = None,
+                 chunk_size: int = 0, chunk_delay: float = 0.0, force_stream: bool | None = None,
+                 final_text: str = DEFAULT_FINAL_TEXT, log_dir: str | None = None) -> None:
+        self.lock = threading.Lock()
+        self.config: dict[str, Any] = {
+            "tool_name": tool_name,
+            "tool_args": dict(DEFAULT_TOOL_ARGS) if tool_args is None else tool_args,
+            "chunk_size": int(chunk_size or 0),
+            "chunk_delay": float(chunk_delay or 0.0),
+            "force_stream": force_stream,
+            "final_text": final_text,
+        }
+        self.log_dir = log_dir
+        self.queue: deque[Reply] = deque()
+        self.records: list[dict] = []
+        self.counter = 0
+        if log_dir:
+            os.makedirs(log_dir, exist_ok=True)
+
+    def update_config(self, changes: dict) -> dict:
+        with self.lock:
+            for key in self.CONFIG_KEYS:
+                if key in changes:
+                    value = changes[key]
+                    if key == "chunk_size":
+                        value = int(value or 0)
+                    elif key == "chunk_delay":
+                        value = float(value or 0.0)
+                    self.config[key] = value
+            return dict(self.config)
+
+    def snapshot_config(self) -> dict:
+        with self.lock:
+            return json.loads(json.dumps(self.config))
+
+    def enqueue(self, spec: dict) -> int:
+        headers = spec.get("headers") or {}
+        pairs = list(headers.items()) if isinstance(headers, dict) else [tuple(p) for p in headers]
+        chunks = None
+        if spec.get("chunks_b64") is not None:
+            chunks = [base64.b64decode(c) for c in spec["chunks_b64"]]
+            body = b"".join(chunks)
+        else:
+            body = base64.b64decode(spec.get("body_b64") or "")
+        reply = Reply(int(spec.get("status", 200)), pairs, body, chunks=chunks,
+                      chunk_size=spec.get("chunk_size"), chunk_delay=spec.get("chunk_delay"),
+                      summary=f"enqueued {spec.get('status', 200)}", source="enqueued")
+        with self.lock:
+            self.queue.append(reply)
+            return len(self.queue)
+
+    def pop_queued(self) -> Reply | None:
+        with self.lock:
+            return self.queue.popleft() if self.queue else None
+
+    def reset(self) -> None:
+        with self.lock:
+            self.queue.clear()
+            self.records.clear()
+
+    def add_record(self, record: dict) -> dict:
+        with self.lock:
+            self.counter += 1
+            record["n"] = self.counter
+            self.records.append(record)
+        self.write_record(record)
+        return record
+
+    def write_record(self, record: dict) -> None:
+        if not self.log_dir:
+            return
+        path = os.path.join(self.log_dir, f"{record['n']:04d}.json")
+        with self.lock:
+            text = json.dumps(record, indent=2, ensure_ascii=False)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+    def records_json(self) -> bytes:
+        with self.lock:
+            return json.dumps(self.records, ensure_ascii=False).encode()
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "toolvocab-fake-upstream/1.0"
+    state: FakeState  # set on the subclass built by make_server()
+
+    def log_message(self, fmt: str, *args: Any) -> None:  # quiet; summaries go to stderr
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        try:  # small writes go out as separate TCP segments, so chunk splits survive
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+
+    # -- reading
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            data = bytearray()
+            while True:
+                line = self.rfile.readline(65537)
+                if not line:
+                    break
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                data += self.rfile.read(size)
+                self.rfile.readline(65537)
+            return bytes(data)
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n > 0 else b""
+
+    # -- writing
+    def _write_reply(self, reply: Reply, record: dict | None) -> None:
+        cfg = self.state.snapshot_config()
+        size = cfg["chunk_size"] if reply.chunk_size is None else int(reply.chunk_size or 0)
+        delay = cfg["chunk_delay"] if reply.chunk_delay is None else float(reply.chunk_delay or 0.0)
+        chunks = reply.chunks
+        if chunks is None and size > 0:
+            chunks = [reply.body[i : i + size] for i in range(0, len(reply.body), size)]
+        no_body = self.command == "HEAD" or reply.status in (204, 304) or 100 <= reply.status < 200
+        self.send_response(reply.status)
+        for k, v in reply.headers:
+            if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(k, v)
+        if no_body:
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif chunks is None:
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+        else:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pieces = [c for c in chunks if c]  # an empty chunk would end the body early
+            for i, piece in enumerate(pieces):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                if delay > 0 and i < len(pieces) - 1:
+                    time.sleep(delay)
+            self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        if record is not None:
+            with self.state.lock:
+                record["reply"]["finished_at"] = time.time()
+            self.state.write_record(record)
+
+    def _control(self, path: str, raw: bytes) -> Reply | None:
+        if not path.startswith("/__fake/"):
+            return None
+        try:
+            body = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return json_reply(400, {"error": "control body is not JSON"})
+        name = path[len("/__fake/"):]
+        if name == "config":
+            if self.command == "POST":
+                return json_reply(200, self.state.update_config(body))
+            return json_reply(200, self.state.snapshot_config())
+        if name == "enqueue" and self.command == "POST":
+            return json_reply(200, {"queued": self.state.enqueue(body)})
+        if name == "requests":
+            return Reply(200, [("Content-Type", "application/json")], self.state.records_json())
+        if name == "reset" and self.command == "POST":
+            self.state.reset()
+            return json_reply(200, {"reset": True})
+        return json_reply(404, {"error": f"unknown control endpoint {self.command} {path}"})
+
+    def _route(self, req: Request) -> Reply:
+        cfg = self.state.snapshot_config()
+        if req.method == "HEAD":
+            return Reply(200, [("Content-Type", "text/plain")], b"", summary="head", source="builtin")
+        for pattern, methods in ROUTES.items():
+            if re.fullmatch(pattern, req.path):
+                handler = methods.get(req.method)
+                if handler is None:
+                    return json_reply(405, {"type": "error", "error": {
+                        "type": "invalid_request_error", "message": f"method {req.method} not allowed"}},
+                        summary="405")
+                return handler(req, cfg)
+        return json_reply(404, {"type": "error", "error": {
+            "type": "not_found_error", "message": f"fake_upstream: no route for {req.method} {req.path}"}},
+            summary="404")
+
+    def _handle(self) -> None:
+        raw = self._read_body()
+        url = urlsplit(self.path)
+        control = self._control(url.path, raw)
+        if control is not None:
+            control.chunk_size, control.chunk_delay = 0, 0.0  # control replies: never slow
+            self._write_reply(control, None)
+            return
+        enc = self.headers.get("Content-Encoding")
+        decoded = decode_body(raw, enc)
+        parsed: Any = None
+        text: str | None = None
+        if decoded:
+            try:
+                parsed = json.loads(decoded)
+            except ValueError:
+                text = decoded.decode("utf-8", "replace")
+        req = Request(self.command, url.path, parse_qs(url.query), dict(self.headers.items()), raw, parsed)
+        reply = self.state.pop_queued()
+        if reply is None:
+            try:
+                reply = self._route(req)
+            except Exception as e:  # keep the connection alive and say what broke
+                reply = json_reply(500, {"type": "error", "error": {
+                    "type": "api_error", "message": f"fake_upstream error: {e!r}"}}, summary=f"500 {e!r}")
+        record = {
+            "time": time.time(),
+            "method": self.command,
+            "path": self.path,
+            "headers": dict(self.headers.items()),
+            "body": parsed if parsed is not None else text,
+            "body_b64": base64.b64encode(raw).decode(),
+            "content_encoding": enc,
+            "reply": {
+                "source": reply.source,
+                "status": reply.status,
+                "headers": [list(h) for h in reply.headers],
+                "body_b64": base64.b64encode(reply.body).decode(),
+                "summary": reply.summary,
+                "started_at": time.time(),
+            },
+        }
+        self.state.add_record(record)
+        print(f"[fake_upstream] #{record['n']} {self.command} {self.path} -> {reply.status} {reply.summary}",
+              file=sys.stderr, flush=True)
+        self._write_reply(reply, record)
+
+    def do_GET(self) -> None:
+        self._handle_safely()
+
+    def do_HEAD(self) -> None:
+        self._handle_safely()
+
+    def do_POST(self) -> None:
+        self._handle_safely()
+
+    def do_PUT(self) -> None:
+        self._handle_safely()
+
+    def do_DELETE(self) -> None:
+        self._handle_safely()
+
+    def _handle_safely(self) -> None:
+        try:
+            self._handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+def make_server(port: int = 0, state: FakeState | None = None, **opts: Any) -> ThreadingHTTPServer:
+    state = state or FakeState(**opts)
+    handler = type("BoundFakeHandler", (FakeHandler,), {"state": state})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    server.state = state  # type: ignore[attr-defined]
+    return server
+
+
+class FakeUpstream:
+    """In-process use: ``with FakeUpstream(tool_name="bash") as fake: fake.url ...``."""
+
+    def __init__(self, port: int = 0, **opts: Any) -> None:
+        self.server = make_server(port, **opts)
+        self.state: FakeState = self.server.state  # type: ignore[attr-defined]
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "FakeUpstream":
+        self._thread = threading.Thread(target=self.server.serve_forever, name="fake-upstream", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeUpstream":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--log-dir", default=None)
+    ap.add_argument("--tool-name", default=DEFAULT_TOOL_NAME)
+    ap.add_argument("--tool-args", default=json.dumps(DEFAULT_TOOL_ARGS), help="JSON")
+    ap.add_argument("--chunk-size", type=int, default=0, help="bytes per transport chunk (0: Content-Length)")
+    ap.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
+    ap.add_argument("--final-text", default=DEFAULT_FINAL_TEXT)
+    a = ap.parse_args(argv)
+    server = make_server(a.port, tool_name=a.tool_name, tool_args=json.loads(a.tool_args),
+                         chunk_size=a.chunk_size, chunk_delay=a.chunk_delay, final_text=a.final_text,
+                         log_dir=a.log_dir)
+    print(f"READY {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,832 @@
+"""The addon's hooks driven the way mitmproxy drives them.
+
+The script is loaded once for this module with ``tctx.script("addon/toolvocab.py")`` (never also
+imported as a module: a second module object would not be the one whose hooks run). Each flow
+goes requestheaders → request → responseheaders → the ``response.stream`` callable over random
+chunk splits (then ``b""``) → response, as in mitmproxy's proxy core (reference §2, §5).
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mitmproxy import ctx
+from mitmproxy import exceptions
+from mitmproxy import flow as mflow
+from mitmproxy import http
+from mitmproxy import io as mio
+from mitmproxy.proxy.layers import http as hl
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+from mitmproxy.test import tutils
+
+import asyncio
+
+import tvdialects.anthropic as anthropic_dialect
+from tvdialects.sse import EventStreamRewriter
+from tvdialects.sse import SSEParser
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDON = ROOT / "addon" / "toolvocab.py"
+FIXTURES = ROOT / "tests" / "fixtures" / "anthropic"
+KEY = "toolvocab"
+HOST = "api.anthropic.com"
+
+
+def fixture_json(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def fixture_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def events_of(data: bytes):
+    parser = SSEParser()
+    events = parser.feed(data)
+    assert parser.flush() == b""
+    return events
+
+
+# -- harness ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """One mitmproxy test context with the script loaded once for the whole module."""
+    with taddons.context() as tctx:
+        module = tctx.script(str(ADDON))
+        assert module is not None, "the script failed to load"
+        # In mitmdump the ScriptLoader sits in the addon chain and its Script's ``addons`` reach
+        # this module; tctx.script only registers it, so option changes would never reach
+        # configure(). Put it in the chain as the loader does.
+        tctx.master.addons.chain.append(module)
+        yield tctx, module
+
+
+@dataclass
+class Env:
+    tctx: taddons.context
+    module: Any
+    addon: Any
+
+    def configure(self, **options) -> None:
+        self.tctx.configure(self.module, **options)
+
+
+@pytest.fixture
+def env(loaded):
+    tctx, module = loaded
+    # another test module may have created a Master since: point ctx back at ours
+    ctx.master = tctx.master
+    ctx.options = tctx.options
+    e = Env(tctx, module, module.addons[0])
+    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+    yield e
+    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+
+
+def make_flow(
+    body: bytes | dict | list | None,
+    *,
+    path: str = "/v1/messages?beta=true",
+    method: str = "POST",
+    host: str = HOST,
+    upstream: bytes = b"",
+    resp_type: str | None = "text/event-stream; charset=utf-8",
+    resp_headers: list[tuple[str, str]] | None = None,
+    status: int = 200,
+    http_version: str = "HTTP/1.1",
+) -> http.HTTPFlow:
+    content = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+    req_headers = [
+        ("host", host),
+        ("content-type", "application/json"),
+        ("accept-encoding", "gzip, deflate, br, zstd"),
+        ("anthropic-version", "2023-06-01"),
+    ]
+    if content is not None:
+        req_headers.append(("content-length", str(len(content))))
+    req = tutils.treq(
+        method=method.encode(),
+        host=host,
+        port=443,
+        scheme=b"https",
+        authority=b"",
+        path=path.encode(),
+        http_version=http_version.encode(),
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in req_headers]),
+        content=content,
+    )
+    rh = list(resp_headers or [])
+    if resp_type is not None:
+        rh.insert(0, ("content-type", resp_type))
+    resp = tutils.tresp(
+        status_code=status,
+        http_version=http_version.encode(),
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in rh]),
+        content=upstream,
+    )
+    return tflow.tflow(req=req, resp=resp)
+
+
+@dataclass
+class Result:
+    out: bytes  # what the client receives
+    streamed: str  # "callable", "passthrough" or "buffered"
+    record: dict | None
+    calls: int  # stream callable invocations
+
+
+def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(lo, hi)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+async def _replay(env: Env, f: http.HTTPFlow, rnd: random.Random) -> Result:
+    mgr = env.tctx.master.addons
+    upstream = f.response.raw_content if f.response else None
+    await mgr.invoke_addon(env.module, hl.HttpRequestHeadersHook(f))
+    await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
+    assert f.response is not None
+    f.response.stream = False
+    await mgr.invoke_addon(env.module, hl.HttpResponseHeadersHook(f))
+    stream = f.response.stream
+    calls = 0
+    if callable(stream):
+        emitted: list[bytes] = []
+        for part in random_chunks(upstream or b"", rnd) + [b""]:
+            got = stream(part)
+            calls += 1
+            items = [got] if isinstance(got, bytes) else list(got)
+            if part:
+                # G1: b"" mid-stream ends an HTTP/1.1 chunked body
+                assert got != b"" and b"" not in items, "stream callable returned b'' mid-stream"
+            assert all(isinstance(i, bytes) for i in items)
+            emitted.extend(items)
+        out, kind = b"".join(emitted), "callable"
+        f.response.raw_content = None  # as after real streaming (G6)
+    elif stream is True:
+        out, kind = upstream or b"", "passthrough"
+        f.response.raw_content = None
+    else:
+        out, kind = None, "buffered"
+    await mgr.invoke_addon(env.module, hl.HttpResponseHook(f))
+    if out is None:
+        out = f.response.raw_content or b""
+    return Result(out=out, streamed=kind, record=f.metadata.get(KEY), calls=calls)
+
+
+def replay(env: Env, f: http.HTTPFlow, seed: int = 0) -> Result:
+    result = asyncio.run(_replay(env, f, random.Random(seed)))
+    assert f.id not in env.addon._states, "per-flow state must not outlive the flow"
+    return result
+
+
+def request_json(f: http.HTTPFlow) -> dict:
+    return orjson.loads(f.request.content)
+
+
+def foreign_flow(**kw) -> http.HTTPFlow:
+    kw.setdefault("upstream", fixture_bytes("stream-foreign-tool.sse"))
+    return make_flow(fixture_json("request-claude-code.json"), **kw)
+
+
+def tool_blocks(out: bytes) -> list[dict]:
+    """(name, input) of each tool_use block in an Anthropic SSE answer, as a client assembles it."""
+    blocks: dict[int, dict] = {}
+    for event in events_of(out):
+        data = event.json()
+        if not isinstance(data, dict):
+            continue
+        if data.get("type") == "content_block_start" and data["content_block"].get("type") == "tool_use":
+            blocks[data["index"]] = {"name": data["content_block"]["name"], "json": ""}
+        elif data.get("type") == "content_block_delta" and data["delta"].get("type") == "input_json_delta":
+            blocks[data["index"]]["json"] += data["delta"]["partial_json"]
+    return [{"name": b["name"], "input": orjson.loads(b["json"]) if b["json"] else {}} for _, b in sorted(blocks.items())]
+
+
+FOREIGN_STREAM_TOOLS_BEFORE = [
+    {"name": "shell", "input": {"cmd": "git log --oneline -3"}},
+    {"name": "Bash", "input": {"command": "git status"}},
+]
+FOREIGN_STREAM_TOOLS_AFTER = [
+    {"name": "Bash", "input": {"command": "git log --oneline -3"}},
+    {"name": "Bash", "input": {"command": "git status"}},
+]
+
+
+# -- options ------------------------------------------------------------------------------------
+
+
+def test_options_are_registered_with_defaults(env):
+    assert env.tctx.options.toolvocab_mode == "auto"
+    assert env.tctx.options.toolvocab_hosts is None
+    assert env.addon.mode == "auto" and env.addon.hosts is None
+
+
+def test_invalid_hosts_regex_is_an_options_error(env):
+    env.configure(toolvocab_hosts=r"anthropic\.com$")
+    with pytest.raises(exceptions.OptionsError, match="toolvocab_hosts"):
+        env.configure(toolvocab_hosts="(unclosed")
+    # rolled back to the previous, valid value
+    assert env.tctx.options.toolvocab_hosts == r"anthropic\.com$"
+    assert env.addon.hosts.pattern == r"anthropic\.com$"
+
+
+def test_unknown_mode_is_an_options_error(env):
+    with pytest.raises(exceptions.OptionsError):
+        env.configure(toolvocab_mode="bogus")
+
+
+# -- modes --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_auto_mode_stream_repaired_and_sentence_added(env, seed):
+    f = foreign_flow()
+    original_request = fixture_json("request-claude-code.json")
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+    # everything outside the repaired tool block arrives byte-identical
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    head = upstream[: upstream.index(b'event: content_block_start\ndata: {"type":"content_block_start","index":1')]
+    tail = upstream[upstream.index(b'event: content_block_start\ndata: {"type":"content_block_start","index":2') :]
+    assert r.out.startswith(head) and r.out.endswith(tail)
+    # request: the sentence appended as a system block, nothing else changed
+    sent = request_json(f)
+    sentence = sent["system"][-1]["text"]
+    assert sent["system"][:-1] == original_request["system"]
+    for name in ("Bash", "Read", "ToolSearch", "mcp__tracker__open_ticket"):
+        assert name in sentence
+    assert {k: v for k, v in sent.items() if k != "system"} == {
+        k: v for k, v in original_request.items() if k != "system"
+    }
+    assert f.request.headers["accept-encoding"] == "identity"
+    assert f.request.headers["content-length"] == str(len(f.request.raw_content))
+    # record
+    rec = r.record
+    assert rec["dialect"] == "anthropic" and rec["mode"] == "auto" and rec["skipped"] is None
+    assert rec["declared"] == ["Bash", "Read", "ToolSearch", "mcp__tracker__open_ticket"]
+    assert rec["prompt_sentence"] == sentence
+    assert rec["prompt_names"] == ["Bash", "Read", "ToolSearch", "mcp__tracker__open_ticket"]
+    assert rec["request_changed"] is True and rec["response_changed"] is True and rec["streamed"] is True
+    shell, bash = rec["decisions"]
+    assert (shell["name"], shell["action"], shell["step"], shell["target"]) == ("shell", "rename", "capability", "Bash")
+    assert shell["reason"] and shell["arguments_after"] == {"command": "git log --oneline -3"}
+    assert shell["call_id"] == "toolu_01FixSse00000000000000001"
+    assert (bash["name"], bash["action"], bash["step"]) == ("Bash", "keep", "declared")
+    assert rec["notes"] == []
+    # marker and comment
+    assert f.marked == ":wrench:"
+    assert f.comment.startswith("toolvocab:") and "shell→Bash (capability)" in f.comment
+
+
+def test_auto_mode_json_answer_repaired(env):
+    upstream = fixture_bytes("response-foreign-tool.json")
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    f = make_flow(body, upstream=upstream, resp_type="application/json", resp_headers=[("content-length", str(len(upstream)))])
+    r = replay(env, f)
+    assert r.streamed == "buffered"
+    answer = orjson.loads(r.out)
+    assert answer["content"][1]["name"] == "Bash"
+    assert answer["content"][1]["input"] == {"command": "git log --oneline -3"}
+    assert answer["content"][0] == orjson.loads(upstream)["content"][0]
+    assert r.record["response_changed"] is True and r.record["streamed"] is False
+    assert f.response.headers["content-length"] == str(len(r.out))
+    assert f.marked == ":wrench:"
+
+
+def test_auto_mode_client_naming_all_tools_gets_no_sentence(env):
+    body = fixture_json("request-claude-code.json")
+    body["system"][0]["text"] += " Tools: Bash, Read, ToolSearch, mcp__tracker__open_ticket."
+    raw = orjson.dumps(body)
+    f = make_flow(raw, upstream=fixture_bytes("stream-declared-tool.sse"))
+    r = replay(env, f)
+    assert f.request.raw_content == raw
+    assert r.out == fixture_bytes("stream-declared-tool.sse")
+    assert r.record["prompt_sentence"] is None and r.record["request_changed"] is False
+    assert r.record["response_changed"] is False
+    assert [d["action"] for d in r.record["decisions"]] == ["keep"]
+    assert not f.marked and not f.comment
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_repair_mode_repairs_answer_without_sentence(env, seed):
+    env.configure(toolvocab_mode="repair")
+    f = foreign_flow()
+    raw_request = f.request.raw_content
+    r = replay(env, f, seed)
+    assert f.request.raw_content == raw_request
+    assert f.request.headers["accept-encoding"] == "identity"
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+    rec = r.record
+    assert rec["mode"] == "repair" and rec["prompt_sentence"] is None and rec["prompt_names"] == []
+    assert rec["request_changed"] is False and rec["response_changed"] is True
+    assert [d["action"] for d in rec["decisions"]] == ["rename", "keep"]
+    assert f.marked == ":wrench:"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_observe_mode_changes_no_byte_but_records(env, seed):
+    env.configure(toolvocab_mode="observe")
+    f = foreign_flow(resp_headers=[("content-length", str(len(fixture_bytes("stream-foreign-tool.sse"))))])
+    raw_request = f.request.raw_content
+    req_headers = copy.deepcopy(f.request.headers)
+    r = replay(env, f, seed)
+    assert f.request.raw_content == raw_request
+    assert f.request.headers == req_headers  # no anticomp either
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    rec = r.record
+    assert rec["mode"] == "observe"
+    assert rec["request_changed"] is False and rec["response_changed"] is False
+    assert rec["prompt_sentence"] and rec["prompt_names"]  # what auto would add
+    assert [(d["name"], d["action"], d["target"]) for d in rec["decisions"]] == [
+        ("shell", "rename", "Bash"),
+        ("Bash", "keep", "Bash"),
+    ]
+    assert f.marked == ":eyes:"
+    assert "observe" in f.comment and "shell→Bash" in f.comment
+
+
+def test_observe_mode_json_answer_unchanged(env):
+    env.configure(toolvocab_mode="observe")
+    upstream = fixture_bytes("response-foreign-tool.json")
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_type="application/json")
+    r = replay(env, f)
+    assert r.out == upstream
+    assert r.record["decisions"][0]["action"] == "rename"
+    assert r.record["response_changed"] is False
+    assert f.marked == ":eyes:"
+
+
+def test_off_mode_does_nothing(env):
+    env.configure(toolvocab_mode="off")
+    f = foreign_flow()
+    raw_request = f.request.raw_content
+    req_headers = copy.deepcopy(f.request.headers)
+    r = replay(env, f)
+    assert KEY not in f.metadata
+    assert r.streamed == "buffered"  # no stream callable installed
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    assert f.request.raw_content == raw_request and f.request.headers == req_headers
+    assert not f.marked and not f.comment
+
+
+# -- hosts --------------------------------------------------------------------------------------
+
+
+def test_hosts_regex_non_matching_host_untouched(env):
+    env.configure(toolvocab_hosts=r"^api\.anthropic\.com$")
+    f = foreign_flow(host="llm.internal.example")
+    raw_request = f.request.raw_content
+    req_headers = copy.deepcopy(f.request.headers)
+    r = replay(env, f)
+    assert KEY not in f.metadata
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    assert f.request.raw_content == raw_request and f.request.headers == req_headers
+
+
+def test_hosts_regex_matching_host_handled(env):
+    env.configure(toolvocab_hosts=r"anthropic\.com$")
+    f = foreign_flow()
+    r = replay(env, f)
+    assert r.record["dialect"] == "anthropic"
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/projects/demo/locations/us-east5/publishers/anthropic/models/claude-fixture-1:streamRawPredict",
+        "/v1/messages",
+    ],
+)
+def test_other_messages_paths_are_handled(env, path):
+    r = replay(env, foreign_flow(path=path))
+    assert r.record["dialect"] == "anthropic"
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+
+
+# -- skipped flows ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body,path,reason",
+    [
+        (b"model=claude&prompt=hi", "/v1/messages", "request body is not JSON"),
+        (b"", "/v1/messages", "request has no body"),
+        ([1, 2, 3], "/v1/messages", "not an LLM API request"),
+        ({"model": "m", "messages": "hello"}, "/v1/messages", "not an LLM API request"),
+        ({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}, "/v1/messages", "declares no tools"),
+        ({"model": "m", "messages": [], "tools": [{"name": "Bash"}]}, "/v1/messages/count_tokens", "not an LLM API request"),
+        ({"model": "m", "messages": [], "tools": [{"name": "Bash"}]}, "/v1/complete", "(POST /v1/complete)"),
+        ({"model": "m", "messages": [], "tools": 5}, "/v1/messages", ""),
+    ],
+)
+def test_skipped_requests_pass_byte_identical_with_a_reason(env, body, path, reason):
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    f = make_flow(body, path=path, upstream=upstream)
+    raw_request = f.request.raw_content
+    req_headers = copy.deepcopy(f.request.headers)
+    r = replay(env, f)
+    assert f.request.raw_content == raw_request and f.request.headers == req_headers
+    assert r.out == upstream
+    assert r.streamed == "buffered"
+    rec = r.record
+    assert rec is not None and rec["skipped"] and reason in rec["skipped"]
+    assert rec["decisions"] == [] and not f.marked
+
+
+def test_get_request_is_not_looked_at(env):
+    f = make_flow(None, method="GET", path="/v1/models", upstream=b'{"data":[]}', resp_type="application/json")
+    r = replay(env, f)
+    assert r.out == b'{"data":[]}' and KEY not in f.metadata
+
+
+def test_no_tools_record_names_the_dialect(env):
+    f = make_flow({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}, upstream=b"")
+    r = replay(env, f)
+    assert r.record["dialect"] == "anthropic" and r.record["skipped"] == "the request declares no tools"
+
+
+def test_non_json_answer_to_handled_request_passes_with_a_note(env):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    upstream = b"<html>502 Bad Gateway</html>"
+    f = make_flow(body, upstream=upstream, resp_type="text/html")
+    r = replay(env, f)
+    assert r.out == upstream
+    assert r.record["skipped"] is None
+    assert "answer body is not JSON; passed through" in r.record["notes"]
+
+
+def test_json_of_unexpected_shape_in_answer_passes(env):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    upstream = b'{"content": "not a list", "tool_use": {"name": "shell"}}'
+    f = make_flow(body, upstream=upstream, resp_type="application/json")
+    r = replay(env, f)
+    assert r.out == upstream and r.record["decisions"] == [] and r.record["response_changed"] is False
+
+
+def test_upstream_error_status_passes_with_a_note(env):
+    upstream = b'{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}'
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_type="application/json", status=400)
+    r = replay(env, f)
+    assert r.out == upstream
+    assert any("400" in n for n in r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_unknown_sse_event_types_pass_byte_identical(env, seed):
+    upstream = fixture_bytes("stream-unknown-event.sse")
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == upstream
+    assert r.record["decisions"] == [] and r.record["notes"] == [] and r.record["response_changed"] is False
+
+
+@pytest.mark.parametrize("fixture", ["stream-server-tool-use.sse", "stream-error-after-200.sse", "stream-open-tool-block.sse"])
+@pytest.mark.parametrize("seed", range(5))
+def test_server_tools_errors_and_open_blocks_pass_byte_identical(env, fixture, seed):
+    upstream = fixture_bytes(fixture)
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == upstream
+    assert r.record["response_changed"] is False
+
+
+# -- what the answer turns out to be -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_stream_request_answered_with_json_without_content_type(env, seed):
+    # stream: true, no content-type: the stream callable sniffs JSON and rewrites it whole at the end
+    upstream = b"\n  " + fixture_bytes("response-foreign-tool.json")
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_type=None)
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    answer = orjson.loads(r.out)
+    assert answer["content"][1]["name"] == "Bash"
+    assert answer["content"][1]["input"] == {"command": "git log --oneline -3"}
+    assert r.record["response_changed"] is True
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_stream_request_answered_with_json_content_type(env, seed):
+    # buffered or sniffed inside the stream callable: either way the JSON answer is rewritten whole
+    upstream = fixture_bytes("response-foreign-tool.json")
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_type="application/json")
+    r = replay(env, f, seed)
+    answer = orjson.loads(r.out)
+    assert answer["content"][1]["name"] == "Bash"
+    assert answer["content"][1]["input"] == {"command": "git log --oneline -3"}
+    assert {k: v for k, v in answer.items() if k != "content"} == {
+        k: v for k, v in orjson.loads(upstream).items() if k != "content"
+    }
+    assert r.record["response_changed"] is True
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_non_stream_request_answered_with_sse(env, seed):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    f = make_flow(body, upstream=fixture_bytes("stream-foreign-tool.sse"))
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+
+
+def test_non_stream_request_answered_with_untyped_sse_is_rewritten_buffered(env):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    f = make_flow(body, upstream=fixture_bytes("stream-foreign-tool.sse"), resp_type=None)
+    r = replay(env, f)
+    assert r.streamed == "buffered"
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+    assert r.record["response_changed"] is True
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_crlf_stream_repaired_with_crlf_framing(env, seed):
+    upstream = fixture_bytes("stream-foreign-tool-crlf.sse")
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream)
+    r = replay(env, f, seed)
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+    assert b"\n" not in r.out.replace(b"\r\n", b"")
+
+
+def test_gzip_encoded_sse_passes_through_unread(env):
+    upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")])
+    r = replay(env, f)
+    assert r.streamed == "passthrough"
+    assert r.out == upstream
+    assert any("gzip-encoded; passed through unread" in n for n in r.record["notes"])
+    assert r.record["decisions"] == [] and r.record["response_changed"] is False
+
+
+@pytest.mark.parametrize("mode", ["auto", "repair"])
+def test_handled_requests_ask_for_identity_encoding(env, mode):
+    env.configure(toolvocab_mode=mode)
+    f = foreign_flow()
+    replay(env, f)
+    assert f.request.headers["accept-encoding"] == "identity"
+
+
+@pytest.mark.parametrize("http_version,chunked", [("HTTP/1.1", True), ("HTTP/2.0", False)])
+def test_content_length_dropped_for_rewritten_streams(env, http_version, chunked):
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    f = foreign_flow(resp_headers=[("content-length", str(len(upstream)))], http_version=http_version)
+    mgr = env.tctx.master.addons
+
+    async def headers_only():
+        await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
+        f.response.stream = False
+        await mgr.invoke_addon(env.module, hl.HttpResponseHeadersHook(f))
+
+    asyncio.run(headers_only())
+    assert callable(f.response.stream)
+    assert "content-length" not in f.response.headers
+    assert (f.response.headers.get("transfer-encoding") == "chunked") is chunked
+    env.addon._states.pop(f.id, None)
+
+
+# -- record persistence, error hook -------------------------------------------------------------
+
+
+def roundtrip(f: http.HTTPFlow) -> http.HTTPFlow:
+    buf = io.BytesIO()
+    mio.FlowWriter(buf).add(f)
+    buf.seek(0)
+    [back] = list(mio.FlowReader(buf).stream())
+    return back
+
+
+@pytest.mark.parametrize("mode", ["auto", "observe"])
+def test_record_survives_flow_file_roundtrip(env, mode):
+    env.configure(toolvocab_mode=mode)
+    f = foreign_flow()
+    r = replay(env, f)
+    back = roundtrip(f)
+    assert back.metadata[KEY] == r.record
+    assert back.marked == f.marked and back.comment == f.comment
+    assert back.metadata[KEY]["decisions"][0]["arguments_before"] == {"cmd": "git log --oneline -3"}
+
+
+def test_skip_record_survives_flow_file_roundtrip(env):
+    f = make_flow(b"not json", upstream=b"x", resp_type="text/plain")
+    replay(env, f)
+    assert roundtrip(f).metadata[KEY] == f.metadata[KEY]
+
+
+def test_error_hook_keeps_the_record(env):
+    f = foreign_flow()
+    mgr = env.tctx.master.addons
+
+    async def run():
+        await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
+        f.response = None
+        f.error = mflow.Error("client disconnected")
+        await mgr.invoke_addon(env.module, hl.HttpErrorHook(f))
+
+    asyncio.run(run())
+    rec = f.metadata[KEY]
+    assert rec["dialect"] == "anthropic"
+    assert "flow ended with an error: client disconnected" in rec["notes"]
+    assert f.marked == ":wrench:"  # the request was changed (sentence added)
+    assert f.id not in env.addon._states
+    assert roundtrip(f).metadata[KEY] == rec
+
+
+# -- exceptions never escape, bytes still arrive -------------------------------------------------
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("injected")
+
+
+def test_exception_in_request_side_dialect_is_contained(env, monkeypatch):
+    monkeypatch.setattr(anthropic_dialect.DIALECT, "declared_tools", _boom)
+    f = foreign_flow()
+    raw_request = f.request.raw_content
+    r = replay(env, f)
+    assert f.request.raw_content == raw_request
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    assert "internal error in request hook (RuntimeError: injected)" in r.record["skipped"]
+
+
+def test_exception_in_apply_request_is_contained(env, monkeypatch):
+    monkeypatch.setattr(anthropic_dialect.DIALECT, "apply_request", _boom)
+    f = foreign_flow()
+    raw_request = f.request.raw_content
+    r = replay(env, f)
+    assert f.request.raw_content == raw_request
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    assert "internal error" in r.record["skipped"]
+
+
+def test_exception_creating_stream_rewriter_is_contained(env, monkeypatch):
+    monkeypatch.setattr(anthropic_dialect.DIALECT, "stream_rewriter", _boom)
+    f = foreign_flow()
+    r = replay(env, f)
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    assert any("RuntimeError: injected" in n for n in r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_exception_in_on_event_passes_the_stream_through(env, monkeypatch, seed):
+    calls = {"n": 0}
+    original = anthropic_dialect.AnthropicStream.on_event
+
+    def flaky(self, event):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("injected")
+        return original(self, event)
+
+    monkeypatch.setattr(anthropic_dialect.AnthropicStream, "on_event", flaky)
+    f = foreign_flow()
+    r = replay(env, f, seed)
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+    assert any("RuntimeError: injected" in n for n in r.record["notes"])
+    assert r.record["response_changed"] is False
+
+
+def test_exception_in_buffered_json_rewrite_is_contained(env, monkeypatch):
+    monkeypatch.setattr(anthropic_dialect.DIALECT, "rewrite_response", _boom)
+    upstream = fixture_bytes("response-foreign-tool.json")
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    f = make_flow(body, upstream=upstream, resp_type="application/json")
+    r = replay(env, f)
+    assert r.streamed == "buffered"
+    assert r.out == upstream
+    assert any("internal error in response hook (RuntimeError: injected)" in n for n in r.record["notes"])
+
+
+def test_exception_in_streamed_json_rewrite_still_delivers_the_body(env, monkeypatch):
+    monkeypatch.setattr(anthropic_dialect.DIALECT, "rewrite_response", _boom)
+    upstream = fixture_bytes("response-foreign-tool.json")
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_type=None)
+    r = replay(env, f)
+    assert r.streamed == "callable"
+    assert r.out == upstream  # got b""
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exception_in_resolver_during_stream_still_delivers_every_byte(env, monkeypatch, seed):
+    monkeypatch.setattr(env.module, "resolve", _boom)
+    f = foreign_flow()
+    r = replay(env, f, seed)
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+
+
+def test_deeply_nested_tool_arguments_do_not_lose_stream_bytes(env):
+    nested = "[" * 600 + "]" * 600
+    partial = '{"cmd": "ls", "x": ' + nested + "}"
+    upstream = fixture_bytes("stream-open-tool-block.sse").replace(
+        b'"partial_json":"{\\"cmd\\": \\"make te"', b'"partial_json":' + orjson.dumps(partial)
+    )
+    upstream = upstream.replace(
+        b"event: ping\n", b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\nevent: ping\n', 1
+    )
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream)
+    r = replay(env, f)
+    assert r.out == upstream
+
+
+@pytest.mark.parametrize("resp_type", ["application/json", None])
+def test_deeply_nested_arguments_in_json_answer_to_stream_request_keep_the_body(env, resp_type):
+    answer = fixture_json("response-foreign-tool.json")
+    answer["content"][1]["input"]["x"] = json.loads("[" * 600 + "]" * 600)
+    upstream = json.dumps(answer).encode()
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_type=resp_type)
+    r = replay(env, f)
+    assert r.out == upstream  # got b""
+
+
+def test_deeply_nested_arguments_never_make_the_response_hook_raise(env):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    answer = fixture_json("response-foreign-tool.json")
+    answer["content"][1]["input"]["x"] = json.loads("[" * 300 + "]" * 300)
+    upstream = json.dumps(answer).encode()
+    f = make_flow(body, upstream=upstream, resp_type="application/json")
+    r = replay(env, f)  # must not raise out of the response hook
+    # The repair itself works at this depth; only the record cannot hold the arguments.
+    assert json.loads(r.out)["content"][1]["name"] == "Bash"
+    assert r.record["decisions"]
+    assert r.record["decisions"][0]["arguments_before"] is None
+    assert any("too deeply nested" in n for n in r.record["notes"])
+
+
+def test_exception_out_of_rewriter_feed_still_delivers_every_byte(env, monkeypatch):
+    calls = {"n": 0}
+    original = EventStreamRewriter.feed
+
+    def flaky(self, chunk):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("injected")
+        return original(self, chunk)
+
+    monkeypatch.setattr(anthropic_dialect.AnthropicStream, "feed", flaky)
+    f = foreign_flow()
+    r = replay(env, f, seed=1)
+    assert r.out == fixture_bytes("stream-foreign-tool.sse")
+
+
+def test_whitespace_only_stream_body_is_delivered(env):
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=b"\n")
+    r = replay(env, f)
+    assert r.out == b"\n"  # got b""
+
+
+def test_stream_failing_after_a_repair_still_records_the_change(env, monkeypatch):
+    env.configure(toolvocab_mode="repair")
+    original = anthropic_dialect.AnthropicStream.on_event
+
+    def fail_at_message_delta(self, event):
+        if b'"type":"message_delta"' in event.raw:
+            raise RuntimeError("injected")
+        return original(self, event)
+
+    monkeypatch.setattr(anthropic_dialect.AnthropicStream, "on_event", fail_at_message_delta)
+    f = foreign_flow()
+    r = replay(env, f)
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER  # the client did get the repair
+    assert r.out.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    assert any("RuntimeError: injected" in n for n in r.record["notes"])
+    assert r.record["response_changed"] is True  # got False
+    assert f.marked == ":wrench:"  # got no marker
+
+
+def test_gzip_json_answer_to_non_stream_request_is_repaired_and_stays_gzip(env):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    plain = fixture_bytes("response-foreign-tool.json")
+    upstream = gzip.compress(plain)
+    f = make_flow(body, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", "gzip")])
+    r = replay(env, f)
+    assert r.streamed == "buffered"
+    assert f.response.headers["content-encoding"] == "gzip"
+    answer = orjson.loads(gzip.decompress(r.out))
+    assert answer["content"][1]["name"] == "Bash"
+    assert r.record["response_changed"] is True

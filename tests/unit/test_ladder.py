@@ -1,0 +1,636 @@
+"""The repair ladder: one test per rung and per leave-it rule.
+
+Each test builds its own declared tools (names are the real clients' spellings; the schemas are
+written here, trimmed to the keys that matter) and checks the action, the target, the ladder step,
+and that the recorded reason is non-empty and names what it decided about.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tvengine.ladder import PROVIDER_PREFIXES
+from tvengine.ladder import Toolset
+from tvengine.ladder import declared_tool
+from tvengine.ladder import resolve
+from tvengine.models import Action
+from tvengine.models import DeclaredTool
+from tvengine.models import Decision
+from tvengine.models import Step
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+
+STR = {"type": "string"}
+INT = {"type": "integer"}
+BOOL = {"type": "boolean"}
+
+
+def schema(*required: str, additional: bool | None = None, **props: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": props, "required": list(required)}
+    if additional is not None:
+        out["additionalProperties"] = additional
+    return out
+
+
+def fn(name: str, input_schema: dict[str, Any] | None = None, *, namespace: str | None = None) -> DeclaredTool:
+    return declared_tool(name, namespace=namespace, input_schema=input_schema)
+
+
+# A Claude-Code-shaped tool set (schemas written for these tests).
+BASH = fn("Bash", schema("command", command=STR, description=STR, timeout=INT, run_in_background=BOOL))
+POWERSHELL = fn("PowerShell", schema("command", command=STR, description=STR, timeout=INT))
+READ = fn("Read", schema("file_path", file_path=STR, offset=INT, limit=INT))
+WRITE = fn("Write", schema("file_path", "content", file_path=STR, content=STR))
+EDIT = fn(
+    "Edit",
+    schema(
+        "file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL
+    ),
+)
+CLAUDE = [BASH, READ, WRITE, EDIT]
+
+READ_FILE = fn("read_file", schema("path", path=STR))
+GH_CREATE = fn("mcp__github__create_issue", schema("title", title=STR, body=STR))
+
+
+def decide(
+    tools: list[DeclaredTool],
+    name: str,
+    args: dict[str, Any] | None = None,
+    *,
+    namespace: str | None = None,
+    reverse_map: dict[str, str] | None = None,
+    kind: ToolKind = ToolKind.FUNCTION,
+    call_id: str | None = None,
+) -> Decision:
+    call = ToolCall(
+        name=name, arguments={} if args is None else args, namespace=namespace, kind=kind, id=call_id
+    )
+    return resolve(call, Toolset(tools), reverse_map)
+
+
+def assert_renamed(d: Decision, target: str, step: Step, *, target_namespace: str | None = None) -> None:
+    assert d.action is Action.RENAME, d.reason
+    assert d.step is step
+    assert d.target == target
+    assert d.target_namespace == target_namespace
+    assert d.reason.strip()
+    assert d.name.strip() in d.reason or d.name in d.reason
+    assert target in d.reason
+    assert d.changed
+
+
+def assert_left(d: Decision, step: Step, *, mentions: tuple[str, ...] = (), candidates: list[str] | None = None) -> None:
+    assert d.action is Action.LEAVE
+    assert d.step is step
+    assert d.target is None and d.target_namespace is None
+    assert d.arguments_after is None
+    assert not d.changed
+    assert d.reason.strip()
+    for word in mentions:
+        assert word in d.reason, (word, d.reason)
+    if candidates is not None:
+        assert sorted(d.candidates) == sorted(candidates)
+
+
+# --- rung 1: declared ------------------------------------------------------------------------
+
+
+def test_exact_declared_name_is_kept() -> None:
+    d = decide(CLAUDE, "Bash", {"command": "git status"}, call_id="toolu_01")
+    assert d.action is Action.KEEP
+    assert d.step is Step.DECLARED
+    assert d.target == "Bash"
+    assert d.arguments_after is None and d.arg_changes == []
+    assert d.call_id == "toolu_01"
+    assert "Bash" in d.reason
+    assert not d.changed
+
+
+def test_exact_name_wins_over_a_declared_case_variant() -> None:
+    lower = fn("bash", schema("command", command=STR))
+    d = decide([BASH, lower], "bash", {"command": "ls"})
+    assert d.action is Action.KEEP and d.target == "bash" and d.step is Step.DECLARED
+
+
+def test_declared_call_that_validates_is_never_fitted() -> None:
+    # ``path`` is a synonym of ``file_path``, but the call already validates: leave it alone.
+    d = decide(CLAUDE, "Read", {"file_path": "/repo/a.py", "path": "/repo/b.py"})
+    assert d.action is Action.KEEP
+    assert d.arguments_after is None
+
+
+def test_declared_call_with_invalid_arguments_fixed_by_fitting_is_fit() -> None:
+    d = decide(CLAUDE, "Bash", {"cmd": "ls -la"})
+    assert d.action is Action.FIT
+    assert d.step is Step.DECLARED
+    assert d.target == "Bash"
+    assert d.arguments_after == {"command": "ls -la"}
+    assert d.arguments_before == {"cmd": "ls -la"}
+    assert [(c.op, c.key, c.to) for c in d.arg_changes] == [("rename_key", "cmd", "command")]
+    assert "Bash" in d.reason and "command" in d.reason
+    assert d.changed
+
+
+def test_declared_call_with_argv_for_string_is_fit() -> None:
+    d = decide(CLAUDE, "Bash", {"command": ["bash", "-lc", "echo hi | wc -c"]})
+    assert d.action is Action.FIT
+    assert d.arguments_after == {"command": "echo hi | wc -c"}
+
+
+def test_declared_call_invalid_and_not_fixable_is_kept_unchanged() -> None:
+    d = decide(CLAUDE, "Bash", {"script": "ls"})
+    assert d.action is Action.KEEP
+    assert d.step is Step.DECLARED
+    assert d.target == "Bash"
+    assert d.arguments_after is None and d.arg_changes == []
+    assert "Bash" in d.reason and "'command' is a required property" in d.reason
+
+
+def test_declared_call_with_unparseable_arguments_is_kept() -> None:
+    call = ToolCall.from_payload({"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{oops"}})
+    assert call.arguments is None and call.raw_arguments == "{oops"
+    d = resolve(call, Toolset(CLAUDE))
+    assert d.action is Action.KEEP and d.target == "Bash"
+    assert d.arguments_after is None
+    assert "Bash" in d.reason and "JSON object" in d.reason
+
+
+# --- rung 2: the reverse of this flow's rename map -------------------------------------------
+
+
+def test_reverse_map_renames_an_upstream_alias_back() -> None:
+    d = decide(CLAUDE, "run_cmd", {"command": "ls"}, reverse_map={"run_cmd": "Bash"})
+    assert_renamed(d, "Bash", Step.REVERSE_MAP)
+    assert d.candidates == ["Bash"]
+
+
+def test_reverse_map_comes_before_normalization() -> None:
+    # Normalization alone would see two declared case variants; the map says which one.
+    a = fn("list_files", schema("path", path=STR))
+    b = fn("ListFiles", schema("path", path=STR))
+    assert decide([a, b], "LIST_FILES", {"path": "."}).action is Action.LEAVE
+    d = decide([a, b], "LIST_FILES", {"path": "."}, reverse_map={"LIST_FILES": "list_files"})
+    assert_renamed(d, "list_files", Step.REVERSE_MAP)
+
+
+def test_reverse_map_to_an_undeclared_name_is_ignored() -> None:
+    d = decide([READ], "upstream_sh", {"command": "ls"}, reverse_map={"upstream_sh": "Bash"})
+    assert_left(d, Step.NONE, mentions=("upstream_sh",))
+
+
+def test_reverse_map_rename_must_validate() -> None:
+    d = decide(CLAUDE, "run_cmd", {"script": "ls"}, reverse_map={"run_cmd": "Bash"})
+    assert_left(d, Step.REVERSE_MAP, mentions=("run_cmd", "Bash", "'command' is a required property"))
+
+
+def test_reverse_map_fits_arguments() -> None:
+    write_to_file = fn("write_to_file", schema("path", "content", path=STR, content=STR))
+    d = decide(
+        [write_to_file], "Write", {"file_path": "a.txt", "content": "x"}, reverse_map={"Write": "write_to_file"}
+    )
+    assert_renamed(d, "write_to_file", Step.REVERSE_MAP)
+    assert d.arguments_after == {"path": "a.txt", "content": "x"}
+
+
+# --- rung 3: lossless normalizations ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("answered", ["bash", "BASH", "bAsH", " Bash ", "Bash\n"])
+def test_case_and_whitespace_only_rename(answered: str) -> None:
+    d = decide(CLAUDE, answered, {"command": "git status"})
+    assert_renamed(d, "Bash", Step.NORMALIZED)
+    assert d.arguments_after is None
+
+
+def test_two_declared_case_variants_leave() -> None:
+    lower = fn("bash", schema("command", command=STR))
+    d = decide([BASH, lower], "BASH", {"command": "ls"})
+    assert_left(d, Step.NORMALIZED, mentions=("BASH", "Bash", "bash"), candidates=["Bash", "bash"])
+
+
+@pytest.mark.parametrize(
+    "answered", ["read-file", "readFile", "read.file", "ReadFile", "READ_FILE", "read file", "read:file", "read/file", "readfile"]
+)
+def test_separator_variants_rename(answered: str) -> None:
+    d = decide([READ_FILE], answered, {"path": "README.md"})
+    assert_renamed(d, "read_file", Step.NORMALIZED)
+    assert d.candidates == ["read_file"]
+
+
+def test_separator_variants_of_two_declared_names_leave() -> None:
+    other = fn("readFile", schema("path", path=STR))
+    d = decide([READ_FILE, other], "read-file", {"path": "x"})
+    assert_left(d, Step.NORMALIZED, mentions=("read-file", "read_file", "readFile"), candidates=["read_file", "readFile"])
+
+
+@pytest.mark.parametrize("prefix", ["functions.", "functions:", "tools/", "default_api:", "default."])
+@pytest.mark.parametrize(("bare", "tool", "args"), [("read_file", READ_FILE, {"path": "a"}), ("Bash", BASH, {"command": "ls"})])
+def test_provider_prefix_is_stripped(prefix: str, bare: str, tool: DeclaredTool, args: dict[str, Any]) -> None:
+    assert prefix in PROVIDER_PREFIXES
+    d = decide([tool, READ], prefix + bare, args)
+    assert_renamed(d, bare, Step.NORMALIZED)
+
+
+def test_prefix_with_nothing_after_it_is_left() -> None:
+    d = decide([READ_FILE], "functions.", {"path": "a"})
+    assert d.action is Action.LEAVE and d.target is None
+    assert "functions." in d.reason
+
+
+@pytest.mark.parametrize(
+    ("declared", "answered", "args"),
+    [
+        ("shell_command", "shell_commandshell_command", {"command": "ls"}),
+        ("read_file", "read_fileread_file", {"path": "a"}),
+        ("Bash", "BashBash", {"command": "ls"}),
+    ],
+)
+def test_name_written_twice_collapses(declared: str, answered: str, args: dict[str, Any]) -> None:
+    tool = fn(declared, schema(next(iter(args)), **{k: STR for k in args}))
+    d = decide([tool], answered, args)
+    assert_renamed(d, declared, Step.NORMALIZED)
+
+
+def test_name_almost_written_twice_is_left() -> None:
+    d = decide([READ_FILE], "read_fileread_fil", {"path": "a"})
+    assert_left(d, Step.NONE, mentions=("read_fileread_fil",))
+
+
+@pytest.mark.parametrize(
+    "answered",
+    [
+        "github:create_issue",
+        "github.create_issue",
+        "github__create_issue",
+        "github/create_issue",
+        "GitHub:CreateIssue",
+        "mcp__github__createIssue",
+        "mcp_github_create_issue",
+        "MCP__GitHub__Create_Issue",
+        "functions.mcp__github__create_issue",
+    ],
+)
+def test_mcp_notation_variants_of_the_same_server(answered: str) -> None:
+    d = decide([GH_CREATE, BASH], answered, {"title": "bug"})
+    assert_renamed(d, "mcp__github__create_issue", Step.NORMALIZED)
+
+
+@pytest.mark.parametrize("answered", ["gitlab:create_issue", "gitlab__create_issue", "mcp__gitlab__create_issue"])
+def test_mcp_variant_of_another_server_is_left(answered: str) -> None:
+    d = decide([GH_CREATE, BASH], answered, {"title": "bug"})
+    assert d.action is Action.LEAVE and d.target is None
+    assert answered in d.reason
+
+
+def test_mcp_name_of_an_undeclared_server_says_so() -> None:
+    d = decide([GH_CREATE], "mcp__gitlab__create_issue", {"title": "bug"})
+    assert_left(d, Step.NONE, mentions=("mcp__gitlab__create_issue", "gitlab"))
+
+
+def test_same_tool_on_two_servers_never_guessed() -> None:
+    gl = fn("mcp__gitlab__create_issue", schema("title", title=STR))
+    d = decide([GH_CREATE, gl], "create_issue", {"title": "bug"})
+    assert d.action is Action.LEAVE and d.target is None
+
+
+@pytest.mark.parametrize(
+    ("mcp_tool", "answered", "args"),
+    [
+        (fn("mcp__github__create_issue", schema("title", title=STR)), "create_issue", {"title": "t"}),
+        (fn("mcp__fs__read_file", schema("path", path=STR)), "read_file", {"path": "a"}),
+        (fn("mcp__fs__Read", schema("file_path", file_path=STR)), "Read", {"file_path": "a"}),
+        (fn("mcp__sandbox__shell", schema("command", command=STR)), "shell", {"command": "ls"}),
+        (fn("mcp__sandbox__exec", schema("command", command=STR)), "Bash", {"command": "ls"}),
+    ],
+)
+def test_builtin_name_never_moves_into_an_mcp_tool(mcp_tool: DeclaredTool, answered: str, args: dict[str, Any]) -> None:
+    d = decide([mcp_tool], answered, args)
+    assert d.action is Action.LEAVE and d.target is None
+    assert answered in d.reason
+
+
+@pytest.mark.parametrize(
+    ("mcp_name", "answered", "args"),
+    [
+        ("mcp__web__fetch", "web_fetch", {"url": "https://x"}),
+        ("mcp__read__file", "read_file", {"path": "a"}),
+        ("mcp__web__search", "web-search", {"query": "q"}),
+    ],
+)
+def test_builtin_vocabulary_name_is_not_read_as_server_underscore_tool(
+    mcp_name: str, answered: str, args: dict[str, Any]
+) -> None:
+    # A single ``_`` or ``-`` is not a server join: ``web_fetch`` is a builtin name, not web + fetch.
+    d = decide([fn(mcp_name, schema(next(iter(args)), **{k: STR for k in args}))], answered, args)
+    assert d.action is Action.LEAVE and d.target is None
+
+
+@pytest.mark.parametrize(
+    ("answered", "args"),
+    [
+        ("mcp__fs__read_file", {"file_path": "/repo/a"}),
+        ("mcp__fs__read_file", {"path": "/repo/a"}),
+        ("mcp__fs__Read", {"file_path": "/repo/a"}),
+        ("mcp__shell__Bash", {"command": "ls"}),
+        ("mcp__github__create_issue", {"file_path": "x", "content": "y"}),
+    ],
+)
+def test_mcp_name_never_moves_to_a_builtin(answered: str, args: dict[str, Any]) -> None:
+    d = decide(CLAUDE, answered, args)
+    assert_left(d, Step.NONE, mentions=(answered,))
+
+
+# --- Responses-style namespaced tools ---------------------------------------------------------
+
+NS_GH = fn("create_issue", schema("title", title=STR), namespace="mcp__github__")
+NS_GL = fn("create_issue", schema("title", title=STR), namespace="mcp__gitlab__")
+
+
+def test_namespaced_call_to_its_declared_tool_is_kept() -> None:
+    d = decide([NS_GH], "create_issue", {"title": "t"}, namespace="mcp__github__")
+    assert d.action is Action.KEEP and d.target == "create_issue" and d.target_namespace == "mcp__github__"
+
+
+def test_flattened_namespaced_call_is_split_back() -> None:
+    d = decide([NS_GH, NS_GL, BASH], "mcp__github__create_issue", {"title": "t"})
+    assert d.action is Action.RENAME
+    assert d.step is Step.NORMALIZED
+    assert d.target == "create_issue"
+    assert d.target_namespace == "mcp__github__"
+    assert "mcp__github__create_issue" in d.reason
+
+
+def test_namespaced_call_with_case_variant_stays_in_its_namespace() -> None:
+    d = decide([NS_GH, NS_GL], "createIssue", {"title": "t"}, namespace="mcp__github__")
+    assert d.action is Action.RENAME
+    assert (d.target, d.target_namespace) == ("create_issue", "mcp__github__")
+
+
+def test_namespaced_call_of_another_namespace_is_left() -> None:
+    d = decide([NS_GH, BASH], "create_issue", {"title": "t"}, namespace="mcp__gitlab__")
+    assert_left(d, Step.NONE, mentions=("create_issue", "gitlab"))
+
+
+def test_bare_name_never_enters_a_namespace() -> None:
+    d = decide([NS_GH], "create_issue", {"title": "t"})
+    assert_left(d, Step.NONE, mentions=("create_issue",))
+
+
+@pytest.mark.parametrize(("answered", "args"), [("Bash", {"command": "ls"}), ("shell", {"command": "ls"}), ("Write", {"file_path": "a", "content": "b"})])
+def test_namespaced_call_never_leaves_its_namespace(answered: str, args: dict[str, Any]) -> None:
+    d = decide(CLAUDE + [NS_GH], answered, args, namespace="mcp__github__")
+    assert_left(d, Step.NONE, mentions=(answered,))
+
+
+def test_namespaced_tools_are_never_capability_candidates() -> None:
+    ns_shell = fn("exec", schema("command", command=STR), namespace="mcp__sandbox__")
+    d = decide([ns_shell, READ], "shell", {"command": "ls"})
+    assert_left(d, Step.CAPABILITY, mentions=("shell",), candidates=[])
+    # ...and do not count as a second candidate next to a builtin shell.
+    d = decide([ns_shell, BASH], "shell", {"command": "ls"})
+    assert_renamed(d, "Bash", Step.CAPABILITY)
+
+
+# --- rung 4: capability -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answered", "args", "target", "after"),
+    [
+        ("shell", {"command": "ls"}, "Bash", None),
+        ("run_shell_command", {"command": "ls"}, "Bash", None),
+        ("execute_command", {"command": "ls"}, "Bash", None),
+        ("shell", {"command": ["bash", "-lc", "ls | wc -l"]}, "Bash", {"command": "ls | wc -l"}),
+        ("read_file", {"file_path": "/repo/a"}, "Read", None),
+        ("read_file", {"path": "/repo/a"}, "Read", {"file_path": "/repo/a"}),
+        ("write_file", {"path": "/repo/a", "content": "x"}, "Write", {"file_path": "/repo/a", "content": "x"}),
+        ("replace", {"filePath": "a", "oldString": "x", "newString": "y"}, "Edit", {"file_path": "a", "old_string": "x", "new_string": "y"}),
+    ],
+)
+def test_capability_with_exactly_one_declared_tool_renames(
+    answered: str, args: dict[str, Any], target: str, after: dict[str, Any] | None
+) -> None:
+    d = decide(CLAUDE, answered, args)
+    assert_renamed(d, target, Step.CAPABILITY)
+    assert d.candidates == [target]
+    assert d.arguments_after == after
+
+
+def test_two_shells_leave_with_both_candidates() -> None:
+    d = decide([BASH, POWERSHELL, READ], "shell", {"command": "ls"})
+    assert_left(d, Step.CAPABILITY, mentions=("shell", "Bash", "PowerShell"), candidates=["Bash", "PowerShell"])
+
+
+def test_zero_capability_candidates_leave() -> None:
+    d = decide([READ, WRITE], "shell", {"command": "ls"})
+    assert_left(d, Step.CAPABILITY, mentions=("shell",), candidates=[])
+
+
+def test_unknown_name_is_left() -> None:
+    d = decide(CLAUDE, "frobnicate_widget", {"x": 1})
+    assert_left(d, Step.NONE, mentions=("frobnicate_widget",), candidates=[])
+
+
+def test_capability_rename_that_does_not_validate_is_left() -> None:
+    d = decide(CLAUDE, "shell", {"script": "ls"})
+    assert_left(d, Step.CAPABILITY, mentions=("shell", "Bash", "'command' is a required property"))
+    assert d.candidates == ["Bash"]
+
+
+def test_capability_rename_with_wrong_type_reports_the_schema_error() -> None:
+    d = decide(CLAUDE, "read_file", {"file_path": "/a", "limit": "many"})
+    assert_left(d, Step.CAPABILITY, mentions=("read_file", "Read", "limit"))
+
+
+def test_undeclared_call_with_unparseable_arguments_is_left() -> None:
+    call = ToolCall.from_payload({"name": "shell", "arguments": "{not json"})
+    d = resolve(call, Toolset(CLAUDE))
+    assert d.action is Action.LEAVE and d.target is None
+    assert "shell" in d.reason and "Bash" in d.reason and "JSON object" in d.reason
+
+
+def test_undeclared_call_with_array_arguments_is_left() -> None:
+    call = ToolCall.from_payload({"name": "bash", "arguments": "[1, 2]"})
+    assert call.arguments is None
+    d = resolve(call, Toolset(CLAUDE))
+    assert d.action is Action.LEAVE and d.target is None
+
+
+# --- apply_patch is never an edit -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answered", ["apply_patch", "applypatch", "apply-patch", "ApplyPatch"])
+def test_apply_patch_never_maps_to_an_edit_tool(answered: str) -> None:
+    d = decide(CLAUDE, answered, {"input": "*** Begin Patch\n*** End Patch"})
+    assert d.action is Action.LEAVE and d.target is None
+    assert answered in d.reason
+    assert "Edit" not in d.candidates
+
+
+def test_edit_never_maps_to_apply_patch() -> None:
+    apply_patch = fn("apply_patch", schema("input", input=STR))
+    d = decide([apply_patch, BASH], "Edit", {"file_path": "a", "old_string": "x", "new_string": "y"})
+    assert d.action is Action.LEAVE and d.target is None
+
+
+# --- str_replace_editor: capability by command ------------------------------------------------
+
+
+@pytest.mark.parametrize("editor", ["str_replace_editor", "str_replace_based_edit_tool"])
+@pytest.mark.parametrize(
+    ("args", "target", "after"),
+    [
+        (
+            {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"},
+            "Edit",
+            {"file_path": "/a", "old_string": "x", "new_string": "y"},
+        ),
+        ({"command": "view", "path": "/a"}, "Read", {"file_path": "/a"}),
+        ({"command": "create", "path": "/a", "file_text": "hello"}, "Write", {"file_path": "/a", "content": "hello"}),
+    ],
+)
+def test_text_editor_command_chooses_the_capability(
+    editor: str, args: dict[str, Any], target: str, after: dict[str, Any]
+) -> None:
+    d = decide(CLAUDE, editor, args)
+    assert_renamed(d, target, Step.CAPABILITY)
+    assert d.arguments_after == after  # ``command`` is consumed and dropped
+
+
+@pytest.mark.parametrize("command", ["insert", "undo_edit", "bogus"])
+def test_text_editor_command_without_counterpart_is_left(command: str) -> None:
+    d = decide(CLAUDE, "str_replace_editor", {"command": command, "path": "/a", "insert_line": 1, "new_str": "x"})
+    assert_left(d, Step.NONE, mentions=("str_replace_editor", command))
+
+
+def test_text_editor_str_replace_without_edit_tool_is_left() -> None:
+    d = decide([READ, BASH], "str_replace_editor", {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"})
+    assert_left(d, Step.CAPABILITY, mentions=("str_replace_editor",), candidates=[])
+
+
+# --- freeform and provider-defined tools ------------------------------------------------------
+
+
+def test_freeform_tool_is_never_a_capability_target() -> None:
+    shell_freeform = declared_tool("shell", kind=ToolKind.FREEFORM)
+    d = decide([shell_freeform, READ], "run_shell_command", {"command": "ls"})
+    assert_left(d, Step.CAPABILITY, mentions=("run_shell_command",), candidates=[])
+
+
+def test_freeform_tool_with_preset_capability_is_still_not_a_target() -> None:
+    exec_freeform = DeclaredTool(name="exec", kind=ToolKind.FREEFORM, capability="shell")
+    d = decide([exec_freeform, READ], "shell", {"command": "ls"})
+    assert_left(d, Step.CAPABILITY, candidates=[])
+
+
+def test_function_call_never_renamed_to_a_freeform_tool() -> None:
+    patch = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
+    d = decide([patch, BASH], "applypatch", {"input": "*** Begin Patch"})
+    assert d.action is Action.LEAVE and d.target is None
+
+
+def test_freeform_call_renamed_to_freeform_tool_by_spelling() -> None:
+    patch = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
+    call = ToolCall(name="applypatch", arguments=None, raw_arguments="*** Begin Patch", kind=ToolKind.FREEFORM)
+    d = resolve(call, Toolset([patch, BASH]))
+    assert_renamed(d, "apply_patch", Step.NORMALIZED)
+    assert d.arguments_after is None
+
+
+def test_declared_freeform_call_is_kept() -> None:
+    patch = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
+    call = ToolCall(name="apply_patch", arguments=None, raw_arguments="*** Begin Patch", kind=ToolKind.FREEFORM)
+    d = resolve(call, Toolset([patch]))
+    assert d.action is Action.KEEP and d.target == "apply_patch"
+
+
+@pytest.mark.parametrize(
+    ("provider_name", "answered", "args"),
+    [
+        ("bash", "shell", {"command": "ls"}),
+        ("bash", "Bash", {"command": "ls"}),
+        ("bash", "BASH", {"command": "ls"}),
+        ("web_search", "WebSearch", {"query": "q"}),
+        ("str_replace_based_edit_tool", "Edit", {"file_path": "a", "old_string": "x", "new_string": "y"}),
+    ],
+)
+def test_provider_defined_tool_is_never_a_target(provider_name: str, answered: str, args: dict[str, Any]) -> None:
+    provider = declared_tool(provider_name, kind=ToolKind.PROVIDER)
+    d = decide([provider, READ], answered, args)
+    assert d.action is Action.LEAVE and d.target is None
+    assert answered in d.reason
+
+
+# --- names the ladder never guesses -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("answered", ["", "   ", "\t"])
+def test_empty_name_is_left(answered: str) -> None:
+    d = decide(CLAUDE, answered, {"command": "ls"})
+    assert_left(d, Step.NONE, mentions=("empty",))
+
+
+# --- parsing the answered call ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"name": "shell", "arguments": '{"command": "ls"}', "id": "call_1"},
+        {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "ls"}'}},
+        {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": '{"command": "ls"}'},
+        {"type": "tool_use", "id": "call_1", "name": "shell", "input": {"command": "ls"}},
+        {"name": "shell", "args": {"command": "ls"}, "id": "call_1"},
+        {"name": "shell", "args": {"command": "ls"}, "type": "tool_call", "id": "call_1"},
+        {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": {"command": "ls"}}},
+    ],
+    ids=["openai", "openai-nested", "responses", "anthropic", "gemini", "langchain", "object-arguments"],
+)
+def test_every_payload_shape_resolves_the_same(payload: dict[str, Any]) -> None:
+    call = ToolCall.from_payload(payload)
+    assert call.name == "shell"
+    assert call.arguments == {"command": "ls"}
+    assert call.id == "call_1"
+    d = resolve(call, Toolset(CLAUDE))
+    assert_renamed(d, "Bash", Step.CAPABILITY)
+    assert d.call_id == "call_1"
+
+
+@pytest.mark.parametrize(("arguments", "parsed"), [("", {}), ("   ", {}), (None, {}), ("{}", {}), ("[]", None), ('"x"', None), ("{", None)])
+def test_from_payload_argument_text(arguments: Any, parsed: dict[str, Any] | None) -> None:
+    payload: dict[str, Any] = {"name": "Bash"}
+    if arguments is not None:
+        payload["arguments"] = arguments
+    call = ToolCall.from_payload(payload)
+    assert call.arguments == parsed
+    assert call.raw_arguments == arguments
+
+
+def test_from_payload_reads_the_responses_namespace() -> None:
+    call = ToolCall.from_payload(
+        {"type": "function_call", "call_id": "c", "name": "create_issue", "namespace": "mcp__github__", "arguments": "{}"}
+    )
+    assert call.namespace == "mcp__github__" and call.qualified == "mcp__github__create_issue"
+
+
+@pytest.mark.parametrize("payload", [{"arguments": "{}"}, {"name": None}, {"name": 3, "input": {}}, {"function": {"arguments": "{}"}}])
+def test_from_payload_without_a_string_name_raises_value_error(payload: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        ToolCall.from_payload(payload)
+
+
+# --- never invent a name ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answered",
+    ["bash", "shell", "read_file", "functions.Read", "github:create_issue", "str_replace_editor", "Edit", "nothing"],
+)
+def test_target_is_always_declared(answered: str) -> None:
+    tools = CLAUDE + [GH_CREATE]
+    d = decide(tools, answered, {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"})
+    if d.target is not None:
+        assert (d.target_namespace, d.target) in {(t.namespace, t.name) for t in tools}

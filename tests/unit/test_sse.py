@@ -1,0 +1,360 @@
+"""SSE framing (``tvdialects.sse``): the parser, ``SSEEvent.with_json`` and ``EventStreamRewriter``.
+
+The property that matters for a proxy: whatever nobody changes leaves byte-identical, no matter
+how the transport cut the stream into chunks (mitmproxy hands the stream callable transport-level
+chunks that ignore event and even UTF-8 boundaries).
+"""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from tvdialects.sse import EventStreamRewriter
+from tvdialects.sse import SSEEvent
+from tvdialects.sse import SSEParser
+
+EOLS = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
+
+
+def stream_with(eol: str) -> bytes:
+    """A stream exercising every framing feature, every line ended by ``eol``."""
+    blocks = [
+        [": ping"],  # a keep-alive comment, alone in its block
+        ["event: message_start", 'data: {"type":"message_start","n":1}'],
+        ["id: 42", "event: content_block_delta", 'data: {"type":"content_block_delta","text":"caf\u00e9 \u2014 ok"}'],
+        ["event: multi", "data: first line", "data:second line", "data", ": note inside a block"],
+        ["retry: 1500"],
+        ["data: [DONE]"],
+    ]
+    return "".join(eol.join(lines) + eol + eol for lines in blocks).encode()
+
+
+def feed_all(chunks: list[bytes]) -> tuple[list[SSEEvent], bytes]:
+    """Feed every chunk, then end the stream as the rewriter does: close() completes a block
+    whose final CR could only be told from half a CRLF by the end, flush() returns the rest."""
+    parser = SSEParser()
+    events: list[SSEEvent] = []
+    for chunk in chunks:
+        events.extend(parser.feed(chunk))
+    events.extend(parser.close())
+    return events, parser.flush()
+
+
+def test_parser_waits_on_a_final_cr_until_the_next_byte_or_the_end():
+    parser = SSEParser()
+    assert [e.raw for e in parser.feed(b"data: 1\r\r")] == []  # the last CR may start a CRLF
+    assert [e.raw for e in parser.feed(b"\n")] == [b"data: 1\r\r\n"]  # it was CR + CRLF
+    parser = SSEParser()
+    assert parser.feed(b"data: 1\r\r") == []
+    assert [e.raw for e in parser.close()] == [b"data: 1\r\r"]
+    assert parser.flush() == b""
+
+
+def cut(data: bytes, points: list[int]) -> list[bytes]:
+    points = sorted({p for p in points if 0 < p < len(data)})
+    bounds = [0, *points, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(lo, hi)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+# -- SSEParser ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eol", EOLS.values(), ids=EOLS.keys())
+def test_parser_cuts_blocks_at_each_terminator(eol):
+    data = stream_with(eol)
+    events, rest = feed_all([data])
+    assert rest == b""
+    assert b"".join(e.raw for e in events) == data
+    assert len(events) == 6
+    assert all(e.raw.endswith((eol * 2).encode()) for e in events)
+    assert [e.event for e in events] == [None, "message_start", "content_block_delta", "multi", None, None]
+    assert events[0].data is None  # comment / keep-alive: no data
+    assert events[1].json() == {"type": "message_start", "n": 1}
+    assert events[2].json() == {"type": "content_block_delta", "text": "caf\u00e9 \u2014 ok"}
+    # data lines join with "\n"; "data:x" drops no space, a bare "data" line is an empty data line
+    assert events[3].data == "first line\nsecond line\n"
+    assert events[3].json() is None
+    assert events[4].data is None  # retry only
+    assert events[5].data == "[DONE]" and events[5].json() is None
+
+
+@pytest.mark.parametrize("eol", EOLS.values(), ids=EOLS.keys())
+def test_parser_every_split_position_gives_the_same_events(eol):
+    data = stream_with(eol)
+    whole, _ = feed_all([data])
+    expected = [e.raw for e in whole]
+    for i in range(len(data) + 1):
+        events, rest = feed_all([data[:i], data[i:]])
+        assert [e.raw for e in events] == expected, f"split at byte {i}"
+        assert rest == b""
+
+
+@pytest.mark.parametrize("eol", EOLS.values(), ids=EOLS.keys())
+def test_parser_one_byte_at_a_time(eol):
+    data = stream_with(eol)
+    whole, _ = feed_all([data])
+    events, rest = feed_all([data[i : i + 1] for i in range(len(data))])
+    assert [(e.raw, e.event, e.data) for e in events] == [(e.raw, e.event, e.data) for e in whole]
+    assert rest == b""
+
+
+@settings(max_examples=150, deadline=None)
+@given(eol=st.sampled_from(list(EOLS.values())), points=st.lists(st.integers(min_value=0, max_value=400), max_size=40))
+def test_parser_any_chunking_gives_the_same_events(eol, points):
+    data = stream_with(eol)
+    whole, _ = feed_all([data])
+    events, rest = feed_all(cut(data, points))
+    assert [e.raw for e in events] == [e.raw for e in whole]
+    assert rest == b""
+
+
+def test_parser_keeps_unterminated_remainder_for_flush():
+    parser = SSEParser()
+    events = parser.feed(b'event: a\ndata: {"x":1}\n\nevent: b\ndata: {"y"')
+    assert [e.event for e in events] == ["a"]
+    assert parser.pending == len(b'event: b\ndata: {"y"')
+    assert parser.flush() == b'event: b\ndata: {"y"'
+    assert parser.pending == 0
+    assert parser.flush() == b""
+
+
+def test_parser_keep_alive_comments_are_events_of_their_own():
+    events, _ = feed_all([b": ping\n\n:\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n"])
+    assert [e.raw for e in events] == [b": ping\n\n", b":\n\n", b'event: ping\ndata: {"type":"ping"}\n\n']
+    assert events[0].data is None and events[0].event is None
+    assert events[1].data is None
+
+
+def test_parser_never_raises_on_odd_bytes():
+    data = b"data: \xff\xfe\x00garbage\n\n\xc3\n\n"
+    events, rest = feed_all([data])
+    assert b"".join(e.raw for e in events) == data
+    assert events[0].json() is None
+    assert rest == b""
+
+
+def test_parser_mixed_line_endings_end_an_event():
+    # WHATWG: end-of-line = CRLF / CR / LF, an event ends at an empty line. "data: a\n" followed by
+    # the empty line "\r\n" ends the event.
+    events, rest = feed_all([b'data: {"a":1}\n\r\ndata: {"b":2}\n\n'])
+    assert [e.json() for e in events] == [{"a": 1}, {"b": 2}]
+    assert rest == b""
+
+
+# -- SSEEvent.with_json -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eol", EOLS.values(), ids=EOLS.keys())
+def test_with_json_keeps_framing(eol):
+    raw = eol.join(
+        ["id: 7", "event: content_block_start", ": a comment", 'data: {"a":', "data: 1}", "retry: 10"]
+    ) + eol + eol
+    event = feed_all([raw.encode()])[0][0]
+    assert event.json() == {"a": 1}
+    new = event.with_json({"a": 2, "name": "Bash", "t": "caf\u00e9"})
+    expected = eol.join(
+        ["id: 7", "event: content_block_start", ": a comment", 'data: {"a":2,"name":"Bash","t":"caf\u00e9"}', "retry: 10"]
+    ) + eol + eol
+    assert new.raw == expected.encode()
+    assert new.event == "content_block_start"
+    assert new.data == '{"a":2,"name":"Bash","t":"caf\u00e9"}'
+    # the rebuilt block parses back to the same thing
+    reparsed = feed_all([new.raw])[0][0]
+    assert reparsed.raw == new.raw and reparsed.event == new.event
+    assert reparsed.json() == {"a": 2, "name": "Bash", "t": "caf\u00e9"}
+    # the original is not modified
+    assert event.raw == raw.encode() and event.json() == {"a": 1}
+
+
+def test_with_json_copy_reports_its_new_json():
+    event = SSEEvent.parse(b'event: x\ndata: {"a":1}\n\n')
+    new = event.with_json({"a": 2})
+    assert new.raw == b'event: x\ndata: {"a":2}\n\n'
+    assert new.json() == {"a": 2}  # got ' {"a":1}' (the old data line's text)
+
+
+def test_with_json_keeps_missing_space_after_data_colon():
+    event = SSEParser().feed(b'event: x\ndata:{"a":1}\n\n')[0]
+    assert event.with_json({"a": 3}).raw == b'event: x\ndata:{"a":3}\n\n'
+
+
+def test_with_json_on_a_block_without_data_adds_one():
+    event = SSEParser().feed(b"event: x\n\n")[0]
+    new = event.with_json({"k": 1})
+    assert SSEParser().feed(new.raw)[0].json() == {"k": 1}
+    assert new.raw.startswith(b"event: x\n") and new.raw.endswith(b"\n\n")
+
+
+# -- EventStreamRewriter ------------------------------------------------------------------------
+
+
+class Tagger(EventStreamRewriter):
+    """Rewrites every JSON event (adds ``"seen": true``); raises on the event whose ``n`` is ``fail_at``.
+
+    Holds events whose ``hold`` is true until an event with ``release`` arrives.
+    """
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+        self._hold: list[SSEEvent] = []
+
+    def held(self) -> list[bytes]:
+        held, self._hold = self._hold, []
+        return [e.raw for e in held]
+
+    @staticmethod
+    def _tag(event: SSEEvent) -> bytes:
+        data = event.json()
+        return event.with_json({**data, "seen": True}).raw if isinstance(data, dict) else event.raw
+
+    def on_event(self, event: SSEEvent) -> list[bytes]:
+        data = event.json()
+        if isinstance(data, dict) and data.get("n") == self.fail_at:
+            raise ValueError("injected")
+        if (isinstance(data, dict) and data.get("hold")) or (self._hold and not isinstance(data, dict)):
+            self._hold.append(event)
+            return []
+        out = [self._tag(e) for e in self._hold]
+        self._hold = []
+        out.append(self._tag(event))
+        return out
+
+
+def numbered_stream(count: int = 12, *, hold: set[int] = frozenset(), eol: str = "\n") -> bytes:
+    parts = []
+    for n in range(count):
+        payload = {"n": n, "hold": n in hold, "text": "\u00fcber" * (n % 3)}
+        parts.append(f"event: e{n}{eol}data: {orjson.dumps(payload).decode()}{eol}{eol}")
+        if n % 4 == 1:
+            parts.append(f": keep-alive {n}{eol}{eol}")
+    return "".join(parts).encode()
+
+
+def run(rewriter: EventStreamRewriter, chunks: list[bytes]) -> list[list[bytes]]:
+    outs = [rewriter.feed(c) for c in chunks]
+    outs.append(rewriter.finish())
+    for out in outs:
+        assert b"" not in out, "a lone b'' would end an HTTP/1.1 chunked body"
+    return outs
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rewriter_exception_passes_the_rest_through_byte_identical(seed):
+    # Only the events before the failing one may change; from the failing event on, the bytes
+    # are exactly the upstream bytes.
+    data = numbered_stream(eol=random.Random(seed).choice(list(EOLS.values())))
+    rnd = random.Random(seed)
+    fail_at = rnd.randint(0, 11)
+    rewriter = Tagger(fail_at=fail_at)
+    out = b"".join(b"".join(o) for o in run(rewriter, random_chunks(data, rnd)))
+    assert rewriter.error == "ValueError: injected"
+    marker = f"event: e{fail_at}".encode()
+    start = data.index(marker)
+    assert out.endswith(data[start:])
+    # everything before was rewritten event by event (and is complete)
+    head = out[: len(out) - len(data) + start]
+    events, rest = feed_all([head])
+    assert rest == b""
+    assert [e.event for e in events if e.event] == [f"e{n}" for n in range(fail_at)]
+    assert all(e.json()["seen"] for e in events if e.event)
+
+
+class HoldingIdentity(EventStreamRewriter):
+    """Passes events unchanged, holding those marked ``hold`` until the next unmarked JSON event."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+        self._hold: list[bytes] = []
+
+    def held(self) -> list[bytes]:
+        held, self._hold = self._hold, []
+        return held
+
+    def on_event(self, event: SSEEvent) -> list[bytes]:
+        data = event.json()
+        if isinstance(data, dict) and data.get("n") == self.fail_at:
+            raise KeyError("injected")
+        if (isinstance(data, dict) and data.get("hold")) or (self._hold and not isinstance(data, dict)):
+            self._hold.append(event.raw)
+            return []
+        out, self._hold = [*self._hold, event.raw], []
+        return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rewriter_exception_concatenated_output_equals_input(seed):
+    rnd = random.Random(seed)
+    eol = rnd.choice(list(EOLS.values()))
+    hold = set(rnd.sample(range(16), 5))
+    data = numbered_stream(16, hold=hold, eol=eol) + f"event: tail{eol}data: unterminated".encode()
+    rewriter = HoldingIdentity(fail_at=rnd.randint(0, 15))
+    out = b"".join(b"".join(o) for o in run(rewriter, random_chunks(data, rnd)))
+    assert rewriter.error == "KeyError: 'injected'"
+    assert out == data
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rewriter_exception_releases_held_events_unchanged(seed):
+    rnd = random.Random(seed)
+    data = numbered_stream(hold={3, 4, 5})
+    rewriter = Tagger(fail_at=6)  # fails while 3, 4, 5 are held
+    out = b"".join(b"".join(o) for o in run(rewriter, random_chunks(data, rnd)))
+    assert rewriter.error is not None
+    start = data.index(b"event: e3")
+    assert out.endswith(data[start:])
+
+
+def test_rewriter_identity_when_nothing_fails_is_split_invariant():
+    class Identity(EventStreamRewriter):
+        def on_event(self, event):
+            return [event.raw]
+
+    for eol in EOLS.values():
+        data = numbered_stream(eol=eol) + b"event: tail\ndata: unterminated"
+        for seed in range(10):
+            rw = Identity()
+            out = b"".join(b"".join(o) for o in run(rw, random_chunks(data, random.Random(seed))))
+            assert out == data
+            assert rw.error is None
+
+
+def test_rewriter_emits_whole_events_only_and_finish_releases_held_then_remainder():
+    rw = Tagger()
+    data = numbered_stream(4, hold={2, 3})
+    first = rw.feed(data[:10])
+    assert first == []  # no whole event yet: nothing, never b""
+    rest = rw.feed(data[10:] + b"data: partial")
+    assert all(chunk.endswith(b"\n\n") for chunk in rest)
+    tail = rw.finish()
+    # the held events go out unchanged at the end, then the unterminated remainder
+    assert tail[-1] == b"data: partial"
+    assert [SSEParser().feed(t)[0].event for t in tail[:-1]] == ["e2", "e3"]
+    assert b"".join(tail[:-1]) == data[data.index(b"event: e2") :]
+
+
+def test_rewriter_after_error_is_pure_passthrough():
+    rw = Tagger(fail_at=0)
+    data = numbered_stream(3)
+    split = data.index(b"event: e1") + 5
+    assert b"".join(rw.feed(data[:split])) == data[:split]
+    assert rw.error is not None
+    assert rw.feed(data[split:]) == [data[split:]]
+    assert rw.feed(b"") == []
+    assert rw.finish() == []
