@@ -13,7 +13,8 @@ Run::
     mitmdump -s addon/toolvocab.py --mode reverse:https://api.anthropic.com --listen-host 127.0.0.1
     ANTHROPIC_BASE_URL=http://127.0.0.1:8080 claude
 
-Options: ``toolvocab_mode`` (auto | repair | observe | off), ``toolvocab_hosts`` (regex).
+Options: ``toolvocab_mode`` (auto | repair | observe | off), ``toolvocab_hosts`` (regex),
+``toolvocab_profiles`` (a TOML file of rename profiles).
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ from tvengine.ladder import resolve
 from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.plan import Plan
+from tvengine.grammar import grammar_for
 from tvengine.plan import make_plan
+from tvengine.profiles import ProfileError
+from tvengine.profiles import ProfileSet
+from tvengine.profiles import load_profiles
 from tvengine.record import FlowRecord
 
 logger = logging.getLogger(__name__)
@@ -180,6 +185,7 @@ class ToolVocab:
     def __init__(self) -> None:
         self.mode = "auto"
         self.hosts: re.Pattern[str] | None = None
+        self.profiles: ProfileSet | None = None
         self._states: dict[str, _FlowState] = {}
         self._ws: dict[str, _FlowState] = {}
 
@@ -194,6 +200,15 @@ class ToolVocab:
                 "repair: repair answers only; observe: record what would change, change nothing; off: do nothing."
             ),
             choices=MODES,
+        )
+        loader.add_option(
+            name="toolvocab_profiles",
+            typespec=str | None,
+            default=None,
+            help=(
+                "Path to a TOML file of rename profiles: by host, path and model regex, present the caller's "
+                "tools to the upstream under the names it wants (capability = name). None is active by default."
+            ),
         )
         loader.add_option(
             name="toolvocab_hosts",
@@ -214,6 +229,15 @@ class ToolVocab:
             if mode not in MODES:
                 raise exceptions.OptionsError(f"toolvocab_mode: {mode!r} is not one of {', '.join(MODES)}")
             self.mode = mode
+        if "toolvocab_profiles" in updated:
+            path = ctx.options.toolvocab_profiles
+            if path:
+                try:
+                    self.profiles = load_profiles(path)
+                except ProfileError as exc:
+                    raise exceptions.OptionsError(f"toolvocab_profiles: {exc}") from exc
+            else:
+                self.profiles = None
         if "toolvocab_hosts" in updated:
             value = ctx.options.toolvocab_hosts
             if value:
@@ -308,11 +332,15 @@ class ToolVocab:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
             tools = Toolset(dialect.declared_tools(frame))
-            plan = make_plan(tools, dialect.system_texts(frame), add_sentence=self.mode in ("auto", "observe"), flow_key=f"{flow.id}:{len(flow.websocket.messages)}")
+            plan, record = self._plan(flow, dialect, tools, frame, f"{flow.id}:{len(flow.websocket.messages)}")
             previous = self._ws.get(flow.id)
-            record = previous.record if previous else FlowRecord(mode=self.mode, dialect=dialect.name, streamed=True)
-            record.declared, record.rename_map = tools.names(), plan.rename_map
-            record.prompt_sentence, record.prompt_names = plan.prompt_sentence, plan.unmentioned
+            if previous is not None:
+                # One record per WebSocket: keep the earlier turns' decisions and notes.
+                record.decisions = previous.record.decisions + record.decisions
+                record.notes = previous.record.notes + record.notes
+                record.request_changed = previous.record.request_changed
+                record.response_changed = previous.record.response_changed
+            record.streamed = True
             state = _FlowState(dialect, tools, plan, record, wants_stream=True)
             state.ws_rewriter = dialect.stream_rewriter(state.resolver, plan)
             self._ws[flow.id] = state
@@ -375,15 +403,7 @@ class ToolVocab:
         if not len(tools):
             self._skip(flow, "the request declares no tools", dialect.name)
             return
-        plan = make_plan(tools, dialect.system_texts(body), add_sentence=self.mode in ("auto", "observe"), flow_key=flow.id)
-        record = FlowRecord(
-            mode=self.mode,
-            dialect=dialect.name,
-            declared=tools.names(),
-            rename_map=plan.rename_map,
-            prompt_sentence=plan.prompt_sentence,
-            prompt_names=plan.unmentioned,
-        )
+        plan, record = self._plan(flow, dialect, tools, body, flow.id)
         state = _FlowState(
             dialect=dialect,
             tools=tools,
@@ -399,6 +419,36 @@ class ToolVocab:
             req.anticomp()
         self._states[flow.id] = state
         flow.metadata[METADATA_KEY] = record.dump()
+
+    def _plan(self, flow: http.HTTPFlow, dialect: Dialect, tools: Toolset, body: Any, flow_key: str) -> tuple[Plan, FlowRecord]:
+        """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
+        record that starts with it."""
+        host = flow.request.pretty_host
+        profile = self.profiles.select(host, flow.request.path, dialect.model_of(flow.request.path, body)) if self.profiles else None
+        grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
+        plan = make_plan(
+            tools,
+            dialect.system_texts(body),
+            add_sentence=self.mode in ("auto", "observe"),
+            flow_key=flow_key,
+            grammar=grammar,
+            profile=profile,
+            transcript_names=dialect.transcript_names(body),
+        )
+        record = FlowRecord(
+            mode=self.mode,
+            dialect=dialect.name,
+            declared=tools.names(),
+            rename_map=plan.rename_map,
+            duplicates=plan.duplicates,
+            renames=plan.renames,
+            profile=plan.profile,
+            grammar=plan.grammar,
+            prompt_sentence=plan.prompt_sentence,
+            prompt_names=plan.unmentioned,
+            notes=list(plan.skipped),
+        )
+        return plan, record
 
     def _responseheaders(self, flow: http.HTTPFlow, state: _FlowState) -> None:
         resp = flow.response

@@ -18,6 +18,7 @@ import orjson
 from tvdialects.base import JSON
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
+from tvdialects.base import dedupe_tools
 from tvdialects.sse import SSEEvent
 from tvdialects.sse import EventStreamRewriter
 from tvengine.models import DeclaredTool
@@ -71,6 +72,23 @@ class AnthropicMessages:
             )
         return out
 
+    def transcript_names(self, body: JSON) -> list[str]:
+        """Names of the earlier calls replayed in ``messages`` (``tool_use.name``)."""
+        names: list[str] = []
+        for message in body.get("messages") or ():
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else ():
+                if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                    names.append(block["name"])
+        return names
+
+    def model_of(self, path: str, body: JSON) -> str | None:
+        """``model`` from the body, or from a Vertex / Bedrock path."""
+        if isinstance(body, dict) and isinstance(body.get("model"), str):
+            return body["model"]
+        m = re.search(r"/models?/([^/:?]+)", _path_only(path))
+        return m.group(1) if m else None
+
     def system_texts(self, body: JSON) -> list[str]:
         """``system`` (string or text blocks) and every ``role: "system"`` message's text."""
         texts = _texts(body.get("system"))
@@ -88,6 +106,12 @@ class AnthropicMessages:
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
         provider = {t.get("name") for t in tools if isinstance(t, dict) and t.get("type") not in (None, "custom")}
         rename = {k: v for k, v in rename.items() if k not in provider}
+        changed |= dedupe_tools(
+            tools,
+            plan,
+            lambda t: t["name"] if isinstance(t, dict) and isinstance(t.get("name"), str) else None,
+            lambda t, alias: t.__setitem__("name", alias) if t.get("type") in (None, "custom") else None,
+        )
         if rename:
             for tool in tools:
                 if isinstance(tool, dict) and tool.get("type") in (None, "custom"):

@@ -16,6 +16,7 @@ import orjson
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
+from tvengine.plan import DuplicateCursor
 from tvengine.plan import Plan
 
 #: ``resolve(call) -> Decision``: the engine's ladder bound to one flow (tools, reverse map).
@@ -56,6 +57,14 @@ class Dialect(Protocol):
         """The system prompt texts the model reads (system field and system-role messages)."""
         ...
 
+    def transcript_names(self, body: JSON) -> list[str]:
+        """Tool names of the earlier calls the request replays (flat names)."""
+        ...
+
+    def model_of(self, path: str, body: JSON) -> str | None:
+        """The model the request asks for, or ``None``."""
+        ...
+
     def apply_request(self, body: JSON, plan: Plan) -> bool:
         """Apply ``plan`` to ``body`` in place (renames everywhere, prompt sentence); True when
         anything changed."""
@@ -73,6 +82,40 @@ class Dialect(Protocol):
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
+
+
+def dedupe_tools(
+    tools: list[Any],
+    plan: Plan,
+    name_of: Callable[[Any], str | None],
+    set_name: Callable[[Any, str], None],
+) -> bool:
+    """Apply ``plan.duplicates`` to a request's tool list in place.
+
+    ``name_of(tool)`` gives a declaration's flat name (``None`` for entries without one, which
+    are kept and not counted); ``set_name(tool, alias)`` renames one. Identical repeats are
+    removed, different tools under a repeated name get their alias; the first declaration of
+    each name is left for the rename map. Returns True when the list changed.
+    """
+    if not plan.duplicates:
+        return False
+    cursor = DuplicateCursor(plan)
+    kept: list[Any] = []
+    changed = False
+    for tool in tools:
+        name = name_of(tool)
+        if name is not None:
+            action, alias = cursor.step(name)
+            if action == "drop":
+                changed = True
+                continue
+            if action == "rename" and alias is not None:
+                set_name(tool, alias)
+                changed = True
+        kept.append(tool)
+    if changed:
+        tools[:] = kept
+    return changed
 
 
 def apply_decision_name(decision: Decision) -> str | None:

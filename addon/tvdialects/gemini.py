@@ -21,6 +21,7 @@ from typing import Any
 from tvdialects.base import JSON
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
+from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.models import DeclaredTool
@@ -119,6 +120,24 @@ class Gemini:
                 )
         return out
 
+    def transcript_names(self, body: JSON) -> list[str]:
+        """Names in the transcript's ``functionCall`` and ``functionResponse`` parts."""
+        names: list[str] = []
+        for content in _unwrap(body).get("contents") or ():
+            for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+                for key in ("functionCall", "functionResponse"):
+                    inner = part.get(key) if isinstance(part, dict) else None
+                    if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                        names.append(inner["name"])
+        return names
+
+    def model_of(self, path: str, body: JSON) -> str | None:
+        """The model from the path (``models/{model}:…``) or a Code Assist body's ``model``."""
+        m = re.search(r"models/([^/:?]+):", _path_only(path))
+        if m:
+            return m.group(1)
+        return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
+
     def system_texts(self, body: JSON) -> list[str]:
         """The text parts of ``systemInstruction``."""
         req = _unwrap(body)
@@ -136,6 +155,14 @@ class Gemini:
         req = _unwrap(body)
         changed = False
         rename = plan.rename_map
+        for tool in req.get("tools") or ():
+            if isinstance(tool, dict) and isinstance(tool.get("functionDeclarations"), list):
+                changed |= dedupe_tools(
+                    tool["functionDeclarations"],
+                    plan,
+                    lambda d: d["name"] if isinstance(d, dict) and isinstance(d.get("name"), str) else None,
+                    lambda d, alias: d.__setitem__("name", alias),
+                )
         if rename:
             for tool in req.get("tools") or ():
                 if isinstance(tool, dict):

@@ -19,6 +19,7 @@ import orjson
 from tvdialects.base import JSON
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
+from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.ids import stable_call_id
@@ -107,6 +108,28 @@ class OpenAIChat:
                 )
         return out
 
+    def transcript_names(self, body: JSON) -> list[str]:
+        """Names of earlier calls in the transcript (assistant ``tool_calls``, legacy
+        ``function_call``, ``role: "function"`` messages)."""
+        names: list[str] = []
+        for message in body.get("messages") or ():
+            if not isinstance(message, dict):
+                continue
+            for call in message.get("tool_calls") or ():
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                    names.append(fn["name"])
+            legacy = message.get("function_call")
+            if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+                names.append(legacy["name"])
+            if message.get("role") == "function" and isinstance(message.get("name"), str):
+                names.append(message["name"])
+        return names
+
+    def model_of(self, path: str, body: JSON) -> str | None:
+        """``model`` from the body."""
+        return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
+
     def system_texts(self, body: JSON) -> list[str]:
         """Text of every ``system`` and ``developer`` message."""
         texts: list[str] = []
@@ -122,6 +145,8 @@ class OpenAIChat:
         system/developer message (or a new system message first)."""
         changed = False
         rename = plan.rename_map
+        if isinstance(body.get("tools"), list):
+            changed |= dedupe_tools(body["tools"], plan, _chat_tool_name, _set_chat_tool_name)
         if rename:
             for tool in body.get("tools") or ():
                 if isinstance(tool, dict) and tool.get("type", "function") == "function":
@@ -182,6 +207,18 @@ class OpenAIChat:
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
         return ChatStream(resolve, plan)
+
+
+def _chat_tool_name(tool: Any) -> str | None:
+    if not isinstance(tool, dict):
+        return None
+    inner = tool.get("function") if tool.get("type", "function") == "function" else tool.get("custom")
+    return inner.get("name") if isinstance(inner, dict) and isinstance(inner.get("name"), str) else None
+
+
+def _set_chat_tool_name(tool: Any, alias: str) -> None:
+    if tool.get("type", "function") == "function":
+        tool["function"]["name"] = alias
 
 
 def _add_sentence(body: dict[str, Any], sentence: str) -> bool:

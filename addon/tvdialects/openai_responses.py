@@ -19,12 +19,14 @@ import orjson
 
 from tvdialects.base import JSON
 from tvdialects.base import Resolver
+from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
+from tvengine.names import join_namespace
 from tvengine.plan import Plan
 
 _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
@@ -44,7 +46,7 @@ def _content_texts(content: Any) -> list[str]:
 
 
 def _flat(namespace: Any, name: str) -> str:
-    return (namespace if isinstance(namespace, str) else "") + name
+    return join_namespace(namespace if isinstance(namespace, str) else None, name)
 
 
 class OpenAIResponses:
@@ -82,6 +84,19 @@ class OpenAIResponses:
                     out.append(decl)
         return out
 
+    def transcript_names(self, body: JSON) -> list[str]:
+        """Flat names of ``function_call`` input items."""
+        items = body.get("input")
+        names: list[str] = []
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(item.get("name"), str):
+                names.append(_flat(item.get("namespace"), item["name"]))
+        return names
+
+    def model_of(self, path: str, body: JSON) -> str | None:
+        """``model`` from the body."""
+        return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
+
     def system_texts(self, body: JSON) -> list[str]:
         """``instructions`` and the text of every ``system`` / ``developer`` input message."""
         texts = _content_texts(body.get("instructions"))
@@ -98,6 +113,17 @@ class OpenAIResponses:
         the prompt sentence to ``instructions`` or the first developer/system message."""
         changed = False
         rename = plan.rename_map
+        if isinstance(body.get("tools"), list):
+            changed |= dedupe_tools(body["tools"], plan, _responses_tool_name, _set_responses_tool_name)
+            for tool in body["tools"]:
+                if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+                    ns = tool.get("name")
+                    changed |= dedupe_tools(
+                        tool["tools"],
+                        plan,
+                        lambda t, ns=ns: join_namespace(ns, t["name"]) if isinstance(t, dict) and isinstance(t.get("name"), str) else None,
+                        lambda t, alias, ns=ns: t.__setitem__("name", alias[len(ns):] if isinstance(ns, str) and alias.startswith(ns) else alias),
+                    )
         if rename:
             for tool in body.get("tools") or ():
                 if not isinstance(tool, dict):
@@ -158,6 +184,17 @@ def _declared(tool: Any, namespace: str | None) -> DeclaredTool | None:
     if tool.get("type") == "custom":
         return DeclaredTool(name=tool["name"], namespace=namespace, kind=ToolKind.FREEFORM)
     return None
+
+
+def _responses_tool_name(tool: Any) -> str | None:
+    if isinstance(tool, dict) and tool.get("type") in ("function", "custom") and isinstance(tool.get("name"), str):
+        return tool["name"]
+    return None
+
+
+def _set_responses_tool_name(tool: Any, alias: str) -> None:
+    if tool.get("type") == "function":
+        tool["name"] = alias
 
 
 def _rename_named(obj: dict[str, Any], namespace: Any, rename: dict[str, str]) -> bool:

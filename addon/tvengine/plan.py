@@ -1,4 +1,9 @@
-"""Request-side plan: the rename map sent upstream and the prompt sentence.
+"""Request-side plan: the names sent upstream and the prompt sentence.
+
+The upstream half of the design: "rename the tool, keep the caller's schema, keep the caller's
+description, and record the map". A name changes on the way up only when the upstream's
+grammar rejects it, when it is declared twice, or when a rename profile asks for the
+capability's name; the map is a bijection per flow and every answer is renamed back.
 
 The prompt layer (``auto`` mode only) adds one sentence naming the declared tools that the
 client's own system text does not mention, so the model has the names on the table without a
@@ -8,34 +13,92 @@ second, competing list. A client that names all its tools in its prompt gets not
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from collections.abc import Iterable
 
 from pydantic import BaseModel
 from pydantic import Field
 
+from tvengine.grammar import GRAMMARS
+from tvengine.grammar import NameGrammar
+from tvengine.grammar import alias
 from tvengine.ladder import Toolset
+from tvengine.models import DeclaredTool
 from tvengine.models import ToolKind
+from tvengine.names import join_namespace
+from tvengine.profiles import Profile
+
+
+class Rename(BaseModel):
+    """One name the request side changed: ``caller`` → ``upstream``, and ``why`` (``grammar``,
+    ``profile``, ``duplicate`` or ``transcript``) with a sentence in ``detail``."""
+
+    caller: str
+    upstream: str | None
+    why: str
+    detail: str
 
 
 class Plan(BaseModel):
     """What the request side changes for one flow.
 
-    ``rename_map`` maps a declared tool's flat name to the name sent upstream (empty unless a
-    grammar or profile needs a different name). ``reverse_map`` is its inverse, used by the
-    ladder's second step. ``prompt_sentence`` is the sentence added to the system text, or
-    ``None``. ``unmentioned`` lists the declared names the sentence names. ``flow_key`` identifies
-    the flow (for deterministic call ids, :mod:`tvengine.ids`).
+    ``rename_map`` maps a declared tool's flat name (first declaration) — or a name replayed in
+    the transcript — to the name sent upstream; it is a bijection. ``duplicates`` maps a name
+    declared more than once to the upstream names of its second, third… declarations (``None``:
+    an identical repeat, dropped). ``reverse_map`` inverts both, for the ladder's second step.
+    ``prompt_sentence`` is the sentence added to the system text, or ``None``; ``unmentioned``
+    lists the (upstream) names it names. ``renames`` explains every rename; ``skipped`` every
+    rename a profile asked for and the plan declined (collision, ambiguity). ``flow_key``
+    identifies the flow (for deterministic call ids, :mod:`tvengine.ids`).
     """
 
     rename_map: dict[str, str] = Field(default_factory=dict)
+    duplicates: dict[str, list[str | None]] = Field(default_factory=dict)
     prompt_sentence: str | None = None
     unmentioned: list[str] = Field(default_factory=list)
     flow_key: str = ""
+    renames: list[Rename] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    profile: str | None = None
+    grammar: str | None = None
 
     @property
     def reverse_map(self) -> dict[str, str]:
-        """Upstream name → declared flat name."""
-        return {v: k for k, v in self.rename_map.items()}
+        """Upstream name → declared flat name (duplicates' aliases included)."""
+        out = {v: k for k, v in self.rename_map.items()}
+        for name, aliases in self.duplicates.items():
+            for a in aliases:
+                if a is not None:
+                    out[a] = name
+        return out
+
+    def upstream_name(self, flat: str) -> str:
+        """The name sent upstream for the declared flat name ``flat``."""
+        return self.rename_map.get(flat, flat)
+
+
+class DuplicateCursor:
+    """Walks a request's tool declarations in order and says what to do with each one.
+
+    ``step(flat)`` returns ``("keep", None)`` for a first declaration, ``("drop", None)`` for an
+    identical repeat, or ``("rename", alias)`` for a different tool under a repeated name.
+    """
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+        self._seen: dict[str, int] = {}
+
+    def step(self, flat: str) -> tuple[str, str | None]:
+        """The action for the next declaration named ``flat``."""
+        n = self._seen.get(flat, 0)
+        self._seen[flat] = n + 1
+        if n == 0:
+            return "keep", None
+        aliases = self._plan.duplicates.get(flat) or []
+        if n - 1 < len(aliases):
+            target = aliases[n - 1]
+            return ("drop", None) if target is None else ("rename", target)
+        return "keep", None
 
 
 def mentions(text: str, name: str) -> bool:
@@ -47,18 +110,24 @@ def mentions(text: str, name: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
 
 
-def prompt_sentence(tools: Toolset, system_texts: Iterable[str]) -> tuple[str | None, list[str]]:
+def prompt_sentence(
+    tools: Toolset, system_texts: Iterable[str], upstream_name: Callable[[str], str] | None = None
+) -> tuple[str | None, list[str]]:
     """The sentence naming declared tools the system text does not mention, and those names.
 
-    Only client tools (``function`` and ``freeform``) are named; provider-defined tools are the
+    Only client tools (``function`` and ``freeform``) are named, by the name the model will
+    see (``upstream_name(flat)``, default: as declared); provider-defined tools are the
     provider's own. Returns ``(None, [])`` when every such tool is mentioned or none is declared.
     """
     text = "\n".join(system_texts)
-    missing = [
-        t.name
-        for t in tools.tools
-        if t.kind in (ToolKind.FUNCTION, ToolKind.FREEFORM) and not mentions(text, t.name)
-    ]
+    missing = []
+    for t in tools.tools:
+        if t.kind not in (ToolKind.FUNCTION, ToolKind.FREEFORM):
+            continue
+        seen = upstream_name(t.qualified) if upstream_name else t.qualified
+        wire = seen[len(t.namespace) :] if t.namespace and seen.startswith(t.namespace) else seen
+        if not mentions(text, wire):
+            missing.append(wire)
     missing = list(dict.fromkeys(missing))
     if not missing:
         return None, []
@@ -70,7 +139,101 @@ def prompt_sentence(tools: Toolset, system_texts: Iterable[str]) -> tuple[str | 
     return sentence, missing
 
 
-def make_plan(tools: Toolset, system_texts: Iterable[str], *, add_sentence: bool, flow_key: str = "") -> Plan:
-    """Build the :class:`Plan` for one request (``add_sentence`` is true in ``auto`` mode only)."""
-    sentence, missing = prompt_sentence(tools, system_texts) if add_sentence else (None, [])
-    return Plan(prompt_sentence=sentence, unmentioned=missing, flow_key=flow_key)
+def make_plan(
+    tools: Toolset,
+    system_texts: Iterable[str],
+    *,
+    add_sentence: bool,
+    flow_key: str = "",
+    grammar: NameGrammar | None = None,
+    profile: Profile | None = None,
+    transcript_names: Iterable[str] = (),
+) -> Plan:
+    """Build the :class:`Plan` for one request.
+
+    Order: the profile's capability renames (skipped on a collision with a declared name, or
+    when the capability is held by zero or two+ declared tools); then every declared name the
+    ``grammar`` rejects gets an alias (:func:`tvengine.grammar.alias`); then repeated names
+    (identical repeats dropped, different tools aliased); then names replayed in the transcript
+    that the grammar rejects. Provider-defined and free-text tools are never renamed. The
+    prompt sentence (``add_sentence``: ``auto`` mode) names tools by their upstream names.
+    """
+    plan = Plan(flow_key=flow_key, profile=profile.name if profile else None, grammar=grammar.name if grammar else None)
+    firsts: dict[str, DeclaredTool] = {}
+    for tool in tools.tools:
+        firsts.setdefault(tool.qualified, tool)
+    taken: set[str] = set(firsts) | {t.name for t in tools.tools}
+
+    if profile is not None:
+        for capability, target in profile.names.items():
+            holders = [
+                t for t in firsts.values()
+                if t.kind is ToolKind.FUNCTION and t.server is None and t.capability == capability
+            ]
+            if len(holders) != 1:
+                plan.skipped.append(
+                    f"profile {profile.name}: {capability} → {target} skipped: "
+                    + ("no declared tool has that capability" if not holders else
+                       f"{len(holders)} declared tools have it ({', '.join(t.qualified for t in holders)})")
+                )
+                continue
+            tool = holders[0]
+            if target == tool.name:
+                continue
+            if target in taken:
+                plan.skipped.append(
+                    f"profile {profile.name}: {tool.qualified} → {target} skipped: the client already declares or uses {target}"
+                )
+                continue
+            plan.rename_map[tool.qualified] = target
+            taken.add(target)
+            plan.renames.append(Rename(caller=tool.qualified, upstream=target, why="profile", detail=f"profile {profile.name}: {capability} is sent as {target}"))
+
+    if grammar is not None:
+        for flat, tool in firsts.items():
+            if tool.kind is not ToolKind.FUNCTION:
+                continue
+            current = plan.rename_map.get(flat, flat)
+            wire = current[len(tool.namespace) :] if tool.namespace and current.startswith(tool.namespace) else current
+            if grammar.valid(wire):
+                continue
+            new = alias(wire, grammar, taken)
+            taken.add(new)
+            plan.rename_map[flat] = join_namespace(tool.namespace, new)
+            plan.renames.append(Rename(caller=flat, upstream=plan.rename_map[flat], why="grammar", detail=f"{wire!r} is not a valid {grammar.name} tool name"))
+
+    counts: dict[str, list[DeclaredTool]] = {}
+    for tool in tools.tools:
+        counts.setdefault(tool.qualified, []).append(tool)
+    for flat, group in counts.items():
+        if len(group) < 2:
+            continue
+        aliases: list[str | None] = []
+        for k, tool in enumerate(group[1:], start=2):
+            if any(tool == earlier for earlier in group[: k - 1]):
+                aliases.append(None)
+                plan.renames.append(Rename(caller=flat, upstream=None, why="duplicate", detail=f"declaration {k} of {flat} repeats an earlier one exactly; dropped"))
+                continue
+            if tool.kind is not ToolKind.FUNCTION:
+                aliases.append(None)
+                plan.renames.append(Rename(caller=flat, upstream=None, why="duplicate", detail=f"declaration {k} of {flat} is not a function tool and cannot be renamed; dropped"))
+                continue
+            g = grammar or GRAMMARS["openai"]
+            new = alias(tool.name, g, taken, salt=f"#{k}")
+            taken.add(new)
+            aliases.append(join_namespace(tool.namespace, new))
+            plan.renames.append(Rename(caller=flat, upstream=aliases[-1], why="duplicate", detail=f"declaration {k} of {flat} differs from the first; the client cannot tell them apart"))
+        plan.duplicates[flat] = aliases
+
+    if grammar is not None:
+        for name in transcript_names:
+            if name in firsts or name in plan.rename_map or grammar.valid(name) or not name:
+                continue
+            new = alias(name, grammar, taken)
+            taken.add(new)
+            plan.rename_map[name] = new
+            plan.renames.append(Rename(caller=name, upstream=new, why="transcript", detail=f"{name!r}, replayed in the transcript, is not a valid {grammar.name} tool name"))
+
+    if add_sentence:
+        plan.prompt_sentence, plan.unmentioned = prompt_sentence(tools, system_texts, plan.upstream_name)
+    return plan

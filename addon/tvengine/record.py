@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from pydantic import Field
 
 from tvengine.models import Decision
+from tvengine.plan import Rename
 
 
 class FlowRecord(BaseModel):
@@ -19,7 +20,10 @@ class FlowRecord(BaseModel):
     ``dialect``: wire format (``"anthropic"``…) or ``None`` when the flow was not handled;
     ``mode``: the ``toolvocab_mode`` in force; ``skipped``: one sentence on why nothing was
     done (``None`` when the flow was handled); ``declared``: the client's declared tool names
-    (flat); ``rename_map``: declared name → upstream name; ``prompt_sentence``: the sentence
+    (flat); ``rename_map``: declared name → upstream name, ``duplicates``: a name declared more
+    than once → the upstream names of its later declarations (``None``: dropped), ``renames``:
+    why each name changed (grammar, profile, duplicate, transcript; declined profile renames are
+    in ``notes``), ``profile`` / ``grammar``: what was in force; ``prompt_sentence``: the sentence
     added (or, in ``observe``, that would be added) and ``prompt_names`` the names it lists; ``request_changed`` / ``response_changed``:
     whether bytes were changed on each side; ``streamed``: the answer was rewritten as a stream;
     ``decisions``: one per tool call in the answer; ``notes``: anything else worth knowing
@@ -32,6 +36,10 @@ class FlowRecord(BaseModel):
     skipped: str | None = None
     declared: list[str] = Field(default_factory=list)
     rename_map: dict[str, str] = Field(default_factory=dict)
+    duplicates: dict[str, list[str | None]] = Field(default_factory=dict)
+    renames: list[Rename] = Field(default_factory=list)
+    profile: str | None = None
+    grammar: str | None = None
     prompt_sentence: str | None = None
     prompt_names: list[str] = Field(default_factory=list)
     request_changed: bool = False

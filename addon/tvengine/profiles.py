@@ -1,0 +1,166 @@
+"""Rename profiles: present the caller's tools to an upstream under the names it wants.
+
+A profile file is TOML. Each ``[[profile]]`` selects requests by regexes on the upstream host,
+the request path and the model, and maps capabilities to the names that upstream or model wants
+(for example ``shell = "shell"`` to present Claude Code's ``Bash`` to a model trained on Codex's
+vocabulary). Only the caller's own tools are renamed, with their schema and description
+untouched, and every answer is renamed back. A profile adds no tool and changes no header: it
+cannot make a request look like another client's to an access gate.
+
+    [[profile]]
+    name = "codex-vocabulary"
+    model = "^gpt-5"
+    [profile.names]
+    shell = "shell"
+    read = "read_file"
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import ValidationError
+from pydantic import field_validator
+from pydantic import model_validator
+
+from tvengine.grammar import GRAMMARS
+from tvengine.vocabulary import CAPABILITIES
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used; the message names the file, line and problem."""
+
+
+class Profile(BaseModel):
+    """One ``[[profile]]`` table.
+
+    ``host`` / ``path`` / ``model``: regexes (``re.search``) on the upstream host, the request
+    path (query included) and the request's model; an absent one matches everything.
+    ``names``: capability → the upstream name for the one declared tool with that capability.
+    ``grammar``: one of the known grammars, replacing the dialect's (optional).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    host: str | None = None
+    path: str | None = None
+    model: str | None = None
+    grammar: str | None = None
+    names: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("host", "path", "model")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {value!r}: {exc}") from exc
+        return value
+
+    @field_validator("grammar")
+    @classmethod
+    def _grammar(cls, value: str | None) -> str | None:
+        if value is not None and value not in GRAMMARS:
+            raise ValueError(f"unknown grammar {value!r}; known: {', '.join(sorted(GRAMMARS))}")
+        return value
+
+    @field_validator("names")
+    @classmethod
+    def _names(cls, value: dict[str, str]) -> dict[str, str]:
+        for capability, target in value.items():
+            if capability not in CAPABILITIES:
+                raise ValueError(f"unknown capability {capability!r}")
+            if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", target):
+                raise ValueError(f"{capability} = {target!r} is not a usable tool name")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Profile:
+        targets = list(self.names.values())
+        dupes = {t for t in targets if targets.count(t) > 1}
+        if dupes:
+            raise ValueError(f"two capabilities map to the same name: {', '.join(sorted(dupes))}")
+        return self
+
+    def matches(self, host: str, path: str, model: str | None) -> bool:
+        """True when this profile applies to a request to ``host`` + ``path`` for ``model``."""
+        if self.host is not None and not re.search(self.host, host or ""):
+            return False
+        if self.path is not None and not re.search(self.path, path or ""):
+            return False
+        if self.model is not None and not re.search(self.model, model or ""):
+            return False
+        return True
+
+
+class ProfileSet(BaseModel):
+    """All profiles of one file, in file order; :meth:`select` returns the first match."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profile: list[Profile] = Field(default_factory=list)
+
+    def select(self, host: str, path: str, model: str | None) -> Profile | None:
+        """The first profile matching the request, or ``None``."""
+        for profile in self.profile:
+            if profile.matches(host, path, model):
+                return profile
+        return None
+
+
+def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort line number (1-based) of the value at ``loc`` (pydantic error location)."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if re.match(r"\s*\[\[\s*profile\s*\]\]", line)]
+    if len(loc) >= 2 and loc[0] == "profile" and isinstance(loc[1], int) and loc[1] < len(starts):
+        begin = starts[loc[1]]
+        end = starts[loc[1] + 1] if loc[1] + 1 < len(starts) else len(lines)
+        for key in reversed([k for k in loc[2:] if isinstance(k, str)]):
+            for i in range(begin, end):
+                if re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", lines[i]) or re.match(
+                    rf"\s*\[\s*profile\.{re.escape(key)}\s*\]", lines[i]
+                ):
+                    return i + 1
+        return begin + 1
+    return None
+
+
+def parse_profiles(text: str, source: str = "<profiles>") -> ProfileSet:
+    """Parse and validate a profile file's text.
+
+    Raises :class:`ProfileError` with ``source:line: message`` for TOML syntax errors
+    (tomllib reports ``at line L, column C``) and for validation errors (the line of the
+    offending key, found by scanning the ``[[profile]]`` tables).
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        where = f"{source}:{m.group(1)}" if m else source
+        raise ProfileError(f"{where}: TOML syntax error: {exc}") from exc
+    try:
+        return ProfileSet.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        line = _line_of(text, tuple(first["loc"]))
+        where = f"{source}:{line}" if line else source
+        path = ".".join(str(p) for p in first["loc"])
+        raise ProfileError(f"{where}: {path}: {first['msg']}") from exc
+
+
+def load_profiles(path: str) -> ProfileSet:
+    """Read and validate the profile file at ``path``; :class:`ProfileError` on any problem."""
+    try:
+        with open(path, encoding="utf-8") as fp:
+            text = fp.read()
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc}") from exc
+    return parse_profiles(text, path)
