@@ -92,6 +92,7 @@ class _StreamCallable:
         self.changed = False
         self.failed = False
         self._sniffed_sent = False
+        self.noted = False
 
     def __call__(self, chunk: bytes) -> list[bytes]:
         consumed = self._consumed()
@@ -149,10 +150,11 @@ class _StreamCallable:
         return self._emit(out, chunk)
 
     def _emit(self, out: list[bytes], chunk: bytes) -> list[bytes]:
-        if getattr(self.rewriter, "error", None):
-            if not self.failed:
-                self.state.record.notes.append(f"stream rewrite failed ({self.rewriter.error}); rest passed through")
-            self.failed = True
+        # A rewriter that contained an error of its own keeps being fed: it passes the rest
+        # through itself, after the bytes it still holds.
+        if getattr(self.rewriter, "error", None) and not self.noted:
+            self.noted = True
+            self.state.record.notes.append(f"stream rewrite failed ({self.rewriter.error}); rest passed through")
         if self.observe:
             # The client gets the upstream bytes as they came (held sniffing bytes included).
             if self._sniffed_sent:
@@ -358,7 +360,9 @@ class ToolVocab:
             outs = state.ws_rewriter.on_unit(unit)
         except Exception as exc:
             state.record.notes.append(f"websocket rewrite failed ({type(exc).__name__}: {exc}); frames passed through")
-            outs = state.ws_rewriter.held_units() + [unit]
+            outs = state.ws_rewriter.held_units()
+            if not outs or outs[-1] is not unit:
+                outs.append(unit)  # the failing frame may already be among the held ones
             state.ws_rewriter = None
         if self.mode == "observe":
             if len(state.record.decisions) != before:

@@ -38,6 +38,11 @@ _PATH = re.compile(r":(?:stream)?[gG]enerateContent$")
 _TYPES = {"STRING": "string", "NUMBER": "number", "INTEGER": "integer", "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object", "NULL": "null"}
 
 
+#: ``Schema`` fields typed int64, which the proto3 JSON mapping (and ``@google/genai``'s
+#: TypeScript types) carry as strings: ``"maxLength": "4096"``.
+_INT64_FIELDS = frozenset({"maxLength", "minLength", "minItems", "maxItems", "minProperties", "maxProperties"})
+
+
 def openapi_to_jsonschema(schema: Any) -> Any:
     """Turn a Gemini ``Schema`` (OpenAPI subset) into JSON Schema for validation.
 
@@ -61,6 +66,8 @@ def openapi_to_jsonschema(schema: Any) -> Any:
             out[key] = openapi_to_jsonschema(value)
         elif key == "nullable":
             continue
+        elif key in _INT64_FIELDS and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            out[key] = int(value)  # int64 fields travel as JSON strings (proto3 JSON mapping)
         else:
             out[key] = value
     if schema.get("nullable") is True and isinstance(out.get("type"), str):
@@ -100,10 +107,9 @@ class Gemini:
         (``googleSearch``, ``codeExecution``, ``urlContext``…) carry no name."""
         req = _unwrap(body)
         out: list[DeclaredTool] = []
-        for tool in req.get("tools") or ():
-            if not isinstance(tool, dict):
-                continue
-            for decl in tool.get("functionDeclarations") or tool.get("function_declarations") or ():
+        for tool in _list(req.get("tools")):
+            key = _decl_key(tool)
+            for decl in tool[key] if key is not None else ():
                 if not isinstance(decl, dict) or not isinstance(decl.get("name"), str):
                     continue
                 schema = decl.get("parametersJsonSchema")
@@ -123,8 +129,8 @@ class Gemini:
     def transcript_names(self, body: JSON) -> list[str]:
         """Names in the transcript's ``functionCall`` and ``functionResponse`` parts."""
         names: list[str] = []
-        for content in _unwrap(body).get("contents") or ():
-            for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+        for content in _list(_unwrap(body).get("contents")):
+            for part in _list(content.get("parts")) if isinstance(content, dict) else ():
                 for key in ("functionCall", "functionResponse"):
                     inner = part.get(key) if isinstance(part, dict) else None
                     if isinstance(inner, dict) and isinstance(inner.get("name"), str):
@@ -145,7 +151,7 @@ class Gemini:
         if isinstance(system, str):
             return [system]
         if isinstance(system, dict):
-            return [p["text"] for p in system.get("parts") or () if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            return [p["text"] for p in _list(system.get("parts")) if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return []
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
@@ -155,19 +161,20 @@ class Gemini:
         req = _unwrap(body)
         changed = False
         rename = plan.rename_map
-        for tool in req.get("tools") or ():
-            if isinstance(tool, dict) and isinstance(tool.get("functionDeclarations"), list):
+        for tool in _list(req.get("tools")):
+            key = _decl_key(tool)
+            if key is not None:
                 changed |= dedupe_tools(
-                    tool["functionDeclarations"],
+                    tool[key],
                     plan,
                     lambda d: d["name"] if isinstance(d, dict) and isinstance(d.get("name"), str) else None,
                     lambda d, alias: d.__setitem__("name", alias),
                 )
         if rename:
-            for tool in req.get("tools") or ():
-                if isinstance(tool, dict):
-                    for decl in tool.get("functionDeclarations") or ():
-                        changed |= _rename(decl, rename)
+            for tool in _list(req.get("tools")):
+                key = _decl_key(tool)
+                for decl in tool[key] if key is not None else ():
+                    changed |= _rename(decl, rename)
             config = (req.get("toolConfig") or {}).get("functionCallingConfig") if isinstance(req.get("toolConfig"), dict) else None
             if isinstance(config, dict) and isinstance(config.get("allowedFunctionNames"), list):
                 names = config["allowedFunctionNames"]
@@ -175,21 +182,22 @@ class Gemini:
                     if isinstance(name, str) and name in rename:
                         names[i] = rename[name]
                         changed = True
-            for content in req.get("contents") or ():
-                for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+            for content in _list(req.get("contents")):
+                for part in _list(content.get("parts")) if isinstance(content, dict) else ():
                     if isinstance(part, dict):
                         changed |= _rename(part.get("functionCall"), rename)
                         changed |= _rename(part.get("functionResponse"), rename)
         if plan.prompt_sentence:
-            system = req.get("systemInstruction")
+            skey = "system_instruction" if "system_instruction" in req and "systemInstruction" not in req else "systemInstruction"
+            system = req.get(skey)
             if system is None:
-                req["systemInstruction"] = {"parts": [{"text": plan.prompt_sentence}]}
+                req[skey] = {"parts": [{"text": plan.prompt_sentence}]}
                 changed = True
             elif isinstance(system, dict) and isinstance(system.get("parts"), list):
                 system["parts"].append({"text": plan.prompt_sentence})
                 changed = True
             elif isinstance(system, str):
-                req["systemInstruction"] = system + "\n\n" + plan.prompt_sentence
+                req[skey] = system + "\n\n" + plan.prompt_sentence
                 changed = True
         return changed
 
@@ -214,6 +222,16 @@ class Gemini:
         return GeminiStream(resolve)
 
 
+def _decl_key(tool: Any) -> str | None:
+    """``functionDeclarations`` (or the snake_case ``function_declarations``) when it is a list."""
+    if not isinstance(tool, dict):
+        return None
+    for key in ("functionDeclarations", "function_declarations"):
+        if isinstance(tool.get(key), list):
+            return key
+    return None
+
+
 def _rename(obj: Any, rename: dict[str, str]) -> bool:
     if isinstance(obj, dict) and isinstance(obj.get("name"), str) and obj["name"] in rename:
         obj["name"] = rename[obj["name"]]
@@ -221,20 +239,25 @@ def _rename(obj: Any, rename: dict[str, str]) -> bool:
     return False
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _rewrite_candidates(body: Any, resolve: Resolver) -> bool:
     response = _unwrap(body)
     if not isinstance(response, dict):
         return False
     changed = False
-    for candidate in response.get("candidates") or ():
+    for candidate in _list(response.get("candidates")):
         content = candidate.get("content") if isinstance(candidate, dict) else None
-        for part in (content.get("parts") or ()) if isinstance(content, dict) else ():
+        for part in _list(content.get("parts")) if isinstance(content, dict) else ():
             call = part.get("functionCall") if isinstance(part, dict) else None
             if isinstance(call, dict) and isinstance(call.get("name"), str):
+                args = call.get("args")
                 decision = resolve(
                     ToolCall(
                         name=call["name"],
-                        arguments=call.get("args") if isinstance(call.get("args"), dict) else ({} if call.get("args") is None else None),
+                        arguments=args if isinstance(args, dict) else ({} if args is None else None),
                         id=call.get("id") if isinstance(call.get("id"), str) else None,
                     )
                 )
@@ -283,14 +306,14 @@ class GeminiStream(EventStreamRewriter):
             chunk, self._prefix = bytes(self._prefix) + chunk, bytearray()
         if self._framing == "sse":
             return super().feed(chunk)
-        if self.error is not None:
+        if self.error is not None and not self._array.pending:
             return [chunk] if chunk else []
-        try:
-            return [b for b in self._array.feed(chunk, self._element) if b]
-        except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-            rest = self._array.drain()
-            return [rest] if rest else []
+        # Elements are contained one by one in _element; after an error the splitter keeps
+        # cutting (so no byte is lost) and every element passes through as received.
+        out = [b for b in self._array.feed(chunk, self._element) if b]
+        if self._array.error is not None and self.error is None:
+            self.error = self._array.error
+        return out
 
     def salvage(self) -> list[bytes]:
         """Every byte taken in but not sent, unchanged; then pass everything through."""
@@ -312,12 +335,18 @@ class GeminiStream(EventStreamRewriter):
         return super().finish()
 
     def _element(self, raw: bytes) -> bytes:
+        """One whole array element: rewritten if a call in it changes; on any error, as is."""
+        if self.error is not None:
+            return raw
         try:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
-        if _rewrite_candidates(data, self._resolve):
-            return orjson.dumps(data)
+        try:
+            if _rewrite_candidates(data, self._resolve):
+                return orjson.dumps(data)
+        except Exception as exc:  # contain: this element and the rest pass through unchanged
+            self.error = f"{type(exc).__name__}: {exc}"
         return raw
 
 
@@ -336,6 +365,7 @@ class _ArraySplitter:
         self.in_string = False
         self.escape = False
         self.started = False  # the outer "[" was seen
+        self.error: str | None = None  # set when on_element raised (that element went out as is)
 
     def feed(self, chunk: bytes, on_element: Any) -> list[bytes]:
         out: list[bytes] = []
@@ -377,7 +407,11 @@ class _ArraySplitter:
                 if self.depth == 1 and in_element:
                     element = bytes(self.pending) + chunk[passthrough_from : i + 1]
                     self.pending = bytearray()
-                    out.append(on_element(element))
+                    try:
+                        out.append(on_element(element))
+                    except Exception as exc:  # never lose an element: send it as received
+                        self.error = f"{type(exc).__name__}: {exc}"
+                        out.append(element)
                     passthrough_from = i + 1
                     in_element = False
             i += 1

@@ -50,6 +50,17 @@ def _content_texts(content: Any) -> list[str]:
     return []
 
 
+def _complete_json(text: str) -> bool:
+    """True when ``text`` is already a whole JSON value (a call's arguments are complete)."""
+    if not text.strip():
+        return False
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def _args_text(value: Any) -> tuple[str, bool]:
     """``arguments`` as text, and whether it arrived as an object (BR-21)."""
     if isinstance(value, str):
@@ -338,8 +349,13 @@ class ChatStream(EventStreamRewriter):
             if not has_calls:
                 return [event.raw]
             self._held = []
+        if event.data is None:
+            # A comment or keep-alive (": OPENROUTER PROCESSING") inside a call: held in place,
+            # so a stream that needs no change still goes out byte-identical.
+            self._held.append(event)
+            return []
         if not isinstance(choices, list) or not choices:
-            # [DONE], a usage-only chunk, an error or a comment: the calls are complete.
+            # [DONE], a usage-only chunk or an error: the calls are complete.
             return self._release() + [event.raw]
         self._held.append(event)
         if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
@@ -373,7 +389,9 @@ class ChatStream(EventStreamRewriter):
         self._routes: dict[tuple[int, int, int], _Slot] = {}
         for e_no, event in enumerate(held):
             data = event.json()
-            for choice in data.get("choices") or ():
+            if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+                continue  # a comment or keep-alive held in place
+            for choice in data["choices"]:
                 if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict):
                     continue
                 c = choice.get("index", 0)
@@ -394,7 +412,7 @@ class ChatStream(EventStreamRewriter):
                         and isinstance(name, str)
                         and name
                         and slot.name
-                        and name != slot.name
+                        and (name != slot.name or _complete_json("".join(slot.fragments)))
                     ):
                         # A second call reusing the index with its own id and name.
                         slot.needs_normalize = True
@@ -419,6 +437,8 @@ class ChatStream(EventStreamRewriter):
                             slot.needs_normalize = True  # a new id on a fragment
                     if isinstance(tc.get("type"), str) and slot.type is None:
                         slot.type = tc["type"]
+                    if name == "" and slot.name:
+                        slot.needs_normalize = True  # "name": "" after the first: send the name once
                     if isinstance(name, str) and name:
                         if not slot.name:
                             slot.name = name

@@ -27,9 +27,11 @@ from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
 from tvengine.names import join_namespace
+from tvengine.names import split_flat
 from tvengine.plan import Plan
 
 _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
+_TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "response.done")
 _RESPONSE_EVENTS = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "response.done", "response.queued")
 
 
@@ -122,7 +124,7 @@ class OpenAIResponses:
                         tool["tools"],
                         plan,
                         lambda t, ns=ns: join_namespace(ns, t["name"]) if isinstance(t, dict) and isinstance(t.get("name"), str) else None,
-                        lambda t, alias, ns=ns: t.__setitem__("name", alias[len(ns):] if isinstance(ns, str) and alias.startswith(ns) else alias),
+                        lambda t, alias, ns=ns: t.__setitem__("name", split_flat(ns if isinstance(ns, str) else None, alias)),
                     )
         if rename:
             for tool in body.get("tools") or ():
@@ -204,11 +206,7 @@ def _rename_named(obj: dict[str, Any], namespace: Any, rename: dict[str, str]) -
     flat = _flat(namespace, name)
     if flat not in rename:
         return False
-    new = rename[flat]
-    if isinstance(namespace, str) and new.startswith(namespace):
-        obj["name"] = new[len(namespace) :]
-    else:
-        obj["name"] = new
+    obj["name"] = split_flat(namespace if isinstance(namespace, str) else None, rename[flat])
     return True
 
 
@@ -366,6 +364,10 @@ class ResponsesStream(EventStreamRewriter):
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if self._held is not None:
+            if kind == "error" or kind in _TERMINAL_EVENTS:
+                # The call will not complete: send what was held, unchanged, then this event.
+                held, self._held = self._held, None
+                return held + self.on_unit(event)
             self._held.append(event)
             if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
                 out = self._release(self._held)

@@ -50,3 +50,10 @@ def join_namespace(namespace: str | None, name: str) -> str:
     if namespace.endswith(("__", ".", ":", "/")):
         return namespace + name
     return namespace + "__" + name
+
+
+def split_flat(namespace: str | None, flat: str) -> str:
+    """The name inside ``namespace`` whose flat name is ``flat`` (inverse of
+    :func:`join_namespace`); ``flat`` itself when it does not start with the namespace's prefix."""
+    prefix = join_namespace(namespace, "") if namespace else ""
+    return flat[len(prefix) :] if prefix and flat.startswith(prefix) else flat

@@ -26,6 +26,7 @@ from tvengine.ladder import Toolset
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolKind
 from tvengine.names import join_namespace
+from tvengine.names import split_flat
 from tvengine.profiles import Profile
 
 
@@ -125,7 +126,7 @@ def prompt_sentence(
         if t.kind not in (ToolKind.FUNCTION, ToolKind.FREEFORM):
             continue
         seen = upstream_name(t.qualified) if upstream_name else t.qualified
-        wire = seen[len(t.namespace) :] if t.namespace and seen.startswith(t.namespace) else seen
+        wire = split_flat(t.namespace, seen)
         if not mentions(text, wire):
             missing.append(wire)
     missing = list(dict.fromkeys(missing))
@@ -193,8 +194,7 @@ def make_plan(
         for flat, tool in firsts.items():
             if tool.kind is not ToolKind.FUNCTION:
                 continue
-            current = plan.rename_map.get(flat, flat)
-            wire = current[len(tool.namespace) :] if tool.namespace and current.startswith(tool.namespace) else current
+            wire = split_flat(tool.namespace, plan.rename_map.get(flat, flat))
             if grammar.valid(wire):
                 continue
             new = alias(wire, grammar, taken)
