@@ -1,0 +1,1521 @@
+"""The Gemini dialect (``tvdialects.gemini``): detection over every path form (Gemini API,
+Vertex AI, Code Assist), declared tools (``parametersJsonSchema`` and OpenAPI ``parameters``),
+system texts, the request-side plan, whole JSON answers, and :class:`GeminiStream` over SSE and
+over a bare JSON array sent incrementally; then the addon's hooks driving Gemini flows through
+the taddons harness.
+
+Fixtures are synthetic bodies in ``tests/fixtures/gemini/`` (see its README). Tool names follow
+Gemini CLI's declared tools; every description and text is invented.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+import pytest
+from mitmproxy import ctx
+from mitmproxy import http
+from mitmproxy.proxy.layers import http as hl
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+from mitmproxy.test import tutils
+
+import tvdialects.gemini as gemini_module
+from tvdialects import detect
+from tvdialects.gemini import DIALECT
+from tvdialects.gemini import GeminiStream
+from tvdialects.gemini import openapi_to_jsonschema
+from tvengine.arguments import validation_error
+from tvengine.ladder import Toolset
+from tvengine.ladder import resolve
+from tvengine.models import Action
+from tvengine.models import Step
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.plan import Plan
+from tvengine.plan import make_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDON = ROOT / "addon" / "toolvocab.py"
+FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
+KEY = "toolvocab"
+SEEDS = range(60)  # random chunk splits per stream fixture in the dialect tests
+
+
+def load_json(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def load_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(lo, hi)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+class Recorder:
+    """A resolver bound to one fixture request's declared tools; remembers every decision."""
+
+    def __init__(self, request: str = "request-gemini-cli.json") -> None:
+        self.tools = Toolset(DIALECT.declared_tools(load_json(request)))
+        self.calls: list[ToolCall] = []
+        self.decisions: list = []
+
+    def __call__(self, call: ToolCall):
+        self.calls.append(call)
+        decision = resolve(call, self.tools)
+        self.decisions.append(decision)
+        return decision
+
+
+def run_stream(chunks: list[bytes], resolver=None) -> tuple[bytes, GeminiStream, Recorder]:
+    resolver = resolver or Recorder()
+    rw = DIALECT.stream_rewriter(resolver, Plan())
+    assert isinstance(rw, GeminiStream)
+    out: list[bytes] = []
+    for chunk in chunks:
+        got = rw.feed(chunk)
+        assert b"" not in got, "a lone b'' mid-stream would end a chunked body"
+        assert all(isinstance(b, bytes) for b in got)
+        out.extend(got)
+    tail = rw.finish()
+    assert b"" not in tail
+    out.extend(tail)
+    return b"".join(out), rw, resolver
+
+
+# -- expected rewrites (written out by hand, independent of the code under test) ---------------
+
+#: What each foreign name in the stream fixtures must become: (name, args after or None = same).
+REWRITES: dict[str, tuple[str, dict | None]] = {
+    "default_api:run_shell_command": ("run_shell_command", None),
+    "Bash": ("run_shell_command", None),
+    "shell": ("run_shell_command", {"command": "make test", "dir_path": "/repo"}),
+}
+
+
+def expect_rewritten(obj: Any) -> bool:
+    """Apply :data:`REWRITES` to a parsed response (or Code Assist chunk) in place."""
+    if not isinstance(obj, dict):
+        return False
+    inner = obj["response"] if "response" in obj and "candidates" not in obj else obj
+    changed = False
+    for cand in inner.get("candidates", []):
+        for part in cand.get("content", {}).get("parts", []):
+            call = part.get("functionCall")
+            if call and call["name"] in REWRITES:
+                name, args = REWRITES[call["name"]]
+                call["name"] = name
+                if args is not None:
+                    call["args"] = args
+                changed = True
+    return changed
+
+
+def array_pieces(data: bytes) -> list[tuple[str, bytes]]:
+    """Cut a (possibly truncated) JSON-array body into ``("sep", raw)``, ``("el", raw)`` and a
+    final ``("rest", raw)`` when the last element never closes. Test oracle, built on
+    ``json.JSONDecoder.raw_decode``."""
+    text = data.decode("utf-8")
+    dec = json.JSONDecoder()
+    start = text.index("[") + 1
+    pieces: list[tuple[str, str]] = [("sep", text[:start])]
+    pos = start
+    while True:
+        j = pos
+        while j < len(text) and text[j] in " \t\r\n,":
+            j += 1
+        if j >= len(text) or text[j] == "]":
+            pieces.append(("sep", text[pos:]))
+            break
+        try:
+            _, end = dec.raw_decode(text, j)
+        except json.JSONDecodeError:
+            pieces.append(("sep", text[pos:j]))
+            pieces.append(("rest", text[j:]))
+            break
+        pieces.append(("sep", text[pos:j]))
+        pieces.append(("el", text[j:end]))
+        pos = end
+    return [(kind, s.encode("utf-8")) for kind, s in pieces if s]
+
+
+def expected_piece(kind: str, raw: bytes) -> bytes:
+    if kind != "el":
+        return raw
+    obj = orjson.loads(raw)
+    return orjson.dumps(obj) if expect_rewritten(obj) else raw
+
+
+def expected_array(data: bytes) -> bytes:
+    return b"".join(expected_piece(kind, raw) for kind, raw in array_pieces(data))
+
+
+def sse_blocks(data: bytes, eol: bytes) -> list[bytes]:
+    """The ``data: …`` blocks of a single-line-data SSE fixture, terminator included."""
+    sep = eol + eol
+    parts = data.split(sep)
+    assert parts[-1] == b""
+    return [p + sep for p in parts[:-1]]
+
+
+def expected_sse(data: bytes, eol: bytes) -> bytes:
+    out = []
+    for block in sse_blocks(data, eol):
+        assert block.startswith(b"data: ")
+        obj = orjson.loads(block[len(b"data: ") : -2 * len(eol)])
+        out.append(b"data: " + orjson.dumps(obj) + eol + eol if expect_rewritten(obj) else block)
+    return b"".join(out)
+
+
+def calls_in(obj: Any) -> list[dict]:
+    inner = obj["response"] if isinstance(obj, dict) and "response" in obj and "candidates" not in obj else obj
+    return [
+        part["functionCall"]
+        for cand in inner.get("candidates", [])
+        for part in cand.get("content", {}).get("parts", [])
+        if "functionCall" in part
+    ]
+
+
+def test_oracle_sanity():
+    """The hand-written oracle sees every element of the array fixture."""
+    pieces = array_pieces(load_bytes("stream-foreign-tool-array.json"))
+    assert [k for k, _ in pieces].count("el") == 6
+    assert b"".join(raw for _, raw in pieces) == load_bytes("stream-foreign-tool-array.json")
+    assert expected_array(load_bytes("stream-declared-tool-array.json")) == load_bytes("stream-declared-tool-array.json")
+
+
+# -- matches ------------------------------------------------------------------------------------
+
+BODY = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+CODE_ASSIST_BODY = {"model": "gemini-2.5-pro", "project": "p-1", "user_prompt_id": "u-1", "request": BODY}
+
+GEMINI_PATHS = [
+    "/v1beta/models/gemini-2.5-pro:generateContent",
+    "/v1beta/models/gemini-2.5-pro:generateContent?key=fixture-key",
+    "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+    "/v1beta/models/gemini-2.5-flash:streamGenerateContent?key=fixture-key",
+    "/v1/models/gemini-2.5-pro:generateContent",
+    "/v1alpha/models/gemini-2.5-pro:streamGenerateContent?alt=sse&key=k",
+    "/v1/projects/demo/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent",
+    "/v1/projects/demo/locations/us-central1/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+    "/v1beta1/projects/demo/locations/global/publishers/google/models/gemini-2.5-flash:streamGenerateContent",
+    "/v1beta1/projects/demo/locations/europe-west4/publishers/google/models/gemini-2.5-flash@001:generateContent",
+]
+CODE_ASSIST_PATHS = [
+    "/v1internal:generateContent",
+    "/v1internal:streamGenerateContent?alt=sse",
+    "/v1internal:streamGenerateContent",
+]
+
+
+@pytest.mark.parametrize("path", GEMINI_PATHS)
+def test_matches_gemini_and_vertex_paths(path):
+    assert DIALECT.matches("POST", path, BODY)
+    assert detect("POST", path, BODY) is DIALECT
+
+
+@pytest.mark.parametrize("path", CODE_ASSIST_PATHS)
+def test_matches_code_assist_envelope(path):
+    assert DIALECT.matches("POST", path, CODE_ASSIST_BODY)
+    assert detect("POST", path, CODE_ASSIST_BODY) is DIALECT
+    assert DIALECT.matches("POST", path, load_json("request-code-assist.json"))
+
+
+@pytest.mark.parametrize(
+    "method,path,body",
+    [
+        ("POST", "/v1beta/models/gemini-2.5-pro:countTokens", BODY),
+        ("POST", "/v1internal:countTokens", CODE_ASSIST_BODY),
+        ("POST", "/v1beta/models/gemini-2.5-pro:embedContent", BODY),
+        ("POST", "/v1beta/models/gemini-2.5-pro:batchGenerateContent", {"requests": [BODY]}),
+        ("POST", "/v1internal:loadCodeAssist", {"metadata": {}}),
+        ("POST", "/v1beta/cachedContents", BODY),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContentX", BODY),
+        ("POST", "/v1beta/models?next=x:generateContent", BODY),
+        ("GET", "/v1beta/models/gemini-2.5-pro:generateContent", BODY),
+        ("GET", "/v1beta/models", None),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", {"prompt": "hi"}),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", {"contents": "hi"}),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", {}),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", [BODY]),
+        ("POST", "/v1beta/models/gemini-2.5-pro:generateContent", None),
+        ("POST", "/v1internal:generateContent", {"model": "m", "request": {"session_id": "s"}}),
+        ("POST", "/v1internal:generateContent", {"model": "m", "request": "contents"}),
+    ],
+)
+def test_does_not_match(method, path, body):
+    assert not DIALECT.matches(method, path, body)
+    assert detect(method, path, body) is None
+
+
+@pytest.mark.parametrize("path", GEMINI_PATHS + CODE_ASSIST_PATHS)
+def test_wants_stream_follows_the_method_name(path):
+    assert DIALECT.wants_stream(path, BODY) is (":streamGenerateContent" in path)
+
+
+def test_stream_rewriter_is_a_fresh_gemini_stream():
+    a = DIALECT.stream_rewriter(Recorder(), Plan())
+    b = DIALECT.stream_rewriter(Recorder(), Plan())
+    assert isinstance(a, GeminiStream) and isinstance(b, GeminiStream) and a is not b
+
+
+# -- declared_tools -----------------------------------------------------------------------------
+
+
+def test_declared_tools_with_parameters_json_schema():
+    body = load_json("request-gemini-cli.json")
+    tools = DIALECT.declared_tools(body)
+    decls = body["tools"][0]["functionDeclarations"]
+    assert [t.name for t in tools] == [d["name"] for d in decls]
+    assert "run_shell_command" in [t.name for t in tools]
+    for tool, decl in zip(tools, decls):
+        assert tool.kind is ToolKind.FUNCTION and tool.namespace is None
+        assert tool.input_schema == decl["parametersJsonSchema"]
+        assert tool.description == decl["description"]
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+    assert Toolset(tools).find("run_shell_command").capability == "shell"
+
+
+def test_declared_tools_inside_code_assist_envelope():
+    body = load_json("request-code-assist.json")
+    assert [t.name for t in DIALECT.declared_tools(body)] == [
+        d["name"] for d in body["request"]["tools"][0]["functionDeclarations"]
+    ]
+
+
+def test_built_in_tools_are_ignored():
+    tools = DIALECT.declared_tools(load_json("request-openapi-tools.json"))
+    assert [t.name for t in tools] == ["run_shell_command", "search_notes", "ping"]
+    body = {"contents": [], "tools": [{"googleSearch": {}}, {"codeExecution": {}}, {"urlContext": {}}, {"googleSearchRetrieval": {}}]}
+    assert DIALECT.declared_tools(body) == []
+
+
+SHELL_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "the command line"},
+        "dir_path": {"type": ["string", "null"]},
+        "timeout_ms": {"type": ["integer", "null"]},
+        "env": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "value": {"type": ["string", "null"]}},
+                "required": ["name"],
+            },
+        },
+    },
+    "required": ["command"],
+}
+
+
+def test_openapi_parameters_become_json_schema():
+    tools = {t.name: t for t in DIALECT.declared_tools(load_json("request-openapi-tools.json"))}
+    assert tools["run_shell_command"].input_schema == SHELL_SCHEMA
+    assert tools["run_shell_command"].description == "Execute a command."
+    notes = tools["search_notes"].input_schema
+    assert notes["type"] == "object" and notes["required"] == ["query"]
+    assert notes["properties"]["mode"] == {"type": "string", "format": "enum", "enum": ["fast", "deep"]}
+    assert notes["properties"]["filters"]["type"] == ["object", "null"]
+    assert notes["properties"]["filters"]["properties"]["scores"] == {
+        "type": "array",
+        "items": {"type": "array", "items": {"type": "number"}},
+    }
+    assert notes["properties"]["extra"] == {}  # TYPE_UNSPECIFIED: any value
+    assert tools["ping"].input_schema is None
+    for tool in tools.values():
+        if tool.input_schema is not None:
+            jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+
+
+@pytest.mark.parametrize(
+    "tool,args,valid",
+    [
+        ("run_shell_command", {"command": "ls"}, True),
+        ("run_shell_command", {"command": "ls", "dir_path": None, "timeout_ms": None}, True),
+        ("run_shell_command", {"command": "ls", "timeout_ms": 500, "env": [{"name": "A", "value": None}, {"name": "B"}]}, True),
+        ("run_shell_command", {"command": None}, False),
+        ("run_shell_command", {"dir_path": "/tmp"}, False),
+        ("run_shell_command", {"command": "ls", "timeout_ms": "500"}, False),
+        ("run_shell_command", {"command": "ls", "timeout_ms": 1.5}, False),
+        ("run_shell_command", {"command": "ls", "env": [{"value": "x"}]}, False),
+        ("run_shell_command", {"command": "ls", "env": {"name": "A"}}, False),
+        ("search_notes", {"query": "deploy"}, True),
+        ("search_notes", {"query": "deploy", "mode": "deep", "filters": None, "extra": [1, {"a": 2}]}, True),
+        ("search_notes", {"query": "q", "filters": {"tags": ["a"], "scores": [[1.5, 2]], "archived": False}}, True),
+        ("search_notes", {"query": 1}, False),
+        ("search_notes", {"mode": "fast"}, False),
+        ("search_notes", {"query": "q", "mode": "slow"}, False),
+        ("search_notes", {"query": "q", "filters": {"tags": "a"}}, False),
+        ("search_notes", {"query": "q", "filters": {"scores": [["high"]]}}, False),
+        ("search_notes", {"query": "q", "filters": {"archived": "no"}}, False),
+    ],
+)
+def test_converted_schema_validates_the_right_calls(tool, args, valid):
+    tools = {t.name: t for t in DIALECT.declared_tools(load_json("request-openapi-tools.json"))}
+    assert (validation_error(args, tools[tool].input_schema) is None) is valid
+
+
+def test_openapi_tools_feed_the_ladder():
+    tools = Toolset(DIALECT.declared_tools(load_json("request-openapi-tools.json")))
+    d = resolve(ToolCall(name="Bash", arguments={"command": ["bash", "-lc", "ls -la"], "timeout_ms": None}), tools)
+    assert (d.action, d.target) == (Action.RENAME, "run_shell_command")
+    assert d.arguments_after == {"command": "ls -la", "timeout_ms": None}
+    d = resolve(ToolCall(name="default_api:search_notes", arguments={"query": "x", "filters": None}), tools)
+    assert (d.action, d.step, d.target) == (Action.RENAME, Step.NORMALIZED, "search_notes")
+
+
+def test_openapi_to_jsonschema_is_pure_and_keeps_property_names():
+    schema = {
+        "type": "object",  # lower case is accepted too
+        "properties": {
+            "type": {"type": "STRING", "nullable": False},
+            "nullable": {"type": "BOOLEAN", "nullable": True},
+            "items": {"type": "ARRAY", "items": {"type": "INTEGER"}, "minItems": 1},
+            "choice": {"anyOf": [{"type": "STRING"}, {"type": "NUMBER"}]},
+            "nothing": {"type": "NULL"},
+        },
+        "required": ["type"],
+    }
+    before = copy.deepcopy(schema)
+    out = openapi_to_jsonschema(schema)
+    assert schema == before
+    assert out == {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},
+            "nullable": {"type": ["boolean", "null"]},
+            "items": {"type": "array", "items": {"type": "integer"}, "minItems": 1},
+            "choice": {"anyOf": [{"type": "string"}, {"type": "number"}]},
+            "nothing": {"type": "null"},
+        },
+        "required": ["type"],
+    }
+    jsonschema.Draft202012Validator.check_schema(out)
+    for value in (None, 3, "STRING", [1]):
+        assert openapi_to_jsonschema(value) == value
+
+
+def test_snake_case_declarations_are_read():
+    body = {"contents": [], "tools": [{"function_declarations": [{"name": "read_file", "parameters": {"type": "OBJECT"}}]}]}
+    [tool] = DIALECT.declared_tools(body)
+    assert tool.name == "read_file" and tool.input_schema == {"type": "object"}
+
+
+@pytest.mark.parametrize(
+    "tools,expected",
+    [
+        ([], []),
+        ([None, "x", 3], []),
+        ([{"functionDeclarations": []}], []),
+        ([{"functionDeclarations": [None, "x", {"description": "no name"}, {"name": 3}]}], []),
+        ([{"functionDeclarations": [{"name": "odd", "parameters": "not a schema", "description": 7}]}], [("odd", None, None)]),
+        ([{"functionDeclarations": [{"name": "both", "parametersJsonSchema": {"type": "object"}, "parameters": {"type": "STRING"}}]}], [("both", {"type": "object"}, None)]),
+    ],
+)
+def test_declarations_of_odd_shape_are_skipped(tools, expected):
+    got = DIALECT.declared_tools({"contents": [], "tools": tools})
+    assert [(t.name, t.input_schema, t.description) for t in got] == expected
+
+
+def test_int64_schema_fields_sent_as_strings_give_a_valid_schema():
+    params = {
+        "type": "OBJECT",
+        "properties": {
+            "command": {"type": "STRING", "minLength": "1", "maxLength": "4096"},
+            "args": {"type": "ARRAY", "items": {"type": "STRING"}, "minItems": "0", "maxItems": "16"},
+            "env": {"type": "OBJECT", "maxProperties": "8"},
+        },
+        "required": ["command"],
+    }
+    schema = openapi_to_jsonschema(params)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert validation_error({"command": "ls"}, schema) is None
+    assert validation_error({"command": ""}, schema) is not None
+
+
+def test_rename_to_tool_with_string_int64_schema_fields():
+    body = {
+        "contents": [],
+        "tools": [{"functionDeclarations": [{
+            "name": "run_shell_command",
+            "parameters": {"type": "OBJECT", "properties": {"command": {"type": "STRING", "maxLength": "4096"}}, "required": ["command"]},
+        }]}],
+    }
+    d = resolve(ToolCall(name="Bash", arguments={"command": "ls"}), Toolset(DIALECT.declared_tools(body)))
+    assert (d.action, d.target) == (Action.RENAME, "run_shell_command"), d.reason
+
+
+# -- system_texts -------------------------------------------------------------------------------
+
+
+def test_system_texts_plain_and_code_assist():
+    plain = load_json("request-gemini-cli.json")
+    wrapped = load_json("request-code-assist.json")
+    assert DIALECT.system_texts(plain) == [plain["systemInstruction"]["parts"][0]["text"]]
+    assert DIALECT.system_texts(wrapped) == [wrapped["request"]["systemInstruction"]["parts"][0]["text"]]
+
+
+@pytest.mark.parametrize(
+    "system,texts",
+    [
+        (None, []),
+        ("be brief", ["be brief"]),
+        ({"parts": [{"text": "one"}, {"inlineData": {"mimeType": "text/plain", "data": "eA=="}}, {"text": "two"}, "x", {"text": 3}]}, ["one", "two"]),
+        ({"role": "user"}, []),
+        ({"parts": []}, []),
+        (7, []),
+    ],
+)
+def test_system_texts_shapes(system, texts):
+    body: dict = {"contents": []}
+    if system is not None:
+        body["systemInstruction"] = system
+    assert DIALECT.system_texts(body) == texts
+
+
+def test_system_texts_router_classifier_and_headless():
+    assert DIALECT.system_texts(load_json("request-router-classifier.json")) == ["Classify the task. Answer in JSON."]
+    assert DIALECT.declared_tools(load_json("request-router-classifier.json")) == []
+
+
+# -- apply_request ------------------------------------------------------------------------------
+
+RENAME = {"run_shell_command": "shell_exec", "read_file": "fs_read"}
+
+
+def _all_names(req: dict) -> dict[str, list[str]]:
+    calls, results = [], []
+    for content in req.get("contents", []):
+        for part in content.get("parts", []):
+            if "functionCall" in part:
+                calls.append(part["functionCall"]["name"])
+            if "functionResponse" in part:
+                results.append(part["functionResponse"]["name"])
+    decls = [d["name"] for t in req.get("tools", []) for d in t.get("functionDeclarations", [])]
+    allowed = req.get("toolConfig", {}).get("functionCallingConfig", {}).get("allowedFunctionNames", [])
+    return {"decls": decls, "calls": calls, "results": results, "allowed": allowed}
+
+
+def _renamed(names: list[str], rename: dict[str, str]) -> list[str]:
+    return [rename.get(n, n) for n in names]
+
+
+@pytest.mark.parametrize("fixture", ["request-gemini-cli.json", "request-openapi-tools.json", "request-code-assist.json"])
+def test_rename_map_renames_every_name_slot_consistently(fixture):
+    original = load_json(fixture)
+    body = copy.deepcopy(original)
+    assert DIALECT.apply_request(body, Plan(rename_map=RENAME)) is True
+    inner_before = original.get("request", original)
+    inner_after = body.get("request", body)
+    before, after = _all_names(inner_before), _all_names(inner_after)
+    for slot in before:
+        assert after[slot] == _renamed(before[slot], RENAME), slot
+    # the transcript stays consistent: every call and result names a declared tool
+    assert set(after["calls"]) | set(after["results"]) | set(after["allowed"]) <= set(after["decls"])
+    # nothing else moved: undo the renames and the body is the original
+    undo = {v: k for k, v in RENAME.items()}
+    restored = copy.deepcopy(body)
+    restored_inner = restored.get("request", restored)
+    for tool in restored_inner["tools"]:
+        for decl in tool.get("functionDeclarations", []):
+            decl["name"] = undo.get(decl["name"], decl["name"])
+    for content in restored_inner["contents"]:
+        for part in content["parts"]:
+            for key in ("functionCall", "functionResponse"):
+                if key in part:
+                    part[key]["name"] = undo.get(part[key]["name"], part[key]["name"])
+    fcc = restored_inner.get("toolConfig", {}).get("functionCallingConfig", {})
+    if "allowedFunctionNames" in fcc:
+        fcc["allowedFunctionNames"] = [undo.get(n, n) for n in fcc["allowedFunctionNames"]]
+    assert restored == original
+
+
+def test_rename_keeps_ids_signatures_and_built_ins():
+    body = load_json("request-gemini-cli.json")
+    DIALECT.apply_request(body, Plan(rename_map=RENAME))
+    model_turn = body["contents"][1]["parts"][0]
+    assert model_turn["functionCall"]["name"] == "shell_exec"
+    assert model_turn["thoughtSignature"] == "c2lnLWZpeHR1cmUtMDE="
+    assert body["contents"][3]["parts"][0]["functionCall"] == {"id": "fc-fixture-0002", "name": "fs_read", "args": {"file_path": "src/[main].c", "start_line": 10}}
+    assert body["contents"][4]["parts"][0]["functionResponse"]["id"] == "fc-fixture-0002"
+    assert body["contents"][5]["parts"][0]["functionCall"]["name"] == "google_web_search"
+    openapi = load_json("request-openapi-tools.json")
+    DIALECT.apply_request(openapi, Plan(rename_map={"googleSearch": "x", "run_shell_command": "shell_exec"}))
+    assert openapi["tools"][1:] == [{"googleSearch": {}}, {"codeExecution": {}}, {"urlContext": {}}]
+    assert openapi["toolConfig"]["functionCallingConfig"] == {"mode": "ANY", "allowedFunctionNames": ["shell_exec", "search_notes"]}
+
+
+@pytest.mark.parametrize("fixture", ["request-gemini-cli.json", "request-openapi-tools.json", "request-code-assist.json", "request-router-classifier.json"])
+def test_empty_plan_or_unknown_names_change_nothing(fixture):
+    body = load_json(fixture)
+    assert DIALECT.apply_request(body, Plan()) is False
+    assert DIALECT.apply_request(body, Plan(rename_map={"not_declared": "x"})) is False
+    assert body == load_json(fixture)
+
+
+SENTENCE = "Call tools only by the exact names declared in this request, which include glob and write_file."
+
+
+def test_sentence_appended_to_existing_system_instruction():
+    body = load_json("request-gemini-cli.json")
+    assert DIALECT.apply_request(body, Plan(prompt_sentence=SENTENCE)) is True
+    original = load_json("request-gemini-cli.json")
+    assert body["systemInstruction"] == {
+        "role": "user",
+        "parts": original["systemInstruction"]["parts"] + [{"text": SENTENCE}],
+    }
+    assert {k: v for k, v in body.items() if k != "systemInstruction"} == {
+        k: v for k, v in original.items() if k != "systemInstruction"
+    }
+    assert DIALECT.system_texts(body)[-1] == SENTENCE
+
+
+def test_sentence_creates_system_instruction_when_absent():
+    body = load_json("request-openapi-tools.json")
+    assert "systemInstruction" not in body
+    assert DIALECT.apply_request(body, Plan(prompt_sentence=SENTENCE)) is True
+    assert body["systemInstruction"] == {"parts": [{"text": SENTENCE}]}
+    assert DIALECT.system_texts(body) == [SENTENCE]
+
+
+def test_sentence_goes_inside_the_code_assist_request():
+    body = load_json("request-code-assist.json")
+    assert DIALECT.apply_request(body, Plan(prompt_sentence=SENTENCE, rename_map=RENAME)) is True
+    assert "systemInstruction" not in body
+    assert body["request"]["systemInstruction"]["parts"][-1] == {"text": SENTENCE}
+    assert len(body["request"]["systemInstruction"]["parts"]) == 2
+    assert {k: body[k] for k in ("model", "project", "user_prompt_id")} == {
+        k: load_json("request-code-assist.json")[k] for k in ("model", "project", "user_prompt_id")
+    }
+    assert _all_names(body["request"])["calls"] == ["shell_exec"]
+
+
+def test_sentence_appended_to_string_system_instruction():
+    body = {"contents": [], "systemInstruction": "be brief"}
+    assert DIALECT.apply_request(body, Plan(prompt_sentence=SENTENCE)) is True
+    assert body["systemInstruction"] == "be brief\n\n" + SENTENCE
+
+
+def test_make_plan_names_the_unmentioned_tools():
+    body = load_json("request-gemini-cli.json")
+    tools = Toolset(DIALECT.declared_tools(body))
+    plan = make_plan(tools, DIALECT.system_texts(body), add_sentence=True)
+    # the fixture's system text mentions read_file and run_shell_command only
+    assert "read_file" not in plan.unmentioned and "run_shell_command" not in plan.unmentioned
+    assert plan.unmentioned == [n for n in tools.names() if n not in ("read_file", "run_shell_command")]
+    DIALECT.apply_request(body, plan)
+    assert body["systemInstruction"]["parts"][-1]["text"] == plan.prompt_sentence
+
+
+def test_sentence_goes_into_snake_case_system_instruction():
+    body = {"contents": [], "system_instruction": {"parts": [{"text": "sys"}]}, "tools": [{"function_declarations": [{"name": "glob"}]}]}
+    DIALECT.apply_request(body, Plan(prompt_sentence=SENTENCE))
+    assert "systemInstruction" not in body
+    assert body["system_instruction"]["parts"] == [{"text": "sys"}, {"text": SENTENCE}]
+
+
+def test_rename_reaches_snake_case_declarations():
+    body = {
+        "contents": [
+            {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {}}}]},
+        ],
+        "tools": [{"function_declarations": [{"name": "read_file"}]}],
+    }
+    DIALECT.apply_request(body, Plan(rename_map={"read_file": "fs_read"}))
+    assert body["tools"][0]["function_declarations"][0]["name"] == "fs_read"
+    assert body["contents"][0]["parts"][0]["functionCall"]["name"] == "fs_read"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"contents": [None, 3, {"parts": None}, {"parts": [None, "x", {"functionCall": "x"}, {"functionResponse": None}]}]},
+        {"contents": [], "tools": [None, {"functionDeclarations": None}, {"functionDeclarations": [None, {"name": 3}]}]},
+        {"contents": [], "toolConfig": {"functionCallingConfig": {"allowedFunctionNames": [3, None]}}},
+        {"contents": [], "toolConfig": {"functionCallingConfig": None}},
+        {"contents": [], "toolConfig": "x"},
+        {"contents": [], "systemInstruction": {"role": "user"}},
+        {"contents": [], "systemInstruction": 5},
+    ],
+)
+def test_apply_request_tolerates_odd_shapes(body):
+    before = copy.deepcopy(body)
+    DIALECT.apply_request(body, Plan(rename_map={"x": "y"}, prompt_sentence=SENTENCE))
+    # only the sentence may have been added; nothing odd was touched
+    body.pop("systemInstruction", None)
+    before.pop("systemInstruction", None)
+    assert body == before
+
+
+# -- rewrite_response (whole JSON) --------------------------------------------------------------
+
+
+def test_foreign_calls_in_json_answer_are_repaired():
+    body = load_json("response-foreign-tool.json")
+    rec = Recorder()
+    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    original = load_json("response-foreign-tool.json")
+    parts = body["candidates"][0]["content"]["parts"]
+    assert parts[0] == original["candidates"][0]["content"]["parts"][0]
+    assert parts[1] == {
+        "functionCall": {"name": "run_shell_command", "args": {"command": "git status --short"}},
+        "thoughtSignature": "c2lnLWZpeHR1cmUtMDI=",
+    }
+    assert parts[2] == {"functionCall": {"id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "src/[main].c"}}}
+    body["candidates"][0]["content"]["parts"] = original["candidates"][0]["content"]["parts"]
+    assert body == original
+    assert [(c.name, c.id) for c in rec.calls] == [("Bash", None), ("Read", "fc-fixture-0003")]
+    assert [d.action for d in rec.decisions] == [Action.RENAME, Action.RENAME]
+
+
+def test_declared_calls_in_json_answer_are_kept():
+    body = load_json("response-declared-tool.json")
+    rec = Recorder()
+    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert body == load_json("response-declared-tool.json")
+    assert [d.action for d in rec.decisions] == [Action.KEEP, Action.KEEP]
+
+
+def test_json_array_answer_is_rewritten_element_by_element():
+    body = orjson.loads(load_bytes("stream-foreign-tool-array.json"))
+    expected = copy.deepcopy(body)
+    assert [expect_rewritten(e) for e in expected] == [False, True, False, True, True, False]
+    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is True
+    assert body == expected
+
+
+def test_code_assist_json_answer_is_unwrapped():
+    inner = load_json("response-foreign-tool.json")
+    body = {"response": inner, "traceId": "trace-fixture-02"}
+    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is True
+    assert body["traceId"] == "trace-fixture-02"
+    assert [c["name"] for c in calls_in(body)] == ["run_shell_command", "read_file"]
+
+
+def test_prefixed_name_is_renamed_and_args_fitted():
+    body = {"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "default_api:read_file", "args": {"file_path": "a.py", "start_line": "3"}}},
+    ]}}]}
+    rec = Recorder()
+    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    assert calls_in(body) == [{"name": "read_file", "args": {"file_path": "a.py", "start_line": 3}}]
+    assert rec.decisions[0].step is Step.NORMALIZED
+
+
+def test_br30_withheld_shell_is_left_in_json_answer():
+    body = load_json("response-br30-shell.json")
+    rec = Recorder("request-headless-no-shell.json")
+    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert body == load_json("response-br30-shell.json")
+    [d] = rec.decisions
+    assert d.action is Action.LEAVE and d.target is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"candidates": []},
+        {"candidates": None},
+        {"candidates": [None, "x", {}, {"content": None}, {"content": {"parts": None}}]},
+        {"candidates": [{"content": {"parts": [None, "x", {"functionCall": None}, {"functionCall": {"args": {}}}]}}]},
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": 3, "args": {}}}]}}]},
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "Bash", "args": "ls -la"}}]}}]},
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": "Bash"}}]}}]},
+        {"promptFeedback": {"blockReason": "SAFETY"}},
+        {"error": {"code": 500, "message": "x", "status": "INTERNAL"}},
+        {"response": None},
+        [],
+        [None, 3, {"candidates": None}],
+        "text",
+        None,
+    ],
+)
+def test_rewrite_response_odd_shapes_change_nothing(body):
+    before = copy.deepcopy(body)
+    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert body == before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"candidates": 5},
+        {"candidates": [{"content": {"parts": 5}}]},
+        {"response": {"candidates": True}},
+    ],
+)
+def test_rewrite_response_non_iterable_fields_do_not_raise(body):
+    before = copy.deepcopy(body)
+    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert body == before
+
+
+# -- GeminiStream: SSE ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fixture,eol,req",
+    [
+        ("stream-foreign-tool.sse", b"\n", "request-gemini-cli.json"),
+        ("stream-foreign-tool-crlf.sse", b"\r\n", "request-gemini-cli.json"),
+        ("stream-code-assist.sse", b"\r\n", "request-code-assist.json"),
+        ("stream-declared-tool.sse", b"\r\n", "request-gemini-cli.json"),
+    ],
+)
+def test_sse_stream_random_splits(fixture, eol, req):
+    data = load_bytes(fixture)
+    expected = expected_sse(data, eol)
+    for seed in SEEDS:
+        out, rw, rec = run_stream(random_chunks(data, random.Random(seed)), Recorder(req))
+        assert out == expected, f"seed {seed}"
+        assert rw.error is None
+    whole, _, rec = run_stream([data], Recorder(req))
+    assert whole == expected
+    if fixture == "stream-declared-tool.sse":
+        assert whole == data
+        assert all(d.action is Action.KEEP for d in rec.decisions)
+
+
+def test_sse_foreign_calls_get_fitted_arguments():
+    out, _, rec = run_stream([load_bytes("stream-foreign-tool-crlf.sse")])
+    events = [orjson.loads(b[len(b"data: ") :]) for b in out.split(b"\r\n\r\n") if b]
+    calls = [c for e in events for c in calls_in(e)]
+    assert calls == [
+        {"name": "run_shell_command", "args": {"command": 'ls -la "src/[x]"'}},
+        {"name": "read_file", "args": {"file_path": "C:\\temp\\", "start_line": 3}},
+        {"name": "run_shell_command", "args": {"command": 'grep -n "\\\\]" notes.txt'}},
+        {"id": "fc-fixture-0004", "name": "run_shell_command", "args": {"command": "make test", "dir_path": "/repo"}},
+    ]
+    assert [(d.name, d.action, d.step) for d in rec.decisions] == [
+        ("default_api:run_shell_command", Action.RENAME, Step.NORMALIZED),
+        ("read_file", Action.KEEP, Step.DECLARED),
+        ("Bash", Action.RENAME, Step.CAPABILITY),
+        ("shell", Action.RENAME, Step.CAPABILITY),
+    ]
+    assert rec.decisions[1].call_id is None and rec.decisions[3].call_id == "fc-fixture-0004"
+    # the thought signature stays on the rewritten part
+    assert events[1]["candidates"][0]["content"]["parts"][0]["thoughtSignature"] == "c2lnLWZpeHR1cmUtMDM="
+    assert b"\n" not in out.replace(b"\r\n", b"")
+
+
+def test_sse_events_go_out_as_each_completes():
+    data = load_bytes("stream-foreign-tool.sse")
+    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    expected = sse_blocks(expected_sse(data, b"\n"), b"\n")
+    for block, want in zip(sse_blocks(data, b"\n"), expected):
+        head, last = block[:-1], block[-1:]
+        assert rw.feed(head) == []  # not complete until its blank line
+        assert b"".join(rw.feed(last)) == want
+    assert rw.finish() == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"data: {not json}\n\n",
+        b": keep-alive\r\n\r\ndata: [1, 2]\r\n\r\n",
+        b'data: {"candidates": "x"}\n\n{"error": {"code": 500, "message": "raw line outside data"}}\n',
+        b"event: odd\ndata: 42\n\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"Bash\"",
+        b"\xff\xfe garbage \x00\n\n",
+    ],
+)
+def test_sse_garbage_passes_unchanged(data):
+    for seed in range(20):
+        out, _, _ = run_stream(random_chunks(data, random.Random(seed), 1, 8))
+        assert out == data, f"seed {seed}"
+
+
+# -- GeminiStream: bare JSON array --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fixture,req",
+    [
+        ("stream-foreign-tool-array.json", "request-gemini-cli.json"),
+        ("stream-declared-tool-array.json", "request-gemini-cli.json"),
+        ("stream-code-assist-array.json", "request-code-assist.json"),
+        ("stream-error-array.json", "request-gemini-cli.json"),
+    ],
+)
+def test_array_stream_random_splits(fixture, req):
+    data = load_bytes(fixture)
+    expected = expected_array(data)
+    for seed in SEEDS:
+        out, rw, _ = run_stream(random_chunks(data, random.Random(seed)), Recorder(req))
+        assert out == expected, f"seed {seed}"
+        assert rw.error is None
+    assert run_stream([data], Recorder(req))[0] == expected
+    if fixture in ("stream-declared-tool-array.json", "stream-error-array.json"):
+        assert expected == data
+
+
+def test_array_foreign_calls_rewritten_with_fitted_args_and_everything_else_identical():
+    data = load_bytes("stream-foreign-tool-array.json")
+    out, _, rec = run_stream(random_chunks(data, random.Random(7)))
+    elements = orjson.loads(out)
+    calls = [c for e in elements for c in calls_in(e)]
+    assert calls == [
+        {"name": "run_shell_command", "args": {"command": 'ls -la "src/[x]"'}},
+        {"name": "read_file", "args": {"file_path": "C:\\temp\\", "start_line": 3}},
+        {"name": "run_shell_command", "args": {"command": 'grep -n "\\\\]" notes.txt'}},
+        {"id": "fc-fixture-0004", "name": "run_shell_command", "args": {"command": "make test", "dir_path": "/repo"}},
+    ]
+    # the unchanged elements (text with brackets/quotes/backslashes, nested arrays) are byte-identical
+    pieces = array_pieces(data)
+    untouched = [raw for kind, raw in pieces if kind != "el" or not expect_rewritten(orjson.loads(raw))]
+    for raw in untouched:
+        assert raw in out
+    assert [d.action for d in rec.decisions] == [Action.RENAME, Action.KEEP, Action.RENAME, Action.RENAME]
+
+
+def _checkpoints(data: bytes) -> list[bytes]:
+    """For each upstream prefix length n (1..len), what must have been emitted after n bytes:
+    every byte outside elements at once, each element as soon as its last byte arrives."""
+    marks: list[bytes] = []
+    done = b""
+    for kind, raw in array_pieces(data):
+        if kind == "sep":
+            for k in range(1, len(raw) + 1):
+                marks.append(done + raw[:k])
+            done += raw
+        elif kind == "el":
+            marks.extend([done] * (len(raw) - 1))
+            done += expected_piece(kind, raw)
+            marks.append(done)
+        else:  # an element that never closes: held until the end
+            marks.extend([done] * len(raw))
+    return marks
+
+
+@pytest.mark.parametrize("fixture", ["stream-foreign-tool-array.json", "stream-code-assist-array.json", "stream-truncated-array.json"])
+def test_array_elements_go_out_as_soon_as_each_closes(fixture):
+    data = load_bytes(fixture)
+    request = "request-code-assist.json" if "code-assist" in fixture else "request-gemini-cli.json"
+    rw = DIALECT.stream_rewriter(Recorder(request), Plan())
+    marks = _checkpoints(data)
+    emitted = b""
+    for n in range(len(data)):
+        emitted += b"".join(rw.feed(data[n : n + 1]))
+        assert emitted == marks[n], f"after {n + 1} bytes"
+    emitted += b"".join(rw.finish())
+    assert emitted == expected_array(data)
+
+
+def test_array_is_not_buffered_whole_when_fed_element_by_element():
+    data = load_bytes("stream-foreign-tool-array.json")
+    pieces = array_pieces(data)
+    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    sent = b""
+    for kind, raw in pieces:
+        got = b"".join(rw.feed(raw))
+        assert got == expected_piece(kind, raw)  # each element out in the same call it closed
+        sent += got
+    assert rw.finish() == []
+    assert sent == expected_array(data)
+
+
+def test_truncated_array_passes_the_open_element_unchanged():
+    data = load_bytes("stream-truncated-array.json")
+    pieces = array_pieces(data)
+    assert pieces[-1][0] == "rest" and b'"Ba' in pieces[-1][1]
+    expected = expected_array(data)
+    assert expected.endswith(pieces[-1][1])
+    for seed in SEEDS:
+        out, _, _ = run_stream(random_chunks(data, random.Random(seed)))
+        assert out == expected, f"seed {seed}"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[",
+        b"[\n",
+        b"[]",
+        b"[ ]\n",
+        b'[{"candidates": [}]',
+        b"[not json at all",
+        b"[{]}",
+        b'[1, "a", null, true, {"x": ]',
+        b"[[[[",
+        b'[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash","args":{"command":"ls"}}}]}}]',
+        b'[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash","args":{"command":"ls"}}}]}}], }',
+        b'[{"functionCall": {"name": "Bash"}, }]',
+        b'[{"candidates": "\xff\xfe"}]',
+        b'[{"text": "unterminated \\"string ]}',
+        b'[1, 2, "{\\"candidates\\": []}", [3, [4]]]',
+        b"[[{\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"Bash\",\"args\":{\"command\":\"ls\"}}}]}}]}]]",
+    ],
+)
+def test_array_garbage_passes_unchanged(data):
+    for seed in range(20):
+        out, _, _ = run_stream(random_chunks(data, random.Random(seed), 1, 6))
+        assert out == data, f"seed {seed}"
+
+
+FOREIGN_ELEMENT = b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash","args":{"command":"echo \\"[}\\\\\\""}}}]}}]}'
+
+
+@pytest.mark.parametrize(
+    "before,after",
+    [
+        (b"[", b"]"),
+        (b"[\n\n,\r\n , ,\t", b" ,, \n]\r\n"),
+        (b'["{", "\\"[", 1, null, [2, ["]"]], ', b", {}]"),
+        (b'[{"candidates":[]}, "text with } and ] and \\\\", ', b"\n,\n" + FOREIGN_ELEMENT + b"]"),
+    ],
+)
+def test_array_foreign_element_between_odd_separators_and_scalars(before, after):
+    data = before + FOREIGN_ELEMENT + after
+    rewritten = orjson.loads(FOREIGN_ELEMENT)
+    assert expect_rewritten(rewritten)
+    assert calls_in(rewritten) == [{"name": "run_shell_command", "args": {"command": 'echo "[}\\"'}}]
+    expected = before + orjson.dumps(rewritten) + after.replace(FOREIGN_ELEMENT, orjson.dumps(rewritten))
+    for seed in range(30):
+        out, rw, _ = run_stream(random_chunks(data, random.Random(seed), 1, 8))
+        assert out == expected, f"seed {seed}"
+        assert rw.error is None
+
+
+def test_leading_blank_bytes_before_the_array_are_kept():
+    data = b"\r\n  \n" + load_bytes("stream-code-assist-array.json")
+    rec = Recorder("request-code-assist.json")
+    out, _, _ = run_stream([data[:1], data[1:3], data[3:5], data[5:]], rec)
+    assert out == b"\r\n  \n" + expected_array(load_bytes("stream-code-assist-array.json"))
+    for seed in range(20):
+        got, _, _ = run_stream(random_chunks(data, random.Random(seed), 1, 16), Recorder("request-code-assist.json"))
+        assert got == out, f"seed {seed}"
+    assert run_stream([data], Recorder("request-code-assist.json"))[0] == out  # blank bytes and "[" in one chunk
+    only_blank, _, _ = run_stream([b"\r\n", b"  "])
+    assert only_blank == b"\r\n  "
+
+
+def test_array_of_code_assist_chunks_unwraps_each():
+    out, _, rec = run_stream([load_bytes("stream-code-assist-array.json")], Recorder("request-code-assist.json"))
+    chunks = orjson.loads(out)
+    assert [c["traceId"] for c in chunks] == ["trace-fixture-01"] * 3
+    assert calls_in(chunks[1]) == [{"name": "run_shell_command", "args": {"command": "git diff --stat"}}]
+    assert [d.action for d in rec.decisions] == [Action.RENAME]
+
+
+@pytest.mark.parametrize("split", ["whole", "bytewise"])
+def test_array_element_that_breaks_the_rewrite_is_passed_unchanged(split):
+    good = b'{"candidates":[{"content":{"parts":[{"text":"ok"}]}}]}'
+    bad = b'{"candidates":5}'
+    data = b"[" + good + b",\r\n" + bad + b",\r\n" + good + b"]"
+    chunks = [data] if split == "whole" else [data[i : i + 1] for i in range(len(data))]
+    out, _, _ = run_stream(chunks)
+    assert out == data
+
+
+def test_sse_event_of_odd_shape_passes_unchanged_and_the_rest_is_still_repaired():
+    bad = b'data: {"candidates":5}\r\n\r\n'
+    data = bad + load_bytes("stream-foreign-tool-crlf.sse")
+    expected = bad + run_stream([load_bytes("stream-foreign-tool-crlf.sse")])[0]
+    for seed in range(10):
+        out, rw, _ = run_stream(random_chunks(data, random.Random(seed)))
+        assert out.startswith(bad) and out == expected, f"seed {seed}"
+        assert rw.error is None
+
+
+def test_sse_event_that_breaks_the_rewrite_is_passed_unchanged(monkeypatch):
+    data = load_bytes("stream-foreign-tool-crlf.sse")
+
+    def boom(*args, **kwargs):
+        raise TypeError("injected")
+
+    monkeypatch.setattr(gemini_module, "_rewrite_candidates", boom)
+    for seed in range(10):
+        out, rw, _ = run_stream(random_chunks(data, random.Random(seed)))
+        assert out == data, f"seed {seed}"  # contained: the rest passes through untouched
+        assert rw.error and "TypeError" in rw.error
+
+
+def test_salvage_returns_every_held_byte():
+    data = load_bytes("stream-foreign-tool-array.json")
+    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    cut = data.index(b'"Bash"')
+    sent = b"".join(rw.feed(data[:cut]))
+    sent += b"".join(rw.salvage())
+    assert array_pieces(data[:cut])[-1][0] == "rest"
+    assert sent == expected_array(data[:cut])  # the open element comes back unchanged
+    # afterwards everything passes through untouched
+    assert b"".join(rw.feed(data[cut:])) == data[cut:]
+
+
+# -- BR-30: the client withheld its shell ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("framing", ["sse", "array"])
+def test_br30_withheld_shell_is_left_in_streams(framing):
+    element = load_json("response-br30-shell.json")
+    if framing == "sse":
+        data = b"data: " + orjson.dumps(element) + b"\r\n\r\n"
+    else:
+        data = b"[" + json.dumps(element, indent=2).encode() + b"\n]"
+    for seed in range(10):
+        rec = Recorder("request-headless-no-shell.json")
+        out, _, _ = run_stream(random_chunks(data, random.Random(seed)), rec)
+        assert out == data
+        [d] = rec.decisions
+        assert d.name == "run_shell_command" and d.action is Action.LEAVE
+
+
+# -- addon hooks (taddons) ------------------------------------------------------------------------
+
+GEMINI_HOST = "generativelanguage.googleapis.com"
+VERTEX_HOST = "us-central1-aiplatform.googleapis.com"
+CODE_ASSIST_HOST = "cloudcode-pa.googleapis.com"
+STREAM_PATH = "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+JSON_TYPE = "application/json; charset=UTF-8"
+SSE_TYPE = "text/event-stream"
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """One mitmproxy test context with the script loaded once for this module."""
+    with taddons.context() as tctx:
+        module = tctx.script(str(ADDON))
+        assert module is not None, "the script failed to load"
+        # tctx.script only registers the script; put it in the chain as the ScriptLoader does,
+        # so option changes reach its configure().
+        tctx.master.addons.chain.append(module)
+        yield tctx, module
+
+
+@dataclass
+class Env:
+    tctx: taddons.context
+    module: Any
+    addon: Any
+
+    def configure(self, **options) -> None:
+        self.tctx.configure(self.module, **options)
+
+
+@pytest.fixture
+def env(loaded):
+    tctx, module = loaded
+    ctx.master = tctx.master  # another module may have created a Master since
+    ctx.options = tctx.options
+    e = Env(tctx, module, module.addons[0])
+    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+    yield e
+    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+
+
+def make_flow(
+    body: bytes | dict | list | None,
+    *,
+    path: str = STREAM_PATH,
+    method: str = "POST",
+    host: str = GEMINI_HOST,
+    upstream: bytes = b"",
+    resp_type: str | None = JSON_TYPE,
+    resp_headers: list[tuple[str, str]] | None = None,
+    status: int = 200,
+    http_version: str = "HTTP/1.1",
+) -> http.HTTPFlow:
+    content = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+    req_headers = [
+        ("host", host),
+        ("content-type", "application/json"),
+        ("accept-encoding", "gzip, deflate"),
+        ("x-goog-api-key", "fixture-key"),
+        ("user-agent", "GeminiCLI/0.61.0 (linux; x64)"),
+    ]
+    if content is not None:
+        req_headers.append(("content-length", str(len(content))))
+    req = tutils.treq(
+        method=method.encode(),
+        host=host,
+        port=443,
+        scheme=b"https",
+        authority=b"",
+        path=path.encode(),
+        http_version=http_version.encode(),
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in req_headers]),
+        content=content,
+    )
+    rh = list(resp_headers or [])
+    if resp_type is not None:
+        rh.insert(0, ("content-type", resp_type))
+    resp = tutils.tresp(
+        status_code=status,
+        http_version=http_version.encode(),
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in rh]),
+        content=upstream,
+    )
+    return tflow.tflow(req=req, resp=resp)
+
+
+@dataclass
+class Result:
+    out: bytes
+    streamed: str  # "callable", "passthrough" or "buffered"
+    record: dict | None
+    per_call: list[bytes]  # what each stream-callable call returned, joined
+
+
+async def _replay(env: Env, f: http.HTTPFlow, chunks: list[bytes] | None, rnd: random.Random) -> Result:
+    mgr = env.tctx.master.addons
+    upstream = f.response.raw_content if f.response else None
+    await mgr.invoke_addon(env.module, hl.HttpRequestHeadersHook(f))
+    await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
+    assert f.response is not None
+    f.response.stream = False
+    await mgr.invoke_addon(env.module, hl.HttpResponseHeadersHook(f))
+    stream = f.response.stream
+    per_call: list[bytes] = []
+    if callable(stream):
+        parts = chunks if chunks is not None else random_chunks(upstream or b"", rnd)
+        for part in parts + [b""]:
+            got = stream(part)
+            items = [got] if isinstance(got, bytes) else list(got)
+            if part:
+                assert got != b"" and b"" not in items, "stream callable returned b'' mid-stream"
+            assert all(isinstance(i, bytes) for i in items)
+            per_call.append(b"".join(items))
+        out, kind = b"".join(per_call), "callable"
+        f.response.raw_content = None
+    elif stream is True:
+        out, kind = upstream or b"", "passthrough"
+        f.response.raw_content = None
+    else:
+        out, kind = None, "buffered"
+    await mgr.invoke_addon(env.module, hl.HttpResponseHook(f))
+    if out is None:
+        out = f.response.raw_content or b""
+    return Result(out=out, streamed=kind, record=f.metadata.get(KEY), per_call=per_call)
+
+
+def replay(env: Env, f: http.HTTPFlow, seed: int = 0, chunks: list[bytes] | None = None) -> Result:
+    result = asyncio.run(_replay(env, f, chunks, random.Random(seed)))
+    assert f.id not in env.addon._states, "per-flow state must not outlive the flow"
+    return result
+
+
+def request_json(f: http.HTTPFlow) -> Any:
+    return orjson.loads(f.request.content)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_addon_stream_without_alt_rewrites_the_array(env, seed):
+    upstream = load_bytes("stream-foreign-tool-array.json")
+    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream, resp_headers=[("content-length", str(len(upstream)))])
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    assert r.out == expected_array(upstream)
+    assert "content-length" not in f.response.headers
+    assert f.response.headers["transfer-encoding"] == "chunked"
+    rec = r.record
+    assert rec["dialect"] == "gemini" and rec["streamed"] is True and rec["skipped"] is None
+    assert rec["response_changed"] is True and rec["request_changed"] is True and rec["notes"] == []
+    assert [(d["name"], d["action"], d["target"]) for d in rec["decisions"]] == [
+        ("default_api:run_shell_command", "rename", "run_shell_command"),
+        ("read_file", "keep", "read_file"),
+        ("Bash", "rename", "run_shell_command"),
+        ("shell", "rename", "run_shell_command"),
+    ]
+    assert rec["decisions"][3]["arguments_after"] == {"command": "make test", "dir_path": "/repo"}
+    # request: sentence appended to systemInstruction, nothing else changed
+    sent, original = request_json(f), load_json("request-gemini-cli.json")
+    assert sent["systemInstruction"]["parts"][:-1] == original["systemInstruction"]["parts"]
+    assert sent["systemInstruction"]["parts"][-1]["text"] == rec["prompt_sentence"]
+    assert {k: v for k, v in sent.items() if k != "systemInstruction"} == {
+        k: v for k, v in original.items() if k != "systemInstruction"
+    }
+    assert f.request.headers["accept-encoding"] == "identity"
+    assert f.marked == ":wrench:" and "Bash→run_shell_command" in f.comment
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_addon_array_after_leading_blank_bytes(env, seed):
+    upstream = b"\r\n " + load_bytes("stream-code-assist-array.json")
+    f = make_flow(load_json("request-code-assist.json"), host=CODE_ASSIST_HOST, path="/v1internal:streamGenerateContent", upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == b"\r\n " + expected_array(load_bytes("stream-code-assist-array.json"))
+    assert r.record["response_changed"] is True
+
+
+def test_addon_array_elements_leave_the_callable_as_each_closes(env):
+    upstream = load_bytes("stream-foreign-tool-array.json")
+    pieces = array_pieces(upstream)
+    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream)
+    r = replay(env, f, chunks=[raw for _, raw in pieces])
+    assert r.per_call[:-1] == [expected_piece(kind, raw) for kind, raw in pieces]
+    assert r.per_call[-1] == b""
+    assert r.out == expected_array(upstream)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize(
+    "host,path,fixture,req",
+    [
+        (GEMINI_HOST, STREAM_PATH + "?alt=sse", "stream-foreign-tool.sse", "request-gemini-cli.json"),
+        (VERTEX_HOST, "/v1/projects/demo/locations/us-central1/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "stream-foreign-tool-crlf.sse", "request-gemini-cli.json"),
+        (CODE_ASSIST_HOST, "/v1internal:streamGenerateContent?alt=sse", "stream-code-assist.sse", "request-code-assist.json"),
+    ],
+)
+def test_addon_stream_with_alt_sse_rewrites_events(env, seed, host, path, fixture, req):
+    upstream = load_bytes(fixture)
+    eol = b"\r\n" if b"\r\n" in upstream else b"\n"
+    f = make_flow(load_json(req), host=host, path=path, upstream=upstream, resp_type=SSE_TYPE)
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    assert r.out == expected_sse(upstream, eol)
+    assert r.record["dialect"] == "gemini" and r.record["response_changed"] is True
+    sent = request_json(f)
+    inner = sent["request"] if "request" in sent else sent
+    assert inner["systemInstruction"]["parts"][-1]["text"] == r.record["prompt_sentence"]
+    if "request" in sent:
+        assert "systemInstruction" not in sent
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "path,fixture,resp_type",
+    [
+        (STREAM_PATH, "stream-declared-tool-array.json", JSON_TYPE),
+        (STREAM_PATH + "?alt=sse", "stream-declared-tool.sse", SSE_TYPE),
+    ],
+)
+def test_addon_unchanged_stream_is_byte_identical(env, seed, path, fixture, resp_type):
+    env.configure(toolvocab_mode="repair")
+    upstream = load_bytes(fixture)
+    body = load_json("request-gemini-cli.json")
+    f = make_flow(body, path=path, upstream=upstream, resp_type=resp_type)
+    raw_request = f.request.raw_content
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    assert r.out == upstream
+    assert f.request.raw_content == raw_request
+    rec = r.record
+    assert rec["response_changed"] is False and rec["request_changed"] is False and rec["notes"] == []
+    assert {d["action"] for d in rec["decisions"]} == {"keep"}
+    assert not f.marked
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_addon_observe_mode_array_stream_unchanged_but_recorded(env, seed):
+    env.configure(toolvocab_mode="observe")
+    upstream = load_bytes("stream-foreign-tool-array.json")
+    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream)
+    raw_request = f.request.raw_content
+    r = replay(env, f, seed)
+    assert r.out == upstream and f.request.raw_content == raw_request
+    assert [d["action"] for d in r.record["decisions"]] == ["rename", "keep", "rename", "rename"]
+    assert r.record["response_changed"] is False and f.marked == ":eyes:"
+
+
+@pytest.mark.parametrize("path", [STREAM_PATH, STREAM_PATH + "?alt=sse"])
+@pytest.mark.parametrize("status", [400, 429, 500])
+def test_addon_json_error_object_answered_to_stream_request(env, path, status):
+    upstream = load_bytes("error-invalid-argument.json")
+    f = make_flow(load_json("request-gemini-cli.json"), path=path, upstream=upstream, status=status)
+    r = replay(env, f)
+    assert r.out == upstream
+    assert r.record["decisions"] == [] and r.record["response_changed"] is False
+    assert any(str(status) in n for n in r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_addon_json_error_array_answered_to_stream_request(env, seed):
+    upstream = load_bytes("stream-error-array.json")
+    for status in (200, 429):
+        f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream, status=status)
+        r = replay(env, f, seed)
+        assert r.out == upstream
+        assert r.record["decisions"] == [] and r.record["response_changed"] is False
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("resp_type", [JSON_TYPE, None])
+def test_addon_stream_request_answered_with_json_object_is_rewritten_whole(env, seed, resp_type):
+    # a 200 JSON object (error or a server that did not stream) is buffered inside the callable
+    for name, changed in (("error-invalid-argument.json", False), ("response-foreign-tool.json", True)):
+        upstream = b"\n " + load_bytes(name)
+        f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream, resp_type=resp_type)
+        r = replay(env, f, seed)
+        assert r.streamed == "callable"
+        assert all(out == b"" for out in r.per_call[:-1])  # held until the end
+        if changed:
+            assert [c["name"] for c in calls_in(orjson.loads(r.out))] == ["run_shell_command", "read_file"]
+        else:
+            assert r.out == upstream
+        assert r.record["response_changed"] is changed
+
+
+def test_addon_generate_content_json_answer_repaired(env):
+    upstream = load_bytes("response-foreign-tool.json")
+    f = make_flow(
+        load_json("request-gemini-cli.json"),
+        path="/v1beta/models/gemini-2.5-pro:generateContent",
+        upstream=upstream,
+        resp_headers=[("content-length", str(len(upstream)))],
+    )
+    r = replay(env, f)
+    assert r.streamed == "buffered"
+    body = orjson.loads(r.out)
+    expected = load_json("response-foreign-tool.json")
+    expected["candidates"][0]["content"]["parts"][1]["functionCall"]["name"] = "run_shell_command"
+    expected["candidates"][0]["content"]["parts"][2]["functionCall"] = {
+        "id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "src/[main].c"},
+    }
+    assert body == expected
+    assert f.response.headers["content-length"] == str(len(r.out))
+    assert r.record["response_changed"] is True
+
+
+def test_addon_router_classifier_passes_untouched(env):
+    raw = orjson.dumps(load_json("request-router-classifier.json"))
+    upstream = b'{"candidates":[{"content":{"parts":[{"text":"{\\"reasoning\\":\\"small\\",\\"model_choice\\":\\"flash\\"}"}],"role":"model"},"finishReason":"STOP","index":0}]}'
+    f = make_flow(raw, path="/v1beta/models/gemini-2.5-flash-lite:generateContent", upstream=upstream)
+    headers_before = f.request.headers.copy()
+    r = replay(env, f)
+    assert f.request.raw_content == raw and f.request.headers == headers_before
+    assert r.out == upstream and r.streamed == "buffered"
+    assert r.record["dialect"] == "gemini" and r.record["skipped"] == "the request declares no tools"
+    assert not f.marked
+
+
+def test_addon_code_assist_classifier_passes_untouched(env):
+    body = {"model": "gemini-2.5-flash-lite", "project": "p", "user_prompt_id": "u", "request": load_json("request-router-classifier.json")}
+    raw = orjson.dumps(body)
+    f = make_flow(raw, host=CODE_ASSIST_HOST, path="/v1internal:generateContent", upstream=b'{"response":{"candidates":[]}}')
+    r = replay(env, f)
+    assert f.request.raw_content == raw and r.out == b'{"response":{"candidates":[]}}'
+    assert r.record["skipped"] == "the request declares no tools"
+
+
+@pytest.mark.parametrize("path", ["/v1beta/models/gemini-2.5-pro:countTokens", "/v1internal:countTokens"])
+def test_addon_count_tokens_is_not_handled(env, path):
+    body = load_json("request-code-assist.json") if "internal" in path else load_json("request-gemini-cli.json")
+    raw = orjson.dumps(body)
+    f = make_flow(raw, path=path, upstream=b'{"totalTokens": 12}')
+    r = replay(env, f)
+    assert f.request.raw_content == raw and r.out == b'{"totalTokens": 12}'
+    assert r.record["skipped"] and "not an LLM API request" in r.record["skipped"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("framing", ["sse", "array"])
+def test_addon_br30_withheld_shell_left(env, seed, framing):
+    element = load_json("response-br30-shell.json")
+    if framing == "sse":
+        path, resp_type, upstream = STREAM_PATH + "?alt=sse", SSE_TYPE, b"data: " + orjson.dumps(element) + b"\r\n\r\n"
+    else:
+        path, resp_type, upstream = STREAM_PATH, JSON_TYPE, b"[" + json.dumps(element, indent=2).encode() + b"\n]"
+    f = make_flow(load_json("request-headless-no-shell.json"), path=path, upstream=upstream, resp_type=resp_type)
+    r = replay(env, f, seed)
+    assert r.out == upstream
+    [d] = r.record["decisions"]
+    assert (d["name"], d["action"], d["target"]) == ("run_shell_command", "leave", None)
+    assert r.record["response_changed"] is False
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_addon_truncated_array_passes_the_tail_unchanged(env, seed):
+    upstream = load_bytes("stream-truncated-array.json")
+    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == expected_array(upstream)
+    assert r.out.endswith(array_pieces(upstream)[-1][1])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"contents": [], "tools": 5},
+        {"contents": [], "tools": [{"functionDeclarations": 5}]},
+        {"contents": [5, {"parts": 5}], "tools": [{"functionDeclarations": 5}]},
+    ],
+)
+def test_addon_bad_request_shapes_pass_byte_identical(env, body):
+    raw = orjson.dumps(body)
+    upstream = load_bytes("stream-foreign-tool-array.json")
+    f = make_flow(raw, upstream=upstream)
+    r = replay(env, f)
+    assert f.request.raw_content == raw
+    assert r.out == upstream
+    assert r.record is not None and r.record["decisions"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"contents": [], "systemInstruction": {"parts": 5}, "tools": [{"functionDeclarations": [{"name": "glob"}]}]},
+        {"contents": [5, {"parts": 5}], "tools": [{"functionDeclarations": [{"name": "glob"}]}]},
+    ],
+)
+def test_addon_odd_request_shapes_with_a_usable_tool_are_handled_without_error(env, body):
+    # Odd fields are skipped; the one well-formed declaration still counts.
+    f = make_flow(orjson.dumps(body), upstream=load_bytes("stream-declared-tool-array.json"))
+    r = replay(env, f)
+    assert r.record is not None and r.record["declared"] == ["glob"]
+    assert not any("internal error" in n for n in r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_addon_exception_in_sse_rewrite_passes_the_rest_through(env, monkeypatch, seed):
+    calls = {"n": 0}
+    original = gemini_module.GeminiStream.on_event
+
+    def flaky(self, event):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("injected")
+        return original(self, event)
+
+    monkeypatch.setattr(gemini_module.GeminiStream, "on_event", flaky)
+    upstream = load_bytes("stream-foreign-tool-crlf.sse")
+    f = make_flow(load_json("request-gemini-cli.json"), path=STREAM_PATH + "?alt=sse", upstream=upstream, resp_type=SSE_TYPE)
+    r = replay(env, f, seed)
+    assert r.out == upstream
+    assert any("RuntimeError: injected" in n for n in r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_addon_exception_in_array_rewrite_passes_the_rest_through(env, monkeypatch, seed):
+    calls = {"n": 0}
+    original = gemini_module.GeminiStream._element
+
+    def flaky(self, raw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("injected")
+        return original(self, raw)
+
+    monkeypatch.setattr(gemini_module.GeminiStream, "_element", flaky)
+    upstream = load_bytes("stream-declared-tool-array.json")
+    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == upstream
+    assert any("RuntimeError: injected" in n for n in r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_addon_array_element_of_odd_shape_passes_through(env, seed):
+    upstream = b'[{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]},\r\n{"candidates":5}\r\n]'
+    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == upstream

@@ -1,0 +1,640 @@
+"""The OpenAI Responses dialect (``tvdialects.openai_responses``): detection, declared tools
+(function, custom, namespace, built-ins), the request-side plan over every name slot, whole
+JSON answers with their ``tools`` / ``tool_choice`` echo, and the SSE stream rewriter (also fed
+frame by frame through ``on_unit`` with :class:`tvdialects.base.JSONFrame`, as the WebSocket
+hook does).
+
+Fixtures are synthetic bodies in ``tests/fixtures/openai_responses/`` (see its README): Codex's
+declared tool names and schema keys, invented descriptions, ids and texts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tvdialects import detect
+from tvdialects.base import JSONFrame
+from tvdialects.openai_responses import DIALECT
+from tvdialects.openai_responses import ResponsesStream
+from tvdialects.sse import SSEEvent
+from tvdialects.sse import SSEParser
+from tvengine.ladder import Toolset
+from tvengine.ladder import resolve
+from tvengine.models import Action
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.plan import Plan
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai_responses"
+CODEX = "request-codex.json"
+
+#: The upstream knew exec_command as run_exec and github's create_issue as open_issue
+#: (``stream-upstream-names.sse`` carries those names in its calls and its echo).
+UPSTREAM_RENAME = {"exec_command": "run_exec", "mcp__github__create_issue": "mcp__github__open_issue"}
+
+
+def load_json(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def load_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def events_of(data: bytes) -> list[SSEEvent]:
+    parser = SSEParser()
+    events = parser.feed(data) + parser.close()
+    assert parser.flush() == b""
+    return events
+
+
+def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 96) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(lo, hi)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+class Recorder:
+    """The engine bound to the fixture request's tools and the plan's reverse map."""
+
+    def __init__(self, request: str | dict = CODEX, plan: Plan | None = None) -> None:
+        body = load_json(request) if isinstance(request, str) else request
+        self.tools = Toolset(DIALECT.declared_tools(body))
+        self.plan = plan or Plan()
+        self.calls: list[ToolCall] = []
+        self.decisions = []
+
+    def __call__(self, call: ToolCall):
+        self.calls.append(call)
+        decision = resolve(call, self.tools, self.plan.reverse_map)
+        self.decisions.append(decision)
+        return decision
+
+
+def rewrite_stream(
+    data: bytes, chunks: list[bytes] | None = None, *, plan: Plan | None = None, resolver: Any = None, expect_error: bool = False
+) -> tuple[bytes, Any]:
+    plan = plan or Plan(flow_key="flow-resp-1")
+    resolver = resolver or Recorder(CODEX, plan)
+    rw = DIALECT.stream_rewriter(resolver, plan)
+    assert isinstance(rw, ResponsesStream)
+    out: list[bytes] = []
+    for chunk in chunks if chunks is not None else [data]:
+        got = rw.feed(chunk)
+        assert b"" not in got and all(isinstance(b, bytes) for b in got)
+        out.extend(got)
+    out.extend(rw.finish())
+    if not expect_error:
+        assert rw.error is None, rw.error
+    return b"".join(out), resolver
+
+
+def datas(out: bytes) -> list[dict]:
+    return [e.json() for e in events_of(out)]
+
+
+def by_type(out: bytes, kind: str) -> list[dict]:
+    return [d for d in datas(out) if isinstance(d, dict) and d.get("type") == kind]
+
+
+def completed(out: bytes) -> dict:
+    [event] = by_type(out, "response.completed")
+    return event["response"]
+
+
+def assert_consistent(out: bytes) -> None:
+    """Every place the client can see a call agrees: ``output_item.added`` / ``.done`` items,
+    the argument deltas / ``.done``, and ``response.completed``'s output; sequence numbers
+    stay contiguous; ``event:`` matches ``data.type``."""
+    events = events_of(out)
+    seqs = [e.json()["sequence_number"] for e in events if isinstance(e.json(), dict) and "sequence_number" in e.json()]
+    assert seqs == list(range(len(seqs)))
+    for e in events:
+        if isinstance(e.json(), dict) and e.event is not None:
+            assert e.event == e.json()["type"]
+    added = {d["item"]["id"]: d["item"] for d in by_type(out, "response.output_item.added")}
+    done = {d["item"]["id"]: d["item"] for d in by_type(out, "response.output_item.done")}
+    deltas: dict[str, str] = {}
+    for d in by_type(out, "response.function_call_arguments.delta"):
+        deltas[d["item_id"]] = deltas.get(d["item_id"], "") + d["delta"]
+    args_done = {d["item_id"]: d["arguments"] for d in by_type(out, "response.function_call_arguments.done")}
+    final = {i["id"]: i for i in completed(out)["output"]}
+    for item_id, item in done.items():
+        assert final[item_id] == item
+        if item["type"] in ("function_call", "custom_tool_call"):
+            first = added[item_id]
+            assert (first["name"], first.get("namespace")) == (item["name"], item.get("namespace"))
+        if item["type"] == "function_call":
+            assert added[item_id]["arguments"] == ""  # clients append the deltas to it
+            assert deltas.get(item_id, "") == args_done.get(item_id, item["arguments"]) == item["arguments"]
+
+
+# -- detection, declared tools, system texts ----------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/v1/responses", "/backend-api/codex/responses", "/openai/v1/responses?api-version=x"])
+def test_matches_responses_paths(path):
+    body = {"model": "m", "input": []}
+    assert DIALECT.matches("POST", path, body)
+    assert detect("POST", path, body) is DIALECT
+
+
+@pytest.mark.parametrize(
+    "method,path,body",
+    [
+        ("GET", "/v1/responses", {"input": []}),
+        ("POST", "/v1/responses/resp_1/cancel", {"input": []}),
+        ("POST", "/v1/responses", {"model": "m"}),
+        ("POST", "/v1/responses", [{"input": []}]),
+        ("POST", "/v1/chat/completions", {"input": []}),
+    ],
+)
+def test_does_not_match_other_requests(method, path, body):
+    assert not DIALECT.matches(method, path, body)
+
+
+def test_declared_tools_of_codex_request():
+    tools = DIALECT.declared_tools(load_json(CODEX))
+    assert [(t.namespace, t.name, t.kind) for t in tools] == [
+        (None, "exec_command", ToolKind.FUNCTION),
+        (None, "write_stdin", ToolKind.FUNCTION),
+        (None, "apply_patch", ToolKind.FREEFORM),
+        (None, "view_image", ToolKind.FUNCTION),
+        (None, "update_goal", ToolKind.FUNCTION),
+        ("mcp__github__", "create_issue", ToolKind.FUNCTION),
+        ("mcp__github__", "list_pull_requests", ToolKind.FUNCTION),
+    ]  # tool_search and web_search are built-ins: never listed, never a target
+    assert Toolset(tools).names()[5] == "mcp__github__create_issue"
+    assert tools[0].input_schema["required"] == ["cmd"]
+
+
+def test_system_texts_are_instructions_and_developer_messages():
+    assert DIALECT.system_texts(load_json(CODEX)) == [
+        "You are a coding agent working in a sandboxed checkout. Be brief.",
+        "<sandbox>workspace-write</sandbox>",
+    ]
+
+
+def test_wants_stream():
+    assert DIALECT.wants_stream("/v1/responses", {"stream": True})
+    assert not DIALECT.wants_stream("/v1/responses", {"stream": False})
+    assert not DIALECT.wants_stream("/v1/responses", {})
+
+
+# -- request side -------------------------------------------------------------------------------
+
+RENAME = {
+    "exec_command": "run_exec",
+    "view_image": "show_image",
+    "mcp__github__create_issue": "mcp__github__open_issue",
+    "apply_patch": "patch",  # a custom tool: must never be renamed
+    "web_search": "search",  # a built-in: must never be renamed
+}
+
+
+def test_apply_request_renames_every_function_slot_and_adds_the_sentence_to_instructions():
+    body = load_json(CODEX)
+    expected = copy.deepcopy(body)
+    assert DIALECT.apply_request(body, Plan(rename_map=RENAME, prompt_sentence="Use only declared names.")) is True
+    expected["tools"][0]["name"] = "run_exec"
+    expected["tools"][3]["name"] = "show_image"
+    expected["tools"][5]["tools"][0]["name"] = "open_issue"  # the pair: namespace stays, name changes
+    expected["input"][2]["name"] = "run_exec"
+    expected["input"][6]["name"] = "open_issue"
+    expected["instructions"] += "\n\nUse only declared names."
+    assert body == expected
+    # custom tool, custom_tool_call item, built-ins and the namespace itself untouched
+    assert body["tools"][2]["name"] == "apply_patch" and body["input"][4]["name"] == "apply_patch"
+    assert body["tools"][5]["name"] == "mcp__github__" and body["input"][6]["namespace"] == "mcp__github__"
+    assert body["tools"][6:] == expected["tools"][6:]
+
+
+@pytest.mark.parametrize(
+    "choice,expected",
+    [
+        ({"type": "function", "name": "exec_command"}, {"type": "function", "name": "run_exec"}),
+        ({"type": "function", "name": "write_stdin"}, {"type": "function", "name": "write_stdin"}),
+        ({"type": "custom", "name": "apply_patch"}, {"type": "custom", "name": "apply_patch"}),
+        ({"type": "web_search"}, {"type": "web_search"}),
+        ("auto", "auto"),
+        (
+            {"type": "allowed_tools", "mode": "auto", "tools": [
+                {"type": "function", "name": "exec_command"},
+                {"type": "function", "name": "view_image"},
+                {"type": "custom", "name": "apply_patch"},
+                {"type": "web_search"},
+            ]},
+            {"type": "allowed_tools", "mode": "auto", "tools": [
+                {"type": "function", "name": "run_exec"},
+                {"type": "function", "name": "show_image"},
+                {"type": "custom", "name": "apply_patch"},
+                {"type": "web_search"},
+            ]},
+        ),
+    ],
+)
+def test_apply_request_tool_choice(choice, expected):
+    body = load_json(CODEX)
+    body["tool_choice"] = choice
+    DIALECT.apply_request(body, Plan(rename_map=RENAME))
+    assert body["tool_choice"] == expected
+
+
+def test_apply_request_renames_function_call_output_names_when_present():
+    body = load_json(CODEX)
+    body["input"][3]["name"] = "exec_command"
+    body["input"][7].update(name="create_issue", namespace="mcp__github__")
+    DIALECT.apply_request(body, Plan(rename_map=RENAME))
+    assert body["input"][3]["name"] == "run_exec"
+    assert (body["input"][7]["namespace"], body["input"][7]["name"]) == ("mcp__github__", "open_issue")
+
+
+def test_apply_request_custom_tool_call_item_never_renamed_even_if_its_name_is_a_renamed_function():
+    body = load_json(CODEX)
+    body["input"][4]["name"] = "exec_command"
+    DIALECT.apply_request(body, Plan(rename_map=RENAME))
+    assert body["input"][4] == {"type": "custom_tool_call", "call_id": "call_rq_2", "name": "exec_command", "input": "*** Begin Patch\n*** End Patch\n"}
+
+
+def test_apply_request_call_in_another_namespace_is_not_renamed():
+    body = load_json(CODEX)
+    body["input"][6]["namespace"] = "mcp__linear__"
+    DIALECT.apply_request(body, Plan(rename_map=RENAME))
+    assert body["input"][6]["name"] == "create_issue"
+
+
+def test_apply_request_sentence_goes_to_developer_message_without_instructions():
+    body = load_json(CODEX)
+    del body["instructions"]
+    assert DIALECT.apply_request(body, Plan(prompt_sentence="S."))
+    assert body["input"][0]["content"] == [
+        {"type": "input_text", "text": "<sandbox>workspace-write</sandbox>"},
+        {"type": "input_text", "text": "S."},
+    ]
+    assert "instructions" not in body
+
+
+def test_apply_request_sentence_into_string_developer_content():
+    body = {"input": [{"role": "developer", "content": "Rules."}, {"role": "user", "content": "hi"}]}
+    assert DIALECT.apply_request(body, Plan(prompt_sentence="S."))
+    assert body["input"][0]["content"] == "Rules.\n\nS."
+
+
+@pytest.mark.parametrize("instructions", [None, ""])
+def test_apply_request_sentence_becomes_instructions_when_nothing_else(instructions):
+    body = {"input": [{"type": "message", "role": "user", "content": "hi"}]}
+    if instructions is not None:
+        body["instructions"] = instructions
+    assert DIALECT.apply_request(body, Plan(prompt_sentence="S."))
+    assert body["instructions"] == "S."
+
+
+def test_apply_request_with_empty_plan_changes_nothing():
+    body = load_json(CODEX)
+    before = copy.deepcopy(body)
+    assert DIALECT.apply_request(body, Plan()) is False
+    assert body == before
+
+
+def test_apply_request_namespace_without_trailing_separator():
+    body = {
+        "input": [{"type": "function_call", "call_id": "c", "namespace": "mcp__cua_repl", "name": "js", "arguments": "{}"}],
+        "tools": [{"type": "namespace", "name": "mcp__cua_repl", "tools": [{"type": "function", "name": "js", "parameters": {"type": "object"}}]}],
+    }
+    assert Toolset(DIALECT.declared_tools(body)).names() == ["mcp__cua_repl__js"]
+    assert DIALECT.apply_request(body, Plan(rename_map={"mcp__cua_repl__js": "mcp__cua_repl__eval_js"}))
+    assert body["tools"][0]["tools"][0]["name"] == "eval_js"
+    assert body["input"][0]["name"] == "eval_js"
+
+
+def test_echo_of_namespace_without_trailing_separator_renamed_back():
+    request = {"input": [], "tools": [{"type": "namespace", "name": "mcp__cua_repl", "tools": [{"type": "function", "name": "js", "parameters": {"type": "object"}}]}]}
+    plan = Plan(rename_map={"mcp__cua_repl__js": "mcp__cua_repl__eval_js"})
+    response = {
+        "output": [{"id": "fc_1", "type": "function_call", "call_id": "c", "namespace": "mcp__cua_repl", "name": "eval_js", "arguments": "{}"}],
+        "tools": [{"type": "namespace", "name": "mcp__cua_repl", "tools": [{"type": "function", "name": "eval_js", "parameters": {"type": "object"}}]}],
+    }
+    DIALECT.rewrite_response(response, Recorder(request, plan), plan)
+    assert (response["output"][0]["namespace"], response["output"][0]["name"]) == ("mcp__cua_repl", "js")
+    assert response["tools"][0]["tools"][0]["name"] == "js"
+
+
+# -- whole JSON answers -------------------------------------------------------------------------
+
+
+def test_rewrite_response_repairs_calls_and_leaves_everything_else():
+    body = load_json("response-foreign.json")
+    before = copy.deepcopy(body)
+    rec = Recorder()
+    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    out = body["output"]
+    # Codex's old shell tool with argv → exec_command {cmd}
+    assert out[2] == {**before["output"][2], "name": "exec_command", "arguments": "{\"cmd\":\"echo hi\"}"}
+    # flattened MCP name → the (namespace, name) pair Codex routes by
+    assert out[3] == {**before["output"][3], "name": "create_issue", "namespace": "mcp__github__"}
+    # another namespace: left; a custom call named shell: never moved to a function tool
+    assert out[4] == before["output"][4]
+    assert out[5] == before["output"][5] and out[5]["type"] == "custom_tool_call"
+    # declared call, reasoning and message: untouched
+    assert out[6] == before["output"][6] and out[:2] == before["output"][:2]
+    assert {k: v for k, v in body.items() if k != "output"} == {k: v for k, v in before.items() if k != "output"}
+    # the function call and the custom call named shell are resolved as different kinds
+    assert [c.kind for c in rec.calls if c.name == "shell"] == [ToolKind.FUNCTION, ToolKind.FREEFORM]
+    assert [(d.name, d.namespace, d.action) for d in rec.decisions] == [
+        ("shell", None, Action.RENAME),
+        ("mcp__github__create_issue", None, Action.RENAME),
+        ("create_issue", "mcp__linear__", Action.LEAVE),
+        ("shell", None, Action.LEAVE),
+        ("exec_command", None, Action.KEEP),
+    ]
+
+
+def test_rewrite_response_declared_only_is_unchanged():
+    body = load_json("response-foreign.json")
+    body["output"] = [body["output"][0], body["output"][6]]
+    before = copy.deepcopy(body)
+    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert body == before
+
+
+def test_rewrite_response_echo_reverse_renamed():
+    plan = Plan(rename_map=UPSTREAM_RENAME)
+    body = completed(load_bytes("stream-upstream-names.sse"))
+    assert DIALECT.rewrite_response(body, Recorder(CODEX, plan), plan) is True
+    assert [(i.get("namespace"), i["name"]) for i in body["output"]] == [(None, "exec_command"), ("mcp__github__", "create_issue")]
+    assert body["tools"] == load_json(CODEX)["tools"]
+    assert body["tool_choice"]["tools"] == [{"type": "function", "name": "exec_command"}, {"type": "function", "name": "view_image"}]
+
+
+@pytest.mark.parametrize("body", [{}, {"output": None}, {"output": "x"}, {"output": [None, 1, {"type": "function_call"}]}, {"output": [{"type": "function_call", "name": 5}]}])
+def test_rewrite_response_odd_shapes(body):
+    before = copy.deepcopy(body)
+    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert body == before
+
+
+# -- streams ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_codex_answered_shell_with_argv_becomes_exec_command_with_cmd(seed):
+    upstream = load_bytes("stream-foreign-shell.sse")
+    out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+    before, after = events_of(upstream), events_of(out)
+    assert len(before) == len(after)
+    changed = [i for i, (b, a) in enumerate(zip(before, after)) if a.raw != b.raw]
+    # created, in_progress, the reasoning item: byte-identical; the call's 6 events and completed change
+    assert [before[i].event for i in changed] == [
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    added = after[changed[0]].json()["item"]
+    assert added == {**before[changed[0]].json()["item"], "name": "exec_command"}
+    assert added["arguments"] == ""  # .added keeps its empty arguments
+    assert [after[i].json()["delta"] for i in changed[1:4]] == ["{\"cmd\":\"echo hi\"}", "", ""]
+    assert [after[i].json()["obfuscation"] for i in changed[1:4]] == ["q7Zp"] * 3  # other fields stay
+    assert after[changed[4]].json()["arguments"] == "{\"cmd\":\"echo hi\"}"
+    assert after[changed[5]].json()["item"] == {**before[changed[5]].json()["item"], "name": "exec_command", "arguments": "{\"cmd\":\"echo hi\"}"}
+    assert completed(out)["output"][1] == after[changed[5]].json()["item"]
+    assert completed(out)["output"][0] == completed(upstream)["output"][0]
+    # nothing else in the completed event moved
+    assert {k: v for k, v in completed(out).items() if k != "output"} == {k: v for k, v in completed(upstream).items() if k != "output"}
+    assert_consistent(out)
+    [d] = rec.decisions
+    assert (d.name, d.action, d.target, d.arguments_after) == ("shell", Action.RENAME, "exec_command", {"cmd": "echo hi"})
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_declared_function_and_custom_calls_pass_byte_identical(seed):
+    upstream = load_bytes("stream-declared.sse")
+    assert upstream.startswith(b": keep-alive\n\n")
+    out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+    assert out == upstream
+    assert [(c.name, c.kind, d.action) for c, d in zip(rec.calls, rec.decisions)] == [
+        ("exec_command", ToolKind.FUNCTION, Action.KEEP),
+        ("apply_patch", ToolKind.FREEFORM, Action.KEEP),
+    ]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_flattened_mcp_name_becomes_the_namespace_pair_and_another_namespace_is_left(seed):
+    upstream = load_bytes("stream-namespace.sse")
+    out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+    assert_consistent(out)
+    done = [d["item"] for d in by_type(out, "response.output_item.done")]
+    assert [(i.get("namespace"), i["name"]) for i in done] == [("mcp__github__", "create_issue"), ("mcp__linear__", "create_issue")]
+    assert done[0]["arguments"] == "{\"owner\":\"acme\",\"repo\":\"widgets\",\"title\":\"Retry test flakes\"}"
+    # every event of the second call (namespace mcp__linear__, not declared) is byte-identical
+    before, after = events_of(upstream), events_of(out)
+    for b, a in zip(before, after):
+        data = b.json()
+        if data.get("item", {}).get("id") == "fc_fx03b" or data.get("item_id") == "fc_fx03b":
+            assert a.raw == b.raw
+        if data.get("item_id") == "fc_fx03a":  # no fitting needed: deltas untouched
+            assert a.raw == b.raw
+    assert [(d.action, d.target_namespace) for d in rec.decisions] == [(Action.RENAME, "mcp__github__"), (Action.LEAVE, None)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_custom_tool_calls_are_never_moved_to_a_function_tool(seed):
+    upstream = load_bytes("stream-custom-foreign.sse")
+    out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+    assert out == upstream
+    assert all(c.kind is ToolKind.FREEFORM for c in rec.calls)
+    assert all(d.action is not Action.RENAME for d in rec.decisions)
+
+
+def test_custom_call_with_a_variant_of_the_custom_tools_name_is_renamed_within_custom():
+    upstream = load_bytes("stream-custom-foreign.sse").replace(b'"name":"shell"', b'"name":"Apply-Patch"')
+    out, rec = rewrite_stream(upstream)
+    assert_consistent(out)
+    done = [d["item"] for d in by_type(out, "response.output_item.done")]
+    assert (done[0]["type"], done[0]["name"], done[0]["input"]) == ("custom_tool_call", "apply_patch", "ls -la")
+    # the free-text input deltas are never touched
+    ins = [e.raw for e in events_of(upstream) if e.event and e.event.startswith("response.custom_tool_call_input")]
+    assert all(raw in out for raw in ins)
+    assert rec.decisions[0].target == "apply_patch"
+
+
+def test_function_call_named_like_the_custom_tool_is_not_turned_into_a_custom_call():
+    upstream = load_bytes("stream-foreign-shell.sse").replace(b'"name":"shell"', b'"name":"apply_patch"')
+    out, _ = rewrite_stream(upstream)
+    assert out == upstream
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_upstream_names_renamed_back_everywhere_incl_the_echo(seed):
+    upstream = load_bytes("stream-upstream-names.sse")
+    plan = Plan(rename_map=UPSTREAM_RENAME)
+    out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), plan=plan)
+    assert_consistent(out)
+    client_tools = load_json(CODEX)["tools"]
+    for kind in ("response.created", "response.in_progress", "response.completed"):
+        [event] = by_type(out, kind)
+        assert event["response"]["tools"] == client_tools
+        assert event["response"]["tool_choice"]["tools"] == [{"type": "function", "name": "exec_command"}, {"type": "function", "name": "view_image"}]
+    for kind in ("response.output_item.added", "response.output_item.done"):
+        assert [(d["item"].get("namespace"), d["item"]["name"]) for d in by_type(out, kind)] == [(None, "exec_command"), ("mcp__github__", "create_issue")]
+    assert b"run_exec" not in out and b"open_issue" not in out
+    assert [d.step.value for d in rec.decisions] == ["reverse_map", "reverse_map"]
+    # argument events carry no name: untouched
+    for e in events_of(upstream):
+        if e.event and e.event.startswith("response.function_call_arguments"):
+            assert e.raw in out
+
+
+def test_response_events_without_a_rename_map_pass_byte_identical():
+    upstream = load_bytes("stream-upstream-names.sse")
+    out, _ = rewrite_stream(upstream, plan=Plan())
+    for kind in ("response.created", "response.in_progress"):
+        [before] = [e.raw for e in events_of(upstream) if e.event == kind]
+        assert before in out
+
+
+def test_call_without_output_item_done_is_released_unchanged_at_the_end():
+    upstream = load_bytes("stream-foreign-shell.sse")
+    cut = upstream.index(b"event: response.function_call_arguments.done")
+    upstream = upstream[:cut] + b'event: error\ndata: {"type":"error","sequence_number":8,"code":"server_error","message":"boom"}\n\n'
+    for seed in range(10):
+        out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+        assert out == upstream
+
+
+def test_unparseable_event_inside_a_call_is_kept_in_place():
+    upstream = load_bytes("stream-foreign-shell.sse")
+    cut = upstream.index(b"event: response.function_call_arguments.done")
+    upstream = upstream[:cut] + b": keep-alive\n\ndata: not json\n\n" + upstream[cut:]
+    out, _ = rewrite_stream(upstream)
+    assert b": keep-alive\n\ndata: not json\n\nevent: response.function_call_arguments.done" in out
+    assert by_type(out, "response.output_item.done")[-1]["item"]["name"] == "exec_command"
+
+
+def test_crlf_stream_keeps_crlf_framing():
+    upstream = load_bytes("stream-foreign-shell.sse").replace(b"\n", b"\r\n")
+    for seed in range(10):
+        out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+        assert b"\n" not in out.replace(b"\r\n", b"")
+        assert by_type(out, "response.output_item.done")[-1]["item"]["name"] == "exec_command"
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    [
+        b"",
+        b"data: not json\n\n",
+        b"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":null}\n\n",
+        b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":5,\"tools\":\"x\"}}\n\n",
+        b"\xff\xfe\x00 binary\n\n",
+        b'{"error":{"message":"not sse"}}',
+    ],
+)
+def test_odd_streams_pass_byte_identical(upstream):
+    for seed in range(5):
+        out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed), 1, 9), expect_error=True)
+        assert out == upstream
+
+
+def test_malformed_done_item_is_contained_and_every_byte_delivered():
+    upstream = load_bytes("stream-foreign-shell.sse")
+    start = upstream.index(b"event: response.output_item.done", upstream.index(b'"name":"shell"'))
+    end = upstream.index(b"\n\n", start) + 2
+    upstream = upstream[:start] + b'event: response.output_item.done\ndata: {"type":"response.output_item.done","sequence_number":9,"output_index":1,"item":null}\n\n' + upstream[end:]
+    for seed in range(10):
+        out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), expect_error=True)
+        assert out == upstream
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_resolver_exception_passes_the_stream_through(seed):
+    def boom(call):
+        raise RuntimeError("injected")
+
+    upstream = load_bytes("stream-foreign-shell.sse")
+    out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), resolver=boom, expect_error=True)
+    assert out == upstream
+
+
+STREAMS = [
+    ("stream-foreign-shell.sse", Plan()),
+    ("stream-declared.sse", Plan()),
+    ("stream-namespace.sse", Plan()),
+    ("stream-custom-foreign.sse", Plan()),
+    ("stream-upstream-names.sse", Plan(rename_map=UPSTREAM_RENAME)),
+]
+
+
+@pytest.mark.parametrize("fixture,plan", STREAMS)
+def test_output_does_not_depend_on_chunking(fixture, plan):
+    upstream = load_bytes(fixture)
+    whole, rec_whole = rewrite_stream(upstream, plan=plan)
+    assert_consistent(whole)
+    for seed in range(25):
+        lo, hi = (1, 4) if seed % 5 == 0 else (1, 200)
+        out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed), lo, hi), plan=plan)
+        assert out == whole
+        assert [d.model_dump() for d in rec.decisions] == [d.model_dump() for d in rec_whole.decisions]
+
+
+# -- the same logic frame by frame (WebSocket units) --------------------------------------------
+
+
+def frames_of(sse: bytes) -> list[bytes]:
+    """The JSON payloads of an SSE fixture, compact, one per WebSocket frame."""
+    return [orjson.dumps(e.json()) for e in events_of(sse) if isinstance(e.json(), dict)]
+
+
+def run_units(frames: list[bytes], plan: Plan | None = None) -> tuple[list[list[bytes]], Any]:
+    plan = plan or Plan()
+    rec = Recorder(CODEX, plan)
+    rw = DIALECT.stream_rewriter(rec, plan)
+    sent: list[list[bytes]] = []
+    for raw in frames:
+        unit = JSONFrame(raw)
+        outs = rw.on_unit(unit)
+        assert all(isinstance(o, JSONFrame) for o in outs)
+        sent.append([o.raw for o in outs])
+    return sent, rec
+
+
+def test_on_unit_holds_a_call_and_releases_it_rewritten_at_its_done():
+    frames = frames_of(load_bytes("stream-foreign-shell.sse"))
+    sent, _ = run_units(frames)
+    kinds = [orjson.loads(f)["type"] for f in frames]
+    first_call = kinds.index("response.output_item.added", 2 + 2)  # after the reasoning item
+    done = len(kinds) - 2
+    assert all(sent[i] == [frames[i]] for i in range(first_call))  # passed as they came
+    assert all(sent[i] == [] for i in range(first_call, done))  # held
+    released = [orjson.loads(f) for f in sent[done]]
+    assert [r["type"] for r in released] == kinds[first_call : done + 1]
+    assert released[0]["item"]["name"] == "exec_command" and released[-1]["item"]["arguments"] == "{\"cmd\":\"echo hi\"}"
+    assert orjson.loads(sent[-1][0])["response"]["output"][1]["name"] == "exec_command"
+
+
+def test_on_unit_declared_frames_come_back_as_the_same_objects_or_bytes():
+    frames = frames_of(load_bytes("stream-declared.sse"))
+    sent, _ = run_units(frames)
+    assert [raw for group in sent for raw in group] == frames
+
+
+def test_on_unit_echo_rewritten_per_frame():
+    frames = frames_of(load_bytes("stream-upstream-names.sse"))
+    sent, _ = run_units(frames, Plan(rename_map=UPSTREAM_RENAME))
+    flat = [orjson.loads(raw) for group in sent for raw in group]
+    assert len(flat) == len(frames)
+    assert flat[0]["response"]["tools"][0]["name"] == "exec_command"
+    assert b"run_exec" not in b"".join(raw for group in sent for raw in group)

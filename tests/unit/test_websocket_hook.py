@@ -1,0 +1,417 @@
+"""The addon's ``websocket_message`` hook: Codex's Responses-over-WebSocket transport.
+
+The script is loaded once for this module with ``tctx.script`` and appended to the addon chain
+(as in ``test_addon_hooks.py``). A WebSocket flow from ``tflow.twebsocketflow()`` gets messages
+appended one at a time, and the hook runs after each, as mitmproxy's WebSocket layer does:
+first the client's ``response.create`` frame, then the server's event frames. Injections
+(``inject.websocket``) are captured by replacing ``ctx.master.commands.call``; what the client
+receives is every server frame that was not dropped, plus every injected frame, in order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mitmproxy import ctx
+from mitmproxy import http
+from mitmproxy.proxy.layers.websocket import WebsocketEndHook
+from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+from mitmproxy.websocket import WebSocketMessage
+from wsproto.frame_protocol import Opcode
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDON = ROOT / "addon" / "toolvocab.py"
+FIXTURES = ROOT / "tests" / "fixtures" / "openai_responses"
+KEY = "toolvocab"
+
+
+def load_frames(name: str = "websocket-foreign-shell.jsonl") -> tuple[dict, list[dict]]:
+    """(the client's response.create frame, the server's event frames)."""
+    lines = [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line.strip()]
+    assert lines[0]["from_client"] and not any(line["from_client"] for line in lines[1:])
+    return lines[0]["frame"], [line["frame"] for line in lines[1:]]
+
+
+def declared_frames() -> list[dict]:
+    """The same server answer, but calling the declared exec_command with valid arguments."""
+    _, frames = load_frames()
+    out = json.loads(json.dumps(frames))
+    for f in out:
+        item = f.get("item")
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            item["name"] = "exec_command"
+            if item["arguments"]:
+                item["arguments"] = "{\"cmd\":\"echo hi\"}"
+        if f["type"] == "response.function_call_arguments.delta":
+            f["delta"] = "{\"cmd\":\"echo hi\"}" if f["sequence_number"] == 2 else ""
+        if f["type"] == "response.function_call_arguments.done":
+            f["arguments"] = "{\"cmd\":\"echo hi\"}"
+        if f["type"] == "response.completed":
+            for item in f["response"]["output"]:
+                item["name"], item["arguments"] = "exec_command", "{\"cmd\":\"echo hi\"}"
+    return out
+
+
+# -- harness ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    with taddons.context() as tctx:
+        module = tctx.script(str(ADDON))
+        assert module is not None, "the script failed to load"
+        tctx.master.addons.chain.append(module)  # as the ScriptLoader does in mitmdump
+        yield tctx, module
+
+
+@dataclass
+class Env:
+    tctx: taddons.context
+    module: Any
+    addon: Any
+    injected: list[tuple[Any, bool, bytes, bool]] = field(default_factory=list)
+
+    def configure(self, **options) -> None:
+        self.tctx.configure(self.module, **options)
+
+
+@pytest.fixture
+def env(loaded, monkeypatch):
+    tctx, module = loaded
+    ctx.master = tctx.master
+    ctx.options = tctx.options
+    e = Env(tctx, module, module.addons[0])
+
+    def call(command: str, *args):
+        assert command == "inject.websocket", command
+        flow, to_client, message, is_text = args
+        e.injected.append((flow, to_client, message, is_text))
+
+    monkeypatch.setattr(tctx.master.commands, "call", call)
+    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+    yield e
+    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+    e.addon._ws.clear()
+
+
+def ws_flow(path: str = "/v1/responses") -> http.HTTPFlow:
+    f = tflow.twebsocketflow()
+    f.request.host = "api.openai.com"
+    f.request.path = path
+    f.request.headers["openai-beta"] = "responses_websockets=2026-02-06"
+    f.websocket.messages = []
+    return f
+
+
+@dataclass
+class Step:
+    message: WebSocketMessage
+    original: bytes
+    injected: list[bytes]
+
+
+class Session:
+    """One WebSocket: send frames through the hook and keep what each produced."""
+
+    def __init__(self, env: Env, flow: http.HTTPFlow | None = None) -> None:
+        self.env = env
+        self.flow = flow or ws_flow()
+        self.steps: list[Step] = []
+
+    def send(self, frame: dict | bytes, *, from_client: bool = False, text: bool = True) -> Step:
+        content = frame if isinstance(frame, bytes) else orjson.dumps(frame)
+        message = WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content)
+        self.flow.websocket.messages.append(message)
+        mark = len(self.env.injected)
+        self.env.tctx.master.addons.invoke_addon_sync(self.env.module, WebsocketMessageHook(self.flow))
+        new = self.env.injected[mark:]
+        assert all(flow is self.flow and to_client and is_text for flow, to_client, _, is_text in new)
+        step = Step(message, content, [m for _, _, m, _ in new])
+        self.steps.append(step)
+        return step
+
+    def create(self, frame: dict | None = None) -> Step:
+        return self.send(frame or load_frames()[0], from_client=True)
+
+    def server(self, frames: list[dict]) -> list[Step]:
+        return [self.send(f) for f in frames]
+
+    def delivered(self) -> list[bytes]:
+        """What the client receives from the server, in order."""
+        out: list[bytes] = []
+        for step in self.steps:
+            if step.message.from_client:
+                continue
+            if not step.message.dropped:
+                out.append(step.message.content)
+            out.extend(step.injected)
+        return out
+
+    def end(self) -> None:
+        self.env.tctx.master.addons.invoke_addon_sync(self.env.module, WebsocketEndHook(self.flow))
+
+    @property
+    def record(self) -> dict | None:
+        return self.flow.metadata.get(KEY)
+
+
+def parsed(frames: list[bytes]) -> list[dict]:
+    return [orjson.loads(f) for f in frames]
+
+
+# -- the client's response.create frame ---------------------------------------------------------
+
+
+def test_response_create_gets_the_sentence_in_auto_mode(env):
+    s = Session(env)
+    create, _ = load_frames()
+    step = s.create(create)
+    sent = orjson.loads(step.message.content)
+    assert not step.message.dropped and step.injected == []
+    assert sent["instructions"].startswith(create["instructions"] + "\n\n")
+    sentence = sent["instructions"][len(create["instructions"]) + 2 :]
+    assert "exec_command" in sentence and "apply_patch" in sentence
+    assert {k: v for k, v in sent.items() if k != "instructions"} == {k: v for k, v in create.items() if k != "instructions"}
+    rec = s.record
+    assert rec["dialect"] == "openai_responses" and rec["streamed"] is True and rec["request_changed"] is True
+    assert "mcp__github__create_issue" in rec["declared"]
+
+
+def test_response_create_untouched_in_repair_mode(env):
+    env.configure(toolvocab_mode="repair")
+    s = Session(env)
+    step = s.create()
+    assert step.message.content == step.original
+    assert s.record["request_changed"] is False
+
+
+# -- server frames ------------------------------------------------------------------------------
+
+
+def test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order(env):
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    steps = s.server(frames)
+    kinds = [f["type"] for f in frames]
+    assert kinds == [
+        "response.created",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    # response.created: untouched, not dropped, nothing injected
+    assert not steps[0].message.dropped and steps[0].injected == [] and steps[0].message.content == steps[0].original
+    # the call's frames: each dropped; nothing sent until output_item.done
+    for step in steps[1:5]:
+        assert step.message.dropped and step.injected == []
+    assert steps[5].message.dropped
+    released = parsed(steps[5].injected)
+    assert [r["type"] for r in released] == kinds[1:6]
+    assert [r["sequence_number"] for r in released] == [1, 2, 3, 4, 5]
+    assert released[0]["item"] == {**frames[1]["item"], "name": "exec_command"}  # arguments stay ""
+    assert [r["delta"] for r in released[1:3]] == ["{\"cmd\":\"echo hi\"}", ""]
+    assert released[3]["arguments"] == "{\"cmd\":\"echo hi\"}"
+    assert released[4]["item"] == {**frames[5]["item"], "name": "exec_command", "arguments": "{\"cmd\":\"echo hi\"}"}
+    # response.completed: rewritten (its output echoes the call), dropped and re-injected
+    assert steps[6].message.dropped
+    [final] = parsed(steps[6].injected)
+    assert final["response"]["output"] == [released[4]["item"]]
+    assert {k: v for k, v in final.items() if k != "response"} == {k: v for k, v in frames[6].items() if k != "response"}
+    # the client's view: every frame once, in order
+    assert [f["type"] for f in parsed(s.delivered())] == kinds
+    rec = s.record
+    assert rec["response_changed"] is True
+    assert [(d["name"], d["action"], d["target"]) for d in rec["decisions"]] == [("shell", "rename", "exec_command")]
+    assert s.flow.marked == ":wrench:" and "shell→exec_command" in s.flow.comment
+
+
+def test_declared_call_frames_arrive_byte_identical_in_order(env):
+    s = Session(env)
+    s.create()
+    frames = declared_frames()
+    steps = s.server(frames)
+    assert s.delivered() == [orjson.dumps(f) for f in frames]
+    # frames outside the call are never dropped; the call's frames are held and re-sent as they came
+    assert not steps[0].message.dropped and not steps[-1].message.dropped
+    assert all(step.message.dropped for step in steps[1:6])
+    assert steps[5].injected == [orjson.dumps(f) for f in frames[1:6]]
+    assert [d["action"] for d in s.record["decisions"]] == ["keep"]
+    assert s.record["response_changed"] is False
+
+
+def test_frames_keep_their_exact_bytes_when_unchanged(env):
+    s = Session(env)
+    s.create()
+    spaced = [json.dumps(f, indent=1).encode() for f in declared_frames()]  # not orjson's compact form
+    for raw in spaced:
+        s.send(raw)
+    assert s.delivered() == spaced
+
+
+def test_frames_before_any_response_create_pass_untouched(env):
+    s = Session(env)
+    _, frames = load_frames()
+    steps = s.server(frames)
+    assert all(not st.message.dropped and st.injected == [] and st.message.content == st.original for st in steps)
+    assert KEY not in s.flow.metadata
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "response.append", "input": []},
+        {"type": "session.update"},
+        b"not json at all",
+        b"[1, 2, 3]",
+    ],
+)
+def test_other_client_frames_are_not_requests(env, frame):
+    s = Session(env)
+    step = s.send(frame, from_client=True)
+    assert step.message.content == step.original and not step.message.dropped
+    assert KEY not in s.flow.metadata and s.flow.id not in env.addon._ws
+
+
+def test_non_json_and_binary_server_frames_pass(env):
+    s = Session(env)
+    s.create()
+    a = s.send(b"\x00\x01binary", text=False)
+    b = s.send(b"plain text, not JSON")
+    c = s.send({"type": "response.output_text.delta", "delta": "hi", "sequence_number": 0})
+    for st in (a, b, c):
+        assert not st.message.dropped and st.injected == [] and st.message.content == st.original
+
+
+def test_injected_messages_are_not_processed_again(env):
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    message = WebSocketMessage(Opcode.TEXT, False, orjson.dumps(frames[1]), injected=True)
+    s.flow.websocket.messages.append(message)
+    env.tctx.master.addons.invoke_addon_sync(env.module, WebsocketMessageHook(s.flow))
+    assert not message.dropped and env.injected == []
+
+
+def test_not_a_responses_socket_is_ignored(env):
+    s = Session(env, ws_flow("/v1/realtime?model=x"))
+    step = s.create()
+    assert step.message.content == step.original
+    _, frames = load_frames()
+    steps = s.server(frames)
+    assert all(not st.message.dropped for st in steps) and env.injected == []
+
+
+def test_second_response_create_on_the_same_socket_starts_a_new_turn(env):
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    s.server(frames)
+    create2 = dict(load_frames()[0], input=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}])
+    s.create(create2)
+    s.server(frames)
+    got = parsed(s.delivered())
+    assert len(got) == 2 * len(frames)
+    assert [g["item"]["name"] for g in got if g["type"] == "response.output_item.done"] == ["exec_command", "exec_command"]
+    assert [d["target"] for d in s.record["decisions"]] == ["exec_command", "exec_command"]
+
+
+def test_websocket_end_keeps_the_record_and_forgets_the_state(env):
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    s.server(frames)
+    s.end()
+    assert s.flow.id not in env.addon._ws
+    assert s.record["decisions"][0]["target"] == "exec_command"
+
+
+# -- modes --------------------------------------------------------------------------------------
+
+
+def test_observe_mode_changes_no_frame_but_records(env):
+    env.configure(toolvocab_mode="observe")
+    s = Session(env)
+    create_step = s.create()
+    assert create_step.message.content == create_step.original
+    _, frames = load_frames()
+    steps = s.server(frames)
+    assert all(not st.message.dropped and st.injected == [] and st.message.content == st.original for st in steps)
+    assert env.injected == []
+    rec = s.record
+    assert rec["mode"] == "observe" and rec["request_changed"] is False and rec["response_changed"] is False
+    assert [(d["name"], d["action"], d["target"]) for d in rec["decisions"]] == [("shell", "rename", "exec_command")]
+    assert rec["prompt_sentence"]
+    assert s.flow.marked == ":eyes:"
+
+
+def test_off_mode_does_nothing(env):
+    env.configure(toolvocab_mode="off")
+    s = Session(env)
+    create_step = s.create()
+    _, frames = load_frames()
+    steps = s.server(frames)
+    assert create_step.message.content == create_step.original
+    assert all(not st.message.dropped and st.message.content == st.original for st in steps)
+    assert env.injected == [] and KEY not in s.flow.metadata and s.flow.id not in env.addon._ws
+    assert not s.flow.marked
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("injected")
+
+
+def test_exception_outside_a_held_call_passes_the_frame(env, monkeypatch):
+    s = Session(env)
+    s.create()
+    rewriter = env.addon._ws[s.flow.id].ws_rewriter
+    monkeypatch.setattr(rewriter, "on_unit", _boom)
+    _, frames = load_frames()
+    step = s.send(frames[0])
+    assert s.delivered() == [orjson.dumps(frames[0])]
+    assert not step.message.dropped or step.injected == [step.original]
+    assert any("RuntimeError: injected" in n for n in env.addon._ws[s.flow.id].record.notes)
+    # afterwards the rest passes untouched
+    rest = s.server(frames[1:])
+    assert all(not st.message.dropped for st in rest)
+    assert s.delivered() == [orjson.dumps(f) for f in frames]
+
+
+def test_exception_while_releasing_a_call_delivers_every_frame_once(env, monkeypatch):
+    monkeypatch.setattr(env.module, "resolve", _boom)
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    s.server(frames)
+    assert s.delivered() == [orjson.dumps(f) for f in frames]
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        {"type": "error", "status_code": 429, "error": {"type": "usage_limit_reached", "message": "limit"}},
+        {"type": "response.failed", "sequence_number": 3, "response": {"id": "resp_fxws", "status": "failed", "output": [], "error": {"code": "server_error", "message": "x"}}},
+    ],
+)
+def test_error_frame_in_the_middle_of_a_call_reaches_the_client(env, ending):
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    sent = frames[:3] + [ending]
+    s.server(sent)
+    s.end()
+    assert [f["type"] for f in parsed(s.delivered())] == [f["type"] for f in sent]
