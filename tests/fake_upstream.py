@@ -7,25 +7,52 @@ responses, and records every request so a test can check what the proxy forwarde
 Run as a script::
 
     python tests/fake_upstream.py --port 0 [--log-dir DIR] [--tool-name NAME]
-        [--tool-args JSON] [--chunk-size N] [--chunk-delay SECONDS]
+        [--tool-args JSON] [--chunk-size N] [--chunk-delay SECONDS] [--reject-long-names]
 
 It prints ``READY <port>`` on stdout once it listens (``--port 0`` picks a free port).
 Import it to run it in a thread instead: ``FakeUpstream(port=0).start()``.
 
-Dialects live in :data:`ROUTES` (a dict: path regex -> handler). Implemented so far:
+Dialects live in :data:`ROUTES` (a dict: path regex -> handler):
 
-  POST /v1/messages[?beta=true]   Anthropic Messages (JSON, or SSE when ``stream`` is true)
-  GET  /v1/models                 a small model list
-  HEAD <any path>                 200, empty
+  POST /v1/messages[?beta=true]          Anthropic Messages (JSON, or SSE when ``stream`` is true)
+  POST [/prefix]/chat/completions        OpenAI Chat Completions: JSON, or SSE ``data:`` chunks
+                                         (id/type/name in the first tool-call delta, arguments in
+                                         fragments, ``finish_reason``, a usage-only chunk when
+                                         ``stream_options.include_usage``, ``data: [DONE]``)
+  POST [/prefix]/responses               OpenAI Responses: JSON, or SSE with ``event:`` lines
+                                         (created, in_progress, output_item.added, *.delta x N,
+                                         *.done, output_item.done, completed echoing tools/
+                                         tool_choice/output). A tool name ``ns/name`` answers a
+                                         call with ``namespace: "ns"``; a name declared as a
+                                         ``custom`` tool answers a ``custom_tool_call``.
+  POST /v1beta/models/M:generateContent  Gemini (also /v1, /v1alpha, Vertex-style paths): JSON
+  POST …/models/M:streamGenerateContent  ``?alt=sse``: SSE, each event a complete response;
+                                         without ``alt``: one JSON array written element by element
+  POST …/models/M:countTokens            ``{"totalTokens": 100}``
+  POST /v1internal:<method>              Gemini Code Assist: request under ``request``, every
+                                         response (and SSE event) wrapped as ``{"response", "traceId"}``
+  GET  [/v1|/v1beta]/models              a small model list (``data`` and Gemini ``models``)
+  HEAD <any path>                        200, empty
 
-Scripted behaviour (stateless, decided from the request alone):
+Scripted behaviour (stateless, decided from the request alone, the same in every dialect):
 
-  * tools declared and the last user message holds no ``tool_result``
-        -> a short text block plus ONE ``tool_use`` block named ``tool_name`` with input
-           ``tool_args``
-  * otherwise, if the conversation holds a ``tool_result``
-        -> a final text answer quoting the last tool_result's content
-  * otherwise (no tools, e.g. title generation) -> plain text
+  * tools declared and no tool result for the last call yet (Anthropic: the last user message
+    holds no ``tool_result``; Chat: the last message is not ``role: tool``; Responses: the last
+    input item is not a ``*_call_output``; Gemini: the last content holds no
+    ``functionResponse``)
+        -> ONE tool call named ``tool_name`` with arguments ``tool_args`` (Anthropic and Gemini
+           precede it with a short text)
+  * otherwise, if the conversation holds a tool result
+        -> a final text answer: ``final_text`` + the last tool result's text
+  * otherwise (no tools: OpenCode's title generation, Gemini CLI's routing classifier, ...)
+        -> plain text, or, when structured output is requested (Gemini
+           ``responseMimeType: application/json`` + ``responseJsonSchema``/``responseSchema``,
+           Chat ``response_format``, Responses ``text.format``), a JSON document that fits the
+           schema (first enum value, ``minimum`` for numbers, ...)
+
+With ``reject_long_names`` (``--reject-long-names``), Chat Completions and Responses requests
+that declare a tool name longer than 64 characters get OpenAI's real-looking 400
+(``Invalid 'tools[N].function.name': string too long. ...``, ``code: string_above_max_length``).
 
 Transport: with ``chunk_size > 0`` the body is written in ``chunk_size``-byte pieces using
 HTTP/1.1 chunked transfer encoding (each piece flushed, ``chunk_delay`` seconds apart), so SSE
@@ -34,7 +61,7 @@ events, JSON and even tool names are split across transport chunks.
 Control endpoints (never logged, never consume the queue):
 
   GET/POST /__fake/config    read / change tool_name, tool_args, chunk_size, chunk_delay,
-                             force_stream (true/false/null), final_text
+                             force_stream (true/false/null), final_text, reject_long_names
   POST /__fake/enqueue       {"status": int, "headers": {..} or [[k, v], ..],
                               "body_b64": "..." | "chunks_b64": ["...", ..],
                               "chunk_size"?: int, "chunk_delay"?: float}
@@ -265,20 +292,446 @@ def anthropic_messages(req: Request, cfg: dict) -> Reply:
     return sse_reply(ev, summary=summary)
 
 
+# ------------------------------------------------------------------------ shared helpers
+def _text_of(content: Any) -> str:
+    """Text of a message/tool-result content: a string, or a list of text-ish parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for c in content:
+            if isinstance(c, str):
+                out.append(c)
+            elif isinstance(c, dict):
+                if isinstance(c.get("text"), str):
+                    out.append(c["text"])
+                elif "content" in c:
+                    out.append(_text_of(c["content"]))
+        return "".join(out)
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
+
+
+def schema_instance(schema: Any, depth: int = 0) -> Any:
+    """A small value that satisfies a JSON schema / Gemini ``Schema`` (structured-output side calls)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return "ok"
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return schema_instance(schema[key][0], depth + 1)
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if str(x).lower() != "null"), "string")
+    t = str(t or "").lower()
+    if t == "object" or (not t and "properties" in schema):
+        props = schema.get("properties") or {}
+        return {k: schema_instance(v, depth + 1) for k, v in props.items()}
+    if t == "array":
+        n = int(schema.get("minItems") or 0)
+        return [schema_instance(schema.get("items") or {}, depth + 1) for _ in range(n)]
+    if t in ("integer", "number"):
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", 1))
+        try:
+            lo = int(lo) + (1 if "minimum" not in schema and "exclusiveMinimum" in schema else 0)
+        except (TypeError, ValueError):
+            lo = 1
+        return lo
+    if t == "boolean":
+        return False
+    return "ok"
+
+
+def plain_plan(cfg: dict, schema: Any = None, wants_json: bool = False) -> dict:
+    """The answer to a request without tools: text, or a JSON document when one was asked for."""
+    if schema is not None:
+        return {"kind": "plain", "text": json.dumps(schema_instance(schema), ensure_ascii=False), "json": True}
+    if wants_json:
+        return {"kind": "plain", "text": "{}", "json": True}
+    return {"kind": "plain", "text": TITLE_TEXT}
+
+
+def decide(cfg: dict, tools: list[str], pending_result: bool, last_result: str | None,
+           schema: Any = None, wants_json: bool = False) -> dict:
+    """The stateless policy shared by every dialect (see the module docstring)."""
+    if tools and not pending_result:
+        name = cfg["tool_name"]
+        return {"kind": "tool", "name": name, "args": cfg["tool_args"],
+                "text": f"Let me run that with the {name} tool."}
+    if last_result is not None:
+        return {"kind": "final", "text": f"{cfg['final_text']} {last_result}"}
+    return plain_plan(cfg, schema, wants_json)
+
+
+def _summary(plan: dict, stream: str) -> str:
+    return plan["kind"] + (f" {plan['name']}" if plan["kind"] == "tool" else "") + f" {stream}"
+
+
+def _args_text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+def _want_stream(cfg: dict, body: dict, default: bool = False) -> bool:
+    if cfg.get("force_stream") is not None:
+        return bool(cfg["force_stream"])
+    value = body.get("stream")
+    return default if value is None else bool(value)
+
+
+def long_name_error(names: list[tuple[str, str]]) -> Reply | None:
+    """OpenAI's 400 for the first declared name over 64 characters (``--reject-long-names``)."""
+    for param, name in names:
+        if isinstance(name, str) and len(name) > 64:
+            return json_reply(400, {"error": {
+                "message": (f"Invalid '{param}': string too long. Expected a string with maximum length 64, "
+                            f"but got a string with length {len(name)} instead."),
+                "type": "invalid_request_error", "param": param, "code": "string_above_max_length"}},
+                summary=f"400 long tool name ({len(name)} chars)",
+                extra_headers=[("x-request-id", _id("req_"))])
+    return None
+
+
+def _openai_bad_body() -> Reply:
+    return json_reply(400, {"error": {"message": "fake_upstream: body is not a JSON object",
+                                      "type": "invalid_request_error", "param": None, "code": None}},
+                      summary="400 body not JSON")
+
+
+def _openai_sse_reply(events: list[tuple[str | None, Any]], summary: str) -> Reply:
+    reply = sse_reply(events, summary=summary)
+    reply.headers.append(("x-request-id", _id("req_")))
+    return reply
+
+
+# ----------------------------------------------------------- OpenAI Chat Completions
+def _chat_tool_names(body: dict) -> list[tuple[str, str]]:
+    """``[(param path, name)]`` of every declared tool (function, custom, legacy functions)."""
+    out = []
+    for i, t in enumerate(body.get("tools") or []):
+        if not isinstance(t, dict):
+            continue
+        kind = t.get("type") or "function"
+        slot = t.get(kind) if isinstance(t.get(kind), dict) else {}
+        if isinstance(slot.get("name"), str):
+            out.append((f"tools[{i}].{kind}.name", slot["name"]))
+    for i, f in enumerate(body.get("functions") or []):
+        if isinstance(f, dict) and isinstance(f.get("name"), str):
+            out.append((f"functions[{i}].name", f["name"]))
+    return out
+
+
+def chat_plan(body: dict, cfg: dict) -> dict:
+    tools = [n for _, n in _chat_tool_names(body)]
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    pending = bool(messages) and messages[-1].get("role") in ("tool", "function")
+    results = [m for m in messages if m.get("role") in ("tool", "function")]
+    last = _text_of(results[-1].get("content")) if results else None
+    fmt = body.get("response_format") if isinstance(body.get("response_format"), dict) else {}
+    schema = None
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    return decide(cfg, tools, pending, last, schema, wants_json=fmt.get("type") == "json_object")
+
+
+def openai_chat_completions(req: Request, cfg: dict) -> Reply:
+    body = req.json
+    if not isinstance(body, dict):
+        return _openai_bad_body()
+    if cfg.get("reject_long_names"):
+        err = long_name_error(_chat_tool_names(body))
+        if err is not None:
+            return err
+    plan = chat_plan(body, cfg)
+    stream = _want_stream(cfg, body)
+    model = body.get("model") or "gpt-fake"
+    cid, created = _id("chatcmpl-"), int(time.time())
+    usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+    call = None
+    if plan["kind"] == "tool":
+        call = {"id": _id("call_"), "type": "function",
+                "function": {"name": plan["name"], "arguments": _args_text(plan["args"])}}
+    finish = "tool_calls" if call else "stop"
+    summary = _summary(plan, "sse" if stream else "json")
+    if not stream:
+        message: dict[str, Any] = {"role": "assistant", "content": None if call else plan["text"],
+                                   "refusal": None}
+        if call:
+            message["tool_calls"] = [call]
+        return json_reply(200, {
+            "id": cid, "object": "chat.completion", "created": created, "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": usage, "system_fingerprint": "fp_fake"}, summary=summary,
+            extra_headers=[("x-request-id", _id("req_"))])
+
+    with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+    def chunk(delta: dict, finish_reason: str | None = None) -> tuple[None, dict]:
+        c: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                             "system_fingerprint": "fp_fake",
+                             "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                          "finish_reason": finish_reason}]}
+        if with_usage:
+            c["usage"] = None
+        return (None, c)
+
+    ev: list[tuple[str | None, Any]] = []
+    if call:
+        ev.append(chunk({"role": "assistant", "content": None, "tool_calls": [{
+            "index": 0, "id": call["id"], "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        for piece in split_evenly(call["function"]["arguments"], 4):
+            ev.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+    else:
+        ev.append(chunk({"role": "assistant", "content": "", "refusal": None}))
+        for piece in split_evenly(plan["text"], 3):
+            ev.append(chunk({"content": piece}))
+    ev.append(chunk({}, finish))
+    if with_usage:
+        ev.append((None, {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                          "system_fingerprint": "fp_fake", "choices": [], "usage": usage}))
+    ev.append((None, "[DONE]"))
+    return _openai_sse_reply(ev, summary)
+
+
+# -------------------------------------------------------------------- OpenAI Responses
+def _responses_tools(body: dict) -> list[tuple[str, str, str, str | None]]:
+    """``[(param path, name, type, namespace)]`` of the declared named tools (namespaces expanded)."""
+    out = []
+    for i, t in enumerate(body.get("tools") or []):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            continue
+        if t.get("type") == "namespace":
+            for j, sub in enumerate(t.get("tools") or []):
+                if isinstance(sub, dict) and isinstance(sub.get("name"), str):
+                    out.append((f"tools[{i}].tools[{j}].name", sub["name"], sub.get("type") or "function", t["name"]))
+        else:
+            out.append((f"tools[{i}].name", t["name"], t.get("type") or "function", None))
+    return out
+
+
+def responses_plan(body: dict, cfg: dict) -> dict:
+    tools = [n for _, n, _, _ in _responses_tools(body)]
+    items = body.get("input")
+    items = [it for it in items if isinstance(it, dict)] if isinstance(items, list) else []
+    out_types = ("function_call_output", "custom_tool_call_output", "local_shell_call_output",
+                 "shell_call_output", "apply_patch_call_output", "mcp_call_output")
+    pending = bool(items) and items[-1].get("type") in out_types
+    results = [it for it in items if it.get("type") in out_types]
+    last = _text_of(results[-1].get("output")) if results else None
+    fmt = ((body.get("text") or {}).get("format") or {}) if isinstance(body.get("text"), dict) else {}
+    schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
+    return decide(cfg, tools, pending, last, schema, wants_json=fmt.get("type") == "json_object")
+
+
+def openai_responses(req: Request, cfg: dict) -> Reply:
+    body = req.json
+    if not isinstance(body, dict):
+        return _openai_bad_body()
+    declared = _responses_tools(body)
+    if cfg.get("reject_long_names"):
+        err = long_name_error([(p, n) for p, n, _, _ in declared])
+        if err is not None:
+            return err
+    plan = responses_plan(body, cfg)
+    stream = _want_stream(cfg, body)
+    model = body.get("model") or "gpt-fake"
+    rid = _id("resp_")
+    if plan["kind"] == "tool":
+        namespace, _, name = plan["name"].rpartition("/")
+        kinds = {(ns, n): kind for _, n, kind, ns in declared}
+        if kinds.get((namespace or None, name)) == "custom":
+            item: dict[str, Any] = {"id": _id("ctc_"), "type": "custom_tool_call", "status": "completed",
+                                    "call_id": _id("call_"), "name": name, "input": _args_text(plan["args"])}
+        else:
+            item = {"id": _id("fc_"), "type": "function_call", "status": "completed",
+                    "arguments": _args_text(plan["args"]), "call_id": _id("call_"), "name": name}
+        if namespace:
+            item["namespace"] = namespace
+    else:
+        item = {"id": _id("msg_"), "type": "message", "status": "completed", "role": "assistant",
+                "content": [{"type": "output_text", "text": plan["text"], "annotations": [], "logprobs": []}]}
+    usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110}
+    echo = {k: body.get(k, default) for k, default in (
+        ("instructions", None), ("tools", []), ("tool_choice", "auto"), ("parallel_tool_calls", True),
+        ("reasoning", None), ("store", False), ("text", {"format": {"type": "text"}}),
+        ("max_output_tokens", None), ("previous_response_id", None), ("metadata", {}))}
+
+    def response(status: str, output: list, with_usage: bool) -> dict:
+        return {"id": rid, "object": "response", "created_at": int(time.time()), "status": status,
+                "background": False, "error": None, "incomplete_details": None, "model": model,
+                "output": output, **echo, "top_p": 1.0, "truncation": "disabled",
+                "usage": usage if with_usage else None, "user": None}
+
+    summary = _summary(plan, "sse" if stream else "json")
+    if not stream:
+        return json_reply(200, response("completed", [item], True), summary=summary,
+                          extra_headers=[("x-request-id", _id("req_"))])
+
+    seq = iter(range(1_000_000))
+    ev: list[tuple[str | None, Any]] = []
+
+    def add(kind: str, **fields: Any) -> None:
+        ev.append((kind, {"type": kind, "sequence_number": next(seq), **fields}))
+
+    add("response.created", response=response("in_progress", [], False))
+    add("response.in_progress", response=response("in_progress", [], False))
+    if item["type"] == "function_call":
+        add("response.output_item.added", output_index=0,
+            item=dict(item, status="in_progress", arguments=""))
+        for piece in split_evenly(item["arguments"], 4):
+            add("response.function_call_arguments.delta", item_id=item["id"], output_index=0, delta=piece)
+        add("response.function_call_arguments.done", item_id=item["id"], output_index=0,
+            arguments=item["arguments"])
+    elif item["type"] == "custom_tool_call":
+        add("response.output_item.added", output_index=0, item=dict(item, status="in_progress", input=""))
+        for piece in split_evenly(item["input"], 3):
+            add("response.custom_tool_call_input.delta", item_id=item["id"], output_index=0, delta=piece)
+        add("response.custom_tool_call_input.done", item_id=item["id"], output_index=0, input=item["input"])
+    else:
+        text = plan["text"]
+        add("response.output_item.added", output_index=0, item=dict(item, status="in_progress", content=[]))
+        add("response.content_part.added", item_id=item["id"], output_index=0, content_index=0,
+            part={"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+        for piece in split_evenly(text, 3):
+            add("response.output_text.delta", item_id=item["id"], output_index=0, content_index=0,
+                delta=piece, logprobs=[])
+        add("response.output_text.done", item_id=item["id"], output_index=0, content_index=0, text=text,
+            logprobs=[])
+        add("response.content_part.done", item_id=item["id"], output_index=0, content_index=0,
+            part=item["content"][0])
+    add("response.output_item.done", output_index=0, item=item)
+    add("response.completed", response=response("completed", [item], True))
+    return _openai_sse_reply(ev, summary)
+
+
+# ---------------------------------------------------------------------------- Gemini
+GEMINI_PATH = re.compile(r"/(?:v1(?:alpha|beta|beta1)?(?:/projects/[^/]+/locations/[^/]+/publishers/google)?"
+                         r"/models/(?P<model>[^/:]+)|v1internal):(?P<method>\w+)")
+
+
+def _gemini_inner(body: dict, code_assist: bool) -> dict:
+    if code_assist and isinstance(body.get("request"), dict):
+        return body["request"]
+    return body
+
+
+def gemini_plan(inner: dict, cfg: dict) -> dict:
+    tools = [d.get("name") for t in inner.get("tools") or [] if isinstance(t, dict)
+             for d in t.get("functionDeclarations") or t.get("function_declarations") or []
+             if isinstance(d, dict)]
+    contents = [c for c in inner.get("contents") or [] if isinstance(c, dict)]
+
+    def responses_in(c: dict) -> list[dict]:
+        return [p["functionResponse"] for p in c.get("parts") or []
+                if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+
+    pending = bool(contents) and contents[-1].get("role", "user") == "user" and bool(responses_in(contents[-1]))
+    found = [r for c in contents for r in responses_in(c)]
+    last = None
+    if found:
+        resp = found[-1].get("response")
+        if isinstance(resp, dict) and len(resp) == 1 and isinstance(next(iter(resp.values())), str):
+            last = next(iter(resp.values()))
+        else:
+            last = json.dumps(resp, ensure_ascii=False)
+    gen = inner.get("generationConfig") or inner.get("generation_config") or {}
+    mime = str(gen.get("responseMimeType") or gen.get("response_mime_type") or "")
+    schema = gen.get("responseJsonSchema") or gen.get("responseSchema") or gen.get("response_schema")
+    wants_json = mime.lower() == "application/json"
+    return decide(cfg, [t for t in tools if t], pending, last, schema if wants_json else None, wants_json)
+
+
+def gemini_error(status: int, message: str, reason: str = "INVALID_ARGUMENT") -> Reply:
+    return json_reply(status, {"error": {"code": status, "message": message, "status": reason}},
+                      summary=f"{status} {message[:40]}")
+
+
+def gemini_generate(req: Request, cfg: dict) -> Reply:
+    m = GEMINI_PATH.fullmatch(req.path)
+    assert m is not None
+    method = m.group("method")
+    code_assist = m.group("model") is None
+    body = req.json
+    if not isinstance(body, dict):
+        return gemini_error(400, "Invalid JSON payload received.")
+    inner = _gemini_inner(body, code_assist)
+    model = m.group("model") or str(body.get("model") or "gemini-fake")
+
+    def wrap(obj: dict) -> dict:
+        return {"response": obj, "traceId": uuid.uuid4().hex[:16]} if code_assist else obj
+
+    if method == "countTokens":
+        return json_reply(200, {"totalTokens": 100}, summary="countTokens")
+    if method not in ("generateContent", "streamGenerateContent"):
+        return gemini_error(404, f"Method {method} not found.", "NOT_FOUND")
+    plan = gemini_plan(inner, cfg)
+    usage = {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110}
+    response_id = _id("")
+
+    def response(parts: list[dict], last: bool) -> dict:
+        cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if last:
+            cand["finishReason"] = "STOP"
+        return {"candidates": [cand],
+                "usageMetadata": usage if last else {"promptTokenCount": 100, "totalTokenCount": 100},
+                "modelVersion": model, "responseId": response_id}
+
+    if plan["kind"] == "tool":
+        pieces = [[{"text": plan["text"]}],
+                  [{"functionCall": {"name": plan["name"], "args": plan["args"]}}]]
+    elif plan.get("json"):
+        pieces = [[{"text": plan["text"]}]]
+    else:
+        pieces = [[{"text": p}] for p in split_evenly(plan["text"], 2)]
+    summary = plan["kind"] + (f" {plan['name']}" if plan["kind"] == "tool" else "")
+    if method == "generateContent":
+        parts = [p for chunk in pieces for p in chunk]
+        if plan["kind"] != "tool":
+            parts = [{"text": "".join(p["text"] for p in parts)}]
+        return json_reply(200, wrap(response(parts, True)), summary=summary + " json")
+    objs = [wrap(response(parts, i == len(pieces) - 1)) for i, parts in enumerate(pieces)]
+    if (req.query.get("alt") or [""])[0] == "sse":
+        data = b"".join(b"data: " + _json_bytes(o) + b"\r\n\r\n" for o in objs)
+        return Reply(200, [("Content-Type", "text/event-stream"), ("x-request-id", _id("req_"))], data,
+                     summary=summary + " sse")
+    # no alt: one JSON array, written element by element (unless a chunk size is configured)
+    elements = [json.dumps(o, indent=2, ensure_ascii=False).encode() for o in objs]
+    chunks = [b"[" + elements[0]] + [b"\n,\r\n" + e for e in elements[1:]] + [b"\n]"]
+    return Reply(200, [("Content-Type", "application/json; charset=UTF-8")], b"".join(chunks),
+                 chunks=None if cfg.get("chunk_size") else chunks, summary=summary + " json-array")
+
+
+# ------------------------------------------------------------------------ model lists
+FAKE_MODELS = ("claude-fake", "claude-sonnet-4-5", "fake-model", "gpt-5.5", "qwen3-coder-plus",
+               "gemini-2.5-pro", "gemini-2.5-flash")
+
+
 def list_models(req: Request, cfg: dict) -> Reply:
+    """One list for every dialect: ``data`` (Anthropic/OpenAI shape) and ``models`` (Gemini)."""
     data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z",
-             "object": "model", "owned_by": "fake"} for m in ("claude-fake", "claude-sonnet-4-5")]
+             "object": "model", "created": 1735689600, "owned_by": "fake"} for m in FAKE_MODELS]
+    models = [{"name": f"models/{m}", "baseModelId": m, "version": "001", "displayName": m,
+               "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
+               "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}
+              for m in FAKE_MODELS if m.startswith("gemini")]
     return json_reply(200, {"data": data, "object": "list", "has_more": False,
-                            "first_id": data[0]["id"], "last_id": data[-1]["id"]}, summary="models")
+                            "first_id": data[0]["id"], "last_id": data[-1]["id"], "models": models},
+                      summary="models")
 
 
 #: Dialect routes: ``re.fullmatch`` on the request path (query string removed) -> handler per
-#: method. Add OpenAI Chat Completions (``(/v1)?/chat/completions``), Responses
-#: (``(/v1)?/responses``) and Gemini (``/v1(beta)?/models/[^/]+:(stream)?[gG]enerateContent``)
-#: here.
+#: method. The first matching pattern wins.
 ROUTES: dict[str, dict[str, Handler]] = {
     r"/v1/messages": {"POST": anthropic_messages},
-    r"(/v1)?/models/?": {"GET": list_models},
+    r"(/[^:]*)?/chat/completions": {"POST": openai_chat_completions},
+    r"(/[^:]*)?/responses": {"POST": openai_responses},
+    GEMINI_PATH.pattern: {"POST": gemini_generate},
+    r"(/v1|/v1beta|/v1alpha|/openai/v1)?/models/?": {"GET": list_models},
 }
 
 
@@ -286,11 +739,13 @@ ROUTES: dict[str, dict[str, Handler]] = {
 class FakeState:
     """Config, request log and reply queue; shared by all handler threads."""
 
-    CONFIG_KEYS = ("tool_name", "tool_args", "chunk_size", "chunk_delay", "force_stream", "final_text")
+    CONFIG_KEYS = ("tool_name", "tool_args", "chunk_size", "chunk_delay", "force_stream", "final_text",
+                   "reject_long_names")
 
     def __init__(self, *, tool_name: str = DEFAULT_TOOL_NAME, tool_args: Any = None,
                  chunk_size: int = 0, chunk_delay: float = 0.0, force_stream: bool | None = None,
-                 final_text: str = DEFAULT_FINAL_TEXT, log_dir: str | None = None) -> None:
+                 final_text: str = DEFAULT_FINAL_TEXT, reject_long_names: bool = False,
+                 log_dir: str | None = None) -> None:
         self.lock = threading.Lock()
         self.config: dict[str, Any] = {
             "tool_name": tool_name,
@@ -299,6 +754,7 @@ class FakeState:
             "chunk_delay": float(chunk_delay or 0.0),
             "force_stream": force_stream,
             "final_text": final_text,
+            "reject_long_names": bool(reject_long_names),
         }
         self.log_dir = log_dir
         self.queue: deque[Reply] = deque()
@@ -316,6 +772,8 @@ class FakeState:
                         value = int(value or 0)
                     elif key == "chunk_delay":
                         value = float(value or 0.0)
+                    elif key == "reject_long_names":
+                        value = bool(value)
                     self.config[key] = value
             return dict(self.config)
 
@@ -594,10 +1052,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=0, help="bytes per transport chunk (0: Content-Length)")
     ap.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
     ap.add_argument("--final-text", default=DEFAULT_FINAL_TEXT)
+    ap.add_argument("--reject-long-names", action="store_true",
+                    help="answer OpenAI's 400 string_above_max_length for declared tool names over 64 chars")
     a = ap.parse_args(argv)
     server = make_server(a.port, tool_name=a.tool_name, tool_args=json.loads(a.tool_args),
                          chunk_size=a.chunk_size, chunk_delay=a.chunk_delay, final_text=a.final_text,
-                         log_dir=a.log_dir)
+                         reject_long_names=a.reject_long_names, log_dir=a.log_dir)
     print(f"READY {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()

@@ -13,23 +13,34 @@ Topology of one run (everything on 127.0.0.1)::
   and returns everything the upstream saw.  Every process is stopped by PID (process group) at
   teardown.
 
+The other agents (Qwen Code, OpenCode, Codex CLI, Gemini CLI) use the same chain through
+``agent_e2e``: a factory ``run(key, mode, *, tool, args, prompt, files=None) -> AgentRun``; their
+offline settings are in ``AGENTS`` (see the section "other agents" below).  ``AgentRun`` also
+offers the helpers the tests need (they cannot import this module: tests/conftest.py shares its
+name).  Qwen Code tunnels even its loopback base URL through ``HTTPS_PROXY``; for it the trap
+tunnels ``CONNECT`` to mitmdump's port and still refuses everything else.
+
 Every wait has a deadline; failure messages carry the processes' output.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import json
 import os
+import re
+import select
 import shutil
 import signal
+import socket
 import socketserver
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
@@ -46,6 +57,7 @@ PROMPT = "Run echo toolvocab-ok"
 CLIENT_TIMEOUT = float(os.environ.get("TOOLVOCAB_E2E_CLIENT_TIMEOUT", "120"))
 INSTALL_TIMEOUT = float(os.environ.get("TOOLVOCAB_INSTALL_TIMEOUT", "300"))
 STOP_GRACE = 5.0
+TUNNEL_IDLE = 300.0
 
 
 def _neutral_tempdir(prefix: str) -> Path:
@@ -69,11 +81,51 @@ class TrapProxy:
     """Stand-in for HTTP(S)_PROXY: records and refuses (403) every request that reaches it.
 
     Anything the client sends here would have left 127.0.0.1 without the trap.
+
+    ``allow_ports``: ``CONNECT 127.0.0.1:<port>`` (or ``localhost``) to one of these ports is
+    tunnelled instead (and recorded in ``tunnels``, not ``hits``).  Qwen Code's OpenAI client
+    (undici ``ProxyAgent``) ignores ``NO_PROXY`` and tunnels even its loopback base URL through
+    ``HTTPS_PROXY``; everything that would leave the machine is still refused.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, allow_ports: Iterable[int] = ()) -> None:
         self.hits: list[str] = []
-        hits, lock = self.hits, threading.Lock()
+        self.tunnels: list[str] = []
+        allowed = {int(p) for p in allow_ports}
+        hits, tunnels, lock = self.hits, self.tunnels, threading.Lock()
+        open_socks: set[socket.socket] = set()
+        self._open_socks = open_socks
+
+        def tunnel(client: socket.socket, port: int, early: bytes) -> None:
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError as exc:
+                client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n"
+                               f"Connection: close\r\nX-Trap-Error: {exc}\r\n\r\n".encode())
+                return
+            with lock:
+                open_socks.update((client, upstream))
+            try:
+                client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                if early:
+                    upstream.sendall(early)
+                client.settimeout(None)
+                upstream.settimeout(None)
+                socks = [client, upstream]
+                while True:  # idle connections end after TUNNEL_IDLE seconds
+                    readable, _, _ = select.select(socks, [], [], TUNNEL_IDLE)
+                    if not readable:
+                        return
+                    for sock in readable:
+                        data = sock.recv(65536)
+                        if not data:
+                            return
+                        (upstream if sock is client else client).sendall(data)
+            finally:
+                with lock:
+                    open_socks.difference_update((client, upstream))
+                with contextlib.suppress(OSError):
+                    upstream.close()
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
@@ -85,8 +137,18 @@ class TrapProxy:
                         if not chunk:
                             break
                         data += chunk
+                first = data.split(b"\r\n", 1)[0].decode("latin-1")
+                parts = first.split()
+                if len(parts) >= 2 and parts[0].upper() == "CONNECT":
+                    host, _, port = parts[1].rpartition(":")
+                    if host.strip("[]") in ("127.0.0.1", "localhost") and port.isdigit() and int(port) in allowed:
+                        with lock:
+                            tunnels.append(first)
+                        with contextlib.suppress(OSError):
+                            tunnel(self.request, int(port), data.split(b"\r\n\r\n", 1)[1])
+                        return
                 with lock:
-                    hits.append(data.split(b"\r\n", 1)[0].decode("latin-1") or "<empty connection>")
+                    hits.append(first or "<empty connection>")
                 with contextlib.suppress(OSError):
                     self.request.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 
@@ -97,6 +159,7 @@ class TrapProxy:
         self.server = Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        self._lock = lock
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
                                         name="e2e-trap-proxy", daemon=True)
         self._thread.start()
@@ -104,6 +167,11 @@ class TrapProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+        with self._lock:
+            socks = list(self._open_socks)
+        for sock in socks:  # ends any tunnel still open
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         self._thread.join(timeout=5)
 
 
@@ -297,6 +365,494 @@ def claude_e2e(claude_bin: ClaudeBinary, tmp_path: Path) -> Iterator[Callable[..
         except Exception as exc:  # noqa: BLE001 - report it with context
             pytest.fail(f"GET /__fake/requests failed: {exc!r}\n{fake.output()}\n{mitm.output()}")
         return E2ERun(mode, claude_bin, client, requests, list(trap.hits), mitm, fake)
+
+    with stack:
+        yield run
+
+
+# =========================================================================== other agents
+# Qwen Code, OpenCode, Codex and Gemini CLI run through the same chain as Claude Code:
+#
+#     agent --base URL--> mitmdump -s addon/toolvocab.py (reverse) --> tests/fake_upstream.py
+#
+# ``agent_e2e(key)`` gives a factory ``run(mode) -> AgentRun`` for one agent; the per-agent
+# settings (the offline configuration from the reference notes) live in ``AGENTS``.
+
+#: Lower-cased words that no HOME/work path may contain: the agents copy the cwd (and memory
+#: paths) into their prompts, and a path that names a tool would make the prompt mention it.
+TOOL_WORDS = (
+    "agent", "apply", "bash", "cron", "edit", "enter", "exec", "exit", "fetch", "file", "glob", "goal",
+    "grep", "image", "invalid", "list", "monitor", "notebook", "patch", "plan", "read", "replace",
+    "report", "schedule", "search", "send", "shell", "skill", "stdin", "task", "todo", "topic", "view",
+    "web", "workflow", "write",
+)
+
+#: What a marker-echo shows in a tool's *output* (not in the echoed command line): a line that is
+#: exactly the marker, possibly after ``Output:`` (Qwen Code, Gemini CLI) -- Codex prints
+#: ``Output:\ntoolvocab-ok``.
+MARKER = "toolvocab-ok"
+MARKER_OUTPUT = re.compile(r"(?m)^(?:Output:[ \t]*)?" + re.escape(MARKER) + r"[ \t]*\r?$")
+#: A command line that prints the marker (the fake upstream answers it under a foreign name).
+ECHO_ARGS = {"command": "echo " + MARKER}
+
+
+def neutral_home(prefix: str) -> Path:
+    """A fresh temp dir (under /tmp) whose path names no tool of any of the agents."""
+    for _ in range(20):
+        d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp" if os.path.isdir("/tmp") else None))
+        if not any(w in str(d).lower() for w in TOOL_WORDS):
+            return d
+        shutil.rmtree(d, ignore_errors=True)
+    raise RuntimeError("could not create a temp dir whose path names no tool")
+
+
+def base_env(home: Path, proxy_url: str) -> dict[str, str]:
+    """PATH, a fresh HOME/XDG/TMPDIR and proxies pointing at the trap; nothing else leaks in."""
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "TMPDIR": str(home / "tmp"),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "1",
+    }
+    for var in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
+        env[var] = proxy_url
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env
+
+
+def run_client(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = CLIENT_TIMEOUT) -> ClientRun:
+    """Run one agent (own session, stdin /dev/null); kill its whole process group afterwards."""
+    start = time.monotonic()
+    popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env, cwd=cwd, start_new_session=True)
+    rc: int | None
+    try:
+        out, err = popen.communicate(timeout=timeout)
+        rc = popen.returncode
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        out, err = popen.communicate(timeout=STOP_GRACE)
+        rc = None
+    finally:
+        # whatever the agent's tools left behind lives in the same process group (pgid == pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+    return ClientRun(cmd, Path(env["HOME"]), rc, out.decode(errors="replace"), err.decode(errors="replace"),
+                     time.monotonic() - start)
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+# --- per-agent settings -----------------------------------------------------------------------
+# ``prepare(home, work, base_url, prompt) -> (args after the binary, extra environment)``
+
+
+def _qwen_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    _write_json(home / ".qwen" / "settings.json", {
+        "security": {"auth": {"selectedType": "openai"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    })
+    env = {"OPENAI_BASE_URL": base_url + "/v1", "OPENAI_API_KEY": "sk-dummy", "OPENAI_MODEL": "fake-model"}
+    return ["--auth-type", "openai", "--approval-mode", "yolo", prompt], env
+
+
+def _opencode_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    cfg = home / ".config" / "opencode"
+    (cfg / "node_modules").mkdir(parents=True, exist_ok=True)
+    # stub: without it OpenCode runs `npm install @opencode-ai/plugin` into its config dir
+    _write_json(cfg / "package.json", {"dependencies": {"@opencode-ai/plugin": "*"}})
+    _write_json(cfg / "package-lock.json",
+                {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}})
+    _write_json(cfg / "opencode.json", {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "fake/fake-model",
+        "small_model": "fake/fake-model",
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
+        "provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Fake",
+            "options": {"baseURL": base_url + "/v1", "apiKey": "sk-dummy"},
+            "models": {"fake-model": {"name": "Fake Model", "tool_call": True,
+                                      "limit": {"context": 200000, "output": 8192}}},
+        }},
+    })
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["git", "init", "-q", "."], cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=30, env={"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)})
+    env = {f"OPENCODE_DISABLE_{k}": "1" for k in (
+        "MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "SHARE", "CLAUDE_CODE", "EXTERNAL_SKILLS")}
+    return ["run", prompt], env
+
+
+def _codex_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(f'''\
+model = "gpt-5.5"
+model_provider = "fake"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "Fake"
+base_url = "{base_url}/v1"
+env_key = "FAKE_OPENAI_API_KEY"
+wire_api = "responses"
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+# without these Codex reaches github.com, api.github.com and chatgpt.com
+[features]
+plugins = false
+apps = false
+remote_plugin = false
+plugin_sharing = false
+tool_suggest = false
+''')
+    env = {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_API_KEY": "sk-dummy"}
+    return ["exec", "--skip-git-repo-check", prompt], env
+
+
+def _gemini_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
+    _write_json(home / ".gemini" / "settings.json", {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    })
+    env = {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": "dummy-key", "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+    return ["--approval-mode", "yolo", "-p", prompt], env
+
+
+@dataclasses.dataclass(frozen=True)
+class Agent:
+    key: str  # install_clients.sh client name == binary name
+    label: str
+    wire: str  # "chat" | "responses" | "gemini"
+    prepare: Callable[[Path, Path, str, str], tuple[list[str], dict[str, str]]]
+    #: CONNECT to the proxy's port is tunnelled by the trap (clients that ignore NO_PROXY)
+    tunnel_loopback: bool = False
+
+
+AGENTS: dict[str, Agent] = {a.key: a for a in (
+    Agent("qwen", "Qwen Code", "chat", _qwen_prepare, tunnel_loopback=True),
+    Agent("opencode", "OpenCode", "chat", _opencode_prepare),
+    Agent("codex", "Codex CLI", "responses", _codex_prepare),
+    Agent("gemini", "Gemini CLI", "gemini", _gemini_prepare),
+)}
+
+
+@dataclasses.dataclass
+class ClientBinary:
+    key: str
+    path: Path
+    version: str
+
+
+_BINARIES: dict[str, ClientBinary] = {}
+
+
+def client_binary(key: str) -> ClientBinary:
+    """The agent's binary under ``CLIENTS_DIR``, installed with install_clients.sh when missing.
+
+    Skips (node/npm missing, install failed) or fails (``--version`` broken) the calling test.
+    """
+    if key in _BINARIES:
+        return _BINARIES[key]
+    label = AGENTS[key].label if key in AGENTS else key
+    missing = [t for t in ("node", "npm") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} not found on PATH: cannot install/run {label} for e2e tests")
+    binary = CLIENTS_DIR / key / "node_modules" / ".bin" / key
+    if not binary.exists():
+        try:
+            res = subprocess.run(["bash", str(INSTALL_SCRIPT), key], stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=INSTALL_TIMEOUT + 30,
+                                 env={**os.environ, "TOOLVOCAB_CLIENTS": str(CLIENTS_DIR),
+                                      "TOOLVOCAB_INSTALL_TIMEOUT": str(int(INSTALL_TIMEOUT))})
+            problem = None if res.returncode == 0 else f"rc={res.returncode}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
+        except subprocess.TimeoutExpired:
+            problem = f"timed out after {INSTALL_TIMEOUT + 30:.0f}s"
+        if problem or not binary.exists():
+            pytest.skip(f"could not install {label} via {INSTALL_SCRIPT.name} {key}: {problem or 'binary missing'}")
+    home = neutral_home("tv-e2e-version-")
+    try:
+        (home / "tmp").mkdir()
+        res = subprocess.run([str(binary), "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=60, env=base_env(home, "http://127.0.0.1:9"), cwd=home)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{binary} --version timed out")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if res.returncode != 0:
+        pytest.fail(f"{binary} --version failed rc={res.returncode}: {res.stdout}{res.stderr}")
+    lines = res.stdout.strip().splitlines()
+    _BINARIES[key] = ClientBinary(key, binary, lines[-1] if lines else "?")
+    return _BINARIES[key]
+
+
+# --- what the agent sent -------------------------------------------------------------------------
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text(c) for c in content)
+    if isinstance(content, dict):
+        for key in ("text", "content", "output"):
+            if key in content:
+                return _text(content[key])
+        return ""
+    return "" if content is None else str(content)
+
+
+def declared_tool_names(wire: str, body: dict) -> list[str]:
+    names: list[str] = []
+    if wire == "chat":
+        for t in body.get("tools") or []:
+            slot = t.get(t.get("type") or "function") or {}
+            if isinstance(slot, dict) and slot.get("name"):
+                names.append(slot["name"])
+    elif wire == "responses":
+        for t in body.get("tools") or []:
+            if t.get("type") == "namespace":
+                names += [s["name"] for s in t.get("tools") or [] if s.get("name")]
+            elif t.get("name"):
+                names.append(t["name"])
+    elif wire == "gemini":
+        for t in body.get("tools") or []:
+            names += [d["name"] for d in t.get("functionDeclarations") or [] if d.get("name")]
+    elif wire == "anthropic":
+        names = [t["name"] for t in body.get("tools") or [] if t.get("name")]
+    return names
+
+
+def system_text(wire: str, body: dict) -> str:
+    """Every system prompt text: system fields and system/developer messages."""
+    parts: list[str] = []
+    if wire == "chat":
+        parts += [_text(m.get("content")) for m in body.get("messages") or [] if m.get("role") in ("system", "developer")]
+    elif wire == "responses":
+        parts.append(_text(body.get("instructions")))
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        parts += [_text(it.get("content")) for it in items
+                  if it.get("type", "message") == "message" and it.get("role") in ("system", "developer")]
+    elif wire == "gemini":
+        parts.append(_text((body.get("systemInstruction") or {}).get("parts")))
+    elif wire == "anthropic":
+        parts.append(_text(body.get("system")))
+        parts += [_text(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "system"]
+    return "\n".join(p for p in parts if p)
+
+
+def unmentioned_tool_names(wire: str, body: dict) -> list[str]:
+    """Declared names the system text does not mention (whole word, case-sensitive)."""
+    text = system_text(wire, body)
+    return [n for n in declared_tool_names(wire, body)
+            if not re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text)]
+
+
+def _is_model_call(wire: str, record: dict) -> bool:
+    if record.get("method") != "POST":
+        return False
+    path = str(record.get("path", "")).split("?", 1)[0].rstrip("/")
+    if wire == "chat":
+        return path.endswith("/chat/completions")
+    if wire == "responses":
+        return path.endswith("/responses")
+    if wire == "gemini":
+        return path.endswith(":streamGenerateContent") or path.endswith(":generateContent")
+    return False
+
+
+def _flow_report(flows: list) -> str:
+    lines = []
+    for i, f in enumerate(flows, 1):
+        req = f.request
+        resp = getattr(f, "response", None)
+        meta = f.metadata.get("toolvocab") if getattr(f, "metadata", None) else None
+        status = resp.status_code if resp is not None else "no response"
+        lines.append(f"flow {i}: {req.method} {req.path} -> {status}")
+        if meta:
+            slim = {k: v for k, v in meta.items() if v not in (None, [], {}, False) and k != "declared"}
+            lines.append("  toolvocab: " + json.dumps(slim)[:4000])
+        if resp is not None:
+            if resp.raw_content is None:
+                lines.append("  body to client: (streamed through the addon, not saved)")
+            else:
+                lines.append("  body to client: " + (resp.get_text(strict=False) or "")[:3000])
+    return "\n".join(lines) or "(no flows saved)"
+
+
+@dataclasses.dataclass
+class AgentRun:
+    agent: Agent
+    binary: ClientBinary
+    mode: str
+    client: ClientRun
+    work: Path
+    requests: list[dict]  # everything the fake upstream logged, in order
+    stray: list[str]  # first lines of requests the trap refused
+    tunnels: list[str]  # loopback CONNECTs the trap tunnelled to mitmdump
+    mitm: procs.MitmdumpHandle
+    fake: procs.FakeUpstreamHandle
+    _flows: list | None = None
+
+    @property
+    def model_calls(self) -> list[dict]:
+        return [r for r in self.requests if _is_model_call(self.agent.wire, r)]
+
+    @property
+    def tool_calls(self) -> list[dict]:
+        """Model calls that declare tools (the agent's main loop), in order."""
+        return [r for r in self.model_calls
+                if isinstance(r.get("body"), dict) and declared_tool_names(self.agent.wire, self._inner(r["body"]))]
+
+    def _inner(self, body: dict) -> dict:
+        return body["request"] if self.agent.wire == "gemini" and isinstance(body.get("request"), dict) else body
+
+    def body(self, record: dict) -> dict:
+        return self._inner(record["body"])
+
+    def flows(self) -> list:
+        """The flows mitmdump saved (stops mitmdump); each has ``metadata["toolvocab"]``."""
+        if self._flows is None:
+            self._flows = self.mitm.flows()
+        return self._flows
+
+    def decisions(self) -> list[dict]:
+        out = []
+        for f in self.flows():
+            meta = f.metadata.get("toolvocab") or {}
+            out += meta.get("decisions") or []
+        return out
+
+    # helpers for the tests (they cannot import this conftest: tests/conftest.py shares its name)
+    marker = MARKER
+    echo_args = ECHO_ARGS
+
+    @staticmethod
+    def text(content: Any) -> str:
+        """The text of a message/tool-result content (string, parts list, dict)."""
+        return _text(content)
+
+    @staticmethod
+    def shows_marker_output(text: str) -> bool:
+        """True when ``text`` shows the marker as a command's output (not just the command line)."""
+        return bool(MARKER_OUTPUT.search(text))
+
+    def unmentioned(self) -> list[str]:
+        """Declared names of the first tool-bearing call that its system texts do not mention
+        (whole word, case-sensitive), as the upstream received it."""
+        calls = self.tool_calls
+        return unmentioned_tool_names(self.agent.wire, self.body(calls[0])) if calls else []
+
+    def second_tool_call(self) -> dict:
+        calls = self.tool_calls
+        if len(calls) < 2:
+            pytest.fail(f"expected {self.agent.label} to make at least 2 tool-bearing model calls, "
+                        f"got {len(calls)}\n{self.describe()}")
+        return self.body(calls[1])
+
+    def check_common(self) -> None:
+        c = self.client
+        if c.rc != 0:
+            why = f"was killed after {c.seconds:.0f}s (timeout)" if c.rc is None else f"exited rc={c.rc}"
+            pytest.fail(f"{self.agent.label} {why}\n{self.describe()}")
+        assert not self.stray, f"{self.agent.label} tried to reach something other than the proxy: " \
+                               f"{self.stray}\n{self.describe()}"
+
+    def describe(self) -> str:
+        c = self.client
+        lines = [
+            f"{self.agent.label} {self.binary.version}, toolvocab_mode={self.mode}, rc={c.rc} in {c.seconds:.1f}s",
+            f"cmd: {' '.join(c.cmd)}  (HOME={c.home}, cwd={self.work})",
+            f"stdout:\n{c.stdout[-3000:]}",
+            f"stderr:\n{c.stderr[-3000:]}",
+            f"upstream saw: {[(r.get('method'), r.get('path'), r['reply'].get('summary')) for r in self.requests]}",
+            f"trap proxy refused: {self.stray}; tunnelled: {len(self.tunnels)}",
+        ]
+        for i, r in enumerate(self.tool_calls, 1):
+            body = self.body(r)
+            key = {"chat": "messages", "responses": "input", "gemini": "contents"}[self.agent.wire]
+            hist = body.get(key) if isinstance(body.get(key), list) else []
+            lines.append(f"tool-bearing model call #{i} ({r.get('path')}), last 2 history items: "
+                         f"{json.dumps(hist[-2:], indent=1)[:3000]}")
+            reply = base64.b64decode(r["reply"].get("body_b64") or "").decode("utf-8", "replace")
+            lines.append(f"  upstream answered {r['reply'].get('status')}: {reply[:1500]}")
+        try:
+            lines.append("--- mitmdump flows (what the agent got; toolvocab records) ---\n" + _flow_report(self.flows()))
+        except Exception as exc:  # noqa: BLE001 - diagnostics only
+            lines.append(f"(could not read saved flows: {exc!r})")
+        lines.append("--- mitmdump output ---\n" + self.mitm.output()[-6000:])
+        lines.append("--- fake upstream output ---\n" + self.fake.output()[-3000:])
+        return "\n".join(lines)
+
+
+@pytest.fixture
+def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
+    """Factory: ``run(key, mode, *, tool, args, prompt, files=None) -> AgentRun``.
+
+    Installs the agent when missing (skips when it cannot), starts the fake upstream answering
+    ``tool``/``args`` (``args`` may be a callable ``work_dir -> args``), mitmdump with
+    ``toolvocab_mode=<mode>`` in reverse mode in front of it, and the stray-traffic trap; writes
+    ``files`` (name -> text) into the agent's work dir; runs the agent once (fresh HOME, bounded
+    timeout) and returns what the upstream saw.  Everything is stopped by PID at teardown.
+    """
+    stack = contextlib.ExitStack()
+    counter = iter(range(1, 1000))
+
+    def run(key: str, mode: str, *, tool: str, args: Any, prompt: str,
+            files: dict[str, str] | None = None) -> AgentRun:
+        agent = AGENTS[key]
+        binary = client_binary(key)
+        if not procs.ADDON_SCRIPT.exists():
+            pytest.fail(f"{procs.ADDON_SCRIPT} does not exist")
+        n = next(counter)
+        home = neutral_home(f"tv-e2e-{key}-")
+        stack.callback(shutil.rmtree, home, True)
+        work = home / "work"
+        work.mkdir()
+        (home / "tmp").mkdir()
+        for name, text in (files or {}).items():
+            (work / name).write_text(text)
+        tool_args = args(work) if callable(args) else args
+        fake = procs.start_fake_upstream(tool_name=tool, tool_args=tool_args)
+        stack.callback(fake.stop)
+        confdir = tmp_path / f"mitmproxy-conf-{n}"
+        confdir.mkdir(exist_ok=True)
+        mitm = procs.start_mitmdump(fake.url, options={"confdir": str(confdir), "toolvocab_mode": mode},
+                                    save_path=tmp_path / f"flows-{key}-{mode}-{n}.mitm")
+        stack.callback(mitm.stop)  # LIFO: mitmdump stops before the fake upstream
+        trap = TrapProxy(allow_ports=[mitm.port] if agent.tunnel_loopback else ())
+        stack.callback(trap.close)
+        argv, extra_env = agent.prepare(home, work, mitm.url, prompt)
+        env = {**base_env(home, trap.url), **extra_env}
+        client = run_client([str(binary.path), *argv], env, work)
+        try:
+            requests = fake.requests()
+        except Exception as exc:  # noqa: BLE001 - report it with context
+            pytest.fail(f"GET /__fake/requests failed: {exc!r}\n{fake.output()}\n{mitm.output()}")
+        return AgentRun(agent, binary, mode, client, work, requests, list(trap.hits), list(trap.tunnels), mitm, fake)
 
     with stack:
         yield run
