@@ -20,7 +20,9 @@ Options: ``toolvocab_mode`` (auto | repair | observe | off), ``toolvocab_hosts``
 from __future__ import annotations
 
 import logging
+import os
 import re
+import time
 from typing import Any
 
 import orjson
@@ -48,6 +50,9 @@ logger = logging.getLogger(__name__)
 
 MODES = ("auto", "repair", "observe", "off")
 METADATA_KEY = "toolvocab"
+METADATA_REQUEST = "toolvocab_request"  # the client's request body, when toolvocab changed it
+METADATA_UPSTREAM = "toolvocab_upstream"  # the upstream's answer bytes, when toolvocab changed them
+METADATA_DIFF = "toolvocab_diff"  # the before/after of every tool call, as text
 MARK_CHANGED = ":wrench:"
 MARK_OBSERVED = ":eyes:"
 
@@ -67,6 +72,8 @@ class _FlowState:
         self.wants_stream = wants_stream
         self.stream: _StreamCallable | None = None
         self.ws_rewriter: Any = None
+        self.original_request: bytes | None = None  # the client's body, when it was changed
+        self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
 
     def resolver(self, call: ToolCall) -> Decision:
         decision = resolve(call, self.tools, self.plan.reverse_map)
@@ -88,6 +95,7 @@ class _StreamCallable:
         self.observe = observe
         self.rewriter = state.dialect.stream_rewriter(state.resolver, state.plan)
         self.upstream = bytearray()
+        self.sent = bytearray()
         self.json_mode: bool | None = None  # decided on the first non-blank byte
         self.changed = False
         self.failed = False
@@ -97,12 +105,15 @@ class _StreamCallable:
     def __call__(self, chunk: bytes) -> list[bytes]:
         consumed = self._consumed()
         try:
-            return self._call(chunk)
+            out = self._call(chunk)
         except Exception as exc:  # G2: an exception would drop this chunk
             logger.exception("toolvocab: stream rewrite failed; passing the rest through")
             self.failed = True
             self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
-            return self._salvage(chunk, consumed)
+            out = self._salvage(chunk, consumed)
+        for piece in out:
+            self.sent += piece  # what the client got, stored in the flow at the end (G6)
+        return out
 
     def _consumed(self) -> int:
         return int(getattr(self.rewriter, "consumed", 0))
@@ -188,6 +199,8 @@ class ToolVocab:
         self.mode = "auto"
         self.hosts: re.Pattern[str] | None = None
         self.profiles: ProfileSet | None = None
+        self.record_dir: str | None = None
+        self.redact = True
         self._states: dict[str, _FlowState] = {}
         self._ws: dict[str, _FlowState] = {}
 
@@ -210,6 +223,25 @@ class ToolVocab:
             help=(
                 "Path to a TOML file of rename profiles: by host, path and model regex, present the caller's "
                 "tools to the upstream under the names it wants (capability = name). None is active by default."
+            ),
+        )
+        loader.add_option(
+            name="toolvocab_record",
+            typespec=str | None,
+            default=None,
+            help=(
+                "Directory: write each flow toolvocab changed (or, in observe mode, would change) as its own "
+                ".mitm file there, credentials redacted, with what a replay needs."
+            ),
+        )
+        loader.add_option(
+            name="toolvocab_redact",
+            typespec=bool,
+            default=True,
+            help=(
+                "Redact credentials (Authorization, x-api-key, x-goog-api-key, api-key, cookies, key= query "
+                "parameters) from handled flows whenever they are saved (-w, save commands, toolvocab_record). "
+                "The live traffic and the flow shown in the UI keep them."
             ),
         )
         loader.add_option(
@@ -240,6 +272,18 @@ class ToolVocab:
                     raise exceptions.OptionsError(f"toolvocab_profiles: {exc}") from exc
             else:
                 self.profiles = None
+        if "toolvocab_record" in updated:
+            directory = ctx.options.toolvocab_record
+            if directory:
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                except OSError as exc:
+                    raise exceptions.OptionsError(f"toolvocab_record: cannot create {directory!r}: {exc}") from exc
+                if not os.access(directory, os.W_OK):
+                    raise exceptions.OptionsError(f"toolvocab_record: {directory!r} is not writable")
+            self.record_dir = directory or None
+        if "toolvocab_redact" in updated:
+            self.redact = bool(ctx.options.toolvocab_redact)
         if "toolvocab_hosts" in updated:
             value = ctx.options.toolvocab_hosts
             if value:
@@ -258,6 +302,8 @@ class ToolVocab:
             return
         try:
             self._request(flow)
+            if self.redact and METADATA_KEY in flow.metadata:
+                _install_redaction(flow)
         except Exception as exc:  # the addon never breaks a flow
             logger.exception("toolvocab: request hook failed; flow passed through")
             self._states.pop(flow.id, None)
@@ -417,6 +463,7 @@ class ToolVocab:
         )
         if self.mode in ("auto", "repair"):
             if dialect.apply_request(body, plan):
+                state.original_request = content
                 req.content = orjson.dumps(body)
                 record.request_changed = True
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
@@ -510,6 +557,7 @@ class ToolVocab:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
         if state.dialect.rewrite_response(body, state.resolver, state.plan) and self.mode != "observe":
+            state.upstream_raw = resp.raw_content
             resp.content = orjson.dumps(body)
             state.record.response_changed = True
 
@@ -518,22 +566,99 @@ class ToolVocab:
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if out != content and self.mode != "observe":
             assert flow.response is not None
+            state.upstream_raw = flow.response.raw_content
             flow.response.content = out
             state.record.response_changed = True
 
     def _finish(self, flow: http.HTTPFlow, state: _FlowState) -> None:
-        """Store the record, mark and comment the flow. Never raises."""
+        """Store the record and what a replay needs, mark and comment the flow, write it to
+        ``toolvocab_record``. Never raises."""
         try:
             record = state.record
+            stream = state.stream
+            if stream is not None and flow.response is not None and flow.response.raw_content is None:
+                # mitmproxy does not store streamed bodies (G6): keep what the client got, and
+                # the upstream's bytes when they differ.
+                flow.response.raw_content = bytes(stream.sent)
+                if bytes(stream.upstream) != bytes(stream.sent):
+                    state.upstream_raw = bytes(stream.upstream)
             flow.metadata[METADATA_KEY] = record.dump()
+            if state.original_request is not None:
+                flow.metadata[METADATA_REQUEST] = state.original_request
+            if state.upstream_raw is not None:
+                flow.metadata[METADATA_UPSTREAM] = state.upstream_raw
+            lines = record.diff_lines()
+            if lines:
+                flow.metadata[METADATA_DIFF] = "\n".join(lines)
+            would_change = record.prompt_sentence is not None or any(d.changed for d in record.decisions) or bool(record.renames)
             if record.request_changed or record.response_changed:
                 flow.marked = MARK_CHANGED
                 flow.comment = record.summary()
-            elif self.mode == "observe" and (record.prompt_sentence or any(d.changed for d in record.decisions)):
+            elif self.mode == "observe" and would_change:
                 flow.marked = MARK_OBSERVED
                 flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+            if self.record_dir and (record.request_changed or record.response_changed or (self.mode == "observe" and would_change)):
+                self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
+
+    def _write(self, flow: http.HTTPFlow, record: FlowRecord) -> None:
+        """Write ``flow`` alone to ``toolvocab_record`` (redacted like every save)."""
+        from mitmproxy import io
+
+        assert self.record_dir is not None
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(flow.timestamp_created))
+        path = os.path.join(self.record_dir, f"{stamp}-{record.dialect or 'flow'}-{flow.id[:8]}.mitm")
+        with open(path, "wb") as fp:
+            io.FlowWriter(fp).add(flow)
+        logger.info("toolvocab: recorded %s", path)
+
+
+def redact_state(state: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of a flow's saved state with credentials replaced by ``<redacted>``.
+
+    Request headers ``authorization``, ``proxy-authorization``, ``x-api-key``,
+    ``x-goog-api-key``, ``api-key``, ``cookie``; response ``set-cookie``; ``key=`` (and
+    ``api_key=``) query parameters in the path. ``state`` is mitmproxy's ``Flow.get_state()``
+    dict (headers as ``[name, value]`` byte pairs); the input is not modified.
+    """
+    import copy
+
+    out = copy.deepcopy(state)
+    for side, names in (("request", _REDACT_REQUEST), ("response", _REDACT_RESPONSE)):
+        message = out.get(side)
+        if not isinstance(message, dict) or not isinstance(message.get("headers"), (list, tuple)):
+            continue
+        message["headers"] = [
+            (k, b"<redacted>") if isinstance(k, bytes) and k.lower() in names else (k, v) for k, v in message["headers"]
+        ]
+    request = out.get("request")
+    if isinstance(request, dict) and isinstance(request.get("path"), bytes):
+        request["path"] = _KEY_PARAM.sub(rb"\1<redacted>", request["path"])
+    return out
+
+
+_REDACT_REQUEST = frozenset({b"authorization", b"proxy-authorization", b"x-api-key", b"x-goog-api-key", b"api-key", b"cookie"})
+_REDACT_RESPONSE = frozenset({b"set-cookie"})
+_KEY_PARAM = re.compile(rb"([?&](?:key|api_key|api-key)=)[^&#]*")
+
+
+def _install_redaction(flow: http.HTTPFlow) -> None:
+    """Make every save of ``flow`` write a redacted copy, leaving the flow itself untouched.
+
+    mitmproxy's writers (``-w``, ``save.file``, ``FlowWriter``) serialize ``flow.get_state()``;
+    shadowing it on this one instance redacts what is written while the live flow, the UI and
+    client replay keep the real values.
+    """
+    if getattr(flow, "_toolvocab_redacting", False):
+        return
+    original = type(flow).get_state
+
+    def get_state() -> Any:
+        return redact_state(original(flow))
+
+    flow.get_state = get_state  # type: ignore[method-assign]
+    flow._toolvocab_redacting = True  # type: ignore[attr-defined]
 
 
 addons = [ToolVocab()]

@@ -7,6 +7,7 @@ datetime or model object would make ``-w`` drop the flow).
 
 from __future__ import annotations
 
+import orjson
 from pydantic import BaseModel
 from pydantic import Field
 
@@ -65,6 +66,28 @@ class FlowRecord(BaseModel):
             slim.notes = [*self.notes, "tool-call arguments too deeply nested to record; left out"]
             return slim.model_dump(mode="json")
 
+    def diff_lines(self) -> list[str]:
+        """A readable before/after of every tool call and of the request side, one item a line.
+
+        ``- shell {"command": ["bash", "-lc", "echo hi"]}`` / ``+ Bash {"command": "echo hi"}``
+        followed by ``  rename at capability: <reason>``; unchanged calls show as ``= name``.
+        """
+        lines: list[str] = []
+        for r in self.renames:
+            lines.append(f"request: {r.caller} → {r.upstream if r.upstream is not None else '(dropped)'} ({r.why}: {r.detail})")
+        if self.prompt_sentence:
+            lines.append(f"request: {'added' if self.request_changed else 'would add'} to the system prompt: {self.prompt_sentence}")
+        for d in self.decisions:
+            before = _call_text(d.namespace, d.name, d.arguments_before)
+            if d.changed:
+                target = d.target or d.name
+                after = _call_text(d.target_namespace, target, d.arguments_after if d.arguments_after is not None else d.arguments_before)
+                lines += [f"- {before}", f"+ {after}"]
+            else:
+                lines.append(f"= {before}")
+            lines.append(f"  {d.action.value} at {d.step.value}: {d.reason}")
+        return lines
+
     def summary(self) -> str:
         """A one-line comment for mitmproxy's UI, e.g. ``toolvocab: shell→Bash (capability)``."""
         parts = []
@@ -76,7 +99,18 @@ class FlowRecord(BaseModel):
             elif d.action.value == "leave":
                 parts.append(f"{d.name} left ({d.step.value})")
         if self.prompt_sentence:
-            parts.append(f"prompt names {len(self.prompt_names)} tools")
+            n = len(self.prompt_names)
+            parts.append(f"prompt names {n} tool{'' if n == 1 else 's'}")
         if self.rename_map and self.request_changed:
             parts.append(f"{len(self.rename_map)} tools renamed upstream")
         return "toolvocab: " + ("; ".join(parts) if parts else "no change")
+
+
+def _call_text(namespace: str | None, name: str, arguments: dict | None) -> str:
+    label = f"{namespace}{name}" if namespace else name
+    if arguments is None:
+        return f"{label} (arguments not a JSON object)"
+    try:
+        return f"{label} {orjson.dumps(arguments).decode()}"
+    except TypeError:
+        return f"{label} {arguments!r}"
