@@ -39,6 +39,7 @@ from tvengine.ladder import resolve
 from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.plan import Plan
+from tvengine.clients import identify_client
 from tvengine.grammar import grammar_for
 from tvengine.plan import make_plan
 from tvengine.profiles import ProfileError
@@ -489,6 +490,10 @@ class ToolVocab:
         record = FlowRecord(
             mode=self.mode,
             dialect=dialect.name,
+            host=host,
+            path=flow.request.path.split("?", 1)[0],
+            model=dialect.model_of(flow.request.path, body),
+            client=identify_client(flow.request.headers),
             declared=tools.names(),
             rename_map=plan.rename_map,
             duplicates=plan.duplicates,
@@ -576,6 +581,8 @@ class ToolVocab:
         try:
             record = state.record
             stream = state.stream
+            self._timings(flow, record)
+            record.count_calls()
             if stream is not None and flow.response is not None and flow.response.raw_content is None:
                 # mitmproxy does not store streamed bodies (G6): keep what the client got, and
                 # the upstream's bytes when they differ.
@@ -601,6 +608,18 @@ class ToolVocab:
                 self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
+
+    @staticmethod
+    def _timings(flow: http.HTTPFlow, record: FlowRecord) -> None:
+        """Upstream status and latencies (ms) from mitmproxy's timestamps (seconds)."""
+        resp, start = flow.response, flow.request.timestamp_start
+        if resp is None or not start:
+            return
+        record.status = resp.status_code
+        if resp.timestamp_start:
+            record.ttfb_ms = round((resp.timestamp_start - start) * 1000, 1)
+        if resp.timestamp_end:
+            record.total_ms = round((resp.timestamp_end - start) * 1000, 1)
 
     def _write(self, flow: http.HTTPFlow, record: FlowRecord) -> None:
         """Write ``flow`` alone to ``toolvocab_record`` (redacted like every save)."""

@@ -34,6 +34,17 @@ class FlowRecord(BaseModel):
     version: int = 1
     dialect: str | None = None
     mode: str
+    host: str | None = None
+    path: str | None = None
+    model: str | None = None
+    client: str | None = None
+    status: int | None = None
+    ttfb_ms: float | None = None
+    total_ms: float | None = None
+    calls_seen: int = 0
+    calls_kept: int = 0
+    calls_repaired: int = 0
+    calls_left: int = 0
     skipped: str | None = None
     declared: list[str] = Field(default_factory=list)
     rename_map: dict[str, str] = Field(default_factory=dict)
@@ -48,6 +59,13 @@ class FlowRecord(BaseModel):
     streamed: bool = False
     decisions: list[Decision] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+
+    def count_calls(self) -> None:
+        """Fill the ``calls_*`` counters from ``decisions``."""
+        self.calls_seen = len(self.decisions)
+        self.calls_kept = sum(d.action.value == "keep" for d in self.decisions)
+        self.calls_repaired = sum(d.action.value in ("rename", "fit") for d in self.decisions)
+        self.calls_left = sum(d.action.value == "leave" for d in self.decisions)
 
     def dump(self) -> dict:
         """The JSON-safe dict stored in ``flow.metadata``.

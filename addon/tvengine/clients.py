@@ -1,0 +1,44 @@
+"""Which coding agent (or SDK) sent a request, from its headers.
+
+Signals as captured from the clients' own requests (project research notes, wire-formats §7 and
+real-clients.md): Claude Code ``User-Agent: claude-cli/<ver> (…)`` and ``x-app: cli``; Codex
+``originator: codex_cli_rs`` / ``codex_exec`` / ``codex-tui`` and a UA starting with that
+originator; OpenCode ``opencode/<ver>``; Qwen Code ``QwenCode/<ver>``; Gemini CLI
+``GeminiCLI/<ver>`` (also ``GeminiCLI-tui/…``); the official SDKs' Stainless headers
+(``x-stainless-lang``) and UAs (``Anthropic/Python``, ``OpenAI/Python``,
+``google-genai-sdk/…`` in ``x-goog-api-client``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+#: (client, header, regex) — first match wins; header names lower-case.
+_RULES: tuple[tuple[str, str, str], ...] = (
+    ("Claude Code", "user-agent", r"^claude-(?:cli|code)/"),
+    ("Claude Code", "x-app", r"^cli$"),
+    ("Codex", "originator", r"^codex"),
+    ("Codex", "user-agent", r"^codex[_-]"),
+    ("OpenCode", "user-agent", r"^opencode/"),
+    ("Qwen Code", "user-agent", r"^QwenCode/"),
+    ("Gemini CLI", "user-agent", r"^GeminiCLI"),
+    ("anthropic SDK", "user-agent", r"^Anthropic/"),
+    ("openai SDK", "user-agent", r"^(?:Async)?OpenAI/"),
+    ("google-genai SDK", "x-goog-api-client", r"google-genai-sdk/"),
+    ("curl", "user-agent", r"^curl/"),
+)
+
+
+def identify_client(headers: Mapping[str, str]) -> str:
+    """The client's name (``"Claude Code"``, ``"Codex"``, ``"OpenCode"``, ``"Qwen Code"``,
+    ``"Gemini CLI"``, an SDK, ``"curl"``) or ``"unknown"``.
+
+    ``headers`` maps header names (any case) to values.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    for client, header, pattern in _RULES:
+        value = lower.get(header)
+        if value and re.search(pattern, value):
+            return client
+    return "unknown"
