@@ -26,11 +26,15 @@ import time
 from typing import Any
 
 import orjson
+from mitmproxy import command
 from mitmproxy import exceptions
+from mitmproxy import flow as mflow
 from mitmproxy import http
+from mitmproxy.log import ALERT
 
 # mitmproxy puts this file's folder on sys.path, so the sibling packages import by their own
 # names (relative imports fail in a -s script: mitmproxy G7).
+import tvcli
 import tvdialects
 from tvdialects.base import Dialect
 from tvdialects.base import JSONFrame
@@ -40,6 +44,7 @@ from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.plan import Plan
 from tvengine.clients import identify_client
+from tvengine.export import SHAPES
 from tvengine.grammar import grammar_for
 from tvengine.plan import make_plan
 from tvengine.profiles import ProfileError
@@ -363,6 +368,19 @@ class ToolVocab:
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
             flow.metadata[METADATA_KEY] = ws.record.dump()
+
+    # -- commands -----------------------------------------------------------------------------
+
+    @command.command("toolvocab.tools")
+    def tools(self, flow: mflow.Flow, shape: str = "normalized") -> str:
+        """The tools this flow's client declared, normalized or in one API's shape: normalized,
+        anthropic, openai_chat, openai_responses, gemini or langchain (names as the client
+        declared them; the record's rename_map says what went upstream)."""
+        if shape not in SHAPES:
+            raise exceptions.CommandError(f"shape must be one of {', '.join(SHAPES)}")
+        text = tvcli.tools_text([flow], shape)
+        logger.log(ALERT, text)
+        return text
 
     # -- internals ----------------------------------------------------------------------------
 
