@@ -74,7 +74,9 @@ def _synonyms_of(key: str) -> set[str]:
     return out
 
 
-def _prop_types(schema: dict[str, Any], key: str) -> set[str]:
+def property_types(schema: dict[str, Any], key: str) -> set[str]:
+    """The JSON types ``schema`` allows for property ``key`` (``type``, a type list, or the
+    types of ``anyOf`` / ``oneOf`` alternatives); empty when undeclared or untyped."""
     prop = (schema.get("properties") or {}).get(key)
     if not isinstance(prop, dict):
         return set()
@@ -200,7 +202,7 @@ def fit_arguments(
             changes.append(ArgChange(op="rename_key", key=key, to=target, before=value, after=value))
 
     for key, value in list(out.items()):
-        types = _prop_types(schema, key)
+        types = property_types(schema, key)
         if not types or _has_type(value, types):
             continue
         if "string" in types and isinstance(value, list):
