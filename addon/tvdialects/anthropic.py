@@ -21,6 +21,8 @@ from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import SSEEvent
 from tvdialects.sse import EventStreamRewriter
+from tvengine.errors import OPENCODE_INVALID_TOOL
+from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
@@ -81,6 +83,41 @@ class AnthropicMessages:
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
                     names.append(block["name"])
         return names
+
+    def tool_results(self, body: JSON) -> list[ToolResult]:
+        """Every ``tool_result`` block in ``messages``, in order.
+
+        Text is the content string or its text blocks joined by newlines; ``is_error`` is the
+        block's flag (``None`` when absent); the name comes from the ``tool_use`` with the same
+        id earlier in the transcript. A result of OpenCode's ``invalid`` sink (a ``tool_use``
+        named ``invalid`` with ``{"tool", "error"}`` input) is an error whatever its flag says:
+        the sink "succeeds" by returning the error text.
+        """
+        results: list[ToolResult] = []
+        calls: dict[str, tuple[str | None, bool]] = {}
+        messages = body.get("messages") if isinstance(body, dict) else None
+        for message in messages if isinstance(messages, list) else ():
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "tool_use" and isinstance(block.get("id"), str):
+                    name = block.get("name") if isinstance(block.get("name"), str) else None
+                    calls[block["id"]] = (name, _is_invalid_sink(name, block.get("input")))
+                elif kind == "tool_result":
+                    call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+                    name, sink = calls.get(call_id, (None, False)) if call_id is not None else (None, False)
+                    flag = block.get("is_error")
+                    results.append(
+                        ToolResult(
+                            call_id=call_id,
+                            name=name,
+                            text="\n".join(_texts(block.get("content"))),
+                            is_error=True if sink else (flag if isinstance(flag, bool) else None),
+                        )
+                    )
+        return results
 
     def model_of(self, path: str, body: JSON) -> str | None:
         """``model`` from the body, or from a Vertex / Bedrock path."""
@@ -172,6 +209,11 @@ def _texts(value: Any) -> list[str]:
     if isinstance(value, list):
         return [b["text"] for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)]
     return []
+
+
+def _is_invalid_sink(name: Any, arguments: Any) -> bool:
+    """True for OpenCode's rewritten call: tool ``invalid`` with ``{"tool", "error"}``."""
+    return name == OPENCODE_INVALID_TOOL and isinstance(arguments, dict) and "tool" in arguments and "error" in arguments
 
 
 def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:

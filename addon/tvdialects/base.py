@@ -13,6 +13,7 @@ from typing import Protocol
 
 import orjson
 
+from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
@@ -63,6 +64,10 @@ class Dialect(Protocol):
 
     def model_of(self, path: str, body: JSON) -> str | None:
         """The model the request asks for, or ``None``."""
+        ...
+
+    def tool_results(self, body: JSON) -> list[ToolResult]:
+        """Every tool result in the request's transcript, in order, named from its call."""
         ...
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:

@@ -24,6 +24,7 @@ from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
+from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
@@ -112,7 +113,9 @@ class Gemini:
             for decl in tool[key] if key is not None else ():
                 if not isinstance(decl, dict) or not isinstance(decl.get("name"), str):
                     continue
-                schema = decl.get("parametersJsonSchema")
+                # google-genai writes parameters_json_schema in snake_case (2.34.0), the API
+                # documents parametersJsonSchema; both mean JSON Schema.
+                schema = decl.get("parametersJsonSchema", decl.get("parameters_json_schema"))
                 if not isinstance(schema, dict):
                     params = decl.get("parameters")
                     schema = openapi_to_jsonschema(params) if isinstance(params, dict) else None
@@ -136,6 +139,44 @@ class Gemini:
                     if isinstance(inner, dict) and isinstance(inner.get("name"), str):
                         names.append(inner["name"])
         return names
+
+    def tool_results(self, body: JSON) -> list[ToolResult]:
+        """Every ``functionResponse`` part in ``contents`` (Code Assist envelope unwrapped;
+        snake_case ``function_response`` too), in order.
+
+        The name and id are the part's own. A ``response.error`` (Gemini CLI and Qwen Code put
+        every tool error there) makes ``is_error`` ``True`` and is the text; otherwise the text
+        is ``response.output`` when it is a string, else the whole ``response`` as compact JSON,
+        and ``is_error`` is ``None``.
+        """
+        results: list[ToolResult] = []
+        request = _unwrap(body)
+        if not isinstance(request, dict):
+            return results
+        for content in _list(request.get("contents")):
+            for part in _list(content.get("parts")) if isinstance(content, dict) else ():
+                if not isinstance(part, dict):
+                    continue
+                inner = part.get("functionResponse", part.get("function_response"))
+                if not isinstance(inner, dict):
+                    continue
+                response = inner.get("response")
+                is_error: bool | None = None
+                if isinstance(response, dict) and response.get("error") is not None:
+                    text, is_error = _as_text(response["error"]), True
+                elif isinstance(response, dict) and isinstance(response.get("output"), str):
+                    text = response["output"]
+                else:
+                    text = _as_text(response) if response is not None else ""
+                results.append(
+                    ToolResult(
+                        call_id=inner.get("id") if isinstance(inner.get("id"), str) else None,
+                        name=inner.get("name") if isinstance(inner.get("name"), str) else None,
+                        text=text,
+                        is_error=is_error,
+                    )
+                )
+        return results
 
     def model_of(self, path: str, body: JSON) -> str | None:
         """The model from the path (``models/{model}:…``) or a Code Assist body's ``model``."""
@@ -237,6 +278,16 @@ def _rename(obj: Any, rename: dict[str, str]) -> bool:
         obj["name"] = rename[obj["name"]]
         return True
     return False
+
+
+def _as_text(value: Any) -> str:
+    """A string as is; anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
 
 
 def _list(value: Any) -> list[Any]:

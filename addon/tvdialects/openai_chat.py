@@ -22,6 +22,8 @@ from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
+from tvengine.errors import OPENCODE_INVALID_TOOL
+from tvengine.errors import ToolResult
 from tvengine.ids import stable_call_id
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolCall
@@ -137,6 +139,42 @@ class OpenAIChat:
                 names.append(message["name"])
         return names
 
+    def tool_results(self, body: JSON) -> list[ToolResult]:
+        """Every ``role: "tool"`` message (and legacy ``role: "function"`` message), in order.
+
+        Text is the content string or its text parts joined by newlines; Chat carries no error
+        flag, so ``is_error`` is ``None`` — except for a result of OpenCode's ``invalid`` sink
+        (an assistant call named ``invalid`` whose arguments hold ``tool`` and ``error``), which
+        is an error by construction. The name comes from the assistant ``tool_calls`` entry with
+        the same id (``function.name`` or ``custom.name``); a legacy function message names
+        itself.
+        """
+        results: list[ToolResult] = []
+        calls: dict[str, tuple[str | None, bool]] = {}
+        messages = body.get("messages") if isinstance(body, dict) else None
+        for message in messages if isinstance(messages, list) else ():
+            if not isinstance(message, dict):
+                continue
+            role = message.get("role")
+            tool_calls = message.get("tool_calls")
+            for call in tool_calls if isinstance(tool_calls, list) else ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    calls[call["id"]] = _call_name_and_sink(call)
+            if role == "tool":
+                call_id = message.get("tool_call_id") if isinstance(message.get("tool_call_id"), str) else None
+                name, sink = calls.get(call_id, (None, False)) if call_id is not None else (None, False)
+                results.append(
+                    ToolResult(
+                        call_id=call_id,
+                        name=name,
+                        text="\n".join(_content_texts(message.get("content"))),
+                        is_error=True if sink else None,
+                    )
+                )
+            elif role == "function" and isinstance(message.get("name"), str):
+                results.append(ToolResult(name=message["name"], text="\n".join(_content_texts(message.get("content")))))
+        return results
+
     def model_of(self, path: str, body: JSON) -> str | None:
         """``model`` from the body."""
         return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
@@ -218,6 +256,26 @@ class OpenAIChat:
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
         return ChatStream(resolve, plan)
+
+
+def _call_name_and_sink(call: dict[str, Any]) -> tuple[str | None, bool]:
+    """A transcript call's name, and whether it is OpenCode's ``invalid`` sink (tool
+    ``invalid`` with ``{"tool", "error"}`` arguments; only that call's arguments are parsed)."""
+    for key in ("function", "custom"):
+        inner = call.get(key)
+        if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+            name = inner["name"]
+            if name != OPENCODE_INVALID_TOOL:
+                return name, False
+            arguments = inner.get("arguments")
+            if isinstance(arguments, str):
+                try:
+                    arguments = orjson.loads(arguments)
+                except orjson.JSONDecodeError:
+                    arguments = None
+            sink = isinstance(arguments, dict) and "tool" in arguments and "error" in arguments
+            return name, sink
+    return None, False
 
 
 def _chat_tool_name(tool: Any) -> str | None:

@@ -22,6 +22,7 @@ from tvdialects.base import Resolver
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
+from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
@@ -31,6 +32,7 @@ from tvengine.names import split_flat
 from tvengine.plan import Plan
 
 _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
+_OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "response.done")
 _RESPONSE_EVENTS = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "response.done", "response.queued")
 
@@ -94,6 +96,34 @@ class OpenAIResponses:
             if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(item.get("name"), str):
                 names.append(_flat(item.get("namespace"), item["name"]))
         return names
+
+    def tool_results(self, body: JSON) -> list[ToolResult]:
+        """Every ``function_call_output`` / ``custom_tool_call_output`` input item, in order.
+
+        Text is ``output`` as a string, or the text of its content parts joined by newlines;
+        Responses carries no error flag, so ``is_error`` is ``None``. The name is the flat name
+        (namespace joined) of the ``function_call`` / ``custom_tool_call`` item with the same
+        ``call_id``, else the output item's own optional ``name`` / ``namespace``.
+        """
+        results: list[ToolResult] = []
+        calls: dict[str, str] = {}
+        items = body.get("input") if isinstance(body, dict) else None
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                continue
+            kind = item.get("type")
+            call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+            if kind in _CALL_TYPES:
+                if call_id is not None and isinstance(item.get("name"), str):
+                    calls[call_id] = _flat(item.get("namespace"), item["name"])
+            elif kind in _OUTPUT_TYPES:
+                name = calls.get(call_id) if call_id is not None else None
+                if name is None and isinstance(item.get("name"), str):
+                    name = _flat(item.get("namespace"), item["name"])
+                results.append(
+                    ToolResult(call_id=call_id, name=name, text="\n".join(_content_texts(item.get("output"))), is_error=None)
+                )
+        return results
 
     def model_of(self, path: str, body: JSON) -> str | None:
         """``model`` from the body."""
