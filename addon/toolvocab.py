@@ -44,6 +44,7 @@ from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.plan import Plan
 from tvengine.clients import identify_client
+from tvengine.errors import classify_tool_results
 from tvengine.export import SHAPES
 from tvengine.grammar import grammar_for
 from tvengine.plan import make_plan
@@ -433,8 +434,9 @@ class ToolVocab:
             if len(state.record.decisions) != before:
                 self._finish(flow, state)
             return
-        if outs == [unit]:
-            return
+        # Every server frame goes out through inject.websocket, unchanged ones too: mitmproxy
+        # sends injected frames from tasks of their own, so a frame forwarded directly could
+        # overtake frames released from a hold (all injections keep their order).
         message.drop()
         for out in outs:
             ctx.master.commands.call("inject.websocket", flow, True, out.raw, True)
@@ -522,6 +524,10 @@ class ToolVocab:
             prompt_names=plan.unmentioned,
             notes=list(plan.skipped),
         )
+        try:
+            record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
+        except Exception as exc:  # classification is for the record only: never fatal
+            record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
         return plan, record
 
     def _responseheaders(self, flow: http.HTTPFlow, state: _FlowState) -> None:

@@ -11,6 +11,7 @@ import orjson
 from pydantic import BaseModel
 from pydantic import Field
 
+from tvengine.errors import ToolError
 from tvengine.models import Decision
 from tvengine.plan import Rename
 
@@ -27,7 +28,9 @@ class FlowRecord(BaseModel):
     in ``notes``), ``profile`` / ``grammar``: what was in force; ``prompt_sentence``: the sentence
     added (or, in ``observe``, that would be added) and ``prompt_names`` the names it lists; ``request_changed`` / ``response_changed``:
     whether bytes were changed on each side; ``streamed``: the answer was rewritten as a stream;
-    ``decisions``: one per tool call in the answer; ``notes``: anything else worth knowing
+    ``decisions``: one per tool call in the answer; ``tool_errors``: every tool result in the
+    request's transcript that reports an error, classified (:mod:`tvengine.errors`; the same
+    call id recurs in later requests of a session, so count distinct ids); ``notes``: anything else worth knowing
     (passthrough reasons, errors caught).
     """
 
@@ -58,6 +61,7 @@ class FlowRecord(BaseModel):
     response_changed: bool = False
     streamed: bool = False
     decisions: list[Decision] = Field(default_factory=list)
+    tool_errors: list[ToolError] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     def count_calls(self) -> None:

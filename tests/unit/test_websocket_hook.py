@@ -211,8 +211,9 @@ def test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order(env):
         "response.output_item.done",
         "response.completed",
     ]
-    # response.created: untouched, not dropped, nothing injected
-    assert not steps[0].message.dropped and steps[0].injected == [] and steps[0].message.content == steps[0].original
+    # response.created: unchanged, but like every server frame it goes out through
+    # inject.websocket, so frames released from a hold can never be overtaken
+    assert steps[0].message.dropped and steps[0].injected == [steps[0].original]
     # the call's frames: each dropped; nothing sent until output_item.done
     for step in steps[1:5]:
         assert step.message.dropped and step.injected == []
@@ -243,9 +244,9 @@ def test_declared_call_frames_arrive_byte_identical_in_order(env):
     frames = declared_frames()
     steps = s.server(frames)
     assert s.delivered() == [orjson.dumps(f) for f in frames]
-    # frames outside the call are never dropped; the call's frames are held and re-sent as they came
-    assert not steps[0].message.dropped and not steps[-1].message.dropped
-    assert all(step.message.dropped for step in steps[1:6])
+    # frames outside the call are re-sent at once; the call's frames are held and re-sent as they came
+    assert steps[0].injected == [steps[0].original] and steps[-1].injected == [steps[-1].original]
+    assert all(step.message.dropped for step in steps)
     assert steps[5].injected == [orjson.dumps(f) for f in frames[1:6]]
     assert [d["action"] for d in s.record["decisions"]] == ["keep"]
     assert s.record["response_changed"] is False
@@ -290,8 +291,12 @@ def test_non_json_and_binary_server_frames_pass(env):
     a = s.send(b"\x00\x01binary", text=False)
     b = s.send(b"plain text, not JSON")
     c = s.send({"type": "response.output_text.delta", "delta": "hi", "sequence_number": 0})
-    for st in (a, b, c):
-        assert not st.message.dropped and st.injected == [] and st.message.content == st.original
+    # binary frames are not toolvocab's: forwarded as they are
+    assert not a.message.dropped and a.injected == [] and a.message.content == a.original
+    # text frames, JSON or not, go out unchanged through inject.websocket (kept in order)
+    for st in (b, c):
+        assert st.message.dropped and st.injected == [st.original]
+    assert s.delivered() == [a.original, b.original, c.original]
 
 
 def test_injected_messages_are_not_processed_again(env):
