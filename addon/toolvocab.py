@@ -82,6 +82,11 @@ class _FlowState:
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
 
+    def __call__(self, call: ToolCall) -> Decision:
+        """The dialects' ``Resolver``: the ladder over this flow's tools; records the decision.
+        ``self.tools`` is there too, for dialects that lift calls out of text."""
+        return self.resolver(call)
+
     def resolver(self, call: ToolCall) -> Decision:
         decision = resolve(call, self.tools, self.plan.reverse_map)
         self.record.decisions.append(decision)
@@ -100,7 +105,7 @@ class _StreamCallable:
     def __init__(self, state: _FlowState, *, observe: bool) -> None:
         self.state = state
         self.observe = observe
-        self.rewriter = state.dialect.stream_rewriter(state.resolver, state.plan)
+        self.rewriter = state.dialect.stream_rewriter(state, state.plan)
         self.upstream = bytearray()
         self.sent = bytearray()
         self.json_mode: bool | None = None  # decided on the first non-blank byte
@@ -189,7 +194,7 @@ class _StreamCallable:
             self.state.record.notes.append("answer body is not JSON; passed through")
             return body
         try:
-            if self.state.dialect.rewrite_response(parsed, self.state.resolver, self.state.plan) and not self.observe:
+            if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
                 new = orjson.dumps(parsed)
                 self.changed = True
                 return new
@@ -410,7 +415,7 @@ class ToolVocab:
                 record.response_changed = previous.record.response_changed
             record.streamed = True
             state = _FlowState(dialect, tools, plan, record, wants_stream=True)
-            state.ws_rewriter = dialect.stream_rewriter(state.resolver, plan)
+            state.ws_rewriter = dialect.stream_rewriter(state, plan)
             self._ws[flow.id] = state
             if self.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
                 message.content = orjson.dumps(frame)
@@ -585,13 +590,13 @@ class ToolVocab:
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
-        if state.dialect.rewrite_response(body, state.resolver, state.plan) and self.mode != "observe":
+        if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
             state.upstream_raw = resp.raw_content
             resp.content = orjson.dumps(body)
             state.record.response_changed = True
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: _FlowState, content: bytes) -> None:
-        rewriter = state.dialect.stream_rewriter(state.resolver, state.plan)
+        rewriter = state.dialect.stream_rewriter(state, state.plan)
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if out != content and self.mode != "observe":
             assert flow.response is not None

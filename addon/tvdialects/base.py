@@ -14,6 +14,7 @@ from typing import Protocol
 import orjson
 
 from tvengine.errors import ToolResult
+from tvengine.ladder import Toolset
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
@@ -21,7 +22,15 @@ from tvengine.plan import DuplicateCursor
 from tvengine.plan import Plan
 
 #: ``resolve(call) -> Decision``: the engine's ladder bound to one flow (tools, reverse map).
+#: The addon's resolver also has ``.tools`` (the flow's :class:`~tvengine.ladder.Toolset`);
+#: use :func:`declared_toolset` to reach it.
 Resolver = Callable[[ToolCall], Decision]
+
+
+def declared_toolset(resolve: Resolver) -> Toolset | None:
+    """The declared tools behind ``resolve`` (``None`` for a plain function resolver)."""
+    tools = getattr(resolve, "tools", None)
+    return tools if isinstance(tools, Toolset) else None
 
 #: JSON values as parsed by orjson.
 JSON = Any

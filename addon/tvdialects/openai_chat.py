@@ -19,16 +19,20 @@ import orjson
 from tvdialects.base import JSON
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
+from tvdialects.base import declared_toolset
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.errors import OPENCODE_INVALID_TOOL
 from tvengine.errors import ToolResult
 from tvengine.ids import stable_call_id
+from tvengine.models import Action
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
 from tvengine.plan import Plan
+from tvengine.wrapped import extract_text_calls
+from tvengine.wrapped import unwrap_parallel
 
 
 def _path_only(path: str) -> str:
@@ -239,14 +243,37 @@ class OpenAIChat:
             message = choice.get("message") if isinstance(choice, dict) else None
             if not isinstance(message, dict):
                 continue
-            for call in message.get("tool_calls") or ():
-                if not isinstance(call, dict):
-                    continue
-                changed |= _apply_call(call, resolve, plan, seen, position)
-                position += 1
+            calls = message.get("tool_calls")
+            if isinstance(calls, list):
+                kept: list[Any] = []
+                for call in calls:
+                    if not isinstance(call, dict):
+                        kept.append(call)
+                        continue
+                    expanded = _expand_parallel(call, resolve)
+                    if expanded is not None:
+                        kept.extend(expanded)  # BR-08: the wrapper becomes its calls
+                        seen.update(e["id"] for e in expanded)
+                        position += len(expanded)
+                        changed = True
+                        continue
+                    changed |= _apply_call(call, resolve, plan, seen, position)
+                    kept.append(call)
+                    position += 1
+                if changed:
+                    message["tool_calls"] = kept
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
                 changed |= _apply_function(legacy, resolve, legacy_id=None)
+            if not message.get("tool_calls") and isinstance(message.get("content"), str):
+                lifted = lift_text_calls(message["content"], resolve, plan, position)
+                if lifted is not None:
+                    text, entries = lifted
+                    message["content"] = text.strip() or None
+                    message["tool_calls"] = entries
+                    choice["finish_reason"] = "tool_calls"
+                    position += len(entries)
+                    changed = True
         return changed
 
     def wants_stream(self, path: str, body: JSON) -> bool:
@@ -311,6 +338,56 @@ def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
     return True
 
 
+def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, Any]] | None:
+    """The tool_calls entries a ``multi_tool_use.parallel`` wrapper stands for (BR-08), each
+    resolved to a declared tool; ``None`` when ``call`` is no wrapper or any part of it does not
+    resolve (then the wrapper is left whole)."""
+    fn = call.get("function")
+    if call.get("type", "function") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        return None
+    text, _ = _args_text(fn.get("arguments"))
+    wrapper = ToolCall.from_payload({"name": fn["name"], "arguments": text, "id": call.get("id")})
+    subs = unwrap_parallel(wrapper)
+    if subs is None:
+        return None
+    entries = []
+    for sub in subs:
+        decision = resolve(sub)
+        if decision.action is Action.LEAVE or decision.target is None:
+            return None
+        args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
+        entries.append(
+            {"id": sub.id, "type": "function", "function": {"name": decision.target, "arguments": orjson.dumps(args).decode()}}
+        )
+    return entries
+
+
+def lift_text_calls(
+    text: str, resolve: Resolver, plan: Plan, position: int
+) -> tuple[str, list[dict[str, Any]]] | None:
+    """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24) as
+    ``tool_calls`` entries, with the text that remains; ``None`` to leave the text as it came
+    (markup incomplete, a function or parameter not declared, or a call that does not resolve)."""
+    tools = declared_toolset(resolve)
+    if tools is None or ("<tool_call>" not in text and "<|tool_call" not in text):
+        return None
+    found = extract_text_calls(text, tools)
+    if found is None:
+        return None
+    remaining, calls = found
+    entries = []
+    for i, call in enumerate(calls):
+        call_id = call.id or stable_call_id(plan.flow_key, position + i)
+        decision = resolve(call.model_copy(update={"id": call_id}))
+        if decision.action is Action.LEAVE or decision.target is None:
+            return None
+        args = decision.arguments_after if decision.arguments_after is not None else call.arguments
+        entries.append(
+            {"id": call_id, "type": "function", "function": {"name": decision.target, "arguments": orjson.dumps(args).decode()}}
+        )
+    return remaining, entries
+
+
 def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None) -> bool:
     """Resolve one ``{name, arguments}`` object in place."""
     raw_args = fn.get("arguments")
@@ -353,6 +430,36 @@ def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[s
     return changed
 
 
+_TEXT_OPENERS = ("<tool_call>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>")
+
+
+def _content_of(choices: Any) -> str:
+    """The text of the content deltas in one chunk's ``choices``."""
+    if not isinstance(choices, list):
+        return ""
+    parts = []
+    for c in choices:
+        delta = c.get("delta") if isinstance(c, dict) else None
+        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+            parts.append(delta["content"])
+    return "".join(parts)
+
+
+def _ends_with_opener_prefix(text: str) -> bool:
+    return any(text.endswith(m[:k]) for m in _TEXT_OPENERS for k in range(1, len(m)))
+
+
+def _closed(text: str) -> bool:
+    """Every opened tool-call block in ``text`` is closed."""
+    if "<tool_call>" in text and text.count("<tool_call>") != text.count("</tool_call>"):
+        return False
+    if "<|tool_calls_section_begin|>" in text and "<|tool_calls_section_end|>" not in text:
+        return False
+    if "<|tool_call_begin|>" in text and "<|tool_calls_section_begin|>" not in text:
+        return False
+    return True
+
+
 class _Slot:
     """One streamed tool call being assembled."""
 
@@ -390,11 +497,15 @@ class ChatStream(EventStreamRewriter):
         self._held: list[SSEEvent] | None = None
         self._position = 0  # calls resolved so far in this answer (for stable ids)
         self._seen_ids: set[str] = set()
+        self._text: list[SSEEvent] | None = None  # content that may be a tool call in text
+        self._text_acc = ""
+        self._lifted = False  # a call was lifted out of text: "stop" becomes "tool_calls"
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
         held, self._held = self._held or [], None
-        return [e.raw for e in held]
+        text, self._text = self._text or [], None
+        return [e.raw for e in text + held]
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold from the first tool-call chunk to the end of the choice; pass the rest."""
@@ -403,9 +514,14 @@ class ChatStream(EventStreamRewriter):
         has_calls = isinstance(choices, list) and any(
             isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls") for c in choices
         )
+        if self._text is not None:
+            return self._on_text(event, choices, has_calls)
+        if self._held is None and not has_calls and self._may_start_text_call(choices):
+            self._text, self._text_acc = [event], _content_of(choices)
+            return self._after_text(event, choices)
         if self._held is None:
             if not has_calls:
-                return [event.raw]
+                return [self._finish_reason_fixed(event, choices)]
             self._held = []
         if event.data is None:
             # A comment or keep-alive (": OPENROUTER PROCESSING") inside a call: held in place,
@@ -422,7 +538,88 @@ class ChatStream(EventStreamRewriter):
 
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get)."""
-        return self._release() if self._held else []
+        out = self._release_text(final=True) if self._text else []
+        return out + (self._release() if self._held else [])
+
+    # -- tool calls left in text (BR-23, BR-24) ------------------------------------------------
+
+    def _may_start_text_call(self, choices: Any) -> bool:
+        if declared_toolset(self._resolve) is None:
+            return False
+        text = _content_of(choices)
+        return bool(text) and (any(m in text for m in _TEXT_OPENERS) or _ends_with_opener_prefix(text))
+
+    def _on_text(self, event: SSEEvent, choices: Any, has_calls: bool) -> list[bytes]:
+        assert self._text is not None
+        if has_calls:
+            # Real tool calls follow: the text was only text.
+            out = [e.raw for e in self._text]
+            self._text = None
+            return out + self.on_event(event)
+        self._text.append(event)
+        if event.data is None:
+            return []
+        self._text_acc += _content_of(choices)
+        return self._after_text(event, choices)
+
+    def _after_text(self, event: SSEEvent, choices: Any) -> list[bytes]:
+        acc = self._text_acc
+        opened = any(m in acc for m in _TEXT_OPENERS)
+        done = not isinstance(choices, list) or not choices or any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+        if not opened and not _ends_with_opener_prefix(acc):
+            return self._release_text(final=False, lift=False)
+        if done or (opened and _closed(acc)):
+            return self._release_text(final=done)
+        return []
+
+    def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:
+        held = self._text or []
+        lifted = lift_text_calls(self._text_acc, self._resolve, self._plan, self._position) if lift else None
+        if lifted is None:
+            out = [e.raw for e in held]
+            self._text = None
+            return out
+        text, entries = lifted
+        self._position += len(entries)
+        self._lifted = True
+        out: list[bytes] = []
+        first = True
+        for event in held:
+            data = event.json()
+            choices = data.get("choices") if isinstance(data, dict) else None
+            if not isinstance(choices, list) or not choices:
+                out.append(event.raw)  # a comment, usage or [DONE]
+                continue
+            new_choices = []
+            for choice in choices:
+                delta = dict(choice.get("delta") or {}) if isinstance(choice, dict) else {}
+                had_content = "content" in delta
+                delta.pop("content", None)
+                if first and had_content:
+                    if text:
+                        delta["content"] = text
+                    delta["tool_calls"] = [{"index": i, **entry} for i, entry in enumerate(entries)]
+                    first = False
+                new_choice = {**choice, "delta": delta}
+                if new_choice.get("finish_reason") == "stop":
+                    new_choice["finish_reason"] = "tool_calls"
+                new_choices.append(new_choice)
+            if not any(c["delta"] or c.get("finish_reason") for c in new_choices) and not any(k not in ("id", "object", "created", "model", "choices", "system_fingerprint", "service_tier", "usage", "obfuscation") for k in data):
+                if data.get("usage") in (None, {}):
+                    continue  # nothing left in this chunk
+            out.append(event.with_json({**data, "choices": new_choices}).raw)
+        self._text = None
+        return out
+
+    def _finish_reason_fixed(self, event: SSEEvent, choices: Any) -> bytes:
+        """After a lift, the choice's ``finish_reason: "stop"`` becomes ``"tool_calls"``."""
+        if not self._lifted or not isinstance(choices, list):
+            return event.raw
+        if not any(isinstance(c, dict) and c.get("finish_reason") == "stop" for c in choices):
+            return event.raw
+        data = event.json()
+        fixed = [{**c, "finish_reason": "tool_calls"} if isinstance(c, dict) and c.get("finish_reason") == "stop" else c for c in choices]
+        return event.with_json({**data, "choices": fixed}).raw
 
     def _release(self) -> list[bytes]:
         held = self._held or []
@@ -523,6 +720,13 @@ class ChatStream(EventStreamRewriter):
             slot.needs_normalize = True
         self._seen_ids.add(final_id)
         text = "".join(slot.fragments)
+        if slot.type != "custom":
+            expanded = _expand_parallel(
+                {"id": final_id, "type": "function", "function": {"name": slot.name, "arguments": text}}, self._resolve
+            )
+            if expanded is not None:  # BR-08: the wrapper goes out as its calls
+                self._seen_ids.update(e["id"] for e in expanded)
+                return {"rewrite": True, "id": final_id, "name": slot.name, "args": None, "expand": expanded}
         if slot.type == "custom":
             call = ToolCall(name=slot.name, raw_arguments=text, id=final_id, kind=ToolKind.FREEFORM)
         else:
@@ -545,6 +749,7 @@ class ChatStream(EventStreamRewriter):
         out: list[bytes] = []
         started: set[int] = set()
         args_sent: set[int] = set()
+        next_index = max((s.out_index for s in slots), default=-1) + 1  # for calls unwrapped from a wrapper
         for e_no, event in enumerate(held):
             data = event.json()
             if not isinstance(data, dict):
@@ -576,6 +781,15 @@ class ChatStream(EventStreamRewriter):
                         piece = update["args"] if id(slot) not in args_sent else None
                         if piece is not None:
                             args_sent.add(id(slot))
+                    if update.get("expand") is not None:
+                        if id(slot) not in started:
+                            started.add(id(slot))
+                            for k, sub in enumerate(update["expand"]):
+                                index = slot.out_index if k == 0 else next_index
+                                if k:
+                                    next_index += 1
+                                new_calls.append({"index": index, **sub})
+                        continue
                     if id(slot) not in started:
                         started.add(id(slot))
                         entry: dict[str, Any] = {"index": slot.out_index, "id": update["id"], "type": slot.type or "function"}

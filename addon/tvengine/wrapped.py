@@ -133,4 +133,4 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
         remaining = _KIMI_SECTION.sub("", remaining)
     if not calls:
         return None
-    return remaining.strip(), calls
+    return remaining, calls

@@ -1,0 +1,570 @@
+"""toolvocab in mitmproxy's UIs: a ``toolvocab`` contentview and the ``toolvocab.explain`` /
+``toolvocab.stats`` commands.
+
+A sibling of ``toolvocab.py``, imported by its plain name (mitmproxy puts the script's folder on
+``sys.path``; relative imports fail, G7). Its hooks run when ``toolvocab.py`` lists the addon::
+
+    addons = [ToolVocab(), ToolVocabUI()]
+
+or when it is loaded as a script of its own (``-s addon/tvui.py``), never both (two addons
+called ``toolvocabui`` make mitmproxy refuse the second).
+
+* The contentview renders the record in ``flow.metadata["toolvocab"]`` (FlowRecord dumped by
+  ``tvengine/record.py``): every tool call before/after with the decision, its ladder step, the
+  reason and the candidates considered; the request side's renames and the prompt sentence;
+  tool errors (when the record has them); notes; provider metadata. The message body follows,
+  pretty-printed. On flows whose record says toolvocab handled them it outranks the JSON view
+  in "auto", on the request and on the response alike; elsewhere it can still be picked by name.
+  mitmproxy 11 (``contentviews.View``) and 12 (``contentviews.Contentview``) are both served
+  (reference §6, G12).
+* ``:toolvocab.explain @focus`` tells why each name was or was not repaired;
+  ``:toolvocab.stats @all`` counts decisions, ladder steps, clients, hosts, dialects, models and
+  tool errors, with call totals and median latencies. Both return the text and log it at ALERT.
+  Flow arguments resolve in mitmproxy's console and mitmweb, not in mitmdump (G9).
+
+The formatting is in pure functions (:func:`render_record`, :func:`explain_flows`,
+:func:`stats`, :func:`stats_text`) that take record dicts (or flows) and need no running
+mitmproxy; ``tvcli.py`` prints the same text for saved flow files.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import logging
+import statistics
+import textwrap
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+from mitmproxy import command
+from mitmproxy import contentviews
+from mitmproxy import flow as mflow
+from mitmproxy.log import ALERT
+
+logger = logging.getLogger(__name__)
+
+METADATA_KEY = "toolvocab"
+METADATA_REQUEST = "toolvocab_request"
+METADATA_UPSTREAM = "toolvocab_upstream"
+METADATA_DIFF = "toolvocab_diff"
+VIEW_NAME = "toolvocab"
+#: Above the built-in JSON view (1 in 11 and 12); the highest wins in "auto".
+VIEW_PRIORITY = 2.0
+RULE = "─" * 72
+#: Text is wrapped to fit mitmweb's detail pane (about 90 columns in a 1400 px window).
+WIDTH = 88
+
+_ACTION_WORDS = {
+    "keep": ("kept", "would keep"),
+    "fit": ("arguments fitted", "would fit arguments"),
+    "rename": ("renamed", "would rename"),
+    "leave": ("left unchanged", "left unchanged"),
+}
+_STEP_WORDS = {
+    "declared": "the name is declared",
+    "reverse_map": "mapped back from the name sent upstream",
+    "normalized": "same name once case, separators or a namespace prefix are ignored",
+    "capability": "the one declared tool with the same capability",
+    "none": "no ladder step found exactly one declared tool",
+}
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def record_of(item: Any) -> dict | None:
+    """The toolvocab record of a flow (its ``metadata["toolvocab"]``) or of a record dict."""
+    if isinstance(item, dict):
+        return item
+    metadata = getattr(item, "metadata", None)
+    if isinstance(metadata, dict):
+        record = metadata.get(METADATA_KEY)
+        return record if isinstance(record, dict) else None
+    return None
+
+
+def is_handled(record: dict | None) -> bool:
+    """True when toolvocab looked at the flow's tools (not a skip record)."""
+    return bool(record) and not record.get("skipped") and (bool(record.get("dialect")) or bool(record.get("decisions")))
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def _qualified(namespace: str | None, name: str | None) -> str:
+    return f"{namespace or ''}{name or '?'}"
+
+
+def _call_text(namespace: str | None, name: str | None, arguments: Any) -> str:
+    label = _qualified(namespace, name)
+    if arguments is None:
+        return f"{label} (arguments not a JSON object)"
+    return f"{label} {_json(arguments)}"
+
+
+def _observe(record: dict) -> bool:
+    return record.get("mode") == "observe"
+
+
+def _ms(value: Any) -> str:
+    return "–" if value is None else f"{float(value):g} ms"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _arg_change_text(change: dict) -> str:
+    op, key, to = change.get("op", "?"), change.get("key", "?"), change.get("to")
+    target = f" → {to}" if to and to != key else ""
+    if op == "rename_key":
+        return f"{op} {key}{target}"
+    before, after = change.get("before"), change.get("after")
+    if before is None and after is None:
+        return f"{op} {key}{target}"
+    return f"{op} {key}{target}: {_json(before)} → {_json(after)}"
+
+
+def _wrap(text: str, indent: str, first: str = "") -> list[str]:
+    """``first + text`` wrapped at :data:`WIDTH`, later lines indented by ``indent`` + 2."""
+    return textwrap.wrap(first + text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False) or [indent + first.rstrip()]
+
+
+def _decision_lines(d: dict, *, observe: bool, indent: str = "") -> list[str]:
+    """``- before`` / ``+ after`` (or ``= call``) and the why of one decision."""
+    action, step = d.get("action", "?"), d.get("step", "?")
+    changed = action in ("rename", "fit")
+    before = _call_text(d.get("namespace"), d.get("name"), d.get("arguments_before"))
+    lines = []
+    if changed:
+        after_args = d.get("arguments_after") if d.get("arguments_after") is not None else d.get("arguments_before")
+        target = d.get("target") or d.get("name")
+        namespace = d.get("target_namespace") if d.get("target") else d.get("namespace")
+        lines += [f"{indent}- {before}", f"{indent}+ {_call_text(namespace, target, after_args)}"]
+    else:
+        lines.append(f"{indent}= {before}")
+    word = _ACTION_WORDS.get(action, (action, action))[1 if observe else 0]
+    sub = indent + "    "
+    lines.append(f"{sub}{action} at {step} ({word})")
+    lines += _wrap(d.get("reason") or "no reason recorded", sub, "reason: ")
+    candidates = d.get("candidates") or []
+    if candidates:
+        extra = " (more than one: declined to guess)" if action == "leave" and len(candidates) > 1 else ""
+        lines += _wrap(f"{', '.join(candidates)}{extra}", sub, "candidates: ")
+    for change in d.get("arg_changes") or []:
+        lines.append(f"{sub}argument: {_arg_change_text(change)}")
+    if d.get("call_id"):
+        lines.append(f"{sub}call id: {d['call_id']}")
+    return lines
+
+
+def _provider_lines(record: dict) -> list[str]:
+    status = record.get("status") if record.get("status") is not None else "–"
+    where = f"{record.get('host') or '–'}{record.get('path') or ''}"
+    return [
+        f"upstream: {where} · model {record.get('model') or '–'} · status {status}",
+        f"client: {record.get('client') or '–'} · ttfb {_ms(record.get('ttfb_ms'))} · total {_ms(record.get('total_ms'))}"
+        + (" · streamed" if record.get("streamed") else ""),
+    ]
+
+
+def _request_lines(record: dict, *, observe: bool, indent: str = "  ") -> list[str]:
+    lines: list[str] = []
+    declared = record.get("declared") or []
+    lines += _wrap(", ".join(declared) if declared else "–", indent, f"declared ({len(declared)}): ")
+    if record.get("profile"):
+        lines.append(f"{indent}profile: {record['profile']}")
+    if record.get("grammar"):
+        lines.append(f"{indent}name grammar: {record['grammar']}")
+    for r in record.get("renames") or []:
+        upstream = r.get("upstream") if r.get("upstream") is not None else "(dropped)"
+        lines += _wrap(f"{r.get('caller')} → {upstream} ({r.get('why')}: {r.get('detail')})", indent, "renamed upstream: ")
+    for caller, upstream in (record.get("rename_map") or {}).items():
+        if not any(r.get("caller") == caller for r in record.get("renames") or []):
+            lines.append(f"{indent}renamed upstream: {caller} → {upstream}")
+    for name, later in (record.get("duplicates") or {}).items():
+        shown = ", ".join(u if u is not None else "(dropped)" for u in later)
+        lines.append(f"{indent}declared more than once: {name} → later declarations {shown}")
+    sentence = record.get("prompt_sentence")
+    if sentence:
+        verb = "added to the system prompt" if record.get("request_changed") else (
+            "would add to the system prompt" if observe else "system prompt sentence (not sent)")
+        lines.append(f"{indent}{verb}:")
+        lines += _wrap(sentence, indent + "  ")
+        if record.get("prompt_names"):
+            lines += _wrap(", ".join(record["prompt_names"]), indent, "names it lists: ")
+    else:
+        lines.append(f"{indent}system prompt: unchanged")
+    return lines
+
+
+def _tool_error_lines(record: dict) -> list[str]:
+    lines = []
+    for e in record.get("tool_errors") or []:
+        who = e.get("client") or "client"
+        tool = f" (tool {e['tool']})" if e.get("tool") and e.get("tool") != e.get("name") else ""
+        call = f" [{e['call_id']}]" if e.get("call_id") else ""
+        lines.append(f"{e.get('kind') or 'error'}: {e.get('name') or '?'}{tool}{call} — {who}: {e.get('text') or ''}".rstrip())
+    return lines
+
+
+# -- the record, rendered -----------------------------------------------------------------------
+
+
+def render_record(record: dict | None, *, side: str | None = None, diff: str | None = None,
+                  original_size: int | None = None) -> str:
+    """The toolvocab record as text, as the contentview shows it above the body.
+
+    ``side`` (``"request"``/``"response"``) says which message the body below belongs to; that
+    side's section comes first. ``diff`` is ``metadata["toolvocab_diff"]``, shown only when the
+    record has no decisions to rebuild it from; ``original_size`` is the size of the original
+    bytes kept in metadata for this side (the client's request, the upstream's answer).
+    """
+    if not record:
+        return "toolvocab: this flow has no toolvocab record"
+    observe = _observe(record)
+    if record.get("skipped"):
+        head = f"toolvocab: not handled — {record['skipped']}"
+        if record.get("dialect"):
+            head += f" (dialect {record['dialect']})"
+        return "\n".join([head, f"mode: {record.get('mode') or '–'}"])
+    changed = [s for s in ("request", "response") if record.get(f"{s}_changed")]
+    lines = [
+        f"toolvocab — {record.get('dialect') or '?'} · mode {record.get('mode') or '?'} · "
+        + (f"changed: {' + '.join(changed)}" if changed else "changed: nothing"),
+    ]
+    if observe:
+        lines.append("observe mode: nothing was changed; below is what would change")
+    lines += _provider_lines(record)
+    lines.append(
+        f"calls: {record.get('calls_seen', 0)} seen, {record.get('calls_kept', 0)} kept, "
+        f"{record.get('calls_repaired', 0)} repaired, {record.get('calls_left', 0)} left"
+    )
+    calls = ["", "Tool calls in the answer (- before, + after, = unchanged):"]
+    decisions = record.get("decisions") or []
+    if decisions:
+        for d in decisions:
+            calls += _decision_lines(d, observe=observe, indent="  ")
+    elif diff:
+        calls += ["  " + line for line in diff.splitlines()]
+    else:
+        calls.append("  (none)")
+    request = ["", "Request side:", *_request_lines(record, observe=observe)]
+    lines += request + calls if side == "request" else calls + request
+    errors = _tool_error_lines(record)
+    if errors:
+        lines += ["", "Tool errors reported back by the client:"]
+        for error in errors:
+            lines += _wrap(error, "  ")
+    if record.get("notes"):
+        lines += ["", "Notes:"]
+        for note in record["notes"]:
+            lines += _wrap(note, "  ", "- ")
+    if side == "request":
+        below = ["Body below: the request as sent upstream."]
+        if original_size is not None:
+            below.append(f"The client's original ({original_size} bytes) is in metadata {METADATA_REQUEST}.")
+    elif side == "response":
+        below = ["Body below: the answer as the client received it."]
+        if original_size is not None:
+            below.append(f"The upstream's original ({original_size} bytes) is in metadata {METADATA_UPSTREAM}.")
+    else:
+        below = []
+    if below:
+        lines += ["", RULE, *below, RULE]
+    return "\n".join(lines)
+
+
+def render_body(data: bytes) -> str:
+    """The message body: JSON pretty-printed, anything else as UTF-8 text."""
+    if not data:
+        return "(no content)"
+    try:
+        return orjson.dumps(orjson.loads(data), option=orjson.OPT_INDENT_2).decode()
+    except (orjson.JSONDecodeError, TypeError):
+        return data.decode("utf-8", "replace")
+
+
+def render_message(data: bytes, flow: Any, http_message: Any) -> str:
+    """The contentview's text for one message of ``flow``: the record, then the body."""
+    metadata = getattr(flow, "metadata", None) or {}
+    record = record_of(flow)
+    side = None
+    original: Any = None
+    if http_message is not None and http_message is getattr(flow, "request", None):
+        side, original = "request", metadata.get(METADATA_REQUEST)
+    elif http_message is not None and http_message is getattr(flow, "response", None):
+        side, original = "response", metadata.get(METADATA_UPSTREAM)
+    head = render_record(
+        record,
+        side=side or "response",
+        diff=metadata.get(METADATA_DIFF),
+        original_size=len(original) if isinstance(original, (bytes, str)) else None,
+    )
+    return f"{head}\n{render_body(data)}"
+
+
+def view_priority(flow: Any, http_message: Any) -> float:
+    """:data:`VIEW_PRIORITY` for an HTTP message of a flow toolvocab handled, else 0."""
+    if flow is None or http_message is None:
+        return 0.0
+    if http_message is not getattr(flow, "request", None) and http_message is not getattr(flow, "response", None):
+        return 0.0
+    return VIEW_PRIORITY if is_handled(record_of(flow)) else 0.0
+
+
+# -- explain --------------------------------------------------------------------------------------
+
+
+def _label(item: Any, record: dict, index: int) -> str:
+    request = getattr(item, "request", None)
+    if request is not None:
+        where = f"{request.method} {request.pretty_url}"
+        ident = f"flow {str(getattr(item, 'id', ''))[:8]}"
+    else:
+        where = f"{record['host']}{record.get('path') or ''}" if record.get("host") else "(host not recorded)"
+        ident = f"flow {index}"
+    bits = [record.get("dialect"), f"model {record.get('model')}" if record.get("model") else None,
+            f"client {record.get('client')}" if record.get("client") else None, f"mode {record.get('mode') or '?'}"]
+    return f"{ident}: {where} ({', '.join(b for b in bits if b)})"
+
+
+def explain_record(record: dict) -> list[str]:
+    """Why each name in one record was or was not repaired, one item a line (no header)."""
+    if record.get("skipped"):
+        return [f"not handled: {record['skipped']}"]
+    observe = _observe(record)
+    lines: list[str] = []
+    decisions = record.get("decisions") or []
+    if not decisions:
+        lines.append("no tool calls in the answer")
+    for d in decisions:
+        action, step = d.get("action", "?"), d.get("step", "?")
+        name = _qualified(d.get("namespace"), d.get("name"))
+        target = _qualified(d.get("target_namespace"), d.get("target")) if d.get("target") else None
+        candidates = d.get("candidates") or []
+        cand = f"candidates: {', '.join(candidates)}" if candidates else "no candidates"
+        step_word = _STEP_WORDS.get(step, step)
+        if action == "rename":
+            verb = "would be renamed" if observe else "renamed"
+            head = f"{name} → {target}: {verb} at step {step} ({step_word})"
+        elif action == "fit":
+            verb = "would get its arguments fitted" if observe else "arguments fitted"
+            head = f"{name}: {verb} at step {step} ({step_word})"
+        elif action == "keep":
+            head = f"{name}: kept at step {step} ({step_word})"
+        elif action == "leave":
+            why = "several candidates, declined to guess" if len(candidates) > 1 else "no declared tool fits"
+            head = f"{name}: NOT repaired, left as answered at step {step} ({why})"
+        else:
+            head = f"{name}: {action} at step {step}"
+        lines.append(head)
+        lines.append(f"    reason: {d.get('reason') or 'no reason recorded'}")
+        lines.append(f"    {cand}")
+        for change in d.get("arg_changes") or []:
+            lines.append(f"    argument: {_arg_change_text(change)}")
+    for r in record.get("renames") or []:
+        upstream = r.get("upstream") if r.get("upstream") is not None else "(dropped)"
+        lines.append(f"request: {r.get('caller')} sent upstream as {upstream} ({r.get('why')}: {r.get('detail')})")
+    if record.get("prompt_sentence"):
+        verb = "added" if record.get("request_changed") else ("would add" if observe else "not sent")
+        lines.append(f"request: prompt sentence {verb}: {record['prompt_sentence']}")
+    for e in _tool_error_lines(record):
+        lines.append(f"tool error: {e}")
+    for note in record.get("notes") or []:
+        lines.append(f"note: {note}")
+    return lines
+
+
+def explain_flows(records: Iterable[Any]) -> str:
+    """Why each tool name in each flow was or was not repaired: the action, the ladder step, the
+    reason and the candidates, plus request-side renames, the prompt sentence, tool errors and
+    notes. ``records`` holds record dicts or flows (flows without a record are counted)."""
+    out: list[str] = []
+    without = 0
+    for index, item in enumerate(records, 1):
+        record = record_of(item)
+        if not record:
+            without += 1
+            continue
+        out.append(_label(item, record, index))
+        out += ["  " + line for line in explain_record(record)]
+    if without:
+        out.append(f"{_plural(without, 'flow')} without a toolvocab record")
+    if not out:
+        return "toolvocab: no flows"
+    return "\n".join(out)
+
+
+# -- stats ----------------------------------------------------------------------------------------
+
+
+def stats(records: Iterable[Any]) -> dict[str, Any]:
+    """Counts over the records (dicts or flows) as plain data; :func:`stats_text` prints it."""
+    recs = [r for r in (record_of(i) for i in records) if r]
+    handled = [r for r in recs if is_handled(r)]
+    out: dict[str, Any] = {
+        "flows": len(recs),
+        "handled": len(handled),
+        "skipped": len(recs) - len(handled),
+        "changed": sum(bool(r.get("request_changed") or r.get("response_changed")) for r in handled),
+        "observe": sum(r.get("mode") == "observe" for r in handled),
+        "calls": {k: sum(int(r.get(f"calls_{k}") or 0) for r in handled) for k in ("seen", "kept", "repaired", "left")},
+        "action": Counter(),
+        "step": Counter(),
+        "client": Counter(),
+        "host": Counter(),
+        "dialect": Counter(),
+        "model": Counter(),
+        "tool_errors": Counter(),
+        "skip_reasons": Counter(r.get("skipped") for r in recs if r.get("skipped")),
+    }
+    for r in handled:
+        decisions = r.get("decisions") or []
+        # a record from before the counters existed: count from the decisions
+        if not any(r.get(f"calls_{k}") for k in ("seen", "kept", "repaired", "left")) and decisions:
+            out["calls"]["seen"] += len(decisions)
+            out["calls"]["kept"] += sum(d.get("action") == "keep" for d in decisions)
+            out["calls"]["repaired"] += sum(d.get("action") in ("rename", "fit") for d in decisions)
+            out["calls"]["left"] += sum(d.get("action") == "leave" for d in decisions)
+        for d in decisions:
+            out["action"][d.get("action") or "?"] += 1
+            out["step"][d.get("step") or "?"] += 1
+        for key, field in (("client", "client"), ("host", "host"), ("dialect", "dialect"), ("model", "model")):
+            out[key][r.get(field) or "unknown"] += 1
+        for e in r.get("tool_errors") or []:
+            out["tool_errors"][e.get("kind") or "unknown"] += 1
+    for key in ("ttfb_ms", "total_ms"):
+        values = [float(r[key]) for r in handled if isinstance(r.get(key), (int, float))]
+        out[f"median_{key}"] = statistics.median(values) if values else None
+    return out
+
+
+def _counter_line(label: str, counter: Counter) -> str:
+    if not counter:
+        return f"{label}: –"
+    items = sorted(counter.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    return f"{label}: " + ", ".join(f"{k} {v}" for k, v in items)
+
+
+def stats_text(records: Iterable[Any]) -> str:
+    """Counts per decision action, ladder step, client, upstream host, dialect and model; tool
+    error kinds (when records carry them); totals of calls seen/kept/repaired/left; median time
+    to first byte and total. ``records`` holds record dicts or flows."""
+    s = stats(records)
+    if not s["flows"]:
+        return "toolvocab stats: no flows with a toolvocab record"
+    c = s["calls"]
+    lines = [
+        f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
+        f"({s['changed']} changed, {s['observe']} in observe mode), {s['skipped']} not handled",
+        f"calls: {c['seen']} seen, {c['kept']} kept, {c['repaired']} repaired, {c['left']} left",
+        _counter_line("decisions by action", s["action"]),
+        _counter_line("decisions by ladder step", s["step"]),
+        _counter_line("flows by client", s["client"]),
+        _counter_line("flows by upstream host", s["host"]),
+        _counter_line("flows by dialect", s["dialect"]),
+        _counter_line("flows by model", s["model"]),
+    ]
+    if s["tool_errors"]:
+        lines.append(_counter_line("tool errors by kind", s["tool_errors"]))
+    lines.append(f"median ttfb {_ms(s['median_ttfb_ms'])}, median total {_ms(s['median_total_ms'])}")
+    if s["skip_reasons"]:
+        lines.append(_counter_line("not handled", s["skip_reasons"]))
+    return "\n".join(lines)
+
+
+# -- the contentview (mitmproxy 11 and 12, G12) ----------------------------------------------------
+
+if hasattr(contentviews, "Contentview"):  # mitmproxy >= 12
+
+    class ToolVocabContentview(contentviews.Contentview):
+        """The toolvocab record above the pretty-printed body."""
+
+        name = VIEW_NAME
+        syntax_highlight = "none"
+
+        def prettify(self, data: bytes, metadata: contentviews.Metadata) -> str:
+            return render_message(data, metadata.flow, metadata.http_message)
+
+        def render_priority(self, data: bytes, metadata: contentviews.Metadata) -> float:
+            return view_priority(metadata.flow, metadata.http_message)
+
+    VIEW: Any = ToolVocabContentview()
+    contentviews.add(VIEW)  # the same name replaces an earlier registration (hot-reload safe)
+
+    def register_view() -> None:
+        contentviews.add(VIEW)
+
+    def unregister_view() -> None:
+        """Nothing to do on 12: ``remove`` is a deprecated no-op there; a reload replaces the view."""
+
+else:  # mitmproxy 11
+
+    class ToolVocabView(contentviews.View):
+        """The toolvocab record above the pretty-printed body."""
+
+        name = VIEW_NAME
+
+        def __call__(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
+                     http_message: Any = None, **unknown: Any):
+            text = render_message(data, flow, http_message)
+            # mitmweb 11 draws an empty line with no height: keep the blank lines visible
+            return "toolvocab", contentviews.format_text("\n".join(line or " " for line in text.split("\n")))
+
+        def render_priority(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
+                            http_message: Any = None, **unknown: Any) -> float:
+            return view_priority(flow, http_message)
+
+    VIEW = ToolVocabView()
+
+    def register_view() -> None:
+        """Add the view, replacing any view of the same name (``add`` refuses duplicates, and a
+        hot reload may leave an older one behind)."""
+        existing = contentviews.get(VIEW_NAME)
+        if existing is not None:
+            contentviews.remove(existing)
+        contentviews.add(VIEW)
+
+    def unregister_view() -> None:
+        if VIEW in contentviews.views:
+            contentviews.remove(VIEW)
+
+
+# -- the addon ------------------------------------------------------------------------------------
+
+
+class ToolVocabUI:
+    """The contentview's registration and the ``toolvocab.explain`` / ``toolvocab.stats``
+    commands. Addon name ``toolvocabui``."""
+
+    def load(self, loader: Any) -> None:
+        register_view()
+
+    def done(self) -> None:
+        unregister_view()
+
+    @command.command("toolvocab.explain")
+    def explain(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
+        """Why each tool name in the flows was or was not repaired: ladder step, candidates, reason."""
+        text = explain_flows(flows)
+        logger.log(ALERT, text)
+        return text
+
+    @command.command("toolvocab.stats")
+    def stats(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
+        """Counts of toolvocab's decisions, ladder steps, clients, hosts, dialects, models and tool
+        errors over the flows, with call totals and median latencies."""
+        text = stats_text(flows)
+        logger.log(ALERT, text)
+        return text
+
+
+addons = [ToolVocabUI()]
