@@ -206,12 +206,14 @@ def _request_lines(record: dict, *, observe: bool, indent: str = "  ") -> list[s
 
 
 def _tool_error_lines(record: dict) -> list[str]:
+    """One line per tool error in the request's transcript (``tool_errors``, when recorded)."""
     lines = []
     for e in record.get("tool_errors") or []:
-        who = e.get("client") or "client"
         tool = f" (tool {e['tool']})" if e.get("tool") and e.get("tool") != e.get("name") else ""
         call = f" [{e['call_id']}]" if e.get("call_id") else ""
-        lines.append(f"{e.get('kind') or 'error'}: {e.get('name') or '?'}{tool}{call} — {who}: {e.get('text') or ''}".rstrip())
+        wording = f" ({e['client']}'s wording)" if e.get("client") else ""
+        text = " ".join(str(e.get("text") or "").split())
+        lines.append(f"{e.get('kind') or 'error'}: {e.get('name') or '?'}{tool}{call}{wording} — {text}".rstrip(" —"))
     return lines
 
 
@@ -260,7 +262,7 @@ def render_record(record: dict | None, *, side: str | None = None, diff: str | N
     lines += request + calls if side == "request" else calls + request
     errors = _tool_error_lines(record)
     if errors:
-        lines += ["", "Tool errors reported back by the client:"]
+        lines += ["", "Tool errors in the request's transcript:"]
         for error in errors:
             lines += _wrap(error, "  ")
     if record.get("notes"):
@@ -426,6 +428,7 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
         "tool_errors": Counter(),
         "skip_reasons": Counter(r.get("skipped") for r in recs if r.get("skipped")),
     }
+    seen_errors: set[tuple[Any, Any]] = set()
     for r in handled:
         decisions = r.get("decisions") or []
         # a record from before the counters existed: count from the decisions
@@ -440,6 +443,12 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
         for key, field in (("client", "client"), ("host", "host"), ("dialect", "dialect"), ("model", "model")):
             out[key][r.get(field) or "unknown"] += 1
         for e in r.get("tool_errors") or []:
+            # a session's later requests replay the same transcript: count each call id once
+            key = (e.get("call_id"), e.get("kind"))
+            if e.get("call_id"):
+                if key in seen_errors:
+                    continue
+                seen_errors.add(key)
             out["tool_errors"][e.get("kind") or "unknown"] += 1
     for key in ("ttfb_ms", "total_ms"):
         values = [float(r[key]) for r in handled if isinstance(r.get(key), (int, float))]
@@ -456,7 +465,8 @@ def _counter_line(label: str, counter: Counter) -> str:
 
 def stats_text(records: Iterable[Any]) -> str:
     """Counts per decision action, ladder step, client, upstream host, dialect and model; tool
-    error kinds (when records carry them); totals of calls seen/kept/repaired/left; median time
+    error kinds (when records carry them; a call id seen again in a later request of the session
+    counts once); totals of calls seen/kept/repaired/left; median time
     to first byte and total. ``records`` holds record dicts or flows."""
     s = stats(records)
     if not s["flows"]:

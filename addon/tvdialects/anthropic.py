@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from tvdialects.base import JSON
+from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
@@ -189,8 +190,13 @@ class AnthropicMessages:
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return False
         changed = False
+        ids = CallIds(plan.flow_key)
         for block in body["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                new_id = ids.fix(block.get("id"))
+                if new_id is not None:
+                    block["id"] = new_id
+                    changed = True
                 changed |= _apply_block(block, resolve)
         return changed
 
@@ -200,7 +206,7 @@ class AnthropicMessages:
 
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
-        return AnthropicStream(resolve)
+        return AnthropicStream(resolve, plan)
 
 
 def _texts(value: Any) -> list[str]:
@@ -252,9 +258,10 @@ class AnthropicStream(EventStreamRewriter):
     A block still open at end of stream goes out unchanged.
     """
 
-    def __init__(self, resolve: Resolver) -> None:
+    def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
         self._resolve = resolve
+        self._ids = CallIds(plan.flow_key if plan is not None else "")
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
 
@@ -311,13 +318,16 @@ class AnthropicStream(EventStreamRewriter):
             arguments = parsed if isinstance(parsed, dict) else None
         else:
             arguments = initial
+        new_id = self._ids.fix(block.get("id"))
+        if new_id is not None:
+            block["id"] = new_id
         call = ToolCall(name=block["name"], arguments=arguments, id=block.get("id") if isinstance(block.get("id"), str) else None)
         decision = self._resolve(call)
-        if not decision.changed:
+        if not decision.changed and new_id is None:
             return [e.raw for e in held]
-        new_name = apply_decision_name(decision)
+        new_name = apply_decision_name(decision) if decision.changed else None
         out: list[bytes] = []
-        start_changed = False
+        start_changed = new_id is not None
         if new_name is not None:
             block["name"] = new_name
             start_changed = True
@@ -325,7 +335,7 @@ class AnthropicStream(EventStreamRewriter):
             block["input"] = {}  # the fitted input goes out as a delta; clients append deltas
             start_changed = True
         out.append(start.with_json({**start_data, "content_block": block}).raw if start_changed else start.raw)
-        if decision.arguments_after is None:
+        if not decision.changed or decision.arguments_after is None:
             out.extend(e.raw for e in held[1:])
             return out
         new_json = orjson.dumps(decision.arguments_after).decode()

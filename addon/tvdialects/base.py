@@ -14,6 +14,7 @@ from typing import Protocol
 import orjson
 
 from tvengine.errors import ToolResult
+from tvengine.ids import stable_call_id
 from tvengine.ladder import Toolset
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
@@ -96,6 +97,29 @@ class Dialect(Protocol):
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
+
+
+class CallIds:
+    """Deterministic ids for one answer's tool calls that have none, an empty one, or one
+    already used in the answer (:func:`tvengine.ids.stable_call_id` from the flow and the
+    call's position). ``fix(call_id)`` counts every call and returns the id to use instead, or
+    ``None`` when ``call_id`` is fine as it is."""
+
+    def __init__(self, flow_key: str) -> None:
+        self._flow_key = flow_key
+        self._seen: set[str] = set()
+        self._position = 0
+
+    def fix(self, call_id: Any) -> str | None:
+        """The replacement for ``call_id`` (``None``: keep it)."""
+        position = self._position
+        self._position += 1
+        if isinstance(call_id, str) and call_id and call_id not in self._seen:
+            self._seen.add(call_id)
+            return None
+        new = stable_call_id(self._flow_key, position)
+        self._seen.add(new)
+        return new
 
 
 def dedupe_tools(

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from tvdialects.base import JSON
+from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
@@ -274,14 +275,20 @@ class ResponsesCore:
         self.resolve = resolve
         self.plan = plan
         self.reverse = plan.reverse_map
-        self.decided: dict[str, tuple[Decision, str | None]] = {}  # item id / call_id → (decision, new args)
+        self.decided: dict[str, tuple[Decision, str | None, str | None]] = {}  # item id / call_id → (decision, new args, new call_id)
+        self.ids = CallIds(plan.flow_key)
 
     # decisions ---------------------------------------------------------------------------
 
-    def _decide(self, item: dict[str, Any]) -> tuple[Decision, str | None]:
+    def _decide(self, item: dict[str, Any]) -> tuple[Decision, str | None, str | None]:
+        """(decision, fitted arguments as JSON text or None, replacement call_id or None), once
+        per item (keyed by item id, else call_id) however many events carry it."""
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str) and key in self.decided:
             return self.decided[key]
+        new_id = self.ids.fix(item.get("call_id"))
+        if new_id is not None:
+            item = {**item, "call_id": new_id}
         kind = _CALL_TYPES[item["type"]]
         if kind is ToolKind.FREEFORM:
             call = ToolCall(
@@ -304,7 +311,7 @@ class ResponsesCore:
         new_args = None
         if decision.changed and decision.arguments_after is not None:
             new_args = orjson.dumps(decision.arguments_after).decode()
-        result = (decision, new_args)
+        result = (decision, new_args, new_id)
         if isinstance(key, str):
             self.decided[key] = result
         return result
@@ -315,9 +322,11 @@ class ResponsesCore:
         arguments: clients append the deltas to it."""
         if item.get("type") not in _CALL_TYPES or not isinstance(item.get("name"), str):
             return False
-        decision, new_args = self._decide(item)
+        decision, new_args, new_id = self._decide(item)
+        if new_id is not None:
+            item["call_id"] = new_id
         if not decision.changed:
-            return False
+            return new_id is not None
         if decision.target is not None:
             item["name"] = decision.target
             if decision.target_namespace is not None:
@@ -427,8 +436,8 @@ class ResponsesStream(EventStreamRewriter):
         item = dict(done_data["item"])
         if not isinstance(item.get("name"), str) or item.get("type") not in _CALL_TYPES:
             return held
-        decision, new_args = self.core._decide(item)
-        if not decision.changed:
+        decision, new_args, new_id = self.core._decide(item)
+        if not decision.changed and new_id is None:
             return held
         out: list[Any] = []
         first_delta = True
