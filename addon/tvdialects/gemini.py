@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from tvdialects.base import JSON
+from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
@@ -247,12 +248,13 @@ class Gemini:
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
         """Resolve every ``functionCall`` part; a JSON array (``streamGenerateContent`` without
         ``alt``) is rewritten element by element."""
+        ids = CallIds(plan.flow_key)
         if isinstance(body, list):
             changed = False
             for element in body:
-                changed |= _rewrite_candidates(element, resolve)
+                changed |= _rewrite_candidates(element, resolve, ids)
             return changed
-        return _rewrite_candidates(body, resolve)
+        return _rewrite_candidates(body, resolve, ids)
 
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
@@ -260,7 +262,7 @@ class Gemini:
 
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> GeminiStream:
         """A rewriter that accepts both stream framings (SSE or a JSON array)."""
-        return GeminiStream(resolve)
+        return GeminiStream(resolve, plan)
 
 
 def _decl_key(tool: Any) -> str | None:
@@ -294,7 +296,7 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _rewrite_candidates(body: Any, resolve: Resolver) -> bool:
+def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None) -> bool:
     response = _unwrap(body)
     if not isinstance(response, dict):
         return False
@@ -304,6 +306,13 @@ def _rewrite_candidates(body: Any, resolve: Resolver) -> bool:
         for part in _list(content.get("parts")) if isinstance(content, dict) else ():
             call = part.get("functionCall") if isinstance(part, dict) else None
             if isinstance(call, dict) and isinstance(call.get("name"), str):
+                if ids is not None and "id" in call:
+                    # Gemini usually sends no id (calls pair by name): only an empty or repeated
+                    # id is replaced; an absent one stays absent.
+                    new_id = ids.fix(call["id"])
+                    if new_id is not None:
+                        call["id"] = new_id
+                        changed = True
                 args = call.get("args")
                 decision = resolve(
                     ToolCall(
@@ -331,9 +340,10 @@ class GeminiStream(EventStreamRewriter):
     (brackets, commas, whitespace) passes through as received. Never buffers the whole body.
     """
 
-    def __init__(self, resolve: Resolver) -> None:
+    def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
         self._resolve = resolve
+        self._ids = CallIds(plan.flow_key if plan is not None else "")
         self._framing: str | None = None  # "sse" | "array", decided by the first non-blank byte
         self._array = _ArraySplitter()
         self._prefix = bytearray()  # blank bytes seen before the framing was known
@@ -343,7 +353,7 @@ class GeminiStream(EventStreamRewriter):
         data = event.json()
         if data is None:
             return [event.raw]
-        if _rewrite_candidates(data, self._resolve):
+        if _rewrite_candidates(data, self._resolve, self._ids):
             return [event.with_json(data).raw]
         return [event.raw]
 
@@ -394,7 +404,7 @@ class GeminiStream(EventStreamRewriter):
         except orjson.JSONDecodeError:
             return raw
         try:
-            if _rewrite_candidates(data, self._resolve):
+            if _rewrite_candidates(data, self._resolve, self._ids):
                 return orjson.dumps(data)
         except Exception as exc:  # contain: this element and the rest pass through unchanged
             self.error = f"{type(exc).__name__}: {exc}"

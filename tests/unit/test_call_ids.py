@@ -93,3 +93,18 @@ def test_responses_function_call_without_call_id_gets_the_same_id_everywhere():
     assert datas[0]["item"]["call_id"] == expected
     assert datas[2]["item"]["call_id"] == expected
     assert datas[3]["response"]["output"][0]["call_id"] == expected
+
+
+def test_gemini_empty_or_repeated_ids_are_replaced_absent_ones_stay_absent():
+    from tvdialects.gemini import DIALECT as GEMINI
+
+    def part(**extra):
+        return {"functionCall": {"name": "Bash", "args": {"command": "ls"}, **extra}}
+
+    body = {"candidates": [{"content": {"role": "model", "parts": [part(), part(id=""), part(id="a"), part(id="a")]}}]}
+    assert GEMINI.rewrite_response(body, resolver, Plan(flow_key="k"))
+    calls = [p["functionCall"] for p in body["candidates"][0]["content"]["parts"]]
+    assert "id" not in calls[0]
+    assert calls[1]["id"] == stable_call_id("k", 1)
+    assert calls[2]["id"] == "a"
+    assert calls[3]["id"] == stable_call_id("k", 3)
