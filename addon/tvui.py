@@ -306,7 +306,7 @@ def render_message(data: bytes, flow: Any, http_message: Any) -> str:
         side, original = "response", metadata.get(METADATA_UPSTREAM)
     head = render_record(
         record,
-        side=side or "response",
+        side=side,
         diff=metadata.get(METADATA_DIFF),
         original_size=len(original) if isinstance(original, (bytes, str)) else None,
     )
@@ -473,8 +473,10 @@ def stats_text(records: Iterable[Any]) -> str:
         return "toolvocab stats: no flows with a toolvocab record"
     c = s["calls"]
     lines = [
-        f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
-        f"({s['changed']} changed, {s['observe']} in observe mode), {s['skipped']} not handled",
+        (
+            f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
+            f"({s['changed']} changed, {s['observe']} in observe mode), {s['skipped']} not handled"
+        ),
         f"calls: {c['seen']} seen, {c['kept']} kept, {c['repaired']} repaired, {c['left']} left",
         _counter_line("decisions by action", s["action"]),
         _counter_line("decisions by ladder step", s["step"]),
@@ -511,7 +513,9 @@ if hasattr(contentviews, "Contentview"):  # mitmproxy >= 12
     contentviews.add(VIEW)  # the same name replaces an earlier registration (hot-reload safe)
 
     def register_view() -> None:
-        contentviews.add(VIEW)
+        """Put the view back if a reload of another copy of this module replaced it."""
+        if contentviews.registry.get(VIEW_NAME) is not VIEW:
+            contentviews.add(VIEW)
 
     def unregister_view() -> None:
         """Nothing to do on 12: ``remove`` is a deprecated no-op there; a reload replaces the view."""

@@ -306,11 +306,11 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
         for part in _list(content.get("parts")) if isinstance(content, dict) else ():
             call = part.get("functionCall") if isinstance(part, dict) else None
             if isinstance(call, dict) and isinstance(call.get("name"), str):
-                if ids is not None and "id" in call:
+                if ids is not None:
                     # Gemini usually sends no id (calls pair by name): only an empty or repeated
-                    # id is replaced; an absent one stays absent.
-                    new_id = ids.fix(call["id"])
-                    if new_id is not None:
+                    # id is replaced; an absent one stays absent (but counts as a position).
+                    new_id = ids.fix(call.get("id"))
+                    if new_id is not None and "id" in call:
                         call["id"] = new_id
                         changed = True
                 args = call.get("args")
