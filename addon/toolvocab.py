@@ -36,6 +36,7 @@ from mitmproxy.log import ALERT
 # names (relative imports fail in a -s script: mitmproxy G7).
 import tvcli
 import tvdialects
+from tvui import ToolVocabUI
 from tvdialects.base import Dialect
 from tvdialects.base import JSONFrame
 from tvengine.ladder import Toolset
@@ -709,4 +710,4 @@ def _install_redaction(flow: http.HTTPFlow) -> None:
     flow._toolvocab_redacting = True  # type: ignore[attr-defined]
 
 
-addons = [ToolVocab()]
+addons = [ToolVocab(), ToolVocabUI()]
