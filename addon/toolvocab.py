@@ -613,12 +613,17 @@ class ToolVocab:
             stream = state.stream
             self._timings(flow, record)
             record.count_calls()
-            if stream is not None and flow.response is not None and flow.response.raw_content is None:
-                # mitmproxy does not store streamed bodies (G6): keep what the client got, and
-                # the upstream's bytes when they differ.
-                flow.response.raw_content = bytes(stream.sent)
-                if bytes(stream.upstream) != bytes(stream.sent):
-                    state.upstream_raw = bytes(stream.upstream)
+            if stream is not None:
+                sent, upstream = bytes(stream.sent), bytes(stream.upstream)
+                # Whatever changed the bytes (a rename, new ids, serialized arguments, a lifted
+                # call), the client's bytes are the truth.
+                record.response_changed = sent != upstream
+                if flow.response is not None and flow.response.raw_content is None:
+                    # mitmproxy does not store streamed bodies (G6): keep what the client got,
+                    # and the upstream's bytes when they differ.
+                    flow.response.raw_content = sent
+                    if sent != upstream:
+                        state.upstream_raw = upstream
             flow.metadata[METADATA_KEY] = record.dump()
             if state.original_request is not None:
                 flow.metadata[METADATA_REQUEST] = state.original_request

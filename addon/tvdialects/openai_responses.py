@@ -24,6 +24,7 @@ from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.errors import ToolResult
+from tvengine.ladder import DUPLICATE_MARK
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import ToolCall
@@ -274,7 +275,8 @@ class ResponsesCore:
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
         self.resolve = resolve
         self.plan = plan
-        self.reverse = plan.reverse_map
+        # For the echo: a duplicate's alias goes back to the plain name the client declared.
+        self.reverse = {k: v.split(DUPLICATE_MARK, 1)[0] for k, v in plan.reverse_map.items()}
         self.decided: dict[str, tuple[Decision, str | None, str | None]] = {}  # item id / call_id → (decision, new args, new call_id)
         self.ids = CallIds(plan.flow_key)
 
@@ -299,10 +301,13 @@ class ResponsesCore:
                 kind=kind,
             )
         else:
+            raw_args = item.get("arguments")
+            if isinstance(raw_args, (dict, list)):
+                raw_args = orjson.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
             call = ToolCall.from_payload(
                 {
                     "name": item["name"],
-                    "arguments": item.get("arguments") if isinstance(item.get("arguments"), str) else "",
+                    "arguments": raw_args if isinstance(raw_args, str) else "",
                     "id": item.get("call_id"),
                     "namespace": item.get("namespace"),
                 }
@@ -323,10 +328,15 @@ class ResponsesCore:
         if item.get("type") not in _CALL_TYPES or not isinstance(item.get("name"), str):
             return False
         decision, new_args, new_id = self._decide(item)
+        changed = False
         if new_id is not None:
             item["call_id"] = new_id
+            changed = True
+        if with_arguments and isinstance(item.get("arguments"), (dict, list)):
+            item["arguments"] = orjson.dumps(item["arguments"]).decode()  # BR-21
+            changed = True
         if not decision.changed:
-            return new_id is not None
+            return changed
         if decision.target is not None:
             item["name"] = decision.target
             if decision.target_namespace is not None:
@@ -437,8 +447,17 @@ class ResponsesStream(EventStreamRewriter):
         if not isinstance(item.get("name"), str) or item.get("type") not in _CALL_TYPES:
             return held
         decision, new_args, new_id = self.core._decide(item)
-        if not decision.changed and new_id is None:
+        objects = isinstance(item.get("arguments"), (dict, list)) or any(
+            isinstance(d, dict) and isinstance(d.get(k), (dict, list))
+            for d in (u.json() for u in held)
+            for k in ("arguments", "delta")
+        )
+        if not decision.changed and new_id is None and not objects:
             return held
+        if new_args is None and objects:
+            # Arguments sent as an object (BR-21): every place the client reads them gets a string.
+            value = item.get("arguments")
+            new_args = value if isinstance(value, str) else orjson.dumps(value).decode()
         out: list[Any] = []
         first_delta = True
         for unit in held:

@@ -155,7 +155,11 @@ def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:
 
 
 def fit_arguments(
-    arguments: dict[str, Any], schema: dict[str, Any] | None, *, consumed: frozenset[str] = frozenset()
+    arguments: dict[str, Any],
+    schema: dict[str, Any] | None,
+    *,
+    consumed: frozenset[str] = frozenset(),
+    closed: bool = False,
 ) -> tuple[dict[str, Any], list[ArgChange]]:
     """Fit ``arguments`` to ``schema`` and return ``(new_arguments, changes)``.
 
@@ -169,8 +173,8 @@ def fit_arguments(
        ``cmd`` (a one-element list elsewhere is unwrapped, never shell-quoted); a string holding a
        JSON array → that array where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
        ``"true"`` → ``True`` where it wants a number or boolean;
-    3. keys the schema forbids (``additionalProperties: false``) and that were consumed or have
-       no declared counterpart are dropped.
+    3. keys the schema forbids (``additionalProperties: false``, or every undeclared key when
+       ``closed``) and that were consumed or have no declared counterpart are dropped.
 
     Without a schema (or without ``properties``) nothing is changed.
     """
@@ -228,7 +232,7 @@ def fit_arguments(
                 out[key] = new
                 changes.append(ArgChange(op="coerce", key=key, before=value, after=new))
 
-    if schema.get("additionalProperties") is False:
+    if schema.get("additionalProperties") is False or closed:
         for key in list(out):
             if key in props:
                 continue

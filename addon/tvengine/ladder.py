@@ -53,6 +53,10 @@ COMMAND_CAPABILITY: dict[str, dict[str, str]] = {
 
 _SEPARATORS = "_-.:/ "
 
+#: In a reverse map, ``"Read\x00#2"`` names the second declaration of ``Read`` (a duplicate
+#: sent upstream under its own alias).
+DUPLICATE_MARK = "\x00#"
+
 
 class Toolset:
     """The tools one request declared, indexed for the ladder.
@@ -90,6 +94,10 @@ class Toolset:
     def by_qualified(self, flat: str) -> DeclaredTool | None:
         """The tool whose flat name (``namespace + name``) is ``flat``, or ``None``."""
         return self._flat.get(flat)
+
+    def all_qualified(self, flat: str) -> list[DeclaredTool]:
+        """Every declaration whose flat name is ``flat``, in order (a name declared twice)."""
+        return [t for t in self.tools if t.qualified == flat]
 
 
 def _strip_prefixes(name: str) -> str:
@@ -147,8 +155,14 @@ def _decide_with_args(
     reason: str,
     candidates: list[str],
     consumed: frozenset[str] = frozenset(),
+    always: bool = False,
 ) -> Decision:
-    """Rename ``call`` to ``tool`` if its (fitted) arguments validate, else leave it."""
+    """Rename ``call`` to ``tool`` if its (fitted) arguments validate, else leave it.
+
+    ``always`` (the reverse of this flow's own renames): the name goes back whatever the
+    arguments; key fitting is kept (it only renames and drops keys the schema names or
+    forbids), and an invalid result is reported in the reason for the client to reject itself.
+    """
     base = dict(
         name=call.name,
         namespace=call.namespace,
@@ -166,13 +180,34 @@ def _decide_with_args(
             **base,
         )
     if call.arguments is None:
+        if always:
+            return Decision(
+                action=Action.RENAME,
+                target=tool.name,
+                target_namespace=tool.namespace,
+                reason=f"{reason}; its arguments are not a JSON object and are left as sent",
+                **base,
+            )
         return Decision(
             action=Action.LEAVE,
             reason=f"{reason}, but the arguments are not a JSON object, so the call cannot be checked",
             **base,
         )
-    fitted, changes = fit_arguments(call.arguments, tool.input_schema, consumed=consumed)
+    # An answer to this flow's own alias drops keys the client's schema does not declare (BR-06:
+    # the model saw another agent's vocabulary; `description` means nothing to execute_command).
+    fitted, changes = fit_arguments(call.arguments, tool.input_schema, consumed=consumed, closed=always)
     error = validation_error(fitted, tool.input_schema)
+    if error is not None and always:
+        # The alias is this flow's invention: the client must never see it.
+        return Decision(
+            action=Action.RENAME,
+            target=tool.name,
+            target_namespace=tool.namespace,
+            reason=f"{reason}; the arguments still fail its schema ({error}), which the client will report",
+            arg_changes=changes,
+            arguments_after=fitted if changes else None,
+            **base,
+        )
     if error is not None:
         return Decision(
             action=Action.LEAVE,
@@ -241,7 +276,8 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
     """Decide what ``call`` must mean among ``tools``.
 
     ``reverse_map`` maps an upstream alias this flow sent (flat name) to the declared tool's flat
-    name. Returns a :class:`Decision`; never raises for well-typed input. Only a tool in
+    name (``flat + DUPLICATE_MARK + k`` for the k-th declaration of a name declared twice); a call
+    under such an alias always gets the client's name back, whatever its arguments. Returns a :class:`Decision`; never raises for well-typed input. Only a tool in
     ``tools`` is ever a target.
     """
     exact = tools.find(call.name, call.namespace)
@@ -250,14 +286,29 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
 
     if reverse_map:
         original = reverse_map.get(call.qualified)
-        tool = tools.by_qualified(original) if original else None
+        tool = None
+        reason = ""
+        if original is not None and DUPLICATE_MARK in original:
+            flat, _, nth = original.partition(DUPLICATE_MARK)
+            same = tools.all_qualified(flat)
+            k = int(nth) if nth.isdigit() else 0
+            if 1 <= k <= len(same):
+                tool = same[k - 1]
+                reason = (
+                    f"{call.qualified} is the name this flow sent upstream for declaration {k} of {flat}; "
+                    f"the client declares {len(same)} tools named {flat} and cannot tell them apart"
+                )
+        elif original is not None:
+            tool = tools.by_qualified(original)
+            reason = f"{call.qualified} is the name this flow sent upstream for {original}"
         if tool is not None:
             return _decide_with_args(
                 call,
                 tool,
                 step=Step.REVERSE_MAP,
-                reason=f"{call.qualified} is the name this flow sent upstream for {tool.qualified}",
+                reason=reason,
                 candidates=[tool.qualified],
+                always=True,
             )
 
     trimmed = call.name.strip()

@@ -22,6 +22,7 @@ from pydantic import Field
 from tvengine.grammar import GRAMMARS
 from tvengine.grammar import NameGrammar
 from tvengine.grammar import alias
+from tvengine.ladder import DUPLICATE_MARK
 from tvengine.ladder import Toolset
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolKind
@@ -65,12 +66,13 @@ class Plan(BaseModel):
 
     @property
     def reverse_map(self) -> dict[str, str]:
-        """Upstream name → declared flat name (duplicates' aliases included)."""
+        """Upstream name → declared flat name; a duplicate's alias → ``flat + DUPLICATE_MARK + k``
+        (its declaration number), for :func:`tvengine.ladder.resolve`."""
         out = {v: k for k, v in self.rename_map.items()}
         for name, aliases in self.duplicates.items():
-            for a in aliases:
+            for k, a in enumerate(aliases, start=2):
                 if a is not None:
-                    out[a] = name
+                    out[a] = f"{name}{DUPLICATE_MARK}{k}"
         return out
 
     def upstream_name(self, flat: str) -> str:

@@ -161,6 +161,6 @@ def load_profiles(path: str) -> ProfileSet:
     try:
         with open(path, encoding="utf-8") as fp:
             text = fp.read()
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: cannot read: {exc}") from exc
     return parse_profiles(text, path)

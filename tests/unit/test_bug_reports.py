@@ -311,10 +311,13 @@ def test_br06_bash_maps_back_to_execute_command_and_drops_description() -> None:
 
 
 def test_br06_required_requires_approval_is_not_invented() -> None:
+    # The alias is the flow's own: the client gets its name back (never the alias), keeps
+    # `command`, and no `requires_approval` is made up; the client reports the missing key itself.
     d = run(cline(requires_approval_required=True), anthropic("Bash", {"command": "npm test"}), CLINE_REVERSE)
-    left(d)
+    assert d.action is Action.RENAME and d.target == "execute_command"
     assert d.step is Step.REVERSE_MAP
     assert "requires_approval" in d.reason
+    assert "requires_approval" not in (d.arguments_after or d.arguments_before)
 
 
 @pytest.mark.parametrize(
@@ -333,10 +336,20 @@ def test_br06_mapped_tools_map_back_with_their_keys(
     assert d.arguments_after == after
 
 
-@pytest.mark.parametrize("reverse_map", [CLINE_REVERSE, {k: v for k, v in CLINE_REVERSE.items() if k != "Edit"}, {}])
+@pytest.mark.parametrize("reverse_map", [{k: v for k, v in CLINE_REVERSE.items() if k != "Edit"}, {}])
 def test_br06_edit_is_never_turned_into_replace_in_file(reverse_map: dict[str, str]) -> None:
     d = run(cline(), anthropic("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}), reverse_map)
     left(d)
+
+
+def test_br06_edit_sent_upstream_by_this_flow_goes_back_with_its_arguments_untranslated() -> None:
+    # Only if this flow itself showed replace_in_file upstream as `Edit` does `Edit` come back to
+    # it: the alias never reaches the client, and the payload is not translated into a diff —
+    # the client rejects the arguments itself (the reason says why).
+    d = run(cline(), anthropic("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}), CLINE_REVERSE)
+    assert d.action is Action.RENAME and d.target == "replace_in_file" and d.step is Step.REVERSE_MAP
+    assert "diff" in d.reason
+    assert "diff" not in (d.arguments_after or d.arguments_before)
 
 
 def test_br06_declared_tool_with_no_mapping_is_kept_under_its_own_name() -> None:

@@ -181,9 +181,12 @@ def test_reverse_map_to_an_undeclared_name_is_ignored() -> None:
     assert_left(d, Step.NONE, mentions=("upstream_sh",))
 
 
-def test_reverse_map_rename_must_validate() -> None:
+def test_reverse_map_always_gives_the_client_its_own_name_back() -> None:
+    # The alias is this flow's own: it never reaches the client, valid arguments or not.
     d = decide(CLAUDE, "run_cmd", {"script": "ls"}, reverse_map={"run_cmd": "Bash"})
-    assert_left(d, Step.REVERSE_MAP, mentions=("run_cmd", "Bash", "'command' is a required property"))
+    assert d.action is Action.RENAME and d.target == "Bash" and d.step is Step.REVERSE_MAP
+    for text in ("run_cmd", "Bash", "'command' is a required property"):
+        assert text in d.reason
 
 
 def test_reverse_map_fits_arguments() -> None:
