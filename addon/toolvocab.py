@@ -25,7 +25,6 @@ import re
 import time
 from typing import Any
 
-import orjson
 from mitmproxy import command
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
@@ -47,6 +46,7 @@ from tvengine.plan import Plan
 from tvengine.clients import identify_client
 from tvengine.errors import classify_tool_results
 from tvengine.export import SHAPES
+from tvengine import jsonio
 from tvengine.grammar import grammar_for
 from tvengine.plan import make_plan
 from tvengine.profiles import ProfileError
@@ -190,13 +190,13 @@ class _StreamCallable:
 
     def _rewrite_json(self, body: bytes) -> bytes:
         try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
+            parsed = jsonio.loads(body)
+        except ValueError:
             self.state.record.notes.append("answer body is not JSON; passed through")
             return body
         try:
             if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
-                new = orjson.dumps(parsed)
+                new = jsonio.dumps(parsed)
                 self.changed = True
                 return new
         except Exception as exc:
@@ -249,11 +249,11 @@ class ToolVocab:
         )
         loader.add_option(
             name="toolvocab_redact",
-            typespec=bool,
-            default=True,
+            typespec=str,
+            default="true",
             help=(
-                "Redact credentials (Authorization, x-api-key, x-goog-api-key, api-key, cookies, key= query "
-                "parameters) from handled flows whenever they are saved (-w, save commands, toolvocab_record). "
+                "true or false. Redact credentials (Authorization, x-api-key, x-goog-api-key, api-key, cookies, "
+                "key= query parameters) from every flow whenever it is saved (-w, save commands, toolvocab_record). "
                 "The live traffic and the flow shown in the UI keep them."
             ),
         )
@@ -282,7 +282,7 @@ class ToolVocab:
                 try:
                     self.profiles = load_profiles(path)
                 except ProfileError as exc:
-                    raise exceptions.OptionsError(f"toolvocab_profiles: {exc}") from exc
+                    raise exceptions.OptionsError(f"toolvocab_profiles: {exc}") from None
             else:
                 self.profiles = None
         if "toolvocab_record" in updated:
@@ -296,7 +296,12 @@ class ToolVocab:
                     raise exceptions.OptionsError(f"toolvocab_record: {directory!r} is not writable")
             self.record_dir = directory or None
         if "toolvocab_redact" in updated:
-            self.redact = bool(ctx.options.toolvocab_redact)
+            # A string, checked here: a bool option's bad value ("maybe") fails inside mitmproxy's
+            # deferred option handling, silently, and the addon would run with its defaults.
+            value = str(ctx.options.toolvocab_redact).strip().lower()
+            if value not in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+                raise exceptions.OptionsError(f"toolvocab_redact: {ctx.options.toolvocab_redact!r} is not true or false")
+            self.redact = value in ("true", "yes", "1", "on")
         if "toolvocab_hosts" in updated:
             value = ctx.options.toolvocab_hosts
             if value:
@@ -311,12 +316,12 @@ class ToolVocab:
 
     def request(self, flow: http.HTTPFlow) -> None:
         """Detect the dialect, record the declared tools, apply the request-side plan."""
+        if self.redact:
+            _install_redaction(flow)  # every flow: whatever is saved carries no credentials
         if self.mode == "off":
             return
         try:
             self._request(flow)
-            if self.redact and METADATA_KEY in flow.metadata:
-                _install_redaction(flow)
         except Exception as exc:  # the addon never breaks a flow
             logger.exception("toolvocab: request hook failed; flow passed through")
             self._states.pop(flow.id, None)
@@ -327,7 +332,13 @@ class ToolVocab:
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Choose streaming for SSE answers (must be decided here: mitmproxy G4)."""
         state = self._states.get(flow.id)
-        if state is None or flow.response is None:
+        if flow.response is None:
+            return
+        if state is None:
+            # Not ours to rewrite: an event stream still goes out as it arrives (mitmproxy
+            # buffers a response whose stream is not set: G4).
+            if self.mode != "off" and "text/event-stream" in flow.response.headers.get("content-type", "").lower():
+                flow.response.stream = True
             return
         try:
             self._responseheaders(flow, state)
@@ -396,8 +407,8 @@ class ToolVocab:
 
         if message.from_client:
             try:
-                frame = orjson.loads(message.content)
-            except orjson.JSONDecodeError:
+                frame = jsonio.loads(message.content)
+            except ValueError:
                 return
             if not isinstance(frame, dict) or frame.get("type") != "response.create":
                 return
@@ -419,7 +430,7 @@ class ToolVocab:
             state.ws_rewriter = dialect.stream_rewriter(state, plan)
             self._ws[flow.id] = state
             if self.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
-                message.content = orjson.dumps(frame)
+                message.content = jsonio.dumps(frame)
                 record.request_changed = True
             self._finish(flow, state)
             return
@@ -468,8 +479,8 @@ class ToolVocab:
             self._skip(flow, "request has no body")
             return
         try:
-            body = orjson.loads(content)
-        except orjson.JSONDecodeError:
+            body = jsonio.loads(content)
+        except ValueError:
             self._skip(flow, "request body is not JSON")
             return
         dialect = tvdialects.detect(req.method, req.path, body)
@@ -491,7 +502,7 @@ class ToolVocab:
         if self.mode in ("auto", "repair"):
             if dialect.apply_request(body, plan):
                 state.original_request = content
-                req.content = orjson.dumps(body)
+                req.content = jsonio.dumps(body)
                 record.request_changed = True
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             req.anticomp()
@@ -584,8 +595,8 @@ class ToolVocab:
         if not content:
             return
         try:
-            body = orjson.loads(content)
-        except orjson.JSONDecodeError:
+            body = jsonio.loads(content)
+        except ValueError:
             if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (b"event:", b"data: "):
                 self._rewrite_buffered_sse(flow, state, content)
             else:
@@ -593,7 +604,7 @@ class ToolVocab:
             return
         if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
             state.upstream_raw = resp.raw_content
-            resp.content = orjson.dumps(body)
+            resp.content = jsonio.dumps(body)
             state.record.response_changed = True
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: _FlowState, content: bytes) -> None:

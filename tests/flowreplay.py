@@ -344,7 +344,7 @@ class Replayer:
             toolvocab_hosts=opts.get("hosts") or None,
             toolvocab_profiles=self._profiles_path(opts.get("profiles")),
             toolvocab_record=None,
-            toolvocab_redact=True,
+            toolvocab_redact="true",
         )
 
     def replay(self, saved: http.HTTPFlow, seed: int = 0, *, lo: int = 1, hi: int = 64) -> Replay:

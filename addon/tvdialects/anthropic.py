@@ -295,7 +295,7 @@ class AnthropicStream(EventStreamRewriter):
         block = dict(start_data["content_block"])
         index = start_data.get("index")
         fragments: list[str] = []
-        deltas: list[int] = []
+        deltas: set[int] = set()  # positions of input_json_delta events (a set: tested per event)
         for i, event in enumerate(held[1:-1], start=1):
             data = event.json()
             if (
@@ -306,7 +306,7 @@ class AnthropicStream(EventStreamRewriter):
                 and data["delta"].get("type") == "input_json_delta"
             ):
                 fragments.append(str(data["delta"].get("partial_json", "")))
-                deltas.append(i)
+                deltas.add(i)
         text = "".join(fragments)
         initial = block.get("input") if isinstance(block.get("input"), dict) else {}
         arguments: dict[str, Any] | None

@@ -355,6 +355,13 @@ class ResponsesCore:
                 changed |= self.apply_item(item)
         if self.reverse:
             changed |= _unrename_echo(response, self.reverse)
+        sentence = self.plan.prompt_sentence
+        instructions = response.get("instructions")
+        if sentence and isinstance(instructions, str) and sentence in instructions:
+            # The echo shows the client its own instructions, not the sentence toolvocab added
+            # (which names tools by their upstream names).
+            response["instructions"] = instructions.replace("\n\n" + sentence, "").replace(sentence, "")
+            changed = True
         return changed
 
 

@@ -139,6 +139,8 @@ def alias(tool_name: str, grammar: NameGrammar, taken: Iterable[str], *, salt: s
     """
     used = set(taken)
     clean = grammar.sanitize(tool_name)
+    if not re.search(r"[A-Za-z0-9]", clean):
+        clean = "tool"  # nothing readable survives (a non-ASCII name): a neutral prefix
     n = 0
     while True:
         digest = hashlib.sha256(f"{tool_name}{salt}{'#' + str(n) if n else ''}".encode()).hexdigest()[:8]

@@ -130,6 +130,12 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
                 ):
                     return i + 1
         return begin + 1
+    if loc and isinstance(loc[0], str):
+        # A top-level key: a misspelt table (`[[profiles]]`), `[profile]` as one table, `profile = "x"`.
+        key = re.escape(loc[0])
+        for i, line in enumerate(lines):
+            if re.match(rf"\s*(\[\[?\s*{key}\s*\]\]?|\"?{key}\"?\s*=)", line):
+                return i + 1
     return None
 
 
@@ -137,30 +143,42 @@ def parse_profiles(text: str, source: str = "<profiles>") -> ProfileSet:
     """Parse and validate a profile file's text.
 
     Raises :class:`ProfileError` with ``source:line: message`` for TOML syntax errors
-    (tomllib reports ``at line L, column C``) and for validation errors (the line of the
-    offending key, found by scanning the ``[[profile]]`` tables).
+    (tomllib reports ``at line L, column C``) and for every validation error, joined by ``; ``
+    (the line of the offending key, found by scanning the ``[[profile]]`` tables).
     """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
-        where = f"{source}:{m.group(1)}" if m else source
-        raise ProfileError(f"{where}: TOML syntax error: {exc}") from exc
+        if m:
+            where = f"{source}:{m.group(1)}"
+        elif "end of document" in str(exc):
+            where = f"{source}:{max(1, len(text.splitlines()))}"  # the last line
+        else:
+            where = source
+        raise ProfileError(f"{where}: TOML syntax error: {exc}") from None
     try:
         return ProfileSet.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        line = _line_of(text, tuple(first["loc"]))
-        where = f"{source}:{line}" if line else source
-        path = ".".join(str(p) for p in first["loc"])
-        raise ProfileError(f"{where}: {path}: {first['msg']}") from exc
+        problems = []
+        for error in exc.errors():
+            line = _line_of(text, tuple(error["loc"]))
+            where = f"{source}:{line}" if line else source
+            path = ".".join(str(p) for p in error["loc"])
+            problems.append(f"{where}: {path}: {error['msg']}")
+        raise ProfileError("; ".join(problems)) from None
 
 
 def load_profiles(path: str) -> ProfileSet:
     """Read and validate the profile file at ``path``; :class:`ProfileError` on any problem."""
     try:
-        with open(path, encoding="utf-8") as fp:
-            text = fp.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{path}: cannot read: {exc}") from exc
+        with open(path, "rb") as fp:
+            raw = fp.read()
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ProfileError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
     return parse_profiles(text, path)
