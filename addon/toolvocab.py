@@ -51,6 +51,7 @@ from tvengine.grammar import grammar_for
 from tvengine.plan import make_plan
 from tvengine.profiles import ProfileError
 from tvengine.profiles import ProfileSet
+from tvengine.profiles import is_access_gate
 from tvengine.profiles import load_profiles
 from tvengine.record import FlowRecord
 
@@ -514,6 +515,7 @@ class ToolVocab:
         record that starts with it."""
         host = flow.request.pretty_host
         profile = self.profiles.select(host, flow.request.path, dialect.model_of(flow.request.path, body)) if self.profiles else None
+        gate_note = "profiles are never applied at an access gate (" + host + ")" if self.profiles and is_access_gate(host) else None
         grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
         plan = make_plan(
             tools,
@@ -539,7 +541,7 @@ class ToolVocab:
             grammar=plan.grammar,
             prompt_sentence=plan.prompt_sentence,
             prompt_names=plan.unmentioned,
-            notes=list(plan.skipped),
+            notes=list(plan.skipped) + ([gate_note] if gate_note else []),
         )
         try:
             record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)

@@ -477,8 +477,14 @@ class ResponsesStream(EventStreamRewriter):
             elif kind == "response.function_call_arguments.delta" and new_args is not None:
                 out.append(unit.with_json({**data, "delta": new_args if first_delta else ""}))
                 first_delta = False
-            elif kind == "response.function_call_arguments.done" and new_args is not None:
-                out.append(unit.with_json({**data, "arguments": new_args}))
+            elif kind == "response.function_call_arguments.done" and (new_args is not None or "name" in data):
+                # Some servers (and older SDK types) name the call here too: keep it consistent.
+                fixed = {**data}
+                if new_args is not None:
+                    fixed["arguments"] = new_args
+                if "name" in data and decision.changed and decision.target is not None:
+                    fixed["name"] = decision.target
+                out.append(unit.with_json(fixed) if fixed != data else unit)
             else:
                 out.append(unit)
         return out

@@ -301,6 +301,20 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
         elif original is not None:
             tool = tools.by_qualified(original)
             reason = f"{call.qualified} is the name this flow sent upstream for {original}"
+            if tool is None:
+                # An alias of a name the client only replayed in its transcript (BR-17): the alias
+                # is this flow's own and goes back; the client then reports its own name.
+                return Decision(
+                    name=call.name,
+                    namespace=call.namespace,
+                    call_id=call.id,
+                    action=Action.RENAME,
+                    step=Step.REVERSE_MAP,
+                    target=original,
+                    reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
+                    candidates=[],
+                    arguments_before=call.arguments,
+                )
         if tool is not None:
             return _decide_with_args(
                 call,

@@ -32,6 +32,18 @@ from tvengine.grammar import GRAMMARS
 from tvengine.vocabulary import CAPABILITIES
 
 
+#: Hosts that admit requests by the client's tool names (an access gate): OpenCode Zen's free
+#: tier answers 403 FreeTierError unless OpenCode's core tool names are present (BR-28;
+#: anomalyco/opencode#49621). No profile applies there: renaming a client's tools to another
+#: client's names to pass such a gate would circumvent the provider's terms.
+ACCESS_GATES: tuple[str, ...] = (r"(^|\.)opencode\.ai$",)
+
+
+def is_access_gate(host: str) -> bool:
+    """True when ``host`` is a known access gate (see :data:`ACCESS_GATES`)."""
+    return any(re.search(p, host or "") for p in ACCESS_GATES)
+
+
 class ProfileError(ValueError):
     """A profile file that cannot be used; the message names the file, line and problem."""
 
@@ -109,7 +121,10 @@ class ProfileSet(BaseModel):
     profile: list[Profile] = Field(default_factory=list)
 
     def select(self, host: str, path: str, model: str | None) -> Profile | None:
-        """The first profile matching the request, or ``None``."""
+        """The first profile matching the request, or ``None`` — always ``None`` at a known
+        access gate (:func:`is_access_gate`)."""
+        if is_access_gate(host):
+            return None
         for profile in self.profile:
             if profile.matches(host, path, model):
                 return profile

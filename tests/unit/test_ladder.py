@@ -176,9 +176,12 @@ def test_reverse_map_comes_before_normalization() -> None:
     assert_renamed(d, "list_files", Step.REVERSE_MAP)
 
 
-def test_reverse_map_to_an_undeclared_name_is_ignored() -> None:
-    d = decide([READ], "upstream_sh", {"command": "ls"}, reverse_map={"upstream_sh": "Bash"})
-    assert_left(d, Step.NONE, mentions=("upstream_sh",))
+def test_reverse_map_to_a_name_only_replayed_in_the_transcript_goes_back_to_it() -> None:
+    # The plan aliases a replayed, undeclared name the upstream would reject (BR-17); if the model
+    # repeats the alias, the client gets its own name back (and reports it), never the alias.
+    d = decide([READ], "upstream_sh", {"command": "ls"}, reverse_map={"upstream_sh": "search.evidence"})
+    assert d.action is Action.RENAME and d.target == "search.evidence" and d.step is Step.REVERSE_MAP
+    assert d.arguments_after is None and "does not declare" in d.reason
 
 
 def test_reverse_map_always_gives_the_client_its_own_name_back() -> None:
