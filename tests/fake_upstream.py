@@ -41,7 +41,8 @@ Scripted behaviour (stateless, decided from the request alone, the same in every
     input item is not a ``*_call_output``; Gemini: the last content holds no
     ``functionResponse``)
         -> ONE tool call named ``tool_name`` with arguments ``tool_args`` (Anthropic and Gemini
-           precede it with a short text)
+           precede it with a short text). ``tool_name`` ``re:<regex>`` names the first declared
+           tool the regex finds (whatever name a proxy sent it under)
   * otherwise, if the conversation holds a tool result
         -> a final text answer: ``final_text`` + the last tool result's text
   * otherwise (no tools: OpenCode's title generation, Gemini CLI's routing classifier, ...)
@@ -224,7 +225,7 @@ def anthropic_plan(body: dict, cfg: dict) -> dict:
                 if isinstance(c, dict) and c.get("type") == "tool_result":
                     last_result = c
     if tools and not last_user_has_result:
-        name = cfg["tool_name"]
+        name = pick_tool_name(cfg["tool_name"], tools)
         return {
             "kind": "tool",
             "name": name,
@@ -355,11 +356,24 @@ def plain_plan(cfg: dict, schema: Any = None, wants_json: bool = False) -> dict:
     return {"kind": "plain", "text": TITLE_TEXT}
 
 
+def pick_tool_name(configured: str, declared: list) -> str:
+    """``configured``, or for ``re:<regex>`` the first declared name the regex finds
+    (``re.search``), so a test can answer a tool whatever name a proxy gave it upstream (an
+    alias of a long MCP name, say). No match: the regex text itself."""
+    if isinstance(configured, str) and configured.startswith("re:"):
+        pattern = re.compile(configured[3:])
+        for name in declared:
+            if isinstance(name, str) and pattern.search(name):
+                return name
+        return configured[3:]
+    return configured
+
+
 def decide(cfg: dict, tools: list[str], pending_result: bool, last_result: str | None,
            schema: Any = None, wants_json: bool = False) -> dict:
     """The stateless policy shared by every dialect (see the module docstring)."""
     if tools and not pending_result:
-        name = cfg["tool_name"]
+        name = pick_tool_name(cfg["tool_name"], tools)
         return {"kind": "tool", "name": name, "args": cfg["tool_args"],
                 "text": f"Let me run that with the {name} tool."}
     if last_result is not None:

@@ -810,19 +810,24 @@ class AgentRun:
 
 @pytest.fixture
 def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
-    """Factory: ``run(key, mode, *, tool, args, prompt, files=None) -> AgentRun``.
+    """Factory: ``run(key, mode, *, tool, args, prompt, files=None, fake_config=None,
+    configure=None) -> AgentRun``.
 
     Installs the agent when missing (skips when it cannot), starts the fake upstream answering
-    ``tool``/``args`` (``args`` may be a callable ``work_dir -> args``), mitmdump with
+    ``tool``/``args`` (``args`` may be a callable ``work_dir -> args``; ``fake_config``: more
+    ``/__fake/config`` settings, e.g. ``{"reject_long_names": True}``), mitmdump with
     ``toolvocab_mode=<mode>`` in reverse mode in front of it, and the stray-traffic trap; writes
-    ``files`` (name -> text) into the agent's work dir; runs the agent once (fresh HOME, bounded
-    timeout) and returns what the upstream saw.  Everything is stopped by PID at teardown.
+    ``files`` (name -> text) into the agent's work dir; after the agent's offline settings are
+    written, ``configure(home, work)`` may add to them (an MCP server, say); runs the agent once
+    (fresh HOME, bounded timeout) and returns what the upstream saw.  Everything is stopped by
+    PID at teardown.
     """
     stack = contextlib.ExitStack()
     counter = iter(range(1, 1000))
 
     def run(key: str, mode: str, *, tool: str, args: Any, prompt: str,
-            files: dict[str, str] | None = None) -> AgentRun:
+            files: dict[str, str] | None = None, fake_config: dict[str, Any] | None = None,
+            configure: Callable[[Path, Path], None] | None = None) -> AgentRun:
         agent = AGENTS[key]
         binary = client_binary(key)
         if not procs.ADDON_SCRIPT.exists():
@@ -838,6 +843,8 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
         tool_args = args(work) if callable(args) else args
         fake = procs.start_fake_upstream(tool_name=tool, tool_args=tool_args)
         stack.callback(fake.stop)
+        if fake_config:
+            fake.config(**fake_config)
         confdir = tmp_path / f"mitmproxy-conf-{n}"
         confdir.mkdir(exist_ok=True)
         mitm = procs.start_mitmdump(fake.url, options={"confdir": str(confdir), "toolvocab_mode": mode},
@@ -846,6 +853,8 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
         trap = TrapProxy(allow_ports=[mitm.port] if agent.tunnel_loopback else ())
         stack.callback(trap.close)
         argv, extra_env = agent.prepare(home, work, mitm.url, prompt)
+        if configure is not None:
+            configure(home, work)
         env = {**base_env(home, trap.url), **extra_env}
         client = run_client([str(binary.path), *argv], env, work)
         try:
