@@ -945,6 +945,32 @@ def test_br28_403_passes_through_byte_identical_with_a_profile_active(addon_env,
         (k, v) for k, v in before_headers if k.lower() != b"accept-encoding"]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_403_passes_through_byte_identical_while_a_profile_renames(addon_env, tmp_path: Path, stream: bool) -> None:
+    """Any upstream's refusal passes through untouched with a profile in force (here one that
+    does apply: not a known access gate), and the profile renamed only the client's own tool."""
+    tctx, module = addon_env
+    path = tmp_path / "gateway.toml"
+    path.write_text(ZEN_PROFILE.replace("opencode\\\\.ai", "gateway\\\\.example"))
+    tctx.configure(module, toolvocab_profiles=str(path))
+    f = zen_flow(stream)
+    f.request.host = f.request.headers["host"] = "llm.gateway.example"
+    before_headers = [(k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")]
+    original = orjson.loads(f.request.content)
+    resp_headers = list(f.response.headers.fields)
+    client = run_hooks(tctx, module, f)
+    assert f.response.status_code == 403 and client == FREE_TIER_403
+    assert list(f.response.headers.fields) == resp_headers
+    record = f.metadata[KEY]
+    assert record["profile"] == "codex-names-on-zen" and record["rename_map"] == {"bash": "shell"}, record
+    assert record["request_changed"] is True and record["response_changed"] is False and record["decisions"] == []
+    assert any("403" in n for n in record["notes"]), record["notes"]
+    sent = orjson.loads(f.request.content)
+    assert [t["name"] for t in sent["tools"]] == ["shell"] + OPENCODE_TOOLS[1:]
+    assert [dict(t, name=None) for t in sent["tools"]] == [dict(t, name=None) for t in original["tools"]]
+    assert [(k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")] == before_headers
+
+
 def test_br28_without_a_profile_opencode_core_tools_reach_the_gate_unchanged(addon_env) -> None:
     tctx, module = addon_env
     f = zen_flow(False)
