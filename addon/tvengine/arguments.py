@@ -44,6 +44,16 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"url", "uri"}),
 )
 
+#: Annotation keys: they describe a call to the user and carry no operation, so dropping one
+#: where the target schema is closed changes no meaning. Sources: Gemini CLI 0.61.0's ``replace``
+#: declares ``instruction`` (a sentence about the edit), declared tools of Gemini CLI / Cursor-style
+#: agents carry ``explanation`` (Cursor's tool schemas) and ``justification`` (Codex 0.171.0's
+#: ``shell`` escalation note, a text shown to the user), and Claude Code 2.1.197's ``Bash``
+#: ``description`` ("clear, concise description of what this command does"), which BR-06 drops
+#: when the target does not declare it. Every other undeclared key carries meaning: a call that
+#: keeps one after synonym renaming is never renamed by capability, and the key is never dropped.
+ANNOTATION_KEYS: frozenset[str] = frozenset({"instruction", "explanation", "justification", "description"})
+
 #: Keys naming a location: an empty string there counts as absent when a synonym carries a
 #: value (BR-27, OpenClaw PR #36420). Not for content keys: an empty replacement is a deletion.
 _EMPTY_MEANS_ABSENT = frozenset(
@@ -160,6 +170,7 @@ def fit_arguments(
     *,
     consumed: frozenset[str] = frozenset(),
     closed: bool = False,
+    target_capability: str | None = None,
 ) -> tuple[dict[str, Any], list[ArgChange]]:
     """Fit ``arguments`` to ``schema`` and return ``(new_arguments, changes)``.
 
@@ -170,11 +181,17 @@ def fit_arguments(
     1. key synonyms: a key the schema does not declare is renamed to the one synonym the schema
        declares and the call lacks (an empty location value counts as lacking);
     2. types: argv list → command string where the schema wants a string for ``command`` /
-       ``cmd`` (a one-element list elsewhere is unwrapped, never shell-quoted); a string holding a
+       ``cmd`` and the target is a POSIX shell (``target_capability == "shell"``: the quoting
+       is POSIX, never sent to PowerShell or an unknown tool); a one-element list elsewhere is
+       unwrapped, never shell-quoted; a string holding a
        JSON array → that array where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
        ``"true"`` → ``True`` where it wants a number or boolean;
-    3. keys the schema forbids (``additionalProperties: false``, or every undeclared key when
-       ``closed``) and that were consumed or have no declared counterpart are dropped.
+    3. a consumed key the schema does not declare is dropped; an annotation key
+       (:data:`ANNOTATION_KEYS`) the schema does not declare is dropped when the schema is
+       closed (``additionalProperties: false``) or ``closed`` is true (the reverse of this flow's
+       own alias, BR-06). **No other key is ever dropped**: an operational key the target does not
+       declare stays, so the call fails the schema or is refused by the ladder
+       (:func:`unaccounted_keys`) instead of running without it.
 
     Without a schema (or without ``properties``) nothing is changed.
     """
@@ -211,6 +228,8 @@ def fit_arguments(
             continue
         if "string" in types and isinstance(value, list):
             if key in _COMMAND_KEYS:
+                if target_capability != "shell":
+                    continue
                 try:
                     new = argv_to_command(value)
                 except TypeError:
@@ -232,19 +251,27 @@ def fit_arguments(
                 out[key] = new
                 changes.append(ArgChange(op="coerce", key=key, before=value, after=new))
 
-    if schema.get("additionalProperties") is False or closed:
-        for key in list(out):
-            if key in props:
-                continue
-            if key in consumed or not _synonyms_of(key) & set(props):
-                changes.append(ArgChange(op="drop_key", key=key, before=out[key]))
-                del out[key]
-    else:
-        for key in consumed:
-            if key in out and key not in props:
-                changes.append(ArgChange(op="drop_key", key=key, before=out[key]))
-                del out[key]
+    drop_annotations = closed or schema.get("additionalProperties") is False
+    for key in list(out):
+        if key in props:
+            continue
+        if key in consumed:
+            changes.append(ArgChange(op="drop_key", key=key, before=out[key]))
+            del out[key]
+        elif drop_annotations and key in ANNOTATION_KEYS:
+            changes.append(ArgChange(op="drop_annotation", key=key, before=out[key]))
+            del out[key]
     return out, changes
+
+
+def unaccounted_keys(arguments: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
+    """Keys of ``arguments`` (already fitted) that ``schema`` does not declare and that are not
+    annotation keys: each carries meaning the target tool has no place for. Empty when the schema
+    declares no ``properties`` (nothing to check against)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return []
+    props = schema["properties"]
+    return [k for k in arguments if k not in props and k not in ANNOTATION_KEYS]
 
 
 _VALIDATORS: dict[bytes, Any] = {}

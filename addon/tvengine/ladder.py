@@ -28,13 +28,16 @@ from typing import Any
 
 from tvengine import vocabulary
 from tvengine.arguments import fit_arguments
+from tvengine.arguments import unaccounted_keys
 from tvengine.arguments import validation_error
 from tvengine.models import Action
+from tvengine.models import ArgChange
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
 from tvengine.models import Step
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
+from tvengine.names import join_namespace
 from tvengine.names import name_key
 from tvengine.names import split_mcp
 
@@ -44,11 +47,14 @@ PROVIDER_PREFIXES: tuple[str, ...] = ("functions.", "functions:", "tools/", "def
 
 #: Tools whose capability depends on their ``command`` argument: trae-agent's
 #: ``str_replace_editor`` and Anthropic's text editor (``str_replace_based_edit_tool``) take
-#: ``command`` ∈ view / create / str_replace / insert / undo_edit (BR-04). ``insert`` and
-#: ``undo_edit`` have no counterpart in any client's tools, so they map to nothing.
+#: ``command`` ∈ view / create / str_replace / insert / undo_edit (BR-04). ``view`` reads and
+#: ``str_replace`` is an old/new-string edit. ``create`` maps to nothing: it refuses to
+#: overwrite an existing file in its reference implementations (Anthropic's text-editor tool
+#: docs; trae-agent's ``str_replace_editor``) while every write tool overwrites (issue 10).
+#: ``insert`` and ``undo_edit`` have no counterpart in any client's tools either.
 COMMAND_CAPABILITY: dict[str, dict[str, str]] = {
-    name_key("str_replace_editor"): {"view": "read", "create": "write", "str_replace": "edit"},
-    name_key("str_replace_based_edit_tool"): {"view": "read", "create": "write", "str_replace": "edit"},
+    name_key("str_replace_editor"): {"view": "read", "str_replace": "edit"},
+    name_key("str_replace_based_edit_tool"): {"view": "read", "str_replace": "edit"},
 }
 
 _SEPARATORS = "_-.:/ "
@@ -79,6 +85,14 @@ class Toolset:
         for tool in self.tools:
             self._pairs.setdefault((tool.namespace, tool.name), tool)
             self._flat.setdefault(tool.qualified, tool)
+        self._servers: _Servers | None = None
+
+    @property
+    def servers(self) -> "_Servers":
+        """The MCP servers these tools belong to (built on first use)."""
+        if self._servers is None:
+            self._servers = _Servers(self.tools)
+        return self._servers
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -118,52 +132,97 @@ def _undouble(name: str) -> str | None:
     return None
 
 
+def lossless_readings(name: str) -> list[str]:
+    """Every lossless reading of an answered name, the name itself first: surrounding
+    whitespace trimmed, provider prefixes stripped (:data:`PROVIDER_PREFIXES`), a name written
+    twice undoubled (BR-18). Used before the reverse map and before normalization alike."""
+    trimmed = name.strip()
+    stripped = _strip_prefixes(trimmed)
+    out: list[str] = []
+    for form in (name, trimmed, stripped):
+        for probe in (form, _undouble(form)):
+            if probe and probe not in out:
+                out.append(probe)
+    return out
+
+
 #: Separators that join an MCP server and its tool in the notations models use (the issue's
 #: list: ``server:tool``, ``server.tool``, ``server__tool``; ``/`` as in ``tools/``). A single
 #: ``_`` is not one of them: ``web_fetch`` is a builtin name, not server ``web`` + tool ``fetch``.
 _SERVER_JOINS: tuple[str, ...] = ("__", ":", ".", "/")
 
+#: Responses ``namespace`` values a model invents for a top-level function (the provider
+#: prefixes of :data:`PROVIDER_PREFIXES` written as a namespace): dropped when the client
+#: declares no such namespace and the name is one of its top-level functions (issue 10).
+INVENTED_NAMESPACES: frozenset[str] = frozenset({"default", "default_api", "functions", "function", "tools"})
 
-def _server_variant(probe: str, server: str, tool: str) -> bool:
-    """True when ``probe`` is ``server`` + a join (``__``, ``:``, ``.``, ``/``) + ``tool``,
-    optionally after an ``mcp__`` prefix; case and separators inside each part are ignored."""
-    skey, tkey = name_key(server), name_key(tool)
-    body = probe[5:] if probe.lower().startswith("mcp__") else probe
+
+class _Servers:
+    """The MCP servers a request declares, for matching a call's server part.
+
+    A call's server matches a declared server exactly, or case-insensitively when exactly one
+    declared server matches that way (issue 10: server and operation are normalized apart;
+    separators inside a server name are never folded — ``ci_run`` is not ``ci``)."""
+
+    def __init__(self, tools: Iterable[DeclaredTool]) -> None:
+        self.names: set[str] = {t.server for t in tools if t.server is not None}
+        self._folded: dict[str, list[str]] = {}
+        for name in self.names:
+            self._folded.setdefault(name.casefold(), []).append(name)
+
+    def match(self, server: str) -> str | None:
+        """The declared server ``server`` names, or ``None``."""
+        if server in self.names:
+            return server
+        folded = self._folded.get(server.casefold(), [])
+        return folded[0] if len(folded) == 1 else None
+
+
+def _strip_doubled_server(server: str, op: str, servers: _Servers) -> str:
+    """``mcp__wiki__ask`` inside server ``wiki`` (a bridge applied the prefix twice) → ``ask``."""
+    while True:
+        inner = split_mcp(op)
+        if inner is None or servers.match(inner[0]) != server:
+            return op
+        op = inner[1]
+
+
+def _server_parts(probe: str, namespace: str | None, servers: _Servers) -> tuple[str | None, str | None, str]:
+    """``(raw server, declared server or None, operation)`` of a namespaced reading of a call,
+    or ``(None, None, probe)`` when the reading names no server.
+
+    A Responses ``namespace`` or an ``mcp__server__op`` name always names a server (declared or
+    not); the other notations (``server:op``, ``server.op``, ``server__op``, ``server/op``) name
+    one only when their left part matches a declared server."""
+    if namespace:
+        parts = split_mcp(namespace + probe) or split_mcp(join_namespace(namespace, probe))
+        raw = parts[0] if parts else namespace
+        declared = servers.match(raw)
+        op = probe
+        if declared is not None:
+            op = _strip_doubled_server(declared, op, servers)
+        return raw, declared, op
+    parts = split_mcp("mcp__" + probe[5:]) if probe[:5].lower() == "mcp__" else None
+    if parts is not None:
+        raw, op = parts
+        declared = servers.match(raw)
+        if declared is not None:
+            op = _strip_doubled_server(declared, op, servers)
+        return raw, declared, op
+    body = probe
     for join in _SERVER_JOINS:
         start = body.find(join)
         while start > 0:
             left, right = body[:start], body[start + len(join) :]
-            if right and name_key(left) == skey and name_key(right) == tkey:
-                return True
+            declared = servers.match(left)
+            if right and declared is not None:
+                return left, declared, _strip_doubled_server(declared, right, servers)
             start = body.find(join, start + 1)
-    return False
+    return None, None, probe
 
 
-def _call_server(call: ToolCall, probe: str) -> str | None:
-    if call.namespace:
-        parts = split_mcp(call.namespace + probe)
-        return parts[0] if parts else call.namespace
-    parts = split_mcp(probe)
-    return parts[0] if parts else None
-
-
-def _decide_with_args(
-    call: ToolCall,
-    tool: DeclaredTool,
-    *,
-    step: Step,
-    reason: str,
-    candidates: list[str],
-    consumed: frozenset[str] = frozenset(),
-    always: bool = False,
-) -> Decision:
-    """Rename ``call`` to ``tool`` if its (fitted) arguments validate, else leave it.
-
-    ``always`` (the reverse of this flow's own renames): the name goes back whatever the
-    arguments; key fitting is kept (it only renames and drops keys the schema names or
-    forbids), and an invalid result is reported in the reason for the client to reject itself.
-    """
-    base = dict(
+def _base(call: ToolCall, step: Step, candidates: list[str]) -> dict[str, Any]:
+    return dict(
         name=call.name,
         namespace=call.namespace,
         call_id=call.id,
@@ -171,43 +230,81 @@ def _decide_with_args(
         candidates=candidates,
         arguments_before=call.arguments,
     )
+
+
+def _object_schema(tool: DeclaredTool) -> bool:
+    """The tool takes a JSON object (or declares no schema): ``{}`` is its empty input."""
+    schema = tool.input_schema
+    if not isinstance(schema, dict):
+        return True
+    t = schema.get("type")
+    return t is None or t == "object" or (isinstance(t, list) and "object" in t)
+
+
+def _empty_to_object(call: ToolCall, tool: DeclaredTool) -> list[ArgChange] | None:
+    """``[empty_to_object]`` when the call's arguments were ``""``/``null``/``[]`` on the wire
+    and the target takes an object, else ``None``."""
+    if call.empty_arguments and tool.kind is ToolKind.FUNCTION and _object_schema(tool):
+        return [ArgChange(op="empty_to_object", key="", before=call.raw_arguments)]
+    return None
+
+
+def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, closed: bool) -> Decision:
+    """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
+
+    The name goes whatever the arguments (issue 10: the client then reports an argument
+    problem against the right tool). Arguments are fitted only losslessly — synonym keys,
+    POSIX argv → command string for a shell, JSON-encoded values, number strings, annotation
+    keys dropped where the schema is closed (``closed``: treat it so, for this flow's own alias,
+    BR-06) — and no operational key is ever dropped; empty arguments become ``{}``.
+    """
+    base = _base(call, step, [tool.qualified])
+    target = dict(target=tool.name, target_namespace=tool.namespace)
     if tool.kind is not ToolKind.FUNCTION:
+        return Decision(action=Action.RENAME, reason=reason, **target, **base)
+    empty = _empty_to_object(call, tool)
+    if empty is not None:
+        return Decision(action=Action.RENAME, reason=f"{reason}; its empty arguments are written as {{}}", arg_changes=empty, arguments_after={}, **target, **base)
+    if call.arguments is None:
         return Decision(
             action=Action.RENAME,
-            target=tool.name,
-            target_namespace=tool.namespace,
-            reason=reason,
+            reason=f"{reason}; its arguments are not a JSON object and are left as sent",
+            **target,
             **base,
         )
+    fitted, changes = fit_arguments(call.arguments, tool.input_schema, closed=closed, target_capability=tool.capability)
+    error = validation_error(fitted, tool.input_schema)
+    if error is not None:
+        reason = f"{reason}; the arguments fail its schema ({error}), which the client will report"
+    return Decision(
+        action=Action.RENAME,
+        reason=reason,
+        arg_changes=changes,
+        arguments_after=fitted if changes else None,
+        **target,
+        **base,
+    )
+
+
+def _decide_capability(call: ToolCall, tool: DeclaredTool, *, reason: str, candidates: list[str], consumed: frozenset[str]) -> Decision:
+    """Rename ``call`` to ``tool`` by capability, only if every argument has a place in the
+    target's schema (same key, synonym, annotation, consumed) and the fitted call validates:
+    arguments that do not fit are evidence that the match is wrong."""
+    base = _base(call, Step.CAPABILITY, candidates)
     if call.arguments is None:
-        if always:
-            return Decision(
-                action=Action.RENAME,
-                target=tool.name,
-                target_namespace=tool.namespace,
-                reason=f"{reason}; its arguments are not a JSON object and are left as sent",
-                **base,
-            )
+        return Decision(action=Action.LEAVE, reason=f"{reason}, but the arguments are not a JSON object, so the call cannot be checked", **base)
+    empty = _empty_to_object(call, tool)
+    arguments = {} if empty is not None else call.arguments
+    fitted, changes = fit_arguments(arguments, tool.input_schema, consumed=consumed, target_capability=tool.capability)
+    extra = unaccounted_keys(fitted, tool.input_schema)
+    if extra:
         return Decision(
             action=Action.LEAVE,
-            reason=f"{reason}, but the arguments are not a JSON object, so the call cannot be checked",
-            **base,
-        )
-    # An answer to this flow's own alias drops keys the client's schema does not declare (BR-06:
-    # the model saw another agent's vocabulary; `description` means nothing to execute_command).
-    fitted, changes = fit_arguments(call.arguments, tool.input_schema, consumed=consumed, closed=always)
-    error = validation_error(fitted, tool.input_schema)
-    if error is not None and always:
-        # The alias is this flow's invention: the client must never see it.
-        return Decision(
-            action=Action.RENAME,
-            target=tool.name,
-            target_namespace=tool.namespace,
-            reason=f"{reason}; the arguments still fail its schema ({error}), which the client will report",
+            reason=f"{reason}, but {tool.name} has no argument for {', '.join(map(repr, extra))}; dropping it would change the call's meaning",
             arg_changes=changes,
-            arguments_after=fitted if changes else None,
             **base,
         )
+    error = validation_error(fitted, tool.input_schema)
     if error is not None:
         return Decision(
             action=Action.LEAVE,
@@ -215,6 +312,7 @@ def _decide_with_args(
             arg_changes=changes,
             **base,
         )
+    changes = (empty or []) + changes
     return Decision(
         action=Action.RENAME,
         target=tool.name,
@@ -237,13 +335,22 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
         candidates=[tool.qualified],
         arguments_before=call.arguments,
     )
+    empty = _empty_to_object(call, tool)
+    if empty is not None:
+        return Decision(
+            action=Action.FIT,
+            reason=f"{tool.qualified} is declared; its empty arguments ({call.raw_arguments!r} on the wire) are written as {{}}",
+            arg_changes=empty,
+            arguments_after={},
+            **base,
+        )
     if tool.kind is not ToolKind.FUNCTION or call.arguments is None:
         why = "its input is free text" if tool.kind is not ToolKind.FUNCTION else "its arguments are not a JSON object"
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {why}, left as sent", **base)
     error = validation_error(call.arguments, tool.input_schema)
     if error is None:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)
-    fitted, changes = fit_arguments(call.arguments, tool.input_schema)
+    fitted, changes = fit_arguments(call.arguments, tool.input_schema, target_capability=tool.capability)
     if changes and validation_error(fitted, tool.input_schema) is None:
         return Decision(
             action=Action.FIT,
@@ -260,16 +367,51 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
 
 
 def _leave(call: ToolCall, step: Step, reason: str, candidates: list[str] | None = None) -> Decision:
-    return Decision(
-        name=call.name,
-        namespace=call.namespace,
-        call_id=call.id,
-        action=Action.LEAVE,
-        step=step,
-        reason=reason,
-        candidates=candidates or [],
-        arguments_before=call.arguments,
-    )
+    return Decision(action=Action.LEAVE, reason=reason, **_base(call, step, candidates or []))
+
+
+def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(alias as found, original)`` for the call's name read losslessly (issue 10: a model
+    writing ``functions.<alias>`` must not leak the alias to the client)."""
+    for probe in lossless_readings(call.name):
+        flat = join_namespace(call.namespace, probe)
+        original = reverse_map.get(flat)
+        if original is not None:
+            return flat, original
+    return None
+
+
+def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str]) -> Decision | None:
+    found = _reverse_lookup(call, reverse_map)
+    if found is None:
+        return None
+    alias, original = found
+    if DUPLICATE_MARK in original:
+        flat, _, nth = original.partition(DUPLICATE_MARK)
+        same = tools.all_qualified(flat)
+        k = int(nth) if nth.isdigit() else 0
+        if not 1 <= k <= len(same):
+            return None
+        tool = same[k - 1]
+        reason = (
+            f"{alias} is the name this flow sent upstream for declaration {k} of {flat}; "
+            f"the client declares {len(same)} tools named {flat} and cannot tell them apart"
+        )
+    else:
+        tool = tools.by_qualified(original)
+        reason = f"{alias} is the name this flow sent upstream for {original}"
+        if tool is None:
+            # An alias of a name the client only replayed in its transcript (BR-17): the alias
+            # is this flow's own and goes back; the client then reports its own name.
+            return Decision(
+                action=Action.RENAME,
+                target=original,
+                reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
+                **_base(call, Step.REVERSE_MAP, []),
+            )
+    if alias != call.qualified:
+        reason += f" (read as {alias})"
+    return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, closed=True)
 
 
 def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None) -> Decision:
@@ -277,98 +419,66 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
 
     ``reverse_map`` maps an upstream alias this flow sent (flat name) to the declared tool's flat
     name (``flat + DUPLICATE_MARK + k`` for the k-th declaration of a name declared twice); a call
-    under such an alias always gets the client's name back, whatever its arguments. Returns a :class:`Decision`; never raises for well-typed input. Only a tool in
-    ``tools`` is ever a target.
+    under such an alias — read losslessly (:func:`lossless_readings`) — always gets the client's
+    name back, whatever its arguments. Returns a :class:`Decision`; never raises for well-typed
+    input. Only a tool in ``tools`` is ever a target.
     """
     exact = tools.find(call.name, call.namespace)
     if exact is not None:
         return _decide_declared(call, exact)
 
     if reverse_map:
-        original = reverse_map.get(call.qualified)
-        tool = None
-        reason = ""
-        if original is not None and DUPLICATE_MARK in original:
-            flat, _, nth = original.partition(DUPLICATE_MARK)
-            same = tools.all_qualified(flat)
-            k = int(nth) if nth.isdigit() else 0
-            if 1 <= k <= len(same):
-                tool = same[k - 1]
-                reason = (
-                    f"{call.qualified} is the name this flow sent upstream for declaration {k} of {flat}; "
-                    f"the client declares {len(same)} tools named {flat} and cannot tell them apart"
-                )
-        elif original is not None:
-            tool = tools.by_qualified(original)
-            reason = f"{call.qualified} is the name this flow sent upstream for {original}"
-            if tool is None:
-                # An alias of a name the client only replayed in its transcript (BR-17): the alias
-                # is this flow's own and goes back; the client then reports its own name.
-                return Decision(
-                    name=call.name,
-                    namespace=call.namespace,
-                    call_id=call.id,
-                    action=Action.RENAME,
-                    step=Step.REVERSE_MAP,
-                    target=original,
-                    reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
-                    candidates=[],
-                    arguments_before=call.arguments,
-                )
-        if tool is not None:
-            return _decide_with_args(
-                call,
-                tool,
-                step=Step.REVERSE_MAP,
-                reason=reason,
-                candidates=[tool.qualified],
-                always=True,
-            )
+        decision = _resolve_reverse(call, tools, reverse_map)
+        if decision is not None:
+            return decision
 
-    trimmed = call.name.strip()
-    stripped = _strip_prefixes(trimmed)
+    probes = lossless_readings(call.name)
+    stripped = _strip_prefixes(call.name.strip())
     if not stripped:
         return _leave(call, Step.NONE, "the name is empty; a blank name is never guessed")
 
-    # Every lossless reading of the name; a tool any of them finds is a candidate (BR-10: a
-    # declared ``functions:read`` is found by ``functions.read`` as well as ``read`` is).
-    probes: list[str] = []
-    for form in (trimmed, stripped):
-        for probe in (form, _undouble(form)):
-            if probe and probe not in probes:
-                probes.append(probe)
-    undoubled = _undouble(stripped)
-    call_server = _call_server(call, stripped)
+    servers = tools.servers
+    namespace = call.namespace
+    invented = (
+        namespace is not None
+        and namespace.casefold() in INVENTED_NAMESPACES
+        and servers.match(namespace) is None
+        and not any(t.namespace == namespace for t in tools.tools)
+    )
+    if invented:
+        namespace = None
+
+    # Each reading of the name, split into (server, operation) when it names a server.
+    readings = [_server_parts(probe, namespace, servers) for probe in probes]
+    named_servers = {raw for raw, _, _ in readings if raw is not None}
     matches: list[DeclaredTool] = []
     for tool in tools.tools:
         if tool.kind is not call.kind:
             continue
         tserver = tool.server
-        for probe in probes:
-            if call.namespace:
-                # A namespaced call only moves within its own namespace.
-                if tserver is None or name_key(tserver) != name_key(call_server or ""):
-                    continue
-                tool_part = tool.server_tool or tool.name
-                hit = name_key(probe) == name_key(tool_part)
-            elif tserver is not None:
-                hit = name_key(probe) == name_key(tool.qualified) or _server_variant(
-                    probe, tserver.removeprefix("mcp__").removesuffix("__"), tool.server_tool or tool.name
-                )
+        for raw, declared, op in readings:
+            if raw is not None:
+                # A namespaced reading moves only within its own (declared) server.
+                hit = tserver is not None and declared == tserver and name_key(op) == name_key(tool.server_tool or tool.name)
             else:
-                hit = call_server is None and name_key(probe) == name_key(tool.name)
+                hit = tserver is None and not named_servers and name_key(op) == name_key(tool.name)
             if hit:
                 if tool not in matches:
                     matches.append(tool)
                 break
     if len(matches) == 1:
         tool = matches[0]
-        return _decide_with_args(
+        why = "only by case, separators, prefix or notation"
+        if invented:
+            why = f"only by an invented namespace ({call.namespace!r}, which the client does not declare)"
+            if not (call.name == tool.name):
+                why += " and case, separators or prefix"
+        return _decide_lossless(
             call,
             tool,
             step=Step.NORMALIZED,
-            reason=f"{call.qualified} differs from the declared {tool.qualified} only by case, separators, prefix or notation",
-            candidates=[tool.qualified],
+            reason=f"{call.qualified} differs from the declared {tool.qualified} {why}",
+            closed=False,
         )
     if len(matches) > 1:
         names = [t.qualified for t in matches]
@@ -379,16 +489,18 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             names,
         )
 
-    if call_server is not None:
+    if named_servers or namespace is not None:
+        server = sorted(named_servers)[0] if named_servers else namespace
         return _leave(
             call,
             Step.NONE,
-            f"{call.qualified} is namespaced (server {call_server}) and no tool of that server matches; a namespaced name never leaves its namespace",
+            f"{call.qualified} is namespaced (server {server}) and no tool of that server matches; a namespaced name never leaves its namespace",
         )
     if call.kind is not ToolKind.FUNCTION:
         return _leave(call, Step.NONE, f"{call.qualified} is a free-text call and no declared free-text tool matches it")
 
     consumed: frozenset[str] = frozenset()
+    undoubled = _undouble(stripped)
     by_command = COMMAND_CAPABILITY.get(name_key(stripped))
     command = (call.arguments or {}).get("command") if by_command is not None else None
     if by_command is not None and command is not None:
@@ -397,7 +509,7 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             return _leave(
                 call,
                 Step.NONE,
-                f"{call.qualified} with command {command!r} has no counterpart among the declared tools",
+                f"{call.qualified} with command {command!r} has no faithful counterpart among the declared tools",
             )
         consumed = frozenset({"command"})
     else:
@@ -415,10 +527,9 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
     ]
     names = [t.qualified for t in candidates]
     if len(candidates) == 1:
-        return _decide_with_args(
+        return _decide_capability(
             call,
             candidates[0],
-            step=Step.CAPABILITY,
             reason=f"{call.qualified} has capability {capability} and {names[0]} is the one declared tool with it",
             candidates=names,
             consumed=consumed,

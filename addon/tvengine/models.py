@@ -90,12 +90,16 @@ class ToolCall(BaseModel):
     otherwise ``None`` and ``raw_arguments`` keeps the text as received. ``namespace`` is set
     for Responses calls to namespaced tools. ``id`` is the call id (``toolu_…``, ``call_…``) or
     ``None``. ``kind`` is ``freeform`` for a call to a custom tool (its input is text, kept in
-    ``raw_arguments``), else ``function``.
+    ``raw_arguments``), else ``function``. ``empty_arguments`` is True when the wire carried
+    an empty form for the arguments — ``""`` (or blanks), JSON ``null``, ``[]``, or a string
+    holding ``null`` / ``[]`` — which :meth:`from_payload` reads as ``{}``; the ladder then
+    writes ``{}`` back for a tool whose schema is an object (issue 10: clients reject the empty forms).
     """
 
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str | None = None
+    empty_arguments: bool = False
     id: str | None = None
     namespace: str | None = None
     kind: ToolKind = ToolKind.FUNCTION
@@ -116,7 +120,9 @@ class ToolCall(BaseModel):
         - Gemini: ``{"name", "args": {...}, "id"?}``;
         - LangChain: ``{"name", "args": {...}, "type": "tool_call", "id"?}``.
 
-        Raises ``ValueError`` when the payload has no string ``name``.
+        Empty forms (``""``, ``null``, ``[]``, or a string holding ``null`` / ``[]``) parse to
+        ``{}`` with ``empty_arguments=True``; an absent key parses to ``{}`` and is not empty
+        on the wire. Raises ``ValueError`` when the payload has no string ``name``.
         """
         if isinstance(payload.get("function"), dict):
             inner = dict(payload["function"])
@@ -125,31 +131,47 @@ class ToolCall(BaseModel):
         name = payload.get("name")
         if not isinstance(name, str):
             raise ValueError("tool call has no string name")
+        present = True
         if "input" in payload:
             args: Any = payload["input"]
         elif "args" in payload:
             args = payload["args"]
+        elif "arguments" in payload:
+            args = payload["arguments"]
         else:
-            args = payload.get("arguments")
+            args, present = None, False
         raw: str | None = None
         parsed: dict[str, Any] | None = None
+        empty = False
         if isinstance(args, str):
             raw = args
-            try:
-                value = orjson.loads(args) if args.strip() else {}
-            except orjson.JSONDecodeError:
-                value = None
+            if not args.strip():
+                value: Any = {}
+                empty = True
+            else:
+                try:
+                    value = orjson.loads(args)
+                except orjson.JSONDecodeError:
+                    value = None
+                if value is None or value == []:
+                    empty = value is not None or args.strip() == "null"
+                    value = {} if empty else None
             parsed = value if isinstance(value, dict) else None
         elif isinstance(args, dict):
             parsed = args
         elif args is None:
             parsed = {}
+            empty = present
+        elif args == []:
+            parsed = {}
+            empty = True
         call_id = payload.get("id") or payload.get("call_id")
         namespace = payload.get("namespace")
         return cls(
             name=name,
             arguments=parsed,
             raw_arguments=raw,
+            empty_arguments=empty,
             id=call_id if isinstance(call_id, str) else None,
             namespace=namespace if isinstance(namespace, str) else None,
         )
@@ -184,7 +206,10 @@ class ArgChange(BaseModel):
     """One change made to a call's arguments.
 
     ``op`` is one of ``rename_key``, ``argv_to_string``, ``unwrap_list``,
-    ``json_to_array``, ``coerce``, ``drop_key``, ``fill_empty``. ``key`` is the argument key
+    ``json_to_array``, ``coerce``, ``drop_annotation`` (an annotation key a closed schema does
+    not declare), ``drop_key`` (a consumed key: ``str_replace_editor``'s ``command``),
+    ``fill_empty``, ``empty_to_object`` (``""`` / ``null`` / ``[]`` arguments written as ``{}``;
+    ``key`` is ``""``). ``key`` is the argument key
     changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.
     """
 

@@ -67,7 +67,8 @@ class VocabEntry:
 #: either is a faithful substitute for the other.
 _CAPABILITY_NOTES: dict[str, str] = {
     # Core capabilities: the ones models carry across agents.
-    "shell": "run a shell command and return its output",
+    "shell": "run a command in a POSIX shell (bash, sh, zsh) and return its output",
+    "powershell": "run a command in PowerShell (Windows); its syntax is not a POSIX shell's",
     "read": "read a file's contents",
     "write": "create or overwrite a whole file",
     "edit": "replace an exact string in a file (old/new string)",
@@ -158,10 +159,9 @@ def _row(name: str, capability: str, clients: str, source: str) -> VocabEntry:
 
 _ROWS: tuple[VocabEntry, ...] = (
     # --- shell: run a command ---------------------------------------------------------------
-    # Claude Code's Bash and PowerShell are both shells: a session declaring both has two
-    # candidates and a foreign ``shell`` is left alone, as intended.
+    # POSIX shells only. PowerShell runs another language (issue 10): it is its own capability
+    # below, so a POSIX command (``bash``, ``sh -c``, a ``shell`` argv) never lands on it.
     _row("Bash", "shell", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
-    _row("PowerShell", "shell", _CC, f"{_CC_DOCS} (Windows, opt-in)"),
     _row("shell", "shell", _CODEX, "openai/codex#2072 (BR-01), openai/codex#3913 (BR-25); " + _CODEX_GUIDE_SRC),
     _row("shell_command", "shell", _CODEX, "openai/codex#31771 (BR-18)"),
     _row("exec_command", "shell", _CODEX, _CODEX_DECL),
@@ -176,6 +176,8 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("terminal", "shell", _HERMES, "NousResearch/hermes-agent#8259 (BR-18)"),
     _row("bash", "shell", _TRAE, "bytedance/trae-agent trae_agent/tools/__init__.py (tools_registry)"),
     _row("bash", "shell", _PI, _PI_SRC),
+    # --- powershell: run a command in PowerShell ---------------------------------------------
+    _row("PowerShell", "powershell", _CC, f"{_CC_DOCS} (Windows, opt-in)"),
     # --- read -------------------------------------------------------------------------------
     _row("Read", "read", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
     _row("read", "read", _OC, f"{_OC_DECL}; {_OC_DOCS}"),

@@ -190,7 +190,7 @@ def test_without_properties_nothing_changes(s: Any) -> None:
 )
 def test_argv_to_command(argv: list[str], command: str) -> None:
     assert argv_to_command(argv) == command
-    out, changes = fit_arguments({"command": argv}, schema("command", command=STR))
+    out, changes = fit_arguments({"command": argv}, schema("command", command=STR), target_capability="shell")
     assert out == {"command": command}
     assert ops(changes) == [("argv_to_string", "command", None)]
     assert changes[0].before == argv and changes[0].after == command
@@ -210,8 +210,17 @@ def test_argv_is_left_when_the_schema_accepts_an_array() -> None:
 
 
 def test_argv_converted_for_string_or_null_union() -> None:
-    out, _ = fit_arguments({"command": ["sh", "-c", "ls"]}, schema(command={"type": ["string", "null"]}))
+    out, _ = fit_arguments({"command": ["sh", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell")
     assert out == {"command": "ls"}
+
+
+@pytest.mark.parametrize("capability", [None, "powershell", "read"])
+def test_argv_never_quoted_for_a_tool_that_is_not_a_posix_shell(capability: str | None) -> None:
+    # POSIX quoting (shlex.join) and "bash -lc X" → X mean nothing to PowerShell or an unknown
+    # tool: one shell's syntax is never sent to another (issue 10, kind 3).
+    for argv in (["bash", "-lc", "echo $HOME"], ["ls", "-la", "my dir"]):
+        out, changes = fit_arguments({"command": argv}, schema("command", command=STR), target_capability=capability)
+        assert out == {"command": argv} and changes == []
 
 
 # --- command string -> argv -------------------------------------------------------------------
@@ -325,12 +334,21 @@ def test_value_already_of_the_declared_type_is_unchanged() -> None:
 # --- additionalProperties: false --------------------------------------------------------------
 
 
-def test_undeclared_keys_are_dropped_when_the_schema_forbids_them() -> None:
+def test_only_annotation_keys_are_dropped_when_the_schema_forbids_them() -> None:
+    # issue 10, kind 1: `zz` carries meaning the schema has no place for; it stays, and the call
+    # then fails the schema (the client reports it) instead of running without it.
     s = schema("command", additional=False, command=STR, requires_approval=BOOL)
     out, changes = fit_arguments({"command": "npm test", "description": "Run tests", "zz": 1}, s)
-    assert out == {"command": "npm test"}
-    assert sorted(ops(changes)) == [("drop_key", "description", None), ("drop_key", "zz", None)]
-    assert validation_error(out, s) is None
+    assert out == {"command": "npm test", "zz": 1}
+    assert sorted(ops(changes)) == [("drop_annotation", "description", None)]
+    assert validation_error(out, s) is not None
+
+
+@pytest.mark.parametrize("key", ["working_dir", "append", "dry_run", "preview", "timeout_s"])
+def test_operational_keys_are_never_dropped(key: str) -> None:
+    s = schema("command", additional=False, command=STR)
+    out, changes = fit_arguments({"command": "npm test", key: "x"}, s, closed=True)
+    assert out == {"command": "npm test", key: "x"} and changes == []
 
 
 def test_renamed_key_survives_additional_properties_false() -> None:

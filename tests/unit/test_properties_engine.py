@@ -1,7 +1,7 @@
 """Properties of the repair ladder over generated tool lists and answered calls.
 
-(a) a decision's target is always a declared tool; (b) a rename or fit validates against the
-target's schema; (c) resolve never raises; (d) a call naming a declared tool exactly is never
+(a) a decision's target is always a declared tool; (b) a capability rename or a fit validates
+against the target's schema; (c) resolve never raises; (d) a call naming a declared tool exactly is never
 renamed; (e) a namespaced call's target, if any, belongs to the same server; (f) when two declared
 tools share the answered name's capability and no lossless rule applies, the call is left.
 """
@@ -324,8 +324,11 @@ def test_target_is_always_a_declared_tool(scenario: Any) -> None:
 def test_rename_and_fit_validate_against_the_target_schema(scenario: Any) -> None:
     tools, call, reverse_map = scenario
     toolset, d = _decide(tools, call, reverse_map)
-    if d.action not in (Action.RENAME, Action.FIT) or d.step is Step.REVERSE_MAP:
-        return  # an alias of this flow's own always goes back, valid or not (the client rejects it)
+    if d.action not in (Action.RENAME, Action.FIT) or d.step in (Step.REVERSE_MAP, Step.NORMALIZED):
+        # Lossless name steps rename whatever the arguments (issue 10): the client reports an
+        # argument problem against the right tool. Their arguments are checked by the
+        # meaning-preservation properties (test_properties_meaning.py).
+        return
     assert d.target is not None
     target = toolset.find(d.target, d.target_namespace)
     assert target is not None

@@ -156,10 +156,20 @@ def test_every_declared_tool_resolves_to_a_capability(client: str) -> None:
     assert unresolved == []
 
 
+def test_no_posix_shell_name_has_the_powershell_capability() -> None:
+    # issue 10, kind 3: one shell's syntax is never sent to another. Every row whose capability
+    # is powershell names PowerShell; no POSIX shell name shares it.
+    from tvengine.vocabulary import ENTRIES
+
+    assert {e.name.casefold() for e in ENTRIES if e.capability == "powershell"} <= {"powershell", "pwsh"}
+    for posix in ("bash", "sh", "zsh", "shell", "Bash", "run_shell_command", "exec_command", "shell_command"):
+        assert capability_of(posix) != "powershell"
+
+
 @pytest.mark.parametrize("client", sorted(DECLARED))
 def test_no_captured_client_declares_two_tools_of_one_capability(client: str) -> None:
     # So a foreign name of any capability has at most one target in these sessions. (A Claude Code
-    # session with PowerShell enabled has two shells; leaving ``shell`` alone there is intended.)
+    # session with PowerShell enabled declares Bash and PowerShell: two capabilities, issue 10.)
     caps = Counter(capability_of(n) for n in DECLARED[client])
     assert [c for c, n in caps.items() if n > 1] == []
 
@@ -178,7 +188,7 @@ def test_codex_typed_tool_types_still_resolve_through_other_clients() -> None:
         ("Bash", "shell"),
         ("bash", "shell"),
         ("BASH", "shell"),
-        ("PowerShell", "shell"),
+        ("PowerShell", "powershell"),
         ("shell", "shell"),
         ("shell_command", "shell"),
         ("run_shell_command", "shell"),
