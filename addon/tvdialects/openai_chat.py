@@ -31,7 +31,11 @@ from tvengine.models import DeclaredTool
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
 from tvengine.plan import Plan
+from tvengine.wrapped import LEAD
+from tvengine.wrapped import MARKUP
+from tvengine.wrapped import PROSE
 from tvengine.wrapped import extract_text_calls
+from tvengine.wrapped import text_call_state
 from tvengine.wrapped import unwrap_parallel
 
 
@@ -233,7 +237,9 @@ class OpenAIChat:
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
         """Resolve every call in ``choices[].message.tool_calls`` (and legacy
         ``function_call``); serialize object arguments; give missing, empty or repeated ids a
-        stable id."""
+        stable id; lift calls from a ``content`` that is nothing but tool-call markup
+        (:func:`lift_text_calls`); a choice that carries tool calls and ends with
+        ``finish_reason: "stop"`` gets ``"tool_calls"``."""
         if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
             return False
         changed = False
@@ -271,9 +277,14 @@ class OpenAIChat:
                     text, entries = lifted
                     message["content"] = text.strip() or None
                     message["tool_calls"] = entries
-                    choice["finish_reason"] = "tool_calls"
                     position += len(entries)
                     changed = True
+            if message.get("tool_calls") and isinstance(message["tool_calls"], list) and choice.get("finish_reason") == "stop":
+                # A choice that carries tool calls ends with "tool_calls", as the API documents it
+                # (BR-23: "stop" makes clients print the answer instead of running it); "length",
+                # "content_filter" and the rest stay.
+                choice["finish_reason"] = "tool_calls"
+                changed = True
         return changed
 
     def wants_stream(self, path: str, body: JSON) -> bool:
@@ -366,8 +377,10 @@ def lift_text_calls(
     text: str, resolve: Resolver, plan: Plan, position: int
 ) -> tuple[str, list[dict[str, Any]]] | None:
     """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24) as
-    ``tool_calls`` entries, with the text that remains; ``None`` to leave the text as it came
-    (markup incomplete, a function or parameter not declared, or a call that does not resolve)."""
+    ``tool_calls`` entries, with the text that remains (the leading reasoning block, or ``""``;
+    :func:`~tvengine.wrapped.extract_text_calls`); ``None`` to leave the text as it came (any
+    prose around the markup, markup incomplete, a function or parameter not declared, or a call
+    that does not resolve)."""
     tools = declared_toolset(resolve)
     if tools is None or ("<tool_call>" not in text and "<|tool_call" not in text):
         return None
@@ -430,9 +443,6 @@ def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[s
     return changed
 
 
-_TEXT_OPENERS = ("<tool_call>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>")
-
-
 def _content_of(choices: Any) -> str:
     """The text of the content deltas in one chunk's ``choices``."""
     if not isinstance(choices, list):
@@ -443,21 +453,6 @@ def _content_of(choices: Any) -> str:
         if isinstance(delta, dict) and isinstance(delta.get("content"), str):
             parts.append(delta["content"])
     return "".join(parts)
-
-
-def _ends_with_opener_prefix(text: str) -> bool:
-    return any(text.endswith(m[:k]) for m in _TEXT_OPENERS for k in range(1, len(m)))
-
-
-def _closed(text: str) -> bool:
-    """Every opened tool-call block in ``text`` is closed."""
-    if "<tool_call>" in text and text.count("<tool_call>") != text.count("</tool_call>"):
-        return False
-    if "<|tool_calls_section_begin|>" in text and "<|tool_calls_section_end|>" not in text:
-        return False
-    if "<|tool_call_begin|>" in text and "<|tool_calls_section_begin|>" not in text:
-        return False
-    return True
 
 
 class _Slot:
@@ -487,7 +482,14 @@ class ChatStream(EventStreamRewriter):
     chunks are held; then every call is assembled, resolved once, and the held chunks are sent —
     byte-identical when no call needs a change, else rebuilt with each call normalized: its first
     delta carries id, type and the full (resolved) name, later deltas only arguments; fitted
-    arguments go out whole in the first delta.
+    arguments go out whole in the first delta. A choice that carried tool calls and ends with
+    ``finish_reason: "stop"`` ends with ``"tool_calls"``.
+
+    Content goes out at once while it is only whitespace or a leading reasoning block, and for
+    good once it holds any other text before markup (prose is never lifted). From the chunk
+    where tool-call markup may start after that lead, content is held to the end of the choice:
+    released unchanged as soon as prose appears, else lifted when the whole text is markup
+    (:func:`lift_text_calls`).
     """
 
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
@@ -498,8 +500,12 @@ class ChatStream(EventStreamRewriter):
         self._position = 0  # calls resolved so far in this answer (for stable ids)
         self._seen_ids: set[str] = set()
         self._text: list[SSEEvent] | None = None  # content that may be a tool call in text
-        self._text_acc = ""
-        self._lifted = False  # a call was lifted out of text: "stop" becomes "tool_calls"
+        self._content = ""  # every content delta so far (while a lift is still possible)
+        self._released = 0  # how much of _content went out before the held text
+        self._state: tuple[str, bool] = (LEAD, False)  # text_call_state(self._content)
+        # The content is prose, real tool calls came, or no tools to lift to: never hold text.
+        self._prose = declared_toolset(resolve) is None
+        self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
@@ -514,10 +520,17 @@ class ChatStream(EventStreamRewriter):
         has_calls = isinstance(choices, list) and any(
             isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls") for c in choices
         )
+        if has_calls:
+            self._prose = True  # real tool calls: text is only text (as in a JSON answer)
+            self._with_calls.update(
+                c.get("index", 0)
+                for c in choices
+                if isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls")
+            )
         if self._text is not None:
             return self._on_text(event, choices, has_calls)
         if self._held is None and not has_calls and self._may_start_text_call(choices):
-            self._text, self._text_acc = [event], _content_of(choices)
+            self._text = [event]
             return self._after_text(event, choices)
         if self._held is None:
             if not has_calls:
@@ -544,10 +557,30 @@ class ChatStream(EventStreamRewriter):
     # -- tool calls left in text (BR-23, BR-24) ------------------------------------------------
 
     def _may_start_text_call(self, choices: Any) -> bool:
-        if declared_toolset(self._resolve) is None:
+        """Add this chunk's content to what was said so far; True when the text is still only
+        a lead (whitespace, reasoning) followed by tool-call markup that has started — only then
+        is the chunk held. Once the content is prose it is never held again (issue 10, kind 5):
+        a lift needs the whole text to be markup."""
+        if self._prose or declared_toolset(self._resolve) is None:
             return False
-        text = _content_of(choices)
-        return bool(text) and (any(m in text for m in _TEXT_OPENERS) or _ends_with_opener_prefix(text))
+        chunk = _content_of(choices)
+        if not chunk:
+            return False
+        self._content += chunk
+        state = self._advance(chunk)
+        if state == PROSE:
+            return False
+        self._released = len(self._content) - len(chunk)
+        return state == MARKUP
+
+    def _advance(self, chunk: str) -> str:
+        """Update :attr:`_state` after ``chunk`` joined :attr:`_content`; the new state."""
+        state, is_open = self._state
+        if not (is_open and ">" not in chunk):  # an open block closes only with a tag ending in ">"
+            self._state = text_call_state(self._content)
+        if self._state[0] == PROSE:
+            self._prose, self._content = True, ""
+        return self._state[0]
 
     def _on_text(self, event: SSEEvent, choices: Any, has_calls: bool) -> list[bytes]:
         assert self._text is not None
@@ -559,29 +592,34 @@ class ChatStream(EventStreamRewriter):
         self._text.append(event)
         if event.data is None:
             return []
-        self._text_acc += _content_of(choices)
+        chunk = _content_of(choices)
+        if chunk:
+            self._content += chunk
+            self._advance(chunk)
         return self._after_text(event, choices)
 
     def _after_text(self, event: SSEEvent, choices: Any) -> list[bytes]:
-        acc = self._text_acc
-        opened = any(m in acc for m in _TEXT_OPENERS)
-        done = not isinstance(choices, list) or not choices or any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
-        if not opened and not _ends_with_opener_prefix(acc):
+        state = self._state[0]
+        if state != MARKUP:
+            # Prose (never a lift), or a reasoning block turned out to open the text: release.
             return self._release_text(final=False, lift=False)
-        if done or (opened and _closed(acc)):
-            return self._release_text(final=done)
-        return []
+        done = not isinstance(choices, list) or not choices or any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+        if done:
+            return self._release_text(final=True)
+        return []  # markup only so far: hold to the end of the choice (prose may still follow)
 
     def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:
         held = self._text or []
-        lifted = lift_text_calls(self._text_acc, self._resolve, self._plan, self._position) if lift else None
+        lifted = lift_text_calls(self._content, self._resolve, self._plan, self._position) if lift else None
         if lifted is None:
             out = [e.raw for e in held]
             self._text = None
             return out
-        text, entries = lifted
+        remaining, entries = lifted
+        # What remains (the reasoning block) minus what already went out before the hold.
+        text = remaining[self._released :]
         self._position += len(entries)
-        self._lifted = True
+        self._prose, self._content = True, ""  # the answer's text is settled
         out: list[bytes] = []
         first = True
         for event in held:
@@ -601,6 +639,8 @@ class ChatStream(EventStreamRewriter):
                     delta["tool_calls"] = [{"index": i, **entry} for i, entry in enumerate(entries)]
                     first = False
                 new_choice = {**choice, "delta": delta}
+                if first is False and isinstance(choice, dict):
+                    self._with_calls.add(choice.get("index", 0))
                 if new_choice.get("finish_reason") == "stop":
                     new_choice["finish_reason"] = "tool_calls"
                 new_choices.append(new_choice)
@@ -612,14 +652,21 @@ class ChatStream(EventStreamRewriter):
         return out
 
     def _finish_reason_fixed(self, event: SSEEvent, choices: Any) -> bytes:
-        """After a lift, the choice's ``finish_reason: "stop"`` becomes ``"tool_calls"``."""
-        if not self._lifted or not isinstance(choices, list):
-            return event.raw
-        if not any(isinstance(c, dict) and c.get("finish_reason") == "stop" for c in choices):
-            return event.raw
+        """The event with ``finish_reason: "stop"`` turned into ``"tool_calls"`` for every choice
+        that carried tool calls (streamed or lifted out of text); other reasons stay."""
+        return self._fix_finish(event).raw
+
+    def _fix_finish(self, event: SSEEvent) -> SSEEvent:
         data = event.json()
-        fixed = [{**c, "finish_reason": "tool_calls"} if isinstance(c, dict) and c.get("finish_reason") == "stop" else c for c in choices]
-        return event.with_json({**data, "choices": fixed}).raw
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not self._with_calls or not isinstance(choices, list):
+            return event
+        def stops(c: Any) -> bool:
+            return isinstance(c, dict) and c.get("finish_reason") == "stop" and c.get("index", 0) in self._with_calls
+        if not any(stops(c) for c in choices):
+            return event
+        fixed = [{**c, "finish_reason": "tool_calls"} if stops(c) else c for c in choices]
+        return event.with_json({**data, "choices": fixed})
 
     def _release(self) -> list[bytes]:
         held = self._held or []
@@ -634,6 +681,11 @@ class ChatStream(EventStreamRewriter):
             out = [e.raw for e in held]
         else:
             out = self._rebuild(held, slots, updates)
+        # "stop" on a choice that carried tool calls becomes "tool_calls" (same framing).
+        for i, event in enumerate(held):
+            if self._fix_finish(event) is not event:
+                source = event if out[i] == event.raw else SSEEvent.parse(out[i])
+                out[i] = self._fix_finish(source).raw
         self._held = None  # only now: if anything above raised, held() still has every byte
         return out
 

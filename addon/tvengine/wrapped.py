@@ -11,7 +11,8 @@ Three shapes models leak (bug reports BR-08, BR-23, BR-24):
   {json}<|tool_call_end|><|tool_calls_section_end|>``.
 
 Each is lifted into ordinary calls only when it is whole and every call in it names a declared
-tool (and, for the XML, every parameter is declared): anything else is left as it came.
+tool (and, for the XML, every parameter is declared); text is lifted only when it is nothing but
+such markup (a leading reasoning block aside): anything else is left as it came.
 """
 
 from __future__ import annotations
@@ -53,10 +54,8 @@ def unwrap_parallel(call: ToolCall) -> list[ToolCall] | None:
     return out
 
 
-_XML_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _XML_FUNCTION = re.compile(r"^<function=([^>\s]+)>\s*(.*?)\s*(?:</function>)?\s*$", re.DOTALL)
 _XML_PARAM = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?\s*(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
-_KIMI_SECTION = re.compile(r"<\|tool_calls_section_begin\|>(.*?)<\|tool_calls_section_end\|>", re.DOTALL)
 _KIMI_CALL = re.compile(
     r"<\|tool_call_begin\|>\s*(?P<id>[^<\s]+)\s*<\|tool_call_argument_begin\|>(?P<args>.*?)<\|tool_call_end\|>", re.DOTALL
 )
@@ -77,60 +76,181 @@ def _typed(value: str, types: set[str]) -> tuple[bool, Any]:
     return False, None
 
 
-def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] | None:
-    """Lift tool calls a model left in its text; ``(text without them, calls)`` or ``None``.
+#: Reasoning blocks a model may open its text with (Qwen3, DeepSeek-R1 and Kimi chat templates
+#: write ``<think>…</think>``; ``<thinking>`` is the other spelling models are prompted with).
+REASONING_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
+_XML_OPEN, _XML_CLOSE = "<tool_call>", "</tool_call>"
+_KIMI_OPEN, _KIMI_CLOSE = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+#: What can open tool-call markup in text (Kimi calls count only inside a section).
+MARKUP_OPENERS = ((_XML_OPEN, _XML_CLOSE), (_KIMI_OPEN, _KIMI_CLOSE))
 
-    Returns ``None`` (leave the text as it came) unless every block is closed, every function is
-    declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix stripped from its id) and,
-    for the XML, every parameter is declared and converts to its declared type. Ids: Kimi's own
-    (``functions.read_file:0``, which its chat template replays); XML calls get none (the dialect
-    assigns stable ones).
+#: :func:`text_call_state` results.
+LEAD = "lead"  # only whitespace and (part of) one leading reasoning block so far
+MARKUP = "markup"  # markup started (or may be starting) after the lead, nothing else so far
+PROSE = "prose"  # other text: this answer's text can never be lifted
+
+
+def _skip_ws(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i].isspace():
+        i += 1
+    return i
+
+
+def _reasoning_end(text: str, i: int) -> tuple[int, bool]:
+    """``(end, open)`` for a reasoning block starting at ``i``: ``end`` is the index after its
+    closing tag (``i`` when there is no reasoning block at ``i``); ``open`` is True when one is
+    opened and not closed."""
+    for opener, closer in REASONING_TAGS:
+        if text.startswith(opener, i):
+            close = text.find(closer, i + len(opener))
+            if close < 0:
+                return len(text), True
+            return close + len(closer), False
+    return i, False
+
+
+def text_call_state(text: str) -> tuple[str, bool]:
+    """Where the text of an answer that is still streaming stands for :func:`extract_text_calls`.
+
+    Returns ``(state, open)``: ``state`` is :data:`LEAD` (nothing but whitespace and one
+    leading reasoning block yet), :data:`MARKUP` (after the lead, only whole markup blocks,
+    whitespace, and an open block or the start of an opener at the end) or :data:`PROSE` (any
+    other text: whatever follows, the text stays text). ``open`` is True when ``text`` ends
+    inside a reasoning block or a markup block (more text can only change the state once a
+    closing tag, which ends with ``>``, arrives). Markup is not validated here (names,
+    parameters): that is :func:`extract_text_calls`'s job once the text is complete.
     """
+    i = _skip_ws(text, 0)
+    if i == len(text):
+        return LEAD, False
+    end, is_open = _reasoning_end(text, i)
+    if is_open:
+        return LEAD, True
+    if end == i and any(o.startswith(text[i:]) for o, _ in REASONING_TAGS):
+        return MARKUP, False  # "<thin": hold until it is known to be a reasoning block or markup
+    i = end
+    seen = False
+    while True:
+        i = _skip_ws(text, i)
+        if i == len(text):
+            return (MARKUP if seen else LEAD), False
+        for opener, closer in MARKUP_OPENERS:
+            if text.startswith(opener, i):
+                close = text.find(closer, i + len(opener))
+                if close < 0:
+                    return MARKUP, True
+                i, seen = close + len(closer), True
+                break
+        else:
+            rest = text[i:]
+            if any(o.startswith(rest) for o, _ in MARKUP_OPENERS):
+                return MARKUP, False
+            return PROSE, False
+
+
+def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
+    """One ``<tool_call>`` block's inside as a call, or ``None`` (see :func:`extract_text_calls`)."""
+    if _XML_OPEN in block:
+        return None  # nested or doubled opener
+    fm = _XML_FUNCTION.match(block.strip())
+    if fm is None:
+        return None
+    name, body = fm.group(1), fm.group(2)
+    tool = tools.find(name)
+    if tool is None or tool.input_schema is None:
+        return None
+    props = tool.input_schema.get("properties") or {}
+    args: dict[str, Any] = {}
+    last = 0
+    for pm in _XML_PARAM.finditer(body):
+        if body[last : pm.start()].strip():
+            return None  # text between parameters: not the documented shape
+        last = pm.end()
+        key = pm.group(1)
+        if key not in props or key in args:
+            return None
+        ok, value = _typed(pm.group(2), property_types(tool.input_schema, key))
+        if not ok:
+            return None
+        args[key] = value
+    if body[last:].strip():
+        return None
+    return ToolCall(name=name, arguments=args)
+
+
+def _kimi_calls(section: str, tools: Toolset) -> list[ToolCall] | None:
+    """The calls of one Kimi section's inside, or ``None`` (see :func:`extract_text_calls`)."""
     calls: list[ToolCall] = []
-    remaining = text
-    if "<tool_call>" in text:
-        if text.count("<tool_call>") != text.count("</tool_call>"):
+    i = _skip_ws(section, 0)
+    while i < len(section):
+        cm = _KIMI_CALL.match(section, i)
+        if cm is None:
+            return None  # anything but whole calls and whitespace inside the section
+        im = _KIMI_ID.match(cm.group("id"))
+        if im is None or tools.find(im.group("name")) is None:
             return None
-        for block in _XML_BLOCK.finditer(text):
-            fm = _XML_FUNCTION.match(block.group(1))
-            if fm is None:
-                return None
-            name, body = fm.group(1), fm.group(2)
-            tool = tools.find(name)
-            if tool is None or tool.input_schema is None:
-                return None
-            props = tool.input_schema.get("properties") or {}
-            args: dict[str, Any] = {}
-            for pm in _XML_PARAM.finditer(body):
-                key = pm.group(1)
-                if key not in props:
-                    return None
-                ok, value = _typed(pm.group(2), property_types(tool.input_schema, key))
-                if not ok:
-                    return None
-                args[key] = value
-            calls.append(ToolCall(name=name, arguments=args))
-        remaining = _XML_BLOCK.sub("", remaining)
-    if "<|tool_calls_section_begin|>" in text or "<|tool_call_begin|>" in text:
-        sections = list(_KIMI_SECTION.finditer(remaining))
-        if not sections or remaining.count("<|tool_call_begin|>") != remaining.count("<|tool_call_end|>"):
+        try:
+            args = orjson.loads(cm.group("args"))
+        except orjson.JSONDecodeError:
             return None
-        for section in sections:
-            found = list(_KIMI_CALL.finditer(section.group(1)))
-            if not found:
+        if not isinstance(args, dict):
+            return None
+        calls.append(ToolCall(name=im.group("name"), arguments=args, id=cm.group("id")))
+        i = _skip_ws(section, cm.end())
+    return calls or None
+
+
+def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] | None:
+    """Lift tool calls a model left in its text; ``(text that remains, calls)`` or ``None``.
+
+    Lifts only when the text is nothing but tool-call markup: optional whitespace, at most one
+    leading reasoning block (:data:`REASONING_TAGS`, e.g. ``<think>…</think>``), then one or more
+    whole blocks — ``<tool_call>…</tool_call>`` or Kimi ``<|tool_calls_section_begin|>…
+    <|tool_calls_section_end|>`` — separated only by whitespace. Any other text before, between
+    or after the blocks (an example in backticks, "I will not run <tool_call>…", a closing
+    sentence) means the model is writing *about* a call: ``None``, and the text stays text,
+    byte for byte (issue 10, kind 5). Markup inside the reasoning block is never read.
+
+    Also ``None`` unless every block is closed and holds exactly the documented shape, every
+    function is declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix stripped from
+    its id) and, for the XML, every parameter is declared once and converts to its declared
+    type. The text that remains is ``text`` up to the end of the reasoning block (whitespace
+    before it included), or ``""`` when there is none: the model's reasoning stays visible as
+    content, as the client would have shown it. Ids: Kimi's own (``functions.read_file:0``,
+    which its chat template replays); XML calls get none (the dialect assigns stable ones).
+    """
+    i = _skip_ws(text, 0)
+    end, is_open = _reasoning_end(text, i)
+    if is_open:
+        return None
+    remaining = text[:end] if end > i else ""
+    i = end
+    calls: list[ToolCall] = []
+    while True:
+        i = _skip_ws(text, i)
+        if i == len(text):
+            break
+        if text.startswith(_XML_OPEN, i):
+            close = text.find(_XML_CLOSE, i + len(_XML_OPEN))
+            if close < 0:
                 return None
-            for cm in found:
-                im = _KIMI_ID.match(cm.group("id"))
-                if im is None or tools.find(im.group("name")) is None:
-                    return None
-                try:
-                    args = orjson.loads(cm.group("args"))
-                except orjson.JSONDecodeError:
-                    return None
-                if not isinstance(args, dict):
-                    return None
-                calls.append(ToolCall(name=im.group("name"), arguments=args, id=cm.group("id")))
-        remaining = _KIMI_SECTION.sub("", remaining)
+            call = _xml_call(text[i + len(_XML_OPEN) : close], tools)
+            if call is None:
+                return None
+            calls.append(call)
+            i = close + len(_XML_CLOSE)
+        elif text.startswith(_KIMI_OPEN, i):
+            close = text.find(_KIMI_CLOSE, i + len(_KIMI_OPEN))
+            if close < 0:
+                return None
+            found = _kimi_calls(text[i + len(_KIMI_OPEN) : close], tools)
+            if found is None:
+                return None
+            calls.extend(found)
+            i = close + len(_KIMI_CLOSE)
+        else:
+            return None  # prose around or between the blocks
     if not calls:
         return None
     return remaining, calls

@@ -1,0 +1,364 @@
+"""Tool-call markup in a Chat answer's text (issue 10, kind 5; BR-23, BR-24).
+
+Lifted only when the text is nothing but markup — whitespace and one leading reasoning block
+aside; an answer that *mentions* a call (an example in backticks, a call the model says it will
+not run, a sentence before or after, prose between two blocks) stays text, byte for byte. Each
+negative sits next to its positive, on the engine (``extract_text_calls``), on a JSON answer and
+on a stream fed over random chunk splits; a hypothesis property covers prose around valid markup.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from tvdialects.openai_chat import DIALECT
+from tvdialects.sse import SSEParser
+from tvengine.ladder import Toolset
+from tvengine.ladder import resolve
+from tvengine.models import ToolCall
+from tvengine.plan import Plan
+from tvengine.wrapped import LEAD
+from tvengine.wrapped import MARKUP
+from tvengine.wrapped import PROSE
+from tvengine.wrapped import extract_text_calls
+from tvengine.wrapped import text_call_state
+
+REQUEST = {
+    "model": "qwen3-coder",
+    "messages": [{"role": "user", "content": "Square 1024 and read the README."}],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "square_the_number",
+                "parameters": {"type": "object", "properties": {"input_num": {"type": "integer"}}, "required": ["input_num"]},
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+            },
+        },
+    ],
+}
+TOOLS = Toolset(DIALECT.declared_tools(REQUEST))
+
+XML = "<tool_call>\n<function=square_the_number>\n<parameter=input_num>\n1024\n</parameter>\n</function>\n</tool_call>"
+XML_READ = "<tool_call>\n<function=read_file>\n<parameter=path>\nREADME.md\n</parameter>\n</function>\n</tool_call>"
+KIMI = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>"
+    '{"path":"README.md"}<|tool_call_end|><|tool_calls_section_end|>'
+)
+THINK = "<think>\nThe user wants the square; I call the tool.\n</think>"
+
+SQUARE = ("square_the_number", {"input_num": 1024})
+READ = ("read_file", {"path": "README.md"})
+
+#: (text, calls lifted as (name, arguments), content that remains) — whole markup.
+POSITIVE = [
+    (XML, [SQUARE], ""),
+    ("\n\n" + XML + "\n", [SQUARE], ""),
+    (XML + "\n" + XML_READ, [SQUARE, READ], ""),
+    (KIMI, [READ], ""),
+    (XML + "\n\n" + KIMI, [SQUARE, READ], ""),
+    (THINK + "\n\n" + XML, [SQUARE], THINK),
+    ("\n" + THINK + XML, [SQUARE], "\n" + THINK),
+    ("<thinking>hmm</thinking>\n" + KIMI, [READ], "<thinking>hmm</thinking>"),
+]
+
+#: Text that mentions markup: never lifted.
+NEGATIVE = [
+    pytest.param("Use this format:\n```\n" + XML + "\n```", id="example-in-fence"),
+    pytest.param("Call it like `" + XML + "`.", id="example-in-backticks"),
+    pytest.param("I will not run " + XML + " because it is not needed.", id="quoted-call-not-run"),
+    pytest.param("I will not run " + XML, id="prose-before"),
+    pytest.param(XML + "\nThat squares the number.", id="sentence-after"),
+    pytest.param(XML + "\n\nDone", id="word-after"),
+    pytest.param(XML + "\nand then\n" + XML_READ, id="prose-between-blocks"),
+    pytest.param(KIMI + " ok", id="kimi-then-prose"),
+    pytest.param("Kimi writes " + KIMI, id="prose-then-kimi"),
+    pytest.param(
+        KIMI.replace("<|tool_call_end|>", "<|tool_call_end|> and also ", 1), id="prose-inside-kimi-section"
+    ),
+    pytest.param(THINK + "\nLet me call it:\n" + XML, id="think-then-prose-then-markup"),
+    pytest.param(THINK + XML + " (squared)", id="think-markup-prose"),
+    pytest.param("<think>I could call " + XML + "</think>", id="markup-only-inside-think"),
+    pytest.param("<think>unclosed reasoning " + XML, id="unclosed-think"),
+    pytest.param(THINK + THINK + XML, id="two-reasoning-blocks"),
+    pytest.param(
+        XML.replace("<parameter=", "note: <parameter=", 1), id="text-inside-the-function-body"
+    ),
+    pytest.param(XML.replace("</tool_call>", ""), id="unclosed-block"),
+    pytest.param(XML.replace("square_the_number", "cube_the_number"), id="undeclared-function"),
+]
+
+
+# -- engine --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_markup_alone_is_lifted(text: str, calls: list[tuple[str, dict]], remaining: str) -> None:
+    found = extract_text_calls(text, TOOLS)
+    assert found is not None
+    left, lifted = found
+    assert [(c.name, c.arguments) for c in lifted] == calls
+    assert left == remaining
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_markup_mentioned_in_prose_is_never_lifted(text: str) -> None:
+    assert extract_text_calls(text, TOOLS) is None
+
+
+def test_kimi_id_is_kept_and_xml_calls_have_none() -> None:
+    found = extract_text_calls(XML + KIMI, TOOLS)
+    assert found is not None
+    assert [c.id for c in found[1]] == [None, "functions.read_file:0"]
+
+
+@pytest.mark.parametrize(
+    ("text", "state"),
+    [
+        ("", LEAD),
+        ("  \n", LEAD),
+        ("<think>still thinking", LEAD),
+        (THINK + "\n", LEAD),
+        ("<", MARKUP),
+        ("<thi", MARKUP),
+        ("<tool_", MARKUP),
+        ("<tool_call>\n<function=x", MARKUP),
+        (THINK + "\n<|tool_calls_sec", MARKUP),
+        (XML + "\n", MARKUP),
+        ("Sure", PROSE),
+        ("I will not run <tool_call>", PROSE),
+        (XML + " ok", PROSE),
+        ("<b>", PROSE),
+        (THINK + "Now", PROSE),
+    ],
+)
+def test_text_call_state_of_a_growing_text(text: str, state: str) -> None:
+    assert text_call_state(text)[0] == state
+
+
+# -- the Chat dialect: JSON and streamed --------------------------------------------------------
+
+
+class Resolver:
+    """The addon's per-flow resolver shape: callable, with the flow's declared ``tools``."""
+
+    def __init__(self) -> None:
+        self.tools = TOOLS
+
+    def __call__(self, call: ToolCall):
+        return resolve(call, self.tools, {})
+
+
+PLAN = Plan(flow_key="flow-text-calls")
+
+
+def chat_json(content: str, finish: str = "stop") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-t1",
+        "object": "chat.completion",
+        "created": 1761000000,
+        "model": "qwen3-coder",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30},
+    }
+
+
+def chat_sse(pieces: list[str], finish: str = "stop") -> bytes:
+    head = {"id": "chatcmpl-t1", "object": "chat.completion.chunk", "created": 1761000000, "model": "qwen3-coder"}
+    events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    events += [{**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+    events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    events.append({**head, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}})
+    return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+def split_text(text: str, rnd: random.Random) -> list[str]:
+    """``text`` cut at random places into content deltas (openers split too)."""
+    cuts = sorted(rnd.sample(range(1, len(text)), min(len(text) - 1, rnd.randint(0, 12)))) if len(text) > 1 else []
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def split_bytes(data: bytes, rnd: random.Random) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(1, 40)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+def run_stream(chunks: list[bytes]) -> bytes:
+    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    out: list[bytes] = []
+    for chunk in chunks:
+        out += rw.feed(chunk)
+    out += rw.finish()
+    assert rw.error is None, rw.error
+    return b"".join(out)
+
+
+def client_view(out: bytes) -> dict[str, Any]:
+    """What a client assembles from the stream: content, tool calls, finish_reason."""
+    parser = SSEParser()
+    content, calls, finish = "", {}, None
+    for event in parser.feed(out) + parser.close():
+        data = event.json()
+        if not isinstance(data, dict):
+            continue
+        for choice in data.get("choices") or ():
+            delta = choice.get("delta") or {}
+            content += delta.get("content") or ""
+            for tc in delta.get("tool_calls") or ():
+                slot = calls.setdefault(tc["index"], {"id": "", "name": "", "arguments": ""})
+                slot["id"] += tc.get("id") or ""
+                fn = tc.get("function") or {}
+                slot["name"] += fn.get("name") or ""
+                slot["arguments"] += fn.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return {
+        "content": content,
+        "calls": [(c["name"], orjson.loads(c["arguments"])) for _, c in sorted(calls.items())],
+        "ids": [c["id"] for _, c in sorted(calls.items())],
+        "finish_reason": finish,
+    }
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_json_answer_of_markup_alone_becomes_tool_calls(text: str, calls: list, remaining: str) -> None:
+    body = chat_json(text)
+    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is True
+    choice = body["choices"][0]
+    assert [(c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in choice["message"]["tool_calls"]] == calls
+    assert choice["message"]["content"] == (remaining.strip() or None)
+    assert choice["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_json_answer_mentioning_markup_is_byte_identical(text: str) -> None:
+    body = chat_json(text)
+    before = orjson.dumps(body)
+    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_stream_of_markup_alone_becomes_tool_calls(text: str, calls: list, remaining: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = chat_sse(split_text(text, rnd))
+    view = client_view(run_stream(split_bytes(upstream, rnd)))
+    assert view["calls"] == calls
+    assert all(view["ids"])
+    # The reasoning block stays visible; whitespace that went out before the markup may remain.
+    assert view["content"].strip() == remaining.strip()
+    assert view["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_stream_mentioning_markup_is_byte_identical(text: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = chat_sse(split_text(text, rnd))
+    assert run_stream(split_bytes(upstream, rnd)) == upstream
+
+
+def test_stream_releases_content_at_once_once_prose_came_before_any_markup() -> None:
+    """No delay for an answer that talks about a call: every chunk after the prose goes out as
+    soon as it is whole, the opener and the markup included."""
+    pieces = ["I will not run ", "<tool_", "call>\n<function=square_the_number>", "\n<parameter=input_num>\n1024\n", "</tool_call>"]
+    upstream = chat_sse(pieces)
+    parser = SSEParser()
+    events = parser.feed(upstream)
+    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    for event in events:
+        assert rw.feed(event.raw) == [event.raw]
+    assert rw.finish() == []
+
+
+def test_stream_holds_markup_until_the_end_of_the_choice() -> None:
+    """Markup alone is held (a sentence after it would make it prose); the lift goes out with
+    the finish chunk."""
+    upstream = chat_sse([XML[:20], XML[20:], "\n"])
+    events = SSEParser().feed(upstream)
+    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    assert rw.feed(events[0].raw) == [events[0].raw]  # the role chunk
+    for event in events[1:4]:
+        assert rw.feed(event.raw) == []
+    released = rw.feed(events[4].raw)  # finish_reason
+    assert client_view(b"".join(released))["calls"] == [SQUARE]
+
+
+def test_stream_reasoning_goes_out_as_it_comes_then_the_markup_is_lifted() -> None:
+    upstream = chat_sse(["<think>\nI", " should square it.\n</think>", "\n\n", XML])
+    events = SSEParser().feed(upstream)
+    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    for event in events[:4]:  # role, two reasoning chunks, whitespace: none held
+        assert rw.feed(event.raw) == [event.raw]
+    assert rw.feed(events[4].raw) == []
+    out = b"".join(events[i].raw for i in range(4)) + b"".join(rw.feed(events[5].raw))
+    out += b"".join(b for e in events[6:] for b in rw.feed(e.raw)) + b"".join(rw.finish())
+    view = client_view(out)
+    assert view["content"] == "<think>\nI should square it.\n</think>\n\n"
+    assert view["calls"] == [SQUARE]
+    assert view["finish_reason"] == "tool_calls"
+
+
+def test_stream_reasoning_and_markup_in_one_chunk_keep_the_reasoning_as_content() -> None:
+    view = client_view(run_stream([chat_sse([THINK + "\n" + XML])]))
+    assert view["content"] == THINK
+    assert view["calls"] == [SQUARE]
+
+
+@pytest.mark.parametrize("finish", ["length", "content_filter"])
+def test_lift_keeps_a_finish_reason_other_than_stop(finish: str) -> None:
+    body = chat_json(XML, finish)
+    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is True
+    assert body["choices"][0]["finish_reason"] == finish
+
+
+# -- property: prose around valid markup is never lifted ---------------------------------------
+
+#: Pieces of prose; markup fragments included, but no reasoning tag and no whole function (so the
+#: core character below is outside markup or inside a block that is not a call).
+PIECES = st.sampled_from(
+    [
+        " ", "\n", "\t", "`", "```", "ok", "Run", ".", "<", ">", "</", "<b>", "<tool_call>", "</tool_call>",
+        "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_end|>",
+        "functions.read_file:0", '{"path":"x"}', "<parameter=path>", "</function>", "é", "调用",
+    ]
+)
+FILLER = st.lists(PIECES, max_size=6).map("".join)
+#: One non-whitespace character that sits outside any markup block in the prose.
+CORE = st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc", "Cs"))
+MARKUP_TEXTS = st.sampled_from([XML, KIMI, XML + "\n" + XML_READ, "\n" + XML + "\n", KIMI + "\n" + XML])
+
+
+@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=FILLER, core=CORE, after=FILLER, markup=MARKUP_TEXTS, prose_first=st.booleans(), seed=st.integers(0, 2**16))
+def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str, markup: str, prose_first: bool, seed: int) -> None:
+    assert extract_text_calls(markup, TOOLS) is not None  # the markup alone would be lifted
+    prose = before + core + after
+    text = prose + markup if prose_first else markup + prose
+    assert extract_text_calls(text, TOOLS) is None
+    body = chat_json(text)
+    before_bytes = orjson.dumps(body)
+    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before_bytes
+    rnd = random.Random(seed)
+    upstream = chat_sse(split_text(text, rnd))
+    assert run_stream(split_bytes(upstream, rnd)) == upstream
