@@ -19,6 +19,7 @@ from tvdialects.base import JSON
 from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
+from tvdialects.base import as_list
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import SSEEvent
 from tvdialects.sse import EventStreamRewriter
@@ -78,7 +79,7 @@ class AnthropicMessages:
     def transcript_names(self, body: JSON) -> list[str]:
         """Names of the earlier calls replayed in ``messages`` (``tool_use.name``)."""
         names: list[str] = []
-        for message in body.get("messages") or ():
+        for message in as_list(body.get("messages")):
             content = message.get("content") if isinstance(message, dict) else None
             for block in content if isinstance(content, list) else ():
                 if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
@@ -130,7 +131,7 @@ class AnthropicMessages:
     def system_texts(self, body: JSON) -> list[str]:
         """``system`` (string or text blocks) and every ``role: "system"`` message's text."""
         texts = _texts(body.get("system"))
-        for message in body.get("messages") or ():
+        for message in as_list(body.get("messages")):
             if isinstance(message, dict) and message.get("role") == "system":
                 texts += _texts(message.get("content"))
         return texts
@@ -142,7 +143,7 @@ class AnthropicMessages:
         changed = False
         rename = plan.rename_map
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-        provider = {t.get("name") for t in tools if isinstance(t, dict) and t.get("type") not in (None, "custom")}
+        provider = {t.get("name") for t in tools if isinstance(t, dict) and t.get("type") not in (None, "custom") and isinstance(t.get("name"), str)}
         rename = {k: v for k, v in rename.items() if k not in provider}
         changed |= dedupe_tools(
             tools,
@@ -157,7 +158,7 @@ class AnthropicMessages:
             choice = body.get("tool_choice")
             if isinstance(choice, dict) and choice.get("type") == "tool":
                 changed |= _rename_key(choice, "name", rename)
-            for message in body.get("messages") or ():
+            for message in as_list(body.get("messages")):
                 content = message.get("content") if isinstance(message, dict) else None
                 if not isinstance(content, list):
                     continue

@@ -156,6 +156,12 @@ def dedupe_tools(
     return changed
 
 
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else ``[]``: a field a dialect iterates may hold any
+    JSON type in a broken or hostile body (a bool, a number, a string, an object)."""
+    return value if isinstance(value, list) else []
+
+
 def apply_decision_name(decision: Decision) -> str | None:
     """The name to write for ``decision``, or ``None`` when the name stays."""
     if decision.target is not None and decision.target != decision.name:

@@ -19,6 +19,7 @@ import orjson
 from tvdialects.base import JSON
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
+from tvdialects.base import as_list
 from tvdialects.base import declared_toolset
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
@@ -100,7 +101,7 @@ class OpenAIChat:
         """``tools[]`` function tools (``function``), custom tools (``freeform``) and legacy
         ``functions[]`` (``function``)."""
         out: list[DeclaredTool] = []
-        for tool in body.get("tools") or ():
+        for tool in as_list(body.get("tools")):
             if not isinstance(tool, dict):
                 continue
             fn = tool.get("function")
@@ -117,7 +118,7 @@ class OpenAIChat:
                 )
             elif tool.get("type") == "custom" and isinstance(custom, dict) and isinstance(custom.get("name"), str):
                 out.append(DeclaredTool(name=custom["name"], kind=ToolKind.FREEFORM))
-        for fn in body.get("functions") or ():
+        for fn in as_list(body.get("functions")):
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 params = fn.get("parameters")
                 out.append(
@@ -133,10 +134,10 @@ class OpenAIChat:
         """Names of earlier calls in the transcript (assistant ``tool_calls``, legacy
         ``function_call``, ``role: "function"`` messages)."""
         names: list[str] = []
-        for message in body.get("messages") or ():
+        for message in as_list(body.get("messages")):
             if not isinstance(message, dict):
                 continue
-            for call in message.get("tool_calls") or ():
+            for call in as_list(message.get("tool_calls")):
                 fn = call.get("function") if isinstance(call, dict) else None
                 if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                     names.append(fn["name"])
@@ -190,7 +191,7 @@ class OpenAIChat:
     def system_texts(self, body: JSON) -> list[str]:
         """Text of every ``system`` and ``developer`` message."""
         texts: list[str] = []
-        for message in body.get("messages") or ():
+        for message in as_list(body.get("messages")):
             if isinstance(message, dict) and message.get("role") in ("system", "developer"):
                 texts += _content_texts(message.get("content"))
         return texts
@@ -205,24 +206,24 @@ class OpenAIChat:
         if isinstance(body.get("tools"), list):
             changed |= dedupe_tools(body["tools"], plan, _chat_tool_name, _set_chat_tool_name)
         if rename:
-            for tool in body.get("tools") or ():
+            for tool in as_list(body.get("tools")):
                 if isinstance(tool, dict) and tool.get("type", "function") == "function":
                     changed |= _rename(tool.get("function"), "name", rename)
-            for fn in body.get("functions") or ():
+            for fn in as_list(body.get("functions")):
                 changed |= _rename(fn, "name", rename)
             choice = body.get("tool_choice")
             if isinstance(choice, dict):
                 changed |= _rename(choice.get("function"), "name", rename)
                 allowed = choice.get("allowed_tools")
                 if isinstance(allowed, dict):
-                    for entry in allowed.get("tools") or ():
+                    for entry in as_list(allowed.get("tools")):
                         if isinstance(entry, dict):
                             changed |= _rename(entry.get("function"), "name", rename)
             changed |= _rename(body.get("function_call"), "name", rename)
-            for message in body.get("messages") or ():
+            for message in as_list(body.get("messages")):
                 if not isinstance(message, dict):
                     continue
-                for call in message.get("tool_calls") or ():
+                for call in as_list(message.get("tool_calls")):
                     if isinstance(call, dict) and call.get("type", "function") == "function":
                         changed |= _rename(call.get("function"), "name", rename)
                 changed |= _rename(message.get("function_call"), "name", rename)
@@ -809,7 +810,7 @@ class ChatStream(EventStreamRewriter):
                 continue
             touched = False
             new_choices = []
-            for choice in data.get("choices") or ():
+            for choice in as_list(data.get("choices")):
                 if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict) or not choice["delta"].get("tool_calls"):
                     new_choices.append(choice)
                     continue

@@ -19,6 +19,7 @@ import orjson
 
 from tvdialects.base import JSON
 from tvdialects.base import CallIds
+from tvdialects.base import as_list
 from tvdialects.base import Resolver
 from tvdialects.base import dedupe_tools
 from tvdialects.sse import EventStreamRewriter
@@ -76,11 +77,11 @@ class OpenAIResponses:
         tools (with their namespace). Built-ins (``web_search``, ``local_shell``,
         ``apply_patch``, ``tool_search``, ``mcp``…) have no name to repair to: not listed."""
         out: list[DeclaredTool] = []
-        for tool in body.get("tools") or ():
+        for tool in as_list(body.get("tools")):
             if not isinstance(tool, dict):
                 continue
             if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
-                for inner in tool.get("tools") or ():
+                for inner in as_list(tool.get("tools")):
                     decl = _declared(inner, namespace=tool["name"])
                     if decl is not None:
                         out.append(decl)
@@ -113,7 +114,7 @@ class OpenAIResponses:
         for item in items if isinstance(items, list) else ():
             if not isinstance(item, dict):
                 continue
-            kind = item.get("type")
+            kind = item.get("type") if isinstance(item.get("type"), str) else None
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
             if kind in _CALL_TYPES:
                 if call_id is not None and isinstance(item.get("name"), str):
@@ -159,20 +160,20 @@ class OpenAIResponses:
                         lambda t, alias, ns=ns: t.__setitem__("name", split_flat(ns if isinstance(ns, str) else None, alias)),
                     )
         if rename:
-            for tool in body.get("tools") or ():
+            for tool in as_list(body.get("tools")):
                 if not isinstance(tool, dict):
                     continue
                 if tool.get("type") == "function":
                     changed |= _rename_named(tool, None, rename)
                 elif tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
-                    for inner in tool.get("tools") or ():
+                    for inner in as_list(tool.get("tools")):
                         if isinstance(inner, dict) and inner.get("type") == "function":
                             changed |= _rename_named(inner, tool["name"], rename)
             choice = body.get("tool_choice")
             if isinstance(choice, dict):
                 if choice.get("type") == "function":
                     changed |= _rename_named(choice, None, rename)
-                for entry in choice.get("tools") or ():
+                for entry in as_list(choice.get("tools")):
                     if isinstance(entry, dict) and entry.get("type") == "function":
                         changed |= _rename_named(entry, entry.get("namespace"), rename)
             items = body.get("input")
@@ -325,7 +326,7 @@ class ResponsesCore:
         """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
         false, arguments); True when changed. An ``output_item.added`` item keeps its (empty)
         arguments: clients append the deltas to it."""
-        if item.get("type") not in _CALL_TYPES or not isinstance(item.get("name"), str):
+        if not isinstance(item.get("type"), str) or item.get("type") not in _CALL_TYPES or not isinstance(item.get("name"), str):
             return False
         decision, new_args, new_id = self._decide(item)
         changed = False
@@ -350,7 +351,7 @@ class ResponsesCore:
     def rewrite_response_object(self, response: dict[str, Any]) -> bool:
         """Rewrite ``output[]`` calls and the ``tools`` / ``tool_choice`` echo in place."""
         changed = False
-        for item in response.get("output") or ():
+        for item in as_list(response.get("output")):
             if isinstance(item, dict):
                 changed |= self.apply_item(item)
         if self.reverse:
@@ -368,20 +369,20 @@ class ResponsesCore:
 def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
     """Give the echoed ``tools`` and ``tool_choice`` the client's names back."""
     changed = False
-    for tool in response.get("tools") or ():
+    for tool in as_list(response.get("tools")):
         if not isinstance(tool, dict):
             continue
         if tool.get("type") == "function":
             changed |= _rename_named(tool, None, reverse)
         elif tool.get("type") == "namespace":
-            for inner in tool.get("tools") or ():
+            for inner in as_list(tool.get("tools")):
                 if isinstance(inner, dict) and inner.get("type") == "function":
                     changed |= _rename_named(inner, tool.get("name"), reverse)
     choice = response.get("tool_choice")
     if isinstance(choice, dict):
         if choice.get("type") == "function":
             changed |= _rename_named(choice, None, reverse)
-        for entry in choice.get("tools") or ():
+        for entry in as_list(choice.get("tools")):
             if isinstance(entry, dict) and entry.get("type") == "function":
                 changed |= _rename_named(entry, entry.get("namespace"), reverse)
     return changed
@@ -432,7 +433,7 @@ class ResponsesStream(EventStreamRewriter):
             return []
         if kind == "response.output_item.added":
             item = data.get("item")
-            if isinstance(item, dict) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str):
+            if isinstance(item, dict) and isinstance(item.get("type"), str) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str):
                 self._held = [event]
                 self._held_index = data.get("output_index")
                 return []
@@ -451,7 +452,7 @@ class ResponsesStream(EventStreamRewriter):
         done = held[-1]
         done_data = done.json()
         item = dict(done_data["item"])
-        if not isinstance(item.get("name"), str) or item.get("type") not in _CALL_TYPES:
+        if not isinstance(item.get("name"), str) or not isinstance(item.get("type"), str) or item.get("type") not in _CALL_TYPES:
             return held
         decision, new_args, new_id = self.core._decide(item)
         objects = isinstance(item.get("arguments"), (dict, list)) or any(

@@ -143,7 +143,8 @@ def alias(tool_name: str, grammar: NameGrammar, taken: Iterable[str], *, salt: s
         clean = "tool"  # nothing readable survives (a non-ASCII name): a neutral prefix
     n = 0
     while True:
-        digest = hashlib.sha256(f"{tool_name}{salt}{'#' + str(n) if n else ''}".encode()).hexdigest()[:8]
+        # surrogatepass: a name may hold a lone surrogate (an escape JSON allows)
+        digest = hashlib.sha256(f"{tool_name}{salt}{'#' + str(n) if n else ''}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
         room = grammar.max_length - 9
         candidate = f"{clean[:room]}_{digest}"
         if not grammar.valid(candidate):  # e.g. a prefix ending in a char not allowed last: none today

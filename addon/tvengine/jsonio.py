@@ -1,33 +1,163 @@
-"""JSON in and out of bodies without losing what orjson cannot hold.
+"""JSON in and out of bodies: strict reading, and writing only what reads back the same.
 
-orjson reads an integer beyond 64 bits as a float (``123456789012345678901234567890`` becomes
-``1.2345678901234568e+29``) and refuses to write one. A body that holds such a number is read
-and written with the standard library instead, so a rewritten body keeps it exact. Everything
-else goes through orjson (``orjson`` docs, "Numbers").
+Reading is strict (RFC 8259): ``NaN``, ``Infinity``, ``-Infinity``, numbers a double cannot hold
+(``1e400``), invalid UTF-8 and nesting deeper than :data:`MAX_DEPTH` are refused with
+``ValueError``, so a body a strict parser refuses is never read (and so never rewritten) by a
+lenient one. The standard library's ``json`` accepts all of those; ``orjson`` refuses them but
+reads an integer beyond 64 bits as a float (``123456789012345678901234567890`` becomes
+``1.2345678901234568e+29``) and refuses a lone surrogate escape (``"\\ud800"``), which RFC 8259's
+grammar allows (its section 8.2 only warns about it). A body that holds either is read with the
+standard library under strict hooks, so integers stay exact and lone surrogates survive
+(``orjson`` README, "Numbers" and "Strings"; Python ``json`` docs, ``parse_constant``).
+
+Writing (:func:`dumps`) is compact UTF-8; a lone surrogate is written back as its ``\\uXXXX``
+escape and big integers exactly. :func:`rewrite` is the one way a hook turns a changed body into
+bytes: it refuses (returns ``None``) when the original holds a duplicate key (a rewrite would
+drop one of them: left as sent), when the new value cannot be serialized, or when the bytes it
+would send do not read back strictly. The caller then leaves the original bytes on the wire.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
 import orjson
 
+#: Deepest nesting read. Real API bodies nest a few tens of levels; the engine and the dialects
+#: walk bodies recursively, so much deeper values (a fuzzer's ``[[[[…]]]]``) would end in a
+#: ``RecursionError`` far from here. Refused bodies pass through unread.
+MAX_DEPTH = 400
+
 _BIG_INT = re.compile(rb"\d{19,}")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_INNERMOST = re.compile(rb"\{\}|\[\]")
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class NotStrictJSON(ValueError):
+    """The bytes are not JSON a strict parser accepts (or nest deeper than :data:`MAX_DEPTH`)."""
+
+
+def _constant(name: str) -> Any:
+    raise NotStrictJSON(f"{name} is not JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise NotStrictJSON(f"number {text[:40]} does not fit a double")
+    return value
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise DuplicateKeys("an object holds the same key twice")
+    return value
+
+
+class DuplicateKeys(NotStrictJSON):
+    """An object holds the same key twice (valid RFC 8259 text whose meaning depends on the reader)."""
+
+
+def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when the JSON text ``raw`` nests arrays and objects deeper than ``limit`` (brackets
+    inside strings do not count). Cost: one regex pass over ``raw``, then one pass over its
+    brackets per level of nesting, at most ``limit``."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        shorter = _INNERMOST.sub(b"", brackets)  # one level per pass
+        if len(shorter) == len(brackets):
+            return False  # unbalanced: not JSON, the parser refuses it
+        brackets = shorter
+    return bool(brackets)
+
+
+def _stdlib(raw: bytes, *, check_duplicates: bool) -> Any:
+    try:
+        # Decoded here, strictly: json.loads(bytes) would let UTF-8-encoded surrogates through.
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotStrictJSON(f"not UTF-8 ({exc.reason})") from None
+    try:
+        return json.loads(
+            text,
+            parse_constant=_constant,
+            parse_float=_float,
+            object_pairs_hook=_pairs if check_duplicates else None,
+        )
+    except RecursionError:
+        raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}") from None
 
 
 def loads(raw: bytes) -> Any:
-    """Parse ``raw``; raises ``ValueError`` (``orjson.JSONDecodeError`` or
-    ``json.JSONDecodeError``) when it is not JSON."""
-    if _BIG_INT.search(raw):
-        return json.loads(raw)
-    return orjson.loads(raw)
+    """Parse ``raw`` strictly; raises ``ValueError`` (:class:`NotStrictJSON`, or ``orjson`` /
+    ``json`` ``JSONDecodeError``) when it is not JSON a strict parser accepts or nests deeper
+    than :data:`MAX_DEPTH`. Integers of any size are exact; lone surrogate escapes are kept.
+    Duplicate keys are read (the last one wins); :func:`rewrite` refuses to write them."""
+    if too_deep(raw):
+        raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}")
+    if not _BIG_INT.search(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            if not _SURROGATE.search(raw):
+                raise
+            # orjson refuses a lone surrogate escape; the standard library reads it (strictly).
+    return _stdlib(raw, check_duplicates=False)
+
+
+def has_duplicate_keys(raw: bytes) -> bool:
+    """True when some object in the JSON text ``raw`` repeats a key (``raw`` must be JSON that
+    :func:`loads` accepts; anything else also answers True, i.e. "do not rewrite")."""
+    try:
+        _stdlib(raw, check_duplicates=True)
+    except DuplicateKeys:
+        return True
+    except ValueError:
+        return True
+    return False
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON bytes (UTF-8, no spaces); integers of any size kept exact."""
+    """Compact JSON bytes (UTF-8, no spaces); integers of any size exact, a lone surrogate as
+    its ``\\uXXXX`` escape. Raises ``ValueError`` for types JSON cannot hold and for nesting
+    beyond the interpreter's recursion limit. A NaN or infinite float is written as ``null``
+    (``orjson``'s choice): :func:`rewrite` refuses such a result."""
     try:
         return orjson.dumps(value)
     except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        pass  # big integer, lone surrogate, or nesting beyond orjson's limit: the stdlib decides
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, RecursionError) as exc:
+        raise ValueError(f"not serializable as JSON ({type(exc).__name__}: {exc})") from None
+    # A lone surrogate can only sit inside a string: "backslashreplace" writes it as \udXXX,
+    # which is its JSON escape.
+    return text.encode("utf-8", "backslashreplace")
+
+
+def rewrite(original: bytes, value: Any, *, unique_keys: bool = False) -> bytes | None:
+    """The bytes to send in place of ``original`` (JSON text :func:`loads` accepted) now that
+    ``value`` (what it was parsed into, changed) should go out, or ``None`` to leave
+    ``original`` as sent: it repeats a key, ``value`` cannot be serialized, or the result would
+    not read back strictly and equal. ``unique_keys``: the caller already knows ``original``
+    repeats no key (:func:`has_duplicate_keys`). Never raises."""
+    try:
+        if not unique_keys and has_duplicate_keys(original):
+            return None
+        new = dumps(value)
+        # orjson writes NaN and infinities as null: only a result that reads back equal goes out
+        if loads(new) != value:
+            return None
+    except (ValueError, RecursionError):
+        return None
+    return new

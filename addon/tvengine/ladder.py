@@ -386,6 +386,7 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
     if found is None:
         return None
     alias, original = found
+    said = alias if alias == call.qualified else f"{call.qualified} (read as {alias})"
     if DUPLICATE_MARK in original:
         flat, _, nth = original.partition(DUPLICATE_MARK)
         same = tools.all_qualified(flat)
@@ -394,12 +395,12 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
             return None
         tool = same[k - 1]
         reason = (
-            f"{alias} is the name this flow sent upstream for declaration {k} of {flat}; "
+            f"{said} is the name this flow sent upstream for declaration {k} of {flat}; "
             f"the client declares {len(same)} tools named {flat} and cannot tell them apart"
         )
     else:
         tool = tools.by_qualified(original)
-        reason = f"{alias} is the name this flow sent upstream for {original}"
+        reason = f"{said} is the name this flow sent upstream for {original}"
         if tool is None:
             # An alias of a name the client only replayed in its transcript (BR-17): the alias
             # is this flow's own and goes back; the client then reports its own name.
@@ -409,8 +410,6 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
                 reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
                 **_base(call, Step.REVERSE_MAP, []),
             )
-    if alias != call.qualified:
-        reason += f" (read as {alias})"
     return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, closed=True)
 
 

@@ -683,3 +683,150 @@ def test_target_is_always_declared(answered: str) -> None:
     d = decide(tools, answered, {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"})
     if d.target is not None:
         assert (d.target_namespace, d.target) in {(t.namespace, t.name) for t in tools}
+
+
+# --- issue 10: a repair changes spelling, never meaning -----------------------------------------
+
+BASH_CLOSED = fn(
+    "Bash",
+    schema("command", additional=False, command=STR, description=STR, timeout=INT, run_in_background=BOOL),
+)
+WRITE_CLOSED = fn("Write", schema("file_path", "content", additional=False, file_path=STR, content=STR))
+EDIT_CLOSED = fn(
+    "Edit",
+    schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR),
+)
+
+
+@pytest.mark.parametrize(
+    ("tools", "answered", "args", "key"),
+    [
+        ([BASH_CLOSED], "Bash", {"command": "npm test", "working_dir": "pkg/b"}, "working_dir"),
+        ([BASH_CLOSED], "shell", {"command": "npm test", "working_dir": "pkg/b"}, "working_dir"),
+        ([BASH_CLOSED], "bash", {"command": "npm test", "working_dir": "pkg/b"}, "working_dir"),
+        ([WRITE_CLOSED], "write_file", {"file_path": "/a", "content": "x", "append": True}, "append"),
+        ([WRITE_CLOSED], "Write", {"file_path": "/a", "content": "x", "append": True}, "append"),
+        ([EDIT_CLOSED], "edit", {"file_path": "/a", "old_string": "x", "new_string": "y", "preview": True}, "preview"),
+        ([EDIT_CLOSED], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", "dry_run": True}, "dry_run"),
+    ],
+)
+def test_an_operational_key_is_never_dropped(tools: list[DeclaredTool], answered: str, args: dict[str, Any], key: str) -> None:
+    # Kind 1: the call either keeps the key (a lossless name step: the client reports it) or is
+    # left unchanged; it never arrives without it.
+    d = decide(tools, answered, args)
+    final = d.arguments_after if d.arguments_after is not None else d.arguments_before
+    assert final is not None and key in final, d
+    if d.step is Step.CAPABILITY:
+        assert d.action is Action.LEAVE and key in d.reason
+
+
+@pytest.mark.parametrize("key", ["instruction", "explanation", "justification", "description"])
+def test_annotation_keys_are_dropped_where_the_schema_is_closed(key: str) -> None:
+    tool = fn("Edit", schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR))
+    d = decide([tool], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", key: "why"})
+    assert_renamed(d, "Edit", Step.CAPABILITY)
+    assert d.arguments_after == {"file_path": "/a", "old_string": "x", "new_string": "y"}
+    assert [(c.op, c.key) for c in d.arg_changes] == [("drop_annotation", key)]
+
+
+def test_annotation_key_kept_where_the_schema_is_open() -> None:
+    d = decide([EDIT], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", "instruction": "why"})
+    assert_renamed(d, "Edit", Step.CAPABILITY)
+    assert d.arguments_after is None  # nothing changed but the name
+
+
+CI_RUN_JOB = fn("mcp__ci_run__job", schema("id", id=STR))
+CI_OTHER = fn("mcp__ci__status", schema(id=STR))
+
+
+@pytest.mark.parametrize("answered", ["mcp__ci__run_job", "mcp__ci__runJob", "ci:run_job", "ci.run_job", "mcp__CI__run_job"])
+def test_folding_never_crosses_into_another_server(answered: str) -> None:
+    # Kind 2: server `ci` + `run_job` is not server `ci_run` + `job`.
+    d = decide([CI_RUN_JOB, CI_OTHER, BASH], answered, {"id": "1"})
+    assert d.action is Action.LEAVE and d.target is None, d.reason
+
+
+def test_server_matched_case_insensitively_only_when_one_server_matches() -> None:
+    wiki_a = fn("mcp__Wiki__ask", schema(q=STR))
+    wiki_b = fn("mcp__wiki__search", schema(q=STR))
+    d = decide([wiki_a, wiki_b], "mcp__WIKI__ask", {"q": "x"})
+    assert d.action is Action.LEAVE and d.target is None, d.reason
+    d = decide([wiki_a], "mcp__WIKI__ask", {"q": "x"})
+    assert_renamed(d, "mcp__Wiki__ask", Step.NORMALIZED)
+
+
+@pytest.mark.parametrize("answered", ["mcp__wiki__mcp__wiki__ask", "mcp__wiki__mcp__wiki__mcp__wiki__ask", "wiki.mcp__wiki__ask"])
+def test_server_prefix_applied_twice_by_a_bridge(answered: str) -> None:
+    ask = fn("mcp__wiki__ask", schema("q", q=STR))
+    d = decide([ask, BASH], answered, {"q": "x"})
+    assert_renamed(d, "mcp__wiki__ask", Step.NORMALIZED)
+
+
+def test_doubled_prefix_of_another_server_is_left() -> None:
+    ask = fn("mcp__wiki__ask", schema("q", q=STR))
+    d = decide([ask], "mcp__wiki__mcp__docs__ask", {"q": "x"})
+    assert d.action is Action.LEAVE and d.target is None
+
+
+@pytest.mark.parametrize("namespace", ["default", "functions", "default_api"])
+def test_invented_responses_namespace_is_dropped_for_a_top_level_function(namespace: str) -> None:
+    exec_command = fn("exec_command", schema("cmd", cmd=STR))
+    d = decide([exec_command], "exec_command", {"cmd": "ls"}, namespace=namespace)
+    assert_renamed(d, "exec_command", Step.NORMALIZED, target_namespace=None)
+    assert namespace in d.reason
+
+
+def test_declared_namespace_is_never_dropped() -> None:
+    exec_command = fn("exec_command", schema("cmd", cmd=STR))
+    ns_tool = fn("other", schema(), namespace="default")
+    d = decide([exec_command, ns_tool], "exec_command", {"cmd": "ls"}, namespace="default")
+    assert d.action is Action.LEAVE and d.target is None
+
+
+def test_invented_mcp_namespace_never_reaches_a_top_level_function() -> None:
+    exec_command = fn("exec_command", schema("cmd", cmd=STR))
+    d = decide([exec_command], "exec_command", {"cmd": "ls"}, namespace="mcp__shell__")
+    assert d.action is Action.LEAVE and d.target is None
+
+
+def test_invented_namespace_never_leads_into_a_namespace() -> None:
+    gh = fn("create_issue", schema("title", title=STR), namespace="mcp__github__")
+    d = decide([gh], "create_issue", {"title": "x"}, namespace="default")
+    assert d.action is Action.LEAVE and d.target is None
+
+
+@pytest.mark.parametrize("answered", ["functions.mcp__gh_a1b2c3", " mcp__gh_a1b2c3 ", "default_api:mcp__gh_a1b2c3", "mcp__gh_a1b2c3mcp__gh_a1b2c3"])
+def test_alias_read_losslessly_never_leaks(answered: str) -> None:
+    # Kind 6: the same lossless readings as for declared names apply before the reverse map.
+    long_name = "mcp__github__" + "x" * 70
+    tool = fn(long_name, schema("title", title=STR))
+    d = decide([tool], answered, {"title": "t"}, reverse_map={"mcp__gh_a1b2c3": long_name})
+    assert_renamed(d, long_name, Step.REVERSE_MAP)
+
+
+@pytest.mark.parametrize(("raw", "empty"), [("", True), ("  ", True), ("null", True), ("[]", True), (None, True), ([], True), ("{}", False)])
+def test_empty_arguments_become_an_object(raw: Any, empty: bool) -> None:
+    call = ToolCall.from_payload({"name": "TodoRead", "arguments": raw})
+    assert call.empty_arguments is empty
+    tool = fn("TodoRead", schema())
+    d = resolve(call, Toolset([tool]))
+    if empty:
+        assert d.action is Action.FIT and d.arguments_after == {}
+        assert [c.op for c in d.arg_changes] == ["empty_to_object"]
+    else:
+        assert d.action is Action.KEEP and d.arguments_after is None
+    d = resolve(call.model_copy(update={"name": "todoread"}), Toolset([tool]))
+    assert d.action is Action.RENAME and d.target == "TodoRead"
+    assert (d.arguments_after == {}) is empty
+
+
+def test_absent_arguments_are_not_empty_on_the_wire() -> None:
+    call = ToolCall.from_payload({"name": "TodoRead"})
+    assert call.arguments == {} and call.empty_arguments is False
+
+
+def test_empty_arguments_left_for_a_freeform_tool() -> None:
+    call = ToolCall.from_payload({"name": "apply_patch", "arguments": ""}).model_copy(update={"kind": ToolKind.FREEFORM})
+    tool = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
+    d = resolve(call, Toolset([tool]))
+    assert d.action is Action.KEEP and d.arguments_after is None

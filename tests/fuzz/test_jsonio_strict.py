@@ -1,0 +1,97 @@
+"""tvengine.jsonio: strict reading, and a rewrite only when the result reads back the same.
+
+Expected values are written out here by hand from RFC 8259 (no NaN/Infinity tokens; numbers
+are what a double or an integer holds) and Python's ``json`` docs, not produced by jsonio.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from tvengine import jsonio
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": NaN}',
+        b'{"a": Infinity}',
+        b'{"a": -Infinity}',
+        b'{"a": 1e400}',
+        b'{"a": -1e400}',
+        b'{"a": 1e400, "b": 12345678901234567890123}',  # the stdlib path must refuse it too
+        b'{"a": NaN, "b": 12345678901234567890123}',
+        b'{"a": "\xff"}',
+        b'{"a": "\xed\xa0\x80", "b": 12345678901234567890123}',  # UTF-8-encoded surrogate
+        b'{"a": "\\ud800", "b": NaN}',
+        b"[" * 2000 + b"]" * 2000,
+        b'{"a":' + b"[" * 401 + b"]" * 401 + b"}",
+        b'{"a": 1',
+    ],
+)
+def test_what_a_strict_reader_refuses_is_refused(raw):
+    with pytest.raises(ValueError):
+        jsonio.loads(raw)
+
+
+def test_big_integers_and_lone_surrogates_are_read_exactly():
+    value = jsonio.loads(b'{"n": 123456789012345678901234567890, "s": "a\\ud800b", "m": -98765432109876543210}')
+    assert value == {"n": 123456789012345678901234567890, "s": "a\ud800b", "m": -98765432109876543210}
+    out = jsonio.dumps(value)
+    assert out == b'{"n":123456789012345678901234567890,"s":"a\\ud800b","m":-98765432109876543210}'
+    assert jsonio.loads(out) == value
+
+
+def test_depth_limit_is_exact():
+    ok = b'{"a":' + b"[" * (jsonio.MAX_DEPTH - 1) + b"]" * (jsonio.MAX_DEPTH - 1) + b"}"
+    deep = b'{"a":' + b"[" * jsonio.MAX_DEPTH + b"]" * jsonio.MAX_DEPTH + b"}"
+    assert jsonio.loads(ok)["a"] is not None
+    with pytest.raises(ValueError):
+        jsonio.loads(deep)
+    # brackets inside strings are text, not nesting
+    assert jsonio.loads(b'{"a": "' + b"[" * 5000 + b'"}') == {"a": "[" * 5000}
+
+
+def test_rewrite_refuses_a_body_with_a_repeated_key():
+    raw = b'{"model": "a", "tools": [], "model": "b"}'
+    value = jsonio.loads(raw)
+    value["extra"] = 1
+    assert jsonio.rewrite(raw, value) is None
+    nested = b'{"tools": [{"name": "x", "name": "y"}]}'
+    assert jsonio.rewrite(nested, jsonio.loads(nested)) is None
+
+
+def test_rewrite_refuses_what_cannot_be_written():
+    raw = b'{"a": 1}'
+    assert jsonio.rewrite(raw, {"a": float("nan")}) is None
+    assert jsonio.rewrite(raw, {"a": object()}) is None
+    assert jsonio.rewrite(raw, {1: "non-string key"}) in (None, b'{"1":"non-string key"}')
+    assert jsonio.rewrite(raw, {"a": 2}) == b'{"a":2}'
+
+
+def test_duplicate_keys_are_detected_only_as_keys():
+    assert jsonio.has_duplicate_keys(b'{"a": 1, "a": 2}')
+    assert not jsonio.has_duplicate_keys(b'{"a": "\\"a\\": 1", "b": {"a": 1}}')
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_dumps_reads_back_as_the_same_value(value):
+    """Whatever the value (big integers, lone surrogates in keys and strings), what dumps
+    writes is strict JSON that the standard library reads back equal."""
+    out = jsonio.dumps(value)
+    out.decode("utf-8")  # valid UTF-8: a lone surrogate went out as its escape
+    assert json.loads(out) == value
+    assert jsonio.loads(out) == value
