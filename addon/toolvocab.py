@@ -35,7 +35,11 @@ from mitmproxy.log import ALERT
 # names (relative imports fail in a -s script: mitmproxy G7).
 import tvcli
 import tvdialects
+import tvhosts
 from tvui import ToolVocabUI
+from tvui import change_kind
+from tvui import left_line
+from tvui import log_line
 from tvdialects.base import Dialect
 from tvdialects.base import JSONFrame
 from tvengine.ladder import Toolset
@@ -195,15 +199,9 @@ class _StreamCallable:
         except ValueError:
             self.state.record.notes.append("answer body is not JSON; passed through")
             return body
-        if not isinstance(parsed, dict):
-            self.state.record.notes.append("answer body is not a JSON object; passed through")
-            return body
         try:
             if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
-                new = jsonio.rewrite(body, parsed)
-                if new is None:
-                    self.state.record.notes.append("rewritten answer could not be written back exactly; passed through")
-                    return body
+                new = jsonio.dumps(parsed)
                 self.changed = True
                 return new
         except Exception as exc:
@@ -221,6 +219,7 @@ class ToolVocab:
         self.profiles: ProfileSet | None = None
         self.record_dir: str | None = None
         self.redact = True
+        self.intercept_all = False
         self._states: dict[str, _FlowState] = {}
         self._ws: dict[str, _FlowState] = {}
 
@@ -269,9 +268,22 @@ class ToolVocab:
             typespec=str | None,
             default=None,
             help=(
-                "Regex matched (re.search) against the upstream host; only matching hosts are handled. "
-                "Default: any host whose POST path and JSON body have an LLM API's shape."
+                "Regex matched (re.search) against the upstream host; only matching hosts are handled, and in "
+                "regular (forward) mode only TLS to matching hosts is intercepted. Default: in regular mode the "
+                "known LLM API hosts (addon/tvhosts.py); in reverse mode any host whose POST path and JSON body "
+                "have an LLM API's shape."
             ),
+        )
+        loader.add_option(
+            name="toolvocab_intercept",
+            typespec=str,
+            default="known",
+            help=(
+                "known or all. Regular (forward) mode: 'known' intercepts TLS only to the known LLM API hosts "
+                "(or toolvocab_hosts) and tunnels every other connection untouched; 'all' intercepts every "
+                "connection, as mitmproxy does without the addon. Reverse mode is not affected."
+            ),
+            choices=tvhosts.INTERCEPT_CHOICES,
         )
 
     def configure(self, updated: set[str]) -> None:
@@ -318,6 +330,40 @@ class ToolVocab:
                     raise exceptions.OptionsError(f"toolvocab_hosts: invalid regex {value!r}: {exc}") from exc
             else:
                 self.hosts = None
+        if "toolvocab_intercept" in updated:
+            value = ctx.options.toolvocab_intercept
+            if value not in tvhosts.INTERCEPT_CHOICES:
+                raise exceptions.OptionsError(
+                    f"toolvocab_intercept: {value!r} is not one of {', '.join(tvhosts.INTERCEPT_CHOICES)}"
+                )
+            self.intercept_all = value == "all"
+
+    def running(self) -> None:
+        """One line at start: toolvocab mode, proxy mode(s), profile file and host rule."""
+        from mitmproxy import ctx
+
+        try:
+            logger.info(tvhosts.start_line(ctx.options.mode, self.mode, ctx.options.toolvocab_profiles, self.host_rule()))
+        except Exception:
+            logger.exception("toolvocab: could not describe the configuration")
+
+    def host_rule(self) -> tvhosts.HostRule:
+        """The regular-mode interception rule from ``toolvocab_hosts`` / ``toolvocab_intercept``."""
+        return tvhosts.HostRule(hosts=self.hosts, intercept_all=self.intercept_all)
+
+    def tls_clienthello(self, data: Any) -> None:
+        """Regular (forward) mode: intercept TLS only to the hosts of :meth:`host_rule`; every other
+        connection passes as an untouched tunnel (``ignore_connection``). Never in reverse mode
+        (the client talks to the proxy itself there), and never undoes another addon's choice."""
+        try:
+            if data.ignore_connection or _is_reverse(data.context.client.proxy_mode):
+                return
+            host = tvhosts.connection_host(data.client_hello.sni, data.context.server.address)
+            if not self.host_rule().intercepts(host):
+                data.ignore_connection = True
+                logger.debug("toolvocab: tunnelling %s untouched (not a known LLM API host)", host or "a connection without a host name")
+        except Exception:  # the addon never breaks a connection: mitmproxy decides as usual
+            logger.exception("toolvocab: tls_clienthello failed; mitmproxy's default applies")
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -437,12 +483,8 @@ class ToolVocab:
             state.ws_rewriter = dialect.stream_rewriter(state, plan)
             self._ws[flow.id] = state
             if self.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
-                new = jsonio.rewrite(message.content, frame)
-                if new is None:
-                    record.notes.append("rewritten response.create frame could not be written back exactly; sent as it came")
-                else:
-                    message.content = new
-                    record.request_changed = True
+                message.content = jsonio.dumps(frame)
+                record.request_changed = True
             self._finish(flow, state)
             return
         state = self._ws.get(flow.id)
@@ -492,13 +534,7 @@ class ToolVocab:
         try:
             body = jsonio.loads(content)
         except ValueError:
-            # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
-            # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
             self._skip(flow, "request body is not JSON")
-            return
-        if jsonio.has_duplicate_keys(content):
-            # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
-            self._skip(flow, "request body repeats a key; passed through")
             return
         dialect = tvdialects.detect(req.method, req.path, body)
         if dialect is None:
@@ -517,16 +553,10 @@ class ToolVocab:
             wants_stream=dialect.wants_stream(req.path, body),
         )
         if self.mode in ("auto", "repair"):
-            # The plan is applied to the parsed copy; the wire gets it only as a complete body
-            # that reads back strictly, else the client's bytes stay.
             if dialect.apply_request(body, plan):
-                new = jsonio.rewrite(content, body, unique_keys=True)
-                if new is None:
-                    record.notes.append("rewritten request body could not be written back exactly; sent as it came")
-                else:
-                    state.original_request = content
-                    req.content = new
-                    record.request_changed = True
+                state.original_request = content
+                req.content = jsonio.dumps(body)
+                record.request_changed = True
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             req.anticomp()
         self._states[flow.id] = state
@@ -626,16 +656,9 @@ class ToolVocab:
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
-        if not isinstance(body, dict):
-            state.record.notes.append("answer body is not a JSON object; passed through")
-            return
         if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
-            new = jsonio.rewrite(content, body)
-            if new is None:
-                state.record.notes.append("rewritten answer could not be written back exactly (a repeated key?); passed through")
-                return
             state.upstream_raw = resp.raw_content
-            resp.content = new
+            resp.content = jsonio.dumps(body)
             state.record.response_changed = True
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: _FlowState, content: bytes) -> None:
@@ -675,16 +698,38 @@ class ToolVocab:
             if lines:
                 flow.metadata[METADATA_DIFF] = "\n".join(lines)
             would_change = record.prompt_sentence is not None or any(d.changed for d in record.decisions) or bool(record.renames)
-            if record.request_changed or record.response_changed:
+            dumped = flow.metadata[METADATA_KEY]
+            kind = change_kind(dumped)
+            if kind == "tools":
                 flow.marked = MARK_CHANGED
                 flow.comment = record.summary()
+            elif kind == "prompt":
+                # Only the prompt sentence was added: a comment, no 🔧 (that marks tool changes).
+                flow.comment = "toolvocab (prompt sentence only): " + record.summary().removeprefix("toolvocab: ")
             elif self.mode == "observe" and would_change:
                 flow.marked = MARK_OBSERVED
                 flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+            self._log(state, dumped, kind is not None or (self.mode == "observe" and would_change))
             if self.record_dir and (record.request_changed or record.response_changed or (self.mode == "observe" and would_change)):
                 self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
+
+    @staticmethod
+    def _log(state: _FlowState, record: dict, changed: bool) -> None:
+        """One ``info`` line per changed flow (``debug`` for calls left alone); a WebSocket's
+        later turns log again only when the line differs."""
+        lines = []
+        if changed:
+            lines.append((logging.INFO, log_line(record)))
+        left = left_line(record)
+        if left:
+            lines.append((logging.DEBUG, left))
+        for level, line in lines:
+            logged = state.__dict__.setdefault("logged", set())
+            if line not in logged:
+                logged.add(line)
+                logger.log(level, line)
 
     @staticmethod
     def _timings(flow: http.HTTPFlow, record: FlowRecord) -> None:
@@ -708,6 +753,11 @@ class ToolVocab:
         with open(path, "wb") as fp:
             io.FlowWriter(fp).add(flow)
         logger.info("toolvocab: recorded %s", path)
+
+
+def _is_reverse(proxy_mode: Any) -> bool:
+    """True for mitmproxy's reverse mode (``mode_specs.ReverseMode`` in mitmproxy 11 and 12)."""
+    return type(proxy_mode).__name__ == "ReverseMode"
 
 
 def redact_state(state: dict[str, Any]) -> dict[str, Any]:

@@ -90,6 +90,59 @@ def is_handled(record: dict | None) -> bool:
     return bool(record) and not record.get("skipped") and (bool(record.get("dialect")) or bool(record.get("decisions")))
 
 
+def change_kind(record: dict | None) -> str | None:
+    """What toolvocab changed in a flow: ``"tools"`` (a tool call in the answer, or a tool name
+    sent upstream: renamed, aliased, dropped duplicate, fitted arguments, new ids), ``"prompt"``
+    (only the one prompt sentence was added to the request) or ``None`` (nothing changed).
+
+    Only ``"tools"`` flows get the 🔧 marker; a ``"prompt"`` flow gets a comment and no marker.
+    """
+    if not record:
+        return None
+    request, response = bool(record.get("request_changed")), bool(record.get("response_changed"))
+    if response:
+        return "tools"
+    if not request:
+        return None
+    names_changed = bool(record.get("rename_map") or record.get("duplicates") or record.get("renames"))
+    if record.get("prompt_sentence") and not names_changed:
+        return "prompt"
+    return "tools"
+
+
+def log_line(record: dict) -> str:
+    """The one ``info`` line mitmdump prints for a changed flow, e.g.
+    ``toolvocab: shell→Bash (capability) · Claude Code → api.anthropic.com``. Repairs only:
+    names left alone are in the ``debug`` line (:func:`left_line`)."""
+    parts = []
+    for d in record.get("decisions") or []:
+        if d.get("action") == "rename":
+            parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}→"
+                         f"{_qualified(d.get('target_namespace'), d.get('target'))} ({d.get('step')})")
+        elif d.get("action") == "fit":
+            parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}: arguments fitted")
+    renamed = record.get("rename_map") or {}
+    if renamed and record.get("request_changed"):
+        parts.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
+    if record.get("prompt_sentence") and record.get("request_changed"):
+        parts.append(f"prompt sentence names {_plural(len(record.get('prompt_names') or []), 'tool')}")
+    if not parts and record.get("response_changed"):
+        parts.append("answer rewritten (ids or argument encoding)")
+    where = f"{record.get('client') or 'unknown client'} → {record.get('host') or '?'}"
+    prefix = "toolvocab (observe, nothing changed): " if record.get("mode") == "observe" else "toolvocab: "
+    return prefix + ("; ".join(parts) or "no change") + " · " + where
+
+
+def left_line(record: dict) -> str | None:
+    """The ``debug`` line for calls left alone (``shell left (capability: several candidates)``),
+    or None when no call was left."""
+    left = [d for d in record.get("decisions") or [] if d.get("action") == "leave"]
+    if not left:
+        return None
+    parts = [f"{_qualified(d.get('namespace'), d.get('name'))} left ({d.get('step')}: {d.get('reason')})" for d in left]
+    return "toolvocab: " + "; ".join(parts) + f" · {record.get('client') or 'unknown client'} → {record.get('host') or '?'}"
+
+
 def _json(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
@@ -417,6 +470,8 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
         "handled": len(handled),
         "skipped": len(recs) - len(handled),
         "changed": sum(bool(r.get("request_changed") or r.get("response_changed")) for r in handled),
+        "changed_tools": sum(change_kind(r) == "tools" for r in handled),
+        "changed_prompt": sum(change_kind(r) == "prompt" for r in handled),
         "observe": sum(r.get("mode") == "observe" for r in handled),
         "calls": {k: sum(int(r.get(f"calls_{k}") or 0) for r in handled) for k in ("seen", "kept", "repaired", "left")},
         "action": Counter(),
@@ -475,7 +530,8 @@ def stats_text(records: Iterable[Any]) -> str:
     lines = [
         (
             f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
-            f"({s['changed']} changed, {s['observe']} in observe mode), {s['skipped']} not handled"
+            f"({s['changed']} changed: {s['changed_tools']} tool calls or names, {s['changed_prompt']} prompt "
+            f"sentence only; {s['observe']} in observe mode), {s['skipped']} not handled"
         ),
         f"calls: {c['seen']} seen, {c['kept']} kept, {c['repaired']} repaired, {c['left']} left",
         _counter_line("decisions by action", s["action"]),

@@ -651,7 +651,8 @@ def test_error_hook_keeps_the_record(env):
     rec = f.metadata[KEY]
     assert rec["dialect"] == "anthropic"
     assert "flow ended with an error: client disconnected" in rec["notes"]
-    assert f.marked == ":wrench:"  # the request was changed (sentence added)
+    # only the prompt sentence was added: a comment, no 🔧 (that marks tool changes)
+    assert not f.marked and f.comment.startswith("toolvocab (prompt sentence only): ")
     assert f.id not in env.addon._states
     assert roundtrip(f).metadata[KEY] == rec
 

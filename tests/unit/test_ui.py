@@ -214,6 +214,7 @@ def test_explain_flows_says_why_each_name_was_or_was_not_repaired():
 def test_stats_counts_every_dimension():
     s = tvui.stats([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
     assert (s["flows"], s["handled"], s["skipped"], s["changed"], s["observe"]) == (4, 3, 1, 1, 1)
+    assert (s["changed_tools"], s["changed_prompt"]) == (1, 0)
     assert s["calls"] == {"seen": 5, "kept": 2, "repaired": 2, "left": 1}
     assert s["action"] == {"rename": 2, "keep": 2, "leave": 1}
     assert s["step"] == {"capability": 3, "declared": 2}
@@ -229,7 +230,8 @@ def test_stats_counts_every_dimension():
 def test_stats_text():
     text = tvui.stats_text([RENAMED, LEFT, OBSERVED, SKIPPED])
     assert text.splitlines() == [
-        "toolvocab stats: 4 flows with a record — 3 handled (1 changed, 1 in observe mode), 1 not handled",
+        ("toolvocab stats: 4 flows with a record — 3 handled (1 changed: 1 tool calls or names, 0 prompt sentence "
+         "only; 1 in observe mode), 1 not handled"),
         "calls: 5 seen, 2 kept, 2 repaired, 1 left",
         "decisions by action: keep 2, rename 2, leave 1",
         "decisions by ladder step: capability 3, declared 2",
@@ -467,7 +469,7 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
     assert any(r.levelno == ALERT and r.getMessage() == text for r in caplog.records)
 
     text = tctx.master.commands.call("toolvocab.stats", flows)
-    assert "toolvocab stats: 3 flows with a record — 3 handled (2 changed, 1 in observe mode), 0 not handled" in text
+    assert "toolvocab stats: 3 flows with a record — 3 handled (2 changed: 1 tool calls or names, 1 prompt sentence only; 1 in observe mode), 0 not handled" in text
     assert "calls: 5 seen, 2 kept, 2 repaired, 1 left" in text
     assert "decisions by action: keep 2, rename 2, leave 1" in text
     assert "flows by client: Claude Code 3" in text
@@ -481,7 +483,9 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
     view.add(flows)
     assert tctx.master.commands.execute("toolvocab.stats @all") == text
     assert "launch_rocket: NOT repaired" in tctx.master.commands.execute("toolvocab.explain @all")
-    assert tctx.master.commands.execute("toolvocab.stats ~marked").startswith("toolvocab stats: 3 flows")
+    # the left flow only had the prompt sentence added: commented, not marked (🔧 is for tool changes)
+    assert tctx.master.commands.execute("toolvocab.stats ~marked").startswith("toolvocab stats: 2 flows")
+    assert tctx.master.commands.execute("toolvocab.stats \"~comment toolvocab\"").startswith("toolvocab stats: 3 flows")
 
 
 def test_records_survive_a_flow_file_roundtrip_for_the_ui(env, tmp_path):

@@ -1,0 +1,122 @@
+"""What mitmdump prints while toolvocab runs: one ``info`` line per changed flow, calls left
+alone at ``debug``, the start line; prompt-sentence-only flows told apart from tool changes
+(no 🔧, their own comment, counted apart by ``stats``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from mitmproxy import ctx
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+from mitmproxy.test import tutils
+
+import tvhosts
+import tvui
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDON = ROOT / "addon" / "toolvocab.py"
+BASH = {"name": "Bash", "description": "Run a shell command", "input_schema": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+PS = {"name": "PowerShell", "description": "Run a PowerShell command", "input_schema": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+
+
+@pytest.fixture(scope="module")
+def tv():
+    with taddons.context() as tctx:
+        script = tctx.script(str(ADDON))
+        tctx.master.addons.chain.append(script)  # option changes reach configure() (test_addon_hooks.py)
+        yield tctx, script
+
+
+@pytest.fixture
+def addon(tv):
+    tctx, script = tv
+    ctx.master = tctx.master
+    ctx.options = tctx.options
+    tctx.configure(script, toolvocab_mode="auto")
+    yield next(a for a in script.addons if type(a).__name__ == "ToolVocab")
+    tctx.configure(script, toolvocab_mode="auto")
+
+
+def run_flow(addon, tools: list[dict], answer_name: str, *, system: str = "", ua: str = "claude-cli/2.1.197 (external, sdk-cli)"):
+    """One non-streamed Anthropic flow through request → responseheaders → response."""
+    body = {"model": "claude-x", "max_tokens": 10, "system": system, "tools": tools,
+            "messages": [{"role": "user", "content": "hi"}]}
+    req = tutils.treq(host="api.anthropic.com", port=443, scheme=b"https", method=b"POST", path=b"/v1/messages",
+                      content=orjson.dumps(body))
+    req.headers["content-type"] = "application/json"
+    req.headers["user-agent"] = ua
+    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
+              "content": [{"type": "tool_use", "id": "toolu_1", "name": answer_name, "input": {"command": "ls"}}]}
+    resp = tutils.tresp(content=orjson.dumps(answer))
+    resp.headers["content-type"] = "application/json"
+    f = tflow.tflow(req=req, resp=resp)
+    f.response = None
+    addon.request(f)
+    f.response = resp
+    addon.responseheaders(f)
+    addon.response(f)
+    return f
+
+
+def messages(caplog, level: int) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == level and r.getMessage().startswith("toolvocab")]
+
+
+def test_a_repair_logs_one_info_line_with_client_and_host(addon, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    f = run_flow(addon, [BASH], "shell", system="Use Bash.")
+    lines = messages(caplog, logging.INFO)
+    assert lines == ["toolvocab: shell→Bash (capability) · Claude Code → api.anthropic.com"], lines
+    assert f.marked == ":wrench:"
+    assert json.loads(f.response.content)["content"][0]["name"] == "Bash"
+
+
+def test_a_call_left_alone_is_debug_only_and_a_prompt_only_flow_has_no_marker(addon, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    # `frobnicate` names no declared tool and no capability: left; the prompt mentions neither
+    # tool, so the sentence is added: the request changed, no tool call did
+    f = run_flow(addon, [BASH, PS], "frobnicate")
+    info, debug = messages(caplog, logging.INFO), messages(caplog, logging.DEBUG)
+    assert len(info) == 1 and info[0].startswith("toolvocab: prompt sentence names 2 tools · Claude Code → "), info
+    assert any(re.match(r"toolvocab: frobnicate left \(\w+: .+\) · Claude Code → api\.anthropic\.com$", d) for d in debug), debug
+    assert not f.marked
+    assert f.comment.startswith("toolvocab (prompt sentence only): ")
+    rec = f.metadata["toolvocab"]
+    assert tvui.change_kind(rec) == "prompt"
+    s = tvui.stats([rec])
+    assert (s["changed"], s["changed_tools"], s["changed_prompt"]) == (1, 0, 1)
+
+
+def test_nothing_changed_nothing_logged_at_info(addon, tv, caplog) -> None:
+    tctx, script = tv
+    tctx.configure(script, toolvocab_mode="repair")  # no prompt sentence
+    caplog.set_level(logging.DEBUG)
+    f = run_flow(addon, [BASH], "Bash")
+    assert messages(caplog, logging.INFO) == []
+    assert not f.marked and not f.comment
+
+
+def test_stats_text_counts_tool_changes_and_prompt_only_apart(addon) -> None:
+    repaired = run_flow(addon, [BASH], "shell", system="Use Bash.").metadata["toolvocab"]
+    prompt_only = run_flow(addon, [BASH, PS], "frobnicate").metadata["toolvocab"]
+    first = tvui.stats_text([repaired, prompt_only]).splitlines()[0]
+    assert first == ("toolvocab stats: 2 flows with a record — 2 handled (2 changed: 1 tool calls or names, "
+                     "1 prompt sentence only; 0 in observe mode), 0 not handled")
+
+
+def test_start_line_tells_mode_profiles_and_host_rule() -> None:
+    line = tvhosts.start_line(["regular"], "auto", None, tvhosts.HostRule())
+    assert line.startswith("toolvocab: mode auto · proxy regular · profiles none · intercepting TLS only to ")
+    assert f"{len(tvhosts.KNOWN_HOSTS)} known LLM API hosts" in line
+    line = tvhosts.start_line(["reverse:https://api.anthropic.com"], "observe", "p.toml", tvhosts.HostRule())
+    assert line == "toolvocab: mode observe · proxy reverse:https://api.anthropic.com · profiles p.toml"
+    line = tvhosts.start_line(["regular"], "auto", None, tvhosts.HostRule(intercept_all=True))
+    assert line.endswith("intercepting TLS to every host (toolvocab_intercept=all)")
