@@ -199,9 +199,15 @@ class _StreamCallable:
         except ValueError:
             self.state.record.notes.append("answer body is not JSON; passed through")
             return body
+        if not isinstance(parsed, dict):
+            self.state.record.notes.append("answer body is not a JSON object; passed through")
+            return body
         try:
             if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
-                new = jsonio.dumps(parsed)
+                new = jsonio.rewrite(body, parsed)
+                if new is None:
+                    self.state.record.notes.append("rewritten answer could not be written back exactly; passed through")
+                    return body
                 self.changed = True
                 return new
         except Exception as exc:
@@ -483,8 +489,12 @@ class ToolVocab:
             state.ws_rewriter = dialect.stream_rewriter(state, plan)
             self._ws[flow.id] = state
             if self.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
-                message.content = jsonio.dumps(frame)
-                record.request_changed = True
+                new = jsonio.rewrite(message.content, frame)
+                if new is None:
+                    record.notes.append("rewritten response.create frame could not be written back exactly; sent as it came")
+                else:
+                    message.content = new
+                    record.request_changed = True
             self._finish(flow, state)
             return
         state = self._ws.get(flow.id)
@@ -534,7 +544,13 @@ class ToolVocab:
         try:
             body = jsonio.loads(content)
         except ValueError:
+            # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
+            # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
             self._skip(flow, "request body is not JSON")
+            return
+        if jsonio.has_duplicate_keys(content):
+            # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
+            self._skip(flow, "request body repeats a key; passed through")
             return
         dialect = tvdialects.detect(req.method, req.path, body)
         if dialect is None:
@@ -553,10 +569,16 @@ class ToolVocab:
             wants_stream=dialect.wants_stream(req.path, body),
         )
         if self.mode in ("auto", "repair"):
+            # The plan is applied to the parsed copy; the wire gets it only as a complete body
+            # that reads back strictly, else the client's bytes stay.
             if dialect.apply_request(body, plan):
-                state.original_request = content
-                req.content = jsonio.dumps(body)
-                record.request_changed = True
+                new = jsonio.rewrite(content, body, unique_keys=True)
+                if new is None:
+                    record.notes.append("rewritten request body could not be written back exactly; sent as it came")
+                else:
+                    state.original_request = content
+                    req.content = new
+                    record.request_changed = True
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             req.anticomp()
         self._states[flow.id] = state
@@ -656,9 +678,16 @@ class ToolVocab:
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
+        if not isinstance(body, dict):
+            state.record.notes.append("answer body is not a JSON object; passed through")
+            return
         if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
+            new = jsonio.rewrite(content, body)
+            if new is None:
+                state.record.notes.append("rewritten answer could not be written back exactly (a repeated key?); passed through")
+                return
             state.upstream_raw = resp.raw_content
-            resp.content = jsonio.dumps(body)
+            resp.content = new
             state.record.response_changed = True
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: _FlowState, content: bytes) -> None:
