@@ -738,19 +738,20 @@ class ToolVocab:
             elif self.mode == "observe" and would_change:
                 flow.marked = MARK_OBSERVED
                 flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
-            self._log(state, dumped, kind is not None or (self.mode == "observe" and would_change))
+            self._log(state, dumped, kind == "tools" or (self.mode == "observe" and would_change), kind == "prompt")
             if self.record_dir and (record.request_changed or record.response_changed or (self.mode == "observe" and would_change)):
                 self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
 
     @staticmethod
-    def _log(state: _FlowState, record: dict, changed: bool) -> None:
-        """One ``info`` line per changed flow (``debug`` for calls left alone); a WebSocket's
-        later turns log again only when the line differs."""
+    def _log(state: _FlowState, record: dict, changed: bool, prompt_only: bool) -> None:
+        """One ``info`` line per flow whose tool calls or names changed (``debug`` for a flow that
+        only got the prompt sentence, and for calls left alone); a WebSocket's later turns log
+        again only when the line differs."""
         lines = []
-        if changed:
-            lines.append((logging.INFO, log_line(record)))
+        if changed or prompt_only:
+            lines.append((logging.INFO if changed else logging.DEBUG, log_line(record)))
         left = left_line(record)
         if left:
             lines.append((logging.DEBUG, left))
