@@ -259,12 +259,19 @@ class AnthropicStream(EventStreamRewriter):
     A block still open at end of stream goes out unchanged.
     """
 
+    #: Only a ``tool_use`` block is ever changed (issue 11: other events pass unparsed).
+    MARKERS = (b"tool_use",)
+
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
         self._resolve = resolve
         self._ids = CallIds(plan.flow_key if plan is not None else "")
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
+
+    def holding(self) -> bool:
+        """A tool_use block is being held: every event goes to :meth:`on_event`."""
+        return self._held is not None
 
     def held(self) -> list[bytes]:
         """Raw bytes of the tool_use block being held (clears it)."""

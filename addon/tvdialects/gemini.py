@@ -340,6 +340,9 @@ class GeminiStream(EventStreamRewriter):
     (brackets, commas, whitespace) passes through as received. Never buffers the whole body.
     """
 
+    #: Only a ``functionCall`` is ever changed (issue 11: other SSE events pass unparsed).
+    MARKERS = (b"functionCall",)
+
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
         self._resolve = resolve

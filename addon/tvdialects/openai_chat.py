@@ -493,6 +493,16 @@ class ChatStream(EventStreamRewriter):
     (:func:`lift_text_calls`).
     """
 
+    #: Streamed calls carry ``tool_calls`` (issue 11: other events pass unparsed, except
+    #: while :meth:`holding`).
+    MARKERS = (b"tool_calls",)
+
+    def holding(self) -> bool:
+        """Every event goes to :meth:`on_event` while chunks are held, while the content may
+        still turn out to be tool-call markup (until it is prose), and once a choice carried
+        tool calls (its ``finish_reason`` may need fixing)."""
+        return self._held is not None or self._text is not None or not self._prose or bool(self._with_calls)
+
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
         super().__init__()
         self._resolve = resolve

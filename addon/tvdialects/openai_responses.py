@@ -400,11 +400,19 @@ class ResponsesStream(EventStreamRewriter):
     the client's tool names in its ``tools`` / ``tool_choice`` echo.
     """
 
+    #: A call starts with ``output_item.added``; echoes sit in events with a ``response``
+    #: object (issue 11: other events pass unparsed).
+    MARKERS = (b"output_item.added", b'"response"')
+
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
         super().__init__()
         self.core = ResponsesCore(resolve, plan)
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
+
+    def holding(self) -> bool:
+        """A call is being held: every event goes to :meth:`on_event`."""
+        return self._held is not None
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held call's events (clears them)."""

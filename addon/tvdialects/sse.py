@@ -14,6 +14,8 @@ from dataclasses import field
 
 import orjson
 
+from tvengine import jsonio
+
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
 
@@ -56,8 +58,9 @@ class SSEEvent:
             self._parsed = True
             if self.data is not None:
                 try:
-                    self._json = orjson.loads(self.data)
-                except orjson.JSONDecodeError:
+                    # strict, big integers exact, lone surrogate escapes kept (tvengine.jsonio)
+                    self._json = jsonio.loads(self.data.encode("utf-8", errors="surrogateescape"))
+                except ValueError:
                     self._json = None
         return self._json
 
@@ -68,7 +71,7 @@ class SSEEvent:
         comments) and its terminator; the data lines become one ``data:`` line at the position
         of the first.
         """
-        payload = orjson.dumps(value).decode()
+        payload = jsonio.dumps(value).decode()
         text = self.raw.decode("utf-8", errors="surrogateescape")
         m = _LINE.search(text)
         eol = m.group(0) if m else "\n"
@@ -101,56 +104,103 @@ class SSEParser:
     very end of the buffer waits for the next byte (it may be half of a CRLF), so the result never
     depends on where the transport cut the stream. ``flush()`` returns the bytes left at end of
     stream (an unterminated last block), which callers pass through unchanged.
+
+    Work is linear in the bytes fed whatever the piece sizes: every byte is searched once (an
+    unfinished line is not searched again when more of it arrives).
     """
 
     def __init__(self) -> None:
         self._buf = bytearray()
-        self._scan = 0  # where the next line starts (within the current block)
+        self._scan = 0  # where the current line starts (within the current block)
+        self._search = 0  # where the search for the next line end resumes (>= _scan)
         self.consumed = 0  # bytes taken in by feed() so far
+        self.searched = 0  # bytes handed to the line-end search so far (for linearity tests)
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Append ``chunk``; return every block it completes, in order."""
+        return [SSEEvent.parse(raw) for raw in self._feed(chunk, eof=False)]
+
+    def feed_raw(self, chunk: bytes) -> list[bytes]:
+        """Like :meth:`feed`, returning each completed block's raw bytes (nothing parsed)."""
         return self._feed(chunk, eof=False)
 
     def close(self) -> list[SSEEvent]:
         """End of stream: a CR at the very end is a line end after all; return the blocks that
         completes. What is still unterminated stays for :meth:`flush`."""
+        return [SSEEvent.parse(raw) for raw in self._feed(b"", eof=True)]
+
+    def close_raw(self) -> list[bytes]:
+        """Like :meth:`close`, returning raw blocks."""
         return self._feed(b"", eof=True)
 
-    def _feed(self, chunk: bytes, *, eof: bool) -> list[SSEEvent]:
+    def _feed(self, chunk: bytes, *, eof: bool) -> list[bytes]:
         self._buf += chunk
         self.consumed += len(chunk)
-        events: list[SSEEvent] = []
+        blocks: list[bytes] = []
         block_start = 0
         line_start = self._scan
+        pos = self._search
         buf = self._buf
+        n = len(buf)
+        search = _LINE_END.search
         while True:
-            m = _LINE_END.search(buf, line_start)
+            m = search(buf, pos)
             if m is None:
+                self.searched += n - pos
+                pos = n
                 break
-            if m.group() == b"\r" and m.end() == len(buf) and not eof:
-                break  # may be the first half of CRLF
+            end = m.end()
+            if end == n and not eof and buf[m.start()] == 0x0D and end - m.start() == 1:
+                self.searched += m.start() - pos
+                pos = m.start()  # may be the first half of CRLF: look again from here
+                break
+            self.searched += end - pos
             empty = m.start() == line_start
-            line_start = m.end()
+            line_start = pos = end
             if empty:
-                events.append(SSEEvent.parse(bytes(buf[block_start:line_start])))
+                blocks.append(bytes(buf[block_start:line_start]))
                 block_start = line_start
         if block_start:
             del self._buf[:block_start]
         self._scan = line_start - block_start
-        return events
+        self._search = pos - block_start
+        return blocks
 
     def flush(self) -> bytes:
         """Return and clear the unterminated remainder."""
         rest = bytes(self._buf)
         self._buf.clear()
         self._scan = 0
+        self._search = 0
         return rest
 
     @property
     def pending(self) -> int:
         """Bytes waiting for a terminator."""
         return len(self._buf)
+
+
+#: Every dialect's markers include this: a JSON ``\\u`` escape can spell any marker.
+_ESCAPE = b"\\u"
+
+
+def _split_lf(region: bytes) -> list[bytes]:
+    """Cut ``region`` (LF-only, ending at a block boundary) into its blocks, as
+    :class:`SSEParser` would: an empty line at a block start is a block of its own."""
+    blocks: list[bytes] = []
+    pos, n = 0, len(region)
+    find = region.find
+    while pos < n:
+        if region[pos] == 0x0A:
+            blocks.append(region[pos : pos + 1])
+            pos += 1
+            continue
+        end = find(b"\n\n", pos) + 2
+        if end < 2:  # cannot happen for a region that ends at a boundary; keep every byte
+            end = n
+        blocks.append(region[pos:end])
+        pos = end
+    return blocks
 
 
 class EventStreamRewriter:
@@ -160,11 +210,29 @@ class EventStreamRewriter:
     ``[]`` to hold it) and :meth:`held` (the raw bytes of events held so far, in order). If
     :meth:`on_event` raises, the held events and the failing event go out unchanged and the rest
     of the stream passes through untouched; ``error`` keeps the exception text.
+
+    Cost follows what can change, not the bytes (issue 11). A subclass names in :attr:`MARKERS`
+    byte strings one of which is in every event it may change or must see to keep its state
+    (``\\u`` is added: an escape can spell any marker); while it holds events,
+    :meth:`holding` is True and every event goes to :meth:`on_event`. Otherwise an event
+    without a marker is passed on as received, unparsed. For an LF-only stream (the common
+    case) a chunk without a marker costs a few C-level scans: the bytes up to its last event
+    boundary go out as they came, and only the unfinished tail waits. :meth:`feed` returns at
+    most ONE piece per chunk (mitmproxy frames and writes each returned piece separately).
+    ``MARKERS = None`` parses every event. Work per byte is linear whatever the piece sizes.
     """
+
+    #: Byte strings, one of which is in every event :meth:`on_event` must see (``None``: all).
+    MARKERS: tuple[bytes, ...] | None = None
 
     def __init__(self) -> None:
         self._parser = SSEParser()
         self.error: str | None = None
+        self._pending = bytearray()  # fast path: bytes after the last block boundary
+        self._lf_only = True  # no CR seen yet: a block ends at "\n\n"
+        self._consumed = 0
+        markers = type(self).MARKERS
+        self._markers: tuple[bytes, ...] | None = None if markers is None else tuple(markers) + (_ESCAPE,)
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Bytes to send for ``event`` (``[]`` to hold it)."""
@@ -174,64 +242,127 @@ class EventStreamRewriter:
         """Raw bytes of the events currently held, in order; clears the hold."""
         return []
 
+    def holding(self) -> bool:
+        """True while every event must reach :meth:`on_event` (a block is held, or the
+        dialect's state needs each one); the default never holds."""
+        return False
+
     @property
     def consumed(self) -> int:
         """Upstream bytes taken in so far."""
-        return self._parser.consumed
+        return self._consumed
 
     def salvage(self) -> list[bytes]:
-        """Every upstream byte taken in but not yet sent (held events, then the parser's
+        """Every upstream byte taken in but not yet sent (held events, then the framer's
         remainder), unchanged; afterwards the rewriter passes everything through."""
         if self.error is None:
             self.error = "salvaged"
         out = self.held()
-        rest = self._parser.flush()
-        if rest:
-            out.append(rest)
+        out.append(self._parser.flush())
+        out.append(self._take_pending())
         return [b for b in out if b]
 
     def at_end(self) -> list[bytes]:
         """End of stream, after the last event: what is still held (default: unchanged)."""
         return self.held()
 
-    def _process(self, events: list[SSEEvent]) -> list[bytes]:
+    def _take_pending(self) -> bytes:
+        rest = bytes(self._pending)
+        self._pending.clear()
+        return rest
+
+    def _marked(self, raw: bytes) -> bool:
+        markers = self._markers
+        if markers is None:
+            return True
+        for m in markers:
+            if m in raw:
+                return True
+        return False
+
+    def _process(self, blocks: list[bytes]) -> list[bytes]:
         out: list[bytes] = []
-        for i, event in enumerate(events):
+        markers = self._markers
+        for i, raw in enumerate(blocks):
+            if markers is not None and not self.holding() and not self._marked(raw):
+                out.append(raw)
+                continue
+            event = SSEEvent.parse(raw)
             try:
                 out.extend(self.on_event(event))
             except Exception as exc:  # contain: pass the rest through byte-identical
                 self.error = f"{type(exc).__name__}: {exc}"
                 held = self.held()
-                rest = events[i:]
-                if held and held[-1] is rest[0].raw:
+                rest = blocks[i:]
+                if held and held[-1] is rest[0]:
                     rest = rest[1:]  # the failing event was already held
                 out.extend(held)
-                out.extend(e.raw for e in rest)
-                remainder = self._parser.flush()
-                if remainder:
-                    out.append(remainder)
+                out.extend(rest)
+                out.append(self._parser.flush())
+                out.append(self._take_pending())
                 break
         return out
 
+    @staticmethod
+    def _one(out: list[bytes]) -> list[bytes]:
+        if not out:
+            return []
+        if len(out) == 1:
+            return out if out[0] else []
+        joined = b"".join(out)
+        return [joined] if joined else []
+
     def feed(self, chunk: bytes) -> list[bytes]:
-        """Bytes to send for ``chunk``: complete events only, never a lone ``b""``."""
+        """Bytes to send for ``chunk``: complete events only, at most one piece, never a lone
+        ``b""``."""
         if self.error is not None:
             return [chunk] if chunk else []
-        return [b for b in self._process(self._parser.feed(chunk)) if b]
+        if not chunk:
+            return []
+        self._consumed += len(chunk)
+        if self._markers is None or not self._lf_only or b"\r" in chunk:
+            if self._lf_only:
+                # CR line ends: the general framer from here on (it starts at a block boundary).
+                self._lf_only = False
+                if self._pending:
+                    chunk = self._take_pending() + chunk
+            return self._one(self._process(self._parser.feed_raw(chunk)))
+        buf = self._pending
+        if not buf:
+            cut = chunk.rfind(b"\n\n")
+            if cut < 0:
+                buf += chunk
+                return []
+            end = cut + 2
+            region = chunk if end == len(chunk) else chunk[:end]
+            if end != len(chunk):
+                buf += memoryview(chunk)[end:]
+        else:
+            start = len(buf) - 1  # the pending bytes hold no boundary: search only what is new
+            buf += chunk
+            cut = buf.rfind(b"\n\n", start)
+            if cut < 0:
+                return []
+            end = cut + 2
+            region = bytes(buf[:end])
+            del buf[:end]
+        if not self.holding() and not self._marked(region):
+            return [region]
+        return self._one(self._process(_split_lf(region)))
 
     def finish(self) -> list[bytes]:
-        """End of stream: blocks completed only by the end (a final CR), then what is held
+        """End of stream: blocks completed only by the end, then what is held
         (:meth:`at_end`), then the unterminated remainder."""
         out: list[bytes] = []
         if self.error is None:
-            out = self._process(self._parser.close())
+            blocks = self._parser.feed_raw(self._take_pending()) if self._pending else []
+            out = self._process(blocks + self._parser.close_raw())
             if self.error is None:
                 try:
                     out.extend(self.at_end())
                 except Exception as exc:
                     self.error = f"{type(exc).__name__}: {exc}"
                     out.extend(self.held())
-        rest = self._parser.flush()
-        if rest:
-            out.append(rest)
-        return [b for b in out if b]
+        out.append(self._parser.flush())
+        out.append(self._take_pending())
+        return self._one(out)

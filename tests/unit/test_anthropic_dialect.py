@@ -449,7 +449,8 @@ def test_stream_text_goes_out_at_once_and_tool_block_is_held_until_stop():
         if not in_block:
             assert got == [event.raw], kind  # text, ping, message events: immediately, unchanged
         elif kind == "content_block_stop":
-            assert got and got[-1] == event.raw
+            # the whole block goes out as one piece (issue 11: one piece per input chunk)
+            assert len(got) == 1 and got[0].endswith(event.raw)
             in_block = False
         else:
             assert got == []  # held
