@@ -13,6 +13,7 @@ from typing import Protocol
 
 import orjson
 
+from tvengine import jsonio
 from tvengine.errors import ToolResult
 from tvengine.ids import stable_call_id
 from tvengine.ladder import Toolset
@@ -162,6 +163,12 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def as_list(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else ``[]``: a field a dialect iterates may hold any
+    JSON type in a broken or hostile body (a bool, a number, a string, an object)."""
+    return value if isinstance(value, list) else []
+
+
 def apply_decision_name(decision: Decision) -> str | None:
     """The name to write for ``decision``, or ``None`` when the name stays."""
     if decision.target is not None and decision.target != decision.name:
@@ -186,13 +193,13 @@ class JSONFrame:
         if not self._parsed:
             self._parsed = True
             try:
-                self._json = orjson.loads(self.raw)
-            except orjson.JSONDecodeError:
+                self._json = jsonio.loads(self.raw)  # strict; big integers exact
+            except ValueError:
                 self._json = None
         return self._json
 
     def with_json(self, value: Any) -> JSONFrame:
         """A new frame holding ``value`` as compact JSON."""
-        frame = JSONFrame(orjson.dumps(value))
+        frame = JSONFrame(jsonio.dumps(value))
         frame._json, frame._parsed = value, True
         return frame
