@@ -21,6 +21,7 @@ from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import as_list
 from tvdialects.base import dedupe_tools
+from tvdialects.base import object_arguments_call
 from tvdialects.sse import SSEEvent
 from tvdialects.sse import EventStreamRewriter
 from tvengine.errors import OPENCODE_INVALID_TOOL
@@ -232,10 +233,9 @@ def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:
 
 
 def _apply_block(block: dict[str, Any], resolve: Resolver) -> bool:
-    call = ToolCall(
-        name=block["name"],
-        arguments=block.get("input") if isinstance(block.get("input"), dict) else None,
-        id=block.get("id") if isinstance(block.get("id"), str) else None,
+    # input "" / null / [] reaches the engine as empty arguments: it writes {} back (issue 10).
+    call = object_arguments_call(
+        block["name"], block, "input", block.get("id") if isinstance(block.get("id"), str) else None, absent=None
     )
     decision = resolve(call)
     if not decision.changed:
@@ -316,20 +316,22 @@ class AnthropicStream(EventStreamRewriter):
                 fragments.append(str(data["delta"].get("partial_json", "")))
                 deltas.add(i)
         text = "".join(fragments)
-        initial = block.get("input") if isinstance(block.get("input"), dict) else {}
-        arguments: dict[str, Any] | None
-        if text.strip():
-            try:
-                parsed = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                parsed = None
-            arguments = parsed if isinstance(parsed, dict) else None
-        else:
-            arguments = initial
         new_id = self._ids.fix(block.get("id"))
         if new_id is not None:
             block["id"] = new_id
-        call = ToolCall(name=block["name"], arguments=arguments, id=block.get("id") if isinstance(block.get("id"), str) else None)
+        call_id = block.get("id") if isinstance(block.get("id"), str) else None
+        if text.strip():
+            try:
+                parsed: Any = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                call = ToolCall(name=block["name"], arguments=None, id=call_id)
+            else:
+                # A delta spelling null / [] / "" is an empty form (issue 10).
+                call = object_arguments_call(block["name"], {"input": parsed}, "input", call_id, absent=None)
+        else:
+            # No fragment: the input is the start's. {} there is the normal wire form of an
+            # empty input; null / "" / [] there is an empty form.
+            call = object_arguments_call(block["name"], block, "input", call_id, absent={})
         decision = self._resolve(call)
         if not decision.changed and new_id is None:
             return [e.raw for e in held]
@@ -339,7 +341,7 @@ class AnthropicStream(EventStreamRewriter):
         if new_name is not None:
             block["name"] = new_name
             start_changed = True
-        if decision.arguments_after is not None and not deltas and block.get("input"):
+        if decision.arguments_after is not None and (not isinstance(block.get("input"), dict) or (not deltas and block["input"])):
             block["input"] = {}  # the fitted input goes out as a delta; clients append deltas
             start_changed = True
         out.append(start.with_json({**start_data, "content_block": block}).raw if start_changed else start.raw)
@@ -355,8 +357,9 @@ class AnthropicStream(EventStreamRewriter):
                     out.append(event.with_json({**data, "delta": {**data["delta"], "partial_json": new_json}}).raw)
                     placed = True
                 continue
-            if i == len(held) - 1 and not placed:
-                # No delta carried the input (it sat in content_block_start): add one before the stop.
+            if i == len(held) - 1 and not placed and decision.arguments_after:
+                # No delta carried the input (it sat in content_block_start): add one before the
+                # stop; for {} the start's input: {} with no delta is the normal form.
                 delta = {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": new_json}}
                 out.append(_event_like(event, "content_block_delta", delta))
                 placed = True

@@ -169,6 +169,27 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def object_arguments_call(name: str, container: dict[str, Any], key: str, call_id: str | None, absent: dict[str, Any] | None) -> ToolCall:
+    """The :class:`ToolCall` for a dialect that carries arguments as a JSON object (Anthropic
+    ``input``, Gemini ``args``), read from ``container[key]``.
+
+    An object is the arguments. An empty form (``""`` or blanks, ``null``, ``[]``, or a string
+    holding ``null`` / ``[]``) goes through :meth:`ToolCall.from_payload`, which marks it
+    ``empty_arguments`` so the engine writes ``{}`` back (issue 10). Any other value is not an
+    object: ``arguments=None`` (never parsed out of a string). An absent key gives ``absent``
+    (absence is not an empty form on the wire).
+    """
+    if key not in container:
+        return ToolCall(name=name, arguments=absent, id=call_id)
+    value = container[key]
+    if isinstance(value, dict):
+        return ToolCall(name=name, arguments=value, id=call_id)
+    call = ToolCall.from_payload({"name": name, "input": value, "id": call_id})
+    if call.empty_arguments:
+        return call
+    return ToolCall(name=name, arguments=None, id=call_id)
+
+
 def apply_decision_name(decision: Decision) -> str | None:
     """The name to write for ``decision``, or ``None`` when the name stays."""
     if decision.target is not None and decision.target != decision.name:

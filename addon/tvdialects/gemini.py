@@ -23,11 +23,11 @@ from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
+from tvdialects.base import object_arguments_call
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
-from tvengine.models import ToolCall
 from tvengine.models import ToolKind
 from tvengine.plan import Plan
 
@@ -313,12 +313,11 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                     if new_id is not None and "id" in call:
                         call["id"] = new_id
                         changed = True
-                args = call.get("args")
+                # args null / "" / [] reach the engine as empty arguments and come back as {}
+                # (issue 10); an absent args is a call without arguments and stays absent.
                 decision = resolve(
-                    ToolCall(
-                        name=call["name"],
-                        arguments=args if isinstance(args, dict) else ({} if args is None else None),
-                        id=call.get("id") if isinstance(call.get("id"), str) else None,
+                    object_arguments_call(
+                        call["name"], call, "args", call.get("id") if isinstance(call.get("id"), str) else None, absent={}
                     )
                 )
                 if not decision.changed:

@@ -403,10 +403,15 @@ def lift_text_calls(
 
 
 def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None) -> bool:
-    """Resolve one ``{name, arguments}`` object in place."""
+    """Resolve one ``{name, arguments}`` object in place. Empty arguments (``""``, ``null``,
+    ``[]``) reach the engine as such and come back as ``"{}"`` (issue 10); absent ones stay
+    absent."""
     raw_args = fn.get("arguments")
     text, was_object = _args_text(raw_args)
-    call = ToolCall.from_payload({"name": fn["name"], "arguments": text, "id": legacy_id})
+    payload: dict[str, Any] = {"name": fn["name"], "id": legacy_id}
+    if "arguments" in fn:
+        payload["arguments"] = text
+    call = ToolCall.from_payload(payload)
     decision = resolve(call)
     changed = False
     new_name = apply_decision_name(decision) if decision.changed else None
@@ -793,7 +798,10 @@ class ChatStream(EventStreamRewriter):
         if slot.type == "custom":
             call = ToolCall(name=slot.name, raw_arguments=text, id=final_id, kind=ToolKind.FREEFORM)
         else:
-            call = ToolCall.from_payload({"name": slot.name, "arguments": text, "id": final_id})
+            payload: dict[str, Any] = {"name": slot.name, "id": final_id}
+            if slot.fragments:  # "" / null / [] in all fragments together is an empty form (issue 10)
+                payload["arguments"] = text
+            call = ToolCall.from_payload(payload)
         decision = self._resolve(call)
         name = slot.name
         new_args: str | None = None

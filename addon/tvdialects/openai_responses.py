@@ -305,14 +305,11 @@ class ResponsesCore:
             raw_args = item.get("arguments")
             if isinstance(raw_args, (dict, list)):
                 raw_args = orjson.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
-            call = ToolCall.from_payload(
-                {
-                    "name": item["name"],
-                    "arguments": raw_args if isinstance(raw_args, str) else "",
-                    "id": item.get("call_id"),
-                    "namespace": item.get("namespace"),
-                }
-            )
+            payload: dict[str, Any] = {"name": item["name"], "id": item.get("call_id"), "namespace": item.get("namespace")}
+            if "arguments" in item:
+                # "" / null / "null" / [] are empty forms: the engine writes "{}" back (issue 10).
+                payload["arguments"] = raw_args
+            call = ToolCall.from_payload(payload)
         decision = self.resolve(call)
         new_args = None
         if decision.changed and decision.arguments_after is not None:

@@ -1,0 +1,505 @@
+"""Empty arguments on the wire (issue 10, refinement): ``""``, ``null`` and ``[]`` arguments for a
+tool whose schema is an object reach the client as ``"{}"`` (``{}`` where the dialect carries
+objects), JSON and streamed, in every dialect; and a Chat answer that carries tool calls ends
+with ``finish_reason: "tool_calls"``.
+
+Each dialect is checked on whole JSON answers and on streams fed whole and over random chunk
+splits, for every empty form; the normal ``{}`` spellings (Anthropic's streamed ``input: {}``
+with no or empty ``input_json_delta``, an absent Gemini ``args``) stay byte-identical. What the
+client receives is read the way its SDK assembles it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from tvdialects.anthropic import DIALECT as ANTHROPIC
+from tvdialects.gemini import DIALECT as GEMINI
+from tvdialects.openai_chat import DIALECT as CHAT
+from tvdialects.openai_responses import DIALECT as RESPONSES
+from tvdialects.sse import SSEParser
+from tvengine.ladder import Toolset
+from tvengine.ladder import resolve
+from tvengine.models import DeclaredTool
+from tvengine.models import ToolCall
+from tvengine.plan import Plan
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
+TOOLS = Toolset([DeclaredTool(name="list_files", input_schema=SCHEMA), DeclaredTool(name="get_time", input_schema={"type": "object", "properties": {}})])
+PLAN = Plan(flow_key="flow-empty-args")
+
+#: Empty forms as a string-carrying dialect sends them (Chat, Responses): text or JSON value.
+STRING_FORMS = [
+    pytest.param("", id="empty-string"),
+    pytest.param("   ", id="blank-string"),
+    pytest.param("null", id="string-null"),
+    pytest.param("[]", id="string-list"),
+    pytest.param(None, id="json-null"),
+    pytest.param([], id="json-list"),
+]
+#: Empty forms where the dialect carries objects (Anthropic input, Gemini args).
+OBJECT_FORMS = [
+    pytest.param("", id="empty-string"),
+    pytest.param(None, id="json-null"),
+    pytest.param([], id="json-list"),
+]
+
+
+class Resolver:
+    """The addon's per-flow resolver shape (callable, with ``tools``)."""
+
+    def __init__(self) -> None:
+        self.tools = TOOLS
+        self.decisions: list[Any] = []
+
+    def __call__(self, call: ToolCall):
+        decision = resolve(call, self.tools, {})
+        self.decisions.append(decision)
+        return decision
+
+
+def chunks_of(data: bytes, rnd: random.Random) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(1, 32)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+def run(dialect: Any, data: bytes, seed: int | None) -> bytes:
+    rw = dialect.stream_rewriter(Resolver(), PLAN)
+    out: list[bytes] = []
+    for chunk in [data] if seed is None else chunks_of(data, random.Random(seed)):
+        out += rw.feed(chunk)
+    out += rw.finish()
+    assert rw.error is None, rw.error
+    return b"".join(out)
+
+
+def sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:
+    out = b""
+    for name, data in events:
+        out += (f"event: {name}\n".encode() if name else b"") + b"data: " + orjson.dumps(data) + b"\n\n"
+    return out
+
+
+def parsed(out: bytes) -> list[Any]:
+    parser = SSEParser()
+    return [e.json() for e in parser.feed(out) + parser.close()]
+
+
+SEEDS = [None, 1, 2, 3]
+
+# -- Chat Completions ---------------------------------------------------------------------------
+
+
+def chat_json(arguments: Any, finish: str = "stop", legacy: bool = False) -> dict[str, Any]:
+    fn = {"name": "list_files", "arguments": arguments}
+    message: dict[str, Any] = {"role": "assistant", "content": None}
+    if legacy:
+        message["function_call"] = fn
+    else:
+        message["tool_calls"] = [{"id": "call_1", "type": "function", "function": fn}]
+    return {"id": "chatcmpl-e", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+
+
+@pytest.mark.parametrize("arguments", STRING_FORMS)
+def test_chat_json_empty_arguments_become_an_empty_object(arguments: Any) -> None:
+    body = chat_json(arguments)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    call = body["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"] == {"name": "list_files", "arguments": "{}"}
+    assert call["id"] == "call_1"
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize("arguments", STRING_FORMS)
+def test_chat_json_legacy_function_call_empty_arguments_become_an_empty_object(arguments: Any) -> None:
+    body = chat_json(arguments, finish="function_call", legacy=True)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    assert body["choices"][0]["message"]["function_call"] == {"name": "list_files", "arguments": "{}"}
+    assert body["choices"][0]["finish_reason"] == "function_call"
+
+
+def test_chat_json_empty_object_and_absent_arguments_are_left() -> None:
+    for body in (chat_json("{}", finish="tool_calls"), chat_json('{"path": "."}', finish="tool_calls")):
+        before = orjson.dumps(body)
+        assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+        assert orjson.dumps(body) == before
+
+
+def test_chat_json_absent_arguments_are_not_an_empty_form() -> None:
+    body = chat_json(None, finish="tool_calls")
+    del body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+    before = orjson.dumps(body)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+def test_chat_json_declared_call_with_stop_gets_finish_reason_tool_calls() -> None:
+    body = chat_json('{"path": "src"}')
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+    assert body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"path": "src"}'
+
+
+@pytest.mark.parametrize("finish", ["length", "content_filter", "tool_calls"])
+def test_chat_json_finish_reason_other_than_stop_is_kept(finish: str) -> None:
+    body = chat_json('{"path": "src"}', finish=finish)
+    before = orjson.dumps(body)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+def test_chat_json_stop_without_tool_calls_is_kept() -> None:
+    for message in ({"role": "assistant", "content": "hi"}, {"role": "assistant", "content": "hi", "tool_calls": []}):
+        body = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        before = orjson.dumps(body)
+        assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+        assert orjson.dumps(body) == before
+
+
+CHAT_HEAD = {"id": "chatcmpl-e", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+
+def chat_stream(fragments: list[Any], finish: str = "stop", first_has_arguments: bool = True) -> bytes:
+    """One call; ``fragments`` are the ``arguments`` values of its deltas (the first carries id
+    and name)."""
+    events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}]
+    for i, fragment in enumerate(fragments or [None]):
+        tc: dict[str, Any] = {"index": 0}
+        fn: dict[str, Any] = {}
+        if i == 0:
+            tc.update(id="call_1", type="function")
+            fn["name"] = "list_files"
+        if fragments and (i or first_has_arguments):
+            fn["arguments"] = fragment
+        tc["function"] = fn
+        events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]})
+    events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return sse([(None, e) for e in events]) + b"data: [DONE]\n\n"
+
+
+def chat_client_view(out: bytes) -> dict[str, Any]:
+    """As the openai SDK assembles a streamed call: strings concatenated per index."""
+    call: dict[str, str] = {"id": "", "name": "", "arguments": ""}
+    finish = None
+    for data in parsed(out):
+        if not isinstance(data, dict):
+            continue
+        for choice in data.get("choices") or ():
+            for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                call["id"] += tc.get("id") or ""
+                fn = tc.get("function") or {}
+                call["name"] += fn.get("name") or ""
+                call["arguments"] += fn.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return {**call, "finish_reason": finish}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "fragments",
+    [
+        pytest.param([""], id="one-empty"),
+        pytest.param(["", ""], id="two-empty"),
+        pytest.param([" "], id="blank"),
+        pytest.param(["nu", "ll"], id="null-split"),
+        pytest.param(["", "[", "]"], id="list-split"),
+        pytest.param([None], id="json-null"),
+        pytest.param([[]], id="json-list"),
+    ],
+)
+def test_chat_stream_empty_arguments_become_an_empty_object(fragments: list[Any], seed: int | None) -> None:
+    view = chat_client_view(run(CHAT, chat_stream(fragments), seed))
+    assert view == {"id": "call_1", "name": "list_files", "arguments": "{}", "finish_reason": "tool_calls"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_chat_stream_declared_call_with_stop_changes_only_the_finish_reason(seed: int | None) -> None:
+    upstream = chat_stream(['{"pa', 'th": "src"}'])
+    out = run(CHAT, upstream, seed)
+    before, after = parsed(upstream), parsed(out)
+    assert len(before) == len(after)
+    for b, a in zip(before[:-2], after[:-2]):
+        assert a == b
+    assert after[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert {**after[-2], "choices": [{**after[-2]["choices"][0], "finish_reason": "stop"}]} == before[-2]
+    assert out.split(b"\n\n")[:-3] == upstream.split(b"\n\n")[:-3]  # every other event byte-identical
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("finish", ["length", "tool_calls"])
+def test_chat_stream_finish_reason_other_than_stop_is_byte_identical(finish: str, seed: int | None) -> None:
+    upstream = chat_stream(['{"path": "src"}'], finish=finish)
+    assert run(CHAT, upstream, seed) == upstream
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_chat_stream_empty_object_is_byte_identical(seed: int | None) -> None:
+    upstream = chat_stream(["{", "}"], finish="tool_calls")
+    assert run(CHAT, upstream, seed) == upstream
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_chat_stream_absent_arguments_are_byte_identical(seed: int | None) -> None:
+    upstream = chat_stream([], finish="tool_calls")
+    assert b'"arguments"' not in upstream
+    assert run(CHAT, upstream, seed) == upstream
+
+
+def test_chat_stream_text_only_answer_keeps_stop() -> None:
+    events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": None}]},
+              {**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    upstream = sse([(None, e) for e in events]) + b"data: [DONE]\n\n"
+    assert run(CHAT, upstream, None) == upstream
+
+
+def test_chat_stream_second_choice_without_calls_keeps_stop() -> None:
+    tc = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "list_files", "arguments": ""}}
+    events = [
+        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]},
+        {**CHAT_HEAD, "choices": [{"index": 1, "delta": {"content": "text"}, "finish_reason": None}]},
+        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}, {"index": 1, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    out = parsed(run(CHAT, sse([(None, e) for e in events]) + b"data: [DONE]\n\n", None))
+    finishes = {c["index"]: c["finish_reason"] for d in out if isinstance(d, dict) for c in d["choices"] if c.get("finish_reason")}
+    assert finishes == {0: "tool_calls", 1: "stop"}
+
+
+# -- Responses ----------------------------------------------------------------------------------
+
+
+def responses_item(arguments: Any, status: str = "completed", with_arguments: bool = True) -> dict[str, Any]:
+    item = {"id": "fc_1", "type": "function_call", "status": status, "call_id": "call_1", "name": "list_files"}
+    if with_arguments:
+        item["arguments"] = arguments
+    return item
+
+
+@pytest.mark.parametrize("arguments", STRING_FORMS)
+def test_responses_json_empty_arguments_become_an_empty_object(arguments: Any) -> None:
+    body = {"id": "resp_1", "object": "response", "status": "completed", "output": [responses_item(arguments)]}
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
+    assert body["output"][0] == {**responses_item("{}")}
+
+
+@pytest.mark.parametrize("item", [responses_item("{}"), responses_item(None, with_arguments=False), responses_item('{"path": "."}')])
+def test_responses_json_empty_object_or_absent_arguments_are_left(item: dict[str, Any]) -> None:
+    body = {"id": "resp_1", "object": "response", "status": "completed", "output": [item]}
+    before = orjson.dumps(body)
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+def responses_stream(deltas: list[Any], done_arguments: Any) -> bytes:
+    seq = iter(range(100))
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"type": "response.created", "sequence_number": next(seq),
+                              "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0,
+                                        "item": responses_item("", status="in_progress")}),
+    ]
+    for delta in deltas:
+        events.append(("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
+                       "sequence_number": next(seq), "item_id": "fc_1", "output_index": 0, "delta": delta}))
+    events += [
+        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": next(seq),
+                                                   "item_id": "fc_1", "output_index": 0, "arguments": done_arguments}),
+        ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0,
+                                       "item": responses_item(done_arguments)}),
+        ("response.completed", {"type": "response.completed", "sequence_number": next(seq),
+                                "response": {"id": "resp_1", "object": "response", "status": "completed",
+                                             "output": [responses_item(done_arguments)]}}),
+    ]
+    return sse(events)
+
+
+def responses_client_view(out: bytes) -> dict[str, Any]:
+    """Every place a Responses client reads a call's arguments."""
+    view: dict[str, Any] = {"accumulated": None, "done": None, "item_done": None, "completed": None}
+    for data in parsed(out):
+        kind = data.get("type")
+        if kind == "response.output_item.added":
+            view["accumulated"] = data["item"]["arguments"]
+        elif kind == "response.function_call_arguments.delta":
+            view["accumulated"] += data["delta"]
+        elif kind == "response.function_call_arguments.done":
+            view["done"] = data["arguments"]
+        elif kind == "response.output_item.done":
+            view["item_done"] = data["item"]["arguments"]
+        elif kind == "response.completed":
+            view["completed"] = data["response"]["output"][0]["arguments"]
+    return view
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    ("deltas", "done"),
+    [
+        pytest.param([], "", id="no-delta"),
+        pytest.param([""], "", id="empty-delta"),
+        pytest.param(["nu", "ll"], "null", id="null"),
+        pytest.param(["[", "]"], "[]", id="list"),
+        pytest.param([], None, id="json-null"),
+    ],
+)
+def test_responses_stream_empty_arguments_become_an_empty_object(deltas: list[str], done: Any, seed: int | None) -> None:
+    out = run(RESPONSES, responses_stream(deltas, done), seed)
+    view = responses_client_view(out)
+    assert view["done"] == view["item_done"] == view["completed"] == "{}"
+    assert view["accumulated"] == ("{}" if deltas else "")
+    numbers = [d["sequence_number"] for d in parsed(out)]
+    assert numbers == list(range(len(numbers)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_responses_stream_empty_object_is_byte_identical(seed: int | None) -> None:
+    upstream = responses_stream(["{", "}"], "{}")
+    assert run(RESPONSES, upstream, seed) == upstream
+
+
+# -- Anthropic ----------------------------------------------------------------------------------
+
+
+def anthropic_block(value: Any, present: bool = True) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": "toolu_1", "name": "list_files"}
+    if present:
+        block["input"] = value
+    return block
+
+
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_anthropic_json_empty_input_becomes_an_empty_object(value: Any) -> None:
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [anthropic_block(value)], "stop_reason": "tool_use"}
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
+    assert body["content"][0] == anthropic_block({})
+
+
+@pytest.mark.parametrize("block", [anthropic_block({}), anthropic_block({"path": "."}), anthropic_block('{"path": "."}')])
+def test_anthropic_json_object_and_odd_inputs_are_left(block: dict[str, Any]) -> None:
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [block], "stop_reason": "tool_use"}
+    before = orjson.dumps(body)
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+def anthropic_stream(start_input: Any, deltas: list[str]) -> bytes:
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": anthropic_block(start_input)}),
+        ("ping", {"type": "ping"}),
+    ]
+    for partial in deltas:
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "input_json_delta", "partial_json": partial}}))
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return sse(events)
+
+
+def anthropic_client_input(out: bytes) -> Any:
+    """As the anthropic SDK assembles a tool_use: the start's input, replaced by the parsed
+    concatenation of the input_json_delta fragments when there are any."""
+    start, buf = None, ""
+    for data in parsed(out):
+        if data.get("type") == "content_block_start":
+            start = data["content_block"]["input"]
+        elif data.get("type") == "content_block_delta" and data["delta"].get("type") == "input_json_delta":
+            buf += data["delta"]["partial_json"]
+    return orjson.loads(buf) if buf else start
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    ("start", "deltas"),
+    [
+        pytest.param(None, [], id="start-null"),
+        pytest.param("", [], id="start-empty-string"),
+        pytest.param([], [], id="start-list"),
+        pytest.param({}, ["null"], id="delta-null"),
+        pytest.param({}, ["[", "]"], id="delta-list"),
+        pytest.param({}, ['""'], id="delta-empty-string"),
+        pytest.param(None, ["", ""], id="start-null-empty-deltas"),
+    ],
+)
+def test_anthropic_stream_empty_input_becomes_an_empty_object(start: Any, deltas: list[str], seed: int | None) -> None:
+    out = run(ANTHROPIC, anthropic_stream(start, deltas), seed)
+    assert anthropic_client_input(out) == {}
+    blocks = [d for d in parsed(out) if d.get("type") == "content_block_start"]
+    assert blocks[0]["content_block"]["input"] == {}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    ("start", "deltas"),
+    [
+        pytest.param({}, [], id="normal-no-delta"),
+        pytest.param({}, [""], id="normal-empty-delta"),
+        pytest.param({}, ["", "{}"], id="normal-object-delta"),
+        pytest.param({}, ['{"pa', 'th": "."}'], id="declared-arguments"),
+    ],
+)
+def test_anthropic_stream_normal_empty_input_is_byte_identical(start: Any, deltas: list[str], seed: int | None) -> None:
+    upstream = anthropic_stream(start, deltas)
+    assert run(ANTHROPIC, upstream, seed) == upstream
+
+
+# -- Gemini -------------------------------------------------------------------------------------
+
+
+def gemini_answer(value: Any, present: bool = True) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": "list_files"}
+    if present:
+        call["args"] = value
+    return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, "finishReason": "STOP"}]}
+
+
+def gemini_args(answer: Any) -> Any:
+    return answer["candidates"][0]["content"]["parts"][0]["functionCall"].get("args", "absent")
+
+
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_gemini_json_empty_args_become_an_empty_object(value: Any) -> None:
+    body = gemini_answer(value)
+    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
+    assert body == gemini_answer({})
+
+
+@pytest.mark.parametrize("body", [gemini_answer({}), gemini_answer(None, present=False), gemini_answer({"path": "."})])
+def test_gemini_json_object_or_absent_args_are_left(body: dict[str, Any]) -> None:
+    before = orjson.dumps(body)
+    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("framing", ["sse", "array"])
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_gemini_stream_empty_args_become_an_empty_object(value: Any, framing: str, seed: int | None) -> None:
+    first = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Listing."}]}}]}
+    answers = [first, gemini_answer(value)]
+    if framing == "sse":
+        upstream = sse([(None, a) for a in answers])
+        got = parsed(run(GEMINI, upstream, seed))
+    else:
+        upstream = b"[" + b",\r\n".join(orjson.dumps(a) for a in answers) + b"]"
+        got = orjson.loads(run(GEMINI, upstream, seed))
+    assert got == [first, gemini_answer({})]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("framing", ["sse", "array"])
+@pytest.mark.parametrize("answer", [gemini_answer({}), gemini_answer(None, present=False)])
+def test_gemini_stream_object_or_absent_args_are_byte_identical(answer: dict[str, Any], framing: str, seed: int | None) -> None:
+    upstream = sse([(None, answer)]) if framing == "sse" else b"[" + orjson.dumps(answer) + b"]"
+    assert run(GEMINI, upstream, seed) == upstream
