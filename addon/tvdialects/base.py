@@ -163,12 +163,6 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def as_list(value: Any) -> list[Any]:
-    """``value`` when it is a JSON array, else ``[]``: a field a dialect iterates may hold any
-    JSON type in a broken or hostile body (a bool, a number, a string, an object)."""
-    return value if isinstance(value, list) else []
-
-
 def object_arguments_call(name: str, container: dict[str, Any], key: str, call_id: str | None, absent: dict[str, Any] | None) -> ToolCall:
     """The :class:`ToolCall` for a dialect that carries arguments as a JSON object (Anthropic
     ``input``, Gemini ``args``), read from ``container[key]``.

@@ -16,8 +16,6 @@ import orjson
 
 from tvengine import jsonio
 
-from tvengine import jsonio
-
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
 
