@@ -202,14 +202,8 @@ def _server_parts(probe: str, namespace: str | None, servers: _Servers) -> tuple
         if declared is not None:
             op = _strip_doubled_server(declared, op, servers)
         return raw, declared, op
-    parts = split_mcp("mcp__" + probe[5:]) if probe[:5].lower() == "mcp__" else None
-    if parts is not None:
-        raw, op = parts
-        declared = servers.match(raw)
-        if declared is not None:
-            op = _strip_doubled_server(declared, op, servers)
-        return raw, declared, op
-    body = probe
+    prefixed = probe[:5].lower() == "mcp__"
+    body = probe[5:] if prefixed else probe
     for join in _SERVER_JOINS:
         start = body.find(join)
         while start > 0:
@@ -218,6 +212,10 @@ def _server_parts(probe: str, namespace: str | None, servers: _Servers) -> tuple
             if right and declared is not None:
                 return left, declared, _strip_doubled_server(declared, right, servers)
             start = body.find(join, start + 1)
+    if prefixed:
+        # An mcp__ name always names a server, declared or not: it never leaves it.
+        parts = split_mcp("mcp__" + body)
+        return (parts[0] if parts else body), None, (parts[1] if parts else body)
     return None, None, probe
 
 
@@ -275,7 +273,7 @@ def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: 
     fitted, changes = fit_arguments(call.arguments, tool.input_schema, closed=closed, target_capability=tool.capability)
     error = validation_error(fitted, tool.input_schema)
     if error is not None:
-        reason = f"{reason}; the arguments fail its schema ({error}), which the client will report"
+        reason = f"{reason}; the arguments still fail its schema ({error}), which the client will report"
     return Decision(
         action=Action.RENAME,
         reason=reason,
