@@ -293,7 +293,17 @@ class ToolVocab:
         )
 
     def configure(self, updated: set[str]) -> None:
-        """Validate and cache options; raises ``OptionsError`` naming the bad option."""
+        """Validate and cache options; raises ``OptionsError`` naming the bad option.
+
+        The message is also logged as an error first: mitmproxy prints a script's exception
+        under a traceback, and the user should read what is wrong before it."""
+        try:
+            self._configure(updated)
+        except exceptions.OptionsError as exc:
+            logger.error("%s", exc)
+            raise
+
+    def _configure(self, updated: set[str]) -> None:
         from mitmproxy import ctx
 
         if "toolvocab_mode" in updated:

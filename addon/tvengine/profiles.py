@@ -17,6 +17,7 @@ cannot make a request look like another client's to an access gate.
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
 from typing import Any
@@ -154,6 +155,70 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
     return None
 
 
+_TARGET = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def _entry_line(text: str, index: int, key: str) -> int | None:
+    """The line (1-based) of the ``key = …`` entry of profile ``index``'s names: a
+    ``names.key = …`` dotted key, an entry under ``[profile.names]``, or the inline
+    ``names = {…}`` line; None when not found."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if re.match(r"\s*\[\[\s*profile\s*\]\]", line)]
+    if index >= len(starts):
+        return None
+    begin = starts[index]
+    end = starts[index + 1] if index + 1 < len(starts) else len(lines)
+    k = rf"(?:\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})"
+    in_names = False
+    for i in range(begin, end):
+        line = lines[i]
+        if re.match(r"\s*\[", line):
+            in_names = re.match(r"\s*\[\s*profile\s*\.\s*names\s*\]", line) is not None
+            continue
+        if re.match(rf"\s*names\s*\.\s*{k}\s*=", line) or (in_names and re.match(rf"\s*{k}\s*=", line)):
+            return i + 1
+    for i in range(begin, end):
+        if re.match(r"\s*names\s*=\s*\{", lines[i]) and re.search(rf"[{{,]\s*{k}\s*=", lines[i]):
+            return i + 1
+    return None
+
+
+def _names_problems(data: Any, text: str, source: str) -> tuple[list[tuple[int, str]], set[int]]:
+    """Problems of each profile's ``names`` entries, each at its own line: an unknown capability
+    (with the closest known one, and every valid name), a target no upstream accepts, a target
+    two capabilities share. Returns ((line or 0, message) pairs, indexes of profiles with problems)."""
+    problems: list[tuple[int, str]] = []
+    bad: set[int] = set()
+    profiles = data.get("profile") if isinstance(data, dict) else None
+    if not isinstance(profiles, list):
+        return problems, bad
+    valid = ", ".join(sorted(CAPABILITIES))
+    for i, profile in enumerate(profiles):
+        names = profile.get("names") if isinstance(profile, dict) else None
+        if not isinstance(names, dict):
+            continue
+        seen: dict[str, str] = {}
+        for key, target in names.items():
+            message = None
+            if key not in CAPABILITIES:
+                close = difflib.get_close_matches(key, sorted(CAPABILITIES), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else "."
+                message = f"unknown capability {key!r}{hint} Valid capabilities: {valid}"
+            elif isinstance(target, str) and not _TARGET.fullmatch(target):
+                message = (f"{key} = {target!r} is not a usable tool name "
+                           "(1 to 128 of the characters A-Z a-z 0-9 _ . : -)")
+            elif isinstance(target, str) and target in seen:
+                message = f"{key} = {target!r}: {seen[target]} already maps to {target!r} (one name per capability)"
+            if isinstance(target, str):
+                seen.setdefault(target, key)
+            if message:
+                line = _entry_line(text, i, key)
+                where = f"{source}:{line}" if line else source
+                problems.append((line or 0, f"{where}: profile.{i}.names.{key}: {message}"))
+                bad.add(i)
+    return problems, bad
+
+
 def parse_profiles(text: str, source: str = "<profiles>") -> ProfileSet:
     """Parse and validate a profile file's text.
 
@@ -172,16 +237,25 @@ def parse_profiles(text: str, source: str = "<profiles>") -> ProfileSet:
         else:
             where = source
         raise ProfileError(f"{where}: TOML syntax error: {exc}") from None
+    # names entries are checked here, each at its own line (pydantic's validator below only
+    # knows the `names` table as a whole)
+    problems, bad = _names_problems(data, text, source)
     try:
-        return ProfileSet.model_validate(data)
+        result = ProfileSet.model_validate(data)
     except ValidationError as exc:
-        problems = []
         for error in exc.errors():
-            line = _line_of(text, tuple(error["loc"]))
+            loc = tuple(error["loc"])
+            if len(loc) >= 2 and loc[0] == "profile" and loc[1] in bad and (len(loc) == 2 or loc[2:] == ("names",)):
+                continue  # already told entry by entry
+            line = _line_of(text, loc)
             where = f"{source}:{line}" if line else source
-            path = ".".join(str(p) for p in error["loc"])
-            problems.append(f"{where}: {path}: {error['msg']}")
-        raise ProfileError("; ".join(problems)) from None
+            path = ".".join(str(p) for p in loc)
+            problems.append((line or 0, f"{where}: {path}: {error['msg']}"))
+    else:
+        if not problems:
+            return result
+    problems.sort(key=lambda p: p[0])
+    raise ProfileError("; ".join(message for _, message in problems)) from None
 
 
 def load_profiles(path: str) -> ProfileSet:

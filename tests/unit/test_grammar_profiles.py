@@ -329,9 +329,6 @@ def test_load_profiles_reads_the_file_and_names_it(tmp_path: Path) -> None:
         load_profiles(str(tmp_path))  # a directory
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a field_validator error on `names` has the location (profile, i, names), "
-                   "so _line_of points at the `[profile.names]` header (or the `[[profile]]` line for the two-targets "
-                   "check and a dotted `names.x` key), not at the offending `capability = name` line")
 @pytest.mark.parametrize(
     ("text", "line"),
     [
@@ -342,10 +339,35 @@ def test_load_profiles_reads_the_file_and_names_it(tmp_path: Path) -> None:
     ],
     ids=["unknown capability", "unusable target", "one target twice", "dotted key"],
 )
-def test_bug_names_errors_point_at_the_entry_line(text: str, line: int) -> None:
+def test_names_errors_point_at_the_entry_line(text: str, line: int) -> None:
+    """Was a bug (strict xfail): the error pointed at the `[profile.names]` header."""
     with pytest.raises(ProfileError) as info:
         parse_profiles(text, "profiles.toml")
     assert str(info.value).startswith(f"profiles.toml:{line}: "), str(info.value)
+
+
+def test_unknown_capability_names_a_close_match_and_every_valid_name() -> None:
+    text = '[[profile]]\nname = "a"\n[profile.names]\nshel = "shell"\nread = "read_file"\n'
+    with pytest.raises(ProfileError) as info:
+        parse_profiles(text, "p.toml")
+    message = str(info.value)
+    assert message.startswith("p.toml:4: profile.0.names.shel: unknown capability 'shel'; did you mean 'shell'?"), message
+    assert "Valid capabilities: " in message
+    for capability in ("shell", "read", "write", "web_fetch", "todo"):
+        assert re.search(rf"\b{capability}\b", message.split("Valid capabilities: ", 1)[1]), capability
+    # nothing close: no guess, still the list
+    with pytest.raises(ProfileError) as info:
+        parse_profiles('[[profile]]\nname = "a"\nnames = { zzzzqqq = "x" }\n', "p.toml")
+    assert str(info.value).startswith("p.toml:3: profile.0.names.zzzzqqq: unknown capability 'zzzzqqq'. Valid"), str(info.value)
+
+
+def test_several_names_problems_each_at_its_line_in_file_order() -> None:
+    text = '[[profile]]\nname = "a"\nhost = "("\n[profile.names]\nbogus = "x"\nshell = "has space"\n'
+    with pytest.raises(ProfileError) as info:
+        parse_profiles(text, "p.toml")
+    parts = str(info.value).split("; ")
+    starts = [p.split(": ", 1)[0] for p in parts if p.startswith("p.toml:")]
+    assert starts == ["p.toml:3", "p.toml:5", "p.toml:6"], str(info.value)
 
 
 @pytest.mark.parametrize(

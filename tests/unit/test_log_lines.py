@@ -123,3 +123,14 @@ def test_start_line_tells_mode_profiles_and_host_rule() -> None:
     assert line == "toolvocab: mode observe · proxy reverse:https://api.anthropic.com · profiles p.toml"
     line = tvhosts.start_line(["regular"], "auto", None, tvhosts.HostRule(intercept_all=True))
     assert line.endswith("intercepting TLS to every host (toolvocab_intercept=all)")
+
+
+def test_a_bad_option_is_logged_as_an_error_before_mitmproxy_prints_the_traceback(tv, caplog) -> None:
+    from mitmproxy import exceptions
+
+    tctx, script = tv
+    caplog.set_level(logging.INFO)
+    with pytest.raises(exceptions.OptionsError):
+        tctx.configure(script, toolvocab_mode="maybe")
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == ["toolvocab_mode: 'maybe' is not one of auto, repair, observe, off"], errors
