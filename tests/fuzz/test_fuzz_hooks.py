@@ -1,0 +1,157 @@
+"""Fuzz: mutated request bodies and upstream answers of all four dialects through the addon's hooks.
+
+Each example takes a recorded flow of the dialect (``flows/``), mutates its request body, its
+answer or both (tests/fuzz/fuzzlib.py lists the mutations), drives it through requestheaders →
+request → responseheaders → the stream callable (chunks of 1 byte up to 4 KB, then ``b""``) →
+response, and checks:
+
+- a request body a strict JSON reader refuses, or that repeats a key, reaches the upstream
+  byte-identical, and its answer reaches the client byte-identical;
+- what the addon changed is strict JSON again and differs only in tool names, tool-call
+  arguments, ids and the prompt sentence (the leaves of both sides are compared);
+- every flow completes within ``fuzzlib.STALL_SECONDS``;
+- no log record at ERROR from the addon's own files (a traceback is one).
+
+Examples per dialect: ``TOOLVOCAB_FUZZ_EXAMPLES`` (default 100: the quick profile of the README
+command; ``.ci/run`` runs 10000). ``TOOLVOCAB_FUZZ_REPORT=FILE`` writes the figures (inputs,
+altered, not handled, stalls, tracebacks, findings) as JSON; they are printed with ``-s`` too.
+
+Findings marked ``known:`` are counted and reported, not failed on: a repeated tool declaration
+that differs from the first only in fields the addon does not read (a schema that is not an
+object, an extra key) is dropped as an identical repeat (tvengine.plan compares DeclaredTool).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzzlib as fz  # noqa: E402
+import flowreplay as fr  # noqa: E402
+
+EXAMPLES = int(os.environ.get("TOOLVOCAB_FUZZ_EXAMPLES", "100"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+STATS: dict[str, collections.Counter] = {d: collections.Counter() for d in fz.DIALECTS}
+FINDINGS: dict[str, collections.Counter] = {d: collections.Counter() for d in fz.DIALECTS}
+
+
+@pytest.fixture(scope="module")
+def harness():
+    counter = fz.ErrorCounter()
+    root = logging.getLogger()
+    root.addHandler(counter)
+    seeds = fz.load_seeds()
+    try:
+        with fr.Replayer() as replayer:
+            fz.calibrate(replayer, seeds, counter)
+            yield replayer, seeds, counter
+    finally:
+        root.removeHandler(counter)
+        report()
+
+
+def report() -> None:
+    figures = {
+        d: {
+            "inputs": STATS[d]["inputs"],
+            "altered_request": STATS[d]["altered_request"],
+            "altered_answer": STATS[d]["altered_answer"],
+            "request_not_strict_json": STATS[d]["not_strict"],
+            "stalls": STATS[d]["stalls"],
+            "tracebacks": STATS[d]["tracebacks"],
+            "max_seconds": round(STATS[d]["max_ms"] / 1000, 3),
+            "failures": STATS[d]["failures"],
+            "known_findings": dict(FINDINGS[d]),
+        }
+        for d in fz.DIALECTS
+        if STATS[d]["inputs"]
+    }
+    if not figures:
+        return
+    print("\nfuzz figures:", json.dumps(figures, indent=1))
+    path = os.environ.get("TOOLVOCAB_FUZZ_REPORT")
+    if path:
+        Path(path).write_text(json.dumps(figures, indent=1))
+
+
+def check(dialect: str, harness, data) -> None:
+    replayer, seeds, counter = harness
+    rnd = fz.DrawRandom(data)
+    seed = rnd.choice(seeds[dialect])
+    m = fz.mutate(seed, rnd)
+    chunk_seed = data.draw(st.integers(0, 2**32 - 1))
+    o = fz.drive(replayer, m, random.Random(chunk_seed), counter)
+    found = fz.problems(m, o)
+    s = STATS[dialect]
+    s["inputs"] += 1
+    s["altered_request"] += o.request_out != m.request
+    s["altered_answer"] += o.answer_out != m.answer
+    s["not_strict"] += not fz.strict_json(m.request)[0]
+    s["stalls"] += o.seconds > fz.STALL_SECONDS
+    s["tracebacks"] += sum(1 for e in o.errors if "Traceback" in e or "Error" in e)
+    s["max_ms"] = max(s["max_ms"], int(o.seconds * 1000))
+    known = [p for p in found if p.startswith("known:")]
+    for p in known:
+        FINDINGS[dialect][p[:60]] += 1
+    failures = [p for p in found if not p.startswith("known:")]
+    s["failures"] += bool(failures)
+    assert not failures, f"{seed.name} {m.labels}: " + "; ".join(failures)
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+def test_mutated_flows_pass_or_change_only_tool_calls(dialect, harness):
+    @SETTINGS
+    @given(st.data())
+    def run(data):
+        check(dialect, harness, data)
+
+    run()
+
+
+def test_seeds_cover_every_dialect_both_ways(harness):
+    _, seeds, _ = harness
+    for dialect in fz.DIALECTS:
+        group = seeds[dialect]
+        assert len(group) >= 20, dialect
+        assert any(s.sse for s in group) and any(not s.sse for s in group), dialect
+
+
+def test_oracle_catches_what_it_must():
+    """The oracle itself: an altered non-strict request, an added number and a dropped key
+    are each reported (so a passing fuzz run means something)."""
+    seed = fz.Seed("x", "anthropic", None, b'{"a": NaN}', b"{}", False, {})
+    m = fz.Mutated(seed, seed.request, seed.answer)
+    o = fz.Outcome(b'{"a": null}', b"{}", None, 0.0, [], "buffered")
+    assert any("not strict JSON was altered" in p for p in fz.problems(m, o))
+    seed = fz.Seed("x", "anthropic", None, b'{"model": "m", "n": 123456789012345678901}', b'{"content": [], "x": 1}', False, {})
+    m = fz.Mutated(seed, seed.request, seed.answer)
+    o = fz.Outcome(b'{"model": "m", "n": 1.2345678901234568e+20}', b'{"content": []}', {}, 0.0, [], "buffered")
+    found = fz.problems(m, o)
+    assert any("request changed beyond" in p for p in found)
+    assert any("answer changed beyond" in p for p in found)
+    o = fz.Outcome(seed.request, seed.answer, {}, 9.0, ["ERROR boom"], "buffered")
+    found = fz.problems(m, o)
+    assert any(p.startswith("stall") for p in found) and any(p.startswith("log:") for p in found)
+    # a renamed tool and new arguments are allowed
+    seed = fz.Seed("x", "anthropic", None, b'{"model": "m"}', b'{"content": [{"type": "tool_use", "name": "a", "input": {"x": 1}, "id": "1"}]}', False, {})
+    m = fz.Mutated(seed, seed.request, seed.answer)
+    o = fz.Outcome(seed.request, b'{"content":[{"type":"tool_use","name":"b","input":{"y":2},"id":"2"}]}', {}, 0.0, [], "buffered")
+    assert fz.problems(m, o) == []
