@@ -22,7 +22,7 @@ import tvhosts
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"
 
-#: Hosts the agents use by default (tests/e2e/test_regular_mode.py drives them) and a few
+#: Hosts the agents use by default (tests/e2e/test_forward_mode_agents.py drives them) and a few
 #: provider hosts; each must be intercepted with the default rule.
 LLM_HOSTS = [
     "api.anthropic.com", "api.openai.com", "chatgpt.com", "generativelanguage.googleapis.com",
