@@ -383,6 +383,12 @@ class ToolVocab:
 
     # -- hooks --------------------------------------------------------------------------------
 
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        """Install redaction as soon as the flow exists: a client that disconnects mid-body
+        never reaches the request hook, and its flow is saved (``-w``) all the same."""
+        if self.redact:
+            _install_redaction(flow)
+
     def request(self, flow: http.HTTPFlow) -> None:
         """Detect the dialect, record the declared tools, apply the request-side plan."""
         if self.redact:
@@ -429,6 +435,8 @@ class ToolVocab:
 
     def error(self, flow: http.HTTPFlow) -> None:
         """A flow that ended without a response (client or upstream gone): keep what we know."""
+        if self.redact:
+            _install_redaction(flow)  # in case requestheaders never ran for it (addon loaded later)
         state = self._states.pop(flow.id, None)
         if state is not None:
             state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
@@ -803,30 +811,92 @@ def _is_reverse(proxy_mode: Any) -> bool:
 def redact_state(state: dict[str, Any]) -> dict[str, Any]:
     """Return a copy of a flow's saved state with credentials replaced by ``<redacted>``.
 
-    Request headers ``authorization``, ``proxy-authorization``, ``x-api-key``,
-    ``x-goog-api-key``, ``api-key``, ``cookie``; response ``set-cookie``; ``key=`` (and
-    ``api_key=``) query parameters in the path. ``state`` is mitmproxy's ``Flow.get_state()``
-    dict (headers as ``[name, value]`` byte pairs); the input is not modified.
+    Headers and trailers ``authorization``, ``proxy-authorization``, ``x-api-key``,
+    ``x-goog-api-key``, ``api-key``, ``cookie`` and ``set-cookie`` (names in any case), and
+    query parameters ``key``, ``api_key``, ``api-key``, ``apikey``, ``access_token`` (any case:
+    ``?KEY=``) in the path. Each credential value found there (and, for ``Bearer``/``Basic``
+    and the like, the token after the scheme) of 8 bytes or more is then replaced wherever else
+    it occurs in the state: bodies (also a partial body of an aborted request), metadata,
+    WebSocket messages, the error message. ``state`` is mitmproxy's ``Flow.get_state()`` dict
+    (headers as ``(name, value)`` byte pairs); the input is not modified.
     """
     import copy
 
     out = copy.deepcopy(state)
-    for side, names in (("request", _REDACT_REQUEST), ("response", _REDACT_RESPONSE)):
+    secrets: set[bytes] = set()
+    for side in ("request", "response"):
         message = out.get(side)
-        if not isinstance(message, dict) or not isinstance(message.get("headers"), (list, tuple)):
+        if not isinstance(message, dict):
             continue
-        message["headers"] = [
-            (k, b"<redacted>") if isinstance(k, bytes) and k.lower() in names else (k, v) for k, v in message["headers"]
-        ]
+        for part in ("headers", "trailers"):
+            if isinstance(message.get(part), (list, tuple)):
+                message[part] = _redact_fields(message[part], secrets)
     request = out.get("request")
     if isinstance(request, dict) and isinstance(request.get("path"), bytes):
+        for match in _KEY_PARAM.finditer(request["path"]):
+            secrets.add(match.group(2))
         request["path"] = _KEY_PARAM.sub(rb"\1<redacted>", request["path"])
+    if isinstance(out.get("backup"), dict):  # the state before an edit in the UI
+        out["backup"] = redact_state(out["backup"])
+    long_secrets = sorted((s for s in secrets if len(s) >= 8), key=len, reverse=True)
+    if long_secrets:
+        out = _scrub(out, long_secrets)
     return out
 
 
-_REDACT_REQUEST = frozenset({b"authorization", b"proxy-authorization", b"x-api-key", b"x-goog-api-key", b"api-key", b"cookie"})
-_REDACT_RESPONSE = frozenset({b"set-cookie"})
-_KEY_PARAM = re.compile(rb"([?&](?:key|api_key|api-key)=)[^&#]*")
+_REDACT_NAMES = frozenset(
+    {b"authorization", b"proxy-authorization", b"x-api-key", b"x-goog-api-key", b"api-key", b"cookie", b"set-cookie"}
+)
+_KEY_PARAM = re.compile(rb"([?&;](?:key|api_key|api-key|apikey|access_token)=)([^&#;]*)", re.IGNORECASE)
+_AUTH_SCHEME = re.compile(rb"^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*$")
+
+
+def _redact_fields(fields: Any, secrets: set[bytes]) -> list[Any]:
+    """Header or trailer ``(name, value)`` pairs with credential values redacted; the values
+    (and a scheme's token) are added to ``secrets``."""
+    out = []
+    for pair in fields:
+        try:
+            name, value = pair
+        except (TypeError, ValueError):
+            out.append(pair)
+            continue
+        key = name.encode("latin-1", "replace") if isinstance(name, str) else name
+        if isinstance(key, bytes) and key.strip().lower() in _REDACT_NAMES:
+            raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+            if isinstance(raw, bytes):
+                secrets.add(raw.strip())
+                scheme = _AUTH_SCHEME.match(raw)
+                if scheme:
+                    secrets.add(scheme.group(1))
+                for cookie in raw.split(b";"):
+                    secrets.add(cookie.partition(b"=")[2].strip())
+            value = b"<redacted>" if isinstance(value, bytes) else "<redacted>"
+        out.append((name, value))
+    return out
+
+
+def _scrub(value: Any, secrets: list[bytes]) -> Any:
+    """``value`` (a saved state, any nesting of dicts, lists, tuples) with every occurrence of
+    each secret in its bytes and strings replaced by ``<redacted>``."""
+    if isinstance(value, bytes):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, b"<redacted>")
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            text = secret.decode("utf-8", "surrogateescape")
+            if text in value:
+                value = value.replace(text, "<redacted>")
+        return value
+    if isinstance(value, dict):
+        return {k: _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, secrets) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_scrub(v, secrets) for v in value)
+    return value
 
 
 def _install_redaction(flow: http.HTTPFlow) -> None:

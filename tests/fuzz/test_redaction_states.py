@@ -1,0 +1,178 @@
+"""Saved flows carry no credential, whatever state the flow ended in (issue 13, item 5).
+
+Flows in every state mitmproxy can save — an aborted request body (the client went away
+mid-body: the request hook never ran), request and response trailers, an error, WebSocket
+messages, a backup from an edit, header names in any case, ``?KEY=`` in capitals — are driven
+through the addon's hooks and written with mitmproxy's own ``FlowWriter``; every byte of the file
+is searched for each secret. The same flows' unredacted state is checked to hold the secrets
+first, so the search means something. A real mitmdump with ``-w`` then saves a client that
+disconnects mid-body and a request with ``?KEY=`` over a socket, and its file is searched too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import socket
+import time
+
+import pytest
+from mitmproxy import flow as mflow
+from mitmproxy import http
+from mitmproxy import io as mio
+from mitmproxy import websocket
+from mitmproxy.proxy.layers import http as hl
+from mitmproxy.test import tflow
+
+import flowreplay as fr
+import procs
+
+BEARER = b"sk-ant-bearer-0123456789abcdef"
+API_KEY = b"sk-apikey-fedcba9876543210"
+GOOG = b"AIzaSyGoogKey-0123456789"
+QUERY = b"AIzaQueryKeyCaps-55555555"
+TOKEN = b"access-token-77777777"
+COOKIE = b"sessioncookie-99999999"
+TRAILER = b"trailer-secret-31313131"
+SECRETS = [BEARER, API_KEY, GOOG, QUERY, TOKEN, COOKIE, TRAILER]
+
+
+def headers(*pairs: tuple[bytes, bytes]) -> http.Headers:
+    return http.Headers([(k, v) for k, v in pairs])
+
+
+def credential_headers() -> http.Headers:
+    return headers(
+        (b"Host", b"generativelanguage.googleapis.com"),
+        (b"AUTHORIZATION", b"Bearer " + BEARER),
+        (b"X-Api-Key", API_KEY),
+        (b"x-GOOG-api-key", GOOG),
+        (b"Cookie", b"sid=" + COOKIE + b"; theme=dark"),
+        (b"content-type", b"application/json"),
+    )
+
+
+def flows_in_every_state() -> dict[str, mflow.Flow]:
+    """name → a flow carrying every secret, in one of the states a flow can be saved in."""
+    path = b"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&KEY=" + QUERY + b"&Access_Token=" + TOKEN
+    out: dict[str, mflow.Flow] = {}
+
+    aborted = tflow.tflow(resp=False)
+    aborted.request.headers = credential_headers()
+    aborted.request.path = path.decode()
+    aborted.request.method = "POST"
+    # the part of the body that arrived before the client went away echoes a key
+    aborted.request.raw_content = b'{"contents": [{"parts": [{"text": "my key is ' + API_KEY + b'"'
+    aborted.error = mflow.Error("client disconnected (before the body was complete)")
+    out["aborted body"] = aborted
+
+    trailers = tflow.tflow(resp=True)
+    trailers.request.headers = credential_headers()
+    trailers.request.path = path.decode()
+    trailers.request.trailers = headers((b"Authorization", b"Bearer " + TRAILER))
+    trailers.response.trailers = headers((b"SET-COOKIE", b"sid=" + COOKIE))
+    out["trailers"] = trailers
+
+    errored = tflow.tflow(resp=False)
+    errored.request.headers = credential_headers()
+    errored.request.path = path.decode()
+    errored.error = mflow.Error(f"upstream refused https://example.test{path.decode()} with key {GOOG.decode()}")
+    out["error"] = errored
+
+    ws = tflow.twebsocketflow()
+    ws.request.headers = credential_headers()
+    ws.request.path = "/v1/responses?api_key=" + QUERY.decode()
+    ws.websocket.messages.append(websocket.WebSocketMessage(1, True, b'{"type":"session.update","token":"' + BEARER + b'"}'))
+    out["websocket messages"] = ws
+
+    backup = tflow.tflow(resp=True)
+    backup.request.headers = credential_headers()
+    backup.request.path = path.decode()
+    backup.backup()  # an edit in the UI keeps the state before it
+    backup.request.headers["authorization"] = "Bearer edited"
+    out["backup"] = backup
+    return out
+
+
+def saved_bytes(f: mflow.Flow) -> bytes:
+    buf = io.BytesIO()
+    mio.FlowWriter(buf).add(f)
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def replayer():
+    with fr.Replayer() as r:
+        r.configure({"mode": "auto"})
+        yield r
+
+
+async def _drive(r: fr.Replayer, f: mflow.Flow, name: str) -> None:
+    mgr = r.tctx.master.addons
+    await mgr.invoke_addon(r.module, hl.HttpRequestHeadersHook(f))
+    if name == "aborted body":
+        await mgr.invoke_addon(r.module, hl.HttpErrorHook(f))  # no request hook: the body never completed
+        return
+    await mgr.invoke_addon(r.module, hl.HttpRequestHook(f))
+    if f.error is not None:
+        await mgr.invoke_addon(r.module, hl.HttpErrorHook(f))
+    elif f.response is not None:
+        await mgr.invoke_addon(r.module, hl.HttpResponseHeadersHook(f))
+        await mgr.invoke_addon(r.module, hl.HttpResponseHook(f))
+
+
+@pytest.mark.parametrize("name", list(flows_in_every_state()))
+def test_a_saved_flow_holds_no_secret_in_any_state(replayer, name):
+    f = flows_in_every_state()[name]
+    unredacted = saved_bytes(f)
+    present = [s for s in SECRETS if s in unredacted]
+    assert len(present) >= 5, f"the {name} flow must carry the secrets before redaction: {present}"
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, name))
+    data = saved_bytes(f)
+    leaked = [s.decode() for s in SECRETS if s in data or s.lower() in data.lower()]
+    assert not leaked, f"{name}: saved flow leaks {leaked}"
+    assert b"<redacted>" in data
+    # the live flow keeps its credentials (the upstream still needs them)
+    assert f.request.headers.get("authorization", "").endswith(BEARER.decode()) or name == "backup"
+    back = list(mio.FlowReader(io.BytesIO(data)).stream())
+    assert len(back) == 1 and back[0].id == f.id  # still a readable flow
+
+
+def test_query_names_in_any_case_and_short_values_stay_readable(replayer):
+    f = tflow.tflow(resp=True)
+    f.request.path = "/v1beta/models/m:generateContent?Key=abc&API_KEY=" + QUERY.decode() + "&keep=1"
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    saved = list(mio.FlowReader(io.BytesIO(saved_bytes(f))).stream())[0]
+    assert saved.request.path == "/v1beta/models/m:generateContent?Key=<redacted>&API_KEY=<redacted>&keep=1"
+
+
+def _send_partial(port: int) -> None:
+    body = b'{"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "key ' + API_KEY + b' and more'
+    head = (
+        b"POST /v1/messages?KEY=" + QUERY + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Authorization: Bearer " + BEARER + b"\r\nX-API-KEY: " + API_KEY + b"\r\n"
+        b"content-type: application/json\r\ncontent-length: 100000\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(head + body)
+        time.sleep(0.5)  # mitmdump has the headers and part of the body
+    # closed: the client went away mid-body
+
+
+@pytest.mark.integration
+def test_mitmdump_saves_a_client_gone_mid_body_without_its_credentials(fake_upstream, proxy):
+    mitm = proxy(fake_upstream.url)
+    _send_partial(mitm.port)
+    deadline = time.monotonic() + 10
+    while "client disconnect" not in mitm.output().lower() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    flows = mitm.flows()  # stops mitmdump, which finishes writing -w
+    assert flows, "mitmdump saved no flow for the aborted request\n" + mitm.output()
+    assert any(f.error is not None for f in flows)
+    with open(mitm.save_path, "rb") as fp:
+        data = fp.read()
+    leaked = [s.decode() for s in (BEARER, API_KEY, QUERY) if s in data]
+    assert not leaked, f"saved flows leak {leaked}"
+    assert b"<redacted>" in data
