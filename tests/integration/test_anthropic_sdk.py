@@ -412,8 +412,10 @@ def test_declared_Read_with_path_gets_file_path(fake_upstream, proxy, transport)
 @needs_addon
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ambiguous_shell_is_left_alone(fake_upstream, proxy, transport):
-    """``shell`` could be Bash or PowerShell: guessing would be worse than leaving it."""
-    tools = [BASH, POWERSHELL, READ, WRITE]
+    """``shell`` could be Bash or run_shell_command: guessing would be worse than leaving it.
+    (PowerShell is not a candidate at all: it runs another shell's syntax, issue 10.)"""
+    other_shell = {**BASH, "name": "run_shell_command", "description": "Run a command in the shell."}
+    tools = [BASH, other_shell, POWERSHELL, READ, WRITE]
     px = proxy()
     results = run_tool_turns(fake_upstream, px, transport, tools=tools, upstream_name="shell",
                              upstream_args={"command": "echo hi"})
