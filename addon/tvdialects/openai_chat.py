@@ -498,15 +498,21 @@ class ChatStream(EventStreamRewriter):
     (:func:`lift_text_calls`).
     """
 
-    #: Streamed calls carry ``tool_calls`` (issue 11: other events pass unparsed, except
-    #: while :meth:`holding`).
-    MARKERS = (b"tool_calls",)
+    #: Streamed calls carry ``tool_calls`` (legacy: ``function_call``) (issue 11: other events
+    #: pass unparsed, except while :meth:`holding`).
+    MARKERS = (b"tool_calls", b"function_call")
 
     def holding(self) -> bool:
         """Every event goes to :meth:`on_event` while chunks are held, while the content may
         still turn out to be tool-call markup (until it is prose), and once a choice carried
         tool calls (its ``finish_reason`` may need fixing)."""
-        return self._held is not None or self._text is not None or not self._prose or bool(self._with_calls)
+        return (
+            self._held is not None
+            or self._text is not None
+            or self._legacy is not None
+            or not self._prose
+            or bool(self._with_calls)
+        )
 
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
         super().__init__()
@@ -522,12 +528,14 @@ class ChatStream(EventStreamRewriter):
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
         self._prose = declared_toolset(resolve) is None
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
+        self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
         held, self._held = self._held or [], None
         text, self._text = self._text or [], None
-        return [e.raw for e in text + held]
+        legacy, self._legacy = self._legacy or [], None
+        return [e.raw for e in text + held + legacy]
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold from the first tool-call chunk to the end of the choice; pass the rest."""
@@ -543,6 +551,16 @@ class ChatStream(EventStreamRewriter):
                 for c in choices
                 if isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls")
             )
+        if self._legacy is not None:
+            return self._on_legacy(event, choices)
+        if self._held is None and isinstance(choices, list) and any(
+            isinstance(c, dict) and isinstance(c.get("delta"), dict) and isinstance(c["delta"].get("function_call"), dict)
+            for c in choices
+        ):
+            self._prose = True
+            out = [e.raw for e in self._text] if self._text else []  # text before a call is text
+            self._text, self._legacy = None, []
+            return out + self._on_legacy(event, choices)
         if self._text is not None:
             return self._on_text(event, choices, has_calls)
         if self._held is None and not has_calls and self._may_start_text_call(choices):
@@ -568,7 +586,81 @@ class ChatStream(EventStreamRewriter):
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get)."""
         out = self._release_text(final=True) if self._text else []
+        out += self._release_legacy() if self._legacy is not None else []
         return out + (self._release() if self._held else [])
+
+    # -- legacy function_call ------------------------------------------------------------------
+
+    def _on_legacy(self, event: SSEEvent, choices: Any) -> list[bytes]:
+        """Hold a legacy ``delta.function_call`` to the end of its choice, like tool calls."""
+        assert self._legacy is not None
+        if event.data is None:
+            self._legacy.append(event)
+            return []
+        if not isinstance(choices, list) or not choices:
+            return self._release_legacy() + [event.raw]
+        self._legacy.append(event)
+        if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+            return self._release_legacy()
+        return []
+
+    def _release_legacy(self) -> list[bytes]:
+        """Assemble each choice's ``function_call`` (name and arguments concatenated, as the SDK
+        does), resolve it as the JSON path does (:func:`_apply_function`: rename, fitted or
+        empty arguments written as ``"{}"``) and, when it changes, send it whole in its first
+        delta (later deltas lose their ``function_call``); else the chunks byte-identical."""
+        held = self._legacy or []
+        parts: dict[Any, dict[str, Any]] = {}
+        for event in held:
+            data = event.json()
+            for choice in as_list(data.get("choices")) if isinstance(data, dict) else ():
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                fc = delta.get("function_call") if isinstance(delta, dict) else None
+                if not isinstance(fc, dict):
+                    continue
+                slot = parts.setdefault(choice.get("index", 0), {"name": "", "args": [], "has_args": False})
+                if isinstance(fc.get("name"), str):
+                    slot["name"] += fc["name"]
+                if "arguments" in fc:
+                    slot["args"].append(_args_text(fc["arguments"])[0])
+                    slot["has_args"] = True
+        new: dict[Any, dict[str, Any]] = {}
+        for c, slot in parts.items():
+            if not slot["name"]:
+                continue
+            fn: dict[str, Any] = {"name": slot["name"]}
+            if slot["has_args"]:
+                fn["arguments"] = "".join(slot["args"])
+            if _apply_function(fn, self._resolve, None):
+                new[c] = fn
+        if not new:
+            out = [e.raw for e in held]
+        else:
+            out = []
+            placed: set[Any] = set()
+            for event in held:
+                data = event.json()
+                if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+                    out.append(event.raw)
+                    continue
+                touched = False
+                new_choices = []
+                for choice in data["choices"]:
+                    c = choice.get("index", 0) if isinstance(choice, dict) else None
+                    delta = choice.get("delta") if isinstance(choice, dict) else None
+                    if c in new and isinstance(delta, dict) and isinstance(delta.get("function_call"), dict):
+                        touched = True
+                        delta = dict(delta)
+                        if c in placed:
+                            delta.pop("function_call")
+                        else:
+                            delta["function_call"] = new[c]
+                            placed.add(c)
+                        choice = {**choice, "delta": delta}
+                    new_choices.append(choice)
+                out.append(event.with_json({**data, "choices": new_choices}).raw if touched else event.raw)
+        self._legacy = None  # only now: if anything above raised, held() still has every byte
+        return out
 
     # -- tool calls left in text (BR-23, BR-24) ------------------------------------------------
 

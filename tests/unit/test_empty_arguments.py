@@ -254,6 +254,61 @@ def test_chat_stream_absent_arguments_are_byte_identical(seed: int | None) -> No
     assert run(CHAT, upstream, seed) == upstream
 
 
+def chat_legacy_stream(name: str, fragments: list[Any] | None, finish: str = "function_call") -> bytes:
+    """A legacy ``delta.function_call`` stream: the name in the first delta, then the argument
+    fragments (``None``: no ``arguments`` key anywhere)."""
+    events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}]
+    first: dict[str, Any] = {"name": name}
+    if fragments is not None:
+        first["arguments"] = fragments[0] if fragments else ""
+    events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {"function_call": first}, "finish_reason": None}]})
+    for fragment in (fragments or [])[1:]:
+        events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {"function_call": {"arguments": fragment}}, "finish_reason": None}]})
+    events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return sse([(None, e) for e in events]) + b"data: [DONE]\n\n"
+
+
+def chat_legacy_view(out: bytes) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": "", "arguments": None}
+    finish = None
+    for data in parsed(out):
+        if not isinstance(data, dict):
+            continue
+        for choice in data.get("choices") or ():
+            fc = (choice.get("delta") or {}).get("function_call") or {}
+            call["name"] += fc.get("name") or ""
+            if "arguments" in fc:
+                call["arguments"] = (call["arguments"] or "") + (fc["arguments"] or "")
+            finish = choice.get("finish_reason") or finish
+    return {**call, "finish_reason": finish}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "fragments",
+    [pytest.param([""], id="empty"), pytest.param(["", "nu", "ll"], id="null-split"), pytest.param([None], id="json-null"),
+     pytest.param(["[", "]"], id="list-split")],
+)
+def test_chat_stream_legacy_function_call_empty_arguments_become_an_empty_object(fragments: list[Any], seed: int | None) -> None:
+    view = chat_legacy_view(run(CHAT, chat_legacy_stream("list_files", fragments), seed))
+    assert view == {"name": "list_files", "arguments": "{}", "finish_reason": "function_call"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_chat_stream_legacy_function_call_foreign_name_is_renamed_with_its_arguments(seed: int | None) -> None:
+    view = chat_legacy_view(run(CHAT, chat_legacy_stream("List_Files", ['{"pa', 'th": "src"}']), seed))
+    assert view["name"] == "list_files"
+    assert orjson.loads(view["arguments"]) == {"path": "src"}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("fragments", [pytest.param(['{"pa', 'th": "src"}'], id="declared"), pytest.param(["{}"], id="empty-object"),
+                                       pytest.param(None, id="absent")])
+def test_chat_stream_legacy_function_call_that_needs_no_change_is_byte_identical(fragments: list[Any] | None, seed: int | None) -> None:
+    upstream = chat_legacy_stream("list_files", fragments)
+    assert run(CHAT, upstream, seed) == upstream
+
+
 def test_chat_stream_text_only_answer_keeps_stop() -> None:
     events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": None}]},
               {**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
