@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from tvdialects.anthropic import DIALECT as ANTHROPIC
+from tvdialects.base import JSONFrame
 from tvdialects.gemini import DIALECT as GEMINI
 from tvdialects.openai_chat import DIALECT as CHAT
 from tvdialects.openai_responses import DIALECT as RESPONSES
@@ -418,6 +419,17 @@ def test_responses_stream_empty_arguments_become_an_empty_object(deltas: list[st
 def test_responses_stream_empty_object_is_byte_identical(seed: int | None) -> None:
     upstream = responses_stream(["{", "}"], "{}")
     assert run(RESPONSES, upstream, seed) == upstream
+
+
+@pytest.mark.parametrize(("deltas", "done"), [pytest.param([], "", id="no-delta"), pytest.param(["nu", "ll"], "null", id="null")])
+def test_responses_websocket_frames_empty_arguments_become_an_empty_object(deltas: list[str], done: Any) -> None:
+    """Codex's WebSocket transport: one JSON event per frame, through the same rewriter."""
+    rw = RESPONSES.stream_rewriter(Resolver(), PLAN)
+    frames = [JSONFrame(orjson.dumps(data)) for data in parsed(responses_stream(deltas, done))]
+    out = [unit for frame in frames for unit in rw.on_unit(frame)] + rw.held_units()
+    view = responses_client_view(sse([(None, unit.json()) for unit in out]))
+    assert view["done"] == view["item_done"] == view["completed"] == "{}"
+    assert [u.json()["sequence_number"] for u in out] == list(range(len(frames)))
 
 
 # -- Anthropic ----------------------------------------------------------------------------------
