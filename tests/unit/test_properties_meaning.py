@@ -497,3 +497,38 @@ def test_the_client_receives_what_the_model_meant(dialect: str, data: st.DataObj
     if not isinstance(final, dict):
         final = None
     check_meaning(call, d, resolver.tools, reverse, final)
+
+
+# ---------------------------------------------------------------- no fuzzy matching, ever
+@st.composite
+def typos(draw: st.DrawFn) -> tuple[list[DeclaredTool], str]:
+    if draw(st.booleans()):
+        tools = list(AGENT_TOOLS[draw(st.sampled_from(sorted(AGENT_TOOLS)))])
+    else:
+        tools = draw(generated_tools())
+    name = draw(st.sampled_from([t.qualified for t in tools]))
+    i = draw(st.integers(0, max(0, len(name) - 1)))
+    letter = draw(st.sampled_from("abcdefghijklmnopqrstuvwxyz"))
+    how = draw(st.integers(0, 2))
+    typo = name[:i] + letter + name[i + 1 :] if how == 0 else name[:i] + letter + name[i:] if how == 1 else name[:i] + name[i + 1 :]
+    return tools, typo
+
+
+@SETTINGS
+@given(typos())
+def test_a_typo_is_never_repaired_by_resemblance(scenario: Any) -> None:
+    # An edit-distance-1 misspelling of a declared name is only ever renamed by a rule that does
+    # not look at resemblance: the same name modulo case/separators/prefix (a lossless reading),
+    # or a vocabulary name of the same capability. Otherwise it is left (no fuzzy matching).
+    tools, typo = scenario
+    toolset = Toolset(tools)
+    if toolset.by_qualified(typo) is not None:
+        return
+    d = resolve(ToolCall(name=typo, arguments={}), toolset)
+    if not d.changed:
+        return
+    target = toolset.find(d.target or "", d.target_namespace)
+    assert target is not None
+    same_spelling = fold(target.server_tool or target.name) in fold(typo)
+    known = vocabulary.capability_of(typo.strip()) is not None
+    assert same_spelling or known, (typo, d.target, d.reason)
