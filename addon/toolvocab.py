@@ -203,8 +203,9 @@ class _StreamCallable:
             self.state.record.notes.append("answer body is not a JSON object; passed through")
             return body
         try:
+            unique = not jsonio.has_duplicate_keys(body, parsed)  # before the rewrite changes parsed
             if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
-                new = jsonio.rewrite(body, parsed)
+                new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
                 if new is None:
                     self.state.record.notes.append("rewritten answer could not be written back exactly; passed through")
                     return body
@@ -566,7 +567,7 @@ class ToolVocab:
             # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
             self._skip(flow, "request body is not JSON")
             return
-        if jsonio.has_duplicate_keys(content):
+        if jsonio.has_duplicate_keys(content, body):
             # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
             self._skip(flow, "request body repeats a key; passed through")
             return
@@ -699,8 +700,9 @@ class ToolVocab:
         if not isinstance(body, dict):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
+        unique = not jsonio.has_duplicate_keys(content, body)  # before the rewrite changes body
         if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
-            new = jsonio.rewrite(content, body)
+            new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
             if new is None:
                 state.record.notes.append("rewritten answer could not be written back exactly (a repeated key?); passed through")
                 return

@@ -36,6 +36,8 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\{\}|\[\]")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?')
+_UNSET: Any = object()
 
 
 class NotStrictJSON(ValueError):
@@ -51,17 +53,6 @@ def _float(text: str) -> float:
     if math.isinf(value):
         raise NotStrictJSON(f"number {text[:40]} does not fit a double")
     return value
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        raise DuplicateKeys("an object holds the same key twice")
-    return value
-
-
-class DuplicateKeys(NotStrictJSON):
-    """An object holds the same key twice (valid RFC 8259 text whose meaning depends on the reader)."""
 
 
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
@@ -81,7 +72,7 @@ def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     return bool(brackets)
 
 
-def _stdlib(raw: bytes, *, check_duplicates: bool) -> Any:
+def _stdlib(raw: bytes) -> Any:
     try:
         # Decoded here, strictly: json.loads(bytes) would let UTF-8-encoded surrogates through.
         text = raw.decode("utf-8")
@@ -92,7 +83,6 @@ def _stdlib(raw: bytes, *, check_duplicates: bool) -> Any:
             text,
             parse_constant=_constant,
             parse_float=_float,
-            object_pairs_hook=_pairs if check_duplicates else None,
         )
     except RecursionError:
         raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}") from None
@@ -112,19 +102,50 @@ def loads(raw: bytes) -> Any:
             if not _SURROGATE.search(raw):
                 raise
             # orjson refuses a lone surrogate escape; the standard library reads it (strictly).
-    return _stdlib(raw, check_duplicates=False)
+    return _stdlib(raw)
 
 
-def has_duplicate_keys(raw: bytes) -> bool:
-    """True when some object in the JSON text ``raw`` repeats a key (``raw`` must be JSON that
-    :func:`loads` accepts; anything else also answers True, i.e. "do not rewrite")."""
-    try:
-        _stdlib(raw, check_duplicates=True)
-    except DuplicateKeys:
-        return True
-    except ValueError:
-        return True
-    return False
+def has_duplicate_keys(raw: bytes, value: Any = _UNSET) -> bool:
+    """True when some object in the JSON text ``raw`` repeats a key. ``value``: what
+    :func:`loads` made of ``raw``, not yet changed (else ``raw`` is parsed again). ``raw`` must be
+    JSON that :func:`loads` accepts; anything else also answers True ("do not rewrite").
+
+    Counts the keys written in ``raw`` (every string followed by a colon) against the keys the
+    parsed value holds: a repeated key collapses into one. No second tree is built from ``raw``."""
+    if value is _UNSET:
+        try:
+            value = loads(raw)
+        except ValueError:
+            return True
+    written = sum(1 for colon in _STRING_OR_KEY.findall(raw) if colon)
+    return written != _key_count(value)
+
+
+def _key_count(value: Any) -> int:
+    count, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            count += len(v)
+            stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, (dict, list)))
+    return count
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinite float anywhere in ``value`` (iterative: any depth)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return False
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return True
 
 
 def dumps(value: Any) -> bytes:
@@ -148,16 +169,15 @@ def dumps(value: Any) -> bytes:
 def rewrite(original: bytes, value: Any, *, unique_keys: bool = False) -> bytes | None:
     """The bytes to send in place of ``original`` (JSON text :func:`loads` accepted) now that
     ``value`` (what it was parsed into, changed) should go out, or ``None`` to leave
-    ``original`` as sent: it repeats a key, ``value`` cannot be serialized, or the result would
-    not read back strictly and equal. ``unique_keys``: the caller already knows ``original``
-    repeats no key (:func:`has_duplicate_keys`). Never raises."""
+    ``original`` as sent: it repeats a key, ``value`` holds a NaN or an infinity (which orjson
+    would write as ``null``) or cannot be serialized. ``unique_keys``: the caller already knows
+    ``original`` repeats no key (:func:`has_duplicate_keys` on the unchanged value; cheaper and
+    builds no second tree). Never raises."""
     try:
         if not unique_keys and has_duplicate_keys(original):
             return None
-        new = dumps(value)
-        # orjson writes NaN and infinities as null: only a result that reads back equal goes out
-        if loads(new) != value:
+        if not _finite(value):
             return None
+        return dumps(value)
     except (ValueError, RecursionError):
         return None
-    return new

@@ -76,7 +76,11 @@ def test_rewrite_refuses_what_cannot_be_written():
 
 def test_duplicate_keys_are_detected_only_as_keys():
     assert jsonio.has_duplicate_keys(b'{"a": 1, "a": 2}')
-    assert not jsonio.has_duplicate_keys(b'{"a": "\\"a\\": 1", "b": {"a": 1}}')
+    assert jsonio.has_duplicate_keys(b'[{"x": {"a": 1, "b": 2, "a" : 3}}]')
+    assert not jsonio.has_duplicate_keys(b'{"a": "\\"a\\": 1", "b": {"a": 1}, "c": ["d", "e:"]}')
+    raw = b'{"s": "\\\\", "k": {"\\"q\\"": 1, "q": 2}}'  # escaped backslash and quotes in strings and keys
+    assert not jsonio.has_duplicate_keys(raw, jsonio.loads(raw))
+    assert jsonio.has_duplicate_keys(b'{"\\u0061": 1, "a": 2}')  # the same key, spelled two ways
 
 
 json_values = st.recursive(
@@ -95,3 +99,28 @@ def test_dumps_reads_back_as_the_same_value(value):
     out.decode("utf-8")  # valid UTF-8: a lone surrogate went out as its escape
     assert json.loads(out) == value
     assert jsonio.loads(out) == value
+
+
+def _has_dupes_oracle(raw: bytes) -> bool:
+    found = []
+
+    def hook(pairs):
+        keys = [k for k, _ in pairs]
+        found.append(len(set(keys)) != len(keys))
+        return dict(pairs)
+
+    json.loads(raw, object_pairs_hook=hook)
+    return any(found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), json_values, max_size=5), st.data())
+def test_duplicate_key_detection_agrees_with_the_standard_library(value, data):
+    """Texts with and without a repeated key (inserted at the top level, spelled as JSON
+    writes it) are told apart exactly as ``json.loads``'s ``object_pairs_hook`` sees them."""
+    raw = json.dumps(value, ensure_ascii=data.draw(st.booleans())).encode()
+    if value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        raw = b"{" + json.dumps(key).encode() + b": 0, " + raw[1:]
+    assert jsonio.has_duplicate_keys(raw) == _has_dupes_oracle(raw)
+    assert jsonio.has_duplicate_keys(raw, jsonio.loads(raw)) == _has_dupes_oracle(raw)
