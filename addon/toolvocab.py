@@ -106,21 +106,39 @@ class _StreamCallable:
     chunked body). In ``observe`` mode the rewriter still runs (to record decisions) but the
     client gets the upstream bytes as they came. A body that turns out to be JSON (a
     ``stream: true`` request answered without SSE) is buffered and rewritten whole at the end.
+
+    Memory (issue 11): the whole upstream and sent streams are kept only when ``keep`` (something
+    saves flows: ``-w``, ``toolvocab_record``, a UI); otherwise only the bytes received and not
+    yet sent (a held tool-call block, the unfinished last event) and, while the first bytes are
+    sniffed or a JSON body is buffered, that body. Whether the client's bytes differ from the
+    upstream's is tracked as they pass (:attr:`differs`). :meth:`drain` hands out what was
+    received and not sent when the upstream ends mid-stream (issue 13).
     """
 
-    def __init__(self, state: _FlowState, *, observe: bool) -> None:
+    def __init__(self, state: _FlowState, *, observe: bool, keep: bool = True) -> None:
         self.state = state
         self.observe = observe
+        self.keep = keep
         self.rewriter = state.dialect.stream_rewriter(state, state.plan)
-        self.upstream = bytearray()
-        self.sent = bytearray()
+        self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
+        self.sent = bytearray()  # what the client got, when keep
         self.json_mode: bool | None = None  # decided on the first non-blank byte
         self.changed = False
         self.failed = False
+        self.drained = False
         self._sniffed_sent = False
         self.noted = False
+        self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
+        self._differs = False
+
+    @property
+    def differs(self) -> bool:
+        """True once the client's bytes differ from the upstream's (or some are not sent)."""
+        return self._differs or bool(self._lag)
 
     def __call__(self, chunk: bytes) -> list[bytes]:
+        if self.drained:
+            return [chunk] if chunk else []
         consumed = self._consumed()
         try:
             out = self._call(chunk)
@@ -129,9 +147,44 @@ class _StreamCallable:
             self.failed = True
             self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
             out = self._salvage(chunk, consumed)
-        for piece in out:
-            self.sent += piece  # what the client got, stored in the flow at the end (G6)
+        self._track(chunk, out)
         return out
+
+    def _track(self, chunk: bytes, out: list[bytes]) -> None:
+        if self.keep:
+            if self.json_mode is False:  # while sniffing / buffering JSON, _call keeps it
+                self.upstream += chunk
+            for piece in out:
+                self.sent += piece  # stored in the flow at the end (G6)
+        if self._differs:
+            return
+        lag = self._lag
+        lag += chunk
+        for piece in out:
+            if not lag.startswith(piece):
+                self._differs = True
+                lag.clear()
+                return
+            del lag[: len(piece)]
+
+    def drain(self) -> bytes:
+        """Every byte received and not yet sent, unchanged and in order (a held tool-call block,
+        the unfinished last event, a buffered body); afterwards the callable passes chunks
+        through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3)."""
+        if self.drained:
+            return b""
+        out: list[bytes] = []
+        try:
+            if self.json_mode is not False:
+                out = [bytes(self.upstream)] if not self._sniffed_sent else []
+            elif not self.observe and not self.failed:
+                out = list(self.rewriter.salvage())
+        except Exception:
+            logger.exception("toolvocab: drain failed")
+        self.drained = True
+        data = b"".join(out)
+        self._track(b"", [data] if data else [])
+        return data
 
     def _consumed(self) -> int:
         return int(getattr(self.rewriter, "consumed", 0))
@@ -140,7 +193,11 @@ class _StreamCallable:
         """Every upstream byte not yet sent, unchanged, after an internal error."""
         if self.json_mode is not False:
             # Nothing was sent yet: the buffered body (this chunk included) goes out whole.
-            return [bytes(self.upstream)] if self.upstream else []
+            data = bytes(self.upstream)
+            self.json_mode = False  # from here on chunks pass through
+            if not self.keep:
+                self.upstream = bytearray()
+            return [data] if data else []
         out: list[bytes] = []
         try:
             salvage = getattr(self.rewriter, "salvage", None)
@@ -150,10 +207,12 @@ class _StreamCallable:
             logger.exception("toolvocab: salvage failed")
         if chunk and self._consumed() == consumed_before:
             out.append(chunk)  # the rewriter never took this chunk in
-        return [b for b in out if b]
+        joined = b"".join(out)
+        return [joined] if joined else []
 
     def _call(self, chunk: bytes) -> list[bytes]:
-        self.upstream += chunk
+        if self.json_mode is not False:
+            self.upstream += chunk
         if self.failed:
             return [chunk] if chunk else []
         if self.json_mode is None:
@@ -165,10 +224,15 @@ class _StreamCallable:
             if not self.json_mode:
                 # Send what was held while sniffing through the stream rewriter.
                 held = bytes(self.upstream)
+                if not self.keep:
+                    self.upstream = bytearray()
+                else:
+                    # _track adds each chunk from now on; this one is already in.
+                    self.upstream = bytearray(held[: len(held) - len(chunk)])
                 out = self.rewriter.feed(held) if held else []
                 if not chunk:
                     out += self.rewriter.finish()
-                return self._emit(out, chunk)
+                return self._emit(out, chunk, sniffed=held)
         if self.json_mode:
             if chunk:
                 return []
@@ -178,7 +242,7 @@ class _StreamCallable:
         out = self.rewriter.feed(chunk) if chunk else self.rewriter.finish()
         return self._emit(out, chunk)
 
-    def _emit(self, out: list[bytes], chunk: bytes) -> list[bytes]:
+    def _emit(self, out: list[bytes], chunk: bytes, sniffed: bytes | None = None) -> list[bytes]:
         # A rewriter that contained an error of its own keeps being fed: it passes the rest
         # through itself, after the bytes it still holds.
         if getattr(self.rewriter, "error", None) and not self.noted:
@@ -189,8 +253,11 @@ class _StreamCallable:
             if self._sniffed_sent:
                 return [chunk] if chunk else []
             self._sniffed_sent = True
-            data = bytes(self.upstream)
+            data = sniffed if sniffed is not None else chunk
             return [data] if data else []
+        if len(out) > 1:
+            joined = b"".join(out)  # one piece per chunk: mitmproxy writes each piece separately
+            return [joined] if joined else []
         return out
 
     def _rewrite_json(self, body: bytes) -> bytes:
@@ -441,7 +508,30 @@ class ToolVocab:
         state = self._states.pop(flow.id, None)
         if state is not None:
             state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
+            if state.stream is not None:
+                self._deliver_rest(flow, state)
             self._finish(flow, state)
+
+    def _deliver_rest(self, flow: http.HTTPFlow, state: _FlowState) -> None:
+        """The upstream (or the client) ended a streamed answer mid-stream: send the client every
+        byte received and not yet sent, unchanged (issue 13). mitmproxy calls the stream callable
+        no more (G3); this ``error`` hook is the last code that runs before it closes the client
+        connection (``HttpStream.handle_protocol_error``: the hook, then the error to the
+        client; 11.0.2 and 12.x), so the bytes are written to the client connection here."""
+        stream = state.stream
+        assert stream is not None
+        try:
+            data = stream.drain()
+            if not data:
+                return
+            how = _send_to_client(flow, data)
+            if how is None:
+                state.record.notes.append(f"{len(data)} bytes received and not yet sent could not reach the client (its connection is gone)")
+            else:
+                state.record.notes.append(f"upstream ended mid-stream: {len(data)} bytes received and not yet sent went to the client unchanged ({how})")
+        except Exception as exc:
+            logger.exception("toolvocab: could not deliver the rest of the stream")
+            state.record.notes.append(f"rest of the stream not delivered ({type(exc).__name__}: {exc})")
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
@@ -662,9 +752,26 @@ class ToolVocab:
                 resp.headers["transfer-encoding"] = "chunked"
         # A stream request answered with JSON (an error, or a server that ignored "stream") is
         # buffered inside the callable and rewritten whole at the end.
-        state.stream = _StreamCallable(state, observe=self.mode == "observe")
+        state.stream = _StreamCallable(state, observe=self.mode == "observe", keep=self._saves_bodies())
         resp.stream = state.stream
         state.record.streamed = True
+
+    def _saves_bodies(self) -> bool:
+        """Whether a streamed answer's bytes must be kept for the flow (issue 11: nothing
+        proportional to a body is kept unless something saves): ``toolvocab_record``, ``-w``
+        (``save_stream_file``), ``hardump``, or any master but mitmdump's (mitmweb and the
+        console show flows; test masters inspect them)."""
+        from mitmproxy import ctx
+
+        if self.record_dir:
+            return True
+        try:
+            options = ctx.options
+            if any(getattr(options, name, None) for name in ("save_stream_file", "hardump")):
+                return True
+            return type(ctx.master).__name__ != "DumpMaster"
+        except Exception:
+            return True
 
     def _response(self, flow: http.HTTPFlow, state: _FlowState) -> None:
         resp = flow.response
@@ -728,16 +835,16 @@ class ToolVocab:
             self._timings(flow, record)
             record.count_calls()
             if stream is not None:
-                sent, upstream = bytes(stream.sent), bytes(stream.upstream)
                 # Whatever changed the bytes (a rename, new ids, serialized arguments, a lifted
                 # call), the client's bytes are the truth.
-                record.response_changed = sent != upstream
-                if flow.response is not None and flow.response.raw_content is None:
+                record.response_changed = stream.differs
+                if stream.keep and flow.response is not None and flow.response.raw_content is None:
                     # mitmproxy does not store streamed bodies (G6): keep what the client got,
-                    # and the upstream's bytes when they differ.
+                    # and the upstream's bytes when they differ (only when something saves).
+                    sent = bytes(stream.sent)
                     flow.response.raw_content = sent
-                    if sent != upstream:
-                        state.upstream_raw = upstream
+                    if stream.differs:
+                        state.upstream_raw = bytes(stream.upstream)
             flow.metadata[METADATA_KEY] = record.dump()
             if state.original_request is not None:
                 flow.metadata[METADATA_REQUEST] = state.original_request
@@ -808,6 +915,65 @@ class ToolVocab:
 def _is_reverse(proxy_mode: Any) -> bool:
     """True for mitmproxy's reverse mode (``mode_specs.ReverseMode`` in mitmproxy 11 and 12)."""
     return type(proxy_mode).__name__ == "ReverseMode"
+
+
+def _send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
+    """Write ``data`` as more of ``flow``'s response body straight to the client connection,
+    framed as mitmproxy frames it (HTTP/1 chunked or as is; an HTTP/2 DATA frame); the
+    description of what was done, or ``None`` when the client connection is gone.
+
+    For the ``error`` hook only: mitmproxy has no API to send body bytes after the upstream
+    failed, and its layer is paused on the hook, so the bytes go to the connection's transport
+    (``proxyserver.connections[client id].transports[client]``, mitmproxy 11.0.2 and 12.x).
+    """
+    from mitmproxy import ctx
+
+    server = ctx.master.addons.get("proxyserver")
+    handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
+    if handler is None or flow.response is None:
+        return None
+    transport = handler.transports.get(flow.client_conn)
+    writer = getattr(transport, "writer", None)
+    if writer is None or writer.is_closing():
+        return None
+    if flow.client_conn.alpn == b"h2":
+        h2server, stream_id = _h2_client_stream(handler, flow)
+        if h2server is None:
+            return None
+        h2server.h2_conn.send_data(stream_id, data)
+        writer.write(h2server.h2_conn.data_to_send())
+        return "HTTP/2 DATA"
+    if "chunked" in flow.response.headers.get("transfer-encoding", "").lower():
+        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+        return "HTTP/1.1 chunk"
+    if "content-length" in flow.response.headers:
+        return None  # a length-delimited body cannot grow
+    writer.write(data)
+    return "HTTP/1 body bytes"
+
+
+def _h2_client_stream(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int]:
+    """The client-side HTTP/2 connection layer and ``flow``'s stream id on it, found by walking
+    the connection's layer stack (``None, 0`` when not found)."""
+    seen: set[int] = set()
+    todo = [getattr(handler, "layer", None)]
+    while todo:
+        layer = todo.pop()
+        if layer is None or id(layer) in seen or len(seen) > 50:
+            continue
+        seen.add(id(layer))
+        streams = getattr(layer, "streams", None)
+        connections = getattr(layer, "connections", None)
+        if isinstance(streams, dict) and isinstance(connections, dict):
+            for stream_id, stream in streams.items():
+                if getattr(stream, "flow", None) is flow:
+                    conn = connections.get(flow.client_conn)
+                    if conn is not None and hasattr(conn, "h2_conn"):
+                        return conn, stream_id
+        for name in ("layer", "child_layer"):
+            todo.append(getattr(layer, name, None))
+        todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
+    return None, 0
 
 
 def redact_state(state: dict[str, Any]) -> dict[str, Any]:

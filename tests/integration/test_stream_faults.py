@@ -1,0 +1,159 @@
+"""An upstream that dies mid-stream, through a real mitmdump with the addon (issue 13, item 4).
+
+A raw-socket upstream on 127.0.0.1 answers an Anthropic streaming request with HTTP/1.1 chunked
+SSE, then closes (FIN) or resets (RST) the connection in the middle: inside a held tool_use
+block, or inside a plain text event. Every byte the proxy received must reach the client, in
+order and unchanged, before the client's connection ends; the saved flow's record says so.
+A raw-socket client reads the response until the proxy closes, decoding chunks (the last
+chunk never comes: the answer was cut).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+import procs
+
+pytestmark = pytest.mark.integration
+
+TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+REQUEST = json.dumps(
+    {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
+).encode()
+
+
+def ev(obj: dict) -> bytes:
+    return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
+
+
+HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+) + b"".join(ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"word {i} "}}) for i in range(20))
+
+IN_TOOL_BLOCK = HEAD + ev({"type": "content_block_stop", "index": 0}) + ev(
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}}
+) + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"comma'}})
+IN_TEXT_EVENT = HEAD + b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_'
+IN_TOOL_EVENT = IN_TOOL_BLOCK + b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
+
+
+class DyingUpstream:
+    """Answers each request with ``body`` in 100-byte HTTP/1.1 chunks, then FIN or RST."""
+
+    def __init__(self, body: bytes, *, reset: bool) -> None:
+        self.body, self.reset = body, reset
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.sock.settimeout(0.2)
+        self.stopped = False
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        # mitmdump connects upstream eagerly, also for the readiness probe: serve every
+        # connection, answer the one that sends a request.
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                try:
+                    more = conn.recv(65536)
+                except OSError:
+                    return
+                if not more:
+                    return
+                data += more
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:"))
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+            for i in range(0, len(self.body), 100):
+                piece = self.body[i : i + 100]
+                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                time.sleep(0.002)
+            time.sleep(0.3)  # the proxy has read everything before the connection dies
+            if self.reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def fetch(port: int) -> tuple[int, bytes, bool]:
+    """(status, de-chunked body bytes, whether the terminating chunk came)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    s.sendall(
+        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(REQUEST), REQUEST)
+    )
+    raw = b""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            data = s.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not data:
+            break
+        raw += data
+    s.close()
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    assert b"transfer-encoding: chunked" in head.lower()
+    body, ended = b"", False
+    while rest:
+        line, sep, rest = rest.partition(b"\r\n")
+        if not sep:
+            break
+        size = int(line, 16)
+        if size == 0:
+            ended = True
+            break
+        body += rest[:size]
+        rest = rest[size + 2 :]
+    return status, body, ended
+
+
+@pytest.mark.parametrize("reset, save", [(False, True), (True, False)], ids=["fin-saving", "rst-not-saving"])
+@pytest.mark.parametrize(
+    "body", [IN_TOOL_BLOCK, IN_TEXT_EVENT, IN_TOOL_EVENT], ids=["inside-held-tool-block", "inside-text-event", "inside-tool-event"]
+)
+def test_every_received_byte_reaches_the_client_when_the_upstream_dies(tmp_path, body, reset, save):
+    upstream = DyingUpstream(body, reset=reset)
+    proxy = procs.start_mitmdump(upstream.url, save_path=tmp_path / "flows.mitm" if save else None)
+    try:
+        status, got, ended = fetch(proxy.port)
+        assert status == 200
+        assert not ended  # the answer was cut: the client must not see a clean end
+        assert got == body, f"client got {len(got)} of {len(body)} bytes"
+        if save:
+            flows = proxy.flows()
+            assert len(flows) == 1
+            record = flows[0].metadata["toolvocab"]
+            notes = " | ".join(record["notes"])
+            assert "went to the client unchanged" in notes, notes
+            assert flows[0].response.raw_content == body  # the saved flow has what the client got
+    finally:
+        proxy.stop()
+        upstream.stop()
