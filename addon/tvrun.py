@@ -33,10 +33,38 @@ def argv_for(args: list[str]) -> list[str]:
     return ["-s", addon_path(), *args]
 
 
+def dump_options(out=None) -> None:
+    """Print the ``toolvocab_*`` options with their defaults and help, as mitmproxy's
+    ``--options`` prints its own (which cannot list a script's options: scripts load later)."""
+    from mitmproxy import optmanager
+    from mitmproxy import options
+
+    import toolvocab
+
+    opts = options.Options()
+    known = set(opts.keys())
+
+    class _Loader:
+        def add_option(self, name, typespec, default, help, choices=None):  # noqa: A002 - mitmproxy's name
+            opts.add_option(name, typespec, default, help, choices)
+
+    for addon in toolvocab.addons:
+        if hasattr(addon, "load"):
+            addon.load(_Loader())
+    ours = optmanager.OptManager()
+    for name in sorted(set(opts.keys()) - known):
+        ours._options[name] = opts._options[name]
+    optmanager.dump_defaults(ours, out or sys.stdout)
+
+
 def main() -> None:
-    """``toolvocab [mitmdump arguments]``: mitmdump with the addon."""
+    """``toolvocab [mitmdump arguments]``: mitmdump with the addon; ``toolvocab --options``
+    prints toolvocab's options (``mitmdump --options`` for mitmproxy's own)."""
     from mitmproxy.tools.main import mitmdump
 
+    if sys.argv[1:] == ["--options"]:
+        dump_options()
+        return
     sys.exit(mitmdump(argv_for(sys.argv[1:])))
 
 

@@ -58,3 +58,28 @@ def pytest_runtest_makereport(item, call):
     rep = yield
     setattr(item, f"rep_{rep.when}", rep)
     return rep
+
+
+def pytest_collection_modifyitems(config, items):
+    """Quick profile (the README's test command): an integration test function with several
+    parametrizations runs its first one only (each starts a real mitmdump: seconds apiece).
+    ``TOOLVOCAB_INTEGRATION=full`` runs every parametrization; ``rest`` only the ones the quick
+    profile leaves out (``.ci/run`` runs those as its own step, after the README command)."""
+    profile = os.environ.get("TOOLVOCAB_INTEGRATION", "quick").strip().lower()
+    if profile == "full":
+        return
+    seen: set[str] = set()
+    keep, drop = [], []
+    for item in items:
+        if item.get_closest_marker("integration") is not None and getattr(item, "callspec", None) is not None:
+            function = item.nodeid.split("[", 1)[0]
+            if function in seen:
+                drop.append(item)
+                continue
+            seen.add(function)
+        keep.append(item)
+    if profile == "rest":
+        keep, drop = drop, [i for i in items if i not in drop]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

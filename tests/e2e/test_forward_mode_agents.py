@@ -108,7 +108,12 @@ remote_plugin = false
 plugin_sharing = false
 tool_suggest = false
 ''')
-    env = {"CODEX_HOME": str(codex_home), "CODEX_API_KEY": "sk-dummy", "CODEX_CA_CERTIFICATE": ca}
+    # as the README says: the system roots plus mitmproxy's CA (a custom bundle may replace
+    # Codex's roots, and tunnelled hosts keep their real certificates)
+    bundle = home / "codex-ca-bundle.pem"
+    system = ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt"
+    bundle.write_text((Path(system).read_text() if Path(system).is_file() else "") + Path(ca).read_text())
+    env = {"CODEX_HOME": str(codex_home), "CODEX_API_KEY": "sk-dummy", "CODEX_CA_CERTIFICATE": str(bundle)}
     return ["exec", "--skip-git-repo-check", PROMPT], env
 
 

@@ -1,0 +1,31 @@
+"""The console scripts of an installed toolvocab (addon/tvrun.py): the addon path mitmproxy
+loads, arguments passed through, and ``toolvocab --options``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import tvrun
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_argv_puts_the_addon_first_and_passes_everything_else() -> None:
+    argv = tvrun.argv_for(["--mode", "reverse:https://api.anthropic.com", "--set", "toolvocab_mode=observe"])
+    assert argv[:2] == ["-s", str((ROOT / "addon" / "toolvocab.py").resolve())]
+    assert argv[2:] == ["--mode", "reverse:https://api.anthropic.com", "--set", "toolvocab_mode=observe"]
+
+
+def test_options_lists_every_toolvocab_option_with_its_default() -> None:
+    # a separate process: importing toolvocab.py as a module here would make a second copy
+    out = subprocess.run([sys.executable, "-c", "import sys, tvrun; sys.argv = ['toolvocab', '--options']; tvrun.main()"],
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT / "addon"), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    for line in ("toolvocab_mode: auto", "toolvocab_intercept: known", "toolvocab_hosts:", "toolvocab_profiles:",
+                 "toolvocab_record:", "toolvocab_redact: 'true'"):
+        assert line in out.stdout.splitlines(), (line, out.stdout)
+    assert "Valid values are 'auto', 'repair', 'observe', 'off'." in " ".join(out.stdout.replace("#", " ").split())
+    assert "listen_port" not in out.stdout  # mitmproxy's own: mitmdump --options
