@@ -33,6 +33,8 @@ from tvengine.models import ToolCall
 from tvengine.models import ToolKind
 from tvengine.plan import Plan
 from tvengine.wrapped import LEAD
+from tvengine.wrapped import MARKUP_OPENERS
+from tvengine.wrapped import REASONING_TAGS
 from tvengine.wrapped import MARKUP
 from tvengine.wrapped import PROSE
 from tvengine.wrapped import extract_text_calls
@@ -461,6 +463,10 @@ def _content_of(choices: Any) -> str:
     return "".join(parts)
 
 
+_CLOSERS = tuple(closer for _, closer in REASONING_TAGS + MARKUP_OPENERS)
+_LONGEST_CLOSER = max(len(c) for c in _CLOSERS)
+
+
 class _Slot:
     """One streamed tool call being assembled."""
 
@@ -684,7 +690,10 @@ class ChatStream(EventStreamRewriter):
     def _advance(self, chunk: str) -> str:
         """Update :attr:`_state` after ``chunk`` joined :attr:`_content`; the new state."""
         state, is_open = self._state
-        if not (is_open and ">" not in chunk):  # an open block closes only with a tag ending in ">"
+        # Inside an open reasoning or markup block only its closing tag can change the state:
+        # rescan only when a closing tag ends in this chunk (linear in a long block's length).
+        tail = self._content[-(len(chunk) + _LONGEST_CLOSER - 1) :]
+        if not is_open or any(closer in tail for closer in _CLOSERS):
             self._state = text_call_state(self._content)
         if self._state[0] == PROSE:
             self._prose, self._content = True, ""

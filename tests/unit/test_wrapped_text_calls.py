@@ -324,6 +324,27 @@ def test_stream_reasoning_and_markup_in_one_chunk_keep_the_reasoning_as_content(
     assert view["calls"] == [SQUARE]
 
 
+def test_stream_scans_a_long_block_once_not_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside an open block only its closing tag can change anything: the text is not rescanned
+    for every chunk (a long markup answer costs linear time), and the lift is still right."""
+    import tvdialects.openai_chat as chat
+
+    calls = []
+    real = chat.text_call_state
+
+    def counting(text: str):
+        calls.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(chat, "text_call_state", counting)
+    path = "a->b/" * 2000
+    text = f"<tool_call>\n<function=read_file>\n<parameter=path>\n{path}\n</parameter>\n</function>\n</tool_call>"
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    view = client_view(run_stream([chat_sse(pieces)]))
+    assert view["calls"] == [("read_file", {"path": path})]
+    assert len(pieces) > 1400 and len(calls) < 20, len(calls)
+
+
 @pytest.mark.parametrize("finish", ["length", "content_filter"])
 def test_lift_keeps_a_finish_reason_other_than_stop(finish: str) -> None:
     body = chat_json(XML, finish)
