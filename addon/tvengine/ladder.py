@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tvengine import vocabulary
+from tvengine.argjson import describe_unparsed
 from tvengine.arguments import fit_arguments
 from tvengine.arguments import unaccounted_keys
 from tvengine.arguments import validation_error
@@ -247,6 +248,21 @@ def _empty_to_object(call: ToolCall, tool: DeclaredTool) -> list[ArgChange] | No
     return None
 
 
+def _json_repaired(call: ToolCall) -> list[ArgChange]:
+    """``[repair_json]`` when the call's argument text only parsed after lossless rewrites
+    (:mod:`tvengine.argjson`): the parsed object must then be written back."""
+    if call.json_repairs:
+        return [ArgChange(op="repair_json", key="", before=call.raw_arguments, after=list(call.json_repairs))]
+    return []
+
+
+def _unparsed(call: ToolCall) -> str:
+    """Why a call's arguments (not a JSON object) are left as sent."""
+    if call.raw_arguments is not None:
+        return describe_unparsed(call.raw_arguments)
+    return "its arguments are not a JSON object and are left as sent"
+
+
 def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, closed: bool) -> Decision:
     """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
 
@@ -266,11 +282,12 @@ def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: 
     if call.arguments is None:
         return Decision(
             action=Action.RENAME,
-            reason=f"{reason}; its arguments are not a JSON object and are left as sent",
+            reason=f"{reason}; {_unparsed(call)}",
             **target,
             **base,
         )
     fitted, changes = fit_arguments(call.arguments, tool.input_schema, closed=closed, target_capability=tool.capability)
+    changes = _json_repaired(call) + changes
     error = validation_error(fitted, tool.input_schema)
     if error is not None:
         reason = f"{reason}; the arguments still fail its schema ({error}), which the client will report"
@@ -290,7 +307,7 @@ def _decide_capability(call: ToolCall, tool: DeclaredTool, *, reason: str, candi
     arguments that do not fit are evidence that the match is wrong."""
     base = _base(call, Step.CAPABILITY, candidates)
     if call.arguments is None:
-        return Decision(action=Action.LEAVE, reason=f"{reason}, but the arguments are not a JSON object, so the call cannot be checked", **base)
+        return Decision(action=Action.LEAVE, reason=f"{reason}, but the call cannot be checked: {_unparsed(call)}", **base)
     empty = _empty_to_object(call, tool)
     arguments = {} if empty is not None else call.arguments
     fitted, changes = fit_arguments(arguments, tool.input_schema, consumed=consumed, target_capability=tool.capability)
@@ -310,7 +327,7 @@ def _decide_capability(call: ToolCall, tool: DeclaredTool, *, reason: str, candi
             arg_changes=changes,
             **base,
         )
-    changes = (empty or []) + changes
+    changes = (empty or []) + _json_repaired(call) + changes
     return Decision(
         action=Action.RENAME,
         target=tool.name,
@@ -342,9 +359,21 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
             arguments_after={},
             **base,
         )
-    if tool.kind is not ToolKind.FUNCTION or call.arguments is None:
-        why = "its input is free text" if tool.kind is not ToolKind.FUNCTION else "its arguments are not a JSON object"
-        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {why}, left as sent", **base)
+    if tool.kind is not ToolKind.FUNCTION:
+        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; its input is free text, left as sent", **base)
+    if call.arguments is None:
+        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_unparsed(call)}", **base)
+    repaired = _json_repaired(call)
+    if repaired:
+        fitted, changes = fit_arguments(call.arguments, tool.input_schema, target_capability=tool.capability)
+        final, changes = (fitted, changes) if changes and validation_error(fitted, tool.input_schema) is None else (call.arguments, [])
+        return Decision(
+            action=Action.FIT,
+            reason=f"{tool.qualified} is declared; its argument JSON parsed only after lossless repairs ({', '.join(call.json_repairs)})",
+            arg_changes=repaired + changes,
+            arguments_after=final,
+            **base,
+        )
     error = validation_error(call.arguments, tool.input_schema)
     if error is None:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)

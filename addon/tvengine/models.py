@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 
+from tvengine.argjson import repair_arguments
 from tvengine.names import join_namespace
 from tvengine.names import split_mcp
 
@@ -94,12 +95,16 @@ class ToolCall(BaseModel):
     an empty form for the arguments — ``""`` (or blanks), JSON ``null``, ``[]``, or a string
     holding ``null`` / ``[]`` — which :meth:`from_payload` reads as ``{}``; the ladder then
     writes ``{}`` back for a tool whose schema is an object (issue 10: clients reject the empty forms).
+    ``json_repairs`` names the lossless rewrites (:mod:`tvengine.argjson`) that made argument
+    text strict JSON refuses parse (empty when none were needed); the ladder then writes the
+    parsed object back.
     """
 
     name: str
     arguments: dict[str, Any] | None = None
     raw_arguments: str | None = None
     empty_arguments: bool = False
+    json_repairs: list[str] = Field(default_factory=list)
     id: str | None = None
     namespace: str | None = None
     kind: ToolKind = ToolKind.FUNCTION
@@ -143,6 +148,7 @@ class ToolCall(BaseModel):
         raw: str | None = None
         parsed: dict[str, Any] | None = None
         empty = False
+        repairs: list[str] = []
         if isinstance(args, str):
             raw = args
             if not args.strip():
@@ -153,6 +159,13 @@ class ToolCall(BaseModel):
                     value = orjson.loads(args)
                 except orjson.JSONDecodeError:
                     value = None
+                    repaired = repair_arguments(args)
+                    if repaired is not None:
+                        value, repairs = repaired
+                if isinstance(value, str):
+                    repaired = repair_arguments(args)
+                    if repaired is not None:
+                        value, repairs = repaired
                 if value is None or value == []:
                     empty = value is not None or args.strip() == "null"
                     value = {} if empty else None
@@ -172,6 +185,7 @@ class ToolCall(BaseModel):
             arguments=parsed,
             raw_arguments=raw,
             empty_arguments=empty,
+            json_repairs=repairs,
             id=call_id if isinstance(call_id, str) else None,
             namespace=namespace if isinstance(namespace, str) else None,
         )

@@ -1,0 +1,171 @@
+"""Malformed argument JSON through a real mitmdump (issue 14, part 3): lossless repairs reach the
+SDK client as strict JSON; truncated arguments reach it exactly as the upstream sent them.
+
+The fake upstream answers with hand-written bytes (``enqueue``), in 5-byte transport chunks so
+events and argument text are split; the clients are the official ``openai`` (Chat Completions,
+Responses) and ``anthropic`` SDKs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import openai
+import pytest
+
+import procs
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}, "recursive": {"type": "boolean"}}, "required": ["command"]}
+SSE = {"Content-Type": "text/event-stream"}
+JSON = {"Content-Type": "application/json"}
+
+# (id, argument text the upstream sends, what the client must parse, or None: the text as sent)
+CASES = [
+    ("trailing-comma", '{"command": "ls",}', {"command": "ls"}),
+    ("python-literals", '{"command": "ls", "recursive": True}', {"command": "ls", "recursive": True}),
+    ("code-fence", '```json\n{"command": "ls"}\n```', {"command": "ls"}),
+    ("control-character", '{"command": "printf \'a\nb\'"}', {"command": "printf 'a\nb'"}),
+    ("double-encoded", json.dumps('{"command": "ls"}'), {"command": "ls"}),
+    ("truncated", '{"command": "rm -rf build/cac', None),
+    ("single-quotes", "{'command': 'ls'}", None),
+]
+
+
+@pytest.fixture(scope="module")
+def stack():
+    fake = procs.start_fake_upstream()
+    px = None
+    try:
+        px = procs.start_mitmdump(fake.url, save_path=None)
+        yield fake, px
+    finally:
+        if px is not None:
+            px.stop()
+        fake.stop()
+
+
+def sse(events: list[tuple[str | None, dict | str]]) -> bytes:
+    out = b""
+    for name, data in events:
+        if name:
+            out += f"event: {name}\n".encode()
+        out += b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
+    return out
+
+
+def chat_answer(args: str, stream: bool) -> tuple[bytes, dict]:
+    if not stream:
+        body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}]}}]}
+        return json.dumps(body).encode(), JSON
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    half = len(args) // 2
+    events = [
+        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}}]}),
+        (None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[:half]}}]}}]}),
+        (None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[half:]}}]}}]}),
+        (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        (None, "[DONE]"),
+    ]
+    return sse(events), SSE
+
+
+def responses_answer(args: str, stream: bool) -> tuple[bytes, dict]:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "Bash", "arguments": args, "status": "completed"}
+    resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [item],
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    if not stream:
+        return json.dumps(resp).encode(), JSON
+    added = {**item, "arguments": "", "status": "in_progress"}
+    events = [
+        ("response.created", {"type": "response.created", "sequence_number": 0, "response": {**resp, "status": "in_progress", "output": []}}),
+        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": added}),
+        ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "sequence_number": 2, "output_index": 0, "item_id": "fc_1", "delta": args}),
+        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": 3, "output_index": 0, "item_id": "fc_1", "arguments": args}),
+        ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 4, "output_index": 0, "item": item}),
+        ("response.completed", {"type": "response.completed", "sequence_number": 5, "response": resp}),
+    ]
+    return sse(events), SSE
+
+
+def anthropic_stream(args: str) -> tuple[bytes, dict]:
+    half = len(args) // 2
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
+                                                                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args[:half]}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args[half:]}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return sse(events), SSE
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
+def test_chat(stack, stream, case, args, want):
+    fake, px = stack
+    body, headers = chat_answer(args, stream)
+    fake.enqueue(body, headers=headers, chunk_size=5)
+    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
+    if stream:
+        got = ""
+        for chunk in client.chat.completions.create(stream=True, **kwargs):
+            for choice in chunk.choices:
+                for tc in choice.delta.tool_calls or []:
+                    got += (tc.function.arguments or "") if tc.function else ""
+    else:
+        got = client.chat.completions.create(**kwargs).choices[0].message.tool_calls[0].function.arguments
+    if want is None:
+        assert got == args  # left exactly as sent
+    else:
+        assert json.loads(got) == want and got != args
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
+def test_responses(stack, stream, case, args, want):
+    fake, px = stack
+    body, headers = responses_answer(args, stream)
+    fake.enqueue(body, headers=headers, chunk_size=5)
+    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    kwargs = dict(model="m", input="go", tools=[{"type": "function", "name": "Bash", "parameters": SCHEMA, "strict": False}])
+    if stream:
+        final = None
+        deltas = ""
+        for event in client.responses.create(stream=True, **kwargs):
+            if event.type == "response.function_call_arguments.delta":
+                deltas += event.delta
+            if event.type == "response.completed":
+                final = event.response
+        got = [o for o in final.output if o.type == "function_call"][0].arguments
+        assert deltas == got  # the deltas a client appends agree with the item
+    else:
+        got = [o for o in client.responses.create(**kwargs).output if o.type == "function_call"][0].arguments
+    if want is None:
+        assert got == args
+    else:
+        assert json.loads(got) == want and got != args
+
+
+@pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
+def test_anthropic_stream(stack, case, args, want):
+    fake, px = stack
+    body, headers = anthropic_stream(args)
+    fake.enqueue(body, headers=headers, chunk_size=5)
+    client = anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)
+    partial = ""
+    for event in client.messages.create(model="m", max_tokens=64, stream=True, messages=[{"role": "user", "content": "go"}],
+                                        tools=[{"name": "Bash", "input_schema": SCHEMA}]):
+        if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+            partial += event.delta.partial_json
+    if want is None:
+        assert partial == args
+    else:
+        assert json.loads(partial) == want
