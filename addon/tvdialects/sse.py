@@ -233,6 +233,7 @@ class EventStreamRewriter:
         self._consumed = 0
         markers = type(self).MARKERS
         self._markers: tuple[bytes, ...] | None = None if markers is None else tuple(markers) + (_ESCAPE,)
+        self._letters: tuple[bytes, ...] = tuple(markers or ())
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Bytes to send for ``event`` (``[]`` to hold it)."""
@@ -275,10 +276,12 @@ class EventStreamRewriter:
         markers = self._markers
         if markers is None:
             return True
-        for m in markers:
+        for m in self._letters:
             if m in raw:
                 return True
-        return False
+        # An escape can spell any marker; a one-byte search (memchr-fast) rules most chunks out
+        # before the two-byte one, which looks at every byte.
+        return b"\\" in raw and _ESCAPE in raw
 
     def _process(self, blocks: list[bytes]) -> list[bytes]:
         out: list[bytes] = []
@@ -327,25 +330,24 @@ class EventStreamRewriter:
                 if self._pending:
                     chunk = self._take_pending() + chunk
             return self._one(self._process(self._parser.feed_raw(chunk)))
+        # The pending bytes hold no block boundary: search only the chunk (and the one place a
+        # boundary can straddle: pending ends with LF, the chunk starts with LF).
         buf = self._pending
-        if not buf:
-            cut = chunk.rfind(b"\n\n")
-            if cut < 0:
-                buf += chunk
-                return []
+        cut = chunk.rfind(b"\n\n")
+        if cut >= 0:
             end = cut + 2
-            region = chunk if end == len(chunk) else chunk[:end]
-            if end != len(chunk):
-                buf += memoryview(chunk)[end:]
+        elif buf and buf[-1] == 0x0A and chunk[0] == 0x0A:
+            end = 1
         else:
-            start = len(buf) - 1  # the pending bytes hold no boundary: search only what is new
             buf += chunk
-            cut = buf.rfind(b"\n\n", start)
-            if cut < 0:
-                return []
-            end = cut + 2
-            region = bytes(buf[:end])
-            del buf[:end]
+            return []
+        if buf:
+            region = b"".join((buf, memoryview(chunk)[:end]))
+            buf.clear()
+        else:
+            region = chunk if end == len(chunk) else chunk[:end]
+        if end != len(chunk):
+            buf += memoryview(chunk)[end:]
         if not self.holding() and not self._marked(region):
             return [region]
         return self._one(self._process(_split_lf(region)))
