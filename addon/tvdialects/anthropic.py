@@ -248,6 +248,10 @@ def _apply_block(block: dict[str, Any], resolve: Resolver) -> bool:
     return True
 
 
+#: Events after which a held tool_use block can no longer complete (issue 13).
+_BLOCK_BREAKERS = ("content_block_start", "message_delta", "message_stop", "error")
+
+
 class AnthropicStream(EventStreamRewriter):
     """Rewrites an Anthropic SSE stream event by event.
 
@@ -260,7 +264,7 @@ class AnthropicStream(EventStreamRewriter):
     """
 
     #: Only a ``tool_use`` block is ever changed (issue 11: other events pass unparsed).
-    MARKERS = (b"tool_use",)
+    MARKERS = (b'"tool_use"',)
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
@@ -283,6 +287,11 @@ class AnthropicStream(EventStreamRewriter):
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if self._held is not None:
+            if kind in _BLOCK_BREAKERS:
+                # Out of order: the block cannot complete any more (another block starts, the
+                # message ends, an error): what was held goes out as it came, then this event.
+                held, self._held = self._held, None
+                return [e.raw for e in held] + self.on_event(event)
             self._held.append(event)
             if kind == "content_block_stop" and data.get("index") == self._held_index:
                 out = self._release(self._held)

@@ -340,7 +340,7 @@ class GeminiStream(EventStreamRewriter):
     """
 
     #: Only a ``functionCall`` is ever changed (issue 11: other SSE events pass unparsed).
-    MARKERS = (b"functionCall",)
+    MARKERS = (b'"functionCall"',)
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()

@@ -559,3 +559,33 @@ def test_rewriter_work_per_byte_is_linear_whatever_the_piece_sizes(case):
     through(small)  # warm up
     t_small, t_large = _cpu(lambda: through(small)), _cpu(lambda: through(large))
     assert t_large <= 9 * max(t_small, 0.002), (t_small, t_large)
+
+
+@pytest.mark.parametrize("breaker", ["content_block_start", "message_delta", "message_stop", "error"])
+def test_anthropic_held_block_goes_out_as_it_came_when_its_events_arrive_out_of_order(breaker):
+    # A tool_use block (foreign name: it would be renamed) whose stop never comes before another
+    # block starts or the message ends: it can no longer complete, so it goes out unchanged at
+    # once, followed by the event that broke it; nothing waits for the end of the stream.
+    from tvdialects.anthropic import DIALECT
+    from tvengine.ladder import Toolset
+    from tvengine.ladder import resolve
+    from tvengine.models import DeclaredTool
+    from tvengine.plan import Plan
+
+    tools = Toolset([DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})])
+    rw = DIALECT.stream_rewriter(lambda call: resolve(call, tools, {}), Plan(flow_key="ooo"))
+
+    def ev(obj):
+        return f"event: {obj['type']}\ndata: {orjson.dumps(obj).decode()}\n\n".encode()
+
+    block = ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "shell", "input": {}}})
+    block += ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls"}'}})
+    assert rw.feed(block) == []  # held
+    after = {
+        "content_block_start": {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}},
+        "message_delta": {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        "message_stop": {"type": "message_stop"},
+        "error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    }[breaker]
+    assert b"".join(rw.feed(ev(after))) == block + ev(after)
+    assert rw.finish() == []
