@@ -36,7 +36,8 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\{\}|\[\]")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-_STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?')
+_QUOTE_COLON = re.compile(rb'"[ \t\r\n]*:')
+_STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\r\n]*:)?')
 _UNSET: Any = object()
 
 
@@ -92,17 +93,47 @@ def loads(raw: bytes) -> Any:
     """Parse ``raw`` strictly; raises ``ValueError`` (:class:`NotStrictJSON`, or ``orjson`` /
     ``json`` ``JSONDecodeError``) when it is not JSON a strict parser accepts or nests deeper
     than :data:`MAX_DEPTH`. Integers of any size are exact; lone surrogate escapes are kept.
-    Duplicate keys are read (the last one wins); :func:`rewrite` refuses to write them."""
-    if too_deep(raw):
+    Duplicate keys are read (the last one wins); :func:`rewrite` refuses to write them.
+
+    orjson reads first (it refuses NaN, infinities, ``1e400``, invalid UTF-8 and nesting beyond
+    1024); one walk of the result then checks the depth and looks for a float of 2**63 or more,
+    which may be an integer orjson could not hold: only then is ``raw`` searched for a long
+    integer and read again by the standard library. No regex runs over every byte."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if not _SURROGATE.search(raw):
+            raise
+        # orjson refuses a lone surrogate escape; the standard library reads it (strictly).
+        if too_deep(raw):
+            raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}") from None
+        return _stdlib(raw)
+    depth, big = _walk(value)
+    if depth > MAX_DEPTH:
         raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}")
-    if not _BIG_INT.search(raw):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            if not _SURROGATE.search(raw):
-                raise
-            # orjson refuses a lone surrogate escape; the standard library reads it (strictly).
-    return _stdlib(raw)
+    if big and _BIG_INT.search(raw):
+        return _stdlib(raw)
+    return value
+
+
+def _walk(value: Any) -> tuple[int, bool]:
+    """``(depth, big)``: nesting depth of ``value`` and whether it holds a float of magnitude
+    2**63 or more (iterative: any depth)."""
+    depth, big = 0, False
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            if d > depth:
+                depth = d
+            stack.extend((x, d + 1) for x in v.values() if not isinstance(x, (str, int, bool)) and x is not None)
+        elif isinstance(v, list):
+            if d > depth:
+                depth = d
+            stack.extend((x, d + 1) for x in v if not isinstance(x, (str, int, bool)) and x is not None)
+        elif isinstance(v, float) and not big and abs(v) >= 9.2e18:
+            big = True
+    return depth, big
 
 
 def has_duplicate_keys(raw: bytes, value: Any = _UNSET) -> bool:
@@ -117,8 +148,33 @@ def has_duplicate_keys(raw: bytes, value: Any = _UNSET) -> bool:
             value = loads(raw)
         except ValueError:
             return True
-    written = sum(1 for colon in _STRING_OR_KEY.findall(raw) if colon)
-    return written != _key_count(value)
+    return _written_keys(raw) != _key_count(value)
+
+
+def _written_keys(raw: bytes) -> int:
+    """How many keys the JSON text ``raw`` writes.
+
+    Fast path: every quote followed by a colon ends a key, unless an odd run of backslashes
+    escapes it (it sits inside a string: ``"say \\": hi"``) — searching for the quote lets the
+    regex engine skip long strings at memchr speed. A quote preceded by ``{ [ , :`` may instead
+    open a string that starts with a colon (``{":": 1}``), or close one ending in such a
+    character; then every string is scanned exactly (a slower pass)."""
+    count = 0
+    for match in _QUOTE_COLON.finditer(raw):
+        start = match.start()
+        if start and raw[start - 1] == 0x5C:  # a backslash right before: count the run
+            run = start - 1
+            while run > 0 and raw[run - 1] == 0x5C:
+                run -= 1
+            if (start - run) % 2:
+                continue  # escaped quote inside a string
+        before = start - 1
+        while before >= 0 and raw[before] in b" \t\r\n":
+            before -= 1
+        if before >= 0 and raw[before] in b"{[,:":
+            return sum(1 for colon in _STRING_OR_KEY.findall(raw) if colon)
+        count += 1
+    return count
 
 
 def _key_count(value: Any) -> int:

@@ -124,3 +124,21 @@ def test_duplicate_key_detection_agrees_with_the_standard_library(value, data):
         raw = b"{" + json.dumps(key).encode() + b": 0, " + raw[1:]
     assert jsonio.has_duplicate_keys(raw) == _has_dupes_oracle(raw)
     assert jsonio.has_duplicate_keys(raw, jsonio.loads(raw)) == _has_dupes_oracle(raw)
+
+
+@pytest.mark.parametrize(
+    "raw,dupes",
+    [
+        (b'{":": 1, "a": 2}', False),
+        (b'{":": 1, ":": 2}', True),
+        (b'{" :": 1, "b": {" :": 2}}', False),
+        (b'{"a,": 1, "a,": 2}', True),
+        (b'{"x": "\\": not a key", "y": 1}', False),
+        (b'{"x": "\\\\", "x" : 1}', True),  # an escaped backslash ends the string: a real key follows
+        (b'{"": 1, "": 2}', True),
+        (b'{"{": [":"], "[": {"": ","}}', False),
+    ],
+)
+def test_written_keys_edge_cases(raw, dupes):
+    assert _has_dupes_oracle(raw) is dupes  # the expectation itself, by the standard library
+    assert jsonio.has_duplicate_keys(raw) is dupes
