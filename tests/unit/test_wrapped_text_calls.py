@@ -9,6 +9,7 @@ on a stream fed over random chunk splits; a hypothesis property covers prose aro
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -60,6 +61,9 @@ KIMI = (
     '{"path":"README.md"}<|tool_call_end|><|tool_calls_section_end|>'
 )
 THINK = "<think>\nThe user wants the square; I call the tool.\n</think>"
+
+#: Hypothesis examples for the property (``TOOLVOCAB_PROPERTY_EXAMPLES``; quick default 300).
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
 
 SQUARE = ("square_the_number", {"input_num": 1024})
 READ = ("read_file", {"path": "README.md"})
@@ -369,7 +373,7 @@ CORE = st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc", "Cs"))
 MARKUP_TEXTS = st.sampled_from([XML, KIMI, XML + "\n" + XML_READ, "\n" + XML + "\n", KIMI + "\n" + XML])
 
 
-@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(before=FILLER, core=CORE, after=FILLER, markup=MARKUP_TEXTS, prose_first=st.booleans(), seed=st.integers(0, 2**16))
 def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str, markup: str, prose_first: bool, seed: int) -> None:
     assert extract_text_calls(markup, TOOLS) is not None  # the markup alone would be lifted
