@@ -530,14 +530,18 @@ def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: f
         out.add((key, value if not isinstance(value, bool) else str(value)))
 
 
-def leaves(value: Any, sentence: str | None = None) -> set:
+#: With no decision that changed a call, only ids may differ (a missing or repeated one replaced).
+ID_KEYS = frozenset({"id", "call_id", "tool_use_id", "item_id"})
+
+
+def leaves(value: Any, sentence: str | None = None, free: frozenset[str] = FREE_KEYS) -> set:
     """``(key, scalar)`` leaves of a JSON value outside the keys a repair may change."""
     out: set = set()
-    _leaves(value, out, None, sentence, FREE_KEYS, "")
+    _leaves(value, out, None, sentence, free, "")
     return out
 
 
-def stream_leaves(data: bytes, sentence: str | None = None) -> set | None:
+def stream_leaves(data: bytes, sentence: str | None = None, free: frozenset[str] = FREE_KEYS) -> set | None:
     """Leaves of every event of an SSE stream or a Gemini JSON array; ``None`` when a data
     line is not strict JSON (then the stream must pass byte-identical)."""
     out: set = set()
@@ -546,7 +550,7 @@ def stream_leaves(data: bytes, sentence: str | None = None) -> set | None:
         ok, value = strict_json(data)
         if not ok:
             return None
-        _leaves(value, out, None, sentence, FREE_KEYS, "")
+        _leaves(value, out, None, sentence, free, "")
         return out
     text = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     for block in text.split(b"\n\n"):
@@ -559,7 +563,7 @@ def stream_leaves(data: bytes, sentence: str | None = None) -> set | None:
         ok, value = strict_json(payload)
         if not ok:
             return None
-        _leaves(value, out, None, sentence, FREE_KEYS, "")
+        _leaves(value, out, None, sentence, free, "")
     return out
 
 
@@ -573,11 +577,25 @@ ADDED_OK = {("type", "text"), ("role", "system"), ("role", "developer"), ("type"
 SYSTEM_SLOTS = frozenset({"system", "systemInstruction", "instructions", "content"})
 
 
+def _empty_call_field(key: Any, value: Any) -> bool:
+    """An empty name fragment or empty arguments, which the dialects write as ``""`` / ``{}``
+    (issue 10: empty arguments on the wire become ``{}``; a call whose first piece came late
+    gets an empty name fragment)."""
+    return key in FREE_KEYS and value in ("", None, "{}")
+
+
+def _allowed_extra(extra: set) -> set:
+    return {(k, v) for k, v in extra if not _empty_call_field(k, v)}
+
+
 def _allowed_loss(lost: set, after: set, sentence: str | None) -> set:
     """Leaves a repair may remove: an empty system slot the sentence filled; a Chat
-    ``finish_reason`` / Anthropic ``stop_reason`` that became the tool-call one."""
+    ``finish_reason`` / Anthropic ``stop_reason`` that became the tool-call one; empty
+    arguments written as ``{}``."""
     out = set()
     for key, value in lost:
+        if _empty_call_field(key, value):
+            continue
         if sentence and key in SYSTEM_SLOTS and value in (None, ""):
             continue
         if key == "finish_reason" and ("finish_reason", "tool_calls") in after:
@@ -636,20 +654,25 @@ def problems(m: Mutated, o: Outcome) -> list[str]:
         if m.seed.structural:
             return found
         answer_in, answer_out = _decoded(m.answer, m.resp_headers), _decoded(o.answer_out, m.resp_headers)
+        decisions = [d for d in record.get("decisions") or () if isinstance(d, dict)]
+        # no call renamed or fitted: names and arguments come out as they came (ids may be fixed)
+        free = FREE_KEYS if any(d.get("action") in ("rename", "fit") for d in decisions) else ID_KEYS
+        if free is ID_KEYS and record.get("rename_map"):
+            free = ID_KEYS | {"name"}  # the echo of renamed tools goes back to the client's names
         a_ok, a_value = strict_json(answer_in)
         if a_ok and isinstance(a_value, dict):
             ok, new = strict_json(answer_out)
             if not ok:
                 found.append("rewritten answer is not strict JSON")
             else:
-                after = leaves(new)
-                extra = after - leaves(a_value) - ADDED_OK
-                lost = _allowed_loss(leaves(a_value) - after, after, None)
+                after = leaves(new, None, free)
+                extra = _allowed_extra(after - leaves(a_value, None, free) - ADDED_OK)
+                lost = _allowed_loss(leaves(a_value, None, free) - after, after, None)
                 if extra or lost:
                     found.append(f"answer changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}")
         else:
-            before = stream_leaves(answer_in)
-            after = stream_leaves(answer_out)
+            before = stream_leaves(answer_in, None, free)
+            after = stream_leaves(answer_out, None, free)
             if before is None:
                 # events with data that is not strict JSON: the addon passes those events
                 # unread; the others are checked by the flows with only readable events
@@ -657,7 +680,7 @@ def problems(m: Mutated, o: Outcome) -> list[str]:
             elif after is None:
                 found.append("rewritten stream holds data that is not strict JSON where the upstream's was")
             else:
-                extra = after - before - ADDED_OK
+                extra = _allowed_extra(after - before - ADDED_OK)
                 lost = _allowed_loss(before - after, after, None)
                 if extra or lost:
                     found.append(f"stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}")

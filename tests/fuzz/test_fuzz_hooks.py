@@ -8,7 +8,9 @@ response, and checks:
 - a request body a strict JSON reader refuses, or that repeats a key, reaches the upstream
   byte-identical, and its answer reaches the client byte-identical;
 - what the addon changed is strict JSON again and differs only in tool names, tool-call
-  arguments, ids and the prompt sentence (the leaves of both sides are compared);
+  arguments, ids and the prompt sentence (the leaves of both sides are compared); in an answer
+  where the record shows no call renamed or fitted, only ids (and empty arguments written as
+  ``{}``) may differ;
 - every flow completes within ``fuzzlib.STALL_SECONDS``;
 - no log record at ERROR from the addon's own files (a traceback is one).
 
@@ -150,8 +152,14 @@ def test_oracle_catches_what_it_must():
     o = fz.Outcome(seed.request, seed.answer, {}, 9.0, ["ERROR boom"], "buffered")
     found = fz.problems(m, o)
     assert any(p.startswith("stall") for p in found) and any(p.startswith("log:") for p in found)
-    # a renamed tool and new arguments are allowed
+    # a renamed tool and new arguments are allowed when the record has a call renamed or fitted
     seed = fz.Seed("x", "anthropic", None, b'{"model": "m"}', b'{"content": [{"type": "tool_use", "name": "a", "input": {"x": 1}, "id": "1"}]}', False, {})
     m = fz.Mutated(seed, seed.request, seed.answer)
-    o = fz.Outcome(seed.request, b'{"content":[{"type":"tool_use","name":"b","input":{"y":2},"id":"2"}]}', {}, 0.0, [], "buffered")
+    renamed = b'{"content":[{"type":"tool_use","name":"b","input":{"y":2},"id":"2"}]}'
+    o = fz.Outcome(seed.request, renamed, {"decisions": [{"action": "rename"}]}, 0.0, [], "buffered")
+    assert fz.problems(m, o) == []
+    # ... and not otherwise (only ids may change then)
+    o = fz.Outcome(seed.request, renamed, {"decisions": [{"action": "keep"}]}, 0.0, [], "buffered")
+    assert any("answer changed beyond" in p for p in fz.problems(m, o))
+    o = fz.Outcome(seed.request, b'{"content":[{"type":"tool_use","name":"a","input":{"x":1},"id":"2"}]}', {"decisions": []}, 0.0, [], "buffered")
     assert fz.problems(m, o) == []
