@@ -337,12 +337,11 @@ class AnthropicStream(EventStreamRewriter):
                 # control characters); anything else, a cut-off text included, stays as sent.
                 call = ToolCall.from_payload({"name": block["name"], "arguments": text, "id": call_id})
             else:
-                if isinstance(parsed, str):
+                # A delta spelling null / [] / "" is an empty form (issue 10).
+                call = object_arguments_call(block["name"], {"input": parsed}, "input", call_id, absent=None)
+                if isinstance(parsed, str) and not call.empty_arguments:
                     # JSON encoded twice: from_payload reads the object inside, losslessly.
                     call = ToolCall.from_payload({"name": block["name"], "arguments": text, "id": call_id})
-                else:
-                    # A delta spelling null / [] / "" is an empty form (issue 10).
-                    call = object_arguments_call(block["name"], {"input": parsed}, "input", call_id, absent=None)
         else:
             # No fragment: the input is the start's. {} there is the normal wire form of an
             # empty input; null / "" / [] there is an empty form.

@@ -570,3 +570,33 @@ def test_gemini_stream_empty_args_become_an_empty_object(value: Any, framing: st
 def test_gemini_stream_object_or_absent_args_are_byte_identical(answer: dict[str, Any], framing: str, seed: int | None) -> None:
     upstream = sse([(None, answer)]) if framing == "sse" else b"[" + orjson.dumps(answer) + b"]"
     assert run(GEMINI, upstream, seed) == upstream
+
+
+# -- a call the engine leaves keeps its empty arguments -------------------------------------------
+
+
+def test_chat_json_undeclared_tool_with_empty_arguments_is_left() -> None:
+    body = chat_json("", finish="tool_calls")
+    body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = "frobnicate"
+    before = orjson.dumps(body)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+def test_responses_json_undeclared_tool_with_empty_arguments_is_left() -> None:
+    body = {"id": "resp_1", "object": "response", "status": "completed", "output": [{**responses_item(""), "name": "frobnicate"}]}
+    before = orjson.dumps(body)
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_anthropic_and_gemini_json_undeclared_tool_with_empty_arguments_is_left(value: Any) -> None:
+    anthropic = {"id": "msg_1", "type": "message", "role": "assistant", "stop_reason": "tool_use",
+                 "content": [{**anthropic_block(value), "name": "frobnicate"}]}
+    gemini = gemini_answer(value)
+    gemini["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] = "frobnicate"
+    for dialect, body in ((ANTHROPIC, anthropic), (GEMINI, gemini)):
+        before = orjson.dumps(body)
+        assert dialect.rewrite_response(body, Resolver(), PLAN) is False
+        assert orjson.dumps(body) == before
