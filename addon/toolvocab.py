@@ -553,7 +553,7 @@ class ToolVocab:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
-            flow.metadata[METADATA_KEY] = ws.record.dump()
+            flow.metadata[METADATA_KEY] = _storable(ws.record.dump())
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -865,6 +865,9 @@ class ToolVocab:
             elif self.mode == "observe" and would_change:
                 flow.marked = MARK_OBSERVED
                 flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+            # A name may hold a lone surrogate (a JSON escape the client sent): what the flow
+            # stores must encode as UTF-8, or saving it (-w) fails.
+            _make_storable(flow)
             self._log(state, dumped, kind == "tools" or (self.mode == "observe" and would_change), kind == "prompt")
             if self.record_dir and (record.request_changed or record.response_changed or (self.mode == "observe" and would_change)):
                 self._write(flow, record)
@@ -974,6 +977,30 @@ def _h2_client_stream(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int]:
             todo.append(getattr(layer, name, None))
         todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
     return None, 0
+
+
+def _storable(value: Any) -> Any:
+    """``value`` (a dumped record: dicts, lists, strings) with every lone surrogate in its
+    strings written as its ``\\udXXX`` escape text, so that mitmproxy can save it as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
+
+
+def _make_storable(flow: http.HTTPFlow) -> None:
+    """Make the record, diff and comment toolvocab put on ``flow`` encodable as UTF-8."""
+    for key in (METADATA_KEY, METADATA_DIFF):
+        if key in flow.metadata:
+            flow.metadata[key] = _storable(flow.metadata[key])
+    flow.comment = _storable(flow.comment)
 
 
 def redact_state(state: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import asyncio
 import brotli  # noqa: F401  (mitmproxy's dependency; imported to fail early when absent)
 import dataclasses
 import gzip
+import io
 import json
 import logging
 import math
@@ -503,6 +504,12 @@ def drive(replayer: Any, m: Mutated, rnd: random.Random, counter: ErrorCounter) 
     errors = [f"{r.levelname} {r.getMessage()} {_trace(r)}" for r in counter.records[before:]]
     if f.id in replayer.addon._states:
         errors.append("per-flow state outlived the flow")
+    try:  # every flow the addon handled can be saved (-w): its record must encode as UTF-8
+        from mitmproxy import io as mio
+
+        mio.FlowWriter(io.BytesIO()).add(f)
+    except Exception as exc:
+        errors.append(f"ERROR the flow cannot be saved: {type(exc).__name__}: {exc}")
     return Outcome(request_out=f.request.raw_content or b"", answer_out=out or b"", record=f.metadata.get("toolvocab"),
                    seconds=seconds, errors=errors, streamed=kind)
 

@@ -163,3 +163,27 @@ def test_oracle_catches_what_it_must():
     assert any("answer changed beyond" in p for p in fz.problems(m, o))
     o = fz.Outcome(seed.request, b'{"content":[{"type":"tool_use","name":"a","input":{"x":1},"id":"2"}]}', {"decisions": []}, 0.0, [], "buffered")
     assert fz.problems(m, o) == []
+
+
+def test_a_tool_name_with_a_lone_surrogate_is_aliased_mapped_back_and_saved(harness):
+    """A declared name holding a lone surrogate escape (valid JSON grammar): the request goes out
+    with an alias the grammar accepts, the upstream's call under that alias comes back under the
+    client's exact name (escape included), and the flow can be saved."""
+    replayer, seeds, counter = harness
+    seed = next(s for s in seeds["anthropic"] if not s.sse and s.options.get("mode") == "auto" and not s.options.get("profiles"))
+    body = (b'{"model":"m","stream":false,"tools":[{"name":"Bash\\ud800","input_schema":{"type":"object",'
+            b'"properties":{"command":{"type":"string"}}}},{"name":"Read","input_schema":{"type":"object"}}],'
+            b'"messages":[{"role":"user","content":"hi"}]}')
+    first = fz.Mutated(seed, body, b"{}")
+    o = fz.drive(replayer, first, random.Random(0), counter)
+    assert not o.errors
+    sent = json.loads(o.request_out)
+    alias = sent["tools"][0]["name"]
+    assert alias.startswith("Bash") and alias.isascii() and "\\" not in alias
+    answer = json.dumps({"content": [{"type": "tool_use", "id": "t1", "name": alias, "input": {"command": "ls"}}],
+                         "stop_reason": "tool_use"}).encode()
+    o = fz.drive(replayer, fz.Mutated(seed, body, answer), random.Random(0), counter)
+    assert not o.errors
+    got = json.loads(o.answer_out)
+    assert got["content"][0]["name"] == "Bash\ud800"
+    assert b"Bash\\ud800" in o.answer_out  # written back as the escape the client sent
