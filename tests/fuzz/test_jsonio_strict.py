@@ -90,7 +90,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(json_values)
 def test_dumps_reads_back_as_the_same_value(value):
     """Whatever the value (big integers, lone surrogates in keys and strings), what dumps
@@ -113,7 +113,7 @@ def _has_dupes_oracle(raw: bytes) -> bool:
     return any(found)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.text(max_size=4), json_values, max_size=5), st.data())
 def test_duplicate_key_detection_agrees_with_the_standard_library(value, data):
     """Texts with and without a repeated key (inserted at the top level, spelled as JSON
