@@ -922,14 +922,18 @@ def _is_reverse(proxy_mode: Any) -> bool:
 
 def _send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
     """Write ``data`` as more of ``flow``'s response body straight to the client connection,
-    framed as mitmproxy frames it (HTTP/1 chunked or as is; an HTTP/2 DATA frame); the
-    description of what was done, or ``None`` when the client connection is gone.
+    framed as mitmproxy frames it (HTTP/1 chunked or as is; an HTTP/2 DATA frame) and through
+    the client connection's TLS layer(s); the description of what was done, or ``None`` when
+    the client connection is gone or the body cannot grow.
 
     For the ``error`` hook only: mitmproxy has no API to send body bytes after the upstream
-    failed, and its layer is paused on the hook, so the bytes go to the connection's transport
-    (``proxyserver.connections[client id].transports[client]``, mitmproxy 11.0.2 and 12.x).
+    failed, and its layers are paused on the hook, so this does what they would do: the HTTP
+    framing, then each tunnel layer's ``send_data`` (TLS encryption), then the connection's
+    transport (``proxyserver.connections[client id].transports[client]``; mitmproxy 11.0.2
+    and 12.3.1).
     """
     from mitmproxy import ctx
+    from mitmproxy.proxy import commands
 
     server = ctx.master.addons.get("proxyserver")
     handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
@@ -939,44 +943,48 @@ def _send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
     writer = getattr(transport, "writer", None)
     if writer is None or writer.is_closing():
         return None
-    if flow.client_conn.alpn == b"h2":
-        h2server, stream_id = _h2_client_stream(handler, flow)
-        if h2server is None:
-            return None
+    h2server, stream_id, tunnels = _client_layers(handler, flow)
+    if h2server is not None:
         h2server.h2_conn.send_data(stream_id, data)
-        writer.write(h2server.h2_conn.data_to_send())
-        return "HTTP/2 DATA"
-    if "chunked" in flow.response.headers.get("transfer-encoding", "").lower():
-        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-        return "HTTP/1.1 chunk"
-    if "content-length" in flow.response.headers:
+        framed, how = h2server.h2_conn.data_to_send(), "HTTP/2 DATA"
+    elif "chunked" in flow.response.headers.get("transfer-encoding", "").lower():
+        framed, how = b"%x\r\n%s\r\n" % (len(data), data), "HTTP/1.1 chunk"
+    elif "content-length" in flow.response.headers:
         return None  # a length-delimited body cannot grow
-    writer.write(data)
-    return "HTTP/1 body bytes"
+    else:
+        framed, how = data, "HTTP/1 body bytes"
+    for tunnel in tunnels:  # innermost first, as the bytes travel
+        framed = b"".join(c.data for c in tunnel.send_data(framed) if isinstance(c, commands.SendData))
+    writer.write(framed)
+    return how + (" over TLS" if tunnels else "")
 
 
-def _h2_client_stream(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int]:
-    """The client-side HTTP/2 connection layer and ``flow``'s stream id on it, found by walking
-    the connection's layer stack (``None, 0`` when not found)."""
+def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[Any]]:
+    """Walk the connection's layer stack: ``flow``'s client-side HTTP/2 connection layer and
+    stream id (``None, 0`` for HTTP/1) and the tunnel layers (TLS) on the client connection,
+    innermost first."""
     seen: set[int] = set()
+    h2server, stream_id, tunnels = None, 0, []
     todo = [getattr(handler, "layer", None)]
     while todo:
         layer = todo.pop()
-        if layer is None or id(layer) in seen or len(seen) > 50:
+        if layer is None or id(layer) in seen or len(seen) > 100:
             continue
         seen.add(id(layer))
+        if getattr(layer, "tunnel_connection", None) is flow.client_conn and callable(getattr(layer, "send_data", None)):
+            tunnels.append(layer)
         streams = getattr(layer, "streams", None)
         connections = getattr(layer, "connections", None)
-        if isinstance(streams, dict) and isinstance(connections, dict):
-            for stream_id, stream in streams.items():
+        if h2server is None and isinstance(streams, dict) and isinstance(connections, dict):
+            for sid, stream in streams.items():
                 if getattr(stream, "flow", None) is flow:
                     conn = connections.get(flow.client_conn)
                     if conn is not None and hasattr(conn, "h2_conn"):
-                        return conn, stream_id
-        for name in ("layer", "child_layer"):
+                        h2server, stream_id = conn, sid
+        for name in ("child_layer", "layer"):
             todo.append(getattr(layer, name, None))
         todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
-    return None, 0
+    return h2server, stream_id, tunnels[::-1]
 
 
 def _storable(value: Any) -> Any:

@@ -157,3 +157,28 @@ def test_every_received_byte_reaches_the_client_when_the_upstream_dies(tmp_path,
     finally:
         proxy.stop()
         upstream.stop()
+
+
+def test_every_received_byte_reaches_a_tls_client_when_the_upstream_dies():
+    # The client speaks TLS to mitmdump: the rest goes through mitmproxy's TLS layer, not
+    # around it (a raw write would corrupt the TLS stream).
+    import httpx
+
+    upstream = DyingUpstream(IN_TOOL_BLOCK, reset=True)
+    proxy = procs.start_mitmdump(upstream.url)
+    try:
+        got, ended = b"", True
+        with httpx.Client(verify=False, timeout=15) as client:
+            try:
+                with client.stream("POST", f"https://127.0.0.1:{proxy.port}/v1/messages", content=REQUEST, headers={"content-type": "application/json"}) as resp:
+                    assert resp.status_code == 200
+                    for data in resp.iter_raw():
+                        got += data
+            except httpx.RemoteProtocolError as exc:
+                ended = False  # the cut answer ends without its last chunk
+                assert "incomplete chunked read" in str(exc)
+        assert not ended
+        assert got == IN_TOOL_BLOCK, f"client got {len(got)} of {len(IN_TOOL_BLOCK)} bytes"
+    finally:
+        proxy.stop()
+        upstream.stop()
