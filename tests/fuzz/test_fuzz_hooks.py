@@ -20,7 +20,10 @@ altered, not handled, stalls, tracebacks, findings) as JSON; they are printed wi
 
 Findings marked ``known:`` are counted and reported, not failed on: a repeated tool declaration
 that differs from the first only in fields the addon does not read (a schema that is not an
-object, an extra key) is dropped as an identical repeat (tvengine.plan compares DeclaredTool).
+object, an extra key) is dropped as an identical repeat (tvengine.plan compares DeclaredTool);
+an SSE event whose data repeats a key and that the rewriter changes keeps only the last one
+(tvdialects.sse reads events with jsonio, which keeps the last; a request or a whole JSON
+answer with a repeated key is left as sent).
 """
 
 from __future__ import annotations
