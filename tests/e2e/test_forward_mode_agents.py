@@ -245,7 +245,13 @@ class ForwardProxy:
             return list(mitmio.FlowReader(fp).stream())
 
     def output(self) -> str:
+        """The last part of mitmdump's output (for failure messages)."""
         return self.process.output()
+
+    def full_output(self) -> str:
+        """Everything mitmdump printed (``output()`` keeps only the last 20,000 characters)."""
+        return "\n".join(Path(p).read_text("utf-8", "replace") for p in (self.process.stdout_path, self.process.stderr_path)
+                         if Path(p).exists())
 
     def stop(self) -> None:
         self.process.stop(timeout=15)
@@ -343,7 +349,7 @@ def test_agent_with_default_url_through_regular_mode(key: str, stack: contextlib
     # one info line for the repair, naming the client and the host
     client = {"codex": "Codex"}.get(key, label)  # as tvengine.clients names it
     assert re.search(rf"toolvocab: {FOREIGN}→{re.escape(shell_tool)} \(capability\).* · {re.escape(client)} → {re.escape(host)}",
-                     proxy.output()), f"no log line for the repair\n{describe()}"
+                     proxy.full_output()), f"no log line for the repair\n{describe()}"
 
 
 # --------------------------------------------------------------------- tunnelled host
@@ -449,6 +455,6 @@ def test_non_llm_host_is_tunnelled_untouched(stack: contextlib.ExitStack, tmp_pa
     issuer = x509.load_der_x509_certificate(der).issuer.rfc4514_string()
     assert "mitmproxy" in issuer, issuer
     assert answer.startswith(b"HTTP/1.1 "), answer
-    output = proxy.output()
-    assert f"toolvocab: tunnelling {TUNNEL_HOST} untouched" in output, output
+    output = proxy.full_output()
+    assert f"toolvocab: tunnelling {TUNNEL_HOST} untouched" in output, proxy.output()
     assert not any(f.request.pretty_host == TUNNEL_HOST for f in proxy.flows()), "the tunnel was recorded as a flow"
