@@ -456,5 +456,6 @@ def test_non_llm_host_is_tunnelled_untouched(stack: contextlib.ExitStack, tmp_pa
     assert "mitmproxy" in issuer, issuer
     assert answer.startswith(b"HTTP/1.1 "), answer
     output = proxy.full_output()
+    assert "toolvocab: mode auto · proxy regular · profiles none · intercepting TLS only to " in output, proxy.output()
     assert f"toolvocab: tunnelling {TUNNEL_HOST} untouched" in output, proxy.output()
     assert not any(f.request.pretty_host == TUNNEL_HOST for f in proxy.flows()), "the tunnel was recorded as a flow"
