@@ -186,6 +186,17 @@ class _StreamCallable:
         self._track(b"", [data] if data else [])
         return data
 
+    def release(self) -> None:
+        """The flow is finished: drop the buffers and the links to the flow's state (the flow
+        keeps this object as ``response.stream``; no cycle through it outlives the flow). Any
+        later chunk would pass through unchanged."""
+        self.drained = True
+        self.upstream = bytearray()
+        self.sent = bytearray()
+        self._lag = bytearray()
+        self.rewriter = None
+        self.state = None  # type: ignore[assignment]
+
     def _consumed(self) -> int:
         return int(getattr(self.rewriter, "consumed", 0))
 
@@ -845,6 +856,7 @@ class ToolVocab:
                     flow.response.raw_content = sent
                     if stream.differs:
                         state.upstream_raw = bytes(stream.upstream)
+                stream.release()
             flow.metadata[METADATA_KEY] = record.dump()
             if state.original_request is not None:
                 flow.metadata[METADATA_REQUEST] = state.original_request

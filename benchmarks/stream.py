@@ -1,0 +1,279 @@
+"""What the addon costs on streamed answers, as ratios against bare mitmdump in the same run.
+
+    uv run --extra test python benchmarks/stream.py [--runs 5] [--mb 20] [--script PATH]
+
+A raw asyncio upstream on 127.0.0.1 answers every POST with an Anthropic SSE stream (HTTP/1.1
+chunked). Three proxies run side by side in reverse mode, each a real ``mitmdump``:
+
+* ``bare``: plain mitmdump (buffers the whole answer: mitmproxy's default);
+* ``bare+stream``: plain mitmdump with ``--set stream_large_bodies=1`` (passes chunks through);
+* ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), which streams event streams
+  through its rewriter.
+
+Figures, each the median of ``--runs`` runs, the runs interleaved across the proxies so drift
+hits all alike (this machine is noisy: only the ratios within one run mean anything):
+
+* TTFB: time to the first body byte of a small stream whose first event is written at once
+  and the rest 200 ms later;
+* bulk: throughput of ``--mb`` MB of text deltas written as fast as the upstream can, in 16 KB
+  writes, ending with a tool call (so the addon's hold/resolve path runs too);
+* per-event delay: 400 text events written 2 ms apart, each carrying the upstream's
+  ``time.monotonic()`` (system-wide on Linux), p50 and p99 of arrival minus send time;
+* proxy CPU per MB: user+system CPU of the proxy process during the bulk transfer
+  (``/proc/<pid>/stat``), per MB delivered;
+* peak RSS of each proxy process after all runs (``VmHWM``; bare mitmdump buffers whole
+  answers, so compare with ``bare+stream``).
+
+The ratio column is ``addon / bare+stream`` (for throughput, higher is better).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests")]
+
+import procs  # noqa: E402
+
+TOOLS = [
+    {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
+    {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}},
+]
+REQUEST = json.dumps(
+    {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
+).encode()
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def ev(obj: dict) -> bytes:
+    return f"event: {obj['type']}\ndata: {json.dumps(obj, separators=(',', ':'))}\n\n".encode()
+
+
+HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+)
+
+
+def text_event(text: str) -> bytes:
+    return ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+
+
+TAIL = (
+    ev({"type": "content_block_stop", "index": 0})
+    + ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}})
+    + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"command": "echo hi"}'}})
+    + ev({"type": "content_block_stop", "index": 1})
+    + ev({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
+    + ev({"type": "message_stop"})
+)
+
+
+class Upstream:
+    """An asyncio HTTP/1.1 server in a thread; the request path picks the answer:
+    ``/v1/messages`` bulk (``?mb=N``), ``?ttfb`` small stream, ``?events`` timed events."""
+
+    def __init__(self, mb: int) -> None:
+        sentence = "The quick brown fox jumps over the lazy dog. " * 3
+        one = text_event(sentence)
+        self.bulk_body = HEAD + one * (mb * 1_000_000 // len(one)) + TAIL
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("upstream did not start")
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def start() -> None:
+            server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+            self.port = server.sockets[0].getsockname()[1]
+            ready.set()
+
+        self.loop.run_until_complete(start())
+        self.loop.run_forever()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                path = lines[0].split(" ")[1]
+                length = 0
+                for line in lines[1:]:
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":", 1)[1])
+                await reader.readexactly(length)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+
+                def chunk(data: bytes) -> None:
+                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+                if "ttfb" in path:
+                    chunk(HEAD + text_event("first"))
+                    await writer.drain()
+                    await asyncio.sleep(0.2)
+                    chunk(TAIL)
+                elif "events" in path:
+                    chunk(HEAD)
+                    for _ in range(400):
+                        chunk(text_event(f"t={time.monotonic():.6f};"))
+                        await writer.drain()
+                        await asyncio.sleep(0.002)
+                    chunk(TAIL)
+                else:
+                    body = self.bulk_body
+                    for i in range(0, len(body), 16384):
+                        chunk(body[i : i + 16384])
+                        if i % (16384 * 16) == 0:
+                            await writer.drain()
+                writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fp:
+        fields = fp.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set size (``VmHWM``), MiB."""
+    with open(f"/proc/{pid}/status") as fp:
+        for line in fp:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def request(port: int, path: str) -> http.client.HTTPResponse:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", path, body=REQUEST, headers={"content-type": "application/json", "anthropic-version": "2023-06-01"})
+    return conn.getresponse()
+
+
+def ttfb(port: int) -> float:
+    t = time.perf_counter()
+    resp = request(port, "/v1/messages?ttfb")
+    first = resp.read1(65536)
+    took = time.perf_counter() - t
+    assert first
+    resp.read()
+    return took
+
+
+def bulk(port: int, pid: int) -> tuple[float, float, int]:
+    """(seconds, proxy CPU seconds, bytes)."""
+    cpu = cpu_seconds(pid)
+    t = time.perf_counter()
+    resp = request(port, "/v1/messages?bulk")
+    n = 0
+    while True:
+        data = resp.read1(1 << 20)
+        if not data:
+            break
+        n += len(data)
+    return time.perf_counter() - t, cpu_seconds(pid) - cpu, n
+
+
+def event_delays(port: int) -> list[float]:
+    resp = request(port, "/v1/messages?events")
+    delays: list[float] = []
+    buf = b""
+    while True:
+        data = resp.read1(65536)
+        now = time.monotonic()
+        if not data:
+            break
+        buf += data
+        while b"t=" in buf:
+            i = buf.index(b"t=")
+            j = buf.find(b";", i)
+            if j < 0:
+                break
+            delays.append(now - float(buf[i + 2 : j]))
+            buf = buf[j + 1 :]
+    return delays
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p / 100 * len(values)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--mb", type=int, default=20)
+    parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
+    args = parser.parse_args()
+
+    upstream = Upstream(args.mb)
+    url = f"http://127.0.0.1:{upstream.port}"
+    proxies = {}
+    try:
+        proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
+        proxies["bare+stream"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
+        proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
+        figures: dict[str, dict[str, list[float]]] = {k: {"ttfb": [], "mbps": [], "cpu_ms_per_mb": [], "p50": [], "p99": []} for k in proxies}
+        for name, p in proxies.items():  # warm up
+            ttfb(p.port)
+            bulk(p.port, p.process.proc.pid)
+        for _ in range(args.runs):
+            for name, p in proxies.items():
+                pid = p.process.proc.pid
+                figures[name]["ttfb"].append(ttfb(p.port))
+                secs, cpu, n = bulk(p.port, pid)
+                assert n >= args.mb * 1_000_000, (name, n)
+                figures[name]["mbps"].append(n / secs / 1e6)
+                figures[name]["cpu_ms_per_mb"].append(cpu * 1e3 / (n / 1e6))
+                d = event_delays(p.port)
+                figures[name]["p50"].append(pct(d, 50))
+                figures[name]["p99"].append(pct(d, 99))
+        rss = {name: peak_rss_mib(p.process.proc.pid) for name, p in proxies.items()}
+    finally:
+        for p in proxies.values():
+            p.stop()
+        upstream.stop()
+
+    med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in figures.items()}
+    base = med["bare+stream"]
+    rows = [
+        ("time to first byte", "ttfb", 1e3, "ms"),
+        (f"bulk throughput ({args.mb} MB)", "mbps", 1, "MB/s"),
+        ("per-event delay p50", "p50", 1e3, "ms"),
+        ("per-event delay p99", "p99", 1e3, "ms"),
+        ("proxy CPU per MB", "cpu_ms_per_mb", 1, "ms"),
+    ]
+    print(f"streamed answers, median of {args.runs} runs; addon = {args.script}")
+    print(f"{'figure':28s} {'bare':>10s} {'bare+stream':>12s} {'addon':>10s}  ratio addon/bare+stream")
+    for label, key, scale, unit in rows:
+        vals = [med[k][key] * scale for k in ("bare", "bare+stream", "addon")]
+        print(f"{label:28s} {vals[0]:10.2f} {vals[1]:12.2f} {vals[2]:10.2f}  {vals[2] / vals[1]:6.2f}x   ({unit})")
+    vals = [rss[k] for k in ("bare", "bare+stream", "addon")]
+    print(f"{'peak RSS after all runs':28s} {vals[0]:10.1f} {vals[1]:12.1f} {vals[2]:10.1f}  {vals[2] / vals[1]:6.2f}x   (MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
