@@ -37,7 +37,7 @@ Known bugs are kept out of the generators and pinned by ``xfail(strict=True)`` t
 of this file (each generator exclusion names its test).
 
 Examples per test: ``TOOLVOCAB_PROPERTY_EXAMPLES`` (default 100, the quick profile of the README's
-test command, about 30 s for this file on 2 cores; ``.ci/run`` runs the long profile, 3000).
+test command, about 30 s for this file on 2 cores; ``.ci/run`` runs the long profile, 2000).
 """
 
 from __future__ import annotations
