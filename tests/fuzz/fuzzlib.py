@@ -521,7 +521,7 @@ def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: f
     if isinstance(value, dict):
         t = value.get("type") if isinstance(value.get("type"), str) else ctx_type
         for k, v in value.items():
-            if k in free or (k == "delta" and ("arguments" in t or "input" in t)):
+            if k in free or (k == "delta" and "arguments" in free and ("arguments" in t or "input" in t)):
                 continue
             _leaves(v, out, k, sentence, free, t)
     elif isinstance(value, list):
@@ -537,7 +537,8 @@ def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: f
         out.add((key, value if not isinstance(value, bool) else str(value)))
 
 
-#: With no decision that changed a call, only ids may differ (a missing or repeated one replaced).
+#: With no decision that changed a call, only ids (a missing or repeated one replaced) and names
+#: may differ: arguments come out as they came.
 ID_KEYS = frozenset({"id", "call_id", "tool_use_id", "item_id"})
 
 
@@ -665,9 +666,9 @@ def problems(m: Mutated, o: Outcome) -> list[str]:
         answer_in, answer_out = _decoded(m.answer, m.resp_headers), _decoded(o.answer_out, m.resp_headers)
         decisions = [d for d in record.get("decisions") or () if isinstance(d, dict)]
         # no call renamed or fitted: names and arguments come out as they came (ids may be fixed)
-        free = FREE_KEYS if any(d.get("action") in ("rename", "fit") for d in decisions) else ID_KEYS
-        if free is ID_KEYS and record.get("rename_map"):
-            free = ID_KEYS | {"name"}  # the echo of renamed tools goes back to the client's names
+        # names may still change: an echo of renamed tools goes back to the client's names, a
+        # name sent in fragments is assembled (BR-18)
+        free = FREE_KEYS if any(d.get("action") in ("rename", "fit") for d in decisions) else ID_KEYS | {"name"}
         a_ok, a_value = strict_json(answer_in)
         if a_ok and isinstance(a_value, dict):
             ok, new = strict_json(answer_out)

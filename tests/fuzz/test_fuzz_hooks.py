@@ -9,8 +9,8 @@ response, and checks:
   byte-identical, and its answer reaches the client byte-identical;
 - what the addon changed is strict JSON again and differs only in tool names, tool-call
   arguments, ids and the prompt sentence (the leaves of both sides are compared); in an answer
-  where the record shows no call renamed or fitted, only ids (and empty arguments written as
-  ``{}``) may differ;
+  where the record shows no call renamed or fitted, the arguments (whole or in fragments) come
+  out as they came (empty arguments may be written as ``{}``);
 - every flow completes within ``fuzzlib.STALL_SECONDS``;
 - no log record at ERROR from the addon's own files (a traceback is one).
 
@@ -161,11 +161,18 @@ def test_oracle_catches_what_it_must():
     renamed = b'{"content":[{"type":"tool_use","name":"b","input":{"y":2},"id":"2"}]}'
     o = fz.Outcome(seed.request, renamed, {"decisions": [{"action": "rename"}]}, 0.0, [], "buffered")
     assert fz.problems(m, o) == []
-    # ... and not otherwise (only ids may change then)
+    # ... and not otherwise (arguments must stay then)
     o = fz.Outcome(seed.request, renamed, {"decisions": [{"action": "keep"}]}, 0.0, [], "buffered")
     assert any("answer changed beyond" in p for p in fz.problems(m, o))
     o = fz.Outcome(seed.request, b'{"content":[{"type":"tool_use","name":"a","input":{"x":1},"id":"2"}]}', {"decisions": []}, 0.0, [], "buffered")
-    assert fz.problems(m, o) == []
+    assert fz.problems(m, o) == []  # only the id changed
+    # a stream whose argument fragments changed with no call repaired
+    sse_in = b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta","delta":"{\\"a\\""}\n\n'
+    sse_out = sse_in.replace(b'\\"a', b'\\"b')
+    seed = fz.Seed("x", "openai_responses", None, b'{"model": "m"}', sse_in, True, {})
+    m = fz.Mutated(seed, seed.request, seed.answer)
+    o = fz.Outcome(seed.request, sse_out, {"decisions": [{"action": "keep"}]}, 0.0, [], "callable")
+    assert any("stream changed beyond" in p for p in fz.problems(m, o))
 
 
 def test_a_tool_name_with_a_lone_surrogate_is_aliased_mapped_back_and_saved(harness):
