@@ -287,12 +287,11 @@ class EventStreamRewriter:
         out: list[bytes] = []
         markers = self._markers
         for i, raw in enumerate(blocks):
-            if markers is not None and not self.holding() and not self._marked(raw):
-                out.append(raw)
-                continue
-            event = SSEEvent.parse(raw)
             try:
-                out.extend(self.on_event(event))
+                if markers is not None and not self.holding() and not self._marked(raw):
+                    out.append(raw)
+                    continue
+                out.extend(self.on_event(SSEEvent.parse(raw)))
             except Exception as exc:  # contain: pass the rest through byte-identical
                 self.error = f"{type(exc).__name__}: {exc}"
                 held = self.held()
@@ -348,7 +347,11 @@ class EventStreamRewriter:
             region = chunk if end == len(chunk) else chunk[:end]
         if end != len(chunk):
             buf += memoryview(chunk)[end:]
-        if not self.holding() and not self._marked(region):
+        try:
+            untouched = not self.holding() and not self._marked(region)
+        except Exception:  # _process contains it (and sends every byte)
+            untouched = False
+        if untouched:
             return [region]
         return self._one(self._process(_split_lf(region)))
 

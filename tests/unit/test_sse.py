@@ -589,3 +589,24 @@ def test_anthropic_held_block_goes_out_as_it_came_when_its_events_arrive_out_of_
     }[breaker]
     assert b"".join(rw.feed(ev(after))) == block + ev(after)
     assert rw.finish() == []
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_failing_holding_check_loses_no_byte(seed):
+    class Flaky(Marked):
+        calls = 0
+
+        def holding(self) -> bool:
+            Flaky.calls += 1
+            if Flaky.calls == 3:
+                raise RuntimeError("injected")
+            return super().holding()
+
+        def on_event(self, event: SSEEvent) -> list[bytes]:
+            return [event.raw]  # changes nothing: every byte must come out as it came
+
+    data = b"".join(b'event: t\ndata: {"type":"text","text":"w%d"}\n\n' % i for i in range(40)) + b'data: {"m":1,"n":3}\n\n' * 3
+    rw = Flaky()
+    out = run(rw, random_chunks(data, random.Random(seed), 1, 300))
+    assert b"".join(b"".join(o) for o in out) == data
+    assert Flaky.calls > 3  # the failure happened, and the stream went on
