@@ -86,6 +86,8 @@ SYNONYM_GROUPS: list[set[str]] = [
     {"url", "uri"},
 ]
 ANNOTATIONS = {"instruction", "explanation", "justification", "description"}
+#: Location keys: empty there means absent when a synonym carries a value (BR-27).
+LOCATIONS = {"path", "file_path", "filePath", "absolute_path", "filepath", "dir_path", "directory", "command", "cmd"}
 POSIX_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/bin/zsh", "/usr/bin/zsh"}
 SEPARATORS = "_-.:/ "
 
@@ -175,7 +177,8 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
     if d.step is Step.CAPABILITY:
         assert target is not None
         src_cap = vocabulary.capability_of(call.name.strip())
-        if call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool"):
+        if call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool") and (call.arguments or {}).get("command") is not None:
+            # dispatched on its command (view reads, str_replace edits; create never writes)
             src_cap = {"view": "read", "str_replace": "edit"}.get((call.arguments or {}).get("command"))
         assert src_cap is not None and src_cap == target.capability, (call, d)
     elif d.step is Step.NORMALIZED:
@@ -191,7 +194,7 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
     if call.empty_arguments:
         assert final_args == {}
         return
-    dispatched = d.step is Step.CAPABILITY and call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool")
+    dispatched = d.step is Step.CAPABILITY and call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool") and "command" in before
     used: set[str] = set()
     for key, value in before.items():
         if dispatched and key == "command":
@@ -203,11 +206,16 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
             assert d.step is Step.REVERSE_MAP or (isinstance(schema, dict) and schema.get("additionalProperties") is False), (key, d)
             continue
         k = key if key in carried else carried[0]
+        if value == "" and k in LOCATIONS and final_args[k] != "":
+            # BR-27: an empty location is absent when a synonym carries one; that synonym's
+            # value must be what fills it.
+            assert any(before.get(o) == final_args[k] for o in synonyms(k) - {key}), (key, final_args, d.reason)
+            continue
         used.add(k)
         assert lossless(value, final_args[k]), f"{key}: {value!r} -> {final_args[k]!r} ({d.reason})"
     # nothing invented
     for k in final_args:
-        assert k in used or k in before, f"{k!r} invented: {call} -> {d}"
+        assert k in used or k in before or any(o in before for o in synonyms(k)), f"{k!r} invented: {call} -> {d}"
 
 
 # ---------------------------------------------------------------- the five agents' tool lists
