@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import brotli  # noqa: F401  (mitmproxy's dependency; imported to fail early when absent)
 import dataclasses
+import functools
 import gzip
 import io
 import json
@@ -114,8 +115,10 @@ class Seed:
     structural: bool = False  # its own repair reshapes more than names/arguments/ids (calibrated)
 
 
+@functools.lru_cache(maxsize=1)
 def load_seeds() -> dict[str, list[Seed]]:
-    """Every replayable recorded flow, by dialect."""
+    """Every replayable recorded flow, by dialect (read once per process; never drive a seed's
+    flow itself: :func:`build_flow` clones it)."""
     out: dict[str, list[Seed]] = {d: [] for d in DIALECTS}
     for path in fr.corpus_files():
         for saved in fr.load_flows(path):

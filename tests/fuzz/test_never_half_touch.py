@@ -1,0 +1,143 @@
+"""Never half-touch a body (issue 13, item 2): each shape the independent fuzz run found, by name.
+
+A recorded flow of each dialect (flows/, mode auto, JSON answer needing a repair) is driven
+through the hooks with one targeted change to its request or its answer. Expectations are
+written here by hand: what a strict JSON reader refuses, or what repeats a key, reaches the
+other side byte-identical and its answer is not repaired; the wrong-typed fields that raised
+tracebacks pass without an ERROR record.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzzlib as fz  # noqa: E402
+import flowreplay as fr  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def harness():
+    counter = fz.ErrorCounter()
+    logging.getLogger().addHandler(counter)
+    seeds = fz.load_seeds()
+    try:
+        with fr.Replayer() as replayer:
+            yield replayer, seeds, counter
+    finally:
+        logging.getLogger().removeHandler(counter)
+
+
+def repaired_seed(seeds, dialect: str) -> fz.Seed:
+    """A JSON-answer flow of ``dialect`` in auto mode whose answer the addon repairs."""
+    for seed in seeds[dialect]:
+        if not seed.sse and seed.options.get("mode") == "auto" and not seed.options.get("profiles") and "br05" in seed.name:
+            return seed
+    raise AssertionError(f"no br05 JSON seed for {dialect}")
+
+
+def drive(harness, seed: fz.Seed, request: bytes, answer: bytes) -> fz.Outcome:
+    replayer, _, counter = harness
+    return fz.drive(replayer, fz.Mutated(seed, request, answer), random.Random(0), counter)
+
+
+def with_field(raw: bytes, token: bytes) -> bytes:
+    """``raw`` (a JSON object) with ``"x_fuzz": <token>`` added as its first key, token as is."""
+    assert raw.lstrip().startswith(b"{")
+    start = raw.index(b"{") + 1
+    return raw[:start] + b'"x_fuzz":' + token + b"," + raw[start:]
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+def test_the_seed_is_repaired_as_is(harness, dialect):
+    """The control: unchanged, the flow's answer is repaired (so 'not repaired' below means something)."""
+    seed = repaired_seed(harness[1], dialect)
+    o = drive(harness, seed, seed.request, seed.answer)
+    assert o.answer_out != seed.answer and not o.errors
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+@pytest.mark.parametrize(
+    "token",
+    [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"[1e400, 123456789012345678901234567890]", b'"\xff"',
+     b"[" * 1100 + b"]" * 1100, b"[" * 500 + b"]" * 500],
+    ids=["NaN", "Infinity", "-Infinity", "1e400", "1e400+bigint", "invalid-utf8", "depth1100", "depth500"],
+)
+def test_a_request_a_strict_reader_refuses_is_not_touched_nor_its_answer(harness, dialect, token):
+    seed = repaired_seed(harness[1], dialect)
+    request = with_field(seed.request, token)
+    o = drive(harness, seed, request, seed.answer)
+    assert o.request_out == request
+    assert o.answer_out == seed.answer
+    assert not o.errors
+    assert o.record and o.record.get("skipped")
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+def test_a_request_with_a_repeated_key_is_left_as_sent(harness, dialect):
+    seed = repaired_seed(harness[1], dialect)
+    request = with_field(seed.request, b'"a","x_fuzz":"b"')
+    o = drive(harness, seed, request, seed.answer)
+    assert o.request_out == request and o.answer_out == seed.answer and not o.errors
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+def test_big_integers_and_lone_surrogates_survive_a_rewritten_request(harness, dialect):
+    seed = repaired_seed(harness[1], dialect)
+    request = with_field(seed.request, b'[123456789012345678901234567890, "a\\udfffb", -98765432109876543210]')
+    o = drive(harness, seed, request, seed.answer)
+    assert not o.errors
+    assert o.request_out != request  # the prompt sentence went in
+    assert b"123456789012345678901234567890" in o.request_out and b"-98765432109876543210" in o.request_out
+    assert json.loads(o.request_out)["x_fuzz"][1] == "a\udfffb"
+    assert o.answer_out != seed.answer  # and the answer is repaired as usual
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+def test_an_answer_a_strict_reader_refuses_or_with_a_repeated_key_passes_as_sent(harness, dialect):
+    seed = repaired_seed(harness[1], dialect)
+    for token in (b"NaN", b"1e400", b'"a","x_fuzz":"b"', b"[" * 600 + b"]" * 600):
+        answer = with_field(seed.answer, token)
+        o = drive(harness, seed, seed.request, answer)
+        assert o.answer_out == answer, token[:20]
+        assert not o.errors
+
+
+@pytest.mark.parametrize(
+    "dialect,field,value",
+    [
+        ("openai_chat", "tools", True),
+        ("openai_chat", "tools", 7),
+        ("openai_chat", "functions", 1.5),
+        ("openai_chat", "messages", False),
+        ("openai_responses", "tools", True),
+        ("openai_responses", "tools", 3),
+        ("anthropic", "messages", 0),
+        ("gemini", "contents", True),
+    ],
+)
+def test_wrong_types_in_the_request_pass_without_a_traceback(harness, dialect, field, value):
+    seed = repaired_seed(harness[1], dialect)
+    body = json.loads(seed.request)
+    body[field] = value
+    request = json.dumps(body).encode()
+    o = drive(harness, seed, request, seed.answer)
+    assert not o.errors, o.errors
+
+
+@pytest.mark.parametrize("value", [3, 1.5, True, "x", {"a": 1}, [[1]], [{"type": ["function_call"]}]])
+def test_a_responses_output_of_any_type_passes_without_a_traceback(harness, value):
+    seed = repaired_seed(harness[1], "openai_responses")
+    answer = json.loads(seed.answer)
+    answer["output"] = value
+    raw = json.dumps(answer).encode()
+    o = drive(harness, seed, seed.request, raw)
+    assert not o.errors, o.errors
+    assert o.answer_out == raw
