@@ -20,8 +20,10 @@ from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import as_list
+from tvdialects.base import declared_toolset
 from tvdialects.base import dedupe_tools
 from tvdialects.base import object_arguments_call
+from tvdialects import textcalls
 from tvdialects.sse import SSEEvent
 from tvdialects.sse import EventStreamRewriter
 from tvengine.errors import OPENCODE_INVALID_TOOL
@@ -30,6 +32,7 @@ from tvengine.models import DeclaredTool
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
 from tvengine.plan import Plan
+from tvengine.wrapped import PARALLEL_WRAPPER
 
 _PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
 
@@ -188,18 +191,38 @@ class AnthropicMessages:
     # -- response -----------------------------------------------------------------------------
 
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
-        """Resolve every ``tool_use`` block of a JSON ``message`` and rewrite name and input."""
+        """Resolve every ``tool_use`` block of a JSON ``message`` and rewrite name and input; a
+        ``multi_tool_use.parallel`` block becomes its calls (BR-08); a message without
+        ``tool_use`` whose one non-blank text block is nothing but tool-call markup gets that
+        block lifted into ``tool_use`` blocks (:func:`lift_text_block`), ``stop_reason``
+        ``end_turn`` becoming ``tool_use``."""
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return False
         changed = False
         ids = CallIds(plan.flow_key)
+        content: list[Any] = []
         for block in body["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
                 new_id = ids.fix(block.get("id"))
                 if new_id is not None:
                     block["id"] = new_id
                     changed = True
+                expanded = _expand_parallel_block(block, resolve, ids)
+                if expanded is not None:
+                    content.extend(expanded)
+                    changed = True
+                    continue
                 changed |= _apply_block(block, resolve)
+            content.append(block)
+        if changed:
+            body["content"] = content
+        lifted = lift_text_block(content, resolve, ids)
+        if lifted is not None:
+            index, blocks = lifted
+            body["content"] = content[:index] + blocks + content[index + 1 :]
+            if body.get("stop_reason") == "end_turn":
+                body["stop_reason"] = "tool_use"
+            changed = True
         return changed
 
     def wants_stream(self, path: str, body: JSON) -> bool:
@@ -248,6 +271,65 @@ def _apply_block(block: dict[str, Any], resolve: Resolver) -> bool:
     return True
 
 
+def _tool_use_block(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+def _expand_parallel_block(block: dict[str, Any], resolve: Resolver, ids: CallIds) -> list[dict[str, Any]] | None:
+    """The ``tool_use`` blocks a ``multi_tool_use.parallel`` block stands for (BR-08), each
+    resolved (ids ``<wrapper id>_<i>``, made stable when not usable); ``None``: not a wrapper,
+    or a part does not resolve (the wrapper stays whole)."""
+    if block.get("name", "").strip() != PARALLEL_WRAPPER or not isinstance(block.get("input"), dict):
+        return None
+    wrapper = ToolCall(name=block["name"], arguments=block["input"], id=block.get("id") if isinstance(block.get("id"), str) else None)
+    expanded = textcalls.expand_parallel(wrapper, resolve)
+    if expanded is None:
+        return None
+    out = []
+    for sub, decision in expanded:
+        args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
+        out.append(_tool_use_block(ids.fix(sub.id) or str(sub.id), decision.target or sub.name, args if isinstance(args, dict) else {}))
+    return out
+
+
+def lift_text_block(content: list[Any], resolve: Resolver, ids: CallIds) -> tuple[int, list[dict[str, Any]]] | None:
+    """``(index, blocks)``: the one text block of ``content`` to replace with ``blocks`` (the
+    reasoning text that remains, if any, then one ``tool_use`` block per lifted call), or
+    ``None`` to leave ``content`` as it is.
+
+    Lifted only when ``content`` has no ``tool_use`` block and exactly one text block that is not
+    blank, and that text is nothing but tool-call markup whose calls resolve and validate
+    (:func:`tvdialects.textcalls.lift`). Ids are stable (``tc_…``, :class:`CallIds`; a model's
+    own id such as Kimi's ``functions.x:0`` would not match Anthropic's id pattern)."""
+    if any(isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use") for b in content):
+        return None
+    texts = [
+        i for i, b in enumerate(content)
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
+    ]
+    if len(texts) != 1:
+        return None
+    index = texts[0]
+    found = textcalls.lift(content[index]["text"], resolve, lambda i: ids.fix(None) or "")
+    if found is None:
+        return None
+    remaining, calls = found
+    blocks: list[dict[str, Any]] = []
+    if remaining.strip():
+        blocks.append({**content[index], "text": remaining})
+    for call in calls:
+        call_id = call.id if _TOOL_USE_ID.fullmatch(call.id) else ids.fix(None) or ""
+        blocks.append(_tool_use_block(call_id, call.name, call.arguments))
+    return index, blocks
+
+
+#: Anthropic's pattern for a ``tool_use`` id (the API rejects others when the call is replayed).
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+#: Events that carry a block ``index``.
+_BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_stop")
+
 #: Events after which a held tool_use block can no longer complete (issue 13).
 _BLOCK_BREAKERS = ("content_block_start", "message_delta", "message_stop", "error")
 
@@ -260,11 +342,21 @@ class AnthropicStream(EventStreamRewriter):
     in ``input_json_delta`` fragments and may need fitting), then resolved once and sent: as
     received when nothing changes, else with the new name in ``content_block_start`` and the
     fitted input as one ``input_json_delta``. Events held meanwhile (``ping``) keep their order.
-    A block still open at end of stream goes out unchanged.
+    A block still open at end of stream goes out unchanged. A ``multi_tool_use.parallel`` block
+    goes out as one block per call (BR-08); later blocks' indexes shift to stay contiguous.
+
+    Tool calls left in text (issue 14, :func:`lift_text_block`): text deltas go out at once
+    while the text is whitespace or a leading reasoning block, and for good once it is prose.
+    From the delta where markup may start, the block is held to ``message_delta``; then it is
+    lifted when the text is nothing but markup that resolves — the text block (already started)
+    ends with what went out plus the reasoning that remains (possibly empty), ``tool_use``
+    blocks follow, ``stop_reason`` ``end_turn`` becomes ``tool_use`` — else sent as it came. Another block starting, ``message_stop``,
+    an error or the end of the stream release it unchanged.
     """
 
-    #: Only a ``tool_use`` block is ever changed (issue 11: other events pass unparsed).
-    MARKERS = (b'"tool_use"',)
+    #: A ``tool_use`` block is changed; a text block may be lifted (its start names its type).
+    #: Other events (text and thinking deltas included) pass unparsed (issue 11).
+    MARKERS = (b'"tool_use"', b'"type":"text"', b'"type": "text"')
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
@@ -272,20 +364,39 @@ class AnthropicStream(EventStreamRewriter):
         self._ids = CallIds(plan.flow_key if plan is not None else "")
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
+        self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up
+        # Text lift: never once a tool_use came, a second non-blank text block came, or no tools.
+        self._no_lift = declared_toolset(resolve) is None
+        self._watch: textcalls.TextWatch | None = None  # the text block that may be markup
+        self._text_index: Any = None
+        self._text_held: list[SSEEvent] | None = None  # its events from where markup may start
+        self._released = 0  # characters of its text that went out
 
     def holding(self) -> bool:
-        """A tool_use block is being held: every event goes to :meth:`on_event`."""
-        return self._held is not None
+        """A tool_use block is held, a text block is watched or held, or indexes shift: every
+        event goes to :meth:`on_event`."""
+        return self._held is not None or self._watch is not None or self._text_held is not None or self._shift != 0
 
     def held(self) -> list[bytes]:
-        """Raw bytes of the tool_use block being held (clears it)."""
+        """Raw bytes of the events being held (clears them)."""
         held, self._held = self._held or [], None
-        return [e.raw for e in held]
+        text, self._text_held = self._text_held or [], None
+        self._watch = None
+        return [e.raw for e in text + held]
+
+    def at_end(self) -> list[bytes]:
+        """End of stream: whatever is held goes out as it came."""
+        return self.held()
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold tool_use blocks until their stop; pass everything else at once."""
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
+        if self._shift and isinstance(data, dict) and kind in _BLOCK_EVENTS and isinstance(data.get("index"), int):
+            data = {**data, "index": data["index"] + self._shift}
+            event = event.with_json(data)
+        if self._watch is not None:
+            return self._on_text(event, data, kind)
         if self._held is not None:
             if kind in _BLOCK_BREAKERS:
                 # Out of order: the block cannot complete any more (another block starts, the
@@ -301,10 +412,125 @@ class AnthropicStream(EventStreamRewriter):
         if kind == "content_block_start":
             block = data.get("content_block")
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                self._no_lift = True  # real calls: text is only text (as in a JSON answer)
                 self._held = [event]
                 self._held_index = data.get("index")
                 return []
+            if isinstance(block, dict) and block.get("type") in ("server_tool_use",):
+                self._no_lift = True
+            if isinstance(block, dict) and block.get("type") == "text" and not self._no_lift and block.get("text") in ("", None):
+                # The start goes out at once (it carries no text); the block is watched.
+                self._watch = textcalls.TextWatch()
+                self._text_index = data.get("index")
+                self._text_held = None
+                self._released = 0
         return [event.raw]
+
+    # -- tool calls left in text (issue 14) ------------------------------------------------------
+
+    def _end_watch(self, *, lift_possible: bool) -> list[bytes]:
+        """Stop watching the text block; what is held goes out as it came."""
+        out = [e.raw for e in self._text_held or []]
+        self._text_held, self._watch = None, None
+        if not lift_possible:
+            self._no_lift = True
+        return out
+
+    def _text_piece(self, piece: str) -> list[bytes]:
+        """The held block's text grew by ``piece`` (its event is already in the hold); what
+        to send now."""
+        assert self._watch is not None and self._text_held is not None
+        state = self._watch.add(piece)
+        if state == textcalls.PROSE:
+            return self._end_watch(lift_possible=False)
+        if state == textcalls.LEAD:
+            # "<thin" became a reasoning block: out as it came; watching goes on.
+            self._released = len(self._watch.text)
+            out = [e.raw for e in self._text_held]
+            self._text_held = None
+            return out
+        return []  # markup may be starting: held
+
+    def _on_text(self, event: SSEEvent, data: Any, kind: Any) -> list[bytes]:
+        assert self._watch is not None
+        index = data.get("index") if isinstance(data, dict) else None
+        if kind == "content_block_delta" and index == self._text_index:
+            delta = data.get("delta")
+            if isinstance(delta, dict) and delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                if self._text_held is None:
+                    before = len(self._watch.text)
+                    state = self._watch.add(delta["text"])
+                    if state == textcalls.MARKUP:
+                        self._released = before
+                        self._text_held = [event]
+                        return []
+                    if state == textcalls.PROSE:
+                        self._watch = None
+                        self._no_lift = True
+                    else:
+                        self._released = len(self._watch.text)
+                    return [event.raw]
+                self._text_held.append(event)
+                return self._text_piece(delta["text"])
+            # Anything else inside a text block (a citation delta): not markup alone.
+            return self._end_watch(lift_possible=False) + [event.raw]
+        if kind == "content_block_stop" and index == self._text_index:
+            if self._text_held is None:
+                blank = not self._watch.text.strip()
+                self._watch = None
+                if not blank:
+                    self._no_lift = True  # a text block that is reasoning alone is not markup
+                return [event.raw]
+            self._text_held.append(event)
+            return []  # markup: held to message_delta (prose may still come in another block)
+        if kind == "message_delta" and self._text_held is not None and self._watch.state == textcalls.MARKUP:
+            self._text_held.append(event)
+            out = self._lift_held(data)
+            self._text_held, self._watch = None, None
+            self._no_lift = True
+            return out
+        if kind in ("ping",) or event.data is None:
+            if self._text_held is not None:
+                self._text_held.append(event)
+                return []
+            return [event.raw]
+        # Another block, message_stop, an error: the text cannot be lifted; out as it came.
+        return self._end_watch(lift_possible=False) + self.on_event(event)
+
+    def _lift_held(self, message_delta: dict[str, Any]) -> list[bytes]:
+        """The held text block (and the ``message_delta`` that ended the hold, last in it) as
+        ``tool_use`` blocks when its text lifts, else as it came."""
+        assert self._watch is not None and self._text_held is not None
+        held = self._text_held
+        text = self._watch.text
+        found = textcalls.lift(text, self._resolve, lambda i: self._ids.fix(None) or "")
+        if found is None:
+            return [e.raw for e in held]
+        remaining, calls = found
+        template = held[-1]
+        index = self._text_index if isinstance(self._text_index, int) else 0
+        out: list[bytes] = []
+        # The text block's start (and any lead) went out: it stays, ends with its reasoning (or
+        # empty), and the calls follow it.
+        extra = remaining[self._released :] if len(remaining) > self._released else ""
+        if extra:
+            out.append(_event_like(template, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": extra}}))
+        out.append(_event_like(template, "content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+        for call in calls:
+            call_id = call.id if _TOOL_USE_ID.fullmatch(call.id) else self._ids.fix(None) or ""
+            out += _tool_use_events(template, index, call_id, call.name, call.arguments)
+            index += 1
+        for event in held[:-1]:
+            data = event.json()
+            if event.data is None or (isinstance(data, dict) and data.get("type") == "ping"):
+                out.append(event.raw)  # keep-alives keep going out
+        delta = message_delta.get("delta")
+        if isinstance(delta, dict) and delta.get("stop_reason") == "end_turn":
+            out.append(held[-1].with_json({**message_delta, "delta": {**delta, "stop_reason": "tool_use"}}).raw)
+        else:
+            out.append(held[-1].raw)
+        return out
 
     def _release(self, held: list[SSEEvent]) -> list[bytes]:
         start = held[0]
@@ -346,6 +572,18 @@ class AnthropicStream(EventStreamRewriter):
             # No fragment: the input is the start's. {} there is the normal wire form of an
             # empty input; null / "" / [] there is an empty form.
             call = object_arguments_call(block["name"], block, "input", call_id, absent={})
+        if block["name"].strip() == PARALLEL_WRAPPER and isinstance(call.arguments, dict):
+            expanded = textcalls.expand_parallel(call, self._resolve)
+            if expanded is not None:  # BR-08: one block per call; later blocks move up
+                parts: list[bytes] = []
+                start_index = index if isinstance(index, int) else 0
+                for k, (sub, decision) in enumerate(expanded):
+                    args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
+                    sub_id = sub.id if sub.id and _TOOL_USE_ID.fullmatch(sub.id) else self._ids.fix(None) or ""
+                    parts += _tool_use_events(held[-1], start_index + k, sub_id, decision.target or sub.name, args if isinstance(args, dict) else {})
+                parts += [e.raw for e in held[1:-1] if e.data is None or (isinstance(e.json(), dict) and e.json().get("type") == "ping")]
+                self._shift += len(expanded) - 1
+                return parts
         decision = self._resolve(call)
         if not decision.changed and new_id is None:
             return [e.raw for e in held]
@@ -379,6 +617,16 @@ class AnthropicStream(EventStreamRewriter):
                 placed = True
             out.append(event.raw)
         return out
+
+
+def _tool_use_events(template: SSEEvent, index: int, call_id: str, name: str, arguments: dict[str, Any]) -> list[bytes]:
+    """``content_block_start`` / one ``input_json_delta`` / ``content_block_stop`` of a
+    ``tool_use`` block, framed like ``template``."""
+    return [
+        _event_like(template, "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}),
+        _event_like(template, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}}),
+        _event_like(template, "content_block_stop", {"type": "content_block_stop", "index": index}),
+    ]
 
 
 def _event_like(template: SSEEvent, event_name: str, data: dict[str, Any]) -> bytes:

@@ -24,12 +24,16 @@ from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
 from tvdialects.base import object_arguments_call
+from tvdialects import textcalls
+from tvdialects.base import declared_toolset
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolKind
+from tvengine.models import ToolCall
 from tvengine.plan import Plan
+from tvengine.wrapped import PARALLEL_WRAPPER
 
 import orjson
 
@@ -246,13 +250,16 @@ class Gemini:
     # -- response -----------------------------------------------------------------------------
 
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
-        """Resolve every ``functionCall`` part; a JSON array (``streamGenerateContent`` without
-        ``alt``) is rewritten element by element."""
+        """Resolve every ``functionCall`` part (a ``multi_tool_use.parallel`` one becomes its
+        calls, BR-08); lift text that is nothing but tool-call markup into ``functionCall`` parts
+        (:func:`lift_text_parts`); a JSON array (``streamGenerateContent`` without ``alt``) is
+        rewritten element by element, without lifting."""
         ids = CallIds(plan.flow_key)
         if isinstance(body, list):
             changed = False
             for element in body:
-                changed |= _rewrite_candidates(element, resolve, ids)
+                # An element holds a piece of the text: no lift from one piece.
+                changed |= _rewrite_candidates(element, resolve, ids, lift_text=False)
             return changed
         return _rewrite_candidates(body, resolve, ids)
 
@@ -296,14 +303,16 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None) -> bool:
+def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None, *, lift_text: bool = True) -> bool:
     response = _unwrap(body)
     if not isinstance(response, dict):
         return False
     changed = False
     for candidate in _list(response.get("candidates")):
         content = candidate.get("content") if isinstance(candidate, dict) else None
-        for part in _list(content.get("parts")) if isinstance(content, dict) else ():
+        parts = _list(content.get("parts")) if isinstance(content, dict) else []
+        new_parts: list[Any] = []
+        for part in parts:
             call = part.get("functionCall") if isinstance(part, dict) else None
             if isinstance(call, dict) and isinstance(call.get("name"), str):
                 if ids is not None:
@@ -313,6 +322,12 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                     if new_id is not None and "id" in call:
                         call["id"] = new_id
                         changed = True
+                expanded = _expand_parallel_part(part, call, resolve)
+                if expanded is not None:  # BR-08: the wrapper becomes its calls
+                    new_parts.extend(expanded)
+                    changed = True
+                    continue
+                new_parts.append(part)
                 # args null / "" / [] reach the engine as empty arguments and come back as {}
                 # (issue 10); an absent args is a call without arguments and stays absent.
                 decision = resolve(
@@ -328,7 +343,78 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                 if decision.arguments_after is not None:
                     call["args"] = decision.arguments_after
                 changed = True
+            else:
+                new_parts.append(part)
+        if isinstance(content, dict) and new_parts != parts:
+            content["parts"] = new_parts
+        if lift_text and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
+            lifted = lift_text_parts(new_parts, resolve)
+            if lifted is not None:
+                content["parts"] = lifted
+                changed = True
     return changed
+
+
+def _call_part(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"functionCall": {"name": name, "args": args}}
+
+
+def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], resolve: Resolver) -> list[dict[str, Any]] | None:
+    """The ``functionCall`` parts a ``multi_tool_use.parallel`` call stands for (BR-08), or
+    ``None`` (not a wrapper, or a part does not resolve: the wrapper stays whole)."""
+    if call["name"].strip() != PARALLEL_WRAPPER or not isinstance(call.get("args"), dict):
+        return None
+    expanded = textcalls.expand_parallel(ToolCall(name=call["name"], arguments=call["args"], id=call.get("id") if isinstance(call.get("id"), str) else None), resolve)
+    if expanded is None:
+        return None
+    out = []
+    for k, (sub, decision) in enumerate(expanded):
+        args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
+        new = _call_part(decision.target or sub.name, args if isinstance(args, dict) else {})
+        if k == 0 and "thoughtSignature" in part:
+            new["thoughtSignature"] = part["thoughtSignature"]
+        out.append(new)
+    return out
+
+
+def _is_text_part(part: Any) -> bool:
+    """A text part that is answer text (not a ``thought`` summary)."""
+    return isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
+
+
+def lift_text_parts(parts: list[Any], resolve: Resolver) -> list[Any] | None:
+    """``parts`` with the answer's text lifted into ``functionCall`` parts, or ``None`` to leave
+    them as they are (issue 14).
+
+    Lifted only when no part is a ``functionCall`` and the text parts (``thought`` parts aside),
+    joined, are nothing but tool-call markup whose calls resolve and validate
+    (:func:`tvdialects.textcalls.lift`). The call parts take the place of the first text part,
+    after the reasoning text that remains (if any); they carry no ``id`` (Gemini pairs calls and
+    responses by name and sends none itself) and the first keeps the text's
+    ``thoughtSignature``. The candidate's ``finishReason`` stays (``STOP`` is what Gemini sends
+    with calls)."""
+    if any(isinstance(p, dict) and "functionCall" in p for p in parts):
+        return None
+    texts = [i for i, p in enumerate(parts) if _is_text_part(p)]
+    if not texts:
+        return None
+    found = textcalls.lift("".join(parts[i]["text"] for i in texts), resolve, lambda i: "")
+    if found is None:
+        return None
+    remaining, calls = found
+    first = parts[texts[0]]
+    new: list[Any] = []
+    if remaining.strip():
+        new.append({**first, "text": remaining})
+    for k, call in enumerate(calls):
+        part = _call_part(call.name, call.arguments)
+        if k == 0 and "thoughtSignature" in first and not new:
+            part["thoughtSignature"] = first["thoughtSignature"]
+        new.append(part)
+    text_set = set(texts)
+    return [p for i, p in enumerate(parts) if i < texts[0] and i not in text_set] + new + [
+        p for i, p in enumerate(parts) if i > texts[0] and i not in text_set
+    ]
 
 
 class GeminiStream(EventStreamRewriter):
@@ -337,9 +423,18 @@ class GeminiStream(EventStreamRewriter):
     Each SSE event or array element is a complete response and goes out as soon as it is
     whole, rewritten only when a ``functionCall`` in it changes; everything between elements
     (brackets, commas, whitespace) passes through as received. Never buffers the whole body.
+
+    Tool calls left in text (issue 14, SSE only; a single-candidate answer): events go out at
+    once while the text so far is whitespace or a leading reasoning block, and for good once it
+    is prose. From the event where markup may start, events are held to the one carrying the
+    candidate's ``finishReason``; then the held text is lifted into ``functionCall`` parts, sent
+    in one event built on that last one (its ``finishReason`` and ``usageMetadata`` kept), or,
+    when it does not lift, every held event goes out as it came. A ``functionCall`` part, a
+    second candidate or the end of the stream release the hold unchanged.
     """
 
-    #: Only a ``functionCall`` is ever changed (issue 11: other SSE events pass unparsed).
+    #: A ``functionCall`` is changed; text events are read only while a lift is possible
+    #: (:meth:`holding`). Other SSE events pass unparsed (issue 11).
     MARKERS = (b'"functionCall"',)
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
@@ -349,15 +444,119 @@ class GeminiStream(EventStreamRewriter):
         self._framing: str | None = None  # "sse" | "array", decided by the first non-blank byte
         self._array = _ArraySplitter()
         self._prefix = bytearray()  # blank bytes seen before the framing was known
+        self._watch: textcalls.TextWatch | None = None if declared_toolset(resolve) is None else textcalls.TextWatch()
+        self._text_held: list[SSEEvent] | None = None
+        self._released = 0  # characters of text that went out before the hold
+
+    def holding(self) -> bool:
+        """While the text may still be tool-call markup, every event goes to :meth:`on_event`."""
+        return self._watch is not None
+
+    def held(self) -> list[bytes]:
+        """Raw bytes of the held text events (clears them; no lift after this)."""
+        held, self._text_held = self._text_held or [], None
+        self._watch = None
+        return [e.raw for e in held]
+
+    def at_end(self) -> list[bytes]:
+        """End of stream: held text goes out as it came (no ``finishReason`` arrived)."""
+        return self.held()
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
-        """One SSE event: rewrite its response if a call changes."""
+        """One SSE event: rewrite its response if a call changes; hold text that may be a call."""
         data = event.json()
+        if self._watch is not None:
+            return self._on_text(event, data)
         if data is None:
             return [event.raw]
-        if _rewrite_candidates(data, self._resolve, self._ids):
+        if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
             return [event.with_json(data).raw]
         return [event.raw]
+
+    def _on_text(self, event: SSEEvent, data: Any) -> list[bytes]:
+        assert self._watch is not None
+        response = _unwrap(data)
+        candidates = _list(response.get("candidates")) if isinstance(response, dict) else []
+        if event.data is None or not candidates:
+            # A comment, keep-alive or a chunk without candidates (usage, prompt feedback).
+            if self._text_held is not None:
+                self._text_held.append(event)
+                return []
+            return self._plain(event, data)
+        candidate = candidates[0] if len(candidates) == 1 and isinstance(candidates[0], dict) else None
+        content = candidate.get("content") if candidate is not None else None
+        parts = _list(content.get("parts")) if isinstance(content, dict) else []
+        if candidate is None or any(isinstance(p, dict) and "functionCall" in p for p in parts):
+            return self._give_up() + self._plain(event, data)
+        piece = "".join(p["text"] for p in parts if _is_text_part(p))
+        before = len(self._watch.text)
+        state = self._watch.add(piece)
+        done = bool(candidate.get("finishReason"))
+        if state == textcalls.PROSE:
+            return self._give_up() + self._plain(event, data)
+        if self._text_held is None:
+            if state == textcalls.LEAD:
+                self._released = len(self._watch.text)
+                if done:
+                    self._watch = None
+                return self._plain(event, data)
+            self._released = before
+            self._text_held = []
+        self._text_held.append(event)
+        if state == textcalls.LEAD:  # "<thin" became a reasoning block: out, as it came
+            out = [e.raw for e in self._text_held]
+            self._text_held, self._released = None, len(self._watch.text)
+            if done:
+                self._watch = None
+            return out
+        if done:
+            return self._lift_held()
+        return []
+
+    def _plain(self, event: SSEEvent, data: Any) -> list[bytes]:
+        if data is not None and _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
+            return [event.with_json(data).raw]
+        return [event.raw]
+
+    def _give_up(self) -> list[bytes]:
+        """No lift in this answer: what is held goes out as it came."""
+        return self.held()
+
+    def _lift_held(self) -> list[bytes]:
+        assert self._watch is not None and self._text_held is not None
+        held = self._text_held
+        found = textcalls.lift(self._watch.text, self._resolve, lambda i: "")
+        if found is None:
+            return self.held()
+        remaining, calls = found
+        last = held[-1]
+        data = orjson.loads(orjson.dumps(last.json()))
+        response = _unwrap(data)
+        candidate = response["candidates"][0]
+        content = candidate.setdefault("content", {"role": "model"})
+        parts = [p for p in _list(content.get("parts")) if not _is_text_part(p)]
+        new: list[Any] = []
+        extra = remaining[self._released :] if len(remaining) > self._released else ""
+        if extra:
+            new.append({"text": extra})
+        new += [_call_part(call.name, call.arguments) for call in calls]
+        out: list[bytes] = []
+        for event in held[:-1]:
+            earlier = event.json()
+            inner = _unwrap(earlier)
+            if not isinstance(inner, dict) or not _list(inner.get("candidates")):
+                out.append(event.raw)  # keep-alives and chunks without candidates keep going out
+                continue
+            cand = inner["candidates"][0]
+            kept = [p for p in _list((cand.get("content") or {}).get("parts")) if not _is_text_part(p)]
+            if kept:  # thought parts in a held event still go out, without the text
+                copy = orjson.loads(orjson.dumps(earlier))
+                _unwrap(copy)["candidates"][0]["content"]["parts"] = kept
+                out.append(event.with_json(copy).raw)
+        content["parts"] = parts + new
+        out.append(last.with_json(data).raw)
+        self._text_held, self._watch = None, None
+        return out
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Route to SSE or JSON-array framing, decided by the body's first non-blank byte."""
@@ -406,7 +605,7 @@ class GeminiStream(EventStreamRewriter):
         except orjson.JSONDecodeError:
             return raw
         try:
-            if _rewrite_candidates(data, self._resolve, self._ids):
+            if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
                 return orjson.dumps(data)
         except Exception as exc:  # contain: this element and the rest pass through unchanged
             self.error = f"{type(exc).__name__}: {exc}"

@@ -22,6 +22,7 @@ from tvdialects.base import apply_decision_name
 from tvdialects.base import as_list
 from tvdialects.base import declared_toolset
 from tvdialects.base import dedupe_tools
+from tvdialects import textcalls
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.errors import OPENCODE_INVALID_TOOL
@@ -37,7 +38,6 @@ from tvengine.wrapped import MARKUP_OPENERS
 from tvengine.wrapped import REASONING_TAGS
 from tvengine.wrapped import MARKUP
 from tvengine.wrapped import PROSE
-from tvengine.wrapped import extract_text_calls
 from tvengine.wrapped import text_call_state
 from tvengine.wrapped import unwrap_parallel
 
@@ -379,28 +379,20 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
 def lift_text_calls(
     text: str, resolve: Resolver, plan: Plan, position: int
 ) -> tuple[str, list[dict[str, Any]]] | None:
-    """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24) as
-    ``tool_calls`` entries, with the text that remains (the leading reasoning block, or ``""``;
-    :func:`~tvengine.wrapped.extract_text_calls`); ``None`` to leave the text as it came (any
-    prose around the markup, markup incomplete, a function or parameter not declared, or a call
-    that does not resolve)."""
-    tools = declared_toolset(resolve)
-    if tools is None or ("<tool_call>" not in text and "<|tool_call" not in text):
+    """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24;
+    Hermes JSON, Llama ``<function=…>``, DeepSeek markers, issue 14) as ``tool_calls`` entries,
+    with the text that remains (the leading reasoning block, or ``""``;
+    :func:`tvdialects.textcalls.lift`); ``None`` to leave the text as it came (any prose around
+    the markup, markup incomplete, a function or parameter not declared, a call that does not
+    resolve or whose arguments fail the schema)."""
+    lifted = textcalls.lift(text, resolve, lambda i: stable_call_id(plan.flow_key, position + i))
+    if lifted is None:
         return None
-    found = extract_text_calls(text, tools)
-    if found is None:
-        return None
-    remaining, calls = found
-    entries = []
-    for i, call in enumerate(calls):
-        call_id = call.id or stable_call_id(plan.flow_key, position + i)
-        decision = resolve(call.model_copy(update={"id": call_id}))
-        if decision.action is Action.LEAVE or decision.target is None:
-            return None
-        args = decision.arguments_after if decision.arguments_after is not None else call.arguments
-        entries.append(
-            {"id": call_id, "type": "function", "function": {"name": decision.target, "arguments": orjson.dumps(args).decode()}}
-        )
+    remaining, calls = lifted
+    entries = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+        for c in calls
+    ]
     return remaining, entries
 
 

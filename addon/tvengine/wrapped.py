@@ -1,18 +1,28 @@
 """Tool calls that arrive wrapped: OpenAI's ``multi_tool_use.parallel`` and calls left in text.
 
-Three shapes models leak (bug reports BR-08, BR-23, BR-24):
+Shapes models leak (bug reports BR-08, BR-23, BR-24; issue 14):
 
 - ``multi_tool_use.parallel`` with ``{"tool_uses": [{"recipient_name": "functions.X",
   "parameters": {...}}, ...]}`` (vercel/ai#1922): N calls in one wrapper;
-- Qwen3-Coder's XML left in ``content`` (vllm-project/vllm#21571): ``<tool_call>
+- Qwen3-Coder's XML left in text (vllm-project/vllm#21571): ``<tool_call>
   <function=NAME> <parameter=P> VALUE [</parameter>] [</function>] </tool_call>``;
-- Kimi K2's markers left in ``content`` (cline/cline#12979):
+- Hermes / Qwen2.5 JSON in the same wrapper (the Hermes 2 Pro function-calling format, which
+  Qwen2.5's and Qwen3's chat templates use): ``<tool_call>\n{"name": NAME, "arguments":
+  {...}}\n</tool_call>``;
+- Kimi K2's markers (cline/cline#12979):
   ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>
-  {json}<|tool_call_end|><|tool_calls_section_end|>``.
+  {json}<|tool_call_end|><|tool_calls_section_end|>``;
+- Llama 3.1 / Functionary v3.1 (Meta's Llama 3.1 prompt format for user-defined tools; MeetKai
+  functionary-v3.1's template): ``<function=NAME>{json}</function>``;
+- DeepSeek V3 / R1 (the ``chat_template`` of deepseek-ai/DeepSeek-V3 and DeepSeek-R1,
+  ``tokenizer_config.json``; markers spelled with U+FF5C FULLWIDTH VERTICAL LINE and U+2581 LOWER
+  ONE EIGHTH BLOCK): ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n
+  ```json\n{json}\n```<｜tool▁call▁end｜>`` (further calls after ``\n``) ``<｜tool▁calls▁end｜>``.
 
-Each is lifted into ordinary calls only when it is whole and every call in it names a declared
-tool (and, for the XML, every parameter is declared); text is lifted only when it is nothing but
-such markup (a leading reasoning block aside): anything else is left as it came.
+Each is lifted into ordinary calls only when it is whole (and, for the XML and Kimi shapes, every
+call names a declared tool and every XML parameter is declared); text is lifted only when it is
+nothing but such markup (a leading reasoning block aside): anything else is left as it came. The
+JSON shapes' names are checked by the caller (the ladder, :mod:`tvdialects.textcalls`).
 """
 
 from __future__ import annotations
@@ -81,8 +91,17 @@ def _typed(value: str, types: set[str]) -> tuple[bool, Any]:
 REASONING_TAGS = (("<think>", "</think>"), ("<thinking>", "</thinking>"))
 _XML_OPEN, _XML_CLOSE = "<tool_call>", "</tool_call>"
 _KIMI_OPEN, _KIMI_CLOSE = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
-#: What can open tool-call markup in text (Kimi calls count only inside a section).
-MARKUP_OPENERS = ((_XML_OPEN, _XML_CLOSE), (_KIMI_OPEN, _KIMI_CLOSE))
+_LLAMA_OPEN, _LLAMA_CLOSE = "<function=", "</function>"
+_DS_OPEN, _DS_CLOSE = "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<\uff5ctool\u2581calls\u2581end\uff5c>"
+_DS_CALL = re.compile(
+    "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)[ \\t]*\\n"
+    "```json[ \\t]*\\n(?P<args>.*?)\\n?```\\s*<\uff5ctool\u2581call\u2581end\uff5c>",
+    re.DOTALL,
+)
+_LLAMA_BODY = re.compile(r"^([^>\s]+)>\s*(\{.*\})\s*$", re.DOTALL)
+#: What can open tool-call markup in text, with its closer (Kimi and DeepSeek calls count only
+#: inside their section). ``<tool_call>`` opens both the Qwen3-Coder XML and the Hermes JSON.
+MARKUP_OPENERS = ((_XML_OPEN, _XML_CLOSE), (_KIMI_OPEN, _KIMI_CLOSE), (_LLAMA_OPEN, _LLAMA_CLOSE), (_DS_OPEN, _DS_CLOSE))
 
 #: :func:`text_call_state` results.
 LEAD = "lead"  # only whitespace and (part of) one leading reasoning block so far
@@ -149,10 +168,65 @@ def text_call_state(text: str) -> tuple[str, bool]:
             return PROSE, False
 
 
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed as one JSON object (strict JSON), else ``None``."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _hermes_call(block: str) -> ToolCall | None:
+    """A Hermes / Qwen2.5 ``<tool_call>`` block's inside: exactly ``{"name": str, "arguments":
+    object}`` (nothing else in the object or around it), else ``None``."""
+    obj = _json_object(block)
+    if obj is None or set(obj) != {"name", "arguments"}:
+        return None
+    name, args = obj["name"], obj["arguments"]
+    if not isinstance(name, str) or not name.strip() or not isinstance(args, dict):
+        return None
+    return ToolCall(name=name, arguments=args)
+
+
+def _llama_call(inside: str) -> ToolCall | None:
+    """A Llama 3.1 / Functionary ``<function=NAME>{json}</function>`` block's inside (``NAME>
+    {json}``): a name without whitespace and one JSON object, else ``None``."""
+    if _LLAMA_OPEN in inside:
+        return None  # nested or doubled opener
+    m = _LLAMA_BODY.match(inside)
+    if m is None:
+        return None
+    args = _json_object(m.group(2))
+    if args is None:
+        return None
+    return ToolCall(name=m.group(1), arguments=args)
+
+
+def _deepseek_calls(section: str) -> list[ToolCall] | None:
+    """The calls of one DeepSeek section's inside (whole calls separated by whitespace, each of
+    type ``function`` with a fenced JSON object), else ``None``."""
+    calls: list[ToolCall] = []
+    i = _skip_ws(section, 0)
+    while i < len(section):
+        m = _DS_CALL.match(section, i)
+        if m is None:
+            return None
+        args = _json_object(m.group("args"))
+        if args is None:
+            return None
+        calls.append(ToolCall(name=m.group("name"), arguments=args))
+        i = _skip_ws(section, m.end())
+    return calls or None
+
+
 def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
-    """One ``<tool_call>`` block's inside as a call, or ``None`` (see :func:`extract_text_calls`)."""
+    """One ``<tool_call>`` block's inside as a call (Qwen3-Coder XML, or Hermes JSON when it
+    starts with ``{``), or ``None`` (see :func:`extract_text_calls`)."""
     if _XML_OPEN in block:
         return None  # nested or doubled opener
+    if block.lstrip().startswith("{"):
+        return _hermes_call(block)
     fm = _XML_FUNCTION.match(block.strip())
     if fm is None:
         return None
@@ -206,19 +280,22 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
 
     Lifts only when the text is nothing but tool-call markup: optional whitespace, at most one
     leading reasoning block (:data:`REASONING_TAGS`, e.g. ``<think>…</think>``), then one or more
-    whole blocks — ``<tool_call>…</tool_call>`` or Kimi ``<|tool_calls_section_begin|>…
-    <|tool_calls_section_end|>`` — separated only by whitespace. Any other text before, between
+    whole blocks — ``<tool_call>…</tool_call>`` (Qwen3-Coder XML or Hermes JSON), Kimi
+    ``<|tool_calls_section_begin|>…<|tool_calls_section_end|>``, Llama ``<function=…>…
+    </function>`` or a DeepSeek ``<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>`` section (module
+    docstring) — separated only by whitespace. Any other text before, between
     or after the blocks (an example in backticks, "I will not run <tool_call>…", a closing
     sentence) means the model is writing *about* a call: ``None``, and the text stays text,
     byte for byte (issue 10, kind 5). Markup inside the reasoning block is never read.
 
     Also ``None`` unless every block is closed and holds exactly the documented shape, every
-    function is declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix stripped from
-    its id) and, for the XML, every parameter is declared once and converts to its declared
-    type. The text that remains is ``text`` up to the end of the reasoning block (whitespace
+    XML and Kimi function is declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix
+    stripped from its id) and, for the XML, every parameter is declared once and converts to its
+    declared type. The JSON shapes (Hermes, Llama, DeepSeek) need a JSON object for arguments;
+    their names are the model's spelling, for the caller to resolve through the ladder. The text that remains is ``text`` up to the end of the reasoning block (whitespace
     before it included), or ``""`` when there is none: the model's reasoning stays visible as
     content, as the client would have shown it. Ids: Kimi's own (``functions.read_file:0``,
-    which its chat template replays); XML calls get none (the dialect assigns stable ones).
+    which its chat template replays); other calls get none (the dialect assigns stable ones).
     """
     i = _skip_ws(text, 0)
     end, is_open = _reasoning_end(text, i)
@@ -249,6 +326,24 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
                 return None
             calls.extend(found)
             i = close + len(_KIMI_CLOSE)
+        elif text.startswith(_LLAMA_OPEN, i):
+            close = text.find(_LLAMA_CLOSE, i + len(_LLAMA_OPEN))
+            if close < 0:
+                return None
+            call = _llama_call(text[i + len(_LLAMA_OPEN) : close])
+            if call is None:
+                return None
+            calls.append(call)
+            i = close + len(_LLAMA_CLOSE)
+        elif text.startswith(_DS_OPEN, i):
+            close = text.find(_DS_CLOSE, i + len(_DS_OPEN))
+            if close < 0:
+                return None
+            found = _deepseek_calls(text[i + len(_DS_OPEN) : close])
+            if found is None:
+                return None
+            calls.extend(found)
+            i = close + len(_DS_CLOSE)
         else:
             return None  # prose around or between the blocks
     if not calls:

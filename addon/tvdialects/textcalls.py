@@ -1,0 +1,144 @@
+"""Tool calls a model left in answer text, lifted for any dialect (issue 14).
+
+:func:`lift` is the one decision every dialect makes on an answer's text: the text is nothing
+but tool-call markup (:func:`tvengine.wrapped.extract_text_calls`, the families listed in
+:mod:`tvengine.wrapped`), every call in it resolves through the ladder to a declared function
+tool, and the arguments it would be sent with validate against that tool's schema — else
+``None`` and the text stays exactly as sent. :class:`TextWatch` follows the text of an answer
+that is still streaming, so a dialect holds text back only from the moment markup may be
+starting (never while it is ordinary prose).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tvdialects.base import Resolver
+from tvdialects.base import declared_toolset
+from tvengine.arguments import validation_error
+from tvengine.models import Action
+from tvengine.models import Decision
+from tvengine.models import ToolCall
+from tvengine.models import ToolKind
+from tvengine.wrapped import LEAD
+from tvengine.wrapped import MARKUP
+from tvengine.wrapped import MARKUP_OPENERS
+from tvengine.wrapped import PROSE
+from tvengine.wrapped import REASONING_TAGS
+from tvengine.wrapped import extract_text_calls
+from tvengine.wrapped import text_call_state
+from tvengine.wrapped import unwrap_parallel
+
+#: Substrings one of which is in any text :func:`lift` can lift (a cheap first test).
+__all__ = ["LEAD", "MARKUP", "PROSE", "LiftedCall", "TextWatch", "expand_parallel", "lift", "may_hold_markup"]
+
+_OPENERS = tuple(opener for opener, _ in MARKUP_OPENERS)
+_CLOSERS = tuple(closer for _, closer in REASONING_TAGS + MARKUP_OPENERS)
+_LONGEST_CLOSER = max(len(c) for c in _CLOSERS)
+
+
+@dataclass
+class LiftedCall:
+    """One call lifted out of text: ``id`` (the model's own, e.g. Kimi's, or the one the
+    caller's ``new_id`` gave), the declared ``name`` / ``namespace`` it resolved to, the
+    ``arguments`` object to send (fitted when the ladder fitted them) and the ``decision``."""
+
+    id: str
+    name: str
+    namespace: str | None
+    arguments: dict[str, Any]
+    decision: Decision
+
+
+def may_hold_markup(text: str) -> bool:
+    """True when ``text`` holds one of the markup openers (:data:`MARKUP_OPENERS`)."""
+    return any(opener in text for opener in _OPENERS)
+
+
+def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[str, list[LiftedCall]] | None:
+    """``(text that remains, calls)`` for an answer text that is nothing but tool-call markup,
+    else ``None`` (leave the text as sent).
+
+    ``resolve`` is the flow's resolver (it must carry the declared tools, see
+    :func:`~tvdialects.base.declared_toolset`); ``new_id(i)`` gives the id of the ``i``-th lifted
+    call that brings none. A ``multi_tool_use.parallel`` call in the markup stands for its calls
+    (BR-08). ``None`` when: no tools are declared, the text is not markup alone
+    (:func:`~tvengine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
+    tool that is not a declared ``function`` tool, or its arguments (fitted, if fitted) fail that
+    tool's schema. The remaining text is the leading reasoning block (or ``""``).
+    """
+    tools = declared_toolset(resolve)
+    if tools is None or not may_hold_markup(text):
+        return None
+    found = extract_text_calls(text, tools)
+    if found is None:
+        return None
+    remaining, raw_calls = found
+    calls: list[ToolCall] = []
+    for call in raw_calls:
+        subs = unwrap_parallel(call)
+        calls.extend(subs if subs is not None else [call])
+    out: list[LiftedCall] = []
+    for i, call in enumerate(calls):
+        call_id = call.id or new_id(i)
+        decision = resolve(call.model_copy(update={"id": call_id}))
+        if decision.action is Action.LEAVE or decision.target is None:
+            return None
+        tool = tools.find(decision.target, decision.target_namespace)
+        if tool is None or tool.kind is not ToolKind.FUNCTION:
+            return None
+        args = decision.arguments_after if decision.arguments_after is not None else call.arguments
+        if not isinstance(args, dict) or validation_error(args, tool.input_schema) is not None:
+            return None
+        out.append(LiftedCall(id=call_id, name=decision.target, namespace=decision.target_namespace, arguments=args, decision=decision))
+    if not out:
+        return None
+    return remaining, out
+
+
+def expand_parallel(call: ToolCall, resolve: Resolver) -> list[tuple[ToolCall, Decision]] | None:
+    """The calls a structured ``multi_tool_use.parallel`` call stands for (BR-08), each with
+    its decision; ``None`` when ``call`` is no wrapper or any part does not resolve to a
+    declared tool (then the wrapper is left whole). Sub-call ids: ``<wrapper id>_<i>``."""
+    subs = unwrap_parallel(call)
+    if subs is None:
+        return None
+    out: list[tuple[ToolCall, Decision]] = []
+    for sub in subs:
+        decision = resolve(sub)
+        if decision.action is Action.LEAVE or decision.target is None:
+            return None
+        out.append((sub, decision))
+    return out
+
+
+class TextWatch:
+    """The text of one streamed answer so far, and where it stands for a lift.
+
+    ``add(piece)`` appends and returns the state (:data:`~tvengine.wrapped.LEAD`,
+    ``MARKUP`` or ``PROSE``, see :func:`~tvengine.wrapped.text_call_state`). Inside an open
+    reasoning or markup block only its closing tag can change the state, so the text is
+    rescanned only when a closer may have ended in the piece: linear in a long block's length.
+    Once ``PROSE``, the text is dropped (it can never be lifted) and the state stays.
+    """
+
+    __slots__ = ("text", "state", "_open")
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.state = LEAD
+        self._open = False
+
+    def add(self, piece: str) -> str:
+        """Append ``piece``; the new state."""
+        if self.state == PROSE or not piece:
+            return self.state
+        self.text += piece
+        tail = self.text[-(len(piece) + _LONGEST_CLOSER - 1) :]
+        if not self._open or any(closer in tail for closer in _CLOSERS):
+            self.state, self._open = text_call_state(self.text)
+        if self.state == PROSE:
+            self.text = ""
+        return self.state
