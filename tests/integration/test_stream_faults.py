@@ -4,15 +4,17 @@ A raw-socket upstream on 127.0.0.1 answers an Anthropic streaming request with H
 SSE, then closes (FIN) or resets (RST) the connection in the middle: inside a held tool_use
 block, or inside a plain text event. Every byte the proxy received must reach the client, in
 order and unchanged, before the client's connection ends; the saved flow's record says so.
-A raw-socket client reads the response until the proxy closes, decoding chunks (the last
-chunk never comes: the answer was cut).
+Clients: a raw-socket HTTP/1.1 client (decoding chunks; the last chunk never comes: the
+answer was cut), httpx over TLS, and curl over HTTP/2 + TLS.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import struct
+import subprocess
 import threading
 import time
 
@@ -179,6 +181,30 @@ def test_every_received_byte_reaches_a_tls_client_when_the_upstream_dies():
                 assert "incomplete chunked read" in str(exc)
         assert not ended
         assert got == IN_TOOL_BLOCK, f"client got {len(got)} of {len(IN_TOOL_BLOCK)} bytes"
+    finally:
+        proxy.stop()
+        upstream.stop()
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+@pytest.mark.parametrize("body", [IN_TOOL_BLOCK, IN_TEXT_EVENT], ids=["inside-held-tool-block", "inside-text-event"])
+def test_every_received_byte_reaches_an_http2_client_when_the_upstream_dies(tmp_path, body):
+    # HTTP/2 over TLS to mitmdump (curl --http2; mitmproxy negotiates h2 with the client, HTTP/1.1
+    # with the upstream): the rest goes out as a DATA frame on the client's stream before
+    # mitmproxy resets it (curl then exits 92, "stream error").
+    upstream = DyingUpstream(body, reset=False)
+    proxy = procs.start_mitmdump(upstream.url)
+    out = tmp_path / "body"
+    try:
+        done = subprocess.run(
+            ["curl", "-sk", "--http2", "-o", str(out), "-w", "%{http_version}", "-X", "POST", "-H", "content-type: application/json",
+             "--data-binary", REQUEST.decode(), f"https://127.0.0.1:{proxy.port}/v1/messages"],
+            capture_output=True, timeout=30,
+        )
+        assert done.stdout == b"2"  # HTTP/2 it was
+        assert done.returncode != 0  # the cut stream does not end cleanly
+        got = out.read_bytes()
+        assert got == body, f"client got {len(got)} of {len(body)} bytes"
     finally:
         proxy.stop()
         upstream.stop()
