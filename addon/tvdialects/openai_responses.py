@@ -22,9 +22,12 @@ from tvdialects.base import CallIds
 from tvdialects.base import as_list
 from tvdialects.base import Resolver
 from tvdialects.base import dedupe_tools
+from tvdialects.base import declared_toolset
+from tvdialects import textcalls
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
 from tvengine.errors import ToolResult
+from tvengine.ids import stable_call_id
 from tvengine.ladder import DUPLICATE_MARK
 from tvengine.models import DeclaredTool
 from tvengine.models import Decision
@@ -33,6 +36,7 @@ from tvengine.models import ToolKind
 from tvengine.names import join_namespace
 from tvengine.names import split_flat
 from tvengine.plan import Plan
+from tvengine.wrapped import PARALLEL_WRAPPER
 
 _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
@@ -280,6 +284,81 @@ class ResponsesCore:
         self.reverse = {k: v.split(DUPLICATE_MARK, 1)[0] for k, v in plan.reverse_map.items()}
         self.decided: dict[str, tuple[Decision, str | None, str | None]] = {}  # item id / call_id → (decision, new args, new call_id)
         self.ids = CallIds(plan.flow_key)
+        #: A stream lifts text as its events go; the echo then shows what the stream sent
+        #: (message item id → the items that replace it), and never lifts on its own.
+        self.streaming = False
+        self.stream_lifts: dict[str, list[dict[str, Any]]] = {}
+        self._item_ids = 0
+
+    # tool calls left in text (issue 14) ------------------------------------------------------
+
+    def new_item_id(self) -> str:
+        """A stable id for a ``function_call`` item this answer gains (``fc_`` + 24 hex)."""
+        self._item_ids += 1
+        return "fc_" + stable_call_id(self.plan.flow_key + ":item", self._item_ids - 1)[3:]
+
+    def call_item(self, call_id: str, name: str, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
+        """A completed ``function_call`` output item."""
+        item: dict[str, Any] = {"type": "function_call", "id": self.new_item_id(), "call_id": call_id, "name": name}
+        if namespace is not None:
+            item["namespace"] = namespace
+        item["arguments"] = orjson.dumps(arguments).decode()
+        item["status"] = "completed"
+        return item
+
+    def lift_text(self, text: str) -> tuple[str, list[dict[str, Any]]] | None:
+        """``(text that remains, function_call items)`` for an answer text that is nothing but
+        tool-call markup that resolves and validates (:func:`tvdialects.textcalls.lift`), else
+        ``None``. A model's own call id (Kimi's) is kept; others get stable ids."""
+        found = textcalls.lift(text, self.resolve, lambda i: self.ids.fix(None) or "")
+        if found is None:
+            return None
+        remaining, calls = found
+        return remaining, [self.call_item(c.id, c.name, c.namespace, c.arguments) for c in calls]
+
+    def lift_output(self, output: list[Any]) -> bool:
+        """A JSON answer's ``output``: when it has no call item and exactly one ``message``
+        whose ``output_text`` (all parts, joined; no other part) is not blank, and that text is
+        nothing but markup that lifts, the message is replaced by the calls (after a message
+        holding the reasoning that remains, if any). True when changed."""
+        if any(isinstance(i, dict) and i.get("type") in _CALL_TYPES for i in output):
+            return False
+        messages = [k for k, i in enumerate(output) if isinstance(i, dict) and i.get("type") == "message" and _message_text(i) is not None and _message_text(i).strip()]
+        if len(messages) != 1:
+            return False
+        k = messages[0]
+        message = output[k]
+        lifted = self.lift_text(_message_text(message) or "")
+        if lifted is None:
+            return False
+        remaining, items = lifted
+        new: list[Any] = []
+        if remaining.strip():
+            new.append(_with_text(message, remaining))
+        output[k : k + 1] = new + items
+        return True
+
+    def expand_parallel_items(self, output: list[Any]) -> bool:
+        """``multi_tool_use.parallel`` call items of a JSON answer replaced by their calls
+        (BR-08); a wrapper whose parts do not all resolve stays whole. True when changed."""
+        changed = False
+        k = 0
+        while k < len(output):
+            item = output[k]
+            if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(item.get("name"), str) and item["name"].strip() == PARALLEL_WRAPPER:
+                payload: dict[str, Any] = {"name": item["name"], "id": item.get("call_id"), "arguments": item.get("arguments")}
+                expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.resolve)
+                if expanded is not None:
+                    items = []
+                    for sub, decision in expanded:
+                        args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
+                        items.append(self.call_item(str(sub.id), decision.target or sub.name, decision.target_namespace, args if isinstance(args, dict) else {}))
+                    output[k : k + 1] = items
+                    k += len(items)
+                    changed = True
+                    continue
+            k += 1
+        return changed
 
     # decisions ---------------------------------------------------------------------------
 
@@ -348,8 +427,22 @@ class ResponsesCore:
     def rewrite_response_object(self, response: dict[str, Any]) -> bool:
         """Rewrite ``output[]`` calls and the ``tools`` / ``tool_choice`` echo in place."""
         changed = False
+        output = response.get("output")
+        before = [id(i) for i in output] if isinstance(output, list) else []
+        if isinstance(output, list) and self.stream_lifts:
+            # The echo shows what the stream sent: the lifted message's items (copies).
+            for k in range(len(output) - 1, -1, -1):
+                item = output[k]
+                if isinstance(item, dict) and item.get("type") == "message" and item.get("id") in self.stream_lifts:
+                    output[k : k + 1] = orjson.loads(orjson.dumps(self.stream_lifts[item["id"]]))
+                    changed = True
+        elif isinstance(output, list) and not self.streaming:
+            changed |= self.expand_parallel_items(output)
+            changed |= self.lift_output(output)
+        old_items = set(before)
         for item in as_list(response.get("output")):
-            if isinstance(item, dict):
+            # Items made here are already decided (and their ids counted).
+            if isinstance(item, dict) and id(item) in old_items:
                 changed |= self.apply_item(item)
         if self.reverse:
             changed |= _unrename_echo(response, self.reverse)
@@ -361,6 +454,23 @@ class ResponsesCore:
             response["instructions"] = instructions.replace("\n\n" + sentence, "").replace(sentence, "")
             changed = True
         return changed
+
+
+def _message_text(item: dict[str, Any]) -> str | None:
+    """The text of a ``message`` output item made only of ``output_text`` parts, else ``None``."""
+    parts = item.get("content")
+    if not isinstance(parts, list) or not parts:
+        return None
+    if not all(isinstance(p, dict) and p.get("type") == "output_text" and isinstance(p.get("text"), str) for p in parts):
+        return None
+    return "".join(p["text"] for p in parts)
+
+
+def _with_text(message: dict[str, Any], text: str) -> dict[str, Any]:
+    """``message`` with one ``output_text`` part holding ``text`` (the first part's other
+    fields kept)."""
+    first = message["content"][0] if isinstance(message.get("content"), list) and message["content"] else {}
+    return {**message, "content": [{**first, "type": "output_text", "text": text, "annotations": []}]}
 
 
 def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
@@ -404,17 +514,24 @@ class ResponsesStream(EventStreamRewriter):
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
         super().__init__()
         self.core = ResponsesCore(resolve, plan)
+        self.core.streaming = True
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
+        # Tool calls left in text (issue 14): the message item being watched and its hold.
+        self._no_lift = declared_toolset(resolve) is None
+        self._watch: textcalls.TextWatch | None = None
+        self._msg_index: Any = None
+        self._text_held: list[Any] | None = None
+        self._released = 0
 
     def holding(self) -> bool:
-        """A call is being held: every event goes to :meth:`on_event`."""
-        return self._held is not None
+        """A call is being held, or a message's text is watched: every event goes to
+        :meth:`on_event`."""
+        return self._held is not None or self._watch is not None
 
     def held(self) -> list[bytes]:
-        """Raw bytes of the held call's events (clears them)."""
-        held, self._held = self._held or [], None
-        return [e.raw for e in held]
+        """Raw bytes of the held events (clears them)."""
+        return [e.raw for e in self.held_units()]
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold a call's events until its ``output_item.done``; rewrite response echoes."""
@@ -425,6 +542,8 @@ class ResponsesStream(EventStreamRewriter):
         (an :class:`SSEEvent` or a WebSocket frame); returns units to send, in order."""
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
+        if self._watch is not None:
+            return self._on_text(event, data, kind)
         if self._held is not None:
             if kind == "error" or kind in _TERMINAL_EVENTS:
                 # The call will not complete: send what was held, unchanged, then this event.
@@ -439,9 +558,17 @@ class ResponsesStream(EventStreamRewriter):
         if kind == "response.output_item.added":
             item = data.get("item")
             if isinstance(item, dict) and isinstance(item.get("type"), str) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str):
+                self._no_lift = True  # real calls: text is only text (as in a JSON answer)
                 self._held = [event]
                 self._held_index = data.get("output_index")
                 return []
+            if isinstance(item, dict) and item.get("type") == "message" and not self._no_lift and not item.get("content"):
+                # Goes out at once (no text in it); its text is watched.
+                self._watch = textcalls.TextWatch()
+                self._msg_index = data.get("output_index")
+                self._text_held = None
+                self._released = 0
+                return [event]
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
             response = orjson.loads(orjson.dumps(data["response"]))
             if self.core.rewrite_response_object(response):
@@ -451,7 +578,117 @@ class ResponsesStream(EventStreamRewriter):
     def held_units(self) -> list[Any]:
         """The held units themselves (clears them); for the WebSocket path."""
         held, self._held = self._held or [], None
+        text, self._text_held = self._text_held or [], None
+        self._watch = None
+        return text + held
+
+    def at_end(self) -> list[bytes]:
+        """End of stream: what is held goes out as it came."""
+        return self.held()
+
+    # -- tool calls left in text (issue 14) ------------------------------------------------------
+
+    def _give_up(self) -> list[Any]:
+        """No lift in this answer: the held text events go out as they came."""
+        held, self._text_held = self._text_held or [], None
+        self._watch = None
+        self._no_lift = True
         return held
+
+    def _on_text(self, event: Any, data: Any, kind: Any) -> list[Any]:
+        """An event while a message's text is watched (and, from where markup may start,
+        held until the answer ends)."""
+        assert self._watch is not None
+        index = data.get("output_index") if isinstance(data, dict) else None
+        if kind == "response.output_text.delta" and index == self._msg_index and data.get("content_index", 0) == 0 and isinstance(data.get("delta"), str):
+            before = len(self._watch.text)
+            state = self._watch.add(data["delta"])
+            if state == textcalls.PROSE:
+                return self._give_up() + [event]
+            if self._text_held is None:
+                if state == textcalls.MARKUP:
+                    self._released = before
+                    self._text_held = [event]
+                    return []
+                self._released = len(self._watch.text)
+                return [event]
+            self._text_held.append(event)
+            if state == textcalls.LEAD:  # "<thin" became a reasoning block: out as it came
+                out, self._text_held = self._text_held, None
+                self._released = len(self._watch.text)
+                return out
+            return []
+        if kind in _TERMINAL_EVENTS and kind != "response.failed" and self._text_held is not None:
+            return self._lift_held(event, data)
+        if kind == "error" or kind in _TERMINAL_EVENTS or kind == "response.output_item.added" or (
+            kind == "response.content_part.added" and index == self._msg_index and data.get("content_index", 0) != 0
+        ) or (isinstance(data, dict) and index == self._msg_index and kind not in _MESSAGE_EVENTS):
+            # Another item, a second content part, something unexpected in the message, an error
+            # or the end: no lift; the text goes out as it came, then this event as usual.
+            return self._give_up() + self.on_unit(event)
+        if self._text_held is not None:
+            self._text_held.append(event)
+            return []
+        if kind == "response.output_item.done" and index == self._msg_index:
+            # The message ended as whitespace or reasoning: no markup to lift (a blank one may
+            # be followed by another message).
+            if self._watch.text.strip():
+                self._no_lift = True
+            self._watch = None
+        return [event]
+
+    def _lift_held(self, terminal: Any, data: dict[str, Any]) -> list[Any]:
+        """At the end of the answer: the held text lifted into ``function_call`` items, then
+        ``terminal`` (its echo showing the same items); or everything as it came."""
+        assert self._watch is not None and self._text_held is not None
+        held = self._text_held
+        lifted = self.core.lift_text(self._watch.text)
+        if lifted is None:
+            return self._give_up() + self.on_unit(terminal)
+        remaining, items = lifted
+        extra = remaining[self._released :] if len(remaining) > self._released else ""
+        kept_text = self._watch.text[: self._released] + extra
+        m = self._msg_index if isinstance(self._msg_index, int) else 0
+        message: dict[str, Any] | None = None
+        item_id: Any = None
+        for unit in held:
+            d = unit.json()
+            if isinstance(d, dict) and d.get("type") == "response.output_item.done" and isinstance(d.get("item"), dict):
+                message = d["item"]
+            if isinstance(d, dict) and isinstance(d.get("item_id"), str):
+                item_id = d["item_id"]
+        if message is None:
+            message = {"type": "message", "id": item_id, "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": ""}]}
+        message = _with_text({**message, "status": "completed"}, kept_text)
+        item_id = message.get("id", item_id)
+        template = held[0]
+        seq = _first_sequence(held)
+        events: list[dict[str, Any]] = []
+        if extra:
+            events.append({"type": "response.output_text.delta", "item_id": item_id, "output_index": m, "content_index": 0, "delta": extra, "logprobs": []})
+        events.append({"type": "response.output_text.done", "item_id": item_id, "output_index": m, "content_index": 0, "text": kept_text, "logprobs": []})
+        events.append({"type": "response.content_part.done", "item_id": item_id, "output_index": m, "content_index": 0, "part": message["content"][0]})
+        events.append({"type": "response.output_item.done", "output_index": m, "item": message})
+        for k, item in enumerate(items, start=1):
+            added = {**item, "arguments": "", "status": "in_progress"}
+            events.append({"type": "response.output_item.added", "output_index": m + k, "item": added})
+            events.append({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": m + k, "delta": item["arguments"]})
+            events.append({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": m + k, "name": item["name"], "arguments": item["arguments"]})
+            events.append({"type": "response.output_item.done", "output_index": m + k, "item": item})
+        out: list[Any] = []
+        for body in events:
+            if seq is not None:
+                body["sequence_number"] = seq
+                seq += 1
+            out.append(_unit_like(template, body))
+        out += [u for u in held if u.json() is None]  # comments and keep-alives keep going out
+        if isinstance(message.get("id"), str):
+            self.core.stream_lifts[message["id"]] = [message, *items]
+        self._text_held, self._watch = None, None
+        self._no_lift = True
+        if seq is not None and isinstance(data.get("sequence_number"), int):
+            terminal = terminal.with_json({**data, "sequence_number": seq})
+        return out + self.on_unit(terminal)
 
     def _release(self, held: list[Any]) -> list[Any]:
         done = held[-1]
@@ -494,6 +731,37 @@ class ResponsesStream(EventStreamRewriter):
             else:
                 out.append(unit)
         return out
+
+
+#: Events that belong to a message item's text.
+_MESSAGE_EVENTS = (
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.output_item.done",
+)
+
+
+def _first_sequence(units: list[Any]) -> int | None:
+    """The first ``sequence_number`` among ``units`` (``None`` when they carry none)."""
+    for unit in units:
+        d = unit.json()
+        if isinstance(d, dict) and isinstance(d.get("sequence_number"), int):
+            return d["sequence_number"]
+    return None
+
+
+def _unit_like(template: Any, data: dict[str, Any]) -> Any:
+    """A new unit holding ``data``, framed like ``template``: an SSE event gets its ``event:``
+    line from ``data["type"]`` (same line ending); a WebSocket frame is the JSON itself."""
+    if not isinstance(template, SSEEvent):
+        return template.with_json(data)
+    raw = template.raw.decode("utf-8", errors="surrogateescape")
+    eol = "\r\n" if "\r\n" in raw else ("\r" if "\r" in raw and "\n" not in raw else "\n")
+    lines = [f"event: {data['type']}"] if template.event is not None else []
+    lines.append("data: " + orjson.dumps(data).decode())
+    return SSEEvent.parse((eol.join(lines) + eol + eol).encode())
 
 
 DIALECT = OpenAIResponses()
