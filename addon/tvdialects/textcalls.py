@@ -79,6 +79,8 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
     calls: list[ToolCall] = []
     for call in raw_calls:
         subs = unwrap_parallel(call)
+        if subs is not None and call.id is None:
+            subs = [sub.model_copy(update={"id": None}) for sub in subs]  # ids from new_id
         calls.extend(subs if subs is not None else [call])
     out: list[LiftedCall] = []
     for i, call in enumerate(calls):

@@ -1,0 +1,567 @@
+"""Tool calls leaked into answer text, every markup family in every dialect (issue 14).
+
+Families: Hermes/Qwen JSON, Llama/Functionary ``<function=…>{json}</function>``, DeepSeek V3/R1
+markers (plus the Qwen3-Coder XML and Kimi markers of issue 10). Each is lifted only when the
+text is nothing but markup, the name resolves through the ladder to a declared tool and the
+arguments validate; each negative (prose quoting the markup, truncated markup, an undeclared
+name, arguments that fail the schema) sits next to its positive, on the engine, on JSON answers
+and on streams cut at random places — Anthropic text blocks, Chat content, Responses
+``output_text`` and Gemini text parts. The expected values are written out here, never produced
+by the code under test.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from tvdialects.anthropic import DIALECT as ANTHROPIC
+from tvdialects.gemini import DIALECT as GEMINI
+from tvdialects.openai_chat import DIALECT as CHAT
+from tvdialects.openai_responses import DIALECT as RESPONSES
+from tvdialects import textcalls
+from tvdialects.sse import SSEParser
+from tvengine.ladder import Toolset
+from tvengine.ladder import resolve
+from tvengine.models import DeclaredTool
+from tvengine.models import ToolCall
+from tvengine.plan import Plan
+from tvengine.wrapped import extract_text_calls
+
+SCHEMA_READ = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}
+SCHEMA_SQUARE = {"type": "object", "properties": {"input_num": {"type": "integer"}}, "required": ["input_num"]}
+TOOLS = Toolset(
+    [
+        DeclaredTool(name="read_file", input_schema=SCHEMA_READ),
+        DeclaredTool(name="square_the_number", input_schema=SCHEMA_SQUARE),
+    ]
+)
+PLAN = Plan(flow_key="flow-issue-14")
+
+READ = ("read_file", {"path": "README.md"})
+SQUARE = ("square_the_number", {"input_num": 1024})
+
+HERMES = '<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>'
+HERMES_SQUARE = '<tool_call>\n{"name": "square_the_number", "arguments": {"input_num": 1024}}\n</tool_call>'
+LLAMA = '<function=read_file>{"path": "README.md"}</function>'
+DS = (
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n"
+    '{"path": "README.md"}\n```<｜tool▁call▁end｜>\n'
+    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>square_the_number\n```json\n"
+    '{"input_num": 1024}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+)
+XML = "<tool_call>\n<function=square_the_number>\n<parameter=input_num>\n1024\n</parameter>\n</function>\n</tool_call>"
+KIMI = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>"
+    '{"path":"README.md"}<|tool_call_end|><|tool_calls_section_end|>'
+)
+THINK = "<think>\nI read the README first.\n</think>"
+PARALLEL = (
+    '<tool_call>\n{"name": "multi_tool_use.parallel", "arguments": {"tool_uses": ['
+    '{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, '
+    '{"recipient_name": "functions.square_the_number", "parameters": {"input_num": 1024}}]}}\n</tool_call>'
+)
+
+#: (text, calls as (declared name, arguments), reasoning that remains)
+POSITIVE = [
+    pytest.param(HERMES, [READ], "", id="hermes"),
+    pytest.param("\n" + HERMES + "\n" + HERMES_SQUARE + "\n", [READ, SQUARE], "", id="hermes-two"),
+    pytest.param(THINK + "\n\n" + HERMES, [READ], THINK, id="hermes-after-think"),
+    pytest.param(HERMES.replace('"read_file"', '"functions.read_file"'), [READ], "", id="hermes-prefixed-name-resolves"),
+    pytest.param(LLAMA, [READ], "", id="llama"),
+    pytest.param(LLAMA + "\n" + LLAMA.replace("README.md", "README.md"), [READ, READ], "", id="llama-two"),
+    pytest.param(THINK + LLAMA, [READ], THINK, id="llama-after-think"),
+    pytest.param(DS, [READ, SQUARE], "", id="deepseek"),
+    pytest.param(THINK + "\n" + DS, [READ, SQUARE], THINK, id="deepseek-after-think"),
+    pytest.param(XML, [SQUARE], "", id="qwen3-coder-xml"),
+    pytest.param(KIMI, [READ], "", id="kimi"),
+    pytest.param(HERMES + "\n" + LLAMA + "\n" + XML, [READ, READ, SQUARE], "", id="mixed-families"),
+    pytest.param(PARALLEL, [READ, SQUARE], "", id="hermes-parallel-wrapper"),
+]
+
+#: Text that must stay exactly as sent.
+NEGATIVE = [
+    pytest.param("Use this format: " + HERMES, id="hermes-after-prose"),
+    pytest.param(HERMES + "\nThat reads it.", id="hermes-then-prose"),
+    pytest.param("```\n" + LLAMA + "\n```", id="llama-in-a-fence"),
+    pytest.param("I will not call " + DS, id="deepseek-quoted"),
+    pytest.param(HERMES[:-5], id="hermes-truncated"),
+    pytest.param(LLAMA[:-3], id="llama-truncated"),
+    pytest.param(DS[: DS.index("<｜tool▁calls▁end｜>")], id="deepseek-truncated"),
+    pytest.param(DS.replace('"input_num": 1024}', '"input_num": 10'), id="deepseek-json-cut-inside"),
+    pytest.param(HERMES.replace("read_file", "delete_file"), id="hermes-undeclared-name"),
+    pytest.param(LLAMA.replace("read_file", "write_file"), id="llama-undeclared-name"),
+    pytest.param(DS.replace("square_the_number", "cube_the_number"), id="deepseek-one-undeclared-name"),
+    pytest.param(HERMES.replace('{"path": "README.md"}', '{"path": 7}'), id="hermes-args-fail-schema"),
+    pytest.param(LLAMA.replace('{"path": "README.md"}', '{"path": "README.md", "mode": "rw"}'), id="llama-extra-arg-fails-schema"),
+    pytest.param(HERMES.replace('"arguments"', '"args"'), id="hermes-not-the-documented-keys"),
+    pytest.param(HERMES.replace('{"path": "README.md"}', '"{\\"path\\": \\"README.md\\"}"'), id="hermes-arguments-a-string"),
+    pytest.param(LLAMA.replace('{"path": "README.md"}', "path=README.md"), id="llama-not-json"),
+    pytest.param(DS.replace(">function<", ">retrieval<", 1), id="deepseek-not-type-function"),
+    pytest.param("<think>" + HERMES + "</think>", id="markup-only-inside-think"),
+    pytest.param(PARALLEL.replace("functions.square_the_number", "functions.cube"), id="parallel-with-an-undeclared-part"),
+]
+
+
+class Resolver:
+    """The addon's per-flow resolver shape: callable, with the flow's declared ``tools``."""
+
+    def __init__(self) -> None:
+        self.tools = TOOLS
+
+    def __call__(self, call: ToolCall):
+        return resolve(call, self.tools, {})
+
+
+def split_text(text: str, rnd: random.Random) -> list[str]:
+    cuts = sorted(rnd.sample(range(1, len(text)), min(len(text) - 1, rnd.randint(0, 12)))) if len(text) > 1 else []
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def split_bytes(data: bytes, rnd: random.Random) -> list[bytes]:
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(1, 60)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+def run_stream(dialect: Any, chunks: list[bytes]) -> bytes:
+    rw = dialect.stream_rewriter(Resolver(), PLAN)
+    out: list[bytes] = []
+    for chunk in chunks:
+        out += rw.feed(chunk)
+    out += rw.finish()
+    assert rw.error is None, rw.error
+    return b"".join(out)
+
+
+def events(data: bytes) -> list[dict[str, Any]]:
+    parser = SSEParser()
+    return [e.json() for e in parser.feed(data) + parser.close() if isinstance(e.json(), dict)]
+
+
+def sse(name: str | None, data: dict[str, Any]) -> bytes:
+    head = f"event: {name}\n" if name else ""
+    return (head + "data: " + orjson.dumps(data).decode() + "\n\n").encode()
+
+
+# -- engine --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_lift_positive(text: str, calls: list, remaining: str) -> None:
+    found = textcalls.lift(text, Resolver(), lambda i: f"id{i}")
+    assert found is not None
+    left, lifted = found
+    assert [(c.name, c.arguments) for c in lifted] == calls
+    assert left == remaining
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_lift_negative(text: str) -> None:
+    assert textcalls.lift(text, Resolver(), lambda i: f"id{i}") is None
+
+
+def test_json_families_keep_the_models_spelling_for_the_ladder() -> None:
+    """The engine reads the JSON families' names as written; the ladder decides (a prefixed name
+    is resolved there, not in the parser)."""
+    found = extract_text_calls(HERMES.replace('"read_file"', '"functions.read_file"'), TOOLS)
+    assert found is not None and [c.name for c in found[1]] == ["functions.read_file"]
+
+
+def test_no_declared_tools_no_lift() -> None:
+    assert textcalls.lift(HERMES, lambda call: resolve(call, TOOLS, {}), lambda i: "x") is None
+
+
+# -- Anthropic -----------------------------------------------------------------------------------
+
+
+def anthropic_json(text: str) -> dict[str, Any]:
+    return {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 5},
+    }
+
+
+def anthropic_sse(pieces: list[str]) -> bytes:
+    out = [
+        sse("message_start", {"type": "message_start", "message": {**anthropic_json(""), "content": [], "stop_reason": None}}),
+        sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        sse("ping", {"type": "ping"}),
+    ]
+    out += [sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}) for p in pieces]
+    out += [
+        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+        sse("message_stop", {"type": "message_stop"}),
+    ]
+    return b"".join(out)
+
+
+def anthropic_view(data: bytes) -> dict[str, Any]:
+    """What the anthropic SDK's accumulator builds: blocks in index order, stop_reason."""
+    blocks: list[dict[str, Any]] = []
+    stop = None
+    for e in events(data):
+        if e["type"] == "content_block_start":
+            assert e["index"] == len(blocks), "block indexes must be contiguous"
+            blocks.append(dict(e["content_block"], _json=""))
+        elif e["type"] == "content_block_delta":
+            block, delta = blocks[e["index"]], e["delta"]
+            if delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+            else:
+                block["_json"] += delta["partial_json"]
+        elif e["type"] == "message_delta":
+            stop = e["delta"]["stop_reason"]
+    texts = "".join(b["text"] for b in blocks if b["type"] == "text")
+    calls = [(b["name"], orjson.loads(b["_json"]) if b["_json"] else b["input"]) for b in blocks if b["type"] == "tool_use"]
+    ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
+    return {"text": texts, "calls": calls, "ids": ids, "stop_reason": stop}
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_anthropic_json_lift(text: str, calls: list, remaining: str) -> None:
+    body = anthropic_json(text)
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
+    assert [(b["name"], b["input"]) for b in body["content"] if b["type"] == "tool_use"] == calls
+    assert all(b["id"].startswith("tc_") for b in body["content"] if b["type"] == "tool_use")
+    assert "".join(b["text"] for b in body["content"] if b["type"] == "text") == remaining
+    assert body["stop_reason"] == "tool_use"
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_anthropic_json_negative_is_unchanged(text: str) -> None:
+    body = anthropic_json(text)
+    before = orjson.dumps(body)
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+def test_anthropic_json_with_a_real_tool_use_keeps_the_text() -> None:
+    body = anthropic_json(HERMES)
+    body["content"].append({"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}})
+    ANTHROPIC.rewrite_response(body, Resolver(), PLAN)
+    assert body["content"][0] == {"type": "text", "text": HERMES}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_anthropic_stream_lift(text: str, calls: list, remaining: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    view = anthropic_view(run_stream(ANTHROPIC, split_bytes(anthropic_sse(split_text(text, rnd)), rnd)))
+    assert view["calls"] == calls
+    assert all(view["ids"])
+    assert view["text"].strip() == remaining.strip()
+    assert view["stop_reason"] == "tool_use"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_anthropic_stream_negative_is_byte_identical(text: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = anthropic_sse(split_text(text, rnd))
+    assert run_stream(ANTHROPIC, split_bytes(upstream, rnd)) == upstream
+
+
+def test_anthropic_stream_prose_goes_out_at_once() -> None:
+    """No delay for ordinary text: every event of a prose answer goes out on the feed that
+    completes it, unchanged — even when it later quotes markup."""
+    upstream = anthropic_sse(["Here is ", "how: ", HERMES[:9], HERMES[9:]])
+    rw = ANTHROPIC.stream_rewriter(Resolver(), PLAN)
+    for event in SSEParser().feed(upstream):
+        assert rw.feed(event.raw) == [event.raw]
+    assert rw.finish() == []
+
+
+def test_anthropic_stream_markup_then_second_text_block_is_released_unchanged() -> None:
+    upstream = anthropic_sse([HERMES]).replace(
+        b"event: message_delta",
+        sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})
+        + sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Done."}})
+        + sse("content_block_stop", {"type": "content_block_stop", "index": 1})
+        + b"event: message_delta",
+    )
+    assert run_stream(ANTHROPIC, [upstream]) == upstream
+
+
+def test_anthropic_parallel_block_becomes_its_calls_json_and_stream() -> None:
+    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
+    body = anthropic_json("Reading.")
+    body["content"].append({"type": "tool_use", "id": "toolu_w", "name": "multi_tool_use.parallel", "input": wrapper})
+    body["stop_reason"] = "tool_use"
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
+    assert [(b["id"], b["name"], b["input"]) for b in body["content"][1:]] == [
+        ("toolu_w_0", "read_file", {"path": "README.md"}), ("toolu_w_1", "square_the_number", {"input_num": 1024})
+    ]
+    upstream = b"".join(
+        [
+            sse("message_start", {"type": "message_start", "message": {**anthropic_json(""), "content": []}}),
+            sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_w", "name": "multi_tool_use.parallel", "input": {}}}),
+            sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(wrapper).decode()}}),
+            sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_x", "name": "read_file", "input": {}}}),
+            sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"path": "b"}'}}),
+            sse("content_block_stop", {"type": "content_block_stop", "index": 1}),
+            sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+            sse("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    view = anthropic_view(run_stream(ANTHROPIC, split_bytes(upstream, random.Random(1))))
+    assert view["calls"] == [READ, SQUARE, ("read_file", {"path": "b"})]
+    assert view["ids"] == ["toolu_w_0", "toolu_w_1", "toolu_x"]
+
+
+# -- Chat (new families) -------------------------------------------------------------------------
+
+
+def chat_json(text: str) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_chat_json_lift(text: str, calls: list, remaining: str) -> None:
+    body = chat_json(text)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    message = body["choices"][0]["message"]
+    assert [(c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == calls
+    assert message["content"] == (remaining or None)
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_chat_json_negative_is_unchanged(text: str) -> None:
+    body = chat_json(text)
+    before = orjson.dumps(body)
+    CHAT.rewrite_response(body, Resolver(), PLAN)
+    assert orjson.dumps(body) == before
+
+
+def chat_sse(pieces: list[str]) -> bytes:
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    out = [sse(None, {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})]
+    out += [sse(None, {**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}) for p in pieces]
+    out.append(sse(None, {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    return b"".join(out) + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_chat_stream_lift(text: str, calls: list, remaining: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    slots: dict[int, dict[str, str]] = {}
+    finish = None
+    for e in events(run_stream(CHAT, split_bytes(chat_sse(split_text(text, rnd)), rnd))):
+        for choice in e["choices"]:
+            for tc in choice["delta"].get("tool_calls") or ():
+                slot = slots.setdefault(tc["index"], {"name": "", "arguments": ""})
+                slot["name"] += tc.get("function", {}).get("name") or ""
+                slot["arguments"] += tc.get("function", {}).get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    assert [(s["name"], orjson.loads(s["arguments"])) for _, s in sorted(slots.items())] == calls
+    assert finish == "tool_calls"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_chat_stream_negative_is_byte_identical(text: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = chat_sse(split_text(text, rnd))
+    assert run_stream(CHAT, split_bytes(upstream, rnd)) == upstream
+
+
+# -- Responses -----------------------------------------------------------------------------------
+
+
+def responses_json(text: str) -> dict[str, Any]:
+    return {
+        "id": "resp_1", "object": "response", "status": "completed", "model": "m",
+        "output": [{"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+    }
+
+
+def responses_sse(pieces: list[str]) -> bytes:
+    seq = iter(range(10_000))
+
+    def ev(d: dict[str, Any]) -> bytes:
+        return sse(d["type"], {**d, "sequence_number": next(seq)})
+
+    resp = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "m", "output": []}
+    text = "".join(pieces)
+    part = {"type": "output_text", "text": text, "annotations": []}
+    msg = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+    out = [
+        ev({"type": "response.created", "response": resp}),
+        ev({"type": "response.output_item.added", "output_index": 0, "item": {**msg, "status": "in_progress", "content": []}}),
+        ev({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {**part, "text": ""}}),
+    ]
+    out += [ev({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": p, "logprobs": []}) for p in pieces]
+    out += [
+        ev({"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
+        ev({"type": "response.content_part.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": part}),
+        ev({"type": "response.output_item.done", "output_index": 0, "item": msg}),
+        ev({"type": "response.completed", "response": {**resp, "status": "completed", "output": [msg]}}),
+    ]
+    return b"".join(out)
+
+
+def responses_view(data: bytes) -> dict[str, Any]:
+    """What the openai SDK's stream accumulator sees: output items by output_index (which must
+    be appended in order), sequence numbers contiguous, and the completed response."""
+    output: list[dict[str, Any]] = []
+    seqs = []
+    completed = None
+    for e in events(data):
+        seqs.append(e["sequence_number"])
+        if e["type"] == "response.output_item.added":
+            assert e["output_index"] == len(output)
+            output.append(dict(e["item"]))
+        elif e["type"] == "response.output_text.delta":
+            output[e["output_index"]].setdefault("_text", "")
+            output[e["output_index"]]["_text"] += e["delta"]
+        elif e["type"] == "response.function_call_arguments.delta":
+            output[e["output_index"]]["arguments"] += e["delta"]
+        elif e["type"] == "response.function_call_arguments.done":
+            assert e["arguments"] == output[e["output_index"]]["arguments"]
+        elif e["type"] == "response.output_item.done":
+            output[e["output_index"]]["_done"] = e["item"]
+        elif e["type"] == "response.completed":
+            completed = e["response"]
+    assert seqs == list(range(len(seqs)))
+    calls = [(o["name"], orjson.loads(o["arguments"])) for o in output if o["type"] == "function_call"]
+    assert completed is not None
+    echo = [(o["name"], orjson.loads(o["arguments"])) for o in completed["output"] if o["type"] == "function_call"]
+    assert echo == calls
+    assert [o["call_id"] for o in completed["output"] if o["type"] == "function_call"] == [o["call_id"] for o in output if o["type"] == "function_call"]
+    text = "".join(o.get("_text", "") for o in output if o["type"] == "message")
+    return {"calls": calls, "text": text}
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_responses_json_lift(text: str, calls: list, remaining: str) -> None:
+    body = responses_json(text)
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
+    assert [(o["name"], orjson.loads(o["arguments"])) for o in body["output"] if o["type"] == "function_call"] == calls
+    assert all(o["call_id"] and o["id"].startswith("fc_") for o in body["output"] if o["type"] == "function_call")
+    messages = [o for o in body["output"] if o["type"] == "message"]
+    assert "".join(p["text"] for m in messages for p in m["content"]) == remaining
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_responses_json_negative_is_unchanged(text: str) -> None:
+    body = responses_json(text)
+    before = orjson.dumps(body)
+    RESPONSES.rewrite_response(body, Resolver(), PLAN)
+    assert orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_responses_stream_lift(text: str, calls: list, remaining: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    view = responses_view(run_stream(RESPONSES, split_bytes(responses_sse(split_text(text, rnd)), rnd)))
+    assert view["calls"] == calls
+    assert view["text"].strip() == remaining.strip()
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_responses_stream_negative_is_byte_identical(text: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = responses_sse(split_text(text, rnd))
+    assert run_stream(RESPONSES, split_bytes(upstream, rnd)) == upstream
+
+
+def test_responses_parallel_item_becomes_its_calls() -> None:
+    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
+    body = {"id": "r", "object": "response", "status": "completed", "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_w", "name": "multi_tool_use.parallel", "arguments": orjson.dumps(wrapper).decode(), "status": "completed"}]}
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
+    assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in body["output"]] == [
+        ("call_w_0", "read_file", {"path": "README.md"}), ("call_w_1", "square_the_number", {"input_num": 1024})
+    ]
+
+
+# -- Gemini --------------------------------------------------------------------------------------
+
+
+def gemini_json(text: str) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}], "modelVersion": "m"}
+
+
+def gemini_sse(pieces: list[str]) -> bytes:
+    out = []
+    for i, p in enumerate(pieces):
+        cand: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": p}]}, "index": 0}
+        if i == len(pieces) - 1:
+            cand["finishReason"] = "STOP"
+        out.append(sse(None, {"candidates": [cand], "modelVersion": "m", "usageMetadata": {"totalTokenCount": i}}))
+    return b"".join(out)
+
+
+def gemini_view(data: bytes) -> dict[str, Any]:
+    text, calls, finish = "", [], None
+    for e in events(data):
+        for cand in e.get("candidates") or ():
+            for part in cand.get("content", {}).get("parts") or ():
+                if "text" in part:
+                    text += part["text"]
+                if "functionCall" in part:
+                    calls.append((part["functionCall"]["name"], part["functionCall"]["args"]))
+            finish = cand.get("finishReason") or finish
+    return {"text": text, "calls": calls, "finish": finish}
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_gemini_json_lift(text: str, calls: list, remaining: str) -> None:
+    body = gemini_json(text)
+    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
+    view = gemini_view(b"data: " + orjson.dumps(body) + b"\n\n")
+    assert view == {"text": remaining, "calls": calls, "finish": "STOP"}
+
+
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_gemini_json_negative_is_unchanged(text: str) -> None:
+    body = gemini_json(text)
+    before = orjson.dumps(body)
+    GEMINI.rewrite_response(body, Resolver(), PLAN)
+    assert orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_gemini_stream_lift(text: str, calls: list, remaining: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    view = gemini_view(run_stream(GEMINI, split_bytes(gemini_sse(split_text(text, rnd)), rnd)))
+    assert view["calls"] == calls
+    assert view["text"].strip() == remaining.strip()
+    assert view["finish"] == "STOP"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_gemini_stream_negative_is_byte_identical(text: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = gemini_sse(split_text(text, rnd))
+    assert run_stream(GEMINI, split_bytes(upstream, rnd)) == upstream
+
+
+def test_gemini_stream_prose_goes_out_at_once() -> None:
+    upstream = gemini_sse(["Sure, ", "here: ", LLAMA[:6], LLAMA[6:]])
+    rw = GEMINI.stream_rewriter(Resolver(), PLAN)
+    for event in SSEParser().feed(upstream):
+        assert rw.feed(event.raw) == [event.raw]
+    assert rw.finish() == []
+
+
+def test_gemini_parallel_part_becomes_its_calls() -> None:
+    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
+    body = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "multi_tool_use.parallel", "args": wrapper}}]}, "finishReason": "STOP"}]}
+    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
+    assert gemini_view(b"data: " + orjson.dumps(body) + b"\n\n")["calls"] == [READ, SQUARE]
