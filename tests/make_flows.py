@@ -118,7 +118,7 @@ class Scenario:
     calls: Calls
     want: Want | Callable[[Ctx], Want]  # the calls the client must receive, per the bug report
     expected: str = "repair"  # repair | leave | pass
-    expected_in: dict[str, str] = dataclasses.field(default_factory=dict)  # per-dialect exceptions
+    expected_in: dict[str, str] = dataclasses.field(default_factory=dict)  # per-dialect (or "dialect-variant") exceptions
     text: str | None = None  # assistant text before the calls (a str, or the whole answer when no calls)
     transcript: list[tuple[Call, str]] = dataclasses.field(default_factory=list)
     dialects: tuple[str, ...] = fr.DIALECTS
@@ -297,11 +297,12 @@ SCENARIOS: list[Scenario] = [
         [Tool("search_joke", obj("query", query=STR), "Find a joke."), Tool("search_image", obj("query", query=STR), "Find an image.")],
         [Call("multi_tool_use.parallel", {"tool_uses": [{"recipient_name": "functions.search_joke", "parameters": {"query": "cats"}},
                                                         {"recipient_name": "functions.search_image", "parameters": {"query": "cats"}}]}, id="call_p")],
-        lambda ctx: ([("search_joke", {"query": "cats"}), ("search_image", {"query": "cats"})] if ctx.dialect == "openai_chat"
-                     else ["multi_tool_use.parallel"]),
-        expected_in={"anthropic": "leave", "openai_responses": "leave", "gemini": "leave"},
-        note="Chat: the wrapper is unwrapped into search_joke + search_image (ids call_p_0/call_p_1); the wrapper is an "
-             "OpenAI Chat artifact and NOT IMPLEMENTED in the other dialects, where it is left unchanged",
+        lambda ctx: (["multi_tool_use.parallel"] if ctx.dialect == "openai_responses" and ctx.stream
+                     else [("search_joke", {"query": "cats"}), ("search_image", {"query": "cats"})]),
+        expected_in={"openai_responses-sse": "leave"},
+        note="the wrapper is unwrapped into search_joke + search_image in every dialect (Chat/Anthropic/Responses ids "
+             "call_p_0/call_p_1 or the wrapper's own id + _i; Gemini parts carry no id); a streamed Responses wrapper "
+             "is not unwrapped yet and is left unchanged",
     ),
     Scenario(
         "br10-provider-prefix", ["BR-10"], "Read the README and list files.",
@@ -364,21 +365,58 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "br23-xml-in-content", ["BR-23"], "Square 1024.",
         [Tool("square_the_number", obj("input_num", input_num=INT), "Square a number.")],
-        [], lambda ctx: [("square_the_number", {"input_num": 1024})] if ctx.dialect == "openai_chat" else [],
-        expected_in={"anthropic": "leave", "openai_responses": "leave", "gemini": "leave"},
+        [], [("square_the_number", {"input_num": 1024})],
         text="<tool_call>\n<function=square_the_number>\n<parameter=input_num>\n1024\n\n\n</tool_call>",
         chat_json_empty_tool_calls=True,
-        note="Chat (the report's wire): the closed <tool_call> block of a declared function is lifted into tool_calls; "
-             "NOT IMPLEMENTED in the other dialects, where the text passes through unchanged",
+        note="the closed <tool_call> block of a declared function is lifted into the dialect's call (Chat tool_calls, the "
+             "report's wire; Anthropic tool_use; Responses function_call; Gemini functionCall)",
     ),
     Scenario(
         "br24-kimi-markers", ["BR-24"], "Read the README.",
         [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0], CLINE_TOOLS[2], CLINE_TOOLS[3], CLINE_TOOLS[4]],
-        [], lambda ctx: [("read_file", {"path": "README.md"})] if ctx.dialect == "openai_chat" else [],
-        expected_in={"anthropic": "leave", "openai_responses": "leave", "gemini": "leave"},
+        [], [("read_file", {"path": "README.md"})],
         text='<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>{"path":"README.md"}<|tool_call_end|><|tool_calls_section_end|>',
-        note="Chat (the report's wire): Kimi's markers become a tool call read_file (id functions.read_file:0); "
-             "NOT IMPLEMENTED in the other dialects, where the text passes through unchanged",
+        note="Kimi's markers become a call read_file in every dialect (Chat, the report's wire, and Responses keep the id "
+             "functions.read_file:0; Anthropic gets a stable tc_ id, its id pattern refuses the dot and colon; Gemini none)",
+    ),
+    # --- issue 14: tool calls leaked into text, every family in every dialect --------------------
+    Scenario(
+        "i14-hermes-json", ["I14"], "Read the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
+        [], [("read_file", {"path": "README.md"})],
+        text='<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>',
+        note="Hermes / Qwen2.5 JSON in <tool_call> is lifted into the dialect's call (stable id)",
+    ),
+    Scenario(
+        "i14-llama-function", ["I14"], "Read the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
+        [], [("read_file", {"path": "README.md"})],
+        text='<think>\nThe user wants the README.\n</think>\n<function=read_file>{"path": "README.md"}</function>',
+        note="Llama 3.1 / Functionary <function=NAME>{json}</function> after a reasoning block: the call is lifted, the "
+             "reasoning block stays as text",
+    ),
+    Scenario(
+        "i14-deepseek-markers", ["I14"], "Read the README and list the files.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), Tool("list_files", obj("path", path=STR), "List a directory.")],
+        [], [("read_file", {"path": "README.md"}), ("list_files", {"path": "."})],
+        text=("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n{\"path\": \"README.md\"}\n```"
+              "<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>list_files\n```json\n{\"path\": \".\"}\n```"
+              "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+        note="DeepSeek V3/R1 markers (its chat template's shape) with two calls become two calls",
+    ),
+    Scenario(
+        "i14-markup-undeclared", ["I14"], "Delete the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file.")],
+        [], [], expected="pass",
+        text='<tool_call>\n{"name": "delete_file", "arguments": {"path": "README.md"}}\n</tool_call>',
+        note="markup naming a tool that is not declared (and resolves to none) stays text, byte for byte",
+    ),
+    Scenario(
+        "i14-markup-fails-schema", ["I14"], "Read the README.",
+        [Tool("read_file", {**obj("path", path=STR), "additionalProperties": False}, "Read a file.")],
+        [], [], expected="pass",
+        text='<function=read_file>{"path": 7}</function>',
+        note="markup whose arguments fail the declared schema stays text, byte for byte",
     ),
     Scenario(
         "br25-json-encoded-argv", ["BR-25"], "List the files.", [CODEX_SHELL],
@@ -996,7 +1034,8 @@ def write_harness(planned: list[Planned], flows: dict[str, Any]) -> list[str]:
             if leaks:
                 problems.append(f"{p.name}: leaks: {leaks}")
             entry = fr.manifest_entry(saved, source="harness", bugs=p.sc.bugs,
-                                     expected=p.sc.expected_in.get(p.dialect, p.sc.expected), note=p.sc.note)
+                                     expected=p.sc.expected_in.get(f"{p.dialect}-{p.variant}", p.sc.expected_in.get(p.dialect, p.sc.expected)),
+                                     note=p.sc.note)
             got = entry["client_calls"]
             entry["client_calls"] = p.want
             issue = known_issue(p.name)
