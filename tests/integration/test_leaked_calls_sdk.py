@@ -1,0 +1,245 @@
+"""Tool calls leaked into answer text, through a real mitmdump with the addon, read by the
+official SDKs (issue 14): ``anthropic`` (Messages), ``openai`` (Chat Completions and Responses)
+and ``google-genai`` (Gemini). An answer that is nothing but tool-call markup (Hermes JSON,
+Llama ``<function=…>``, DeepSeek markers) reaches the SDK as the dialect's structured call; an
+answer that quotes the same markup in prose, or names a tool nobody declared, reaches it
+byte-identical. JSON and streamed; the fake upstream sends its hand-written bytes in 7-byte
+transport chunks so markers and events are split.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import openai
+import pytest
+from google import genai
+from google.genai import types
+
+import procs
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+SSE = {"Content-Type": "text/event-stream"}
+JSON = {"Content-Type": "application/json"}
+CHUNK = 7
+
+HERMES = '<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>'
+LLAMA = '<think>\nThe README first.\n</think>\n<function=read_file>{"path": "README.md"}</function>'
+DEEPSEEK = (
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n"
+    '{"path": "README.md"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+)
+LIFTED = {"hermes": HERMES, "llama": LLAMA, "deepseek": DEEPSEEK}
+KEPT = {
+    "prose-quotes-markup": "Here is the format: " + HERMES,
+    "undeclared-name": HERMES.replace("read_file", "delete_file"),
+    "truncated": DEEPSEEK[:-12],
+}
+WANT = [("read_file", {"path": "README.md"})]
+REASONING = {"hermes": "", "llama": "<think>\nThe README first.\n</think>", "deepseek": ""}
+
+
+@pytest.fixture(scope="module")
+def stack():
+    fake = procs.start_fake_upstream()
+    px = None
+    try:
+        px = procs.start_mitmdump(fake.url, save_path=None)
+        yield fake, px
+    finally:
+        if px is not None:
+            px.stop()
+        fake.stop()
+
+
+def sse(events: list[tuple[str | None, dict | str]], eol: str = "\n") -> bytes:
+    out = ""
+    for name, data in events:
+        if name:
+            out += f"event: {name}{eol}"
+        out += "data: " + (data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)) + eol + eol
+    return out.encode()
+
+
+def pieces(text: str, n: int = 4) -> list[str]:
+    size = max(1, -(-len(text) // n))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+
+def anthropic_answer(text: str, stream: bool) -> tuple[bytes, dict]:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [{"type": "text", "text": text}],
+               "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 5}}
+    if not stream:
+        return json.dumps(message).encode(), JSON
+    events: list[tuple[str | None, dict | str]] = [
+        ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}) for p in pieces(text)]
+    events += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return sse(events), SSE
+
+
+def chat_answer(text: str, stream: bool) -> tuple[bytes, dict]:
+    if not stream:
+        body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
+        return json.dumps(body).encode(), JSON
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    events: list[tuple[str | None, dict | str]] = [(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
+    events += [(None, {**base, "choices": [{"index": 0, "delta": {"content": p}}]}) for p in pieces(text)]
+    events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
+    return sse(events), SSE
+
+
+def responses_answer(text: str, stream: bool) -> tuple[bytes, dict]:
+    part = {"type": "output_text", "text": text, "annotations": []}
+    msg = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [part]}
+    resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [msg],
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    if not stream:
+        return json.dumps(resp).encode(), JSON
+    seq = iter(range(1000))
+
+    def ev(kind: str, **fields: object) -> tuple[str, dict]:
+        return kind, {"type": kind, "sequence_number": next(seq), **fields}
+
+    events = [
+        ev("response.created", response={**resp, "status": "in_progress", "output": []}),
+        ev("response.output_item.added", output_index=0, item={**msg, "status": "in_progress", "content": []}),
+        ev("response.content_part.added", item_id="msg_1", output_index=0, content_index=0, part={**part, "text": ""}),
+    ]
+    events += [ev("response.output_text.delta", item_id="msg_1", output_index=0, content_index=0, delta=p, logprobs=[]) for p in pieces(text)]
+    events += [
+        ev("response.output_text.done", item_id="msg_1", output_index=0, content_index=0, text=text, logprobs=[]),
+        ev("response.content_part.done", item_id="msg_1", output_index=0, content_index=0, part=part),
+        ev("response.output_item.done", output_index=0, item=msg),
+        ev("response.completed", response=resp),
+    ]
+    return sse(events), SSE
+
+
+def gemini_answer(text: str, stream: bool) -> tuple[bytes, dict]:
+    def resp(t: str, last: bool) -> dict:
+        cand: dict = {"content": {"role": "model", "parts": [{"text": t}]}, "index": 0}
+        if last:
+            cand["finishReason"] = "STOP"
+        return {"candidates": [cand], "modelVersion": "m", "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 9}}
+
+    if not stream:
+        return json.dumps(resp(text, True)).encode(), JSON
+    ps = pieces(text)
+    return sse([(None, resp(p, i == len(ps) - 1)) for i, p in enumerate(ps)], eol="\r\n"), SSE
+
+
+# -- clients -------------------------------------------------------------------------------------
+
+
+def ask_anthropic(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None, bytes | None]:
+    client = anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)
+    kwargs = dict(model="m", max_tokens=64, messages=[{"role": "user", "content": "Read the README."}],
+                  tools=[{"name": "read_file", "input_schema": SCHEMA}])
+    if stream:
+        with client.messages.stream(**kwargs) as s:
+            message = s.get_final_message()
+    else:
+        message = client.messages.create(**kwargs)
+    text = "".join(b.text for b in message.content if b.type == "text")
+    calls = [(b.name, b.input, b.id) for b in message.content if b.type == "tool_use"]
+    return text, calls, message.stop_reason, None
+
+
+def ask_chat(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
+    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    kwargs = dict(model="m", messages=[{"role": "user", "content": "Read the README."}],
+                  tools=[{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}])
+    if stream:
+        with client.beta.chat.completions.stream(**kwargs) as s:
+            completion = s.get_final_completion()
+    else:
+        completion = client.chat.completions.create(**kwargs)
+    choice = completion.choices[0]
+    calls = [(c.function.name, json.loads(c.function.arguments), c.id) for c in choice.message.tool_calls or []]
+    return choice.message.content or "", calls, choice.finish_reason
+
+
+def ask_responses(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
+    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    kwargs = dict(model="m", input="Read the README.", tools=[{"type": "function", "name": "read_file", "parameters": SCHEMA, "strict": False}])
+    if stream:
+        # The SDK's stream accumulator checks output_index against what it has assembled.
+        with client.responses.stream(**kwargs) as s:
+            for _ in s:
+                pass
+            response = s.get_final_response()
+    else:
+        response = client.responses.create(**kwargs)
+    calls = [(o.name, json.loads(o.arguments), o.call_id) for o in response.output if o.type == "function_call"]
+    return response.output_text, calls, response.status
+
+
+def ask_gemini(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
+    client = genai.Client(api_key="x-test-key", http_options=types.HttpOptions(base_url=px.url, api_version="v1beta", timeout=30_000))
+    decl = types.FunctionDeclaration(name="read_file", parameters_json_schema=SCHEMA)
+    cfg = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[decl])],
+                                      automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    text, calls, finish = "", [], None
+    chunks = client.models.generate_content_stream(model="gemini-x", contents="Read the README.", config=cfg) if stream else [
+        client.models.generate_content(model="gemini-x", contents="Read the README.", config=cfg)]
+    for chunk in chunks:
+        for cand in chunk.candidates or []:
+            for part in (cand.content.parts if cand.content else None) or []:
+                if part.text is not None:
+                    text += part.text
+                if part.function_call is not None:
+                    calls.append((part.function_call.name, dict(part.function_call.args or {}), part.function_call.id))
+            finish = cand.finish_reason.value if cand.finish_reason is not None else finish
+    return text, calls, finish
+
+
+DIALECTS = {
+    "anthropic": (anthropic_answer, ask_anthropic, "tool_use", "end_turn"),
+    "chat": (chat_answer, ask_chat, "tool_calls", "stop"),
+    "responses": (responses_answer, ask_responses, "completed", "completed"),
+    "gemini": (gemini_answer, ask_gemini, "STOP", "STOP"),
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("family", sorted(LIFTED))
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_markup_alone_reaches_the_sdk_as_a_call(stack, dialect, family, stream):
+    fake, px = stack
+    answer, ask, lifted_end, _ = DIALECTS[dialect]
+    body, headers = answer(LIFTED[family], stream)
+    fake.enqueue(body, headers=headers, chunk_size=CHUNK)
+    text, calls, end = ask(px, stream)[:3]
+    assert [(name, args) for name, args, _ in calls] == WANT
+    if dialect != "gemini":
+        assert all(call_id for _, _, call_id in calls)
+    assert text.strip() == REASONING[family]
+    assert end == lifted_end
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("case", sorted(KEPT))
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_markup_in_prose_or_unresolvable_reaches_the_sdk_as_text(stack, dialect, case, stream):
+    fake, px = stack
+    answer, ask, _, plain_end = DIALECTS[dialect]
+    body, headers = answer(KEPT[case], stream)
+    fake.enqueue(body, headers=headers, chunk_size=CHUNK)
+    text, calls, end = ask(px, stream)[:3]
+    assert calls == []
+    assert text == KEPT[case]
+    assert end == plain_end
