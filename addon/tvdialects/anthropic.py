@@ -355,8 +355,10 @@ class AnthropicStream(EventStreamRewriter):
     """
 
     #: A ``tool_use`` block is changed; a text block may be lifted (its start names its type).
-    #: Other events (text and thinking deltas included) pass unparsed (issue 11).
-    MARKERS = (b'"tool_use"', b'"type":"text"', b'"type": "text"')
+    #: Both begin with a content_block_start, the only event on_event acts on while nothing is
+    #: held or watched: one marker, one scan per chunk. Other events (text and thinking deltas
+    #: included) pass unparsed (issue 11).
+    MARKERS = (b"content_block_start",)
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()

@@ -814,6 +814,9 @@ def test_stream_failing_after_a_repair_still_records_the_change(env, monkeypatch
         return original(self, event)
 
     monkeypatch.setattr(anthropic_dialect.AnthropicStream, "on_event", fail_at_message_delta)
+    # on_event sees only marker-bearing events (issue 11): make message_delta one of them
+    markers = anthropic_dialect.AnthropicStream.MARKERS
+    monkeypatch.setattr(anthropic_dialect.AnthropicStream, "MARKERS", markers + (b'"type":"message_delta"',))
     f = foreign_flow()
     r = replay(env, f)
     assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER  # the client did get the repair
