@@ -297,12 +297,9 @@ SCENARIOS: list[Scenario] = [
         [Tool("search_joke", obj("query", query=STR), "Find a joke."), Tool("search_image", obj("query", query=STR), "Find an image.")],
         [Call("multi_tool_use.parallel", {"tool_uses": [{"recipient_name": "functions.search_joke", "parameters": {"query": "cats"}},
                                                         {"recipient_name": "functions.search_image", "parameters": {"query": "cats"}}]}, id="call_p")],
-        lambda ctx: (["multi_tool_use.parallel"] if ctx.dialect == "openai_responses" and ctx.stream
-                     else [("search_joke", {"query": "cats"}), ("search_image", {"query": "cats"})]),
-        expected_in={"openai_responses-sse": "leave"},
-        note="the wrapper is unwrapped into search_joke + search_image in every dialect (Chat/Anthropic/Responses ids "
-             "call_p_0/call_p_1 or the wrapper's own id + _i; Gemini parts carry no id); a streamed Responses wrapper "
-             "is not unwrapped yet and is left unchanged",
+        [("search_joke", {"query": "cats"}), ("search_image", {"query": "cats"})],
+        note="the wrapper is unwrapped into search_joke + search_image in every dialect, JSON and streamed (ids: the "
+             "wrapper's id + _0/_1, call_p_0/call_p_1; Gemini parts carry none); later items and events move up",
     ),
     Scenario(
         "br10-provider-prefix", ["BR-10"], "Read the README and list files.",

@@ -321,7 +321,7 @@ class ResponsesCore:
         whose ``output_text`` (all parts, joined; no other part) is not blank, and that text is
         nothing but markup that lifts, the message is replaced by the calls (after a message
         holding the reasoning that remains, if any). True when changed."""
-        if any(isinstance(i, dict) and i.get("type") in _CALL_TYPES for i in output):
+        if any(isinstance(i, dict) and isinstance(i.get("type"), str) and i.get("type") in _CALL_TYPES for i in output):
             return False
         messages = [k for k, i in enumerate(output) if isinstance(i, dict) and i.get("type") == "message" and _message_text(i) is not None and _message_text(i).strip()]
         if len(messages) != 1:
@@ -433,7 +433,7 @@ class ResponsesCore:
             # The echo shows what the stream sent: the lifted message's items (copies).
             for k in range(len(output) - 1, -1, -1):
                 item = output[k]
-                if isinstance(item, dict) and item.get("type") == "message" and item.get("id") in self.stream_lifts:
+                if isinstance(item, dict) and item.get("type") in ("message", "function_call") and item.get("id") in self.stream_lifts:
                     output[k : k + 1] = orjson.loads(orjson.dumps(self.stream_lifts[item["id"]]))
                     changed = True
         elif isinstance(output, list) and not self.streaming:
@@ -523,11 +523,13 @@ class ResponsesStream(EventStreamRewriter):
         self._msg_index: Any = None
         self._text_held: list[Any] | None = None
         self._released = 0
+        self._index_shift = 0  # items added by unwrapped parallel wrappers
+        self._seq_shift = 0  # events added by them
 
     def holding(self) -> bool:
-        """A call is being held, or a message's text is watched: every event goes to
-        :meth:`on_event`."""
-        return self._held is not None or self._watch is not None
+        """A call is being held, a message's text is watched, or later events move up (a
+        parallel wrapper was unwrapped): every event goes to :meth:`on_event`."""
+        return self._held is not None or self._watch is not None or bool(self._index_shift or self._seq_shift)
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held events (clears them)."""
@@ -540,6 +542,20 @@ class ResponsesStream(EventStreamRewriter):
     def on_unit(self, event: Any) -> list[Any]:
         """Like :meth:`on_event` over any object with ``json()``, ``raw`` and ``with_json()``
         (an :class:`SSEEvent` or a WebSocket frame); returns units to send, in order."""
+        if self._index_shift or self._seq_shift:
+            # A parallel wrapper went out as several items: later items and events move up.
+            data = event.json()
+            if isinstance(data, dict):
+                fixed = dict(data)
+                if isinstance(fixed.get("output_index"), int):
+                    fixed["output_index"] += self._index_shift
+                if isinstance(fixed.get("sequence_number"), int):
+                    fixed["sequence_number"] += self._seq_shift
+                if fixed != data:
+                    event = event.with_json(fixed)
+        return self._dispatch(event)
+
+    def _dispatch(self, event: Any) -> list[Any]:
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if self._watch is not None:
@@ -548,7 +564,7 @@ class ResponsesStream(EventStreamRewriter):
             if kind == "error" or kind in _TERMINAL_EVENTS:
                 # The call will not complete: send what was held, unchanged, then this event.
                 held, self._held = self._held, None
-                return held + self.on_unit(event)
+                return held + self._dispatch(event)
             self._held.append(event)
             if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
                 out = self._release(self._held)
@@ -585,6 +601,38 @@ class ResponsesStream(EventStreamRewriter):
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came."""
         return self.held()
+
+    def _expand_parallel(self, held: list[Any], item: dict[str, Any]) -> list[Any] | None:
+        """A held ``multi_tool_use.parallel`` item as one item per call (BR-08), or ``None``
+        (a part does not resolve: the wrapper stays whole). Later ``output_index`` and
+        ``sequence_number`` values move up by what was added; the echo shows the same items."""
+        arguments = item.get("arguments")
+        payload = {"name": item["name"], "id": item.get("call_id"), "arguments": arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()}
+        expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.core.resolve)
+        if expanded is None:
+            return None
+        items = []
+        for sub, decision in expanded:
+            args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
+            items.append(self.core.call_item(str(sub.id), decision.target or sub.name, decision.target_namespace, args if isinstance(args, dict) else {}))
+        first = held[0].json()
+        index = first.get("output_index") if isinstance(first, dict) and isinstance(first.get("output_index"), int) else 0
+        seq = _first_sequence(held)
+        events = _parallel_events(items, index)
+        out: list[Any] = []
+        for body in events:
+            if seq is not None:
+                body["sequence_number"] = seq
+                seq += 1
+            out.append(_unit_like(held[0], body))
+        data_units = [u for u in held if u.json() is not None]
+        out += [u for u in held if u.json() is None]  # comments and keep-alives keep going out
+        if isinstance(item.get("id"), str):
+            self.core.stream_lifts[item["id"]] = items
+        self._index_shift += len(items) - 1
+        if seq is not None:
+            self._seq_shift += len(events) - len(data_units)
+        return out
 
     # -- tool calls left in text (issue 14) ------------------------------------------------------
 
@@ -625,7 +673,7 @@ class ResponsesStream(EventStreamRewriter):
         ) or (isinstance(data, dict) and index == self._msg_index and kind not in _MESSAGE_EVENTS):
             # Another item, a second content part, something unexpected in the message, an error
             # or the end: no lift; the text goes out as it came, then this event as usual.
-            return self._give_up() + self.on_unit(event)
+            return self._give_up() + self._dispatch(event)
         if self._text_held is not None:
             self._text_held.append(event)
             return []
@@ -644,7 +692,7 @@ class ResponsesStream(EventStreamRewriter):
         held = self._text_held
         lifted = self.core.lift_text(self._watch.text)
         if lifted is None:
-            return self._give_up() + self.on_unit(terminal)
+            return self._give_up() + self._dispatch(terminal)
         remaining, items = lifted
         extra = remaining[self._released :] if len(remaining) > self._released else ""
         kept_text = self._watch.text[: self._released] + extra
@@ -688,7 +736,7 @@ class ResponsesStream(EventStreamRewriter):
         self._no_lift = True
         if seq is not None and isinstance(data.get("sequence_number"), int):
             terminal = terminal.with_json({**data, "sequence_number": seq})
-        return out + self.on_unit(terminal)
+        return out + self._dispatch(terminal)
 
     def _release(self, held: list[Any]) -> list[Any]:
         done = held[-1]
@@ -696,13 +744,24 @@ class ResponsesStream(EventStreamRewriter):
         item = dict(done_data["item"])
         if not isinstance(item.get("name"), str) or not isinstance(item.get("type"), str) or item.get("type") not in _CALL_TYPES:
             return held
+        if item["type"] == "function_call" and item["name"].strip() == PARALLEL_WRAPPER:
+            expanded = self._expand_parallel(held, item)
+            if expanded is not None:
+                return expanded
         decision, new_args, new_id = self.core._decide(item)
+        # Only the call's own argument events count: an unknown event between them may carry a
+        # "delta" object of its own (issue 13: that made a call needing no repair get its
+        # argument fragments rewritten).
         objects = isinstance(item.get("arguments"), (dict, list)) or any(
             isinstance(d, dict) and isinstance(d.get(k), (dict, list))
             for d in (u.json() for u in held)
             for k in ("arguments", "delta")
         )
         if not decision.changed and new_id is None and not objects:
+            return held
+        if new_args is not None and any(u.json() is None and b"function_call_arguments" in u.raw for u in held):
+            # An argument fragment of the block is not JSON we can read (it passes as it came):
+            # rewritten fragments around it would no longer add up. The block goes as it came.
             return held
         if new_args is None and objects:
             # Arguments sent as an object (BR-21): every place the client reads them gets a string.
@@ -732,6 +791,20 @@ class ResponsesStream(EventStreamRewriter):
                 out.append(unit)
         return out
 
+
+def _parallel_events(items: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    """The events of completed ``function_call`` items sent from ``output_index`` ``index`` on."""
+    events: list[dict[str, Any]] = []
+    for k, item in enumerate(items):
+        events.append({"type": "response.output_item.added", "output_index": index + k, "item": {**item, "arguments": "", "status": "in_progress"}})
+        events.append({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index + k, "delta": item["arguments"]})
+        events.append({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": index + k, "name": item["name"], "arguments": item["arguments"]})
+        events.append({"type": "response.output_item.done", "output_index": index + k, "item": item})
+    return events
+
+
+#: A function call's argument events (the ones whose ``delta`` / ``arguments`` are the call's).
+_ARGUMENT_EVENTS = ("response.function_call_arguments.delta", "response.function_call_arguments.done")
 
 #: Events that belong to a message item's text.
 _MESSAGE_EVENTS = (

@@ -565,3 +565,49 @@ def test_gemini_parallel_part_becomes_its_calls() -> None:
     body = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "multi_tool_use.parallel", "args": wrapper}}]}, "finishReason": "STOP"}]}
     assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
     assert gemini_view(b"data: " + orjson.dumps(body) + b"\n\n")["calls"] == [READ, SQUARE]
+
+
+def test_responses_stream_parallel_item_becomes_its_calls_and_later_items_move_up() -> None:
+    """A streamed wrapper goes out as one item per call; the item after it moves up one
+    ``output_index``, every later event keeps ``sequence_number`` contiguous, and the
+    ``response.completed`` echo shows the same items (what the openai SDK's accumulator checks)."""
+    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
+    seq = iter(range(100))
+
+    def ev(d: dict[str, Any]) -> bytes:
+        return sse(d["type"], {**d, "sequence_number": next(seq)})
+
+    w = {"type": "function_call", "id": "fc_w", "call_id": "call_w", "name": "multi_tool_use.parallel", "arguments": orjson.dumps(wrapper).decode(), "status": "completed"}
+    x = {"type": "function_call", "id": "fc_x", "call_id": "call_x", "name": "read_file", "arguments": '{"path": "b"}', "status": "completed"}
+    resp = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "m", "output": []}
+    events = [ev({"type": "response.created", "response": resp})]
+    for k, item in enumerate((w, x)):
+        events += [
+            ev({"type": "response.output_item.added", "output_index": k, "item": {**item, "arguments": "", "status": "in_progress"}}),
+            ev({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": k, "delta": item["arguments"]}),
+            ev({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": k, "name": item["name"], "arguments": item["arguments"]}),
+            ev({"type": "response.output_item.done", "output_index": k, "item": item}),
+        ]
+    events.append(ev({"type": "response.completed", "response": {**resp, "status": "completed", "output": [w, x]}}))
+    out = run_stream(RESPONSES, split_bytes(b"".join(events), random.Random(3)))
+    output: list[dict[str, Any]] = []
+    seqs = []
+    completed = None
+    for e in events_of(out):
+        seqs.append(e["sequence_number"])
+        if e["type"] == "response.output_item.added":
+            assert e["output_index"] == len(output)
+            output.append(dict(e["item"]))
+        elif e["type"] == "response.function_call_arguments.delta":
+            output[e["output_index"]]["arguments"] += e["delta"]
+        elif e["type"] == "response.completed":
+            completed = e["response"]
+    assert seqs == list(range(len(seqs)))
+    want = [("call_w_0", "read_file", {"path": "README.md"}), ("call_w_1", "square_the_number", {"input_num": 1024}), ("call_x", "read_file", {"path": "b"})]
+    assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in output] == want
+    assert completed is not None
+    assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in completed["output"]] == want
+
+
+def events_of(data: bytes) -> list[dict[str, Any]]:
+    return events(data)
