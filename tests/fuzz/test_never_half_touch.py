@@ -141,3 +141,23 @@ def test_a_responses_output_of_any_type_passes_without_a_traceback(harness, valu
     o = drive(harness, seed, seed.request, raw)
     assert not o.errors, o.errors
     assert o.answer_out == raw
+
+
+def test_an_unknown_event_with_a_delta_object_inside_a_call_changes_nothing(harness):
+    """A Responses stream whose calls need no repair, with an unknown event carrying a ``delta``
+    object between a call's argument fragments, reaches the client byte-identical (the issue's
+    independent run: the rewriter rewrote that call's fragments)."""
+    replayer, seeds, counter = harness
+    unchanged = []
+    for seed in seeds["openai_responses"]:
+        if seed.sse and seed.options.get("mode") == "auto" and b"function_call_arguments.delta" in seed.answer:
+            if drive(harness, seed, seed.request, seed.answer).answer_out == seed.answer:
+                unchanged.append(seed)
+    assert unchanged, "no Responses stream that passes unchanged"
+    unknown = b'event: response.x_unknown\ndata: {"type":"response.x_unknown","output_index":0,"delta":{"partial":"{"}}\n\n'
+    for seed in unchanged:
+        at = seed.answer.index(b"event: response.function_call_arguments.delta")
+        answer = seed.answer[:at] + unknown + seed.answer[at:]
+        o = drive(harness, seed, seed.request, answer)
+        assert o.answer_out == answer, seed.name
+        assert not o.errors
