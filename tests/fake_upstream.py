@@ -62,7 +62,8 @@ events, JSON and even tool names are split across transport chunks.
 Control endpoints (never logged, never consume the queue):
 
   GET/POST /__fake/config    read / change tool_name, tool_args, chunk_size, chunk_delay,
-                             force_stream (true/false/null), final_text, reject_long_names
+                             force_stream (true/false/null), final_text, reject_long_names,
+                             leak_as_text (Anthropic: the tool call as Hermes markup in the text)
   POST /__fake/enqueue       {"status": int, "headers": {..} or [[k, v], ..],
                               "body_b64": "..." | "chunks_b64": ["...", ..],
                               "chunk_size"?: int, "chunk_delay"?: float}
@@ -237,6 +238,11 @@ def anthropic_plan(body: dict, cfg: dict) -> dict:
     return {"kind": "plain", "text": TITLE_TEXT}
 
 
+def leaked_call_text(name: str, args: Any) -> str:
+    """A tool call written as Hermes / Qwen2.5 markup in the answer text (``leak_as_text``)."""
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
+
+
 def anthropic_messages(req: Request, cfg: dict) -> Reply:
     body = req.json
     if not isinstance(body, dict):
@@ -253,7 +259,12 @@ def anthropic_messages(req: Request, cfg: dict) -> Reply:
     usage = {"input_tokens": 100, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
              "output_tokens": 10}
     blocks: list[dict] = [{"type": "text", "text": plan["text"]}]
-    if plan["kind"] == "tool":
+    if plan["kind"] == "tool" and cfg.get("leak_as_text"):
+        # An open model behind an Anthropic-format server that left its call in the text
+        # (Hermes / Qwen2.5 JSON markup, issue 14): no tool_use block, stop_reason end_turn.
+        blocks = [{"type": "text", "text": leaked_call_text(plan["name"], plan["args"])}]
+        plan = {**plan, "kind": "leaked"}
+    elif plan["kind"] == "tool":
         blocks.append({"type": "tool_use", "id": _id("toolu_"), "name": plan["name"], "input": plan["args"]})
     stop_reason = "tool_use" if plan["kind"] == "tool" else "end_turn"
     summary = f"{plan['kind']}" + (f" {plan['name']}" if plan["kind"] == "tool" else "")
@@ -754,7 +765,7 @@ class FakeState:
     """Config, request log and reply queue; shared by all handler threads."""
 
     CONFIG_KEYS = ("tool_name", "tool_args", "chunk_size", "chunk_delay", "force_stream", "final_text",
-                   "reject_long_names")
+                   "reject_long_names", "leak_as_text")
 
     def __init__(self, *, tool_name: str = DEFAULT_TOOL_NAME, tool_args: Any = None,
                  chunk_size: int = 0, chunk_delay: float = 0.0, force_stream: bool | None = None,
@@ -769,6 +780,7 @@ class FakeState:
             "force_stream": force_stream,
             "final_text": final_text,
             "reject_long_names": bool(reject_long_names),
+            "leak_as_text": False,
         }
         self.log_dir = log_dir
         self.queue: deque[Reply] = deque()
@@ -786,7 +798,7 @@ class FakeState:
                         value = int(value or 0)
                     elif key == "chunk_delay":
                         value = float(value or 0.0)
-                    elif key == "reject_long_names":
+                    elif key in ("reject_long_names", "leak_as_text"):
                         value = bool(value)
                     self.config[key] = value
             return dict(self.config)

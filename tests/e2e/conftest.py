@@ -335,18 +335,21 @@ class E2ERun:
 
 @pytest.fixture
 def claude_e2e(claude_bin: ClaudeBinary, tmp_path: Path) -> Iterator[Callable[..., E2ERun]]:
-    """Factory: ``run(mode, addon=True) -> E2ERun``; stops everything it started at teardown.
+    """Factory: ``run(mode, addon=True, fake_config=None) -> E2ERun``; stops everything it
+    started at teardown.
 
-    ``addon=False`` runs mitmdump as a plain pass-through (no ``-s``, no ``toolvocab_mode``); it is
-    only meant for debugging the harness.
+    ``addon=False`` runs mitmdump as a plain pass-through (no ``-s``, no ``toolvocab_mode``);
+    ``fake_config``: ``/__fake/config`` settings (e.g. ``{"leak_as_text": True}``).
     """
     stack = contextlib.ExitStack()
 
-    def run(mode: str | None, addon: bool = True) -> E2ERun:
+    def run(mode: str | None, addon: bool = True, fake_config: dict[str, Any] | None = None) -> E2ERun:
         trap = TrapProxy()
         stack.callback(trap.close)
         fake = procs.start_fake_upstream(tool_name=FOREIGN_TOOL, tool_args=FOREIGN_ARGS)
         stack.callback(fake.stop)
+        if fake_config:
+            fake.config(**fake_config)
         confdir = tmp_path / "mitmproxy-conf"
         confdir.mkdir(exist_ok=True)
         options = {"confdir": str(confdir)}
