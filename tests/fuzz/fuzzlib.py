@@ -520,7 +520,17 @@ def drive(replayer: Any, m: Mutated, rnd: random.Random, counter: ErrorCounter) 
 # -- the oracle ---------------------------------------------------------------------------------
 
 
+def _fragment_event(value: dict) -> bool:
+    """An event that only carries a piece of a call's arguments (Anthropic ``input_json_delta``,
+    Responses ``function_call_arguments.delta``): when a call's arguments are rewritten, the
+    dialects send them in one such event and drop the others, with whatever else they held."""
+    delta = value.get("delta")
+    return (isinstance(delta, dict) and delta.get("type") == "input_json_delta") or value.get("type") == "response.function_call_arguments.delta"
+
+
 def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: frozenset[str], ctx_type: str) -> None:
+    if isinstance(value, dict) and "partial_json" in free and key is None and _fragment_event(value):
+        return
     if isinstance(value, dict):
         t = value.get("type") if isinstance(value.get("type"), str) else ctx_type
         for k, v in value.items():
