@@ -209,7 +209,7 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
         if value == "" and k in LOCATIONS and final_args[k] != "":
             # BR-27: an empty location is absent when a synonym carries one; that synonym's
             # value must be what fills it.
-            assert any(before.get(o) == final_args[k] for o in synonyms(k) - {key}), (key, final_args, d.reason)
+            assert any(o in before and lossless(before[o], final_args[k]) for o in synonyms(k) - {key}), (key, final_args, d.reason)
             continue
         used.add(k)
         assert lossless(value, final_args[k]), f"{key}: {value!r} -> {final_args[k]!r} ({d.reason})"
