@@ -753,7 +753,7 @@ class ResponsesStream(EventStreamRewriter):
         # "delta" object of its own (issue 13: that made a call needing no repair get its
         # argument fragments rewritten).
         objects = isinstance(item.get("arguments"), (dict, list)) or any(
-            isinstance(d, dict) and isinstance(d.get(k), (dict, list))
+            isinstance(d, dict) and d.get("type") in _ARGUMENT_EVENTS and isinstance(d.get(k), (dict, list))
             for d in (u.json() for u in held)
             for k in ("arguments", "delta")
         )
