@@ -611,3 +611,19 @@ def test_responses_stream_parallel_item_becomes_its_calls_and_later_items_move_u
 
 def events_of(data: bytes) -> list[dict[str, Any]]:
     return events(data)
+
+
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE[:3])
+def test_responses_websocket_frames_lift(text: str, calls: list, remaining: str) -> None:
+    """Codex's WebSocket transport: one JSON event per frame through ``on_unit``; the frames
+    that come out assemble like the SSE events (contiguous output_index and sequence_number)."""
+    from tvdialects.base import JSONFrame
+
+    rw = RESPONSES.stream_rewriter(Resolver(), PLAN)
+    out = []
+    for event in events(responses_sse(split_text(text, random.Random(5)))):
+        out += rw.on_unit(JSONFrame(orjson.dumps(event)))
+    out += rw.held_units()
+    view = responses_view(b"".join(b"data: " + frame.raw + b"\n\n" for frame in out))
+    assert view["calls"] == calls
+    assert view["text"].strip() == remaining.strip()
