@@ -627,3 +627,50 @@ def test_responses_websocket_frames_lift(text: str, calls: list, remaining: str)
     view = responses_view(b"".join(b"data: " + frame.raw + b"\n\n" for frame in out))
     assert view["calls"] == calls
     assert view["text"].strip() == remaining.strip()
+
+
+# -- property: text that is not markup alone stays as sent, in every dialect ---------------------
+
+import os  # noqa: E402
+
+from hypothesis import HealthCheck  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: Hypothesis examples (``TOOLVOCAB_PROPERTY_EXAMPLES``; quick default 100).
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100"))
+FRAGMENTS = st.sampled_from(
+    [
+        " ", "\n", "`", "```json\n", "\n```", "ok", "<", ">", "</", "<tool_call>", "</tool_call>", "<function=read_file>",
+        "</function>", '{"name": "read_file", "arguments": {"path": "x"}}', '{"path": "x"}', "<think>", "</think>",
+        "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n", "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", HERMES, LLAMA, DS, "调用",
+    ]
+)
+FILLER = st.lists(FRAGMENTS, max_size=6).map("".join)
+#: A letter at the very start of the text makes it prose at once; at the very end it cannot be
+#: inside a closed block (closers end with ">"): either way the text is not markup alone.
+LETTER = st.characters(whitelist_categories=("Lu", "Ll", "Lo"))
+
+
+def _split_all(text: str, rnd: random.Random) -> dict[str, bytes]:
+    pieces = split_text(text, rnd)
+    return {"anthropic": anthropic_sse(pieces), "chat": chat_sse(pieces), "responses": responses_sse(pieces), "gemini": gemini_sse(pieces)}
+
+
+STREAM_DIALECTS = {"anthropic": ANTHROPIC, "chat": CHAT, "responses": RESPONSES, "gemini": GEMINI}
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(letter=LETTER, filler=FILLER, markup=st.sampled_from([HERMES, LLAMA, DS, XML, KIMI, THINK + HERMES]), letter_first=st.booleans(), seed=st.integers(0, 2**16))
+def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(letter: str, filler: str, markup: str, letter_first: bool, seed: int) -> None:
+    text = letter + filler + markup if letter_first else markup + filler + letter
+    assert textcalls.lift(text, Resolver(), lambda i: "x") is None
+    for dialect, body in (("anthropic", anthropic_json(text)), ("chat", chat_json(text)), ("responses", responses_json(text)), ("gemini", gemini_json(text))):
+        before = orjson.dumps(body)
+        STREAM_DIALECTS[dialect].rewrite_response(body, Resolver(), PLAN)
+        assert orjson.dumps(body) == before, dialect
+    rnd = random.Random(seed)
+    for dialect, upstream in _split_all(text, rnd).items():
+        assert run_stream(STREAM_DIALECTS[dialect], split_bytes(upstream, rnd)) == upstream, dialect
