@@ -382,7 +382,9 @@ SCENARIOS: list[Scenario] = [
         [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
         [], [("read_file", {"path": "README.md"})],
         text='<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>',
-        note="Hermes / Qwen2.5 JSON in <tool_call> is lifted into the dialect's call (stable id)",
+        variants=("json", "sse", "array"),
+        note="Hermes / Qwen2.5 JSON in <tool_call> is lifted into the dialect's call (stable id); Gemini also as a "
+             "streamed JSON array",
     ),
     Scenario(
         "i14-llama-function", ["I14"], "Read the README.",

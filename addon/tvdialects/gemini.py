@@ -424,13 +424,15 @@ class GeminiStream(EventStreamRewriter):
     whole, rewritten only when a ``functionCall`` in it changes; everything between elements
     (brackets, commas, whitespace) passes through as received. Never buffers the whole body.
 
-    Tool calls left in text (issue 14, SSE only; a single-candidate answer): events go out at
+    Tool calls left in text (issue 14; a single-candidate answer): events go out at
     once while the text so far is whitespace or a leading reasoning block, and for good once it
     is prose. From the event where markup may start, events are held to the one carrying the
     candidate's ``finishReason``; then the held text is lifted into ``functionCall`` parts, sent
     in one event built on that last one (its ``finishReason`` and ``usageMetadata`` kept), or,
     when it does not lift, every held event goes out as it came. A ``functionCall`` part, a
-    second candidate or the end of the stream release the hold unchanged.
+    second candidate or the end of the stream release the hold unchanged. In a JSON array the
+    same holds element by element (the bytes between elements wait with them); an earlier held
+    element is kept, its text emptied, as dropping it would leave a comma.
     """
 
     #: A ``functionCall`` is changed; text events are read only while a lift is possible
@@ -473,7 +475,7 @@ class GeminiStream(EventStreamRewriter):
             return [event.with_json(data).raw]
         return [event.raw]
 
-    def _on_text(self, event: SSEEvent, data: Any) -> list[bytes]:
+    def _on_text(self, event: Any, data: Any) -> list[bytes]:
         assert self._watch is not None
         response = _unwrap(data)
         candidates = _list(response.get("candidates")) if isinstance(response, dict) else []
@@ -513,7 +515,9 @@ class GeminiStream(EventStreamRewriter):
             return self._lift_held()
         return []
 
-    def _plain(self, event: SSEEvent, data: Any) -> list[bytes]:
+    def _plain(self, event: Any, data: Any) -> list[bytes]:
+        if getattr(event, "rewritten", False):
+            return [event.raw]  # an array element: its calls were resolved when it was cut
         if data is not None and _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
             return [event.with_json(data).raw]
         return [event.raw]
@@ -548,8 +552,14 @@ class GeminiStream(EventStreamRewriter):
                 out.append(event.raw)  # keep-alives and chunks without candidates keep going out
                 continue
             cand = inner["candidates"][0]
-            kept = [p for p in _list((cand.get("content") or {}).get("parts")) if not _is_text_part(p)]
-            if kept:  # thought parts in a held event still go out, without the text
+            earlier_parts = _list((cand.get("content") or {}).get("parts"))
+            kept = [p for p in earlier_parts if not _is_text_part(p)]
+            if isinstance(event, _ArrayUnit):
+                # An array element cannot be dropped (its comma stays): its text becomes "".
+                copy = orjson.loads(orjson.dumps(earlier))
+                _unwrap(copy)["candidates"][0]["content"]["parts"] = [{**p, "text": ""} if _is_text_part(p) else p for p in earlier_parts]
+                out.append(event.with_json(copy).raw)
+            elif kept:  # thought parts in a held event still go out, without the text
                 copy = orjson.loads(orjson.dumps(earlier))
                 _unwrap(copy)["candidates"][0]["content"]["parts"] = kept
                 out.append(event.with_json(copy).raw)
@@ -572,9 +582,23 @@ class GeminiStream(EventStreamRewriter):
             return [chunk] if chunk else []
         # Elements are contained one by one in _element; after an error the splitter keeps
         # cutting (so no byte is lost) and every element passes through as received.
-        out = [b for b in self._array.feed(chunk, self._element) if b]
+        pieces = [b for b in self._array.feed(chunk, self._element) if b]
         if self._array.error is not None and self.error is None:
             self.error = self._array.error
+        if self._watch is None or self.error is not None:
+            return [bytes(b) for b in self.held() + pieces] if self._text_held else [bytes(b) for b in pieces]
+        out: list[bytes] = []
+        for i, piece in enumerate(pieces):
+            unit = _ArrayUnit(bytes(piece), isinstance(piece, _Element))
+            try:
+                out += self._on_text(unit, unit.json()) if self._watch is not None else [unit.raw]
+            except Exception as exc:  # contain: what is held and the rest go out as received
+                self.error = f"{type(exc).__name__}: {exc}"
+                out += self.held()
+                if not out or out[-1] is not unit.raw:
+                    out.append(unit.raw)
+                out += [bytes(b) for b in pieces[i + 1 :]]
+                break
         return out
 
     def salvage(self) -> list[bytes]:
@@ -582,7 +606,7 @@ class GeminiStream(EventStreamRewriter):
         if self._framing == "sse":
             return super().salvage()
         self.error = self.error or "salvaged"
-        rest = bytes(self._prefix) + self._array.drain()
+        rest = b"".join(self.held()) + bytes(self._prefix) + self._array.drain()
         self._prefix = bytearray()
         return [rest] if rest else []
 
@@ -592,12 +616,15 @@ class GeminiStream(EventStreamRewriter):
             rest, self._prefix = bytes(self._prefix), bytearray()
             return [rest] if rest else []
         if self._framing == "array":
-            rest = self._array.drain()
+            rest = b"".join(self.held()) + self._array.drain()
             return [rest] if rest else []
         return super().finish()
 
     def _element(self, raw: bytes) -> bytes:
-        """One whole array element: rewritten if a call in it changes; on any error, as is."""
+        """One whole array element: rewritten if a call in it changes; on any error, as is.
+        While a lift is possible the result is marked as an element (:class:`_Element`) for the
+        text watch in :meth:`feed`."""
+        mark = _Element if self._watch is not None else bytes
         if self.error is not None:
             return raw
         try:
@@ -606,10 +633,41 @@ class GeminiStream(EventStreamRewriter):
             return raw
         try:
             if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
-                return orjson.dumps(data)
+                return mark(orjson.dumps(data))
         except Exception as exc:  # contain: this element and the rest pass through unchanged
             self.error = f"{type(exc).__name__}: {exc}"
-        return raw
+            return raw
+        return mark(raw)
+
+
+class _Element(bytes):
+    """An array element's bytes (what :meth:`GeminiStream._element` made of it)."""
+
+
+class _ArrayUnit:
+    """A piece of a streamed JSON array with the surface the text watch uses (``raw``,
+    ``data``, ``json()``, ``with_json()``): an element, or the bytes between elements
+    (``data`` ``None``, like an SSE comment). Its calls were already resolved by
+    :meth:`GeminiStream._element`."""
+
+    __slots__ = ("raw", "data", "_json")
+    rewritten = True
+
+    def __init__(self, raw: bytes, element: bool) -> None:
+        self.raw = raw
+        self.data = raw if element else None
+        self._json: Any = None
+        if element:
+            try:
+                self._json = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                self.data = None
+
+    def json(self) -> Any:
+        return self._json
+
+    def with_json(self, value: Any) -> _ArrayUnit:
+        return _ArrayUnit(orjson.dumps(value), True)
 
 
 class _ArraySplitter:

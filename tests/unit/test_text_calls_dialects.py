@@ -656,10 +656,11 @@ LETTER = st.characters(whitelist_categories=("Lu", "Ll", "Lo"))
 
 def _split_all(text: str, rnd: random.Random) -> dict[str, bytes]:
     pieces = split_text(text, rnd)
-    return {"anthropic": anthropic_sse(pieces), "chat": chat_sse(pieces), "responses": responses_sse(pieces), "gemini": gemini_sse(pieces)}
+    return {"anthropic": anthropic_sse(pieces), "chat": chat_sse(pieces), "responses": responses_sse(pieces), "gemini": gemini_sse(pieces),
+            "gemini-array": gemini_array(pieces)}
 
 
-STREAM_DIALECTS = {"anthropic": ANTHROPIC, "chat": CHAT, "responses": RESPONSES, "gemini": GEMINI}
+STREAM_DIALECTS = {"anthropic": ANTHROPIC, "chat": CHAT, "responses": RESPONSES, "gemini": GEMINI, "gemini-array": GEMINI}
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -674,3 +675,37 @@ def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(letter: st
     rnd = random.Random(seed)
     for dialect, upstream in _split_all(text, rnd).items():
         assert run_stream(STREAM_DIALECTS[dialect], split_bytes(upstream, rnd)) == upstream, dialect
+
+
+def gemini_array(pieces: list[str]) -> bytes:
+    """``streamGenerateContent`` without ``alt``: one JSON array, elements pretty-printed."""
+    chunks = []
+    for i, p in enumerate(pieces):
+        cand: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": p}]}, "index": 0}
+        if i == len(pieces) - 1:
+            cand["finishReason"] = "STOP"
+        chunks.append({"candidates": [cand], "modelVersion": "m"})
+    return ("[" + ",\r\n".join(orjson.dumps(c, option=orjson.OPT_INDENT_2).decode() for c in chunks) + "]").encode()
+
+
+def gemini_array_view(data: bytes) -> dict[str, Any]:
+    body = orjson.loads(data)  # the whole array must still be valid JSON
+    return gemini_view(b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in body))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_gemini_array_stream_lift(text: str, calls: list, remaining: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    view = gemini_array_view(run_stream(GEMINI, split_bytes(gemini_array(split_text(text, rnd)), rnd)))
+    assert view["calls"] == calls
+    assert view["text"].strip() == remaining.strip()
+    assert view["finish"] == "STOP"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("text", NEGATIVE)
+def test_gemini_array_stream_negative_is_byte_identical(text: str, seed: int) -> None:
+    rnd = random.Random(seed)
+    upstream = gemini_array(split_text(text, rnd))
+    assert run_stream(GEMINI, split_bytes(upstream, rnd)) == upstream
