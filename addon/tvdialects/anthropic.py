@@ -26,6 +26,7 @@ from tvdialects.base import object_arguments_call
 from tvdialects import textcalls
 from tvdialects.sse import SSEEvent
 from tvdialects.sse import EventStreamRewriter
+from tvengine import jsonio
 from tvengine.errors import OPENCODE_INVALID_TOOL
 from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
@@ -327,6 +328,12 @@ def lift_text_block(content: list[Any], resolve: Resolver, ids: CallIds) -> tupl
 _TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
+def _cannot_close(raw: bytes) -> bool:
+    """True for a ``text_delta`` event whose text cannot hold a closing tag (no ``</``, and no
+    JSON escape that could spell ``<`` or ``/``)."""
+    return b'"text_delta"' in raw and b"</" not in raw and b"\\u" not in raw and b"\\/" not in raw
+
+
 #: Events that carry a block ``index``.
 _BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_stop")
 
@@ -392,6 +399,11 @@ class AnthropicStream(EventStreamRewriter):
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold tool_use blocks until their stop; pass everything else at once."""
+        watch = self._watch
+        if watch is not None and self._text_held is None and watch.inside_block() and _cannot_close(event.raw):
+            # Inside an open reasoning block only a closing tag changes anything: a text delta
+            # that cannot hold one goes out unparsed (no delay for a long <think> lead).
+            return [event.raw]
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if self._shift and isinstance(data, dict) and kind in _BLOCK_EVENTS and isinstance(data.get("index"), int):
@@ -602,7 +614,7 @@ class AnthropicStream(EventStreamRewriter):
         if not decision.changed or decision.arguments_after is None:
             out.extend(e.raw for e in held[1:])
             return out
-        new_json = orjson.dumps(decision.arguments_after).decode()
+        new_json = jsonio.dumps(decision.arguments_after).decode()
         placed = False
         for i, event in enumerate(held[1:], start=1):
             if i in deltas:
@@ -626,7 +638,7 @@ def _tool_use_events(template: SSEEvent, index: int, call_id: str, name: str, ar
     ``tool_use`` block, framed like ``template``."""
     return [
         _event_like(template, "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}),
-        _event_like(template, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}}),
+        _event_like(template, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": jsonio.dumps(arguments).decode()}}),
         _event_like(template, "content_block_stop", {"type": "content_block_stop", "index": index}),
     ]
 
@@ -639,7 +651,7 @@ def _event_like(template: SSEEvent, event_name: str, data: dict[str, Any]) -> by
     lines = []
     if template.event is not None:
         lines.append(f"event: {event_name}")
-    lines.append("data: " + orjson.dumps(data).decode())
+    lines.append("data: " + jsonio.dumps(data).decode())
     return (eol.join(lines) + eol + eol).encode()
 
 

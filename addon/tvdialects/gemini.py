@@ -28,6 +28,7 @@ from tvdialects import textcalls
 from tvdialects.base import declared_toolset
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
+from tvengine import jsonio
 from tvengine.errors import ToolResult
 from tvengine.models import DeclaredTool
 from tvengine.models import ToolKind
@@ -294,7 +295,7 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return orjson.dumps(value).decode()
+        return jsonio.dumps(value).decode()
     except TypeError:
         return str(value)
 
@@ -534,7 +535,7 @@ class GeminiStream(EventStreamRewriter):
             return self.held()
         remaining, calls = found
         last = held[-1]
-        data = orjson.loads(orjson.dumps(last.json()))
+        data = jsonio.loads(jsonio.dumps(last.json()))
         response = _unwrap(data)
         candidate = response["candidates"][0]
         content = candidate.setdefault("content", {"role": "model"})
@@ -556,11 +557,11 @@ class GeminiStream(EventStreamRewriter):
             kept = [p for p in earlier_parts if not _is_text_part(p)]
             if isinstance(event, _ArrayUnit):
                 # An array element cannot be dropped (its comma stays): its text becomes "".
-                copy = orjson.loads(orjson.dumps(earlier))
+                copy = jsonio.loads(jsonio.dumps(earlier))
                 _unwrap(copy)["candidates"][0]["content"]["parts"] = [{**p, "text": ""} if _is_text_part(p) else p for p in earlier_parts]
                 out.append(event.with_json(copy).raw)
             elif kept:  # thought parts in a held event still go out, without the text
-                copy = orjson.loads(orjson.dumps(earlier))
+                copy = jsonio.loads(jsonio.dumps(earlier))
                 _unwrap(copy)["candidates"][0]["content"]["parts"] = kept
                 out.append(event.with_json(copy).raw)
         content["parts"] = parts + new
@@ -633,7 +634,7 @@ class GeminiStream(EventStreamRewriter):
             return raw
         try:
             if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
-                return mark(orjson.dumps(data))
+                return mark(jsonio.dumps(data))
         except Exception as exc:  # contain: this element and the rest pass through unchanged
             self.error = f"{type(exc).__name__}: {exc}"
             return raw
@@ -667,7 +668,7 @@ class _ArrayUnit:
         return self._json
 
     def with_json(self, value: Any) -> _ArrayUnit:
-        return _ArrayUnit(orjson.dumps(value), True)
+        return _ArrayUnit(jsonio.dumps(value), True)
 
 
 class _ArraySplitter:

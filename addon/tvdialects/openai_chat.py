@@ -25,6 +25,7 @@ from tvdialects.base import dedupe_tools
 from tvdialects import textcalls
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
+from tvengine import jsonio
 from tvengine.errors import OPENCODE_INVALID_TOOL
 from tvengine.errors import ToolResult
 from tvengine.ids import stable_call_id
@@ -80,7 +81,7 @@ def _args_text(value: Any) -> tuple[str, bool]:
         return value, False
     if value is None:
         return "", False
-    return orjson.dumps(value).decode(), True
+    return jsonio.dumps(value).decode(), True
 
 
 class OpenAIChat:
@@ -371,7 +372,7 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
             return None
         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
         entries.append(
-            {"id": sub.id, "type": "function", "function": {"name": decision.target, "arguments": orjson.dumps(args).decode()}}
+            {"id": sub.id, "type": "function", "function": {"name": decision.target, "arguments": jsonio.dumps(args).decode()}}
         )
     return entries
 
@@ -390,7 +391,7 @@ def lift_text_calls(
         return None
     remaining, calls = lifted
     entries = [
-        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": jsonio.dumps(c.arguments).decode()}}
         for c in calls
     ]
     return remaining, entries
@@ -413,7 +414,7 @@ def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None
         fn["name"] = new_name
         changed = True
     if decision.changed and decision.arguments_after is not None:
-        fn["arguments"] = orjson.dumps(decision.arguments_after).decode()
+        fn["arguments"] = jsonio.dumps(decision.arguments_after).decode()
         changed = True
     elif was_object:
         fn["arguments"] = text
@@ -901,7 +902,7 @@ class ChatStream(EventStreamRewriter):
         if decision.changed:
             name = apply_decision_name(decision) or slot.name
             if decision.arguments_after is not None:
-                new_args = orjson.dumps(decision.arguments_after).decode()
+                new_args = jsonio.dumps(decision.arguments_after).decode()
         return {
             "rewrite": decision.changed or slot.needs_normalize,
             "id": final_id,

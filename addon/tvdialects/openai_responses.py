@@ -26,6 +26,7 @@ from tvdialects.base import declared_toolset
 from tvdialects import textcalls
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
+from tvengine import jsonio
 from tvengine.errors import ToolResult
 from tvengine.ids import stable_call_id
 from tvengine.ladder import DUPLICATE_MARK
@@ -302,7 +303,7 @@ class ResponsesCore:
         item: dict[str, Any] = {"type": "function_call", "id": self.new_item_id(), "call_id": call_id, "name": name}
         if namespace is not None:
             item["namespace"] = namespace
-        item["arguments"] = orjson.dumps(arguments).decode()
+        item["arguments"] = jsonio.dumps(arguments).decode()
         item["status"] = "completed"
         return item
 
@@ -383,7 +384,7 @@ class ResponsesCore:
         else:
             raw_args = item.get("arguments")
             if isinstance(raw_args, (dict, list)):
-                raw_args = orjson.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
+                raw_args = jsonio.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
             payload: dict[str, Any] = {"name": item["name"], "id": item.get("call_id"), "namespace": item.get("namespace")}
             if "arguments" in item:
                 # "" / null / "null" / [] are empty forms: the engine writes "{}" back (issue 10).
@@ -392,7 +393,7 @@ class ResponsesCore:
         decision = self.resolve(call)
         new_args = None
         if decision.changed and decision.arguments_after is not None:
-            new_args = orjson.dumps(decision.arguments_after).decode()
+            new_args = jsonio.dumps(decision.arguments_after).decode()
         result = (decision, new_args, new_id)
         if isinstance(key, str):
             self.decided[key] = result
@@ -410,7 +411,7 @@ class ResponsesCore:
             item["call_id"] = new_id
             changed = True
         if with_arguments and isinstance(item.get("arguments"), (dict, list)):
-            item["arguments"] = orjson.dumps(item["arguments"]).decode()  # BR-21
+            item["arguments"] = jsonio.dumps(item["arguments"]).decode()  # BR-21
             changed = True
         if not decision.changed:
             return changed
@@ -434,7 +435,7 @@ class ResponsesCore:
             for k in range(len(output) - 1, -1, -1):
                 item = output[k]
                 if isinstance(item, dict) and item.get("type") in ("message", "function_call") and item.get("id") in self.stream_lifts:
-                    output[k : k + 1] = orjson.loads(orjson.dumps(self.stream_lifts[item["id"]]))
+                    output[k : k + 1] = jsonio.loads(jsonio.dumps(self.stream_lifts[item["id"]]))
                     changed = True
         elif isinstance(output, list) and not self.streaming:
             changed |= self.expand_parallel_items(output)
@@ -586,7 +587,7 @@ class ResponsesStream(EventStreamRewriter):
                 self._released = 0
                 return [event]
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
-            response = orjson.loads(orjson.dumps(data["response"]))
+            response = jsonio.loads(jsonio.dumps(data["response"]))
             if self.core.rewrite_response_object(response):
                 return [event.with_json({**data, "response": response})]
         return [event]
@@ -607,7 +608,7 @@ class ResponsesStream(EventStreamRewriter):
         (a part does not resolve: the wrapper stays whole). Later ``output_index`` and
         ``sequence_number`` values move up by what was added; the echo shows the same items."""
         arguments = item.get("arguments")
-        payload = {"name": item["name"], "id": item.get("call_id"), "arguments": arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()}
+        payload = {"name": item["name"], "id": item.get("call_id"), "arguments": arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()}
         expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.core.resolve)
         if expanded is None:
             return None
@@ -766,7 +767,7 @@ class ResponsesStream(EventStreamRewriter):
         if new_args is None and objects:
             # Arguments sent as an object (BR-21): every place the client reads them gets a string.
             value = item.get("arguments")
-            new_args = value if isinstance(value, str) else orjson.dumps(value).decode()
+            new_args = value if isinstance(value, str) else jsonio.dumps(value).decode()
         out: list[Any] = []
         first_delta = True
         for unit in held:
@@ -833,7 +834,7 @@ def _unit_like(template: Any, data: dict[str, Any]) -> Any:
     raw = template.raw.decode("utf-8", errors="surrogateescape")
     eol = "\r\n" if "\r\n" in raw else ("\r" if "\r" in raw and "\n" not in raw else "\n")
     lines = [f"event: {data['type']}"] if template.event is not None else []
-    lines.append("data: " + orjson.dumps(data).decode())
+    lines.append("data: " + jsonio.dumps(data).decode())
     return SSEEvent.parse((eol.join(lines) + eol + eol).encode())
 
 
