@@ -536,6 +536,8 @@ def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: f
         for k, v in value.items():
             if k in free or (k == "delta" and "arguments" in free and ("arguments" in t or "input" in t)):
                 continue
+            if k == "tool_calls" and key == "delta" and "arguments" in free:
+                continue  # a Chat call's streamed pieces: merged into the first when its arguments change
             _leaves(v, out, k, sentence, free, t)
     elif isinstance(value, list):
         for v in value:
