@@ -329,9 +329,9 @@ _TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _cannot_close(raw: bytes) -> bool:
-    """True for a ``text_delta`` event whose text cannot hold a closing tag (no ``</``, and no
-    JSON escape that could spell ``<`` or ``/``)."""
-    return b'"text_delta"' in raw and b"</" not in raw and b"\\u" not in raw and b"\\/" not in raw
+    """True for a ``text_delta`` event whose text holds no ``<`` (nor a JSON ``\\u`` escape that
+    could spell one): it cannot hold or finish a closing tag."""
+    return b'"text_delta"' in raw and b"<" not in raw and b"\\u" not in raw
 
 
 #: Events that carry a block ``index``.
@@ -400,7 +400,7 @@ class AnthropicStream(EventStreamRewriter):
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold tool_use blocks until their stop; pass everything else at once."""
         watch = self._watch
-        if watch is not None and self._text_held is None and watch.inside_block() and _cannot_close(event.raw):
+        if watch is not None and self._text_held is None and watch.skippable() and _cannot_close(event.raw):
             # Inside an open reasoning block only a closing tag changes anything: a text delta
             # that cannot hold one goes out unparsed (no delay for a long <think> lead).
             return [event.raw]

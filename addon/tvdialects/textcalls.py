@@ -133,6 +133,14 @@ class TextWatch:
         self.state = LEAD
         self._open = False
 
+    def skippable(self) -> bool:
+        """True while the text ends inside an open block with no ``<`` among its last
+        characters: then a piece without ``<`` cannot finish a closing tag and may be left
+        out of :attr:`text` (its characters do not change the state; the block stays open).
+        A caller that skips a piece must skip it whole, and may use :attr:`text` only for the
+        state and for what follows the block."""
+        return self._open and "<" not in self.text[-(_LONGEST_CLOSER - 1) :]
+
     def add(self, piece: str) -> str:
         """Append ``piece``; the new state."""
         if self.state == PROSE or not piece:

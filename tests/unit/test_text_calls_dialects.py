@@ -709,3 +709,38 @@ def test_gemini_array_stream_negative_is_byte_identical(text: str, seed: int) ->
     rnd = random.Random(seed)
     upstream = gemini_array(split_text(text, rnd))
     assert run_stream(GEMINI, split_bytes(upstream, rnd)) == upstream
+
+
+@pytest.mark.parametrize("cut", ["<", "</", "</th", "</think"])
+def test_anthropic_stream_long_reasoning_lead_then_markup(cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deltas inside an open reasoning block that cannot close it go out unparsed; the closing
+    tag split across two deltas (``cut`` | rest) is still seen, and the markup after it lifts."""
+    from tvdialects.sse import SSEEvent
+
+    parsed: list[bytes] = []
+    real_json = SSEEvent.json
+
+    def counting(self: SSEEvent) -> object:
+        parsed.append(self.raw)
+        return real_json(self)
+
+    monkeypatch.setattr(SSEEvent, "json", counting)
+    reasoning = ["<think>\n"] + [f"step {i}: look at src/a{i}.py\\n " for i in range(50)] + ["done" + cut]
+    rest = "</think>"[len(cut) :] + "\n" + HERMES
+    upstream = anthropic_sse(reasoning + [rest])
+    rw = ANTHROPIC.stream_rewriter(Resolver(), PLAN)
+    events_in = SSEParser().feed(upstream)
+    out = b""
+    for event in events_in:
+        got = rw.feed(event.raw)
+        if b"step " in event.raw:
+            assert got == [event.raw]  # no delay inside the reasoning block
+        out += b"".join(got)
+    out += b"".join(rw.finish())
+    read_by_the_rewriter = sum(b"step " in raw for raw in parsed if b"text_delta" in raw)
+    view = anthropic_view(out)
+    assert view["calls"] == [READ]
+    # The reasoning stays whole; the whitespace after it, in the held delta, goes with the markup.
+    assert view["text"] == "".join(reasoning) + "</think>"[len(cut) :]
+    assert read_by_the_rewriter <= 1, read_by_the_rewriter  # the one right after "<think>" (a "<" is near)
+    assert view["stop_reason"] == "tool_use"
