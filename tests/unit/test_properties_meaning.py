@@ -199,7 +199,11 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
     for key, value in before.items():
         if dispatched and key == "command":
             continue
-        carried = [k for k in synonyms(key) if k in final_args and k not in used and (k == key or k not in before)]
+        carried = [
+            k for k in synonyms(key)
+            if k in final_args and k not in used
+            and (k == key or k not in before or (before.get(k) == "" and k in LOCATIONS))  # BR-27: fills an empty location
+        ]
         if not carried:
             assert key in ANNOTATIONS, f"{key!r} dropped: {call} -> {d}"
             schema = target.input_schema if target is not None else None
