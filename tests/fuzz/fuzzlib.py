@@ -538,6 +538,14 @@ def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: f
                 continue
             if k == "tool_calls" and key == "delta" and "arguments" in free:
                 continue  # a Chat call's streamed pieces: merged into the first when its arguments change
+            if k == "arguments" and (isinstance(v, (dict, list)) or isinstance(v, str) and v[:1] in ("{", "[")):
+                # arguments sent as an object become its JSON text (BR-21): the same leaf either way
+                try:
+                    canonical = json.dumps(json.loads(v) if isinstance(v, str) else v, sort_keys=True)
+                except ValueError:
+                    canonical = v
+                out.add(("arguments", canonical))
+                continue
             _leaves(v, out, k, sentence, free, t)
     elif isinstance(value, list):
         for v in value:
