@@ -44,8 +44,10 @@ SYNONYMS: tuple[frozenset[str], ...] = (
     frozenset({"url", "uri"}),
 )
 
-#: Annotation keys: they describe a call to the user and carry no operation, so dropping one
-#: where the target schema is closed changes no meaning. Sources: Gemini CLI 0.61.0's ``replace``
+#: Annotation keys: in the vocabulary a model learned them from, they describe a call to the
+#: user and carry no operation, so dropping one where the target schema is closed changes no
+#: meaning — but only when the call came in that other vocabulary (a capability rename, or the
+#: reverse of a profile name); on the client's own tool the same key may be its payload. Sources: Gemini CLI 0.61.0's ``replace``
 #: declares ``instruction`` (a sentence about the edit), declared tools of Gemini CLI / Cursor-style
 #: agents carry ``explanation`` (Cursor's tool schemas) and ``justification`` (Codex 0.171.0's
 #: ``shell`` escalation note, a text shown to the user), and Claude Code 2.1.197's ``Bash``
@@ -60,8 +62,11 @@ _EMPTY_MEANS_ABSENT = frozenset(
     {"path", "file_path", "filePath", "absolute_path", "filepath", "dir_path", "directory", "command", "cmd"}
 )
 
-#: ``argv`` prefixes that only say "run this string in a shell": ``["bash", "-lc", X]`` is X.
-_SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh$")
+#: ``argv`` prefixes that only say "run this string in bash": ``["bash", "-lc", X]`` is X for a
+#: bash tool. Only bash: ``zsh -c`` / ``sh -c`` / ``ksh -c`` bodies mean something else in bash
+#: (word splitting, ``echo`` escapes, parameter flags), so those argv are joined with POSIX
+#: quoting (``zsh -c 'for f in $F; …'``) and their own shell still runs them.
+_SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/(?:local/)?)?bin/)?bash$")
 _SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci", "-l -c"})
 
 #: Keys holding a command line: only these turn an argv list into a command string.
@@ -119,8 +124,9 @@ def _has_type(value: Any, types: set[str]) -> bool:
 def argv_to_command(argv: list[str]) -> str:
     """Turn an argv list into one command string.
 
-    ``["bash", "-lc", "echo hi"]`` (any POSIX shell, ``-c``/``-lc``) is the string itself;
-    anything else is joined with ``shlex.join`` so the shell sees the same words.
+    ``["bash", "-lc", "echo hi"]`` (bash, ``-c``/``-lc``) is the string itself; anything else
+    (another shell's ``-c`` included) is joined with ``shlex.join`` so the shell sees the same
+    words.
     Raises ``TypeError`` when an element is not a string.
     """
     if not all(isinstance(a, str) for a in argv):
@@ -154,10 +160,10 @@ def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:
     """Re-type a string the schema wants as a number or boolean; (changed, new value)."""
     if not isinstance(value, str):
         return False, value
-    text = value.strip()
-    if "integer" in types and re.fullmatch(r"-?\d+", text):
+    text = value.strip(" \t\r\n")
+    if "integer" in types and re.fullmatch(r"-?[0-9]+", text):
         return True, int(text)
-    if "number" in types and re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", text):
+    if "number" in types and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", text):
         return True, float(text) if any(c in text for c in ".eE") else int(text)
     if "boolean" in types and text in ("true", "false"):
         return True, text == "true"
@@ -170,6 +176,7 @@ def fit_arguments(
     *,
     consumed: frozenset[str] = frozenset(),
     closed: bool = False,
+    drop_annotations: bool = False,
     target_capability: str | None = None,
 ) -> tuple[dict[str, Any], list[ArgChange]]:
     """Fit ``arguments`` to ``schema`` and return ``(new_arguments, changes)``.
@@ -186,10 +193,13 @@ def fit_arguments(
        unwrapped, never shell-quoted; a string holding a
        JSON array → that array where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
        ``"true"`` → ``True`` where it wants a number or boolean;
-    3. a consumed key the schema does not declare is dropped; an annotation key
-       (:data:`ANNOTATION_KEYS`) the schema does not declare is dropped when the schema is
-       closed (``additionalProperties: false``) or ``closed`` is true (the reverse of this flow's
-       own alias, BR-06). **No other key is ever dropped**: an operational key the target does not
+    3. a consumed key the schema does not declare is dropped; with ``drop_annotations`` (the
+       call came in *another agent's vocabulary*: a capability rename, or the reverse of a
+       profile name, BR-06) an annotation key (:data:`ANNOTATION_KEYS`) the schema does not
+       declare is dropped when the schema is closed (``additionalProperties: false``) or
+       ``closed`` is true. On a call to the client's own tool (declared, or spelled another way)
+       an annotation key is content the model chose to send (an issue's ``description``, a
+       browser action's ``instruction``) and is never dropped. **No other key is ever dropped**: an operational key the target does not
        declare stays, so the call fails the schema or is refused by the ladder
        (:func:`unaccounted_keys`) instead of running without it.
 
@@ -251,7 +261,7 @@ def fit_arguments(
                 out[key] = new
                 changes.append(ArgChange(op="coerce", key=key, before=value, after=new))
 
-    drop_annotations = closed or schema.get("additionalProperties") is False
+    drop_annotations = drop_annotations and (closed or schema.get("additionalProperties") is False)
     for key in list(out):
         if key in props:
             continue

@@ -38,8 +38,11 @@ from tvengine.models import Decision
 from tvengine.models import Step
 from tvengine.models import ToolCall
 from tvengine.models import ToolKind
+from tvengine.names import ASCII_BLANKS
+from tvengine.names import ascii_lower
 from tvengine.names import join_namespace
 from tvengine.names import name_key
+from tvengine.names import split_flat
 from tvengine.names import split_mcp
 
 #: Prefixes providers and model templates glue onto a name (BR-10: OpenClaw PRs #39328,
@@ -137,7 +140,7 @@ def lossless_readings(name: str) -> list[str]:
     """Every lossless reading of an answered name, the name itself first: surrounding
     whitespace trimmed, provider prefixes stripped (:data:`PROVIDER_PREFIXES`), a name written
     twice undoubled (BR-18). Used before the reverse map and before normalization alike."""
-    trimmed = name.strip()
+    trimmed = name.strip(ASCII_BLANKS)
     stripped = _strip_prefixes(trimmed)
     out: list[str] = []
     for form in (name, trimmed, stripped):
@@ -169,13 +172,13 @@ class _Servers:
         self.names: set[str] = {t.server for t in tools if t.server is not None}
         self._folded: dict[str, list[str]] = {}
         for name in self.names:
-            self._folded.setdefault(name.casefold(), []).append(name)
+            self._folded.setdefault(ascii_lower(name), []).append(name)
 
     def match(self, server: str) -> str | None:
         """The declared server ``server`` names, or ``None``."""
         if server in self.names:
             return server
-        folded = self._folded.get(server.casefold(), [])
+        folded = self._folded.get(ascii_lower(server), [])
         return folded[0] if len(folded) == 1 else None
 
 
@@ -263,14 +266,15 @@ def _unparsed(call: ToolCall) -> str:
     return "its arguments are not a JSON object and are left as sent"
 
 
-def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, closed: bool) -> Decision:
+def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, foreign: bool) -> Decision:
     """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
 
     The name goes whatever the arguments (issue 10: the client then reports an argument
     problem against the right tool). Arguments are fitted only losslessly — synonym keys,
     POSIX argv → command string for a shell, JSON-encoded values, number strings, annotation
-    keys dropped where the schema is closed (``closed``: treat it so, for this flow's own alias,
-    BR-06) — and no operational key is ever dropped; empty arguments become ``{}``.
+    keys dropped only when ``foreign`` (the model saw this tool under another agent's name: a
+    profile rename, BR-06; the schema then counts as closed) — and no operational key is ever
+    dropped; empty arguments become ``{}``.
     """
     base = _base(call, step, [tool.qualified])
     target = dict(target=tool.name, target_namespace=tool.namespace)
@@ -286,7 +290,9 @@ def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: 
             **target,
             **base,
         )
-    fitted, changes = fit_arguments(call.arguments, tool.input_schema, closed=closed, target_capability=tool.capability)
+    fitted, changes = fit_arguments(
+        call.arguments, tool.input_schema, closed=foreign, drop_annotations=foreign, target_capability=tool.capability
+    )
     changes = _json_repaired(call) + changes
     error = validation_error(fitted, tool.input_schema)
     if error is not None:
@@ -310,7 +316,9 @@ def _decide_capability(call: ToolCall, tool: DeclaredTool, *, reason: str, candi
         return Decision(action=Action.LEAVE, reason=f"{reason}, but the call cannot be checked: {_unparsed(call)}", **base)
     empty = _empty_to_object(call, tool)
     arguments = {} if empty is not None else call.arguments
-    fitted, changes = fit_arguments(arguments, tool.input_schema, consumed=consumed, target_capability=tool.capability)
+    fitted, changes = fit_arguments(
+        arguments, tool.input_schema, consumed=consumed, drop_annotations=True, target_capability=tool.capability
+    )
     extra = unaccounted_keys(fitted, tool.input_schema)
     if extra:
         return Decision(
@@ -437,7 +445,12 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
                 reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
                 **_base(call, Step.REVERSE_MAP, []),
             )
-    return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, closed=True)
+    # The model saw another agent's name for this tool (a profile rename: `Bash` for Cline's
+    # execute_command, BR-06) only when the alias is a vocabulary name of the tool's capability;
+    # a grammar or duplicate alias is the client's own tool under a transport name.
+    alias_name = split_flat(call.namespace, alias)
+    foreign = tool.capability is not None and vocabulary.capability_of(alias_name) == tool.capability
+    return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, foreign=foreign)
 
 
 def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None) -> Decision:
@@ -459,7 +472,7 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             return decision
 
     probes = lossless_readings(call.name)
-    stripped = _strip_prefixes(call.name.strip())
+    stripped = _strip_prefixes(call.name.strip(ASCII_BLANKS))
     if not stripped:
         return _leave(call, Step.NONE, "the name is empty; a blank name is never guessed")
 
@@ -467,7 +480,7 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
     namespace = call.namespace
     invented = (
         namespace is not None
-        and namespace.casefold() in INVENTED_NAMESPACES
+        and ascii_lower(namespace) in INVENTED_NAMESPACES
         and servers.match(namespace) is None
         and not any(t.namespace == namespace for t in tools.tools)
     )
@@ -504,7 +517,7 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             tool,
             step=Step.NORMALIZED,
             reason=f"{call.qualified} differs from the declared {tool.qualified} {why}",
-            closed=False,
+            foreign=False,
         )
     if len(matches) > 1:
         names = [t.qualified for t in matches]

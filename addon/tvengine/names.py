@@ -9,7 +9,20 @@ import re
 
 #: Characters treated as interchangeable word separators in a tool name (``read_file``,
 #: ``read-file``, ``read.file``, ``read file``, ``readFile`` after case folding all compare equal).
-_SEPARATORS = re.compile(r"[\s_\-.:/]+")
+_SEPARATORS = re.compile(r"[ \t\r\n_\-.:/]+")
+
+#: ASCII whitespace: the only blanks a name reading ignores (``\u3000`` or a no-break space is
+#: part of a name, not padding).
+ASCII_BLANKS = " \t\r\n"
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` with ASCII letters lower-cased and every other character kept: ``ſ`` (long s)
+    or ``K`` (Kelvin sign) never fold into ``s`` / ``k`` (issue 10: resemblance is not spelling)."""
+    return text.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 #: ``mcp__<server>__<tool>``: Claude Code's MCP naming (code.claude.com docs, "MCP"); Codex
 #: used the same flat form before it declared MCP servers as Responses ``namespace`` tools.
@@ -20,10 +33,10 @@ def name_key(name: str) -> str:
     """Return the comparison key of a tool name: case-folded, separators removed.
 
     ``name_key("Read_File") == name_key("read-file") == name_key("readFile") == "readfile"``.
-    Two names with the same key differ only by case and separators, which the ladder treats as
-    lossless (rule 3). Never used to *produce* a name: only declared names are ever emitted.
+    Two names with the same key differ only by ASCII case and separators, which the ladder treats
+    as lossless (rule 3); non-ASCII letters and blanks are compared as they are. Never used to *produce* a name: only declared names are ever emitted.
     """
-    return _SEPARATORS.sub("", name.strip()).casefold()
+    return ascii_lower(_SEPARATORS.sub("", name.strip(ASCII_BLANKS)))
 
 
 def split_mcp(name: str) -> tuple[str, str] | None:

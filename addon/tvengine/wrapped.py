@@ -65,7 +65,7 @@ def unwrap_parallel(call: ToolCall) -> list[ToolCall] | None:
 
 
 _XML_FUNCTION = re.compile(r"^<function=([^>\s]+)>\s*(.*?)\s*(?:</function>)?\s*$", re.DOTALL)
-_XML_PARAM = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?\s*(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
+_XML_PARAM = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
 _KIMI_CALL = re.compile(
     r"<\|tool_call_begin\|>\s*(?P<id>[^<\s]+)\s*<\|tool_call_argument_begin\|>(?P<args>.*?)<\|tool_call_end\|>", re.DOTALL
 )
@@ -73,10 +73,19 @@ _KIMI_ID = re.compile(r"^(?:functions\.)?(?P<name>[^:]+)(?::\d+)?$")
 
 
 def _typed(value: str, types: set[str]) -> tuple[bool, Any]:
-    """Convert an XML parameter's text to the declared type; (ok, value)."""
+    """Convert an XML parameter's text to the declared type; (ok, value).
+
+    A string is the text with exactly one leading and one trailing newline removed (the template
+    puts the value on its own lines; vLLM's qwen3coder tool parser reads it the same way): every
+    other blank line, space and indent is content (a file's last newline, trailing spaces in an
+    ``old_string``)."""
     text = value.strip()
     if not types or "string" in types:
-        return True, value.strip("\n")
+        if value.startswith("\n"):
+            value = value[1:]
+        if value.endswith("\n"):
+            value = value[:-1]
+        return True, value
     if types & {"integer", "number", "boolean", "array", "object", "null"}:
         try:
             parsed = orjson.loads(text)

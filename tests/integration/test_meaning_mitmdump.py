@@ -37,6 +37,7 @@ READ = ("Read", schema("file_path", closed=True, file_path=STR))
 WRITE = ("Write", schema("file_path", "content", closed=True, file_path=STR, content=STR))
 EDIT = ("Edit", schema("file_path", "old_string", "new_string", closed=True, file_path=STR, old_string=STR, new_string=STR))
 CI_RUN_JOB = ("mcp__ci_run__job", schema("id", id=STR))
+GH_ISSUE = ("mcp__github__create_issue", schema("owner", "repo", "title", closed=True, owner=STR, repo=STR, title=STR, body=STR))
 WIKI_ASK = ("mcp__wiki__ask", schema("q", q=STR))
 LONG = ("mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance", schema("template_path", template_path=STR))
 
@@ -50,6 +51,11 @@ CASES: list[tuple[str, list[tuple[str, dict]], str, dict[str, Any], tuple[str, d
      ("shell", {"command": "npm test", "working_dir": "pkg/b"})),
     ("write-append", [WRITE, READ], "write_file", {"file_path": "/a", "content": "x", "append": True},
      ("write_file", {"file_path": "/a", "content": "x", "append": True})),
+    ("own-tool-description-kept", [GH_ISSUE, BASH], "mcp__github__create_issue",
+     {"owner": "o", "repo": "r", "title": "Crash", "description": "Steps: run X. Actual: segfault."},
+     ("mcp__github__create_issue", {"owner": "o", "repo": "r", "title": "Crash", "description": "Steps: run X. Actual: segfault."})),
+    ("zsh-body-quoted", [BASH, READ], "shell", {"command": ["zsh", "-c", "for f in $F; do rm $f; done"]},
+     ("Bash", {"command": "zsh -c 'for f in $F; do rm $f; done'"})),
     ("annotation-dropped", [EDIT, READ], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", "instruction": "rename x"},
      ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"})),
     # kind 2: namespaces

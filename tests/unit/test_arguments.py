@@ -177,9 +177,11 @@ def test_without_properties_nothing_changes(s: Any) -> None:
     [
         (["bash", "-lc", "ls -la | wc -l"], "ls -la | wc -l"),
         (["bash", "-c", "echo $HOME"], "echo $HOME"),
-        (["sh", "-c", "make test"], "make test"),
         (["/bin/bash", "-lc", "git status"], "git status"),
-        (["/usr/bin/zsh", "-c", "pwd"], "pwd"),
+        # Another shell's -c body means something else in bash: quoted, so that shell runs it.
+        (["sh", "-c", "make test"], "sh -c 'make test'"),
+        (["/usr/bin/zsh", "-c", "pwd"], "/usr/bin/zsh -c pwd"),
+        (["zsh", "-c", "for f in $F; do rm $f; done"], "zsh -c 'for f in $F; do rm $f; done'"),
         (["ls", "-la"], "ls -la"),
         (["ls", "-la", "my dir"], "ls -la 'my dir'"),
         (["grep", "-r", "a;b", "."], "grep -r 'a;b' ."),
@@ -210,7 +212,7 @@ def test_argv_is_left_when_the_schema_accepts_an_array() -> None:
 
 
 def test_argv_converted_for_string_or_null_union() -> None:
-    out, _ = fit_arguments({"command": ["sh", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell")
+    out, _ = fit_arguments({"command": ["bash", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell")
     assert out == {"command": "ls"}
 
 
@@ -338,7 +340,7 @@ def test_only_annotation_keys_are_dropped_when_the_schema_forbids_them() -> None
     # issue 10, kind 1: `zz` carries meaning the schema has no place for; it stays, and the call
     # then fails the schema (the client reports it) instead of running without it.
     s = schema("command", additional=False, command=STR, requires_approval=BOOL)
-    out, changes = fit_arguments({"command": "npm test", "description": "Run tests", "zz": 1}, s)
+    out, changes = fit_arguments({"command": "npm test", "description": "Run tests", "zz": 1}, s, drop_annotations=True)
     assert out == {"command": "npm test", "zz": 1}
     assert sorted(ops(changes)) == [("drop_annotation", "description", None)]
     assert validation_error(out, s) is not None
@@ -353,9 +355,18 @@ def test_operational_keys_are_never_dropped(key: str) -> None:
 
 def test_renamed_key_survives_additional_properties_false() -> None:
     s = schema("command", additional=False, command=STR)
-    out, changes = fit_arguments({"cmd": "ls", "description": "d"}, s)
+    out, changes = fit_arguments({"cmd": "ls", "description": "d"}, s, drop_annotations=True)
     assert out == {"command": "ls"}
     assert ("rename_key", "cmd", "command") in ops(changes)
+
+
+@pytest.mark.parametrize("key", ["description", "instruction", "justification", "explanation"])
+def test_annotation_keys_are_kept_on_the_clients_own_tool(key: str) -> None:
+    # An issue's `description`, a browser action's `instruction`: on the client's own tool the
+    # same key may be the payload. Dropped only when the call came in another vocabulary.
+    s = schema("title", additional=False, title=STR)
+    out, changes = fit_arguments({"title": "Crash", key: "Steps: run X."}, s)
+    assert out == {"title": "Crash", key: "Steps: run X."} and changes == []
 
 
 def test_undeclared_keys_kept_when_the_schema_allows_them() -> None:

@@ -830,3 +830,34 @@ def test_empty_arguments_left_for_a_freeform_tool() -> None:
     tool = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.KEEP and d.arguments_after is None
+
+
+# --- from a fresh-user trial: annotation keys on the client's own tool, look-alike letters -------
+
+GH_CLOSED = fn("mcp__github__create_issue", schema("owner", "repo", "title", additional=False, owner=STR, repo=STR, title=STR, body=STR))
+
+
+@pytest.mark.parametrize("answered", ["mcp__github__create_issue", "mcp__github__createIssue", "functions.mcp__github__create_issue"])
+@pytest.mark.parametrize("key", ["description", "instruction", "justification", "explanation"])
+def test_annotation_keys_on_the_clients_own_tool_are_never_dropped(answered: str, key: str) -> None:
+    # An issue's description is its body: dropping it would create an issue without one.
+    args = {"owner": "o", "repo": "r", "title": "Crash on start", key: "Steps: run X. Actual: segfault."}
+    d = decide([GH_CLOSED, BASH], answered, args)
+    final = d.arguments_after if d.arguments_after is not None else d.arguments_before
+    assert final == args, d
+
+
+def test_annotation_key_kept_under_a_grammar_alias() -> None:
+    long_name = "mcp__github__" + "x" * 70
+    tool = fn(long_name, schema("title", additional=False, title=STR))
+    d = decide([tool], "mcp__gh_a1b2c3", {"title": "t", "description": "the body"}, reverse_map={"mcp__gh_a1b2c3": long_name})
+    assert_renamed(d, long_name, Step.REVERSE_MAP)
+    assert (d.arguments_after or d.arguments_before) == {"title": "t", "description": "the body"}
+
+
+@pytest.mark.parametrize("answered", ["\u017fhell", "ba\u017fh", "\u212aill", "\u3000bash", "bash\u00a0"])
+def test_look_alike_letters_and_blanks_are_not_spelling(answered: str) -> None:
+    # ſ (long s), K (Kelvin sign), ideographic and no-break spaces: resemblance, not spelling.
+    kill = fn("Kill", schema(pid=INT))
+    d = decide([BASH, kill, READ], answered, {"command": "ls"})
+    assert d.action is Action.LEAVE and d.target is None, d.reason

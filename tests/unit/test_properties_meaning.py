@@ -4,11 +4,11 @@ For every call the engine changes (``rename`` or ``fit``), over generated tool l
 agents' real tool lists (the captured requests in ``tests/fixtures``, parsed by each dialect):
 
 (a) every argument key of the original reaches the result — as the same key or one of its
-    synonyms — unless it is an annotation key (dropped only where the schema is closed, or on the
-    reverse of this flow's own alias) or the ``command`` a text-editor call was dispatched on;
-(b) every value is equal, or changed only by a listed lossless transform: a POSIX shell argv →
-    the same command (``["bash", "-lc", X]`` → ``X``; any other argv → a string that
-    ``shlex.split`` turns back into that argv), a JSON-encoded array string → that array, a number
+    synonyms — unless it is an annotation key of a call in another agent's vocabulary (a
+    capability rename to a closed schema) or the ``command`` a text-editor call was dispatched on;
+(b) every value is equal, or changed only by a listed lossless transform: a shell argv →
+    the same command (``["bash", "-lc", X]`` → ``X``; any other argv, another shell's ``-c``
+    included → a string that ``shlex.split`` turns back into that argv), a JSON-encoded array string → that array, a number
     string → that number, ``"true"``/``"false"`` → that boolean, a one-element list → its element,
     empty arguments → ``{}``;
 (c) a namespaced name keeps its server (exactly, or the one declared server equal to it
@@ -88,7 +88,8 @@ SYNONYM_GROUPS: list[set[str]] = [
 ANNOTATIONS = {"instruction", "explanation", "justification", "description"}
 #: Location keys: empty there means absent when a synonym carries a value (BR-27).
 LOCATIONS = {"path", "file_path", "filePath", "absolute_path", "filepath", "dir_path", "directory", "command", "cmd"}
-POSIX_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/bin/zsh", "/usr/bin/zsh"}
+#: Only a bash argv is unwrapped (another shell's -c body means something else in bash).
+POSIX_SHELLS = {"bash", "/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"}
 SEPARATORS = "_-.:/ "
 
 
@@ -207,7 +208,9 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
         if not carried:
             assert key in ANNOTATIONS, f"{key!r} dropped: {call} -> {d}"
             schema = target.input_schema if target is not None else None
-            assert d.step is Step.REVERSE_MAP or (isinstance(schema, dict) and schema.get("additionalProperties") is False), (key, d)
+            # Only a call in another agent's vocabulary (a capability rename; the generated aliases
+            # are not vocabulary names) loses an annotation, and only to a closed schema.
+            assert d.step is Step.CAPABILITY and isinstance(schema, dict) and schema.get("additionalProperties") is False, (key, d)
             continue
         k = key if key in carried else carried[0]
         if value == "" and k in LOCATIONS and final_args[k] != "":

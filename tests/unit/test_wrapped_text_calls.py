@@ -387,3 +387,28 @@ def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str,
     rnd = random.Random(seed)
     upstream = chat_sse(split_text(text, rnd))
     assert run_stream(split_bytes(upstream, rnd)) == upstream
+
+
+
+@pytest.mark.parametrize(
+    ("inner", "value"),
+    [
+        ("\nline1\n\n", "line1\n"),
+        ("\n\nline1\n", "\nline1"),
+        ("\nx  \n", "x  "),
+        ("\n  \n", "  "),
+        ("\ndef f():\n    return 1\n\n", "def f():\n    return 1\n"),
+    ],
+)
+def test_xml_string_parameter_keeps_every_blank_but_the_template_newlines(inner: str, value: str) -> None:
+    # Exactly one leading and one trailing newline belong to the template (vLLM's qwen3coder
+    # parser reads it so); every other blank line, space and indent is the file's content.
+    from tvengine.ladder import Toolset, declared_tool
+    from tvengine.wrapped import extract_text_calls
+
+    tools = Toolset([declared_tool("write_file", input_schema={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}})])
+    text = f"<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>{inner}</parameter>\n</function>\n</tool_call>"
+    found = extract_text_calls(text, tools)
+    assert found is not None
+    (call,) = found[1]
+    assert call.arguments == {"path": "a.py", "content": value}
