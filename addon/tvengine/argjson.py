@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
+from tvengine import jsonio
 
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?[ \t]*```\s*\Z", re.DOTALL)
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
@@ -100,15 +100,11 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], list[str]] | None:
     otherwise broken text is never completed). Text that already parses is not this function's
     business: it returns ``None`` for it too. Never raises.
     """
-    try:
-        orjson.loads(text)
-        strict_ok = True
-    except orjson.JSONDecodeError:
-        strict_ok = False
+    value = _parse(text)
+    strict_ok = value is not None or text.strip() == "null"
     repairs: list[str] = []
     body = text
     if strict_ok:
-        value = orjson.loads(text)
         if isinstance(value, str):
             inner = _parse(value)
             if isinstance(inner, dict):
@@ -136,9 +132,10 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], list[str]] | None:
 
 
 def _parse(text: str) -> Any:
+    """Strict JSON (integers of any size exact), or ``None``."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
+        return jsonio.loads(text.encode("utf-8"))
+    except (ValueError, UnicodeEncodeError):
         return None
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-import orjson
 from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 
+from tvengine import jsonio
 from tvengine.argjson import repair_arguments
 from tvengine.names import join_namespace
 from tvengine.names import split_mcp
@@ -156,8 +156,9 @@ class ToolCall(BaseModel):
                 empty = True
             else:
                 try:
-                    value = orjson.loads(args)
-                except orjson.JSONDecodeError:
+                    # Strictly, integers of any size exact (orjson alone reads 2**64 as a float).
+                    value = jsonio.loads(args.encode("utf-8"))
+                except (ValueError, UnicodeEncodeError):
                     value = None
                     repaired = repair_arguments(args)
                     if repaired is not None:

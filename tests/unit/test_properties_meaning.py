@@ -200,10 +200,14 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
     for key, value in before.items():
         if dispatched and key == "command":
             continue
+        if value in ("", None) and synonyms(key) & LOCATIONS:
+            # An empty location carries no place (BR-27): it may be filled by a synonym's value
+            # or stay empty; the property then holds for the synonym that carries the value.
+            continue
         carried = [
             k for k in synonyms(key)
             if k in final_args and k not in used
-            and (k == key or k not in before or (before.get(k) == "" and k in LOCATIONS))  # BR-27: fills an empty location
+            and (k == key or k not in before or (before.get(k) in ("", None) and k in LOCATIONS))  # BR-27: fills an empty location
         ]
         if not carried:
             assert key in ANNOTATIONS, f"{key!r} dropped: {call} -> {d}"
@@ -212,12 +216,9 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
             # are not vocabulary names) loses an annotation, and only to a closed schema.
             assert d.step is Step.CAPABILITY and isinstance(schema, dict) and schema.get("additionalProperties") is False, (key, d)
             continue
-        k = key if key in carried else carried[0]
-        if value == "" and k in LOCATIONS and final_args[k] != "":
-            # BR-27: an empty location is absent when a synonym carries one; that synonym's
-            # value must be what fills it.
-            assert any(o in before and lossless(before[o], final_args[k]) for o in synonyms(k) - {key}), (key, final_args, d.reason)
-            continue
+        fitting = [c for c in carried if lossless(value, final_args[c])]
+        assert fitting, f"{key}: {value!r} -> {[final_args[c] for c in carried]!r} ({d.reason})"
+        k = key if key in fitting else fitting[0]
         used.add(k)
         assert lossless(value, final_args[k]), f"{key}: {value!r} -> {final_args[k]!r} ({d.reason})"
     # nothing invented
