@@ -406,14 +406,14 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "i14-markup-undeclared", ["I14"], "Delete the README.",
         [Tool("read_file", obj("path", path=STR), "Read a file.")],
-        [], [], expected="pass",
+        [], [], expected="leave",
         text='<tool_call>\n{"name": "delete_file", "arguments": {"path": "README.md"}}\n</tool_call>',
         note="markup naming a tool that is not declared (and resolves to none) stays text, byte for byte",
     ),
     Scenario(
         "i14-markup-fails-schema", ["I14"], "Read the README.",
         [Tool("read_file", {**obj("path", path=STR), "additionalProperties": False}, "Read a file.")],
-        [], [], expected="pass",
+        [], [], expected="leave",
         text='<function=read_file>{"path": 7}</function>',
         note="markup whose arguments fail the declared schema stays text, byte for byte",
     ),
@@ -514,7 +514,7 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "i10-prose-mentions-markup", ["I10"], "How would a tool call look?",
         [Tool("read_file", obj("path", path=STR), "Read a file.")],
-        [], [], expected="pass",
+        [], [], expected="leave",
         text='A call looks like `<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}</tool_call>`, but I will not run it now.',
         note="text that merely mentions tool-call markup is prose and stays prose, byte for byte",
     ),
@@ -534,25 +534,8 @@ SCENARIOS: list[Scenario] = [
 #: Where the addon does not do what the bug report says (flow file stem -> explanation); the
 #: manifest marks these ``known_issue`` and tests/test_flows.py xfails their semantic check.
 KNOWN_ISSUES: dict[str, str] = {
-    "br06-renaming-proxy-*": (
-        "Bash, the name toolvocab itself sent upstream for execute_command (profile), reaches the client unchanged: "
-        "the reverse-mapped call lacks the required requires_approval, so the reverse_map step declines ('does not "
-        "validate'). The report asks for execute_command {command} (description dropped, requires_approval not "
-        "invented); leaving it shows the client a name it never declared"),
-    "br21-object-arguments-openai_responses-*": (
-        "Responses function_call arguments sent as a JSON object reach the client as an object, not a string; the "
-        "streamed record even reads them as {} ('location' is a required property)"),
-    "br2[0134]-*-openai_chat-sse": (
-        "the client's bytes are changed in the stream (stable ids / arguments serialized / tool call lifted out of "
-        "the text) but the record says response_changed=false: for streams _response() counts only rename/fit "
-        "decisions, so a repair-mode flow would not even be marked"),
-    "br20-empty-ids-[ao][np]*-sse": (
-        "stable ids replace the empty ones in the stream, but the record says response_changed=false (for streams "
-        "_response() counts only rename/fit decisions)"),
-    "br31-duplicate-names-*": (
-        "the alias of the second, different Read maps back to Read, but its arguments are then fitted to the FIRST "
-        "declaration's schema (path -> file_path): a valid call for the MCP Read is silently turned into a call for "
-        "the built-in one instead of keeping its arguments and logging the ambiguity"),
+    # Empty: every harness flow matches its bug report (the BR-06, BR-20, BR-21, BR-23, BR-24 and
+    # BR-31 entries were fixed by the reverse-map, stream-record and duplicate-alias work).
 }
 
 

@@ -15,6 +15,8 @@ every bug report and every agent, and no file may hold credentials or client pro
 
 from __future__ import annotations
 
+import re
+
 from collections import Counter
 from pathlib import Path
 
@@ -145,6 +147,7 @@ def test_manifest_entries_are_well_formed():
         source = str(entry.get("source"))
         if source not in ("harness", "user") and not source.startswith("agent:"):
             bad.append(f"{name}: source {source!r}")
-        if not all(str(b).startswith("BR-") for b in entry.get("bugs") or ()):
+        # a bug report (BR-nn) or an issue of this project (I10: issue 10's kinds)
+        if not all(re.fullmatch(r"BR-\d+|I\d+", str(b)) for b in entry.get("bugs") or ()):
             bad.append(f"{name}: bugs {entry.get('bugs')!r}")
     assert not bad, "\n".join(bad)
