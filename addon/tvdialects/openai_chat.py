@@ -479,6 +479,29 @@ class _Slot:
         self.first_seen: tuple[int, int] | None = None  # (held event number, delta number)
 
 
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _odd_indices(held: list[SSEEvent]) -> bool:
+    """True when a held chunk carries a choice ``index`` or a tool-call ``index`` that is
+    present but not an integer."""
+    for event in held:
+        data = event.json()
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            continue
+        for choice in data["choices"]:
+            if not isinstance(choice, dict):
+                continue
+            if "index" in choice and not _is_index(choice["index"]):
+                return True
+            delta = choice.get("delta")
+            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            if isinstance(calls, list) and any(isinstance(tc, dict) and "index" in tc and not _is_index(tc["index"]) for tc in calls):
+                return True
+    return False
+
+
 class ChatStream(EventStreamRewriter):
     """Rewrites a Chat Completions SSE stream.
 
@@ -783,6 +806,11 @@ class ChatStream(EventStreamRewriter):
         if not held:
             self._held = None
             return []
+        if _odd_indices(held):
+            # A choice or tool-call index that is not an integer: the calls cannot be told apart
+            # with certainty, so the block goes out exactly as it came (issue 13).
+            self._held = None
+            return [e.raw for e in held]
         slots = self._assemble(held)
         updates: dict[int, dict[str, Any]] = {}
         for slot in slots:

@@ -89,8 +89,8 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
         if decision.action is Action.LEAVE or decision.target is None:
             return None
         tool = tools.find(decision.target, decision.target_namespace)
-        if tool is None or tool.kind is not ToolKind.FUNCTION:
-            return None
+        if tool is None or tool.kind is not ToolKind.FUNCTION or not isinstance(tool.input_schema, dict):
+            return None  # no schema to validate against: text stays text
         args = decision.arguments_after if decision.arguments_after is not None else call.arguments
         if not isinstance(args, dict) or validation_error(args, tool.input_schema) is not None:
             return None
