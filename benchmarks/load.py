@@ -11,7 +11,9 @@ is bounded and the whole run stops itself after ``--deadline`` seconds). Three p
    upstream answers every one with a call to ``shell`` in 64-byte pieces 5 ms apart, which the
    addon must repair to that flow's own shell tool. Printed: completed streams (the client got
    ``message_stop``), cross-flow leaks (a client got a tool name its request did not declare,
-   or the upstream got another flow's tool names), repairs, throughput, mitmdump's RSS.
+   or the upstream got another flow's tool names), repairs, throughput, mitmdump's CPU time and
+   RSS; then the same streams through bare mitmdump (``stream_large_bodies=1``) in the same run,
+   and the addon's throughput, CPU and peak RSS as ratios against it.
 2. **RSS over many flows**: ``--flows`` flows (half streamed, half JSON, every one repaired)
    through one mitmdump, 20 at a time; RSS (VmRSS of the mitmdump process) at 1,000, 2,000,
    5,000 and 10,000 flows, and the change from 1,000 to the last mark (flat: within ±10%).
@@ -142,10 +144,23 @@ def upstream_leaks(fake: procs.FakeUpstreamHandle) -> tuple[int, list[str]]:
     return len(records), leaks
 
 
-def part_concurrent(n: int) -> dict[str, Any]:
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (``/proc/<pid>/stat`` fields 14 and 15)."""
+    import os
+
+    with open(f"/proc/{pid}/stat") as fp:
+        fields = fp.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def concurrent_run(n: int, script: Any) -> dict[str, Any]:
+    """``n`` concurrent streamed flows through one mitmdump (``script``: the addon, or None for
+    bare mitmdump with ``stream_large_bodies=1``, the streaming baseline). Returns the figures;
+    leaks and repairs are counted for the addon only (bare mitmdump repairs nothing)."""
     fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": "ls"}, chunk_size=64, chunk_delay=0.005)
     try:
-        mitm = procs.start_mitmdump(fake.url, options={"toolvocab_mode": "auto"})
+        options = {"toolvocab_mode": "auto"} if script is not None else {"stream_large_bodies": "1"}
+        mitm = procs.start_mitmdump(fake.url, script=script, options=options)
         try:
             pid = mitm.process.pid
             rss_before = rss_kb(pid)
@@ -171,10 +186,12 @@ def part_concurrent(n: int) -> dict[str, Any]:
                 except Exception as exc:  # counted as not completed
                     return i, None, f"{type(exc).__name__}: {exc}"
 
+            cpu_before = cpu_s(pid)
             start = time.monotonic()
             with cf.ThreadPoolExecutor(max_workers=n) as pool:
                 results = list(pool.map(one, range(n), timeout=remaining(300)))
             wall = time.monotonic() - start
+            cpu = cpu_s(pid) - cpu_before
             stop.set()
             sampler.join(timeout=2)
             complete = repaired = 0
@@ -189,7 +206,8 @@ def part_concurrent(n: int) -> dict[str, Any]:
                 ok, flow_leaks, rep = check_flow(i, answer, True)
                 complete += ok
                 repaired += rep
-                leaks += flow_leaks
+                if script is not None:
+                    leaks += flow_leaks
             seen, up_leaks = upstream_leaks(fake)
             leaks += up_leaks
             rss_after = rss_kb(pid)
@@ -197,17 +215,34 @@ def part_concurrent(n: int) -> dict[str, Any]:
             mitm.stop()
     finally:
         fake.stop()
-    out = {
+    for line in (leaks + errors)[:10]:
+        print("    ", line)
+    return {
         "streams": n, "completed": complete, "repaired": repaired, "cross_flow_leaks": len(leaks),
         "errors": len(errors), "upstream_requests": seen, "wall_s": round(wall, 2),
         "flows_per_s": round(n / wall, 1), "client_mb_per_s": round(total_bytes / wall / 1e6, 3),
+        "proxy_cpu_s": round(cpu, 2), "proxy_cpu_ms_per_mb": round(cpu * 1000 / max(total_bytes / 1e6, 1e-9), 1),
         "rss_mb_before": mb(rss_before), "rss_mb_peak": mb(peak[0]), "rss_mb_after": mb(rss_after),
     }
-    print(f"[1] {n} concurrent streams: {complete} completed, {repaired} repaired to their own tool, "
-          f"{len(leaks)} cross-flow leaks, {len(errors)} errors; {out['wall_s']} s, {out['flows_per_s']} flows/s; "
+
+
+def part_concurrent(n: int) -> dict[str, Any]:
+    """Part 1: ``n`` concurrent streams through the addon, then the same through bare mitmdump
+    (``stream_large_bodies=1``) in the same run; the ratios are addon / bare."""
+    out = concurrent_run(n, procs.DEFAULT_SCRIPT)
+    print(f"[1] {n} concurrent streams through the addon: {out['completed']} completed, {out['repaired']} repaired to their own tool, "
+          f"{out['cross_flow_leaks']} cross-flow leaks, {out['errors']} errors; {out['wall_s']} s, {out['flows_per_s']} flows/s, "
+          f"{out['client_mb_per_s']} MB/s to the clients; proxy CPU {out['proxy_cpu_s']} s ({out['proxy_cpu_ms_per_mb']} ms/MB); "
           f"mitmdump RSS {out['rss_mb_before']} -> peak {out['rss_mb_peak']} -> {out['rss_mb_after']} MB")
-    for line in (leaks + errors)[:10]:
-        print("    ", line)
+    bare = concurrent_run(n, None)
+    out["bare"] = bare
+    out["throughput_vs_bare"] = round(out["client_mb_per_s"] / max(bare["client_mb_per_s"], 1e-9), 2)
+    out["cpu_vs_bare"] = round(out["proxy_cpu_s"] / max(bare["proxy_cpu_s"], 1e-9), 2)
+    out["peak_rss_vs_bare"] = round(out["rss_mb_peak"] / max(bare["rss_mb_peak"], 1e-9), 2)
+    print(f"[1] the same {n} streams through bare mitmdump (stream_large_bodies=1): {bare['completed']} completed, "
+          f"{bare['errors']} errors; {bare['wall_s']} s, {bare['client_mb_per_s']} MB/s; proxy CPU {bare['proxy_cpu_s']} s; "
+          f"peak RSS {bare['rss_mb_peak']} MB")
+    print(f"[1] addon / bare: throughput {out['throughput_vs_bare']}x, proxy CPU {out['cpu_vs_bare']}x, peak RSS {out['peak_rss_vs_bare']}x")
     return out
 
 

@@ -1032,10 +1032,16 @@ class FakeHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default backlog is 5: a burst of concurrent connections (a proxy opening
+    # 200 upstream connections at once, benchmarks/load.py) would be reset by the kernel.
+    request_queue_size = 1024
+
+
 def make_server(port: int = 0, state: FakeState | None = None, **opts: Any) -> ThreadingHTTPServer:
     state = state or FakeState(**opts)
     handler = type("BoundFakeHandler", (FakeHandler,), {"state": state})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server = _Server(("127.0.0.1", port), handler)
     server.daemon_threads = True
     server.state = state  # type: ignore[attr-defined]
     return server
