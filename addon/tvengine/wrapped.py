@@ -17,7 +17,10 @@ Shapes models leak (bug reports BR-08, BR-23, BR-24; issue 14):
 - DeepSeek V3 / R1 (the ``chat_template`` of deepseek-ai/DeepSeek-V3 and DeepSeek-R1,
   ``tokenizer_config.json``; markers spelled with U+FF5C FULLWIDTH VERTICAL LINE and U+2581 LOWER
   ONE EIGHTH BLOCK): ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n
-  ```json\n{json}\n```<｜tool▁call▁end｜>`` (further calls after ``\n``) ``<｜tool▁calls▁end｜>``.
+  ```json\n{json}\n```<｜tool▁call▁end｜>`` (further calls after ``\n``) ``<｜tool▁calls▁end｜>``;
+- DeepSeek V3.1 (the ``chat_template`` of deepseek-ai/DeepSeek-V3.1; vLLM's ``deepseek_v31`` tool
+  parser reads the same): the same section, each call ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}
+  <｜tool▁call▁end｜>`` (no type, no fence).
 
 Each is lifted into ordinary calls only when it is whole (and, for the XML and Kimi shapes, every
 call names a declared tool and every XML parameter is declared); text is lifted only when it is
@@ -105,6 +108,11 @@ _DS_OPEN, _DS_CLOSE = "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<\uff5ctool\u
 _DS_CALL = re.compile(
     "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>(?P<name>[^\\s<`]+)[ \\t]*\\n"
     "```json[ \\t]*\\n(?P<args>.*?)\\n?```\\s*<\uff5ctool\u2581call\u2581end\uff5c>",
+    re.DOTALL,
+)
+_DS31_CALL = re.compile(
+    "<\uff5ctool\u2581call\u2581begin\uff5c>(?P<name>[^\\s<`\uff5c]+)<\uff5ctool\u2581sep\uff5c>"
+    "\\s*(?P<args>\\{.*?\\})\\s*<\uff5ctool\u2581call\u2581end\uff5c>",
     re.DOTALL,
 )
 _LLAMA_BODY = re.compile(r"^([^>\s]+)>\s*(\{.*\})\s*$", re.DOTALL)
@@ -214,11 +222,12 @@ def _llama_call(inside: str) -> ToolCall | None:
 
 def _deepseek_calls(section: str) -> list[ToolCall] | None:
     """The calls of one DeepSeek section's inside (whole calls separated by whitespace, each of
-    type ``function`` with a fenced JSON object), else ``None``."""
+    type ``function`` with a fenced JSON object (V3, R1), or a name and a bare JSON object
+    (V3.1)), else ``None``."""
     calls: list[ToolCall] = []
     i = _skip_ws(section, 0)
     while i < len(section):
-        m = _DS_CALL.match(section, i)
+        m = _DS_CALL.match(section, i) or _DS31_CALL.match(section, i)
         if m is None:
             return None
         args = _json_object(m.group("args"))

@@ -53,6 +53,13 @@ DS = (
     "<｜tool▁call▁begin｜>function<｜tool▁sep｜>square_the_number\n```json\n"
     '{"input_num": 1024}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
 )
+#: DeepSeek V3.1: name, separator, bare JSON object (no ``function`` type, no fence).
+DS31 = (
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>"
+    '{"path": "README.md"}<｜tool▁call▁end｜>'
+    "<｜tool▁call▁begin｜>square_the_number<｜tool▁sep｜>"
+    '{"input_num": 1024}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
+)
 XML = "<tool_call>\n<function=square_the_number>\n<parameter=input_num>\n1024\n</parameter>\n</function>\n</tool_call>"
 KIMI = (
     "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>"
@@ -76,6 +83,8 @@ POSITIVE = [
     pytest.param(THINK + LLAMA, [READ], THINK, id="llama-after-think"),
     pytest.param(DS, [READ, SQUARE], "", id="deepseek"),
     pytest.param(THINK + "\n" + DS, [READ, SQUARE], THINK, id="deepseek-after-think"),
+    pytest.param(DS31, [READ, SQUARE], "", id="deepseek-v3.1"),
+    pytest.param(THINK + "\n" + DS31.replace("<｜tool▁sep｜>", "<｜tool▁sep｜>\n"), [READ, SQUARE], THINK, id="deepseek-v3.1-after-think"),
     pytest.param(XML, [SQUARE], "", id="qwen3-coder-xml"),
     pytest.param(KIMI, [READ], "", id="kimi"),
     pytest.param(HERMES + "\n" + LLAMA + "\n" + XML, [READ, READ, SQUARE], "", id="mixed-families"),
@@ -101,6 +110,12 @@ NEGATIVE = [
     pytest.param(HERMES.replace('{"path": "README.md"}', '"{\\"path\\": \\"README.md\\"}"'), id="hermes-arguments-a-string"),
     pytest.param(LLAMA.replace('{"path": "README.md"}', "path=README.md"), id="llama-not-json"),
     pytest.param(DS.replace(">function<", ">retrieval<", 1), id="deepseek-not-type-function"),
+    pytest.param("I will not call " + DS31, id="deepseek-v3.1-quoted"),
+    pytest.param(DS31[: DS31.index("<｜tool▁calls▁end｜>")], id="deepseek-v3.1-truncated"),
+    pytest.param(DS31.replace('"input_num": 1024}', '"input_num": 10'), id="deepseek-v3.1-json-cut-inside"),
+    pytest.param(DS31.replace("square_the_number", "cube_the_number"), id="deepseek-v3.1-one-undeclared-name"),
+    pytest.param(DS31.replace('{"path": "README.md"}', '"README.md"'), id="deepseek-v3.1-arguments-not-an-object"),
+    pytest.param(DS31.replace("<｜tool▁call▁end｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜> then <｜tool▁call▁begin｜>"), id="deepseek-v3.1-prose-between-calls"),
     pytest.param("<think>" + HERMES + "</think>", id="markup-only-inside-think"),
     pytest.param(PARALLEL.replace("functions.square_the_number", "functions.cube"), id="parallel-with-an-undeclared-part"),
 ]
@@ -645,7 +660,7 @@ FRAGMENTS = st.sampled_from(
         " ", "\n", "`", "```json\n", "\n```", "ok", "<", ">", "</", "<tool_call>", "</tool_call>", "<function=read_file>",
         "</function>", '{"name": "read_file", "arguments": {"path": "x"}}', '{"path": "x"}', "<think>", "</think>",
         "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n", "<｜tool▁call▁end｜>",
-        "<｜tool▁calls▁end｜>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", HERMES, LLAMA, DS, "调用",
+        "<｜tool▁calls▁end｜>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", HERMES, LLAMA, DS, DS31, "调用",
     ]
 )
 FILLER = st.lists(FRAGMENTS, max_size=6).map("".join)
@@ -664,7 +679,7 @@ STREAM_DIALECTS = {"anthropic": ANTHROPIC, "chat": CHAT, "responses": RESPONSES,
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(letter=LETTER, filler=FILLER, markup=st.sampled_from([HERMES, LLAMA, DS, XML, KIMI, THINK + HERMES]), letter_first=st.booleans(), seed=st.integers(0, 2**16))
+@given(letter=LETTER, filler=FILLER, markup=st.sampled_from([HERMES, LLAMA, DS, DS31, XML, KIMI, THINK + HERMES]), letter_first=st.booleans(), seed=st.integers(0, 2**16))
 def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(letter: str, filler: str, markup: str, letter_first: bool, seed: int) -> None:
     text = letter + filler + markup if letter_first else markup + filler + letter
     assert textcalls.lift(text, Resolver(), lambda i: "x") is None
