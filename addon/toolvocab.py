@@ -662,13 +662,13 @@ class ToolVocab:
             self._skip(flow, "request has no body")
             return
         try:
-            body = jsonio.loads(content)
+            body, unique = jsonio.loads_unique(content)
         except ValueError:
             # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
             # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
             self._skip(flow, "request body is not JSON")
             return
-        if jsonio.has_duplicate_keys(content, body):
+        if not unique:
             # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
             self._skip(flow, "request body repeats a key; passed through")
             return

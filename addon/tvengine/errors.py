@@ -184,6 +184,11 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _p(_A, (QWEN_CODE, GEMINI_CLI), r"\A\s*(?:Value of params must be an object|params(?:/\S*)? must )"),
 )
 
+#: How every text in :data:`_PATTERNS` or :data:`_CLAUDE_WRAPPER` begins: a text that begins
+#: otherwise matches none of them (one match instead of one per pattern: a transcript holds
+#: hundreds of results, most of them not errors).
+_CANDIDATE = re.compile(r'\A\s*(?:<tool_use_error>|unsupported |failed to parse |Error:|The |Model tried |Tool "|"|Value of params |params)')
+
 #: Claude Code wraps every error it reports to the model in this tag.
 _CLAUDE_WRAPPER = re.compile(r"\A\s*<tool_use_error>(?P<inner>.*?)(?:</tool_use_error>\s*)?\Z", re.DOTALL)
 
@@ -241,6 +246,8 @@ def classify_tool_result(result: ToolResult, client: str | None = None) -> ToolE
     if result.is_error is False:
         return None
     text = result.text
+    if result.is_error is None and _CANDIDATE.match(text) is None:
+        return None
     for pattern in _PATTERNS:
         m = pattern.regex.match(text)
         if m is None:

@@ -37,6 +37,7 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\{\}|\[\]")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _QUOTE_COLON = re.compile(rb'"[ \t\r\n]*:')
+_ESCAPED_QUOTE_COLON = re.compile(rb'(\\+)"[ \t\r\n]*:')  # a backslash run, then a quote-colon pair
 _STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\r\n]*:)?')
 _UNSET: Any = object()
 
@@ -96,9 +97,21 @@ def loads(raw: bytes) -> Any:
     Duplicate keys are read (the last one wins); :func:`rewrite` refuses to write them.
 
     orjson reads first (it refuses NaN, infinities, ``1e400``, invalid UTF-8 and nesting beyond
-    1024); one walk of the result then checks the depth and looks for a float of 2**63 or more,
-    which may be an integer orjson could not hold: only then is ``raw`` searched for a long
-    integer and read again by the standard library. No regex runs over every byte."""
+    1024); one walk of the result's containers then checks the depth and, only when ``raw`` holds
+    a run of 19 or more digits, looks for a float of 2**63 or more, which may be an integer
+    orjson could not hold: only then is ``raw`` read again by the standard library."""
+    return _read(raw)[0]
+
+
+def loads_unique(raw: bytes) -> tuple[Any, bool]:
+    """``(loads(raw), not has_duplicate_keys(raw))``, the keys counted in the same walk: what a
+    hook reads before it decides whether it may ever rewrite the body. Raises as :func:`loads`."""
+    value, keys = _read(raw)
+    return value, not _repeats_key(raw, keys)
+
+
+def _read(raw: bytes) -> tuple[Any, int]:
+    """``(value, number of object keys in value)`` (see :func:`loads`)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -107,33 +120,47 @@ def loads(raw: bytes) -> Any:
         # orjson refuses a lone surrogate escape; the standard library reads it (strictly).
         if too_deep(raw):
             raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}") from None
-        return _stdlib(raw)
-    depth, big = _walk(value)
+        value = _stdlib(raw)
+        return value, _shape(value, False)[1]
+    depth, keys, big = _shape(value, _BIG_INT.search(raw) is not None)
     if depth > MAX_DEPTH:
         raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}")
-    if big and _BIG_INT.search(raw):
-        return _stdlib(raw)
-    return value
+    if big:
+        return _stdlib(raw), keys  # the same tree, integers exact
+    return value, keys
 
 
-def _walk(value: Any) -> tuple[int, bool]:
-    """``(depth, big)``: nesting depth of ``value`` and whether it holds a float of magnitude
-    2**63 or more (iterative: any depth)."""
-    depth, big = 0, False
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            if d > depth:
-                depth = d
-            stack.extend((x, d + 1) for x in v.values() if not isinstance(x, (str, int, bool)) and x is not None)
-        elif isinstance(v, list):
-            if d > depth:
-                depth = d
-            stack.extend((x, d + 1) for x in v if not isinstance(x, (str, int, bool)) and x is not None)
-        elif isinstance(v, float) and not big and abs(v) >= 9.2e18:
-            big = True
-    return depth, big
+_CONTAINERS = frozenset((dict, list))
+_CONTAINERS_FLOATS = frozenset((dict, list, float))
+
+
+def _shape(value: Any, floats: bool) -> tuple[int, int, bool]:
+    """``(depth, keys, big)`` of a value a JSON parser made: its nesting depth (a walk of the
+    containers, level by level, that stops past :data:`MAX_DEPTH`), the number of object keys,
+    and (only when ``floats``) whether it holds a float of magnitude 2**63 or more. Exact types:
+    a parser makes no subclasses. Iterative: any depth."""
+    depth = keys = 0
+    big = False
+    deep = _CONTAINERS_FLOATS if floats else _CONTAINERS
+    level = [value] if type(value) in deep else []
+    while level and depth <= MAX_DEPTH:
+        below: list[Any] = []
+        containers = False
+        for v in level:
+            kind = type(v)
+            if kind is dict:
+                keys += len(v)
+                below += [x for x in v.values() if type(x) in deep]
+            elif kind is list:
+                below += [x for x in v if type(x) in deep]
+            else:
+                if abs(v) >= 9.2e18:
+                    big = True
+                continue
+            containers = True
+        depth += containers
+        level = below
+    return depth, keys, big
 
 
 def has_duplicate_keys(raw: bytes, value: Any = _UNSET) -> bool:
@@ -145,10 +172,26 @@ def has_duplicate_keys(raw: bytes, value: Any = _UNSET) -> bool:
     parsed value holds: a repeated key collapses into one. No second tree is built from ``raw``."""
     if value is _UNSET:
         try:
-            value = loads(raw)
+            return not loads_unique(raw)[1]
         except ValueError:
             return True
-    return _written_keys(raw) != _key_count(value)
+    return _repeats_key(raw, _key_count(value))
+
+
+def _repeats_key(raw: bytes, keys: int) -> bool:
+    """True when the JSON text ``raw``, whose parsed value holds ``keys`` keys, writes more.
+
+    Every key written is a string followed by a colon, so the quote-colon pairs in ``raw`` are at
+    least the keys written, which are at least ``keys``: when the pairs (less those whose quote a
+    backslash escapes) are exactly ``keys``, no key repeats. Two C-level regex passes; only when
+    they count more is every pair looked at (:func:`_written_keys`)."""
+    pairs = len(_QUOTE_COLON.findall(raw))
+    if pairs == keys:
+        return False
+    escaped = sum(len(run) % 2 for run in _ESCAPED_QUOTE_COLON.findall(raw))
+    if pairs - escaped == keys:
+        return False
+    return _written_keys(raw) != keys
 
 
 def _written_keys(raw: bytes) -> int:

@@ -80,6 +80,10 @@ class Plan(BaseModel):
         return self.rename_map.get(flat, flat)
 
 
+#: The characters :func:`mentions` treats as part of an identifier.
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
 class DuplicateCursor:
     """Walks a request's tool declarations in order and says what to do with each one.
 
@@ -110,7 +114,17 @@ def mentions(text: str, name: str) -> bool:
     ``mentions("use the Bash tool", "Bash")`` is True; ``mentions("use BashOutput", "Bash")`` is
     False. Case-sensitive: the sentence exists to give the exact spelling.
     """
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+    if not name:
+        return re.search(r"(?<![A-Za-z0-9_])(?![A-Za-z0-9_])", text) is not None
+    # str.find, not a regex: a pattern that opens with a lookbehind is tried at every position
+    # of the text (one pass per declared tool over a long system prompt: issue 11).
+    end = len(name)
+    at = text.find(name)
+    while at >= 0:
+        if (at == 0 or text[at - 1] not in _WORD) and (at + end == len(text) or text[at + end] not in _WORD):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 def prompt_sentence(

@@ -142,3 +142,45 @@ def test_duplicate_key_detection_agrees_with_the_standard_library(value, data):
 def test_written_keys_edge_cases(raw, dupes):
     assert _has_dupes_oracle(raw) is dupes  # the expectation itself, by the standard library
     assert jsonio.has_duplicate_keys(raw) is dupes
+
+
+tricky_text = st.text(alphabet='"\\:{}[], a\n\t', max_size=6)
+tricky_values = st.recursive(
+    st.none() | st.integers() | tricky_text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(tricky_text, tricky_values, max_size=4), st.data())
+def test_duplicate_keys_with_quotes_colons_and_backslashes_in_strings(value, data):
+    """Keys and strings made of quotes, colons, backslashes, brackets and whitespace (escaped
+    quotes before a colon, strings that open with a colon): :func:`jsonio.loads_unique` and
+    :func:`jsonio.has_duplicate_keys` agree with ``json.loads``'s ``object_pairs_hook``."""
+    raw = json.dumps(value, indent=data.draw(st.sampled_from([None, 1])),
+                     separators=data.draw(st.sampled_from([None, (",", ":"), (", ", " : ")]))).encode()
+    if value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value)))
+        raw = b"{" + json.dumps(key).encode() + b": 0, " + raw.lstrip()[1:]
+    want = _has_dupes_oracle(raw)
+    parsed, unique = jsonio.loads_unique(raw)
+    assert parsed == json.loads(raw)
+    assert unique is not want
+    assert jsonio.has_duplicate_keys(raw) == want
+    assert jsonio.has_duplicate_keys(raw, jsonio.loads(raw)) == want
+
+
+@pytest.mark.parametrize(
+    "raw,value",
+    [
+        (b'{"n": 18446744073709551616}', {"n": 18446744073709551616}),  # 2**64: beyond orjson's integers
+        (b'{"n": 9223372036854775807, "m": -9223372036854775808}', {"n": 2**63 - 1, "m": -(2**63)}),
+        (b'[[{"deep": [1, 123456789012345678901234567890]}]]', [[{"deep": [1, 123456789012345678901234567890]}]]),
+        (b'{"f": 1e19, "s": "1234567890123456789012"}', {"f": 1e19, "s": "1234567890123456789012"}),
+    ],
+)
+def test_long_integers_are_exact_wherever_they_sit(raw, value):
+    got = jsonio.loads(raw)
+    assert got == value
+    assert jsonio.dumps(got) == json.dumps(value, separators=(",", ":")).encode()

@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from tvdialects.anthropic import DIALECT as ANTHROPIC
 from tvdialects.gemini import DIALECT as GEMINI
 from tvdialects.openai_chat import DIALECT as OPENAI_CHAT
 from tvdialects.openai_responses import DIALECT as OPENAI_RESPONSES
+from tvengine import errors
 from tvengine.errors import TEXT_LIMIT
 from tvengine.errors import ErrorKind
 from tvengine.errors import ToolError
@@ -423,3 +427,29 @@ def test_every_client_second_request_shows_the_missed_call(dialect, fixture, cli
     errors = classify_tool_results(dialect.tool_results(load(fixture)), client)
     assert [(e.kind, e.tool) for e in errors] == expected
     assert {e.client for e in errors} == {client}
+
+
+# -- the prefilter ---------------------------------------------------------------------------
+
+#: Pieces of the client texts and of texts that are not errors, to splice together.
+_PIECES = [" ", "\n", "<tool_use_error>", "</tool_use_error>", "Error: ", "The ", "read", " tool was called with invalid arguments: ",
+           "arguments provided to the tool are invalid: ", "unsupported ", "call: x", "failed to parse function arguments: ",
+           "Model tried to call unavailable tool 'x'. ", "Available tools: ", 'Tool "x" not found', ".", " in registry",
+           '"x" is a skill name, not a tool name.', "Value of params must be an object", "params", "/a", " must ", "ok", "X"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=6).map("".join))
+def test_prefilter_passes_every_text_a_pattern_matches(text):
+    """A result without an error flag is looked at only when its text begins like a client
+    text: every text that one of the client patterns (or Claude Code's wrapper) matches passes
+    the prefilter, so the prefilter changes no classification."""
+    matched = any(p.regex.match(text) for p in errors._PATTERNS) or errors._CLAUDE_WRAPPER.match(text) is not None
+    if matched:
+        assert errors._CANDIDATE.match(text) is not None
+
+
+@pytest.mark.parametrize("text", [e[1] for e in EXACT], ids=[e[0] for e in EXACT])
+def test_prefilter_passes_every_captured_client_text(text):
+    assert errors._CANDIDATE.match(text) is not None
+    assert errors._CANDIDATE.match("  \n" + text) is not None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from tvengine.ladder import Toolset
 from tvengine.ladder import declared_tool
@@ -192,3 +195,14 @@ def test_plan_dumps_to_json() -> None:
     dumped = plan.model_dump(mode="json")
     assert dumped["unmentioned"] == ["Bash", "Read"]
     assert isinstance(dumped["prompt_sentence"], str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aB_1 .-\n", max_size=30), st.text(alphabet="aB_1.-", max_size=4))
+def test_mentions_is_a_whole_word_search(text, name):
+    """``mentions`` finds ``name`` where neither neighbour is an ASCII letter, digit or ``_``:
+    the regex its docstring describes is the oracle."""
+    import re
+
+    want = re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
+    assert mentions(text, name) is want

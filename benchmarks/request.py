@@ -1,0 +1,389 @@
+"""What the addon costs on requests, as ratios against bare mitmdump in the same run.
+
+    uv run --extra test python benchmarks/request.py [--runs 5] [--requests 20] [--script PATH]
+
+A raw asyncio upstream (a process of its own) on 127.0.0.1 reads each POST body and answers a
+small Anthropic JSON message (``?sse``: a short event stream). It does not parse or log the body:
+``tests/fake_upstream.py`` parses and logs every request (base64 and all), a per-request cost that
+would sit in both columns and shrink every ratio, and a log that grows with every 2 MB body.
+Two real ``mitmdump`` processes run side by side in reverse mode in front of it:
+
+* ``bare``: plain mitmdump;
+* ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``.
+
+The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`):
+a long system prompt that names every declared tool, 20 tools with descriptions and schemas,
+and a transcript of turns, each an assistant ``text`` + ``tool_use`` and a user ``tool_result``
+(some ``is_error``). Nothing in them is for the addon to change: the request goes out as the
+client's bytes and the answer is a plain text message.
+
+Figures, each the median over ``--runs`` runs, the runs interleaved across the proxies (this
+machine is noisy: only the ratios within one run mean anything):
+
+* 200 KB request: p50 latency (client send to full answer, keep-alive connection) of
+  ``--requests`` requests per run, and proxy CPU per request (user+system CPU of the mitmdump
+  process from ``/proc/<pid>/stat`` before and after, summed over all runs);
+* 2 MB transcript: p50 latency (``--requests`` // 2 per run) and proxy CPU per request;
+* time to first byte of a streamed answer to the 200 KB request (a new connection each; the
+  upstream writes the first events at once and the rest 50 ms later); bare mitmdump buffers
+  whole answers, so the baseline here is a third process, ``bare+stream`` (plain mitmdump with
+  ``--set stream_large_bodies=1``);
+* peak RSS (``VmHWM``) of each proxy after all runs, and its RSS (``VmRSS``) after the warm-up
+  and at the end (flat RSS: no growth with the number of flows).
+
+Then, in process (``mitmproxy.test.taddons``, the addon loaded as mitmdump loads it), the
+``request`` hook alone on a 2 MB transcript that changes (one tool the system prompt does not
+mention: the prompt sentence is added and the body re-serialized) and on the unchanged one,
+against ``orjson.loads`` + ``orjson.dumps`` of the same body (median of ``--runs`` × 5 calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import http.client
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests")]
+
+import procs  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+#: Tool names of the kind a coding agent declares; descriptions and schemas are filler written here.
+TOOL_NAMES = [
+    "Task", "Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
+    "WebFetch", "TodoWrite", "WebSearch", "BashOutput", "KillShell", "SlashCommand",
+    "mcp__ide__getDiagnostics", "mcp__ide__executeCode", "mcp__files__list_directory", "mcp__files__search_files",
+]
+WORDS = ("the quick brown fox jumps over the lazy dog while a tool reads files and writes patches "
+         "to the repository under test then runs the suite again and reports what failed ").split()
+
+
+def filler(n: int, seed: int) -> str:
+    """About ``n`` characters of words (deterministic in ``seed``)."""
+    out, i = [], seed
+    total = 0
+    while total < n:
+        w = WORDS[(i * 7 + 3) % len(WORDS)]
+        out.append(w)
+        total += len(w) + 1
+        i += 1
+    return " ".join(out)
+
+
+def tools() -> list[dict]:
+    """20 tool declarations, ~1 KB each."""
+    out = []
+    for k, name in enumerate(TOOL_NAMES):
+        props = {
+            f"arg{j}": {"type": "string" if j % 3 else "integer", "description": filler(120, k * 10 + j)}
+            for j in range(4)
+        }
+        out.append({
+            "name": name,
+            "description": filler(600, k),
+            "input_schema": {"type": "object", "properties": props, "required": ["arg0"], "additionalProperties": False,
+                             "$schema": "http://json-schema.org/draft-07/schema#"},
+        })
+    return out
+
+
+def transcript(size: int, *, mention_all: bool = True, stream: bool = False) -> bytes:
+    """An Anthropic Messages request of about ``size`` bytes (see the module docstring).
+    ``mention_all=False`` leaves one declared tool out of the system prompt, so ``auto`` mode
+    adds its sentence and the body changes."""
+    names = TOOL_NAMES if mention_all else TOOL_NAMES[:-1]
+    system = [
+        {"type": "text", "text": "You are a coding agent working in a terminal."},
+        {"type": "text", "text": filler(12000, 1) + "\nTools: " + ", ".join(names) + ".\n" + filler(4000, 2),
+         "cache_control": {"type": "ephemeral"}},
+    ]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": stream, "system": system, "tools": tools(),
+            "metadata": {"user_id": "user_0123456789abcdef"}, "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Fix the failing test. " + filler(2000, 3)}]}]}
+    n = 0
+    while len(json.dumps(body)) < size:
+        n += 1
+        name = TOOL_NAMES[n % 16]  # the plain (non-MCP) tools
+        tid = f"toolu_{n:020d}"
+        body["messages"].append({"role": "assistant", "content": [
+            {"type": "text", "text": filler(300, n)},
+            {"type": "tool_use", "id": tid, "name": name, "input": {"arg0": filler(200, n + 1), "arg1": n}},
+        ]})
+        result: dict = {"type": "tool_result", "tool_use_id": tid, "content": filler(3000, n + 2)}
+        if n % 7 == 0:
+            result["is_error"] = True
+            result["content"] = "Error: command failed with exit code 1\n" + filler(800, n)
+        body["messages"].append({"role": "user", "content": [result]})
+    return json.dumps(body).encode()
+
+
+ANSWER = json.dumps({
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+    "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+    "usage": {"input_tokens": 10, "output_tokens": 2},
+}).encode()
+
+
+def _ev(obj: dict) -> bytes:
+    return f"event: {obj['type']}\ndata: {json.dumps(obj, separators=(',', ':'))}\n\n".encode()
+
+
+SSE_HEAD = _ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + _ev(
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}) + _ev(
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "first"}})
+SSE_TAIL = _ev({"type": "content_block_stop", "index": 0}) + _ev(
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}) + _ev({"type": "message_stop"})
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            path = lines[0].split(" ")[1]
+            length = 0
+            for line in lines[1:]:
+                if line.lower().startswith("content-length:"):
+                    length = int(line.split(":", 1)[1])
+            await reader.readexactly(length)
+            if "sse" in path:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                writer.write(b"%x\r\n%s\r\n" % (len(SSE_HEAD), SSE_HEAD))
+                await writer.drain()
+                await asyncio.sleep(0.05)
+                writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(SSE_TAIL), SSE_TAIL))
+            else:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(ANSWER), ANSWER))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+def _upstream_main(conn) -> None:
+    async def main() -> None:
+        server = await asyncio.start_server(_handle, "127.0.0.1", 0)
+        conn.send(server.sockets[0].getsockname()[1])
+        await asyncio.get_running_loop().run_in_executor(None, conn.recv)  # until the parent says stop
+
+    try:
+        asyncio.run(main())
+    except EOFError:
+        pass
+
+
+class UpstreamProcess:
+    """The raw upstream in a process of its own (its reads do not share the client's GIL)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_upstream_main, args=(child,), daemon=True)
+        self._proc.start()
+        if not self._conn.poll(30):
+            raise RuntimeError("upstream did not start")
+        self.port = self._conn.recv()
+
+    def stop(self) -> None:
+        try:
+            self._conn.send("stop")
+        except OSError:
+            pass
+        self._proc.join(5)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(5)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat`` fields 14, 15)."""
+    with open(f"/proc/{pid}/stat") as fp:
+        fields = fp.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def status_mib(pid: int, key: str) -> float:
+    """A ``/proc/<pid>/status`` memory line (``VmHWM``, ``VmRSS``) in MiB."""
+    with open(f"/proc/{pid}/status") as fp:
+        for line in fp:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-bench"}
+
+
+def latencies(port: int, body: bytes, n: int) -> list[float]:
+    """Seconds per request for ``n`` POSTs of ``body`` on one keep-alive connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    out = []
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            conn.request("POST", "/v1/messages", body=body, headers=HEADERS)
+            resp = conn.getresponse()
+            data = resp.read()
+            out.append(time.perf_counter() - t)
+            assert resp.status == 200 and data == ANSWER, (resp.status, data[:200])
+    finally:
+        conn.close()
+    return out
+
+
+def ttfb(port: int, body: bytes) -> float:
+    """Seconds to the first body byte of a streamed answer (new connection)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        t = time.perf_counter()
+        conn.request("POST", "/v1/messages?sse", body=body, headers=HEADERS)
+        resp = conn.getresponse()
+        first = resp.read1(65536)
+        took = time.perf_counter() - t
+        assert first.startswith(b"event: message_start"), first[:100]
+        resp.read()
+        return took
+    finally:
+        conn.close()
+
+
+def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_stream: bytes) -> None:
+    upstream = UpstreamProcess()
+    url = f"http://127.0.0.1:{upstream.port}"
+    proxies = {}
+    streaming = None
+    try:
+        proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
+        proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
+        # bare mitmdump buffers a whole answer: time to first byte compares with it streaming
+        streaming = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
+        keys = ("small", "big", "ttfb")
+        lat: dict[str, dict[str, list[float]]] = {k: {f: [] for f in keys} for k in proxies}
+        cpu = {k: {"small": [0.0, 0], "big": [0.0, 0]} for k in proxies}
+        ttfb(streaming.port, small_stream)
+        ttfb_stream: list[float] = []
+        for p in proxies.values():  # warm up (imports, caches, first allocations)
+            latencies(p.port, small, 5)
+            latencies(p.port, big, 3)
+            ttfb(p.port, small_stream)
+        rss_start = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
+        nbig = max(1, args.requests // 2)
+        for _ in range(args.runs):
+            for name, p in proxies.items():
+                pid = p.process.proc.pid
+                c = cpu_seconds(pid)
+                lat[name]["small"].append(statistics.median(latencies(p.port, small, args.requests)))
+                cpu[name]["small"][0] += cpu_seconds(pid) - c
+                cpu[name]["small"][1] += args.requests
+                c = cpu_seconds(pid)
+                lat[name]["big"].append(statistics.median(latencies(p.port, big, nbig)))
+                cpu[name]["big"][0] += cpu_seconds(pid) - c
+                cpu[name]["big"][1] += nbig
+                lat[name]["ttfb"].append(statistics.median(ttfb(p.port, small_stream) for _ in range(5)))
+            ttfb_stream.append(statistics.median(ttfb(streaming.port, small_stream) for _ in range(5)))
+        time.sleep(0.5)
+        rss_end = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
+        hwm = {k: status_mib(p.process.proc.pid, "VmHWM") for k, p in proxies.items()}
+        flows = 9 + args.runs * (args.requests + nbig + 5)
+    finally:
+        for p in [*proxies.values(), *([streaming] if streaming else [])]:
+            p.stop()
+        upstream.stop()
+
+    med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in lat.items()}
+    print(f"requests through mitmdump, median of {args.runs} runs; addon = {args.script}")
+    print(f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change)")
+    print(f"{'figure':34s} {'bare':>9s} {'addon':>9s}  ratio  (time to first byte: bare+stream)")
+    rows = [
+        (f"{len(small) // 1000} KB request p50 latency", med["bare"]["small"], med["addon"]["small"], "ms"),
+        (f"{len(small) // 1000} KB request proxy CPU/request", *(cpu[k]["small"][0] / cpu[k]["small"][1] for k in ("bare", "addon")), "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", med["bare"]["big"], med["addon"]["big"], "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request", *(cpu[k]["big"][0] / cpu[k]["big"][1] for k in ("bare", "addon")), "ms"),
+        ("streamed answer: time to first byte", statistics.median(ttfb_stream), med["addon"]["ttfb"], "ms"),
+    ]
+    for label, b, a, unit in rows:
+        print(f"{label:34s} {b * 1e3:9.2f} {a * 1e3:9.2f}  {a / b:5.2f}x  ({unit})")
+    print(f"{'peak RSS (VmHWM)':34s} {hwm['bare']:9.1f} {hwm['addon']:9.1f}  {hwm['addon'] / hwm['bare']:5.2f}x  (MiB)")
+    for k in proxies:
+        print(f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
+              f"({rss_end[k] / rss_start[k]:.2f}x)")
+
+
+def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes) -> None:
+    """The addon's request hook against ``orjson.loads`` + ``orjson.dumps`` on the same body."""
+    import orjson
+    from mitmproxy import http
+    from mitmproxy.test import taddons
+    from mitmproxy.test import tflow
+    from mitmproxy.test import tutils
+
+    def flow(body: bytes) -> http.HTTPFlow:
+        req = tutils.treq(method=b"POST", host="api.anthropic.com", port=443, scheme=b"https", authority=b"",
+                          path=b"/v1/messages", headers=http.Headers([(k.encode(), v.encode()) for k, v in HEADERS.items()]),
+                          content=body)
+        return tflow.tflow(req=req, resp=False)
+
+    def timed(fn, n: int) -> float:
+        out = []
+        for _ in range(n):
+            gc.collect()
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+        return statistics.median(out)
+
+    n = max(5, args.runs * 5)
+    with taddons.context() as tctx:
+        module = tctx.script(args.script)
+        addon = module.addons[0]
+        tctx.configure(addon, toolvocab_mode="auto")
+        print(f"\nin process: the request hook, median of {n} calls (mode auto)")
+        print(f"{'body':34s} {'orjson':>9s} {'hook':>9s}  ratio")
+        for label, body, want_change in (("2 MB transcript that changes", changing, True), ("2 MB transcript, nothing to change", unchanged, False)):
+            f = flow(body)
+            addon.request(f)
+            record = f.metadata["toolvocab"]
+            assert record.get("request_changed") is want_change, record
+            assert (f.request.content == body) is not want_change
+            addon._states.clear()
+            base = timed(lambda: orjson.dumps(orjson.loads(body)), n)
+
+            def hook() -> None:
+                addon.request(flow(body))
+                addon._states.clear()
+
+            took = timed(hook, n)
+            print(f"{label:34s} {base * 1e3:9.2f} {took * 1e3:9.2f}  {took / base:5.2f}x  (ms)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=20, help="200 KB requests per run (half as many 2 MB)")
+    parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
+    parser.add_argument("--skip-proxies", action="store_true", help="only the in-process figures")
+    args = parser.parse_args()
+
+    small = transcript(200_000)
+    big = transcript(2_000_000)
+    if not args.skip_proxies:
+        through_proxies(args, small, big, transcript(200_000, stream=True))
+    in_process(args, transcript(2_000_000, mention_all=False), big)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
