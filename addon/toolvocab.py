@@ -25,6 +25,7 @@ import re
 import time
 from typing import Any
 
+import orjson
 from mitmproxy import command
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
@@ -1016,10 +1017,14 @@ def _storable(value: Any) -> Any:
 
 
 def _make_storable(flow: http.HTTPFlow) -> None:
-    """Make the record, diff and comment toolvocab put on ``flow`` encodable as UTF-8."""
+    """Make the record, diff and comment toolvocab put on ``flow`` encodable as UTF-8. ``orjson``
+    refuses a lone surrogate in any string (C speed): only then is the value walked."""
     for key in (METADATA_KEY, METADATA_DIFF):
         if key in flow.metadata:
-            flow.metadata[key] = _storable(flow.metadata[key])
+            try:
+                orjson.dumps(flow.metadata[key])
+            except orjson.JSONEncodeError:
+                flow.metadata[key] = _storable(flow.metadata[key])
     flow.comment = _storable(flow.comment)
 
 

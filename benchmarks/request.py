@@ -6,9 +6,11 @@ A raw asyncio upstream (a process of its own) on 127.0.0.1 reads each POST body 
 small Anthropic JSON message (``?sse``: a short event stream). It does not parse or log the body:
 ``tests/fake_upstream.py`` parses and logs every request (base64 and all), a per-request cost that
 would sit in both columns and shrink every ratio, and a log that grows with every 2 MB body.
-Two real ``mitmdump`` processes run side by side in reverse mode in front of it:
+Real ``mitmdump`` processes run side by side in reverse mode in front of it:
 
 * ``bare``: plain mitmdump;
+* ``floor``: mitmdump with a script (:data:`FLOOR_SCRIPT`) that only reads each request body with
+  ``orjson.loads`` and streams event streams: what any addon that looks at requests pays;
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``.
 
 The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`):
@@ -26,8 +28,8 @@ machine is noisy: only the ratios within one run mean anything):
 * 2 MB transcript: p50 latency (``--requests`` // 2 per run) and proxy CPU per request;
 * time to first byte of a streamed answer to the 200 KB request (a new connection each; the
   upstream writes the first events at once and the rest 50 ms later); bare mitmdump buffers
-  whole answers, so the baseline here is a third process, ``bare+stream`` (plain mitmdump with
-  ``--set stream_large_bodies=1``);
+  whole answers, so the ``bare`` figure here comes from another process, plain mitmdump with
+  ``--set stream_large_bodies=1``;
 * peak RSS (``VmHWM``) of each proxy after all runs, and its RSS (``VmRSS``) after the warm-up
   and at the end (flat RSS: no growth with the number of flows).
 
@@ -260,25 +262,50 @@ def ttfb(port: int, body: bytes) -> float:
         conn.close()
 
 
+#: The floor: a script that only reads the body with ``orjson`` (and streams event streams, as the
+#: addon does): what any addon that looks at the request pays in mitmdump.
+FLOOR_SCRIPT = """
+import orjson
+
+
+class Floor:
+    def request(self, flow):
+        if flow.request.method == "POST" and flow.request.content:
+            orjson.loads(flow.request.content)
+
+    def responseheaders(self, flow):
+        if "text/event-stream" in flow.response.headers.get("content-type", ""):
+            flow.response.stream = True
+
+
+addons = [Floor()]
+"""
+
+
 def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_stream: bytes) -> None:
+    """The figures through real mitmdump processes; prints the table."""
+    import tempfile
+
     upstream = UpstreamProcess()
     url = f"http://127.0.0.1:{upstream.port}"
-    proxies = {}
+    proxies: dict[str, procs.MitmdumpHandle] = {}
     streaming = None
+    with tempfile.NamedTemporaryFile("w", suffix="_floor.py", delete=False) as fp:
+        fp.write(FLOOR_SCRIPT)
     try:
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
+        proxies["floor"] = procs.start_mitmdump(url, script=fp.name, options={"flow_detail": "0"})
         proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
-        # bare mitmdump buffers a whole answer: time to first byte compares with it streaming
+        # bare mitmdump buffers a whole answer: its time to first byte is taken with streaming on
         streaming = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
+        ttfb_port = {name: (streaming.port if name == "bare" else p.port) for name, p in proxies.items()}
         keys = ("small", "big", "ttfb")
         lat: dict[str, dict[str, list[float]]] = {k: {f: [] for f in keys} for k in proxies}
         cpu = {k: {"small": [0.0, 0], "big": [0.0, 0]} for k in proxies}
-        ttfb(streaming.port, small_stream)
-        ttfb_stream: list[float] = []
-        for p in proxies.values():  # warm up (imports, caches, first allocations)
+        for name, p in proxies.items():  # warm up (imports, caches, first allocations)
             latencies(p.port, small, 5)
             latencies(p.port, big, 3)
-            ttfb(p.port, small_stream)
+            ttfb(ttfb_port[name], small_stream)
         rss_start = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         nbig = max(1, args.requests // 2)
         for _ in range(args.runs):
@@ -292,32 +319,36 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
                 lat[name]["big"].append(statistics.median(latencies(p.port, big, nbig)))
                 cpu[name]["big"][0] += cpu_seconds(pid) - c
                 cpu[name]["big"][1] += nbig
-                lat[name]["ttfb"].append(statistics.median(ttfb(p.port, small_stream) for _ in range(5)))
-            ttfb_stream.append(statistics.median(ttfb(streaming.port, small_stream) for _ in range(5)))
+                lat[name]["ttfb"].append(statistics.median(ttfb(ttfb_port[name], small_stream) for _ in range(5)))
         time.sleep(0.5)
         rss_end = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         hwm = {k: status_mib(p.process.proc.pid, "VmHWM") for k, p in proxies.items()}
-        flows = 9 + args.runs * (args.requests + nbig + 5)
+        flows = 8 + args.runs * (args.requests + nbig)
     finally:
         for p in [*proxies.values(), *([streaming] if streaming else [])]:
             p.stop()
         upstream.stop()
+        os.unlink(fp.name)
 
     med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in lat.items()}
+    names = ("bare", "floor", "addon")
     print(f"requests through mitmdump, median of {args.runs} runs; addon = {args.script}")
-    print(f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change)")
-    print(f"{'figure':34s} {'bare':>9s} {'addon':>9s}  ratio  (time to first byte: bare+stream)")
+    print(f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); "
+          "floor = mitmdump + a script that only orjson-parses the request body")
+    print(f"{'figure':36s} {'bare':>8s} {'floor':>8s} {'addon':>8s}  addon/bare  addon/floor")
     rows = [
-        (f"{len(small) // 1000} KB request p50 latency", med["bare"]["small"], med["addon"]["small"], "ms"),
-        (f"{len(small) // 1000} KB request proxy CPU/request", *(cpu[k]["small"][0] / cpu[k]["small"][1] for k in ("bare", "addon")), "ms"),
-        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", med["bare"]["big"], med["addon"]["big"], "ms"),
-        (f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request", *(cpu[k]["big"][0] / cpu[k]["big"][1] for k in ("bare", "addon")), "ms"),
-        ("streamed answer: time to first byte", statistics.median(ttfb_stream), med["addon"]["ttfb"], "ms"),
+        (f"{len(small) // 1000} KB request p50 latency", [med[k]["small"] for k in names], "ms"),
+        (f"{len(small) // 1000} KB request proxy CPU/request", [cpu[k]["small"][0] / cpu[k]["small"][1] for k in names], "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", [med[k]["big"] for k in names], "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request", [cpu[k]["big"][0] / cpu[k]["big"][1] for k in names], "ms"),
+        ("streamed answer: time to first byte*", [med[k]["ttfb"] for k in names], "ms"),
     ]
-    for label, b, a, unit in rows:
-        print(f"{label:34s} {b * 1e3:9.2f} {a * 1e3:9.2f}  {a / b:5.2f}x  ({unit})")
-    print(f"{'peak RSS (VmHWM)':34s} {hwm['bare']:9.1f} {hwm['addon']:9.1f}  {hwm['addon'] / hwm['bare']:5.2f}x  (MiB)")
-    for k in proxies:
+    for label, (b, f, a), unit in rows:
+        print(f"{label:36s} {b * 1e3:8.2f} {f * 1e3:8.2f} {a * 1e3:8.2f}  {a / b:9.2f}x  {a / f:10.2f}x  ({unit})")
+    b, f, a = (hwm[k] for k in names)
+    print(f"{'peak RSS (VmHWM)':36s} {b:8.1f} {f:8.1f} {a:8.1f}  {a / b:9.2f}x  {a / f:10.2f}x  (MiB)")
+    print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
+    for k in names:
         print(f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
               f"({rss_end[k] / rss_start[k]:.2f}x)")
 

@@ -97,7 +97,8 @@ class ErrorKind(str, enum.Enum):
     UNKNOWN = "unknown"
 
 
-class ToolResult(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
     """One tool result from a request's transcript, as a dialect reads it.
 
     ``call_id`` pairs it with its call (``None`` when the wire has no id, e.g. a Gemini
@@ -106,9 +107,10 @@ class ToolResult(BaseModel):
     blocks joined by newlines); ``is_error`` is the wire's own flag (Anthropic ``is_error``;
     ``True`` for a Gemini ``response.error`` and for OpenCode's ``invalid`` sink), ``None`` when
     the wire carries none.
-    """
 
-    model_config = ConfigDict(frozen=True)
+    A plain frozen dataclass, not a pydantic model: a transcript holds hundreds of results, one
+    object each per request, and the dialects give the types (issue 11). It is never stored.
+    """
 
     call_id: str | None = None
     name: str | None = None

@@ -184,3 +184,13 @@ def test_long_integers_are_exact_wherever_they_sit(raw, value):
     got = jsonio.loads(raw)
     assert got == value
     assert jsonio.dumps(got) == json.dumps(value, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_rewrite_refuses_a_non_finite_float_at_any_depth(bad):
+    raw = b'{"a": [{"b": [1, 2.5, "x"]}], "c": null}'
+    value = jsonio.loads(raw)
+    assert jsonio.rewrite(raw, value) == b'{"a":[{"b":[1,2.5,"x"]}],"c":null}'
+    value["a"][0]["b"].append(bad)
+    assert jsonio.rewrite(raw, value) is None
+    assert jsonio.rewrite(raw, [[[{"deep": {"er": bad}}]]]) is None
