@@ -693,7 +693,9 @@ class ToolVocab:
             # The plan is applied to the parsed copy; the wire gets it only as a complete body
             # that reads back strictly, else the client's bytes stay.
             if dialect.apply_request(body, plan):
-                new = jsonio.rewrite(content, body, unique_keys=True)
+                # loads refused any NaN or infinity, and a plan changes names, strings and tool
+                # entries only: no walk for non-finite floats.
+                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)
                 if new is None:
                     record.notes.append("rewritten request body could not be written back exactly; sent as it came")
                 else:
@@ -738,10 +740,14 @@ class ToolVocab:
             prompt_names=plan.unmentioned,
             notes=list(plan.skipped) + ([gate_note] if gate_note else []),
         )
-        try:
-            record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
-        except Exception as exc:  # classification is for the record only: never fatal
-            record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
+        if self._saves_bodies():
+            # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
+            # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
+            # result (issue 11).
+            try:
+                record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
+            except Exception as exc:  # classification is for the record only: never fatal
+                record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
         return plan, record
 
     def _responseheaders(self, flow: http.HTTPFlow, state: _FlowState) -> None:
@@ -769,10 +775,11 @@ class ToolVocab:
         state.record.streamed = True
 
     def _saves_bodies(self) -> bool:
-        """Whether a streamed answer's bytes must be kept for the flow (issue 11: nothing
-        proportional to a body is kept unless something saves): ``toolvocab_record``, ``-w``
+        """Whether something saves or shows flows: ``toolvocab_record``, ``-w``
         (``save_stream_file``), ``hardump``, or any master but mitmdump's (mitmweb and the
-        console show flows; test masters inspect them)."""
+        console show flows; test masters inspect them). Then a streamed answer's bytes are kept
+        for the flow and the transcript's tool errors are classified for the record (issue 11:
+        nothing proportional to a body is kept or computed unless someone reads it)."""
         from mitmproxy import ctx
 
         if self.record_dir:

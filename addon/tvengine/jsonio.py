@@ -271,17 +271,19 @@ def dumps(value: Any) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def rewrite(original: bytes, value: Any, *, unique_keys: bool = False) -> bytes | None:
+def rewrite(original: bytes, value: Any, *, unique_keys: bool = False, finite: bool = False) -> bytes | None:
     """The bytes to send in place of ``original`` (JSON text :func:`loads` accepted) now that
     ``value`` (what it was parsed into, changed) should go out, or ``None`` to leave
     ``original`` as sent: it repeats a key, ``value`` holds a NaN or an infinity (which orjson
     would write as ``null``) or cannot be serialized. ``unique_keys``: the caller already knows
     ``original`` repeats no key (:func:`has_duplicate_keys` on the unchanged value; cheaper and
-    builds no second tree). Never raises."""
+    builds no second tree). ``finite``: the caller knows ``value`` holds no NaN or infinity
+    (:func:`loads` refuses them, and the change added no float): the walk that looks is skipped.
+    Never raises."""
     try:
         if not unique_keys and has_duplicate_keys(original):
             return None
-        if not _finite(value):
+        if not finite and not _finite(value):
             return None
         return dumps(value)
     except (ValueError, RecursionError):

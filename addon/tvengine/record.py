@@ -30,7 +30,8 @@ class FlowRecord(BaseModel):
     whether bytes were changed on each side; ``streamed``: the answer was rewritten as a stream;
     ``decisions``: one per tool call in the answer; ``tool_errors``: every tool result in the
     request's transcript that reports an error, classified (:mod:`tvengine.errors`; the same
-    call id recurs in later requests of a session, so count distinct ids); ``notes``: anything else worth knowing
+    call id recurs in later requests of a session, so count distinct ids; only when something
+    saves or shows flows: ``-w``, ``toolvocab_record``, mitmweb — plain mitmdump leaves it empty); ``notes``: anything else worth knowing
     (passthrough reasons, errors caught).
     """
 
