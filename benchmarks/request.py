@@ -16,7 +16,7 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it:
 The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`):
 a long system prompt that names every declared tool, 20 tools with descriptions and schemas,
 and a transcript of turns, each an assistant ``text`` + ``tool_use`` and a user ``tool_result``
-(some ``is_error``). Nothing in them is for the addon to change: the request goes out as the
+(some ``is_error``, some a JSON file read back, whose quotes are escaped in the body). Nothing in them is for the addon to change: the request goes out as the
 client's bytes and the answer is a plain text message.
 
 Figures, each the median over ``--runs`` runs, the runs interleaved across the proxies (this
@@ -122,6 +122,9 @@ def transcript(size: int, *, mention_all: bool = True, stream: bool = False) -> 
             {"type": "tool_use", "id": tid, "name": name, "input": {"arg0": filler(200, n + 1), "arg1": n}},
         ]})
         result: dict = {"type": "tool_result", "tool_use_id": tid, "content": filler(3000, n + 2)}
+        if n % 5 == 0:  # a file of JSON read back: escaped quotes before colons in the body
+            result["content"] = json.dumps({"name": f"pkg{n}", "version": "1.0.0", "scripts": {"test": filler(80, n)},
+                                            "dependencies": {f"dep{j}": f"^{j}.0.0" for j in range(20)}}, indent=2)
         if n % 7 == 0:
             result["is_error"] = True
             result["content"] = "Error: command failed with exit code 1\n" + filler(800, n)
@@ -381,7 +384,8 @@ def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes) -> N
         module = tctx.script(args.script)
         addon = module.addons[0]
         tctx.configure(addon, toolvocab_mode="auto")
-        print(f"\nin process: the request hook, median of {n} calls (mode auto)")
+        print(f"\nin process: the request hook, median of {n} calls (mode auto; a test master shows flows, so the "
+              "transcript's tool errors are classified too, as with -w)")
         print(f"{'body':34s} {'orjson':>9s} {'hook':>9s}  ratio")
         for label, body, want_change in (("2 MB transcript that changes", changing, True), ("2 MB transcript, nothing to change", unchanged, False)):
             f = flow(body)

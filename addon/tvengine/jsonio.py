@@ -37,7 +37,9 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\{\}|\[\]")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _QUOTE_COLON = re.compile(rb'"[ \t\r\n]*:')
-_ESCAPED_QUOTE_COLON = re.compile(rb'(\\+)"[ \t\r\n]*:')  # a backslash run, then a quote-colon pair
+#: A backslash run, then a quote-colon pair. It opens with a literal backslash, so the regex engine
+#: skips to each backslash at memchr speed (``(\\+)`` first would try every position).
+_ESCAPED_QUOTE_COLON = re.compile(rb'\\\\*"[ \t\r\n]*:')
 _STRING_OR_KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\r\n]*:)?')
 _UNSET: Any = object()
 
@@ -144,22 +146,21 @@ def _shape(value: Any) -> tuple[int, int, bool]:
     deep = _CONTAINERS_FLOATS
     level = [value] if type(value) in deep else []
     while level and depth <= MAX_DEPTH:
-        below: list[Any] = []
+        items: list[Any] = []  # every value one level down; one filter over all of them
         containers = False
         for v in level:
             kind = type(v)
             if kind is dict:
                 keys += len(v)
-                below += [x for x in v.values() if type(x) in deep]
+                items += v.values()
+                containers = True
             elif kind is list:
-                below += [x for x in v if type(x) in deep]
-            else:
-                if abs(v) >= 9.2e18:
-                    big = True
-                continue
-            containers = True
+                items += v
+                containers = True
+            elif abs(v) >= 9.2e18:  # a float
+                big = True
         depth += containers
-        level = below
+        level = [x for x in items if type(x) in deep]
     return depth, keys, big
 
 
@@ -188,7 +189,7 @@ def _repeats_key(raw: bytes, keys: int) -> bool:
     pairs = len(_QUOTE_COLON.findall(raw))
     if pairs == keys:
         return False
-    escaped = sum(len(run) % 2 for run in _ESCAPED_QUOTE_COLON.findall(raw))
+    escaped = sum(pair.index(b'"') % 2 for pair in _ESCAPED_QUOTE_COLON.findall(raw))
     if pairs - escaped == keys:
         return False
     return _written_keys(raw) != keys
