@@ -45,6 +45,7 @@ from tvdialects.base import Dialect
 from tvdialects.base import JSONFrame
 from tvengine.ladder import Toolset
 from tvengine.ladder import resolve
+from tvengine.models import Action
 from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.plan import Plan
@@ -88,6 +89,11 @@ class _FlowState:
         self.ws_rewriter: Any = None
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
+        #: The request as sent and its key count, until :meth:`request_unique` has looked
+        #: (the same bytes object the flow holds: no copy).
+        self.request_raw: bytes | None = None
+        self.request_keys = 0
+        self._unique: bool | None = None
 
     def __call__(self, call: ToolCall) -> Decision:
         """The dialects' ``Resolver``: the ladder over this flow's tools; records the decision.
@@ -96,8 +102,28 @@ class _FlowState:
 
     def resolver(self, call: ToolCall) -> Decision:
         decision = resolve(call, self.tools, self.plan.reverse_map)
+        if decision.changed and not self.request_unique():
+            decision = Decision(
+                name=decision.name,
+                namespace=decision.namespace,
+                call_id=decision.call_id,
+                action=Action.LEAVE,
+                step=decision.step,
+                candidates=decision.candidates,
+                reason="the request repeats a key in one object: which of the values the upstream read is its "
+                "own choice, so the tools this flow declares are not certain; left as sent",
+            )
         self.record.decisions.append(decision)
         return decision
+
+    def request_unique(self) -> bool:
+        """Whether the request body wrote no key twice in one object; looked at once, the first
+        time an answer would change (issue 11: the scan of the body is paid by flows that change,
+        not by every request)."""
+        if self._unique is None:
+            raw, self.request_raw = self.request_raw, None
+            self._unique = raw is None or not jsonio.repeats_key(raw, self.request_keys)
+        return self._unique
 
 
 class _StreamCallable:
@@ -663,15 +689,11 @@ class ToolVocab:
             self._skip(flow, "request has no body")
             return
         try:
-            body, unique = jsonio.loads_unique(content)
+            body, keys = jsonio.loads_counted(content)
         except ValueError:
             # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
             # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
             self._skip(flow, "request body is not JSON")
-            return
-        if not unique:
-            # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
-            self._skip(flow, "request body repeats a key; passed through")
             return
         dialect = tvdialects.detect(req.method, req.path, body)
         if dialect is None:
@@ -689,13 +711,21 @@ class ToolVocab:
             record=record,
             wants_stream=dialect.wants_stream(req.path, body),
         )
+        # Whether a key repeats (which of its values the upstream reads is its own choice, not
+        # ours to guess) is looked at only before something is written: below for the request,
+        # in the resolver for an answer (issue 11: a flow that changes nothing never scans).
+        state.request_raw, state.request_keys = content, keys
         if self.mode in ("auto", "repair"):
             # The plan is applied to the parsed copy; the wire gets it only as a complete body
             # that reads back strictly, else the client's bytes stay.
             if dialect.apply_request(body, plan):
+                if not state.request_unique():
+                    # Nothing is written yet: the flow passes as it came, answer included.
+                    self._skip(flow, "request body repeats a key; passed through", dialect.name)
+                    return
                 # loads refused any NaN or infinity, and a plan changes names, strings and tool
                 # entries only: no walk for non-finite floats.
-                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)
+                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)  # unique: looked above
                 if new is None:
                     record.notes.append("rewritten request body could not be written back exactly; sent as it came")
                 else:

@@ -169,6 +169,22 @@ def test_duplicate_keys_with_quotes_colons_and_backslashes_in_strings(value, dat
     assert unique is not want
     assert jsonio.has_duplicate_keys(raw) == want
     assert jsonio.has_duplicate_keys(raw, jsonio.loads(raw)) == want
+    counted, keys = jsonio.loads_counted(raw)
+    assert counted == parsed and jsonio.repeats_key(raw, keys) == want
+
+
+@pytest.mark.parametrize("run", [1, 2, 3, 15, 16, 17, 40])
+@pytest.mark.parametrize("dupe", [False, True])
+def test_long_backslash_runs_before_a_quote_colon(run, dupe):
+    """A string holding ``run`` backslashes (each written as two) then ``":``, and one more
+    escaped quote: escaped pairs are told from key ends whatever the run's length."""
+    inner = "\\" * run + '":x'
+    raw = json.dumps({"a": inner, "b": {"c": inner + '\\"'}}, separators=(",", ":")).encode()
+    if dupe:
+        raw = b'{"a":0,' + raw[1:]
+    assert jsonio.has_duplicate_keys(raw) is dupe
+    counted, keys = jsonio.loads_counted(raw)
+    assert jsonio.repeats_key(raw, keys) is dupe
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ tracebacks pass without an ERROR record.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -86,6 +87,21 @@ def test_a_request_with_a_repeated_key_is_left_as_sent(harness, dialect):
     request = with_field(seed.request, b'"a","x_fuzz":"b"')
     o = drive(harness, seed, request, seed.answer)
     assert o.request_out == request and o.answer_out == seed.answer and not o.errors
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+def test_a_repeated_key_in_a_request_left_unchanged_still_leaves_its_answer(harness, dialect):
+    """Repair mode adds no prompt sentence: the request is not rewritten, so whether a key
+    repeats is looked at only when the answer would change (issue 11) — and then it is left."""
+    seed = dataclasses.replace(repaired_seed(harness[1], dialect))
+    seed.options = {**seed.options, "mode": "repair"}
+    control = drive(harness, seed, seed.request, seed.answer)
+    assert control.request_out == seed.request and control.answer_out != seed.answer and not control.errors
+    request = with_field(seed.request, b'"a","x_fuzz":"b"')
+    o = drive(harness, seed, request, seed.answer)
+    assert o.request_out == request and o.answer_out == seed.answer and not o.errors
+    decisions = o.record["decisions"]
+    assert decisions and all(d["action"] == "leave" and "repeats a key" in d["reason"] for d in decisions)
 
 
 @pytest.mark.parametrize("dialect", fz.DIALECTS)
