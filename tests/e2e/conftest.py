@@ -5,8 +5,9 @@ Topology of one run (everything on 127.0.0.1)::
     Claude Code --ANTHROPIC_BASE_URL--> mitmdump -s addon/toolvocab.py --> tests/fake_upstream.py
 
 * ``claude_bin`` (session): the Claude Code binary from ``$TOOLVOCAB_CLIENTS`` (default
-  ``<repo>/.e2e-clients``).  Installs it with ``tests/e2e/install_clients.sh claude`` when missing;
-  skips when node/npm are absent or the install fails.
+  ``<repo>/.e2e-clients``), through ``e2e.agents.client_binary``: installs it with
+  ``tests/e2e/install_clients.sh claude`` when missing; skips when node/npm are absent or the
+  install fails.
 * ``claude_e2e`` (function): a factory ``run(mode) -> E2ERun`` that starts the fake upstream and
   mitmdump (``toolvocab_mode=<mode>``) through ``tests/procs.py`` plus a stray-traffic trap, runs
   Claude Code once (``-p``, ``--allowedTools Bash``, fresh HOME, stdin /dev/null, bounded timeout)
@@ -15,7 +16,8 @@ Topology of one run (everything on 127.0.0.1)::
 
 The other agents (Qwen Code, OpenCode, Codex CLI, Gemini CLI) use the same chain through
 ``agent_e2e``: a factory ``run(key, mode, *, tool, args, prompt, files=None) -> AgentRun``; their
-offline settings are in ``AGENTS`` (see the section "other agents" below).  ``AgentRun`` also
+offline settings are in ``AGENTS`` (tests/e2e/agents.py: the agents' table, the environment,
+the one runner, shared with the regular-mode test).  ``AgentRun`` also
 offers the helpers the tests need (they cannot import this module: tests/conftest.py shares its
 name).  Qwen Code tunnels even its loopback base URL through ``HTTPS_PROXY``; for it the trap
 tunnels ``CONNECT`` to mitmdump's port and still refuses everything else.
@@ -28,17 +30,12 @@ import base64
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import select
 import shutil
-import signal
 import socket
 import socketserver
-import subprocess
-import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -46,35 +43,10 @@ import pytest
 
 import procs
 
-REPO = Path(__file__).resolve().parents[2]
-CLIENTS_DIR = Path(os.environ.get("TOOLVOCAB_CLIENTS") or REPO / ".e2e-clients")
-INSTALL_SCRIPT = Path(__file__).resolve().with_name("install_clients.sh")
+from e2e.agents import (AGENTS, CLIENT_TIMEOUT, ECHO_ARGS, FOREIGN_ARGS, FOREIGN_TOOL, MARKER, MARKER_OUTPUT,
+                        PROMPT, Agent, ClientBinary, ClientRun, agent_env, client_binary, neutral_home, run_client)
 
-FOREIGN_TOOL = "shell"
-FOREIGN_ARGS = {"command": ["bash", "-lc", "echo toolvocab-ok"]}
-PROMPT = "Run echo toolvocab-ok"
-
-CLIENT_TIMEOUT = float(os.environ.get("TOOLVOCAB_E2E_CLIENT_TIMEOUT", "120"))
-INSTALL_TIMEOUT = float(os.environ.get("TOOLVOCAB_INSTALL_TIMEOUT", "300"))
-STOP_GRACE = 5.0
 TUNNEL_IDLE = 300.0
-
-
-def _neutral_tempdir(prefix: str) -> Path:
-    """A fresh temp dir whose path names no tool.
-
-    Claude Code copies the cwd into its prompt, so the path must not contain tool names.  All of
-    Claude Code's tool names start with an upper-case letter, so a path without upper-case letters
-    (and without the foreign name) is safe.
-    """
-    for base in (None, "/tmp"):
-        for _ in range(5):
-            d = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-            s = str(d)
-            if s == s.lower() and FOREIGN_TOOL not in s and "bash" not in s:
-                return d
-            shutil.rmtree(d, ignore_errors=True)
-    raise RuntimeError("could not create a temp dir whose path names no tool")
 
 
 class TrapProxy:
@@ -176,104 +148,24 @@ class TrapProxy:
 
 
 # --------------------------------------------------------------------------- Claude Code
-@dataclasses.dataclass
-class ClaudeBinary:
-    path: Path
-    version: str
-
-
-@dataclasses.dataclass
-class ClientRun:
-    cmd: list[str]
-    home: Path
-    rc: int | None  # None: killed on timeout
-    stdout: str
-    stderr: str
-    seconds: float
-
-
-def claude_env(home: Path, base_url: str, proxy_url: str) -> dict[str, str]:
-    """A minimal environment: nothing of the caller's ANTHROPIC_*/CLAUDE_* settings leaks in."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "TMPDIR": str(home / "tmp"),
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "NO_COLOR": "1",
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-dummy",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-    }
-    # anything that ignores NO_PROXY, or goes anywhere but 127.0.0.1, lands in the trap
-    for var in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
-        env[var] = proxy_url
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    return env
-
-
-def run_claude(binary: Path, home: Path, base_url: str, proxy_url: str,
-               prompt: str = PROMPT, timeout: float = CLIENT_TIMEOUT) -> ClientRun:
-    work = home / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    (home / "tmp").mkdir(exist_ok=True)
-    (work / "notes.txt").write_text("hello\n")
-    cmd = [str(binary), "-p", prompt, "--allowedTools", "Bash"]
-    start = time.monotonic()
-    popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=claude_env(home, base_url, proxy_url), cwd=work, start_new_session=True)
-    rc: int | None
-    try:
-        out, err = popen.communicate(timeout=timeout)
-        rc = popen.returncode
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-        out, err = popen.communicate(timeout=STOP_GRACE)
-        rc = None
-    finally:
-        # whatever the Bash tool left behind lives in the same process group (pgid == pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-    return ClientRun(cmd, home, rc, out.decode(errors="replace"), err.decode(errors="replace"),
-                     time.monotonic() - start)
+ClaudeBinary = ClientBinary
 
 
 @pytest.fixture(scope="session")
 def claude_bin() -> ClaudeBinary:
-    missing = [t for t in ("node", "npm") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not found on PATH: cannot install/run Claude Code for e2e tests")
-    binary = CLIENTS_DIR / "claude" / "node_modules" / ".bin" / "claude"
-    if not binary.exists():
-        try:
-            res = subprocess.run(["bash", str(INSTALL_SCRIPT), "claude"], stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, timeout=INSTALL_TIMEOUT + 30,
-                                 env={**os.environ, "TOOLVOCAB_CLIENTS": str(CLIENTS_DIR),
-                                      "TOOLVOCAB_INSTALL_TIMEOUT": str(int(INSTALL_TIMEOUT))})
-            problem = None if res.returncode == 0 else f"rc={res.returncode}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
-        except subprocess.TimeoutExpired:
-            problem = f"timed out after {INSTALL_TIMEOUT + 30:.0f}s"
-        if problem or not binary.exists():
-            pytest.skip(f"could not install Claude Code via {INSTALL_SCRIPT.name} claude: {problem or 'binary missing'}")
-    home = _neutral_tempdir("tv-e2e-version-")
-    try:
-        res = subprocess.run([str(binary), "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=60, env=claude_env(home, "http://127.0.0.1:9", "http://127.0.0.1:9"), cwd=home)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{binary} --version timed out")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    if res.returncode != 0:
-        pytest.fail(f"{binary} --version failed rc={res.returncode}: {res.stdout}{res.stderr}")
-    return ClaudeBinary(binary, res.stdout.strip())
+    """Claude Code's binary (installed when missing; skips when it cannot be)."""
+    return client_binary("claude")
+
+
+def run_claude(binary: Path, home: Path, base_url: str, proxy_url: str,
+               prompt: str = PROMPT, timeout: float = CLIENT_TIMEOUT) -> ClientRun:
+    """Claude Code once in reverse mode (``-p``, ``--allowedTools Bash``) from ``home/work``."""
+    work = home / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    (home / "tmp").mkdir(exist_ok=True)
+    (work / "notes.txt").write_text("hello\n")
+    argv, extra_env = AGENTS["claude"].reverse(home, work, base_url, prompt)
+    return run_client([str(binary), *argv], {**agent_env(home, proxy_url), **extra_env}, work, timeout)
 
 
 # --------------------------------------------------------------------------- the whole chain
@@ -360,7 +252,7 @@ def claude_e2e(claude_bin: ClaudeBinary, tmp_path: Path) -> Iterator[Callable[..
         mitm = procs.start_mitmdump(fake.url, options=options, save_path=tmp_path / "flows.mitm",
                                     script=procs.ADDON_SCRIPT if addon else None)
         stack.callback(mitm.stop)  # LIFO: mitmdump stops before the fake upstream
-        home = _neutral_tempdir("tv-e2e-home-")
+        home = neutral_home("tv-e2e-home-")
         stack.callback(shutil.rmtree, home, True)
         client = run_claude(claude_bin.path, home, mitm.url, trap.url)
         try:
@@ -379,239 +271,7 @@ def claude_e2e(claude_bin: ClaudeBinary, tmp_path: Path) -> Iterator[Callable[..
 #     agent --base URL--> mitmdump -s addon/toolvocab.py (reverse) --> tests/fake_upstream.py
 #
 # ``agent_e2e(key)`` gives a factory ``run(mode) -> AgentRun`` for one agent; the per-agent
-# settings (the offline configuration from the reference notes) live in ``AGENTS``.
-
-#: Lower-cased words that no HOME/work path may contain: the agents copy the cwd (and memory
-#: paths) into their prompts, and a path that names a tool would make the prompt mention it.
-TOOL_WORDS = (
-    "agent", "apply", "bash", "cron", "edit", "enter", "exec", "exit", "fetch", "file", "glob", "goal",
-    "grep", "image", "invalid", "list", "monitor", "notebook", "patch", "plan", "read", "replace",
-    "report", "schedule", "search", "send", "shell", "skill", "stdin", "task", "todo", "topic", "view",
-    "web", "workflow", "write",
-)
-
-#: What a marker-echo shows in a tool's *output* (not in the echoed command line): a line that is
-#: exactly the marker, possibly after ``Output:`` (Qwen Code, Gemini CLI) -- Codex prints
-#: ``Output:\ntoolvocab-ok``.
-MARKER = "toolvocab-ok"
-MARKER_OUTPUT = re.compile(r"(?m)^(?:Output:[ \t]*)?" + re.escape(MARKER) + r"[ \t]*\r?$")
-#: A command line that prints the marker (the fake upstream answers it under a foreign name).
-ECHO_ARGS = {"command": "echo " + MARKER}
-
-
-def neutral_home(prefix: str) -> Path:
-    """A fresh temp dir (under /tmp) whose path names no tool of any of the agents."""
-    for _ in range(20):
-        d = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp" if os.path.isdir("/tmp") else None))
-        if not any(w in str(d).lower() for w in TOOL_WORDS):
-            return d
-        shutil.rmtree(d, ignore_errors=True)
-    raise RuntimeError("could not create a temp dir whose path names no tool")
-
-
-def base_env(home: Path, proxy_url: str) -> dict[str, str]:
-    """PATH, a fresh HOME/XDG/TMPDIR and proxies pointing at the trap; nothing else leaks in."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "TMPDIR": str(home / "tmp"),
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "NO_COLOR": "1",
-        "CI": "1",
-    }
-    for var in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy"):
-        env[var] = proxy_url
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    return env
-
-
-def run_client(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = CLIENT_TIMEOUT) -> ClientRun:
-    """Run one agent (own session, stdin /dev/null); kill its whole process group afterwards."""
-    start = time.monotonic()
-    popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=env, cwd=cwd, start_new_session=True)
-    rc: int | None
-    try:
-        out, err = popen.communicate(timeout=timeout)
-        rc = popen.returncode
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-        out, err = popen.communicate(timeout=STOP_GRACE)
-        rc = None
-    finally:
-        # whatever the agent's tools left behind lives in the same process group (pgid == pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-    return ClientRun(cmd, Path(env["HOME"]), rc, out.decode(errors="replace"), err.decode(errors="replace"),
-                     time.monotonic() - start)
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2) + "\n")
-
-
-# --- per-agent settings -----------------------------------------------------------------------
-# ``prepare(home, work, base_url, prompt) -> (args after the binary, extra environment)``
-
-
-def _qwen_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
-    _write_json(home / ".qwen" / "settings.json", {
-        "security": {"auth": {"selectedType": "openai"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-    })
-    env = {"OPENAI_BASE_URL": base_url + "/v1", "OPENAI_API_KEY": "sk-dummy", "OPENAI_MODEL": "fake-model"}
-    return ["--auth-type", "openai", "--approval-mode", "yolo", prompt], env
-
-
-def _opencode_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
-    cfg = home / ".config" / "opencode"
-    (cfg / "node_modules").mkdir(parents=True, exist_ok=True)
-    # stub: without it OpenCode runs `npm install @opencode-ai/plugin` into its config dir
-    _write_json(cfg / "package.json", {"dependencies": {"@opencode-ai/plugin": "*"}})
-    _write_json(cfg / "package-lock.json",
-                {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}})
-    _write_json(cfg / "opencode.json", {
-        "$schema": "https://opencode.ai/config.json",
-        "model": "fake/fake-model",
-        "small_model": "fake/fake-model",
-        "autoupdate": False,
-        "share": "disabled",
-        "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
-        "provider": {"fake": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Fake",
-            "options": {"baseURL": base_url + "/v1", "apiKey": "sk-dummy"},
-            "models": {"fake-model": {"name": "Fake Model", "tool_call": True,
-                                      "limit": {"context": 200000, "output": 8192}}},
-        }},
-    })
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["git", "init", "-q", "."], cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
-                       timeout=30, env={"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)})
-    env = {f"OPENCODE_DISABLE_{k}": "1" for k in (
-        "MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "SHARE", "CLAUDE_CODE", "EXTERNAL_SKILLS")}
-    return ["run", prompt], env
-
-
-def _codex_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(f'''\
-model = "gpt-5.5"
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Fake"
-base_url = "{base_url}/v1"
-env_key = "FAKE_OPENAI_API_KEY"
-wire_api = "responses"
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-# without these Codex reaches github.com, api.github.com and chatgpt.com
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-plugin_sharing = false
-tool_suggest = false
-''')
-    env = {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_API_KEY": "sk-dummy"}
-    return ["exec", "--skip-git-repo-check", prompt], env
-
-
-def _gemini_prepare(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
-    _write_json(home / ".gemini" / "settings.json", {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-    })
-    env = {"GOOGLE_GEMINI_BASE_URL": base_url, "GEMINI_API_KEY": "dummy-key", "GEMINI_CLI_TRUST_WORKSPACE": "true"}
-    return ["--approval-mode", "yolo", "-p", prompt], env
-
-
-@dataclasses.dataclass(frozen=True)
-class Agent:
-    key: str  # install_clients.sh client name == binary name
-    label: str
-    wire: str  # "chat" | "responses" | "gemini"
-    prepare: Callable[[Path, Path, str, str], tuple[list[str], dict[str, str]]]
-    #: CONNECT to the proxy's port is tunnelled by the trap (clients that ignore NO_PROXY)
-    tunnel_loopback: bool = False
-
-
-AGENTS: dict[str, Agent] = {a.key: a for a in (
-    Agent("qwen", "Qwen Code", "chat", _qwen_prepare, tunnel_loopback=True),
-    Agent("opencode", "OpenCode", "chat", _opencode_prepare),
-    Agent("codex", "Codex CLI", "responses", _codex_prepare),
-    Agent("gemini", "Gemini CLI", "gemini", _gemini_prepare),
-)}
-
-
-@dataclasses.dataclass
-class ClientBinary:
-    key: str
-    path: Path
-    version: str
-
-
-_BINARIES: dict[str, ClientBinary] = {}
-
-
-def client_binary(key: str) -> ClientBinary:
-    """The agent's binary under ``CLIENTS_DIR``, installed with install_clients.sh when missing.
-
-    Skips (node/npm missing, install failed) or fails (``--version`` broken) the calling test.
-    """
-    if key in _BINARIES:
-        return _BINARIES[key]
-    label = AGENTS[key].label if key in AGENTS else key
-    missing = [t for t in ("node", "npm") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not found on PATH: cannot install/run {label} for e2e tests")
-    binary = CLIENTS_DIR / key / "node_modules" / ".bin" / key
-    if not binary.exists():
-        try:
-            res = subprocess.run(["bash", str(INSTALL_SCRIPT), key], stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, timeout=INSTALL_TIMEOUT + 30,
-                                 env={**os.environ, "TOOLVOCAB_CLIENTS": str(CLIENTS_DIR),
-                                      "TOOLVOCAB_INSTALL_TIMEOUT": str(int(INSTALL_TIMEOUT))})
-            problem = None if res.returncode == 0 else f"rc={res.returncode}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
-        except subprocess.TimeoutExpired:
-            problem = f"timed out after {INSTALL_TIMEOUT + 30:.0f}s"
-        if problem or not binary.exists():
-            pytest.skip(f"could not install {label} via {INSTALL_SCRIPT.name} {key}: {problem or 'binary missing'}")
-    home = neutral_home("tv-e2e-version-")
-    try:
-        (home / "tmp").mkdir()
-        res = subprocess.run([str(binary), "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=60, env=base_env(home, "http://127.0.0.1:9"), cwd=home)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{binary} --version timed out")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    if res.returncode != 0:
-        pytest.fail(f"{binary} --version failed rc={res.returncode}: {res.stdout}{res.stderr}")
-    lines = res.stdout.strip().splitlines()
-    _BINARIES[key] = ClientBinary(key, binary, lines[-1] if lines else "?")
-    return _BINARIES[key]
+# settings (the offline configuration from the reference notes) live in ``e2e.agents.AGENTS``.
 
 
 # --- what the agent sent -------------------------------------------------------------------------
@@ -855,10 +515,10 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
         stack.callback(mitm.stop)  # LIFO: mitmdump stops before the fake upstream
         trap = TrapProxy(allow_ports=[mitm.port] if agent.tunnel_loopback else ())
         stack.callback(trap.close)
-        argv, extra_env = agent.prepare(home, work, mitm.url, prompt)
+        argv, extra_env = agent.reverse(home, work, mitm.url, prompt)
         if configure is not None:
             configure(home, work)
-        env = {**base_env(home, trap.url), **extra_env}
+        env = {**agent_env(home, trap.url), **extra_env}
         client = run_client([str(binary.path), *argv], env, work)
         try:
             requests = fake.requests()

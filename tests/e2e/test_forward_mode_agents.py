@@ -7,7 +7,8 @@ Topology of one run (everything on 127.0.0.1)::
     agent --HTTPS_PROXY--> mitmdump -s addon/toolvocab.py -s tests/e2e/route_known_hosts.py
           (regular mode, connection_strategy=lazy)  --plain HTTP-->  tests/fake_upstream.py
 
-Each agent trusts mitmproxy's CA the way the README says (``NODE_EXTRA_CA_CERTS`` for the Node
+The agents' table, environment and runner are tests/e2e/agents.py (``Agent.regular``). Each
+agent trusts mitmproxy's CA the way the README says (``NODE_EXTRA_CA_CERTS`` for the Node
 and Bun agents, ``CODEX_CA_CERTIFICATE`` for Codex), asks its default host (api.anthropic.com,
 api.openai.com, dashscope.aliyuncs.com, generativelanguage.googleapis.com) through the proxy;
 toolvocab intercepts that host (a known LLM API host), the test-only routing script sends the
@@ -34,162 +35,23 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import ssl
-import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
 import procs
+from e2e.agents import AGENTS, FOREIGN_ARGS, FOREIGN_TOOL, MARKER, MARKER_OUTPUT, PROMPT, agent_env, client_binary
+from e2e.agents import neutral_home, run_client
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-CLIENTS_DIR = Path(os.environ.get("TOOLVOCAB_CLIENTS") or REPO / ".e2e-clients")
-INSTALL_SCRIPT = Path(__file__).resolve().with_name("install_clients.sh")
 ROUTE_SCRIPT = Path(__file__).resolve().with_name("route_known_hosts.py")
-CLIENT_TIMEOUT = float(os.environ.get("TOOLVOCAB_E2E_CLIENT_TIMEOUT", "120"))
-INSTALL_TIMEOUT = float(os.environ.get("TOOLVOCAB_INSTALL_TIMEOUT", "300"))
-
-MARKER = "toolvocab-ok"
-PROMPT = "Run echo " + MARKER
-FOREIGN = "shell"
-FOREIGN_ARGS = {"command": ["bash", "-lc", "echo " + MARKER]}
-#: A line that is exactly the marker (possibly after ``Output:``): the command's output, not
-#: the prompt or the echoed command line.
-MARKER_OUTPUT = re.compile(r"(?m)^(?:Output:[ \t]*)?" + re.escape(MARKER) + r"[ \t]*\r?$")
-TOOL_WORDS = ("agent", "bash", "edit", "exec", "file", "glob", "grep", "list", "read", "replace", "search",
-              "shell", "skill", "task", "todo", "web", "write", "patch", "plan", "view", "fetch")
-
-
-# ------------------------------------------------------------------------------- agents
-def _write_json(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2) + "\n")
-
-
-_QUIET = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-          "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
-
-
-def _claude(home: Path, work: Path, ca: str) -> tuple[list[str], dict[str, str]]:
-    env = {"ANTHROPIC_API_KEY": "sk-ant-dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-           "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-           "NODE_EXTRA_CA_CERTS": ca}
-    return ["-p", PROMPT, "--allowedTools", "Bash"], env
-
-
-def _codex(home: Path, work: Path, ca: str) -> tuple[list[str], dict[str, str]]:
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True, exist_ok=True)
-    # no model_provider: Codex's built-in OpenAI provider (https://api.openai.com/v1)
-    (codex_home / "config.toml").write_text('''\
-model = "gpt-5.5"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-plugin_sharing = false
-tool_suggest = false
-''')
-    # as the README says: the system roots plus mitmproxy's CA (a custom bundle may replace
-    # Codex's roots, and tunnelled hosts keep their real certificates)
-    bundle = home / "codex-ca-bundle.pem"
-    system = ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt"
-    bundle.write_text((Path(system).read_text() if Path(system).is_file() else "") + Path(ca).read_text())
-    env = {"CODEX_HOME": str(codex_home), "CODEX_API_KEY": "sk-dummy", "CODEX_CA_CERTIFICATE": str(bundle)}
-    return ["exec", "--skip-git-repo-check", PROMPT], env
-
-
-def _opencode(home: Path, work: Path, ca: str) -> tuple[list[str], dict[str, str]]:
-    cfg = home / ".config" / "opencode"
-    (cfg / "node_modules").mkdir(parents=True, exist_ok=True)
-    # stub: without it OpenCode runs `npm install @opencode-ai/plugin` into its config dir
-    _write_json(cfg / "package.json", {"dependencies": {"@opencode-ai/plugin": "*"}})
-    _write_json(cfg / "package-lock.json",
-                {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}})
-    # the built-in anthropic provider (https://api.anthropic.com) with ANTHROPIC_API_KEY
-    _write_json(cfg / "opencode.json", {
-        "$schema": "https://opencode.ai/config.json",
-        "model": "anthropic/claude-sonnet-4-5", "small_model": "anthropic/claude-sonnet-4-5",
-        "autoupdate": False, "share": "disabled",
-        "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
-    })
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["git", "init", "-q", "."], cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
-                       timeout=30, env={"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)})
-    env = {f"OPENCODE_DISABLE_{k}": "1" for k in (
-        "MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "SHARE", "CLAUDE_CODE", "EXTERNAL_SKILLS")}
-    env.update({"ANTHROPIC_API_KEY": "sk-ant-dummy", "NODE_EXTRA_CA_CERTS": ca})
-    return ["run", PROMPT], env
-
-
-def _qwen(home: Path, work: Path, ca: str) -> tuple[list[str], dict[str, str]]:
-    _write_json(home / ".qwen" / "settings.json", {"security": {"auth": {"selectedType": "openai"}}, **_QUIET})
-    # no OPENAI_BASE_URL: Qwen Code's default for --auth-type openai (DashScope compatible mode)
-    env = {"OPENAI_API_KEY": "sk-dummy", "OPENAI_MODEL": "qwen3-coder-plus", "NODE_EXTRA_CA_CERTS": ca}
-    return ["--auth-type", "openai", "--approval-mode", "yolo", PROMPT], env
-
-
-def _gemini(home: Path, work: Path, ca: str) -> tuple[list[str], dict[str, str]]:
-    _write_json(home / ".gemini" / "settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}, **_QUIET})
-    env = {"GEMINI_API_KEY": "dummy-key", "GEMINI_CLI_TRUST_WORKSPACE": "true", "NODE_EXTRA_CA_CERTS": ca}
-    return ["--approval-mode", "yolo", "-p", PROMPT], env
-
-
-#: key -> (label, prepare, default host, the agent's shell tool)
-AGENTS: dict[str, tuple[str, Callable[[Path, Path, str], tuple[list[str], dict[str, str]]], str, str]] = {
-    "claude": ("Claude Code", _claude, "api.anthropic.com", "Bash"),
-    "codex": ("Codex CLI", _codex, "api.openai.com", "exec_command"),
-    "opencode": ("OpenCode", _opencode, "api.anthropic.com", "bash"),
-    "qwen": ("Qwen Code", _qwen, "dashscope.aliyuncs.com", "run_shell_command"),
-    "gemini": ("Gemini CLI", _gemini, "generativelanguage.googleapis.com", "run_shell_command"),
-}
-
-
-def client_binary(key: str) -> Path:
-    """The agent's binary under ``CLIENTS_DIR`` (installed when missing; skips when it cannot)."""
-    missing = [t for t in ("node", "npm") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not found on PATH: cannot install/run {key}")
-    binary = CLIENTS_DIR / key / "node_modules" / ".bin" / key
-    if not binary.exists():
-        try:
-            res = subprocess.run(["bash", str(INSTALL_SCRIPT), key], stdin=subprocess.DEVNULL, capture_output=True,
-                                 text=True, timeout=INSTALL_TIMEOUT + 30,
-                                 env={**os.environ, "TOOLVOCAB_CLIENTS": str(CLIENTS_DIR)})
-            problem = None if res.returncode == 0 else f"rc={res.returncode}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
-        except subprocess.TimeoutExpired:
-            problem = "install timed out"
-        if problem or not binary.exists():
-            pytest.skip(f"could not install {key} via {INSTALL_SCRIPT.name}: {problem or 'binary missing'}")
-    return binary
-
-
-def neutral_home() -> Path:
-    """A fresh temp dir whose path names no tool (the agents copy the cwd into their prompts)."""
-    for _ in range(20):
-        d = Path(tempfile.mkdtemp(prefix="tv-e2e-fwd-", dir="/tmp" if os.path.isdir("/tmp") else None))
-        if not any(w in str(d).lower() for w in TOOL_WORDS):
-            return d
-        shutil.rmtree(d, ignore_errors=True)
-    raise RuntimeError("could not create a temp dir whose path names no tool")
+FOREIGN = FOREIGN_TOOL
 
 
 # ----------------------------------------------------------------------- the proxy
@@ -258,34 +120,8 @@ class ForwardProxy:
 
 
 def proxy_env(home: Path, proxy_url: str) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath), "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "TMPDIR": str(home / "tmp"), "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "CI": "1",
-    }
-    for var in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
-        env[var] = proxy_url
-    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    return env
-
-
-def run_client(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[int | None, str, str, float]:
-    start = time.monotonic()
-    popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=env, cwd=cwd, start_new_session=True)
-    try:
-        out, err = popen.communicate(timeout=CLIENT_TIMEOUT)
-        rc: int | None = popen.returncode
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-        out, err = popen.communicate(timeout=5)
-        rc = None
-    finally:  # whatever the agent's tools left behind is in its process group
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-    return rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - start
+    """The agent's environment in regular mode: HTTP(S)_PROXY is mitmdump (no ALL_PROXY)."""
+    return agent_env(home, proxy_url, proxy_vars=("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"))
 
 
 def strings_in(value: Any) -> Iterator[str]:
@@ -307,19 +143,21 @@ def stack() -> Iterator[contextlib.ExitStack]:
 
 @pytest.mark.parametrize("key", list(AGENTS))
 def test_agent_with_default_url_through_regular_mode(key: str, stack: contextlib.ExitStack, tmp_path: Path) -> None:
-    label, prepare, host, shell_tool = AGENTS[key]
-    binary = client_binary(key)
+    agent = AGENTS[key]
+    label, host, shell_tool = agent.label, agent.default_host, agent.shell_tool
+    binary = client_binary(key).path
     fake = procs.start_fake_upstream(tool_name=FOREIGN, tool_args=FOREIGN_ARGS)
     stack.callback(fake.stop)
     proxy = ForwardProxy(tmp_path / "conf", tmp_path / "flows.mitm", fake.url)
     stack.callback(proxy.stop)  # LIFO: mitmdump stops before the fake upstream
-    home = neutral_home()
+    home = neutral_home("tv-e2e-fwd-")
     stack.callback(shutil.rmtree, home, True)
     work = home / "work"
     work.mkdir()
     (home / "tmp").mkdir()
-    argv, extra = prepare(home, work, proxy.ca)
-    rc, out, err, seconds = run_client([str(binary), *argv], {**proxy_env(home, proxy.url), **extra}, work)
+    argv, extra = agent.regular(home, work, proxy.ca, PROMPT)
+    run = run_client([str(binary), *argv], {**proxy_env(home, proxy.url), **extra}, work)
+    rc, out, err, seconds = run.rc, run.stdout, run.stderr, run.seconds
     requests = fake.requests()
     flows = proxy.flows()
 
