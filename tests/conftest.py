@@ -20,6 +20,26 @@ def fake_upstream():
         handle.stop()
 
 
+@pytest.fixture(scope="module")
+def fake_and_proxy(request):
+    """One fake upstream and one ``mitmdump -s addon/toolvocab.py`` (reverse mode, no saved
+    flows) for the whole module: ``(FakeUpstreamHandle, MitmdumpHandle)``; both stopped by PID at
+    the module's end.  A module's ``FAKE_CONFIG`` (dict) is sent to ``/__fake/config`` first
+    (``{"chunk_size": 7}``, say)."""
+    fake = procs.start_fake_upstream()
+    px = None
+    try:
+        config = getattr(request.module, "FAKE_CONFIG", None)
+        if config:
+            fake.config(**config)
+        px = procs.start_mitmdump(fake.url, save_path=None)
+        yield fake, px
+    finally:
+        if px is not None:
+            px.stop()
+        fake.stop()
+
+
 @pytest.fixture
 def proxy(request, tmp_path):
     """Factory: ``proxy(upstream_url=None, *, options=None, save=True, script=ADDON)``.

@@ -46,6 +46,10 @@ sys.path[:0] = [str(TESTS), str(REPO / "addon")]
 
 import flowreplay as fr  # noqa: E402
 import procs  # noqa: E402
+from fakeup.anthropic import anthropic_message, message_events  # noqa: E402
+from fakeup.openai_responses import response_events  # noqa: E402
+from fakeup.wire import split_evenly as pieces  # noqa: E402
+from fakeup.wire import sse_bytes as sse  # noqa: E402
 
 HARNESS_DIR = fr.FLOWS_DIR / "harness"
 AGENTS_DIR = fr.FLOWS_DIR / "agents"
@@ -648,28 +652,6 @@ def request_headers(dialect: str) -> dict[str, str]:
 # -- upstream answers ----------------------------------------------------------------------------
 
 
-def sse(events: list[tuple[str | None, Any]]) -> bytes:
-    out = bytearray()
-    for name, data in events:
-        if name:
-            out += f"event: {name}\n".encode()
-        out += b"data: " + (data.encode() if isinstance(data, str) else _jdump(data).encode()) + b"\n\n"
-    return bytes(out)
-
-
-def pieces(text: str, n: int) -> list[str]:
-    if not text:
-        return []
-    n = max(1, min(n, len(text)))
-    step, rest = divmod(len(text), n)
-    out, i = [], 0
-    for k in range(n):
-        size = step + (1 if k < rest else 0)
-        out.append(text[i : i + size])
-        i += size
-    return out
-
-
 def args_text(call: Call) -> str:
     return call.args if isinstance(call.args, str) else _jdump(call.args)
 
@@ -682,29 +664,10 @@ def anthropic_answer(sc: Scenario, calls: list[Call], stream: bool) -> bytes:
     for n, c in enumerate(calls):
         blocks.append({"type": "tool_use", "id": call_id(c, "anthropic", n + 1), "name": c.name, "input": c.args})
     stop = "tool_use" if calls else "end_turn"
-    usage = {"input_tokens": 120, "output_tokens": 30}
+    message = anthropic_message("msg_harness01", model, blocks, stop, {"input_tokens": 120, "output_tokens": 30})
     if not stream:
-        return _jdump({"id": "msg_harness01", "type": "message", "role": "assistant", "model": model, "content": blocks,
-                       "stop_reason": stop, "stop_sequence": None, "usage": usage}).encode()
-    ev: list[tuple[str | None, Any]] = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg_harness01", "type": "message", "role": "assistant", "model": model,
-                                                                "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}}),
-        ("ping", {"type": "ping"}),
-    ]
-    for i, b in enumerate(blocks):
-        if b["type"] == "text":
-            ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
-            for p in pieces(b["text"], 3):
-                ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": p}}))
-        else:
-            ev.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                               "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}}))
-            for p in [""] + pieces(_jdump(b["input"]), 3):
-                ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": p}}))
-        ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 30}}))
-    ev.append(("message_stop", {"type": "message_stop"}))
-    return sse(ev)
+        return _jdump(message).encode()
+    return sse(message_events(message, text_pieces=3, json_pieces=3, json_text=_jdump))
 
 
 def chat_answer(sc: Scenario, calls: list[Call], stream: bool) -> bytes:
@@ -752,9 +715,9 @@ def chat_answer(sc: Scenario, calls: list[Call], stream: bool) -> bytes:
     return sse(ev)
 
 
-def _responses_item(c: Call, n: int, status: str) -> dict:
-    item: dict[str, Any] = {"id": f"fc_harness{n:02d}", "type": "function_call", "status": status,
-                            "arguments": c.args if c.args_object else (args_text(c) if status == "completed" else ""),
+def _responses_item(c: Call, n: int) -> dict:
+    item: dict[str, Any] = {"id": f"fc_harness{n:02d}", "type": "function_call", "status": "completed",
+                            "arguments": c.args if c.args_object else args_text(c),
                             "call_id": call_id(c, "openai_responses", n), "name": c.name}
     if c.namespace:
         item["namespace"] = c.namespace
@@ -767,46 +730,13 @@ def responses_answer(sc: Scenario, calls: list[Call], stream: bool, echo_tools: 
     if sc.text:
         output.append({"id": "msg_harness00", "type": "message", "status": "completed", "role": "assistant",
                        "content": [{"type": "output_text", "text": sc.text, "annotations": []}]})
-    output += [_responses_item(c, n + 1, "completed") for n, c in enumerate(calls)]
-    usage = {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150}
-
-    def response(status: str, out: list[dict], with_usage: bool) -> dict:
-        return {"id": "resp_harness01", "object": "response", "created_at": CREATED, "status": status, "model": model,
-                "output": out, "parallel_tool_calls": True, "tool_choice": "auto", "tools": echo_tools,
-                "usage": usage if with_usage else None}
-
+    output += [_responses_item(c, n + 1) for n, c in enumerate(calls)]
+    resp = {"id": "resp_harness01", "object": "response", "created_at": CREATED, "status": "completed", "model": model,
+            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": echo_tools,
+            "usage": {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150}}
     if not stream:
-        return _jdump(response("completed", output, True)).encode()
-    seq = iter(range(10_000))
-    ev: list[tuple[str | None, Any]] = []
-
-    def add(kind: str, **fields: Any) -> None:
-        ev.append((kind, {"type": kind, "sequence_number": next(seq), **fields}))
-
-    add("response.created", response=response("in_progress", [], False))
-    add("response.in_progress", response=response("in_progress", [], False))
-    index = 0
-    if sc.text:
-        msg = output[0]
-        add("response.output_item.added", output_index=0, item={**msg, "status": "in_progress", "content": []})
-        add("response.content_part.added", item_id=msg["id"], output_index=0, content_index=0, part={"type": "output_text", "text": "", "annotations": []})
-        for p in pieces(sc.text, 4):
-            add("response.output_text.delta", item_id=msg["id"], output_index=0, content_index=0, delta=p)
-        add("response.output_text.done", item_id=msg["id"], output_index=0, content_index=0, text=sc.text)
-        add("response.content_part.done", item_id=msg["id"], output_index=0, content_index=0, part=msg["content"][0])
-        add("response.output_item.done", output_index=0, item=msg)
-        index = 1
-    for n, c in enumerate(calls):
-        item = _responses_item(c, n + 1, "in_progress")
-        add("response.output_item.added", output_index=index, item=item)
-        if not c.args_object:
-            for p in pieces(args_text(c), 3):
-                add("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=p)
-            add("response.function_call_arguments.done", item_id=item["id"], output_index=index, arguments=args_text(c))
-        add("response.output_item.done", output_index=index, item=_responses_item(c, n + 1, "completed"))
-        index += 1
-    add("response.completed", response=response("completed", output, True))
-    return sse(ev)
+        return _jdump(resp).encode()
+    return sse(response_events(resp, text_pieces=4, args_pieces=3))
 
 
 def gemini_answer(sc: Scenario, calls: list[Call], variant: str) -> bytes:

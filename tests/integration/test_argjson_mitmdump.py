@@ -14,7 +14,9 @@ import anthropic
 import openai
 import pytest
 
-import procs
+from fakeup.anthropic import anthropic_message, message_events
+from fakeup.openai_responses import response_events
+from fakeup.wire import sse_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -34,28 +36,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def stack():
-    fake = procs.start_fake_upstream()
-    px = None
-    try:
-        px = procs.start_mitmdump(fake.url, save_path=None)
-        yield fake, px
-    finally:
-        if px is not None:
-            px.stop()
-        fake.stop()
-
-
-def sse(events: list[tuple[str | None, dict | str]]) -> bytes:
-    out = b""
-    for name, data in events:
-        if name:
-            out += f"event: {name}\n".encode()
-        out += b"data: " + (data if isinstance(data, str) else json.dumps(data)).encode() + b"\n\n"
-    return out
-
-
 def chat_answer(args: str, stream: bool) -> tuple[bytes, dict]:
     if not stream:
         body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
@@ -70,7 +50,7 @@ def chat_answer(args: str, stream: bool) -> tuple[bytes, dict]:
         (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
         (None, "[DONE]"),
     ]
-    return sse(events), SSE
+    return sse_bytes(events), SSE
 
 
 def responses_answer(args: str, stream: bool) -> tuple[bytes, dict]:
@@ -79,37 +59,20 @@ def responses_answer(args: str, stream: bool) -> tuple[bytes, dict]:
             "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
     if not stream:
         return json.dumps(resp).encode(), JSON
-    added = {**item, "arguments": "", "status": "in_progress"}
-    events = [
-        ("response.created", {"type": "response.created", "sequence_number": 0, "response": {**resp, "status": "in_progress", "output": []}}),
-        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": added}),
-        ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "sequence_number": 2, "output_index": 0, "item_id": "fc_1", "delta": args}),
-        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": 3, "output_index": 0, "item_id": "fc_1", "arguments": args}),
-        ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 4, "output_index": 0, "item": item}),
-        ("response.completed", {"type": "response.completed", "sequence_number": 5, "response": resp}),
-    ]
-    return sse(events), SSE
+    return sse_bytes(response_events(resp, args_pieces=1, in_progress=False)), SSE
 
 
 def anthropic_stream(args: str) -> tuple[bytes, dict]:
-    half = len(args) // 2
-    events = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-                                                                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args[:half]}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": args[half:]}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 5}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    return sse(events), SSE
+    block = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": args}
+    message = anthropic_message("msg_1", "m", [block], "tool_use", {"input_tokens": 1, "output_tokens": 5})
+    # the argument text goes out as it is (json_text=str), in two input_json_delta events
+    return sse_bytes(message_events(message, json_pieces=2, json_text=str, ping=False)), SSE
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
-def test_chat(stack, stream, case, args, want):
-    fake, px = stack
+def test_chat(fake_and_proxy, stream, case, args, want):
+    fake, px = fake_and_proxy
     body, headers = chat_answer(args, stream)
     fake.enqueue(body, headers=headers, chunk_size=5)
     client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
@@ -130,8 +93,8 @@ def test_chat(stack, stream, case, args, want):
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
-def test_responses(stack, stream, case, args, want):
-    fake, px = stack
+def test_responses(fake_and_proxy, stream, case, args, want):
+    fake, px = fake_and_proxy
     body, headers = responses_answer(args, stream)
     fake.enqueue(body, headers=headers, chunk_size=5)
     client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
@@ -155,8 +118,8 @@ def test_responses(stack, stream, case, args, want):
 
 
 @pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
-def test_anthropic_stream(stack, case, args, want):
-    fake, px = stack
+def test_anthropic_stream(fake_and_proxy, case, args, want):
+    fake, px = fake_and_proxy
     body, headers = anthropic_stream(args)
     fake.enqueue(body, headers=headers, chunk_size=5)
     client = anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)

@@ -17,6 +17,9 @@ import pytest
 from google import genai
 from google.genai import types
 
+from fakeup.anthropic import anthropic_message, message_events
+from fakeup.openai_responses import response_events
+from fakeup.wire import split_evenly, sse_bytes
 import procs
 
 pytestmark = pytest.mark.integration
@@ -42,52 +45,15 @@ WANT = [("read_file", {"path": "README.md"})]
 REASONING = {"hermes": "", "llama": "<think>\nThe README first.\n</think>", "deepseek": ""}
 
 
-@pytest.fixture(scope="module")
-def stack():
-    fake = procs.start_fake_upstream()
-    px = None
-    try:
-        px = procs.start_mitmdump(fake.url, save_path=None)
-        yield fake, px
-    finally:
-        if px is not None:
-            px.stop()
-        fake.stop()
-
-
-def sse(events: list[tuple[str | None, dict | str]], eol: str = "\n") -> bytes:
-    out = ""
-    for name, data in events:
-        if name:
-            out += f"event: {name}{eol}"
-        out += "data: " + (data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)) + eol + eol
-    return out.encode()
-
-
-def pieces(text: str, n: int = 4) -> list[str]:
-    size = max(1, -(-len(text) // n))
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
 # -- answers -------------------------------------------------------------------------------------
 
 
 def anthropic_answer(text: str, stream: bool) -> tuple[bytes, dict]:
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [{"type": "text", "text": text}],
-               "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 5}}
+    message = anthropic_message("msg_1", "m", [{"type": "text", "text": text}], "end_turn",
+                                {"input_tokens": 1, "output_tokens": 5})
     if not stream:
         return json.dumps(message).encode(), JSON
-    events: list[tuple[str | None, dict | str]] = [
-        ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    ]
-    events += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}) for p in pieces(text)]
-    events += [
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 5}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]
-    return sse(events), SSE
+    return sse_bytes(message_events(message, text_pieces=4)), SSE
 
 
 def chat_answer(text: str, stream: bool) -> tuple[bytes, dict]:
@@ -97,36 +63,19 @@ def chat_answer(text: str, stream: bool) -> tuple[bytes, dict]:
         return json.dumps(body).encode(), JSON
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     events: list[tuple[str | None, dict | str]] = [(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
-    events += [(None, {**base, "choices": [{"index": 0, "delta": {"content": p}}]}) for p in pieces(text)]
+    events += [(None, {**base, "choices": [{"index": 0, "delta": {"content": p}}]}) for p in split_evenly(text, 4)]
     events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
-    return sse(events), SSE
+    return sse_bytes(events), SSE
 
 
 def responses_answer(text: str, stream: bool) -> tuple[bytes, dict]:
-    part = {"type": "output_text", "text": text, "annotations": []}
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     msg = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [part]}
     resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [msg],
             "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
     if not stream:
         return json.dumps(resp).encode(), JSON
-    seq = iter(range(1000))
-
-    def ev(kind: str, **fields: object) -> tuple[str, dict]:
-        return kind, {"type": kind, "sequence_number": next(seq), **fields}
-
-    events = [
-        ev("response.created", response={**resp, "status": "in_progress", "output": []}),
-        ev("response.output_item.added", output_index=0, item={**msg, "status": "in_progress", "content": []}),
-        ev("response.content_part.added", item_id="msg_1", output_index=0, content_index=0, part={**part, "text": ""}),
-    ]
-    events += [ev("response.output_text.delta", item_id="msg_1", output_index=0, content_index=0, delta=p, logprobs=[]) for p in pieces(text)]
-    events += [
-        ev("response.output_text.done", item_id="msg_1", output_index=0, content_index=0, text=text, logprobs=[]),
-        ev("response.content_part.done", item_id="msg_1", output_index=0, content_index=0, part=part),
-        ev("response.output_item.done", output_index=0, item=msg),
-        ev("response.completed", response=resp),
-    ]
-    return sse(events), SSE
+    return sse_bytes(response_events(resp, text_pieces=4)), SSE
 
 
 def gemini_answer(text: str, stream: bool) -> tuple[bytes, dict]:
@@ -138,8 +87,8 @@ def gemini_answer(text: str, stream: bool) -> tuple[bytes, dict]:
 
     if not stream:
         return json.dumps(resp(text, True)).encode(), JSON
-    ps = pieces(text)
-    return sse([(None, resp(p, i == len(ps) - 1)) for i, p in enumerate(ps)], eol="\r\n"), SSE
+    ps = split_evenly(text, 4)
+    return sse_bytes([(None, resp(p, i == len(ps) - 1)) for i, p in enumerate(ps)], eol="\r\n"), SSE
 
 
 # -- clients -------------------------------------------------------------------------------------
@@ -218,8 +167,8 @@ DIALECTS = {
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("family", sorted(LIFTED))
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_markup_alone_reaches_the_sdk_as_a_call(stack, dialect, family, stream):
-    fake, px = stack
+def test_markup_alone_reaches_the_sdk_as_a_call(fake_and_proxy, dialect, family, stream):
+    fake, px = fake_and_proxy
     answer, ask, lifted_end, _ = DIALECTS[dialect]
     body, headers = answer(LIFTED[family], stream)
     fake.enqueue(body, headers=headers, chunk_size=CHUNK)
@@ -234,8 +183,8 @@ def test_markup_alone_reaches_the_sdk_as_a_call(stack, dialect, family, stream):
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("case", sorted(KEPT))
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
-def test_markup_in_prose_or_unresolvable_reaches_the_sdk_as_text(stack, dialect, case, stream):
-    fake, px = stack
+def test_markup_in_prose_or_unresolvable_reaches_the_sdk_as_text(fake_and_proxy, dialect, case, stream):
+    fake, px = fake_and_proxy
     answer, ask, _, plain_end = DIALECTS[dialect]
     body, headers = answer(KEPT[case], stream)
     fake.enqueue(body, headers=headers, chunk_size=CHUNK)

@@ -72,18 +72,8 @@ CASES: list[tuple[str, list[tuple[str, dict]], str, dict[str, Any], tuple[str, d
 ]
 
 
-@pytest.fixture(scope="module")
-def stack():
-    fake = procs.start_fake_upstream()
-    px = None
-    try:
-        fake.config(chunk_size=7)
-        px = procs.start_mitmdump(fake.url, save_path=None)
-        yield fake, px
-    finally:
-        if px is not None:
-            px.stop()
-        fake.stop()
+#: sent to the fake upstream by the ``fake_and_proxy`` fixture (tests/conftest.py)
+FAKE_CONFIG = {"chunk_size": 7}
 
 
 def anthropic_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
@@ -150,8 +140,8 @@ CLIENTS = {"anthropic": anthropic_call, "openai_chat": chat_call, "openai_respon
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("dialect", sorted(CLIENTS))
 @pytest.mark.parametrize(("case", "tools", "name", "args", "want"), CASES, ids=[c[0] for c in CASES])
-def test_the_client_runs_what_the_model_meant(stack, dialect, stream, case, tools, name, args, want):
-    fake, px = stack
+def test_the_client_runs_what_the_model_meant(fake_and_proxy, dialect, stream, case, tools, name, args, want):
+    fake, px = fake_and_proxy
     fake.config(tool_name=name, tool_args=args)
     got = CLIENTS[dialect](px, tools, stream)
     assert got == want, f"{case}: upstream answered {name} {args}"
@@ -159,10 +149,10 @@ def test_the_client_runs_what_the_model_meant(stack, dialect, stream, case, tool
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("prefix", ["functions.", " ", "default_api:"])
-def test_an_alias_read_losslessly_never_reaches_the_client(stack, stream, prefix):
+def test_an_alias_read_losslessly_never_reaches_the_client(fake_and_proxy, stream, prefix):
     # kind 6: OpenAI-format names are limited to 64 characters, so LONG goes upstream as an
     # alias; a model that writes the alias with a provider prefix still gets the client's name.
-    fake, px = stack
+    fake, px = fake_and_proxy
     fake.config(tool_name="re:^mcp__", tool_args={"template_path": "cfn.yaml"})
     before = len(fake.requests())
     assert chat_call(px, [LONG, BASH], False) == (LONG[0], {"template_path": "cfn.yaml"})
@@ -174,10 +164,10 @@ def test_an_alias_read_losslessly_never_reaches_the_client(stack, stream, prefix
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-def test_an_invented_responses_namespace_is_dropped(stack, stream):
+def test_an_invented_responses_namespace_is_dropped(fake_and_proxy, stream):
     # kind 2: `default/exec_command` answers a function_call with namespace "default", which
     # the client never declared; the call reaches it as its top-level exec_command.
-    fake, px = stack
+    fake, px = fake_and_proxy
     fake.config(tool_name="default/exec_command", tool_args={"cmd": "ls"})
     client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
     tools = [{"type": "function", "name": "exec_command", "parameters": schema("cmd", cmd=STR), "strict": False}]
