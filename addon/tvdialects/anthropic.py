@@ -22,6 +22,7 @@ from tvdialects.base import apply_decision_name
 from tvdialects.base import as_list
 from tvdialects.base import declared_toolset
 from tvdialects.base import dedupe_tools
+from tvdialects.base import mark_repeats
 from tvdialects.base import object_arguments_call
 from tvdialects import textcalls
 from tvdialects.sse import SSEEvent
@@ -63,6 +64,7 @@ class AnthropicMessages:
         ``custom`` (``bash_20250124``, ``text_editor_*``, ``web_search_*``…) is ``provider`` and
         its fixed name is never touched. Nameless entries (``mcp_toolset``) are not listed."""
         out: list[DeclaredTool] = []
+        raws: list[Any] = []
         tools = body.get("tools")
         for tool in tools if isinstance(tools, list) else ():
             if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
@@ -79,7 +81,8 @@ class AnthropicMessages:
                     description=desc if isinstance(desc, str) else None,
                 )
             )
-        return out
+            raws.append(tool)
+        return mark_repeats(out, raws)
 
     def transcript_names(self, body: JSON) -> list[str]:
         """Names of the earlier calls replayed in ``messages`` (``tool_use.name``)."""

@@ -22,6 +22,7 @@ from tvengine.models import Decision
 from tvengine.models import ToolCall
 from tvengine.plan import DuplicateCursor
 from tvengine.plan import Plan
+from tvengine.plan import declaration_text
 
 #: ``resolve(call) -> Decision``: the engine's ladder bound to one flow (tools, reverse map).
 #: The addon's resolver also has ``.tools`` (the flow's :class:`~tvengine.ladder.Toolset`);
@@ -155,6 +156,22 @@ def dedupe_tools(
     if changed:
         tools[:] = kept
     return changed
+
+
+def mark_repeats(tools: list[DeclaredTool], raws: list[Any]) -> list[DeclaredTool]:
+    """``tools`` (read from the wire entries ``raws``, one each, in order) with every tool whose
+    flat name the list repeats carrying its entry's canonical text
+    (:attr:`DeclaredTool.declaration`), so that the plan drops only a byte-for-byte repeat.
+    Names declared once cost nothing."""
+    counts: dict[str, int] = {}
+    for tool in tools:
+        counts[tool.qualified] = counts.get(tool.qualified, 0) + 1
+    if all(n == 1 for n in counts.values()):
+        return tools
+    return [
+        tool.model_copy(update={"declaration": declaration_text(raw)}) if counts[tool.qualified] > 1 else tool
+        for tool, raw in zip(tools, raws, strict=True)
+    ]
 
 
 def as_list(value: Any) -> list[Any]:

@@ -23,6 +23,7 @@ from tvdialects.base import CallIds
 from tvdialects.base import Resolver
 from tvdialects.base import apply_decision_name
 from tvdialects.base import dedupe_tools
+from tvdialects.base import mark_repeats
 from tvdialects.base import object_arguments_call
 from tvdialects import textcalls
 from tvdialects.base import declared_toolset
@@ -114,6 +115,7 @@ class Gemini:
         (``googleSearch``, ``codeExecution``, ``urlContext``…) carry no name."""
         req = _unwrap(body)
         out: list[DeclaredTool] = []
+        raws: list[Any] = []
         for tool in _list(req.get("tools")):
             key = _decl_key(tool)
             for decl in tool[key] if key is not None else ():
@@ -133,7 +135,8 @@ class Gemini:
                         description=decl.get("description") if isinstance(decl.get("description"), str) else None,
                     )
                 )
-        return out
+                raws.append(decl)
+        return mark_repeats(out, raws)
 
     def transcript_names(self, body: JSON) -> list[str]:
         """Names in the transcript's ``functionCall`` and ``functionResponse`` parts."""

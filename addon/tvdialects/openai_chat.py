@@ -22,6 +22,7 @@ from tvdialects.base import apply_decision_name
 from tvdialects.base import as_list
 from tvdialects.base import declared_toolset
 from tvdialects.base import dedupe_tools
+from tvdialects.base import mark_repeats
 from tvdialects import textcalls
 from tvdialects.sse import EventStreamRewriter
 from tvdialects.sse import SSEEvent
@@ -104,6 +105,7 @@ class OpenAIChat:
         """``tools[]`` function tools (``function``), custom tools (``freeform``) and legacy
         ``functions[]`` (``function``)."""
         out: list[DeclaredTool] = []
+        raws: list[Any] = []
         for tool in as_list(body.get("tools")):
             if not isinstance(tool, dict):
                 continue
@@ -119,8 +121,10 @@ class OpenAIChat:
                         description=fn.get("description") if isinstance(fn.get("description"), str) else None,
                     )
                 )
+                raws.append(tool)
             elif tool.get("type") == "custom" and isinstance(custom, dict) and isinstance(custom.get("name"), str):
                 out.append(DeclaredTool(name=custom["name"], kind=ToolKind.FREEFORM))
+                raws.append(tool)
         for fn in as_list(body.get("functions")):
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
                 params = fn.get("parameters")
@@ -131,7 +135,8 @@ class OpenAIChat:
                         input_schema=params if isinstance(params, dict) else None,
                     )
                 )
-        return out
+                raws.append(fn)
+        return mark_repeats(out, raws)
 
     def transcript_names(self, body: JSON) -> list[str]:
         """Names of earlier calls in the transcript (assistant ``tool_calls``, legacy

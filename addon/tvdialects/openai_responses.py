@@ -22,6 +22,7 @@ from tvdialects.base import CallIds
 from tvdialects.base import as_list
 from tvdialects.base import Resolver
 from tvdialects.base import dedupe_tools
+from tvdialects.base import mark_repeats
 from tvdialects.base import declared_toolset
 from tvdialects import textcalls
 from tvdialects.sse import EventStreamRewriter
@@ -82,6 +83,7 @@ class OpenAIResponses:
         tools (with their namespace). Built-ins (``web_search``, ``local_shell``,
         ``apply_patch``, ``tool_search``, ``mcp``…) have no name to repair to: not listed."""
         out: list[DeclaredTool] = []
+        raws: list[Any] = []
         for tool in as_list(body.get("tools")):
             if not isinstance(tool, dict):
                 continue
@@ -90,11 +92,13 @@ class OpenAIResponses:
                     decl = _declared(inner, namespace=tool["name"])
                     if decl is not None:
                         out.append(decl)
+                        raws.append(inner)
             else:
                 decl = _declared(tool, namespace=None)
                 if decl is not None:
                     out.append(decl)
-        return out
+                    raws.append(tool)
+        return mark_repeats(out, raws)
 
     def transcript_names(self, body: JSON) -> list[str]:
         """Flat names of ``function_call`` input items."""

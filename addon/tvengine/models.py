@@ -57,6 +57,11 @@ class DeclaredTool(BaseModel):
     input_schema: dict[str, Any] | None = None
     capability: str | None = None
     description: str | None = None
+    #: The canonical JSON text (:func:`tvengine.plan.declaration_text`) of the wire entry this
+    #: tool was read from, set by the dialects only for a name the request declares more than
+    #: once: a repeat is dropped only when it is byte-for-byte this text (fields the model does
+    #: not read, such as ``strict`` or ``cache_control``, count). Never dumped.
+    declaration: str | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def qualified(self) -> str:

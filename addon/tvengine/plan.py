@@ -156,6 +156,31 @@ def prompt_sentence(
     return sentence, missing
 
 
+def declaration_text(value: object) -> str | None:
+    """The canonical JSON text of one wire declaration (a tool entry as the client sent it):
+    keys sorted at every level, no spaces, non-ASCII and lone surrogates as ``\\uXXXX``
+    escapes, integers exact. Two entries are the same declaration exactly when these texts are
+    equal (``true`` and ``1``, ``1`` and ``1.0`` differ, unlike Python's ``==``). ``None`` when
+    the value cannot be written (it then repeats nothing)."""
+    import json
+
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def same_declaration(tool: DeclaredTool, earlier: DeclaredTool) -> bool:
+    """True when ``tool`` repeats ``earlier`` byte for byte, so dropping it loses nothing.
+
+    With the wire texts (:attr:`DeclaredTool.declaration`, set by the dialects for repeated
+    names) only equal texts are the same. Tools built without them (engine callers) have
+    nothing but the model to compare; one with a text and one without are different."""
+    if tool.declaration is not None or earlier.declaration is not None:
+        return tool.declaration is not None and tool.declaration == earlier.declaration
+    return tool == earlier
+
+
 def make_plan(
     tools: Toolset,
     system_texts: Iterable[str],
@@ -172,7 +197,9 @@ def make_plan(
     when the capability is held by zero or two+ declared tools); then every declared name the
     ``grammar`` rejects gets an alias (:func:`tvengine.grammar.alias`); then repeated names
     (identical repeats dropped, different tools aliased); then names replayed in the transcript
-    that the grammar rejects. Provider-defined and free-text tools are never renamed. The
+    that the grammar rejects. A repeat is identical only byte for byte (:func:`same_declaration`:
+    a field the model does not read, ``strict`` or ``cache_control``, makes it another tool).
+    Provider-defined and free-text tools are never renamed. The
     prompt sentence (``add_sentence``: ``auto`` mode) names tools by their upstream names.
     """
     plan = Plan(flow_key=flow_key, profile=profile.name if profile else None, grammar=grammar.name if grammar else None)
@@ -226,7 +253,7 @@ def make_plan(
             continue
         aliases: list[str | None] = []
         for k, tool in enumerate(group[1:], start=2):
-            if any(tool == earlier for earlier in group[: k - 1]):
+            if any(same_declaration(tool, earlier) for earlier in group[: k - 1]):
                 aliases.append(None)
                 plan.renames.append(Rename(caller=flat, upstream=None, why="duplicate", detail=f"declaration {k} of {flat} repeats an earlier one exactly; dropped"))
                 continue
