@@ -14,7 +14,8 @@ Run::
     ANTHROPIC_BASE_URL=http://127.0.0.1:8080 claude
 
 Options: ``toolvocab_mode`` (auto | repair | observe | off), ``toolvocab_hosts`` (regex),
-``toolvocab_profiles`` (a TOML file of rename profiles).
+``toolvocab_profiles`` (a TOML file of rename profiles), ``toolvocab_hold_timeout`` (seconds of
+upstream silence before a held tool block goes out as it came), and others (README "Options").
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -43,6 +45,7 @@ from tvui import left_line
 from tvui import log_line
 from tvdialects.base import Dialect
 from tvdialects.base import JSONFrame
+from tvdialects.sse import RepeatedKey
 from tvengine.ladder import Toolset
 from tvengine.ladder import resolve
 from tvengine.models import Action
@@ -69,6 +72,12 @@ METADATA_REQUEST = "toolvocab_request"  # the client's request body, when toolvo
 METADATA_UPSTREAM = "toolvocab_upstream"  # the upstream's answer bytes, when toolvocab changed them
 METADATA_DIFF = "toolvocab_diff"  # the before/after of every tool call, as text
 MARK_CHANGED = ":wrench:"
+#: Seconds without upstream bytes after which a held tool block goes to the client as it came
+#: (``toolvocab_hold_timeout``). A model streaming a long Write's arguments may pause between
+#: fragments (load, server-side work): a short bound would give up repairs of calls that were
+#: only slow, so the default waits half a minute of complete silence, then lets the client see
+#: what arrived. Silence is measured from the last upstream byte, not from the hold's start.
+DEFAULT_HOLD_TIMEOUT = 30.0
 MARK_OBSERVED = ":eyes:"
 
 
@@ -140,12 +149,38 @@ class _StreamCallable:
     sniffed or a JSON body is buffered, that body. Whether the client's bytes differ from the
     upstream's is tracked as they pass (:attr:`differs`). :meth:`drain` hands out what was
     received and not sent when the upstream ends mid-stream (issue 13).
+
+    Stall bound (issue 13): while the rewriter holds a block (:meth:`has_held`), a timer on
+    mitmproxy's event loop watches the upstream; when no byte has arrived for
+    ``hold_timeout`` seconds, everything received and not sent goes to the client unchanged
+    through ``send`` (:func:`_send_to_client`: there is no stream callable call to return it
+    from), and the rest of the stream passes through as it comes. ``hold_timeout`` 0: never.
+
+    End of stream: mitmproxy calls the callable with ``b""`` at the end, and also for an empty
+    HTTP/2 DATA frame (``_http2.py`` passes every ``DataReceived`` on; an upstream that ends
+    its stream with an empty DATA frame gives two ``b""`` in a row). The first ``b""`` ends the
+    rewrite; later ``b""`` return nothing and later bytes pass through as they came.
     """
 
-    def __init__(self, state: _FlowState, *, observe: bool, keep: bool = True) -> None:
+    def __init__(
+        self,
+        state: _FlowState,
+        *,
+        observe: bool,
+        keep: bool = True,
+        hold_timeout: float = 0.0,
+        send: Callable[[bytes], str | None] | None = None,
+    ) -> None:
         self.state = state
         self.observe = observe
         self.keep = keep
+        self.hold_timeout = hold_timeout
+        self._send = send
+        self._timer: Any = None  # asyncio.TimerHandle while a hold is watched
+        self._last_bytes = 0.0  # event-loop time of the last upstream chunk
+        self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
+        self.ended = False  # the first b"" came
+        self.stalled = False
         self.rewriter = state.dialect.stream_rewriter(state, state.plan)
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
         self.sent = bytearray()  # what the client got, when keep
@@ -166,6 +201,15 @@ class _StreamCallable:
     def __call__(self, chunk: bytes) -> list[bytes]:
         if self.drained:
             return [chunk] if chunk else []
+        if self.ended:
+            # An empty HTTP/2 DATA frame ended the rewrite early (or this is the real end after
+            # it): what comes now passes through as it came.
+            if chunk and not self.failed:
+                self.failed = True
+                self.state.record.notes.append("bytes after an empty chunk (an empty HTTP/2 DATA frame) passed through as they came")
+            out = [chunk] if chunk else []
+            self._track(chunk, out)
+            return out
         consumed = self._consumed()
         try:
             out = self._call(chunk)
@@ -174,8 +218,83 @@ class _StreamCallable:
             self.failed = True
             self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
             out = self._salvage(chunk, consumed)
+        if self._carry:
+            out = [self._carry + b"".join(out)]
+            self._carry = b""
         self._track(chunk, out)
+        if not chunk:
+            self.ended = True
+            self._cancel_timer()
+        elif self.hold_timeout > 0:
+            self._watch_hold()
         return out
+
+    # -- stall bound ------------------------------------------------------------------------
+
+    def has_held(self) -> bool:
+        """True while the rewriter holds a block back from the client (a tool call, or text
+        that may be one): what the stall bound releases. A partial event alone does not count
+        (the client could not use half an event)."""
+        if self.json_mode is not False or self.observe or self.failed or self.rewriter is None:
+            return False
+        try:
+            return bool(self.rewriter.has_held())
+        except Exception:
+            return False
+
+    def _watch_hold(self) -> None:
+        """After a chunk: note when bytes last came and keep one timer while a block is held."""
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on an event loop (a direct call in a test): no bound
+        self._last_bytes = loop.time()
+        if self._timer is None and self.has_held():
+            self._timer = loop.call_later(self.hold_timeout, self._on_timer, loop)
+
+    def _on_timer(self, loop: Any) -> None:
+        """The timer fired: release the hold if the upstream has been silent long enough, else
+        wait the rest of the bound (one timer per hold, not one per chunk)."""
+        self._timer = None
+        try:
+            if self.drained or self.ended or self.state is None or not self.has_held():
+                return
+            idle = loop.time() - self._last_bytes
+            if idle < self.hold_timeout:
+                self._timer = loop.call_later(self.hold_timeout - idle, self._on_timer, loop)
+                return
+            self._release_stalled(idle)
+        except Exception as exc:  # a timer callback must not raise into the event loop
+            logger.exception("toolvocab: releasing a stalled hold failed")
+            if self.state is not None:
+                self.state.record.notes.append(f"stalled hold not released ({type(exc).__name__}: {exc})")
+
+    def _release_stalled(self, idle: float) -> None:
+        """Everything received and not sent goes to the client unchanged, now; the rest of the
+        stream passes through (the rewriter's :meth:`salvage`)."""
+        data = b"".join(self.rewriter.salvage())
+        self.stalled = True
+        self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
+        how = self._send(data) if data and self._send is not None else None
+        seconds = f"{idle:.1f}"
+        if how is None:
+            self._carry += data  # goes out first with the next piece (or at the end)
+            self.state.record.notes.append(
+                f"held tool block released after {seconds} s without upstream bytes; passed through "
+                "(the client connection took no bytes then: they go out with the next ones)"
+            )
+            return
+        self._track(b"", [data])
+        self.state.record.notes.append(
+            f"held tool block released after {seconds} s without upstream bytes; passed through ({len(data)} bytes, {how})"
+        )
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _track(self, chunk: bytes, out: list[bytes]) -> None:
         if self.keep:
@@ -198,14 +317,18 @@ class _StreamCallable:
         """Every byte received and not yet sent, unchanged and in order (a held tool-call block,
         the unfinished last event, a buffered body); afterwards the callable passes chunks
         through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3)."""
+        self._cancel_timer()
         if self.drained:
             return b""
-        out: list[bytes] = []
+        out: list[bytes] = [self._carry] if self._carry else []
+        self._carry = b""
         try:
-            if self.json_mode is not False:
-                out = [bytes(self.upstream)] if not self._sniffed_sent else []
+            if self.ended:
+                pass  # the rewrite ended at an empty chunk: nothing is held any more
+            elif self.json_mode is not False:
+                out += [bytes(self.upstream)] if not self._sniffed_sent else []
             elif not self.observe and not self.failed:
-                out = list(self.rewriter.salvage())
+                out += list(self.rewriter.salvage())
         except Exception:
             logger.exception("toolvocab: drain failed")
         self.drained = True
@@ -217,6 +340,8 @@ class _StreamCallable:
         """The flow is finished: drop the buffers and the links to the flow's state (the flow
         keeps this object as ``response.stream``; no cycle through it outlives the flow). Any
         later chunk would pass through unchanged."""
+        self._cancel_timer()
+        self._send = None
         self.drained = True
         self.upstream = bytearray()
         self.sent = bytearray()
@@ -285,7 +410,7 @@ class _StreamCallable:
         # through itself, after the bytes it still holds.
         if getattr(self.rewriter, "error", None) and not self.noted:
             self.noted = True
-            self.state.record.notes.append(f"stream rewrite failed ({self.rewriter.error}); rest passed through")
+            self.state.record.notes.append(_rewriter_note(self.rewriter.error))
         if self.observe:
             # The client gets the upstream bytes as they came (held sniffing bytes included).
             if self._sniffed_sent:
@@ -332,6 +457,7 @@ class ToolVocab:
         self.record_dir: str | None = None
         self.redact = True
         self.intercept_all = False
+        self.hold_timeout = DEFAULT_HOLD_TIMEOUT
         self._states: dict[str, _FlowState] = {}
         self._ws: dict[str, _FlowState] = {}
 
@@ -397,6 +523,16 @@ class ToolVocab:
             ),
             choices=tvhosts.INTERCEPT_CHOICES,
         )
+        loader.add_option(
+            name="toolvocab_hold_timeout",
+            typespec=float,
+            default=DEFAULT_HOLD_TIMEOUT,
+            help=(
+                "Seconds. A streamed tool call is held until it is complete, to repair it; when the upstream "
+                "sends no byte for this long meanwhile, what is held goes to the client as it came and the rest "
+                "of the stream passes through unrepaired. 0: hold as long as the upstream takes."
+            ),
+        )
 
     def configure(self, updated: set[str]) -> None:
         """Validate and cache options; raises ``OptionsError`` naming the bad option.
@@ -459,6 +595,11 @@ class ToolVocab:
                     f"toolvocab_intercept: {value!r} is not one of {', '.join(tvhosts.INTERCEPT_CHOICES)}"
                 )
             self.intercept_all = value == "all"
+        if "toolvocab_hold_timeout" in updated:
+            value = ctx.options.toolvocab_hold_timeout
+            if not isinstance(value, (int, float)) or value != value or value < 0 or value == float("inf"):
+                raise exceptions.OptionsError(f"toolvocab_hold_timeout: {value!r} is not a number of seconds >= 0")
+            self.hold_timeout = float(value)
 
     def running(self) -> None:
         """One line at start: toolvocab mode, proxy mode(s), profile file and host rule."""
@@ -652,7 +793,10 @@ class ToolVocab:
         try:
             outs = state.ws_rewriter.on_unit(unit)
         except Exception as exc:
-            state.record.notes.append(f"websocket rewrite failed ({type(exc).__name__}: {exc}); frames passed through")
+            if isinstance(exc, RepeatedKey):
+                state.record.notes.append(RepeatedKey.NOTE.replace("an event's data", "a frame") + " (this turn)")
+            else:
+                state.record.notes.append(f"websocket rewrite failed ({type(exc).__name__}: {exc}); frames passed through")
             outs = state.ws_rewriter.held_units()
             if not outs or outs[-1] is not unit:
                 outs.append(unit)  # the failing frame may already be among the held ones
@@ -800,7 +944,13 @@ class ToolVocab:
                 resp.headers["transfer-encoding"] = "chunked"
         # A stream request answered with JSON (an error, or a server that ignored "stream") is
         # buffered inside the callable and rewritten whole at the end.
-        state.stream = _StreamCallable(state, observe=self.mode == "observe", keep=self._saves_bodies())
+        state.stream = _StreamCallable(
+            state,
+            observe=self.mode == "observe",
+            keep=self._saves_bodies(),
+            hold_timeout=self.hold_timeout,
+            send=lambda data: _send_to_client(flow, data),
+        )
         resp.stream = state.stream
         state.record.streamed = True
 
@@ -869,6 +1019,8 @@ class ToolVocab:
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: _FlowState, content: bytes) -> None:
         rewriter = state.dialect.stream_rewriter(state, state.plan)
         out = b"".join(rewriter.feed(content) + rewriter.finish())
+        if getattr(rewriter, "error", None):
+            state.record.notes.append(_rewriter_note(rewriter.error))
         if out != content and self.mode != "observe":
             assert flow.response is not None
             state.upstream_raw = flow.response.raw_content
@@ -965,6 +1117,15 @@ class ToolVocab:
         logger.info("toolvocab: recorded %s", path)
 
 
+def _rewriter_note(error: str) -> str:
+    """The record's note for a stream rewriter's ``error`` (what it contained: the rest of the
+    stream passed through as it came)."""
+    prefix = f"{RepeatedKey.__name__}: "
+    if error.startswith(prefix):
+        return error[len(prefix) :]
+    return f"stream rewrite failed ({error}); rest passed through"
+
+
 def _is_reverse(proxy_mode: Any) -> bool:
     """True for mitmproxy's reverse mode (``mode_specs.ReverseMode`` in mitmproxy 11 and 12)."""
     return type(proxy_mode).__name__ == "ReverseMode"
@@ -976,9 +1137,13 @@ def _send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
     the client connection's TLS layer(s); the description of what was done, or ``None`` when
     the client connection is gone or the body cannot grow.
 
-    For the ``error`` hook only: mitmproxy has no API to send body bytes after the upstream
-    failed, and its layers are paused on the hook, so this does what they would do: the HTTP
-    framing, then each tunnel layer's ``send_data`` (TLS encryption), then the connection's
+    For the ``error`` hook, and for the stall bound's timer (:class:`_StreamCallable`) between
+    two events of the connection: mitmproxy has no API to send body bytes after the upstream
+    failed or outside the stream callable, and no layer is running at either point (they are
+    paused on the hook; the timer runs between events, after the layers' writes of the last
+    one), so this does what they would do, in order with their bytes: the HTTP framing (on
+    HTTP/2 through mitmproxy's own buffered ``h2_conn``, which keeps flow control and order),
+    then each tunnel layer's ``send_data`` (TLS encryption), then the connection's
     transport (``proxyserver.connections[client id].transports[client]``; mitmproxy 11.0.2
     and 12.3.1).
     """

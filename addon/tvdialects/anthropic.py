@@ -389,6 +389,10 @@ class AnthropicStream(EventStreamRewriter):
         event goes to :meth:`on_event`."""
         return self._held is not None or self._watch is not None or self._text_held is not None or self._shift != 0
 
+    def has_held(self) -> bool:
+        """A tool_use block or a text block that may be markup is held."""
+        return bool(self._held) or bool(self._text_held)
+
     def held(self) -> list[bytes]:
         """Raw bytes of the events being held (clears them)."""
         held, self._held = self._held or [], None

@@ -13,6 +13,8 @@ from typing import Protocol
 
 import orjson
 
+from tvdialects.sse import RepeatedKey
+from tvdialects.sse import parse_checked
 from tvengine import jsonio
 from tvengine.errors import ToolResult
 from tvengine.ids import stable_call_id
@@ -213,21 +215,25 @@ class JSONFrame:
     as an SSE event, so a dialect's event logic serves both transports (Codex sends Responses
     events one per frame)."""
 
-    __slots__ = ("raw", "_json", "_parsed")
+    __slots__ = ("raw", "_json", "_parsed", "_repeated")
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
         self._json: Any = None
         self._parsed = False
+        self._repeated = False
 
     def json(self) -> Any:
-        """The frame parsed as JSON, or ``None`` when it is not JSON (cached)."""
+        """The frame parsed as JSON, or ``None`` when it is not JSON (cached); raises
+        :class:`~tvdialects.sse.RepeatedKey` (every time) when it repeats a key."""
         if not self._parsed:
             self._parsed = True
             try:
-                self._json = jsonio.loads(self.raw)  # strict; big integers exact
-            except ValueError:
-                self._json = None
+                self._json = parse_checked(self.raw)  # strict; big integers exact
+            except RepeatedKey:
+                self._repeated = True
+        if self._repeated:
+            raise RepeatedKey()
         return self._json
 
     def with_json(self, value: Any) -> JSONFrame:

@@ -28,6 +28,7 @@ from tvdialects.base import object_arguments_call
 from tvdialects import textcalls
 from tvdialects.base import declared_toolset
 from tvdialects.sse import EventStreamRewriter
+from tvdialects.sse import RepeatedKey
 from tvdialects.sse import SSEEvent
 from tvengine import jsonio
 from tvengine.errors import ToolResult
@@ -458,6 +459,10 @@ class GeminiStream(EventStreamRewriter):
         """While the text may still be tool-call markup, every event goes to :meth:`on_event`."""
         return self._watch is not None
 
+    def has_held(self) -> bool:
+        """Text events that may be tool-call markup are held."""
+        return bool(self._text_held)
+
     def held(self) -> list[bytes]:
         """Raw bytes of the held text events (clears them; no lift after this)."""
         held, self._text_held = self._text_held or [], None
@@ -635,6 +640,11 @@ class GeminiStream(EventStreamRewriter):
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
+        if (b'"functionCall"' in raw or b"\\u" in raw) and jsonio.has_duplicate_keys(raw, data):
+            # Which value the client reads is its parser's choice: this element and the rest
+            # pass as they came (issue 13).
+            self.error = f"RepeatedKey: {RepeatedKey.NOTE}"
+            return raw
         try:
             if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
                 return mark(jsonio.dumps(data))
@@ -654,20 +664,27 @@ class _ArrayUnit:
     (``data`` ``None``, like an SSE comment). Its calls were already resolved by
     :meth:`GeminiStream._element`."""
 
-    __slots__ = ("raw", "data", "_json")
+    __slots__ = ("raw", "data", "_json", "_repeated")
     rewritten = True
 
     def __init__(self, raw: bytes, element: bool) -> None:
         self.raw = raw
         self.data = raw if element else None
         self._json: Any = None
+        self._repeated = False
         if element:
             try:
                 self._json = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 self.data = None
+            else:
+                self._repeated = jsonio.has_duplicate_keys(raw, self._json)
 
     def json(self) -> Any:
+        """The element parsed (``None`` between elements); raises
+        :class:`~tvdialects.sse.RepeatedKey` when it repeats a key."""
+        if self._repeated:
+            raise RepeatedKey()
         return self._json
 
     def with_json(self, value: Any) -> _ArrayUnit:

@@ -557,6 +557,10 @@ class ChatStream(EventStreamRewriter):
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
 
+    def has_held(self) -> bool:
+        """Tool-call chunks, a legacy function_call or content that may be markup are held."""
+        return bool(self._held) or bool(self._text) or bool(self._legacy)
+
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
         held, self._held = self._held or [], None

@@ -536,6 +536,10 @@ class ResponsesStream(EventStreamRewriter):
         parallel wrapper was unwrapped): every event goes to :meth:`on_event`."""
         return self._held is not None or self._watch is not None or bool(self._index_shift or self._seq_shift)
 
+    def has_held(self) -> bool:
+        """A call's events or a message's text that may be markup are held."""
+        return bool(self._held) or bool(self._text_held)
+
     def held(self) -> list[bytes]:
         """Raw bytes of the held events (clears them)."""
         return [e.raw for e in self.held_units()]

@@ -20,6 +20,32 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
 
 
+class RepeatedKey(Exception):
+    """An event's data (or a WebSocket frame) that a rewriter reads repeats a key in one of its
+    objects: which value the client reads is its parser's choice, and a rewrite would keep only
+    the last one. Raised by ``json()``; the rewriters contain it like any error of their own:
+    what is held, this event and the rest of the stream go out as they came. Deliberately not a
+    ``ValueError`` (code that treats unparsable data as "not JSON" must not swallow it)."""
+
+    NOTE = "an event's data repeats a key; it, what was held and the rest of the stream passed as they came"
+
+    def __init__(self) -> None:
+        super().__init__(self.NOTE)
+
+
+def parse_checked(raw: bytes) -> object:
+    """``raw`` parsed strictly (:func:`tvengine.jsonio.loads`), ``None`` when it is not JSON;
+    raises :class:`RepeatedKey` when an object in it repeats a key. Costs one more scan of
+    ``raw``, so it is for data a rewriter reads anyway (marker-bearing or held events)."""
+    try:
+        value = jsonio.loads(raw)
+    except ValueError:
+        return None
+    if jsonio.has_duplicate_keys(raw, value):
+        raise RepeatedKey()
+    return value
+
+
 @dataclass
 class SSEEvent:
     """One SSE block: ``raw`` is its exact bytes including the blank-line terminator.
@@ -33,6 +59,7 @@ class SSEEvent:
     data: str | None = None
     _json: object = field(default=None, repr=False)
     _parsed: bool = field(default=False, repr=False)
+    _repeated: bool = field(default=False, repr=False)
 
     @classmethod
     def parse(cls, raw: bytes) -> SSEEvent:
@@ -53,15 +80,18 @@ class SSEEvent:
         return cls(raw=raw, event=event, data="\n".join(data) if data else None)
 
     def json(self) -> object:
-        """The ``data`` parsed as JSON, or ``None`` when absent or not JSON (cached)."""
+        """The ``data`` parsed as JSON, or ``None`` when absent or not JSON (cached); raises
+        :class:`RepeatedKey` (every time) when it repeats a key."""
         if not self._parsed:
             self._parsed = True
             if self.data is not None:
                 try:
                     # strict, big integers exact, lone surrogate escapes kept (tvengine.jsonio)
-                    self._json = jsonio.loads(self.data.encode("utf-8", errors="surrogateescape"))
-                except ValueError:
-                    self._json = None
+                    self._json = parse_checked(self.data.encode("utf-8", errors="surrogateescape"))
+                except RepeatedKey:
+                    self._repeated = True
+        if self._repeated:
+            raise RepeatedKey()
         return self._json
 
     def with_json(self, value: object) -> SSEEvent:
@@ -249,6 +279,11 @@ class EventStreamRewriter:
     def holding(self) -> bool:
         """True while every event must reach :meth:`on_event` (a block is held, or the
         dialect's state needs each one); the default never holds."""
+        return False
+
+    def has_held(self) -> bool:
+        """True while whole events are held back from the client (a tool-call block, text that
+        may be one): what the addon's stall bound releases (:meth:`salvage`)."""
         return False
 
     @property

@@ -838,3 +838,116 @@ def test_gzip_json_answer_to_non_stream_request_is_repaired_and_stays_gzip(env):
     answer = orjson.loads(gzip.decompress(r.out))
     assert answer["content"][1]["name"] == "Bash"
     assert r.record["response_changed"] is True
+
+
+# -- issue 13: empty chunks, the stall bound, repeated keys -------------------------------------
+
+
+async def _drive_parts(env: Env, f: http.HTTPFlow, parts: list[bytes | float]) -> bytes:
+    """requestheaders → request → responseheaders → the stream callable over ``parts`` (a float
+    is a pause, in seconds, on the running event loop) → response; what the client received."""
+    mgr = env.tctx.master.addons
+    await mgr.invoke_addon(env.module, hl.HttpRequestHeadersHook(f))
+    await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
+    f.response.stream = False
+    await mgr.invoke_addon(env.module, hl.HttpResponseHeadersHook(f))
+    stream = f.response.stream
+    assert callable(stream)
+    out: list[bytes] = []
+    for part in parts:
+        if isinstance(part, float):
+            await asyncio.sleep(part)
+            continue
+        got = stream(part)
+        assert b"" not in got
+        out.extend(got)
+    f.response.raw_content = None
+    await mgr.invoke_addon(env.module, hl.HttpResponseHook(f))
+    return b"".join(out)
+
+
+def _split(data: bytes, n: int) -> list[bytes]:
+    return [data[i : i + n] for i in range(0, len(data), n)]
+
+
+@pytest.mark.parametrize("where", ["after_call", "inside_call"])
+def test_an_empty_chunk_mid_stream_loses_and_repeats_nothing(env, where):
+    # mitmproxy passes an empty HTTP/2 DATA frame to the callable as b"": the rewrite ends
+    # there, and every later byte passes through as it came, exactly once.
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    marker = b"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+    cut = upstream.index(marker) + (len(marker) if where == "after_call" else -20)
+    parts = _split(upstream[:cut], 37) + [b""] + _split(upstream[cut:], 37) + [b"", b""]
+    f = foreign_flow()
+    out = asyncio.run(_drive_parts(env, f, parts))
+    record = f.metadata[KEY]
+    notes = " | ".join(record["notes"])
+    assert "after an empty chunk" in notes, notes
+    if where == "after_call":
+        # the first call was complete at the empty chunk: repaired; the rest as it came
+        head = upstream[:cut]
+        assert out.endswith(upstream[cut:])
+        assert tool_blocks(out[: len(out) - len(upstream) + cut])[0] == FOREIGN_STREAM_TOOLS_AFTER[0]
+        assert b'"shell"' not in out[: len(out) - len(upstream) + cut] and b'"shell"' in head
+    else:
+        assert out == upstream  # the open call went out as it came at the empty chunk
+
+
+def test_an_empty_chunk_before_the_end_does_not_send_a_json_body_twice(env):
+    # An HTTP/2 upstream that ends with an empty DATA frame: b"" (the frame), then b"" (the end).
+    body = fixture_bytes("response-foreign-tool.json")
+    once = foreign_flow(upstream=body, resp_type="application/json")
+    single = asyncio.run(_drive_parts(env, once, _split(body, 50) + [b""]))
+    twice = foreign_flow(upstream=body, resp_type="application/json")
+    double = asyncio.run(_drive_parts(env, twice, _split(body, 50) + [b"", b""]))
+    assert single != body  # the control: the call was repaired
+    assert double == single
+
+
+def test_a_held_block_is_released_when_the_upstream_stalls(env):
+    # No proxy server in this context: the released bytes cannot be written to a client
+    # connection, so they go out first with the next piece. Every byte exactly once, in order,
+    # and nothing repaired after the stall.
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    cut = upstream.index(b"g --oneline")  # inside the held tool_use block
+    env.configure(toolvocab_hold_timeout=0.2)
+    try:
+        f = foreign_flow()
+        out = asyncio.run(_drive_parts(env, f, _split(upstream[:cut], 40) + [0.6] + _split(upstream[cut:], 40) + [b""]))
+    finally:
+        env.configure(toolvocab_hold_timeout=30.0)
+    assert out == upstream
+    notes = " | ".join(f.metadata[KEY]["notes"])
+    assert "held tool block released after" in notes and "without upstream bytes" in notes, notes
+
+
+def test_no_stall_release_for_pauses_shorter_than_the_bound(env):
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    cut = upstream.index(b"g --oneline")
+    env.configure(toolvocab_hold_timeout=0.5)
+    try:
+        f = foreign_flow()
+        # three pauses of 0.3 s: 0.9 s in all inside the block, but never 0.5 s without a byte
+        parts = _split(upstream[:cut], 40) + [0.3, upstream[cut : cut + 3], 0.3, upstream[cut + 3 : cut + 6], 0.3] + _split(upstream[cut + 6 :], 40) + [b""]
+        out = asyncio.run(_drive_parts(env, f, parts))
+    finally:
+        env.configure(toolvocab_hold_timeout=30.0)
+    assert tool_blocks(out) == FOREIGN_STREAM_TOOLS_AFTER
+    assert not any("released" in n for n in f.metadata[KEY]["notes"])
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_hold_timeout_must_be_a_number_of_seconds(env, value):
+    with pytest.raises(exceptions.OptionsError):
+        env.configure(toolvocab_hold_timeout=float(value))
+    env.configure(toolvocab_hold_timeout=30.0)
+
+
+def test_a_stream_event_repeating_a_key_is_noted_and_passes_as_it_came(env):
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    dup = upstream.replace(b'"name":"shell"', b'"name":"Bash","name":"shell"', 1)
+    f = foreign_flow(upstream=dup)
+    out = asyncio.run(_drive_parts(env, f, _split(dup, 29) + [b""]))
+    assert out == dup
+    notes = " | ".join(f.metadata[KEY]["notes"])
+    assert "an event's data repeats a key" in notes, notes

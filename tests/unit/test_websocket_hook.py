@@ -420,3 +420,19 @@ def test_error_frame_in_the_middle_of_a_call_reaches_the_client(env, ending):
     s.server(sent)
     s.end()
     assert [f["type"] for f in parsed(s.delivered())] == [f["type"] for f in sent]
+
+
+def test_a_frame_repeating_a_key_and_the_rest_of_the_turn_pass_as_they_came(env):
+    # Which of two values the client reads is its parser's choice: the held call, the frame and
+    # every later frame of the turn go out as they came (issue 13); without the repeat the call
+    # is renamed (test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order).
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    raw = [orjson.dumps(f) for f in frames]
+    raw[2] = raw[2].replace(b'"type":', b'"type":"x","type":', 1)  # an argument delta inside the held call
+    for frame in raw:
+        s.send(frame)
+    assert s.delivered() == raw
+    notes = " | ".join(s.record["notes"])
+    assert "a frame repeats a key" in notes, notes
