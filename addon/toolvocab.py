@@ -525,8 +525,9 @@ class ToolVocab:
         )
         loader.add_option(
             name="toolvocab_hold_timeout",
-            typespec=float,
-            default=DEFAULT_HOLD_TIMEOUT,
+            # A string, read as a float in configure: mitmproxy's --set parses no float options.
+            typespec=str,
+            default=f"{DEFAULT_HOLD_TIMEOUT:g}",
             help=(
                 "Seconds. A streamed tool call is held until it is complete, to repair it; when the upstream "
                 "sends no byte for this long meanwhile, what is held goes to the client as it came and the rest "
@@ -596,10 +597,14 @@ class ToolVocab:
                 )
             self.intercept_all = value == "all"
         if "toolvocab_hold_timeout" in updated:
-            value = ctx.options.toolvocab_hold_timeout
-            if not isinstance(value, (int, float)) or value != value or value < 0 or value == float("inf"):
-                raise exceptions.OptionsError(f"toolvocab_hold_timeout: {value!r} is not a number of seconds >= 0")
-            self.hold_timeout = float(value)
+            text = ctx.options.toolvocab_hold_timeout
+            try:
+                value = float(str(text).strip())
+            except ValueError:
+                value = -1.0
+            if not 0 <= value < float("inf"):  # NaN fails too
+                raise exceptions.OptionsError(f"toolvocab_hold_timeout: {text!r} is not a number of seconds >= 0")
+            self.hold_timeout = value
 
     def running(self) -> None:
         """One line at start: toolvocab mode, proxy mode(s), profile file and host rule."""

@@ -1,0 +1,258 @@
+"""An upstream that stalls inside a held tool block, through a real mitmdump with the addon
+(issue 13, the stall bound ``toolvocab_hold_timeout``).
+
+A raw-socket upstream on 127.0.0.1 answers an Anthropic streaming request with HTTP/1.1 chunked
+SSE: text, then a ``tool_use`` block's start and first argument fragment (the addon holds the
+block to repair it: ``shell`` is not declared, ``Bash`` is), then it says nothing for
+:data:`PAUSE` seconds, then sends the rest and ends. With ``toolvocab_hold_timeout=0.5`` the
+client must have every byte sent before the pause while the pause lasts (a bounded wait), and,
+once the stream ended, the whole answer byte-identical to the upstream's (after a stall the
+block and the rest pass through unrepaired). The control: with the bound at 0 (never) nothing
+arrives during the pause and the call is repaired. Clients: a raw HTTP/1.1 socket, httpx over
+TLS (HTTP/1.1) and httpx over TLS with HTTP/2, so the release goes through mitmproxy's TLS layer
+and its HTTP/2 connection. Run on mitmproxy 11 (``.venv``) and 12 (``.venv-312``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+import procs
+
+pytestmark = pytest.mark.integration
+
+PAUSE = 3.0  # seconds of upstream silence inside the held block
+BOUND = 0.5  # toolvocab_hold_timeout
+TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+REQUEST = json.dumps(
+    {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
+).encode()
+
+
+def ev(obj: dict) -> bytes:
+    return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
+
+
+BEFORE = (
+    ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}})
+    + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    + ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Listing."}})
+    + ev({"type": "content_block_stop", "index": 0})
+    + ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}})
+    + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls'}})
+)
+AFTER = (
+    ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ' -la"}'}})
+    + ev({"type": "content_block_stop", "index": 1})
+    + ev({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
+    + ev({"type": "message_stop"})
+)
+BODY = BEFORE + AFTER
+
+
+class StallingUpstream:
+    """Answers each request with :data:`BEFORE` in 100-byte HTTP/1.1 chunks, then
+    :data:`PAUSE` s of silence, then :data:`AFTER` and the last chunk. ``resumed`` holds the
+    monotonic time the bytes after the pause were sent."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.sock.settimeout(0.2)
+        self.stopped = False
+        self.resumed: float | None = None
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                try:
+                    more = conn.recv(65536)
+                except OSError:
+                    return
+                if not more:
+                    return
+                data += more
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:"))
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+            for i in range(0, len(BEFORE), 100):
+                piece = BEFORE[i : i + 100]
+                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+                time.sleep(0.002)
+            time.sleep(PAUSE)
+            self.resumed = time.monotonic()
+            conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(AFTER), AFTER))
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def dechunk(raw: bytes) -> tuple[bytes, bool]:
+    """The body bytes of an HTTP/1.1 chunked stream so far, and whether the last chunk came."""
+    body = b""
+    while raw:
+        line, sep, rest = raw.partition(b"\r\n")
+        if not sep:
+            break
+        size = int(line, 16)
+        if size == 0:
+            return body, True
+        if len(rest) < size + 2:
+            body += rest[:size]
+            break
+        body += rest[:size]
+        raw = rest[size + 2 :]
+    return body, False
+
+
+def fetch_raw(port: int) -> list[tuple[float, bytes]]:
+    """Plain HTTP/1.1: the de-chunked body as (monotonic time, body so far) after each read."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    s.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+              b"content-length: %d\r\n\r\n%s" % (len(REQUEST), REQUEST))
+    raw, seen = b"", []
+    deadline = time.monotonic() + PAUSE + 15
+    try:
+        while time.monotonic() < deadline:
+            data = s.recv(65536)
+            if not data:
+                break
+            raw += data
+            head, sep, rest = raw.partition(b"\r\n\r\n")
+            if not sep:
+                continue
+            assert b"transfer-encoding: chunked" in head.lower()
+            body, ended = dechunk(rest)
+            seen.append((time.monotonic(), body))
+            if ended:
+                break
+    finally:
+        s.close()
+    return seen
+
+
+def fetch_httpx(port: int) -> list[tuple[float, bytes]]:
+    """httpx over TLS (HTTP/1.1): (monotonic time, body so far) after each read."""
+    import httpx
+
+    seen, body = [], b""
+    with httpx.Client(verify=False, timeout=PAUSE + 15) as client:
+        with client.stream("POST", f"https://127.0.0.1:{port}/v1/messages", content=REQUEST, headers={"content-type": "application/json"}) as resp:
+            assert resp.status_code == 200 and resp.http_version == "HTTP/1.1"
+            for data in resp.iter_raw():
+                body += data
+                seen.append((time.monotonic(), body))
+    return seen
+
+
+def fetch_curl_http2(port: int, tmp_path) -> list[tuple[float, bytes]]:
+    """curl --http2 over TLS, unbuffered (-N): (monotonic time, body so far) after each read of
+    its stdout (the HTTP version goes to a file); curl is stopped by PID at the end."""
+    version = tmp_path / "http_version"
+    with open(version, "wb") as err:
+        proc = subprocess.Popen(
+            ["curl", "-skN", "--http2", "-o", "-", "-w", "%{stderr}%{http_version}", "-X", "POST", "-H", "content-type: application/json",
+             "--data-binary", REQUEST.decode(), f"https://127.0.0.1:{port}/v1/messages"],
+            stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+        )
+        assert proc.stdout is not None
+        seen, body = [], b""
+        deadline = time.monotonic() + PAUSE + 15
+        try:
+            fd = proc.stdout.fileno()
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if not ready:
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                body += data
+                seen.append((time.monotonic(), body))
+            proc.wait(timeout=5)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+            proc.stdout.close()
+    assert proc.returncode == 0
+    assert version.read_bytes() == b"2"  # HTTP/2 it was
+    return seen
+
+
+CLIENTS = {
+    "http1": fetch_raw,
+    "tls-http1": fetch_httpx,
+    "tls-http2": fetch_curl_http2,
+}
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, client):
+    if client == "tls-http2" and shutil.which("curl") is None:
+        pytest.skip("needs curl")
+    upstream = StallingUpstream()
+    proxy = procs.start_mitmdump(upstream.url, options={"toolvocab_hold_timeout": str(BOUND)}, save_path=tmp_path / "flows.mitm")
+    try:
+        seen = fetch_curl_http2(proxy.port, tmp_path) if client == "tls-http2" else CLIENTS[client](proxy.port)
+        assert upstream.resumed is not None
+        during = [body for t, body in seen if t < upstream.resumed]
+        # while the upstream was silent the client got everything sent before the pause
+        assert during and during[-1] == BEFORE, f"client had {len(during[-1]) if during else 0} of {len(BEFORE)} bytes during the pause"
+        first = next(t for t, body in seen if body == BEFORE)
+        assert first < upstream.resumed - 1.0  # within the bound (plus margin), well before the pause ended
+        assert seen[-1][1] == BODY  # the whole answer, byte-identical (unrepaired after the stall)
+        flows = proxy.flows()
+        assert len(flows) == 1
+        notes = " | ".join(flows[0].metadata["toolvocab"]["notes"])
+        assert "held tool block released after" in notes and "without upstream bytes; passed through" in notes, notes
+        assert flows[0].response.raw_content == BODY  # the saved flow has what the client got
+    finally:
+        proxy.stop()
+        upstream.stop()
+
+
+def test_control_without_a_bound_the_block_waits_and_is_repaired():
+    upstream = StallingUpstream()
+    proxy = procs.start_mitmdump(upstream.url, options={"toolvocab_hold_timeout": "0"})
+    try:
+        seen = fetch_raw(proxy.port)
+        assert upstream.resumed is not None
+        during = [body for t, body in seen if t < upstream.resumed]
+        assert during and during[-1] == BEFORE[: BEFORE.index(b"event: content_block_start\ndata: {\"type\": \"content_block_start\", \"index\": 1")]
+        final = seen[-1][1]
+        assert final != BODY and b'"name": "Bash"' in final.replace(b'"name":"Bash"', b'"name": "Bash"')
+    finally:
+        proxy.stop()
+        upstream.stop()
