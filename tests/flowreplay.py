@@ -364,7 +364,11 @@ class Replayer:
             problems.append("saved response.raw_content differs from the bytes the stream callable emitted")
         return Replay(flow=f, expected=expected, got=got, streamed=kind, seed=seed, problems=problems)
 
-    async def _drive(self, f: http.HTTPFlow, rnd: random.Random, lo: int, hi: int) -> tuple[bytes | None, str]:
+    async def _drive(self, f: http.HTTPFlow, rnd: random.Random, lo: int, hi: int, blanks: float = 0.0) -> tuple[bytes | None, str]:
+        """The hooks over ``f`` as mitmproxy's proxy core calls them; the stream callable gets
+        the upstream body in pieces of ``lo..hi`` bytes, after each of which an empty piece
+        ``b""`` comes with probability ``blanks`` (mitmproxy passes an empty HTTP/2 DATA frame
+        on as ``b""``), then the final ``b""``. What the client got, and how it was sent."""
         from mitmproxy.proxy.layers import http as hl
 
         mgr = self.tctx.master.addons
@@ -385,6 +389,8 @@ class Replayer:
         if callable(stream):
             emitted: list[bytes] = []
             parts = random_chunks(upstream, rnd, lo, hi)
+            if blanks:
+                parts = [p for part in parts for p in ([part, b""] if rnd.random() < blanks else [part])]
             for part in parts + ([] if error is not None else [b""]):
                 got = stream(part)
                 items = [got] if isinstance(got, bytes) else list(got)
