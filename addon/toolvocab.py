@@ -277,7 +277,12 @@ class _StreamCallable:
         data = b"".join(self.rewriter.salvage())
         self.stalled = True
         self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
-        how = self._send(data) if data and self._send is not None else None
+        how = None
+        if data and self._send is not None:
+            try:
+                how = self._send(data)
+            except Exception:  # the bytes are not lost: they go out with the next piece
+                logger.exception("toolvocab: could not write released bytes to the client")
         seconds = f"{idle:.1f}"
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
