@@ -72,13 +72,13 @@ METADATA_REQUEST = "toolvocab_request"  # the client's request body, when toolvo
 METADATA_UPSTREAM = "toolvocab_upstream"  # the upstream's answer bytes, when toolvocab changed them
 METADATA_DIFF = "toolvocab_diff"  # the before/after of every tool call, as text
 MARK_CHANGED = ":wrench:"
+MARK_OBSERVED = ":eyes:"
 #: Seconds without upstream bytes after which a held tool block goes to the client as it came
 #: (``toolvocab_hold_timeout``). A model streaming a long Write's arguments may pause between
 #: fragments (load, server-side work): a short bound would give up repairs of calls that were
 #: only slow, so the default waits half a minute of complete silence, then lets the client see
 #: what arrived. Silence is measured from the last upstream byte, not from the hold's start.
 DEFAULT_HOLD_TIMEOUT = 30.0
-MARK_OBSERVED = ":eyes:"
 
 
 class _FlowState:
