@@ -30,16 +30,16 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "addon"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import orjson  # noqa: E402
 
 import procs  # noqa: E402
-from tvdialects.anthropic import DIALECT  # noqa: E402
-from tvdialects.sse import SSEParser  # noqa: E402
-from tvengine.ladder import Toolset  # noqa: E402
-from tvengine.ladder import resolve  # noqa: E402
-from tvengine.plan import Plan  # noqa: E402
+from toolvocab.dialects.anthropic import DIALECT  # noqa: E402
+from toolvocab.dialects.sse import SSEParser  # noqa: E402
+from toolvocab.engine.ladder import Toolset  # noqa: E402
+from toolvocab.engine.ladder import resolve  # noqa: E402
+from toolvocab.engine.plan import Plan  # noqa: E402
 
 TOOLS = [
     {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"], "additionalProperties": False}},

@@ -17,7 +17,7 @@ replayed with several chunk seeds (a live/replay mismatch is reported) and enter
 
 Upstream answers that use names the addon sent upstream (aliases for long / invalid /
 duplicate names, profile renames) take those names from the addon's own planner
-(``tvengine.plan.make_plan``), as a real upstream would take them from the request it got.
+(``toolvocab.engine.plan.make_plan``), as a real upstream would take them from the request it got.
 
 ``agents`` runs the e2e tests in auto mode (``pytest -m e2e -k auto_mode --basetemp DIR``: real
 Claude Code, Qwen Code, OpenCode, Codex CLI and Gemini CLI through mitmdump -w) and adopts
@@ -42,7 +42,7 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
-sys.path[:0] = [str(TESTS), str(REPO / "addon")]
+sys.path[:0] = [str(TESTS), str(REPO)]
 
 import flowreplay as fr  # noqa: E402
 import procs  # noqa: E402
@@ -79,7 +79,7 @@ class Tool:
 
     @property
     def flat(self) -> str:
-        from tvengine.names import join_namespace
+        from toolvocab.engine.names import join_namespace
 
         return join_namespace(self.namespace, self.name)
 
@@ -787,11 +787,11 @@ def upstream_answer(sc: Scenario, dialect: str, variant: str, calls: list[Call],
 
 
 def upstream_plan(dialect: str, path: str, body: dict, profiles_toml: str | None) -> tuple[dict[str, str], dict[str, list[str | None]]]:
-    import tvdialects
-    from tvengine.grammar import grammar_for
-    from tvengine.ladder import Toolset
-    from tvengine.plan import make_plan
-    from tvengine.profiles import load_profiles
+    import toolvocab.dialects as tvdialects
+    from toolvocab.engine.grammar import grammar_for
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.plan import make_plan
+    from toolvocab.engine.profiles import load_profiles
 
     d = tvdialects.by_name(dialect)
     assert d is not None
@@ -811,8 +811,8 @@ def upstream_plan(dialect: str, path: str, body: dict, profiles_toml: str | None
 
 def responses_echo(body: dict, rename_map: dict[str, str]) -> list[dict]:
     """The ``tools`` a Responses upstream echoes: what it was given (names as sent upstream)."""
-    from tvengine.names import join_namespace
-    from tvengine.names import split_flat
+    from toolvocab.engine.names import join_namespace
+    from toolvocab.engine.names import split_flat
 
     tools = copy.deepcopy(body.get("tools") or [])
     for t in tools:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "addon"))
+sys.path.insert(0, str(ROOT))
 
-import tvcli  # noqa: E402
-from tvengine.export import SHAPES  # noqa: E402
+import toolvocab.cli as tvcli  # noqa: E402
+from toolvocab.engine.export import SHAPES  # noqa: E402
 
 AGENT_FLOWS = sorted(glob.glob(str(ROOT / "flows" / "agents" / "*.mitm")))
 CLIENTS = {"Claude Code", "Codex", "OpenCode", "Qwen Code", "Gemini CLI"}

@@ -185,7 +185,7 @@ def test_agent_with_default_url_through_regular_mode(key: str, stack: contextlib
     assert any(MARKER_OUTPUT.search(s) for r in requests if r.get("method") == "POST" for s in strings_in(r.get("body"))), \
         f"no model call carries the output {MARKER!r}\n{describe()}"
     # one info line for the repair, naming the client and the host
-    client = {"codex": "Codex"}.get(key, label)  # as tvengine.clients names it
+    client = {"codex": "Codex"}.get(key, label)  # as toolvocab.engine.clients names it
     assert re.search(rf"toolvocab: {FOREIGN}→{re.escape(shell_tool)} \(capability\).* · {re.escape(client)} → {re.escape(host)}",
                      proxy.full_output()), f"no log line for the repair\n{describe()}"
 

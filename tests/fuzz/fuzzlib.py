@@ -19,7 +19,7 @@ callable) and :func:`problems` says what broke:
 - every response completes within :data:`STALL_SECONDS`;
 - no log record at ERROR or above from the addon's own modules.
 
-The strictness oracle here is written independently of ``tvengine.jsonio``.
+The strictness oracle here is written independently of ``toolvocab.engine.jsonio``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
-for p in (str(TESTS), str(ROOT / "addon")):
+for p in (str(TESTS), str(ROOT)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
@@ -49,7 +49,8 @@ import flowreplay as fr  # noqa: E402
 
 DIALECTS = ("anthropic", "openai_chat", "openai_responses", "gemini")
 STALL_SECONDS = 5.0
-ADDON_DIR = str(ROOT / "addon")
+#: Where the addon's code lives: the script and the package (log records from either count).
+ADDON_DIRS = (str(ROOT / "addon") + "/", str(ROOT / "toolvocab") + "/")
 
 #: Keys whose values a repair may change: tool names, tool-call arguments (whole or in pieces),
 #: call ids. Everything else must come out as it went in.
@@ -141,7 +142,7 @@ def load_seeds() -> dict[str, list[Seed]]:
     return out
 
 
-# -- strictness oracle (independent of tvengine.jsonio) -----------------------------------------
+# -- strictness oracle (independent of toolvocab.engine.jsonio) -----------------------------------------
 
 
 class _Refused(Exception):
@@ -460,7 +461,7 @@ class ErrorCounter(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.pathname.startswith(ADDON_DIR):
+        if record.pathname.startswith(ADDON_DIRS):
             self.records.append(record)
 
 
@@ -726,7 +727,7 @@ def problems(m: Mutated, o: Outcome) -> list[str]:
                 lost = _allowed_loss(before - after, after, None)
                 dupes = {x for x in lost if x[0] == "__raw__" and strict_json(x[1], allow_duplicates=True)[0]}
                 if dupes:
-                    # issue 13: such an event passes as it came (tvdialects.sse.RepeatedKey)
+                    # issue 13: such an event passes as it came (toolvocab.dialects.sse.RepeatedKey)
                     found.append("an event whose data repeats a key was rewritten (the last one kept)")
                     lost -= dupes
                 if extra or lost:

@@ -210,11 +210,11 @@ def test_a_tool_name_with_a_lone_surrogate_is_aliased_mapped_back_and_saved(harn
 
 def _rewrite(dialect: str, request: bytes, pieces: list[bytes]) -> bytes:
     """``pieces`` through a fresh stream rewriter of ``dialect`` bound to ``request``'s tools."""
-    import tvdialects
-    from tvengine import jsonio
-    from tvengine.ladder import Toolset
-    from tvengine.ladder import resolve
-    from tvengine.plan import make_plan
+    import toolvocab.dialects as tvdialects
+    from toolvocab.engine import jsonio
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import resolve
+    from toolvocab.engine.plan import make_plan
 
     d = tvdialects.by_name(dialect)
     body = jsonio.loads(request)
@@ -280,11 +280,11 @@ def test_a_stall_release_sends_every_byte_not_yet_sent_once_and_then_passes_thro
     @REWRITER_SETTINGS
     @given(st.data())
     def run(data):
-        import tvdialects
-        from tvengine import jsonio
-        from tvengine.ladder import Toolset
-        from tvengine.ladder import resolve
-        from tvengine.plan import make_plan
+        import toolvocab.dialects as tvdialects
+        from toolvocab.engine import jsonio
+        from toolvocab.engine.ladder import Toolset
+        from toolvocab.engine.ladder import resolve
+        from toolvocab.engine.plan import make_plan
 
         rnd = fz.DrawRandom(data)
         seed = rnd.choice(seeds)

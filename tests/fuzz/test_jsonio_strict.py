@@ -1,4 +1,4 @@
-"""tvengine.jsonio: strict reading, and a rewrite only when the result reads back the same.
+"""toolvocab.engine.jsonio: strict reading, and a rewrite only when the result reads back the same.
 
 Expected values are written out here by hand from RFC 8259 (no NaN/Infinity tokens; numbers
 are what a double or an integer holds) and Python's ``json`` docs, not produced by jsonio.
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvengine import jsonio
+from toolvocab.engine import jsonio
 
 
 @pytest.mark.parametrize(

@@ -244,7 +244,7 @@ def assert_no_addon_errors(px: procs.MitmdumpHandle) -> None:
     """
     px.stop()
     out = px.output()
-    addon_frame = f'File "{procs.REPO / "addon"}'
+    addon_frame = f'File "{procs.REPO / "toolvocab"}'
     for marker in ("Addon error", "mitmproxy has crashed", addon_frame):
         assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
 

@@ -1,9 +1,8 @@
 """mitmweb shows a repaired flow: its comment in the flow list and the ``toolvocab`` contentview
 (calls before/after with the reason) on the response and request tabs.
 
-A real ``mitmweb`` (next to ``sys.executable``) runs ``addon/toolvocab.py`` (plus
-``addon/tvui.py`` as a second script until ``toolvocab.py`` lists ``ToolVocabUI`` itself) in
-reverse mode in front of ``tests/fake_upstream.py``; the anthropic SDK sends one request whose
+A real ``mitmweb`` (next to ``sys.executable``) runs ``addon/toolvocab.py`` (whose addons include
+``ToolVocabUI``, ``toolvocab/addons/ui.py``) in reverse mode in front of ``tests/fake_upstream.py``; the anthropic SDK sends one request whose
 answer calls ``shell`` (repaired to ``Bash``). Headless Chromium (Debian's ``chromium``) opens
 mitmweb on that flow, driven over the DevTools protocol with the ``websockets`` package: the
 page's rendered text (``document.body.innerText``) is read at the moment of each screenshot and
@@ -38,7 +37,6 @@ pytestmark = pytest.mark.integration
 
 CHROMIUM = Path("/usr/bin/chromium")
 MITMWEB = Path(sys.executable).parent / "mitmweb"
-UI_SCRIPT = procs.REPO / "addon" / "tvui.py"
 WINDOW = (1400, 900)
 
 BASH = {
@@ -58,12 +56,6 @@ def _mitmproxy_version() -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", VERSION)[:3])
 
 
-def _ui_listed_in_script() -> bool:
-    """True once ``toolvocab.py`` lists ``ToolVocabUI()`` in ``addons`` (loading tvui.py as a
-    second script then would register a second addon called ``toolvocabui``: refused)."""
-    return re.search(r"^addons\s*=.*\bToolVocabUI\(", procs.ADDON_SCRIPT.read_text(), re.MULTILINE) is not None
-
-
 def _no_proxy_env() -> dict[str, str]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
@@ -79,9 +71,7 @@ class Mitmweb:
         self.needs_auth = _mitmproxy_version() >= (11, 1, 2)
         self.port = procs.free_port()
         self.web_port = procs.free_port()
-        argv = [str(MITMWEB), "-s", str(procs.ADDON_SCRIPT)]
-        if not _ui_listed_in_script():
-            argv += ["-s", str(UI_SCRIPT)]
+        argv = [str(MITMWEB), "-s", str(procs.ADDON_SCRIPT)]  # its addons include ToolVocabUI
         argv += [
             "--mode", f"reverse:{upstream_url}", "--listen-host", "127.0.0.1", "--listen-port", str(self.port),
             "--web-host", "127.0.0.1", "--web-port", str(self.web_port),

@@ -26,7 +26,7 @@ import openai
 import pytest
 
 import procs
-from tvengine.ids import stable_call_id
+from toolvocab.engine.ids import stable_call_id
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +81,7 @@ def assert_no_addon_errors(px: procs.MitmdumpHandle) -> None:
     """Stop mitmdump and check its log for addon failures."""
     px.stop()
     out = px.output()
-    addon_frame = f'File "{procs.REPO / "addon"}'
+    addon_frame = f'File "{procs.REPO / "toolvocab"}'
     for marker in ("Addon error", "mitmproxy has crashed", addon_frame):
         assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
 

@@ -65,7 +65,7 @@ def sdk(px: procs.MitmdumpHandle) -> openai.OpenAI:
 def assert_clean(px: procs.MitmdumpHandle) -> None:
     px.stop()
     out = px.output()
-    for marker in ("Addon error", "mitmproxy has crashed", f'File "{procs.REPO / "addon"}', "error in script"):
+    for marker in ("Addon error", "mitmproxy has crashed", f'File "{procs.REPO / "toolvocab"}', f'File "{procs.REPO / "addon"}', "error in script"):
         assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
 
 

@@ -19,6 +19,10 @@ from typing import Any
 
 import orjson
 import pytest
+
+import toolvocab.addons.state as state_module
+
+import harness
 from mitmproxy import ctx
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
@@ -31,9 +35,9 @@ from mitmproxy.test import tutils
 
 import asyncio
 
-import tvdialects.anthropic as anthropic_dialect
-from tvdialects.sse import EventStreamRewriter
-from tvdialects.sse import SSEParser
+import toolvocab.dialects.anthropic as anthropic_dialect
+from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.dialects.sse import SSEParser
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"
@@ -734,7 +738,7 @@ def test_exception_in_streamed_json_rewrite_still_delivers_the_body(env, monkeyp
 
 @pytest.mark.parametrize("seed", range(3))
 def test_exception_in_resolver_during_stream_still_delivers_every_byte(env, monkeypatch, seed):
-    monkeypatch.setattr(env.module, "resolve", _boom)
+    monkeypatch.setattr(state_module, "resolve", _boom)
     f = foreign_flow()
     r = replay(env, f, seed)
     assert r.out == fixture_bytes("stream-foreign-tool.sse")

@@ -1,4 +1,4 @@
-"""The Anthropic Messages dialect (``tvdialects.anthropic``): detection, declared tools, system
+"""The Anthropic Messages dialect (``toolvocab.dialects.anthropic``): detection, declared tools, system
 texts, request-side plan, JSON answers and the SSE stream rewriter.
 
 Fixtures are synthetic bodies in ``tests/fixtures/anthropic/`` modelled on the documented shapes.
@@ -14,18 +14,18 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tvdialects import detect
-from tvdialects.anthropic import DIALECT
-from tvdialects.anthropic import AnthropicStream
-from tvdialects.sse import SSEEvent
-from tvdialects.sse import SSEParser
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
-from tvengine.plan import make_plan
+from toolvocab.dialects import detect
+from toolvocab.dialects.anthropic import DIALECT
+from toolvocab.dialects.anthropic import AnthropicStream
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import make_plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 

@@ -12,13 +12,13 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvengine.argjson import describe_unparsed
-from tvengine.argjson import repair_arguments
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import ToolCall
+from toolvocab.engine.argjson import describe_unparsed
+from toolvocab.engine.argjson import repair_arguments
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import ToolCall
 
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
 

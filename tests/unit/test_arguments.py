@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from tvengine.arguments import argv_to_command
-from tvengine.arguments import command_to_argv
-from tvengine.arguments import fit_arguments
-from tvengine.arguments import validation_error
+from toolvocab.engine.arguments import argv_to_command
+from toolvocab.engine.arguments import command_to_argv
+from toolvocab.engine.arguments import fit_arguments
+from toolvocab.engine.arguments import validation_error
 
 STR = {"type": "string"}
 INT = {"type": "integer"}

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import DeclaredTool
-from tvengine.models import Decision
-from tvengine.models import Step
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import Step
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
 
 STR = {"type": "string"}
 INT = {"type": "integer"}

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import re
 
-from tvdialects.anthropic import DIALECT as ANTHROPIC
-from tvdialects.base import CallIds
-from tvdialects.openai_responses import DIALECT as RESPONSES
-from tvengine.ids import stable_call_id
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.ladder import resolve
-from tvengine.plan import Plan
+from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
+from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
+from toolvocab.engine.ids import stable_call_id
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.plan import Plan
 
 TOOLS = Toolset([declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}})])
 TC = re.compile(r"^tc_[0-9a-f]{24}$")
@@ -96,7 +96,7 @@ def test_responses_function_call_without_call_id_gets_the_same_id_everywhere():
 
 
 def test_gemini_empty_or_repeated_ids_are_replaced_absent_ones_stay_absent():
-    from tvdialects.gemini import DIALECT as GEMINI
+    from toolvocab.dialects.gemini import DIALECT as GEMINI
 
     def part(**extra):
         return {"functionCall": {"name": "Bash", "args": {"command": "ls"}, **extra}}

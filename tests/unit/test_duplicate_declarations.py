@@ -21,11 +21,11 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-import tvdialects
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.plan import declaration_text
-from tvengine.plan import make_plan
+import toolvocab.dialects as tvdialects
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.plan import declaration_text
+from toolvocab.engine.plan import make_plan
 
 DIALECTS = ["anthropic", "openai_chat", "openai_responses", "gemini"]
 SCHEMA = {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}

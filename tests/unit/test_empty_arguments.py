@@ -17,17 +17,17 @@ from typing import Any
 import orjson
 import pytest
 
-from tvdialects.anthropic import DIALECT as ANTHROPIC
-from tvdialects.base import JSONFrame
-from tvdialects.gemini import DIALECT as GEMINI
-from tvdialects.openai_chat import DIALECT as CHAT
-from tvdialects.openai_responses import DIALECT as RESPONSES
-from tvdialects.sse import SSEParser
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import DeclaredTool
-from tvengine.models import ToolCall
-from tvengine.plan import Plan
+from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
+from toolvocab.dialects.base import JSONFrame
+from toolvocab.dialects.gemini import DIALECT as GEMINI
+from toolvocab.dialects.openai_chat import DIALECT as CHAT
+from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
+from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.plan import Plan
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 TOOLS = Toolset([DeclaredTool(name="list_files", input_schema=SCHEMA), DeclaredTool(name="get_time", input_schema={"type": "object", "properties": {}})])

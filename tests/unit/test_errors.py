@@ -1,4 +1,4 @@
-"""Tool results that report errors (``tvengine.errors``) and each dialect's ``tool_results``.
+"""Tool results that report errors (``toolvocab.engine.errors``) and each dialect's ``tool_results``.
 
 Every client's exact unknown-tool and invalid-arguments text is classified with the right kind,
 client and tool; the generic categories follow the seed table; results that are not errors give
@@ -17,18 +17,18 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvdialects.anthropic import DIALECT as ANTHROPIC
-from tvdialects.gemini import DIALECT as GEMINI
-from tvdialects.openai_chat import DIALECT as OPENAI_CHAT
-from tvdialects.openai_responses import DIALECT as OPENAI_RESPONSES
-from tvengine import errors
-from tvengine.errors import TEXT_LIMIT
-from tvengine.errors import ErrorKind
-from tvengine.errors import ToolError
-from tvengine.errors import ToolResult
-from tvengine.errors import classify_tool_result
-from tvengine.errors import classify_tool_results
-from tvengine.errors import generic_kind
+from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
+from toolvocab.dialects.gemini import DIALECT as GEMINI
+from toolvocab.dialects.openai_chat import DIALECT as OPENAI_CHAT
+from toolvocab.dialects.openai_responses import DIALECT as OPENAI_RESPONSES
+from toolvocab.engine import errors
+from toolvocab.engine.errors import TEXT_LIMIT
+from toolvocab.engine.errors import ErrorKind
+from toolvocab.engine.errors import ToolError
+from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.errors import classify_tool_result
+from toolvocab.engine.errors import classify_tool_results
+from toolvocab.engine.errors import generic_kind
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 

@@ -1,4 +1,4 @@
-"""The Gemini dialect (``tvdialects.gemini``): detection over every path form (Gemini API,
+"""The Gemini dialect (``toolvocab.dialects.gemini``): detection over every path form (Gemini API,
 Vertex AI, Code Assist), declared tools (``parametersJsonSchema`` and OpenAPI ``parameters``),
 system texts, the request-side plan, whole JSON answers, and :class:`GeminiStream` over SSE and
 over a bare JSON array sent incrementally; then the addon's hooks driving Gemini flows through
@@ -28,20 +28,20 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 from mitmproxy.test import tutils
 
-import tvdialects.gemini as gemini_module
-from tvdialects import detect
-from tvdialects.gemini import DIALECT
-from tvdialects.gemini import GeminiStream
-from tvdialects.gemini import openapi_to_jsonschema
-from tvengine.arguments import validation_error
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import Step
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
-from tvengine.plan import make_plan
+import toolvocab.dialects.gemini as gemini_module
+from toolvocab.dialects import detect
+from toolvocab.dialects.gemini import DIALECT
+from toolvocab.dialects.gemini import GeminiStream
+from toolvocab.dialects.gemini import openapi_to_jsonschema
+from toolvocab.engine.arguments import validation_error
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import Step
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"

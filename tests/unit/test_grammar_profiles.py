@@ -39,21 +39,21 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 from mitmproxy.test import tutils
 
-import tvdialects
-from tvengine.grammar import DIALECT_GRAMMAR
-from tvengine.grammar import GRAMMARS
-from tvengine.grammar import alias
-from tvengine.grammar import grammar_for
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.ladder import resolve
-from tvengine.models import ToolKind
-from tvengine.plan import DuplicateCursor
-from tvengine.plan import Plan
-from tvengine.plan import make_plan
-from tvengine.profiles import ProfileError
-from tvengine.profiles import load_profiles
-from tvengine.profiles import parse_profiles
+import toolvocab.dialects as tvdialects
+from toolvocab.engine.grammar import DIALECT_GRAMMAR
+from toolvocab.engine.grammar import GRAMMARS
+from toolvocab.engine.grammar import alias
+from toolvocab.engine.grammar import grammar_for
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import DuplicateCursor
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import make_plan
+from toolvocab.engine.profiles import ProfileError
+from toolvocab.engine.profiles import load_profiles
+from toolvocab.engine.profiles import parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"

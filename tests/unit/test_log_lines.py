@@ -17,8 +17,8 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 from mitmproxy.test import tutils
 
-import tvhosts
-import tvui
+import toolvocab.hosts as tvhosts
+import toolvocab.report as tvui
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"

@@ -1,4 +1,4 @@
-"""The OpenAI Chat Completions dialect (``tvdialects.openai_chat``): detection, declared tools,
+"""The OpenAI Chat Completions dialect (``toolvocab.dialects.openai_chat``): detection, declared tools,
 request-side plan (every name slot), whole JSON answers and the SSE stream rewriter with the
 upstream quirks of wire-formats §2.5 / §6 and BR-18, BR-20, BR-21.
 
@@ -19,18 +19,18 @@ from typing import Any
 import orjson
 import pytest
 
-from tvdialects import detect
-from tvdialects.openai_chat import DIALECT
-from tvdialects.openai_chat import ChatStream
-from tvdialects.sse import SSEEvent
-from tvdialects.sse import SSEParser
-from tvengine.ids import stable_call_id
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
+from toolvocab.dialects import detect
+from toolvocab.dialects.openai_chat import DIALECT
+from toolvocab.dialects.openai_chat import ChatStream
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ids import stable_call_id
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai_chat"
 QWEN = "request-qwen-code.json"

@@ -1,7 +1,7 @@
-"""The OpenAI Responses dialect (``tvdialects.openai_responses``): detection, declared tools
+"""The OpenAI Responses dialect (``toolvocab.dialects.openai_responses``): detection, declared tools
 (function, custom, namespace, built-ins), the request-side plan over every name slot, whole
 JSON answers with their ``tools`` / ``tool_choice`` echo, and the SSE stream rewriter (also fed
-frame by frame through ``on_unit`` with :class:`tvdialects.base.JSONFrame`, as the WebSocket
+frame by frame through ``on_unit`` with :class:`toolvocab.dialects.base.JSONFrame`, as the WebSocket
 hook does).
 
 Fixtures are synthetic bodies in ``tests/fixtures/openai_responses/`` (see its README): Codex's
@@ -19,18 +19,18 @@ from typing import Any
 import orjson
 import pytest
 
-from tvdialects import detect
-from tvdialects.base import JSONFrame
-from tvdialects.openai_responses import DIALECT
-from tvdialects.openai_responses import ResponsesStream
-from tvdialects.sse import SSEEvent
-from tvdialects.sse import SSEParser
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
+from toolvocab.dialects import detect
+from toolvocab.dialects.base import JSONFrame
+from toolvocab.dialects.openai_responses import DIALECT
+from toolvocab.dialects.openai_responses import ResponsesStream
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai_responses"
 CODEX = "request-codex.json"

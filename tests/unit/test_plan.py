@@ -7,13 +7,13 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
-from tvengine.plan import make_plan
-from tvengine.plan import mentions
-from tvengine.plan import prompt_sentence
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import make_plan
+from toolvocab.engine.plan import mentions
+from toolvocab.engine.plan import prompt_sentence
 
 
 def toolset(*names: str, provider: tuple[str, ...] = (), freeform: tuple[str, ...] = ()) -> Toolset:

@@ -18,20 +18,20 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvengine import vocabulary
-from tvengine.arguments import validation_error
-from tvengine.ladder import PROVIDER_PREFIXES
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import DeclaredTool
-from tvengine.models import Decision
-from tvengine.models import Step
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.names import name_key
-from tvengine.names import split_mcp
+from toolvocab.engine import vocabulary
+from toolvocab.engine.arguments import validation_error
+from toolvocab.engine.ladder import PROVIDER_PREFIXES
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import Step
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import name_key
+from toolvocab.engine.names import split_mcp
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 

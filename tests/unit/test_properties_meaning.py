@@ -43,20 +43,20 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvdialects.anthropic import DIALECT as anthropic_dialect
-from tvdialects.gemini import DIALECT as gemini_dialect
-from tvdialects.openai_chat import DIALECT as chat_dialect
-from tvdialects.openai_responses import DIALECT as responses_dialect
-from tvengine import vocabulary
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import Action
-from tvengine.models import DeclaredTool
-from tvengine.models import Decision
-from tvengine.models import Step
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
+from toolvocab.dialects.anthropic import DIALECT as anthropic_dialect
+from toolvocab.dialects.gemini import DIALECT as gemini_dialect
+from toolvocab.dialects.openai_chat import DIALECT as chat_dialect
+from toolvocab.dialects.openai_responses import DIALECT as responses_dialect
+from toolvocab.engine import vocabulary
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import Step
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))

@@ -54,6 +54,8 @@ from typing import Any
 
 import orjson
 import pytest
+
+import harness
 from hypothesis import HealthCheck
 from hypothesis import event
 from hypothesis import given
@@ -89,7 +91,7 @@ SETTINGS = settings(
 DONE_EVENT_HAS_NAME = True
 
 # ==================================================================== grammars, written here
-#: What each upstream accepts (wire-formats §5), independent of ``tvengine.grammar``.
+#: What each upstream accepts (wire-formats §5), independent of ``toolvocab.engine.grammar``.
 ACCEPTS: dict[str, re.Pattern[str]] = {
     "openai": re.compile(r"[a-zA-Z0-9_-]{1,64}"),
     "anthropic": re.compile(r"[a-zA-Z0-9_-]{1,128}"),
@@ -1434,7 +1436,7 @@ class WSRun:
 
     def end(self) -> None:
         self.env.hook(WebsocketEndHook(self.flow))
-        assert self.flow.id not in self.env.addon._ws
+        assert self.flow.id not in harness.websocket(self.env.module)._ws
         self.env.injected[:] = [x for x in self.env.injected if x[0] is not self.flow]  # keep memory flat
 
 

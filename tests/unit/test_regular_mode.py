@@ -1,4 +1,4 @@
-"""Regular (forward) mode: which TLS connections toolvocab intercepts (addon/tvhosts.py and the
+"""Regular (forward) mode: which TLS connections toolvocab intercepts (toolvocab/hosts.py and the
 addon's ``tls_clienthello`` hook, driven with a real ClientHello parsed by mitmproxy)."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import ssl
 from pathlib import Path
 
 import pytest
+
+import harness
 from mitmproxy import exceptions
 from mitmproxy.connection import Client
 from mitmproxy.options import Options
@@ -17,7 +19,7 @@ from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.test import taddons
 from mitmproxy.tls import ClientHelloData
 
-import tvhosts
+import toolvocab.hosts as tvhosts
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"
@@ -118,7 +120,7 @@ def _point_ctx(request):
 
 
 def addon_of(script):
-    return next(a for a in script.addons if type(a).__name__ == "ToolVocab")
+    return harness.intercept(script)
 
 
 @pytest.mark.parametrize("sni,intercepted", [("api.anthropic.com", True), ("github.com", False),

@@ -1,4 +1,4 @@
-"""SSE framing (``tvdialects.sse``): the parser, ``SSEEvent.with_json`` and ``EventStreamRewriter``.
+"""SSE framing (``toolvocab.dialects.sse``): the parser, ``SSEEvent.with_json`` and ``EventStreamRewriter``.
 
 The property that matters for a proxy: whatever nobody changes leaves byte-identical, no matter
 how the transport cut the stream into chunks (mitmproxy hands the stream callable transport-level
@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvdialects.sse import EventStreamRewriter
-from tvdialects.sse import SSEEvent
-from tvdialects.sse import SSEParser
+from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import SSEParser
 
 EOLS = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
 
@@ -456,14 +456,14 @@ def _cpu(fn) -> float:
 def _stream_cases():
     """(name, rewriter factory, stream of about ``size`` bytes) for each dialect: one long text
     event, one long tool-call argument event, many small argument deltas in one held block."""
-    from tvdialects.anthropic import DIALECT as anthropic
-    from tvdialects.gemini import DIALECT as gemini
-    from tvdialects.openai_chat import DIALECT as chat
-    from tvdialects.openai_responses import DIALECT as responses
-    from tvengine.ladder import Toolset
-    from tvengine.ladder import resolve
-    from tvengine.models import DeclaredTool
-    from tvengine.plan import Plan
+    from toolvocab.dialects.anthropic import DIALECT as anthropic
+    from toolvocab.dialects.gemini import DIALECT as gemini
+    from toolvocab.dialects.openai_chat import DIALECT as chat
+    from toolvocab.dialects.openai_responses import DIALECT as responses
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import resolve
+    from toolvocab.engine.models import DeclaredTool
+    from toolvocab.engine.plan import Plan
 
     tools = Toolset([DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})])
 
@@ -566,11 +566,11 @@ def test_anthropic_held_block_goes_out_as_it_came_when_its_events_arrive_out_of_
     # A tool_use block (foreign name: it would be renamed) whose stop never comes before another
     # block starts or the message ends: it can no longer complete, so it goes out unchanged at
     # once, followed by the event that broke it; nothing waits for the end of the stream.
-    from tvdialects.anthropic import DIALECT
-    from tvengine.ladder import Toolset
-    from tvengine.ladder import resolve
-    from tvengine.models import DeclaredTool
-    from tvengine.plan import Plan
+    from toolvocab.dialects.anthropic import DIALECT
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import resolve
+    from toolvocab.engine.models import DeclaredTool
+    from toolvocab.engine.plan import Plan
 
     tools = Toolset([DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})])
     rw = DIALECT.stream_rewriter(lambda call: resolve(call, tools, {}), Plan(flow_key="ooo"))

@@ -15,13 +15,13 @@ import random
 
 import pytest
 
-import tvdialects
-from tvdialects.sse import RepeatedKey
-from tvdialects.sse import SSEEvent
-from tvengine.ladder import Toolset
-from tvengine.ladder import declared_tool
-from tvengine.ladder import resolve
-from tvengine.plan import Plan
+import toolvocab.dialects as tvdialects
+from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.plan import Plan
 
 TOOLS = Toolset([declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})])
 

@@ -18,18 +18,18 @@ from typing import Any
 import orjson
 import pytest
 
-from tvdialects.anthropic import DIALECT as ANTHROPIC
-from tvdialects.gemini import DIALECT as GEMINI
-from tvdialects.openai_chat import DIALECT as CHAT
-from tvdialects.openai_responses import DIALECT as RESPONSES
-from tvdialects import textcalls
-from tvdialects.sse import SSEParser
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import DeclaredTool
-from tvengine.models import ToolCall
-from tvengine.plan import Plan
-from tvengine.wrapped import extract_text_calls
+from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
+from toolvocab.dialects.gemini import DIALECT as GEMINI
+from toolvocab.dialects.openai_chat import DIALECT as CHAT
+from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
+from toolvocab.dialects import textcalls
+from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.wrapped import extract_text_calls
 
 SCHEMA_READ = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}
 SCHEMA_SQUARE = {"type": "object", "properties": {"input_num": {"type": "integer"}}, "required": ["input_num"]}
@@ -632,7 +632,7 @@ def events_of(data: bytes) -> list[dict[str, Any]]:
 def test_responses_websocket_frames_lift(text: str, calls: list, remaining: str) -> None:
     """Codex's WebSocket transport: one JSON event per frame through ``on_unit``; the frames
     that come out assemble like the SSE events (contiguous output_index and sequence_number)."""
-    from tvdialects.base import JSONFrame
+    from toolvocab.dialects.base import JSONFrame
 
     rw = RESPONSES.stream_rewriter(Resolver(), PLAN)
     out = []
@@ -730,7 +730,7 @@ def test_gemini_array_stream_negative_is_byte_identical(text: str, seed: int) ->
 def test_anthropic_stream_long_reasoning_lead_then_markup(cut: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Deltas inside an open reasoning block that cannot close it go out unparsed; the closing
     tag split across two deltas (``cut`` | rest) is still seen, and the markup after it lifts."""
-    from tvdialects.sse import SSEEvent
+    from toolvocab.dialects.sse import SSEEvent
 
     parsed: list[bytes] = []
     real_json = SSEEvent.json

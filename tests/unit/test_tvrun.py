@@ -1,4 +1,4 @@
-"""The console scripts of an installed toolvocab (addon/tvrun.py): the addon path mitmproxy
+"""The console scripts of an installed toolvocab (toolvocab/run.py): the addon path mitmproxy
 loads, arguments passed through, and ``toolvocab --options``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import tvrun
+import toolvocab.run as tvrun
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,9 +19,9 @@ def test_argv_puts_the_addon_first_and_passes_everything_else() -> None:
 
 
 def test_options_lists_every_toolvocab_option_with_its_default() -> None:
-    # a separate process: importing toolvocab.py as a module here would make a second copy
-    out = subprocess.run([sys.executable, "-c", "import sys, tvrun; sys.argv = ['toolvocab', '--options']; tvrun.main()"],
-                         cwd=ROOT, env={"PYTHONPATH": str(ROOT / "addon"), "PATH": "/usr/bin:/bin"},
+    # a separate process, as the installed command runs
+    out = subprocess.run([sys.executable, "-c", "import sys, toolvocab.run as r; sys.argv = ['toolvocab', '--options']; r.main()"],
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     for line in ("toolvocab_mode: auto", "toolvocab_intercept: known", "toolvocab_hosts:", "toolvocab_profiles:",

@@ -1,11 +1,11 @@
-"""``addon/tvui.py``: the toolvocab contentview and the ``toolvocab.explain`` / ``toolvocab.stats``
+"""``toolvocab/addons/ui.py`` and ``toolvocab/report.py``: the toolvocab contentview and the ``toolvocab.explain`` / ``toolvocab.stats``
 commands.
 
 The pure functions are tested on hand-made records; the contentview and the commands on flows
 driven through the real addon (``tctx.script("addon/toolvocab.py")``, hooks invoked the way
-mitmproxy's proxy core does). ``tvui`` is imported by its plain name (``addon`` is on the test
-``pythonpath``), which is also the module the script imports when it lists ``ToolVocabUI``; the
-script itself is never imported a second time.
+mitmproxy's proxy core does). ``toolvocab.report`` and ``toolvocab.addons.ui`` are the modules
+the script itself imports (the repo's root is on the test ``pythonpath``); the script is never
+imported a second time.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 from mitmproxy.test import tutils
 
-import tvui
+import toolvocab.addons.ui as ui_addon
+import toolvocab.report as report
 
 ROOT = Path(__file__).resolve().parents[2]
 ADDON = ROOT / "addon" / "toolvocab.py"
@@ -100,7 +101,7 @@ SKIPPED = {"version": 1, "dialect": None, "mode": "auto", "skipped": "request bo
 
 
 def test_render_record_shows_calls_reasons_request_side_notes_and_provider():
-    text = tvui.render_record(RENAMED, side="response", original_size=2072)
+    text = report.render_record(RENAMED, side="response", original_size=2072)
     lines = text.splitlines()
     assert lines[:4] == [
         "toolvocab — anthropic · mode auto · changed: request + response",
@@ -138,11 +139,11 @@ def test_render_record_shows_calls_reasons_request_side_notes_and_provider():
     assert "  - a note worth reading" in lines
     assert "The upstream's original (2072 bytes) is in metadata toolvocab_upstream." in lines
     assert "Tool errors" not in text  # the record has none: the section is left out
-    assert all(len(line) <= tvui.WIDTH for line in lines if not line.startswith(("  -", "  +", "  =")))
+    assert all(len(line) <= report.WIDTH for line in lines if not line.startswith(("  -", "  +", "  =")))
 
 
 def test_render_record_left_call_with_candidates_and_tool_errors():
-    text = tvui.render_record(LEFT, side="request")
+    text = report.render_record(LEFT, side="request")
     assert text.index("Request side:") < text.index("Tool calls in the answer")  # the request's side first
     assert '= shell {"cmd":"ls"}' in text
     assert "leave at capability (left unchanged)\n      reason: shell has capability shell and 2 declared tools have it" in text
@@ -156,7 +157,7 @@ def test_render_record_left_call_with_candidates_and_tool_errors():
 
 
 def test_render_record_observe_mode_shows_what_would_change():
-    text = tvui.render_record(OBSERVED)
+    text = report.render_record(OBSERVED)
     assert "observe mode: nothing was changed; below is what would change" in text
     assert "changed: nothing" in text
     assert "rename at capability (would rename)" in text
@@ -169,24 +170,24 @@ def test_render_record_wraps_long_sentences_and_reasons():
     names = [f"mcp__server__tool_number_{i}" for i in range(12)]
     record["prompt_sentence"] = "Call tools only by the exact names declared in this request, which include " + ", ".join(names) + "."
     record["decisions"][0]["reason"] = "word " * 40
-    lines = tvui.render_record(record).splitlines()
-    assert all(len(line) <= tvui.WIDTH for line in lines if not line.startswith(("  -", "  +", "  =")))
+    lines = report.render_record(record).splitlines()
+    assert all(len(line) <= report.WIDTH for line in lines if not line.startswith(("  -", "  +", "  =")))
     assert " ".join(line.strip() for line in lines).count("mcp__server__tool_number_11.") == 1
 
 
 def test_render_record_skip_and_missing_record():
-    assert tvui.render_record(SKIPPED) == "toolvocab: not handled — request body is not JSON\nmode: auto"
-    assert tvui.render_record(None) == "toolvocab: this flow has no toolvocab record"
+    assert report.render_record(SKIPPED) == "toolvocab: not handled — request body is not JSON\nmode: auto"
+    assert report.render_record(None) == "toolvocab: this flow has no toolvocab record"
 
 
 def test_render_record_falls_back_to_the_diff_text_and_tolerates_missing_fields():
-    text = tvui.render_record({"dialect": "gemini", "mode": "auto"}, diff="- a {}\n+ b {}")
+    text = report.render_record({"dialect": "gemini", "mode": "auto"}, diff="- a {}\n+ b {}")
     assert "  - a {}\n  + b {}" in text and "calls: 0 seen" in text and "declared (0): –" in text
     assert "upstream: – · model – · status –" in text
 
 
 def test_explain_flows_says_why_each_name_was_or_was_not_repaired():
-    text = tvui.explain_flows([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
+    text = report.explain_flows([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
     lines = text.splitlines()
     assert lines[0] == "flow 1: api.anthropic.com/v1/messages (anthropic, model claude-x, client Claude Code, mode auto)"
     for expected in (
@@ -208,11 +209,11 @@ def test_explain_flows_says_why_each_name_was_or_was_not_repaired():
         "1 flow without a toolvocab record",
     ):
         assert expected in lines, (expected, text)
-    assert tvui.explain_flows([]) == "toolvocab: no flows"
+    assert report.explain_flows([]) == "toolvocab: no flows"
 
 
 def test_stats_counts_every_dimension():
-    s = tvui.stats([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
+    s = report.stats([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
     assert (s["flows"], s["handled"], s["skipped"], s["changed"], s["observe"]) == (4, 3, 1, 1, 1)
     assert (s["changed_tools"], s["changed_prompt"]) == (1, 0)
     assert s["calls"] == {"seen": 5, "kept": 2, "repaired": 2, "left": 1}
@@ -228,7 +229,7 @@ def test_stats_counts_every_dimension():
 
 
 def test_stats_text():
-    text = tvui.stats_text([RENAMED, LEFT, OBSERVED, SKIPPED])
+    text = report.stats_text([RENAMED, LEFT, OBSERVED, SKIPPED])
     assert text.splitlines() == [
         ("toolvocab stats: 4 flows with a record — 3 handled (1 changed: 1 tool calls or names, 0 prompt sentence "
          "only; 1 in observe mode), 1 not handled"),
@@ -245,9 +246,9 @@ def test_stats_text():
     ]
     # without tool errors the line is left out; records without counters count their decisions
     bare = {k: v for k, v in RENAMED.items() if not k.startswith("calls_")}
-    text = tvui.stats_text([bare])
+    text = report.stats_text([bare])
     assert "tool errors" not in text and "calls: 2 seen, 1 kept, 1 repaired, 0 left" in text
-    assert tvui.stats_text([]) == "toolvocab stats: no flows with a toolvocab record"
+    assert report.stats_text([]) == "toolvocab stats: no flows with a toolvocab record"
 
 
 def test_stats_counts_a_replayed_tool_error_once():
@@ -257,17 +258,17 @@ def test_stats_counts_a_replayed_tool_error_once():
                                  "tool": "Bash", "text": "timed out"})
     later["tool_errors"].append({"call_id": None, "name": None, "kind": "unknown", "client": None, "tool": None,
                                  "text": "failed"})
-    s = tvui.stats([LEFT, later])
+    s = report.stats([LEFT, later])
     assert s["tool_errors"] == {"unknown_tool": 1, "invalid_arguments": 1, "timeout": 1, "unknown": 1}
-    assert "timeout: Bash [call_10] — timed out" in tvui.render_record(later)
-    assert "  unknown: ? — failed" in tvui.render_record(later).splitlines()
+    assert "timeout: Bash [call_10] — timed out" in report.render_record(later)
+    assert "  unknown: ? — failed" in report.render_record(later).splitlines()
 
 
 def test_render_body():
-    assert tvui.render_body(b'{"a":[1]}') == '{\n  "a": [\n    1\n  ]\n}'
-    assert tvui.render_body(b"event: x\ndata: {}\n\n") == "event: x\ndata: {}\n\n"
-    assert tvui.render_body(b"") == "(no content)"
-    assert tvui.render_body(b"\xff") == "\ufffd"
+    assert report.render_body(b'{"a":[1]}') == '{\n  "a": [\n    1\n  ]\n}'
+    assert report.render_body(b"event: x\ndata: {}\n\n") == "event: x\ndata: {}\n\n"
+    assert report.render_body(b"") == "(no content)"
+    assert report.render_body(b"\xff") == "\ufffd"
 
 
 # -- the real addon in a taddons context ---------------------------------------------------------
@@ -282,13 +283,13 @@ def loaded():
         assert module is not None, "the script failed to load"
         tctx.master.addons.chain.append(module)  # as the ScriptLoader does (see test_addon_hooks)
         ui = tctx.master.addons.get("toolvocabui")
-        if ui is None:  # toolvocab.py does not list ToolVocabUI (yet): add the one from tvui
-            ui = tvui.ToolVocabUI()
+        if ui is None:  # a script without ToolVocabUI: add the one from toolvocab.addons.ui
+            ui = ui_addon.ToolVocabUI()
             tctx.master.addons.add(ui)
         view = view_addon.View()
         tctx.master.addons.add(view)
         yield tctx, module, ui, view
-        tvui.unregister_view()
+        ui_addon.unregister_view()
 
 
 @pytest.fixture
@@ -296,7 +297,7 @@ def env(loaded):
     tctx, module, _ui, view = loaded
     ctx.master = tctx.master  # another test module may have created a Master since
     ctx.options = tctx.options
-    tvui.register_view()  # as load() did; a test may have removed it
+    ui_addon.register_view()  # as load() did; a test may have removed it
     tctx.configure(module, toolvocab_mode="auto", toolvocab_hosts=None)
     view.clear()
     yield loaded
@@ -436,11 +437,11 @@ def test_contentview_registration_survives_reload(env):
     if not MITMPROXY_12:
         assert [v.name for v in contentviews.views].count("toolvocab") == 1
         # a stale view of the same name (an older module's) is replaced, not refused
-        stale = type(tvui.VIEW)()
-        contentviews.remove(tvui.VIEW)
+        stale = type(ui_addon.VIEW)()
+        contentviews.remove(ui_addon.VIEW)
         contentviews.add(stale)
         ui.load(None)
-        assert contentviews.get("toolvocab") is tvui.VIEW
+        assert contentviews.get("toolvocab") is ui_addon.VIEW
         ui.done()
         assert contentviews.get("toolvocab") is None
         ui.load(None)
@@ -497,7 +498,7 @@ def test_records_survive_a_flow_file_roundtrip_for_the_ui(env, tmp_path):
         mio.FlowWriter(fp).add(f)
     with open(path, "rb") as fp:
         (g,) = list(mio.FlowReader(fp).stream())
-    assert tvui.explain_flows([g]) == tvui.explain_flows([f])
+    assert report.explain_flows([g]) == report.explain_flows([f])
     assert view_of(g.response, g) == view_of(f.response, f)
 
 
@@ -521,15 +522,15 @@ def test_tool_errors_from_the_transcript_show_in_view_explain_and_stats(env):
 
 def test_view_priority_only_for_http_messages_of_handled_flows():
     f = plain_json_flow()
-    assert tvui.view_priority(f, f.response) == 0
+    assert report.view_priority(f, f.response) == 0
     f.metadata["toolvocab"] = dict(RENAMED)
-    assert tvui.view_priority(f, f.request) == tvui.view_priority(f, f.response) == tvui.VIEW_PRIORITY > 1
-    assert tvui.view_priority(f, None) == 0  # a WebSocket or TCP message: other views decide
-    assert tvui.view_priority(None, f.response) == 0
+    assert report.view_priority(f, f.request) == report.view_priority(f, f.response) == report.VIEW_PRIORITY > 1
+    assert report.view_priority(f, None) == 0  # a WebSocket or TCP message: other views decide
+    assert report.view_priority(None, f.response) == 0
     f.metadata["toolvocab"] = dict(SKIPPED)
-    assert tvui.view_priority(f, f.response) == 0
+    assert report.view_priority(f, f.response) == 0
     # picked by name for a message that is neither side: the record, then the message, no "Body below"
     f.metadata["toolvocab"] = dict(RENAMED)
-    text = tvui.render_message(b'{"type":"response.created"}', f, None)
+    text = report.render_message(b'{"type":"response.created"}', f, None)
     assert text.startswith("toolvocab — anthropic") and "Body below" not in text
     assert text.endswith('{\n  "type": "response.created"\n}')

@@ -8,13 +8,13 @@ from collections import defaultdict
 
 import pytest
 
-from tvengine import vocabulary
-from tvengine.names import name_key
-from tvengine.vocabulary import CAPABILITIES
-from tvengine.vocabulary import ENTRIES
-from tvengine.vocabulary import VocabEntry
-from tvengine.vocabulary import capability_of
-from tvengine.vocabulary import entries_for
+from toolvocab.engine import vocabulary
+from toolvocab.engine.names import name_key
+from toolvocab.engine.vocabulary import CAPABILITIES
+from toolvocab.engine.vocabulary import ENTRIES
+from toolvocab.engine.vocabulary import VocabEntry
+from toolvocab.engine.vocabulary import capability_of
+from toolvocab.engine.vocabulary import entries_for
 
 # The tools each real client declares, copied from the captured first requests
 # (shared/reference/clients/*.json; versions in shared/reference/real-clients.md).
@@ -159,7 +159,7 @@ def test_every_declared_tool_resolves_to_a_capability(client: str) -> None:
 def test_no_posix_shell_name_has_the_powershell_capability() -> None:
     # issue 10, kind 3: one shell's syntax is never sent to another. Every row whose capability
     # is powershell names PowerShell; no POSIX shell name shares it.
-    from tvengine.vocabulary import ENTRIES
+    from toolvocab.engine.vocabulary import ENTRIES
 
     assert {e.name.casefold() for e in ENTRIES if e.capability == "powershell"} <= {"powershell", "pwsh"}
     for posix in ("bash", "sh", "zsh", "shell", "Bash", "run_shell_command", "exec_command", "shell_command"):

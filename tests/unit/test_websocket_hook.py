@@ -18,6 +18,9 @@ from typing import Any
 
 import orjson
 import pytest
+
+import harness
+import toolvocab.addons.state as state_module
 from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
@@ -99,7 +102,7 @@ def env(loaded, monkeypatch):
     e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
     yield e
     e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
-    e.addon._ws.clear()
+    harness.websocket(e.module)._ws.clear()
 
 
 def ws_flow(path: str = "/v1/responses") -> http.HTTPFlow:
@@ -282,7 +285,7 @@ def test_other_client_frames_are_not_requests(env, frame):
     s = Session(env)
     step = s.send(frame, from_client=True)
     assert step.message.content == step.original and not step.message.dropped
-    assert KEY not in s.flow.metadata and s.flow.id not in env.addon._ws
+    assert KEY not in s.flow.metadata and s.flow.id not in harness.websocket(env.module)._ws
 
 
 def test_non_json_and_binary_server_frames_pass(env):
@@ -338,7 +341,7 @@ def test_websocket_end_keeps_the_record_and_forgets_the_state(env):
     _, frames = load_frames()
     s.server(frames)
     s.end()
-    assert s.flow.id not in env.addon._ws
+    assert s.flow.id not in harness.websocket(env.module)._ws
     assert s.record["decisions"][0]["target"] == "exec_command"
 
 
@@ -369,7 +372,7 @@ def test_off_mode_does_nothing(env):
     steps = s.server(frames)
     assert create_step.message.content == create_step.original
     assert all(not st.message.dropped and st.message.content == st.original for st in steps)
-    assert env.injected == [] and KEY not in s.flow.metadata and s.flow.id not in env.addon._ws
+    assert env.injected == [] and KEY not in s.flow.metadata and s.flow.id not in harness.websocket(env.module)._ws
     assert not s.flow.marked
 
 
@@ -383,13 +386,13 @@ def _boom(*args, **kwargs):
 def test_exception_outside_a_held_call_passes_the_frame(env, monkeypatch):
     s = Session(env)
     s.create()
-    rewriter = env.addon._ws[s.flow.id].ws_rewriter
+    rewriter = harness.websocket(env.module)._ws[s.flow.id].ws_rewriter
     monkeypatch.setattr(rewriter, "on_unit", _boom)
     _, frames = load_frames()
     step = s.send(frames[0])
     assert s.delivered() == [orjson.dumps(frames[0])]
     assert not step.message.dropped or step.injected == [step.original]
-    assert any("RuntimeError: injected" in n for n in env.addon._ws[s.flow.id].record.notes)
+    assert any("RuntimeError: injected" in n for n in harness.websocket(env.module)._ws[s.flow.id].record.notes)
     # afterwards the rest passes untouched
     rest = s.server(frames[1:])
     assert all(not st.message.dropped for st in rest)
@@ -397,7 +400,7 @@ def test_exception_outside_a_held_call_passes_the_frame(env, monkeypatch):
 
 
 def test_exception_while_releasing_a_call_delivers_every_frame_once(env, monkeypatch):
-    monkeypatch.setattr(env.module, "resolve", _boom)
+    monkeypatch.setattr(state_module, "resolve", _boom)
     s = Session(env)
     s.create()
     _, frames = load_frames()

@@ -20,17 +20,17 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from tvdialects.openai_chat import DIALECT
-from tvdialects.sse import SSEParser
-from tvengine.ladder import Toolset
-from tvengine.ladder import resolve
-from tvengine.models import ToolCall
-from tvengine.plan import Plan
-from tvengine.wrapped import LEAD
-from tvengine.wrapped import MARKUP
-from tvengine.wrapped import PROSE
-from tvengine.wrapped import extract_text_calls
-from tvengine.wrapped import text_call_state
+from toolvocab.dialects.openai_chat import DIALECT
+from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.wrapped import LEAD
+from toolvocab.engine.wrapped import MARKUP
+from toolvocab.engine.wrapped import PROSE
+from toolvocab.engine.wrapped import extract_text_calls
+from toolvocab.engine.wrapped import text_call_state
 
 REQUEST = {
     "model": "qwen3-coder",
@@ -331,7 +331,7 @@ def test_stream_reasoning_and_markup_in_one_chunk_keep_the_reasoning_as_content(
 def test_stream_scans_a_long_block_once_not_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside an open block only its closing tag can change anything: the text is not rescanned
     for every chunk (a long markup answer costs linear time), and the lift is still right."""
-    import tvdialects.openai_chat as chat
+    import toolvocab.dialects.openai_chat as chat
 
     calls = []
     real = chat.text_call_state
@@ -403,8 +403,8 @@ def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str,
 def test_xml_string_parameter_keeps_every_blank_but_the_template_newlines(inner: str, value: str) -> None:
     # Exactly one leading and one trailing newline belong to the template (vLLM's qwen3coder
     # parser reads it so); every other blank line, space and indent is the file's content.
-    from tvengine.ladder import Toolset, declared_tool
-    from tvengine.wrapped import extract_text_calls
+    from toolvocab.engine.ladder import Toolset, declared_tool
+    from toolvocab.engine.wrapped import extract_text_calls
 
     tools = Toolset([declared_tool("write_file", input_schema={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}})])
     text = f"<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>{inner}</parameter>\n</function>\n</tool_call>"

@@ -11,9 +11,9 @@ import orjson
 from pydantic import BaseModel
 from pydantic import Field
 
-from tvengine.errors import ToolError
-from tvengine.models import Decision
-from tvengine.plan import Rename
+from toolvocab.engine.errors import ToolError
+from toolvocab.engine.models import Decision
+from toolvocab.engine.plan import Rename
 
 
 class FlowRecord(BaseModel):
@@ -29,7 +29,7 @@ class FlowRecord(BaseModel):
     added (or, in ``observe``, that would be added) and ``prompt_names`` the names it lists; ``request_changed`` / ``response_changed``:
     whether bytes were changed on each side; ``streamed``: the answer was rewritten as a stream;
     ``decisions``: one per tool call in the answer; ``tool_errors``: every tool result in the
-    request's transcript that reports an error, classified (:mod:`tvengine.errors`; the same
+    request's transcript that reports an error, classified (:mod:`toolvocab.engine.errors`; the same
     call id recurs in later requests of a session, so count distinct ids; only when something
     saves or shows flows: ``-w``, ``toolvocab_record``, mitmweb — plain mitmdump leaves it empty); ``notes``: anything else worth knowing
     (passthrough reasons, errors caught).

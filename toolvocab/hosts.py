@@ -63,7 +63,7 @@ KNOWN_HOSTS: tuple[KnownHost, ...] = (
     KnownHost(r"api\.deepseek\.com", ("openai_chat", "anthropic"), "DeepSeek",
               "https://api.deepseek.com (Qwen Code provider list); /anthropic speaks Messages"),
     KnownHost(r"api\.moonshot\.(?:ai|cn)", ("openai_chat", "anthropic"), "Moonshot (Kimi)",
-              "https://api.moonshot.ai/v1 and api.moonshot.cn (addon/tvengine/grammar.py)"),
+              "https://api.moonshot.ai/v1 and api.moonshot.cn (toolvocab/engine/grammar.py)"),
     KnownHost(r"(?:[a-z0-9-]+\.)?dashscope(?:-intl|-us)?\.aliyuncs\.com", _CHAT, "Alibaba DashScope (Qwen)",
               "Qwen Code: https://dashscope.aliyuncs.com/compatible-mode/v1, dashscope-intl, dashscope-us"),
     KnownHost(r"api\.z\.ai", ("openai_chat", "anthropic"), "Z.ai (GLM)", "Qwen Code provider list"),

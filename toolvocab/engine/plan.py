@@ -19,16 +19,16 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 from pydantic import Field
 
-from tvengine.grammar import GRAMMARS
-from tvengine.grammar import NameGrammar
-from tvengine.grammar import alias
-from tvengine.ladder import DUPLICATE_MARK
-from tvengine.ladder import Toolset
-from tvengine.models import DeclaredTool
-from tvengine.models import ToolKind
-from tvengine.names import join_namespace
-from tvengine.names import split_flat
-from tvengine.profiles import Profile
+from toolvocab.engine.grammar import GRAMMARS
+from toolvocab.engine.grammar import NameGrammar
+from toolvocab.engine.grammar import alias
+from toolvocab.engine.ladder import DUPLICATE_MARK
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import join_namespace
+from toolvocab.engine.names import split_flat
+from toolvocab.engine.profiles import Profile
 
 
 class Rename(BaseModel):
@@ -51,7 +51,7 @@ class Plan(BaseModel):
     ``prompt_sentence`` is the sentence added to the system text, or ``None``; ``unmentioned``
     lists the (upstream) names it names. ``renames`` explains every rename; ``skipped`` every
     rename a profile asked for and the plan declined (collision, ambiguity). ``flow_key``
-    identifies the flow (for deterministic call ids, :mod:`tvengine.ids`).
+    identifies the flow (for deterministic call ids, :mod:`toolvocab.engine.ids`).
     """
 
     rename_map: dict[str, str] = Field(default_factory=dict)
@@ -67,7 +67,7 @@ class Plan(BaseModel):
     @property
     def reverse_map(self) -> dict[str, str]:
         """Upstream name → declared flat name; a duplicate's alias → ``flat + DUPLICATE_MARK + k``
-        (its declaration number), for :func:`tvengine.ladder.resolve`."""
+        (its declaration number), for :func:`toolvocab.engine.ladder.resolve`."""
         out = {v: k for k, v in self.rename_map.items()}
         for name, aliases in self.duplicates.items():
             for k, a in enumerate(aliases, start=2):
@@ -195,7 +195,7 @@ def make_plan(
 
     Order: the profile's capability renames (skipped on a collision with a declared name, or
     when the capability is held by zero or two+ declared tools); then every declared name the
-    ``grammar`` rejects gets an alias (:func:`tvengine.grammar.alias`); then repeated names
+    ``grammar`` rejects gets an alias (:func:`toolvocab.engine.grammar.alias`); then repeated names
     (identical repeats dropped, different tools aliased); then names replayed in the transcript
     that the grammar rejects. A repeat is identical only byte for byte (:func:`same_declaration`:
     a field the model does not read, ``strict`` or ``cache_control``, makes it another tool).

@@ -13,10 +13,10 @@ from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 
-from tvengine import jsonio
-from tvengine.argjson import repair_arguments
-from tvengine.names import join_namespace
-from tvengine.names import split_mcp
+from toolvocab.engine import jsonio
+from toolvocab.engine.argjson import repair_arguments
+from toolvocab.engine.names import join_namespace
+from toolvocab.engine.names import split_mcp
 
 
 class ToolKind(str, enum.Enum):
@@ -57,7 +57,7 @@ class DeclaredTool(BaseModel):
     input_schema: dict[str, Any] | None = None
     capability: str | None = None
     description: str | None = None
-    #: The canonical JSON text (:func:`tvengine.plan.declaration_text`) of the wire entry this
+    #: The canonical JSON text (:func:`toolvocab.engine.plan.declaration_text`) of the wire entry this
     #: tool was read from, set by the dialects only for a name the request declares more than
     #: once: a repeat is dropped only when it is byte-for-byte this text (fields the model does
     #: not read, such as ``strict`` or ``cache_control``, count). Never dumped.
@@ -65,7 +65,7 @@ class DeclaredTool(BaseModel):
 
     @property
     def qualified(self) -> str:
-        """The flat name (:func:`~tvengine.names.join_namespace`): ``mcp__github__create_issue``."""
+        """The flat name (:func:`~toolvocab.engine.names.join_namespace`): ``mcp__github__create_issue``."""
         return join_namespace(self.namespace, self.name)
 
     @property
@@ -100,7 +100,7 @@ class ToolCall(BaseModel):
     an empty form for the arguments — ``""`` (or blanks), JSON ``null``, ``[]``, or a string
     holding ``null`` / ``[]`` — which :meth:`from_payload` reads as ``{}``; the ladder then
     writes ``{}`` back for a tool whose schema is an object (issue 10: clients reject the empty forms).
-    ``json_repairs`` names the lossless rewrites (:mod:`tvengine.argjson`) that made argument
+    ``json_repairs`` names the lossless rewrites (:mod:`toolvocab.engine.argjson`) that made argument
     text strict JSON refuses parse (empty when none were needed); the ladder then writes the
     parsed object back.
     """
@@ -116,7 +116,7 @@ class ToolCall(BaseModel):
 
     @property
     def qualified(self) -> str:
-        """The flat name (:func:`~tvengine.names.join_namespace`)."""
+        """The flat name (:func:`~toolvocab.engine.names.join_namespace`)."""
         return join_namespace(self.namespace, self.name)
 
     @classmethod

@@ -18,7 +18,7 @@ import jsonschema
 import orjson
 from jsonschema.exceptions import SchemaError
 
-from tvengine.models import ArgChange
+from toolvocab.engine.models import ArgChange
 
 #: Groups of argument keys that agents spell differently for the same thing. Sources: the
 #: declared schemas of Claude Code 2.1.197 (``file_path``, ``old_string``), OpenCode 1.18.33

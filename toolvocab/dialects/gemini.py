@@ -18,25 +18,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tvdialects.base import JSON
-from tvdialects.base import CallIds
-from tvdialects.base import Resolver
-from tvdialects.base import apply_decision_name
-from tvdialects.base import dedupe_tools
-from tvdialects.base import mark_repeats
-from tvdialects.base import object_arguments_call
-from tvdialects import textcalls
-from tvdialects.base import declared_toolset
-from tvdialects.sse import EventStreamRewriter
-from tvdialects.sse import RepeatedKey
-from tvdialects.sse import SSEEvent
-from tvengine import jsonio
-from tvengine.errors import ToolResult
-from tvengine.models import DeclaredTool
-from tvengine.models import ToolKind
-from tvengine.models import ToolCall
-from tvengine.plan import Plan
-from tvengine.wrapped import PARALLEL_WRAPPER
+from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import Resolver
+from toolvocab.dialects.base import apply_decision_name
+from toolvocab.dialects.base import dedupe_tools
+from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import object_arguments_call
+from toolvocab.dialects import textcalls
+from toolvocab.dialects.base import declared_toolset
+from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.engine import jsonio
+from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 
 import orjson
 
@@ -393,7 +393,7 @@ def lift_text_parts(parts: list[Any], resolve: Resolver) -> list[Any] | None:
 
     Lifted only when no part is a ``functionCall`` and the text parts (``thought`` parts aside),
     joined, are nothing but tool-call markup whose calls resolve and validate
-    (:func:`tvdialects.textcalls.lift`). The call parts take the place of the first text part,
+    (:func:`toolvocab.dialects.textcalls.lift`). The call parts take the place of the first text part,
     after the reasoning text that remains (if any); they carry no ``id`` (Gemini pairs calls and
     responses by name and sends none itself) and the first keeps the text's
     ``thoughtSignature``. The candidate's ``finishReason`` stays (``STOP`` is what Gemini sends
@@ -682,7 +682,7 @@ class _ArrayUnit:
 
     def json(self) -> Any:
         """The element parsed (``None`` between elements); raises
-        :class:`~tvdialects.sse.RepeatedKey` when it repeats a key."""
+        :class:`~toolvocab.dialects.sse.RepeatedKey` when it repeats a key."""
         if self._repeated:
             raise RepeatedKey()
         return self._json

@@ -13,21 +13,21 @@ from typing import Protocol
 
 import orjson
 
-from tvdialects.sse import RepeatedKey
-from tvdialects.sse import parse_checked
-from tvengine import jsonio
-from tvengine.errors import ToolResult
-from tvengine.ids import stable_call_id
-from tvengine.ladder import Toolset
-from tvengine.models import DeclaredTool
-from tvengine.models import Decision
-from tvengine.models import ToolCall
-from tvengine.plan import DuplicateCursor
-from tvengine.plan import Plan
-from tvengine.plan import declaration_text
+from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.dialects.sse import parse_checked
+from toolvocab.engine import jsonio
+from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import stable_call_id
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.plan import DuplicateCursor
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import declaration_text
 
 #: ``resolve(call) -> Decision``: the engine's ladder bound to one flow (tools, reverse map).
-#: The addon's resolver also has ``.tools`` (the flow's :class:`~tvengine.ladder.Toolset`);
+#: The addon's resolver also has ``.tools`` (the flow's :class:`~toolvocab.engine.ladder.Toolset`);
 #: use :func:`declared_toolset` to reach it.
 Resolver = Callable[[ToolCall], Decision]
 
@@ -105,7 +105,7 @@ class Dialect(Protocol):
 
 class CallIds:
     """Deterministic ids for one answer's tool calls that have none, an empty one, or one
-    already used in the answer (:func:`tvengine.ids.stable_call_id` from the flow and the
+    already used in the answer (:func:`toolvocab.engine.ids.stable_call_id` from the flow and the
     call's position). ``fix(call_id)`` counts every call and returns the id to use instead, or
     ``None`` when ``call_id`` is fine as it is."""
 
@@ -225,7 +225,7 @@ class JSONFrame:
 
     def json(self) -> Any:
         """The frame parsed as JSON, or ``None`` when it is not JSON (cached); raises
-        :class:`~tvdialects.sse.RepeatedKey` (every time) when it repeats a key."""
+        :class:`~toolvocab.dialects.sse.RepeatedKey` (every time) when it repeats a key."""
         if not self._parsed:
             self._parsed = True
             try:

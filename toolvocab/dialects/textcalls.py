@@ -1,8 +1,8 @@
 """Tool calls a model left in answer text, lifted for any dialect (issue 14).
 
 :func:`lift` is the one decision every dialect makes on an answer's text: the text is nothing
-but tool-call markup (:func:`tvengine.wrapped.extract_text_calls`, the families listed in
-:mod:`tvengine.wrapped`), every call in it resolves through the ladder to a declared function
+but tool-call markup (:func:`toolvocab.engine.wrapped.extract_text_calls`, the families listed in
+:mod:`toolvocab.engine.wrapped`), every call in it resolves through the ladder to a declared function
 tool, and the arguments it would be sent with validate against that tool's schema — else
 ``None`` and the text stays exactly as sent. :class:`TextWatch` follows the text of an answer
 that is still streaming, so a dialect holds text back only from the moment markup may be
@@ -15,21 +15,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tvdialects.base import Resolver
-from tvdialects.base import declared_toolset
-from tvengine.arguments import validation_error
-from tvengine.models import Action
-from tvengine.models import Decision
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.wrapped import LEAD
-from tvengine.wrapped import MARKUP
-from tvengine.wrapped import MARKUP_OPENERS
-from tvengine.wrapped import PROSE
-from tvengine.wrapped import REASONING_TAGS
-from tvengine.wrapped import extract_text_calls
-from tvengine.wrapped import text_call_state
-from tvengine.wrapped import unwrap_parallel
+from toolvocab.dialects.base import Resolver
+from toolvocab.dialects.base import declared_toolset
+from toolvocab.engine.arguments import validation_error
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.wrapped import LEAD
+from toolvocab.engine.wrapped import MARKUP
+from toolvocab.engine.wrapped import MARKUP_OPENERS
+from toolvocab.engine.wrapped import PROSE
+from toolvocab.engine.wrapped import REASONING_TAGS
+from toolvocab.engine.wrapped import extract_text_calls
+from toolvocab.engine.wrapped import text_call_state
+from toolvocab.engine.wrapped import unwrap_parallel
 
 #: Substrings one of which is in any text :func:`lift` can lift (a cheap first test).
 __all__ = ["LEAD", "MARKUP", "PROSE", "LiftedCall", "TextWatch", "expand_parallel", "lift", "may_hold_markup"]
@@ -62,10 +62,10 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
     else ``None`` (leave the text as sent).
 
     ``resolve`` is the flow's resolver (it must carry the declared tools, see
-    :func:`~tvdialects.base.declared_toolset`); ``new_id(i)`` gives the id of the ``i``-th lifted
+    :func:`~toolvocab.dialects.base.declared_toolset`); ``new_id(i)`` gives the id of the ``i``-th lifted
     call that brings none. A ``multi_tool_use.parallel`` call in the markup stands for its calls
     (BR-08). ``None`` when: no tools are declared, the text is not markup alone
-    (:func:`~tvengine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
+    (:func:`~toolvocab.engine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
     tool that is not a declared ``function`` tool, or its arguments (fitted, if fitted) fail that
     tool's schema. The remaining text is the leading reasoning block (or ``""``).
     """
@@ -119,8 +119,8 @@ def expand_parallel(call: ToolCall, resolve: Resolver) -> list[tuple[ToolCall, D
 class TextWatch:
     """The text of one streamed answer so far, and where it stands for a lift.
 
-    ``add(piece)`` appends and returns the state (:data:`~tvengine.wrapped.LEAD`,
-    ``MARKUP`` or ``PROSE``, see :func:`~tvengine.wrapped.text_call_state`). Inside an open
+    ``add(piece)`` appends and returns the state (:data:`~toolvocab.engine.wrapped.LEAD`,
+    ``MARKUP`` or ``PROSE``, see :func:`~toolvocab.engine.wrapped.text_call_state`). Inside an open
     reasoning or markup block only its closing tag can change the state, so the text is
     rescanned only when a closer may have ended in the piece: linear in a long block's length.
     Once ``PROSE``, the text is dropped (it can never be lifted) and the state stays.

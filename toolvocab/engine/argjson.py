@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tvengine import jsonio
+from toolvocab.engine import jsonio
 
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?[ \t]*```\s*\Z", re.DOTALL)
 _LITERALS = {"True": "true", "False": "false", "None": "null"}

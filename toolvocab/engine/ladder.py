@@ -26,24 +26,24 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 
-from tvengine import vocabulary
-from tvengine.argjson import describe_unparsed
-from tvengine.arguments import fit_arguments
-from tvengine.arguments import unaccounted_keys
-from tvengine.arguments import validation_error
-from tvengine.models import Action
-from tvengine.models import ArgChange
-from tvengine.models import DeclaredTool
-from tvengine.models import Decision
-from tvengine.models import Step
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.names import ASCII_BLANKS
-from tvengine.names import ascii_lower
-from tvengine.names import join_namespace
-from tvengine.names import name_key
-from tvengine.names import split_flat
-from tvengine.names import split_mcp
+from toolvocab.engine import vocabulary
+from toolvocab.engine.argjson import describe_unparsed
+from toolvocab.engine.arguments import fit_arguments
+from toolvocab.engine.arguments import unaccounted_keys
+from toolvocab.engine.arguments import validation_error
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import ArgChange
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import Step
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import ASCII_BLANKS
+from toolvocab.engine.names import ascii_lower
+from toolvocab.engine.names import join_namespace
+from toolvocab.engine.names import name_key
+from toolvocab.engine.names import split_flat
+from toolvocab.engine.names import split_mcp
 
 #: Prefixes providers and model templates glue onto a name (BR-10: OpenClaw PRs #39328,
 #: #43312; Gemini's ``default_api:`` habit, wire-formats §4; OpenCodex PR #4264 ``default.``).
@@ -253,7 +253,7 @@ def _empty_to_object(call: ToolCall, tool: DeclaredTool) -> list[ArgChange] | No
 
 def _json_repaired(call: ToolCall) -> list[ArgChange]:
     """``[repair_json]`` when the call's argument text only parsed after lossless rewrites
-    (:mod:`tvengine.argjson`): the parsed object must then be written back."""
+    (:mod:`toolvocab.engine.argjson`): the parsed object must then be written back."""
     if call.json_repairs:
         return [ArgChange(op="repair_json", key="", before=call.raw_arguments, after=list(call.json_repairs))]
     return []

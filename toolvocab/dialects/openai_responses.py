@@ -17,28 +17,28 @@ from typing import Any
 
 import orjson
 
-from tvdialects.base import JSON
-from tvdialects.base import CallIds
-from tvdialects.base import as_list
-from tvdialects.base import Resolver
-from tvdialects.base import dedupe_tools
-from tvdialects.base import mark_repeats
-from tvdialects.base import declared_toolset
-from tvdialects import textcalls
-from tvdialects.sse import EventStreamRewriter
-from tvdialects.sse import SSEEvent
-from tvengine import jsonio
-from tvengine.errors import ToolResult
-from tvengine.ids import stable_call_id
-from tvengine.ladder import DUPLICATE_MARK
-from tvengine.models import DeclaredTool
-from tvengine.models import Decision
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.names import join_namespace
-from tvengine.names import split_flat
-from tvengine.plan import Plan
-from tvengine.wrapped import PARALLEL_WRAPPER
+from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import as_list
+from toolvocab.dialects.base import Resolver
+from toolvocab.dialects.base import dedupe_tools
+from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import declared_toolset
+from toolvocab.dialects import textcalls
+from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.engine import jsonio
+from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import stable_call_id
+from toolvocab.engine.ladder import DUPLICATE_MARK
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Decision
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import join_namespace
+from toolvocab.engine.names import split_flat
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 
 _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
@@ -313,7 +313,7 @@ class ResponsesCore:
 
     def lift_text(self, text: str) -> tuple[str, list[dict[str, Any]]] | None:
         """``(text that remains, function_call items)`` for an answer text that is nothing but
-        tool-call markup that resolves and validates (:func:`tvdialects.textcalls.lift`), else
+        tool-call markup that resolves and validates (:func:`toolvocab.dialects.textcalls.lift`), else
         ``None``. A model's own call id (Kimi's) is kept; others get stable ids."""
         found = textcalls.lift(text, self.resolve, lambda i: self.ids.fix(None) or "")
         if found is None:

@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-from tvdialects.anthropic import DIALECT as ANTHROPIC
-from tvdialects.openai_chat import DIALECT as OPENAI_CHAT
-from tvdialects.gemini import DIALECT as GEMINI
-from tvdialects.openai_responses import DIALECT as OPENAI_RESPONSES
-from tvdialects.base import JSON
-from tvdialects.base import Dialect
+from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
+from toolvocab.dialects.openai_chat import DIALECT as OPENAI_CHAT
+from toolvocab.dialects.gemini import DIALECT as GEMINI
+from toolvocab.dialects.openai_responses import DIALECT as OPENAI_RESPONSES
+from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import Dialect
 
 #: Every dialect, most specific path first.
 DIALECTS: tuple[Dialect, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)

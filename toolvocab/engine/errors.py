@@ -52,7 +52,7 @@ denied", "forbidden"), ``not_found`` ("not found"), ``resource`` ("resource", "m
 ``schema`` ("schema", "validation", "json"), ``parse`` ("parse", "decode", "deserializ"),
 ``execution`` (everything else), ``unknown`` (empty error text).
 
-Pure Python, no mitmproxy. Client names match :func:`tvengine.clients.identify_client`.
+Pure Python, no mitmproxy. Client names match :func:`toolvocab.engine.clients.identify_client`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 from pydantic import ConfigDict
 
-#: Client names, spelled as :func:`tvengine.clients.identify_client` returns them.
+#: Client names, spelled as :func:`toolvocab.engine.clients.identify_client` returns them.
 CLAUDE_CODE = "Claude Code"
 CODEX = "Codex"
 OPENCODE = "OpenCode"

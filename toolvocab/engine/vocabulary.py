@@ -26,7 +26,7 @@ page, a source file, or a public bug report). One row per (name, client); a name
 agents has three rows. ``ENTRIES`` is sorted by capability, then name, then client.
 
 Lookup (:func:`capability_of`): an exact name first; otherwise the rows whose names share the
-name's :func:`~tvengine.names.name_key` (case and separators ignored) — used only when all of
+name's :func:`~toolvocab.engine.names.name_key` (case and separators ignored) — used only when all of
 them agree on one capability. Namespaced MCP names (``mcp__server__Bash``) match no row.
 
 Adding a row:
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tvengine.names import name_key
+from toolvocab.engine.names import name_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,7 +364,7 @@ def entries_for(name: str) -> tuple[VocabEntry, ...]:
     """The rows :func:`capability_of` decides ``name`` by.
 
     The rows spelled exactly ``name`` when there are any; otherwise every row whose name has the
-    same :func:`~tvengine.names.name_key` (``BASH`` → ``Bash`` and the ``bash`` rows). Empty for an
+    same :func:`~toolvocab.engine.names.name_key` (``BASH`` → ``Bash`` and the ``bash`` rows). Empty for an
     unknown name.
     """
     return _INDEX.entries_for(name)

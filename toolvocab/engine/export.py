@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tvengine.ladder import Toolset
-from tvengine.models import ToolKind
-from tvengine.names import split_flat
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import split_flat
 
 #: Shapes :func:`render_tools` knows.
 SHAPES: tuple[str, ...] = ("normalized", "anthropic", "openai_chat", "openai_responses", "gemini", "langchain")

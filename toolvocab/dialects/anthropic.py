@@ -15,26 +15,26 @@ from typing import Any
 
 import orjson
 
-from tvdialects.base import JSON
-from tvdialects.base import CallIds
-from tvdialects.base import Resolver
-from tvdialects.base import apply_decision_name
-from tvdialects.base import as_list
-from tvdialects.base import declared_toolset
-from tvdialects.base import dedupe_tools
-from tvdialects.base import mark_repeats
-from tvdialects.base import object_arguments_call
-from tvdialects import textcalls
-from tvdialects.sse import SSEEvent
-from tvdialects.sse import EventStreamRewriter
-from tvengine import jsonio
-from tvengine.errors import OPENCODE_INVALID_TOOL
-from tvengine.errors import ToolResult
-from tvengine.models import DeclaredTool
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
-from tvengine.wrapped import PARALLEL_WRAPPER
+from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import Resolver
+from toolvocab.dialects.base import apply_decision_name
+from toolvocab.dialects.base import as_list
+from toolvocab.dialects.base import declared_toolset
+from toolvocab.dialects.base import dedupe_tools
+from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import object_arguments_call
+from toolvocab.dialects import textcalls
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.engine import jsonio
+from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
+from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 
 _PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
 
@@ -303,7 +303,7 @@ def lift_text_block(content: list[Any], resolve: Resolver, ids: CallIds) -> tupl
 
     Lifted only when ``content`` has no ``tool_use`` block and exactly one text block that is not
     blank, and that text is nothing but tool-call markup whose calls resolve and validate
-    (:func:`tvdialects.textcalls.lift`). Ids are stable (``tc_…``, :class:`CallIds`; a model's
+    (:func:`toolvocab.dialects.textcalls.lift`). Ids are stable (``tc_…``, :class:`CallIds`; a model's
     own id such as Kimi's ``functions.x:0`` would not match Anthropic's id pattern)."""
     if any(isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use") for b in content):
         return None

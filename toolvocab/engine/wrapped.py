@@ -25,7 +25,7 @@ Shapes models leak (bug reports BR-08, BR-23, BR-24; issue 14):
 Each is lifted into ordinary calls only when it is whole (and, for the XML and Kimi shapes, every
 call names a declared tool and every XML parameter is declared); text is lifted only when it is
 nothing but such markup (a leading reasoning block aside): anything else is left as it came. The
-JSON shapes' names are checked by the caller (the ladder, :mod:`tvdialects.textcalls`).
+JSON shapes' names are checked by the caller (the ladder, :mod:`toolvocab.dialects.textcalls`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from typing import Any
 
 import orjson
 
-from tvengine.arguments import property_types
-from tvengine.ladder import Toolset
-from tvengine.models import ToolCall
+from toolvocab.engine.arguments import property_types
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.models import ToolCall
 
 PARALLEL_WRAPPER = "multi_tool_use.parallel"
 

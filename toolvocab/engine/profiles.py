@@ -29,8 +29,8 @@ from pydantic import ValidationError
 from pydantic import field_validator
 from pydantic import model_validator
 
-from tvengine.grammar import GRAMMARS
-from tvengine.vocabulary import CAPABILITIES
+from toolvocab.engine.grammar import GRAMMARS
+from toolvocab.engine.vocabulary import CAPABILITIES
 
 
 #: Hosts that admit requests by the client's tool names (an access gate): OpenCode Zen's free

@@ -16,32 +16,32 @@ from typing import Any
 
 import orjson
 
-from tvdialects.base import JSON
-from tvdialects.base import Resolver
-from tvdialects.base import apply_decision_name
-from tvdialects.base import as_list
-from tvdialects.base import declared_toolset
-from tvdialects.base import dedupe_tools
-from tvdialects.base import mark_repeats
-from tvdialects import textcalls
-from tvdialects.sse import EventStreamRewriter
-from tvdialects.sse import SSEEvent
-from tvengine import jsonio
-from tvengine.errors import OPENCODE_INVALID_TOOL
-from tvengine.errors import ToolResult
-from tvengine.ids import stable_call_id
-from tvengine.models import Action
-from tvengine.models import DeclaredTool
-from tvengine.models import ToolCall
-from tvengine.models import ToolKind
-from tvengine.plan import Plan
-from tvengine.wrapped import LEAD
-from tvengine.wrapped import MARKUP_OPENERS
-from tvengine.wrapped import REASONING_TAGS
-from tvengine.wrapped import MARKUP
-from tvengine.wrapped import PROSE
-from tvengine.wrapped import text_call_state
-from tvengine.wrapped import unwrap_parallel
+from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import Resolver
+from toolvocab.dialects.base import apply_decision_name
+from toolvocab.dialects.base import as_list
+from toolvocab.dialects.base import declared_toolset
+from toolvocab.dialects.base import dedupe_tools
+from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects import textcalls
+from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.dialects.sse import SSEEvent
+from toolvocab.engine import jsonio
+from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
+from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import stable_call_id
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.wrapped import LEAD
+from toolvocab.engine.wrapped import MARKUP_OPENERS
+from toolvocab.engine.wrapped import REASONING_TAGS
+from toolvocab.engine.wrapped import MARKUP
+from toolvocab.engine.wrapped import PROSE
+from toolvocab.engine.wrapped import text_call_state
+from toolvocab.engine.wrapped import unwrap_parallel
 
 
 def _path_only(path: str) -> str:
@@ -388,7 +388,7 @@ def lift_text_calls(
     """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24;
     Hermes JSON, Llama ``<function=…>``, DeepSeek markers, issue 14) as ``tool_calls`` entries,
     with the text that remains (the leading reasoning block, or ``""``;
-    :func:`tvdialects.textcalls.lift`); ``None`` to leave the text as it came (any prose around
+    :func:`toolvocab.dialects.textcalls.lift`); ``None`` to leave the text as it came (any prose around
     the markup, markup incomplete, a function or parameter not declared, a call that does not
     resolve or whose arguments fail the schema)."""
     lifted = textcalls.lift(text, resolve, lambda i: stable_call_id(plan.flow_key, position + i))

@@ -14,7 +14,7 @@ from dataclasses import field
 
 import orjson
 
-from tvengine import jsonio
+from toolvocab.engine import jsonio
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
@@ -34,7 +34,7 @@ class RepeatedKey(Exception):
 
 
 def parse_checked(raw: bytes) -> object:
-    """``raw`` parsed strictly (:func:`tvengine.jsonio.loads`), ``None`` when it is not JSON;
+    """``raw`` parsed strictly (:func:`toolvocab.engine.jsonio.loads`), ``None`` when it is not JSON;
     raises :class:`RepeatedKey` when an object in it repeats a key. Costs one more scan of
     ``raw``, so it is for data a rewriter reads anyway (marker-bearing or held events)."""
     try:
@@ -86,7 +86,7 @@ class SSEEvent:
             self._parsed = True
             if self.data is not None:
                 try:
-                    # strict, big integers exact, lone surrogate escapes kept (tvengine.jsonio)
+                    # strict, big integers exact, lone surrogate escapes kept (toolvocab.engine.jsonio)
                     self._json = parse_checked(self.data.encode("utf-8", errors="surrogateescape"))
                 except RepeatedKey:
                     self._repeated = True

@@ -14,18 +14,19 @@ toolvocab's dependencies.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 
 def addon_path() -> str:
-    """The path of the installed ``toolvocab.py`` (the mitmproxy script); raises
-    ``RuntimeError`` when it is not importable."""
-    spec = importlib.util.find_spec("toolvocab")
-    if spec is None or not spec.origin:
-        raise RuntimeError("toolvocab.py is not installed next to tvrun.py")
-    return str(Path(spec.origin).resolve())
+    """The path of the mitmproxy script: ``toolvocab/_script/toolvocab.py`` in an installed copy
+    (the wheel ships ``addon/toolvocab.py`` there), ``addon/toolvocab.py`` in a clone; raises
+    ``RuntimeError`` when neither exists."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_script" / "toolvocab.py", package.parent / "addon" / "toolvocab.py"):
+        if candidate.is_file():
+            return str(candidate)
+    raise RuntimeError(f"the toolvocab script is neither in {package / '_script'} nor in {package.parent / 'addon'}")
 
 
 def argv_for(args: list[str]) -> list[str]:
@@ -39,7 +40,7 @@ def dump_options(out=None) -> None:
     from mitmproxy import optmanager
     from mitmproxy import options
 
-    import toolvocab
+    from toolvocab.addons import default_addons
 
     opts = options.Options()
     known = set(opts.keys())
@@ -48,7 +49,7 @@ def dump_options(out=None) -> None:
         def add_option(self, name, typespec, default, help, choices=None):  # noqa: A002 - mitmproxy's name
             opts.add_option(name, typespec, default, help, choices)
 
-    for addon in toolvocab.addons:
+    for addon in default_addons():
         if hasattr(addon, "load"):
             addon.load(_Loader())
     ours = optmanager.OptManager()

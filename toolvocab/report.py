@@ -1,36 +1,22 @@
-"""toolvocab in mitmproxy's UIs: a ``toolvocab`` contentview and the ``toolvocab.explain`` /
-``toolvocab.stats`` commands.
+"""What toolvocab's records say, as text: pure functions over record dicts and flows, no running
+mitmproxy needed. The addon's log lines and its UI (:mod:`toolvocab.addons.ui`: the contentview,
+``toolvocab.explain`` / ``toolvocab.stats`` / ``toolvocab.tools``) and the command line
+(:mod:`toolvocab.cli`, over saved flow files) all print from here.
 
-A sibling of ``toolvocab.py``, imported by its plain name (mitmproxy puts the script's folder on
-``sys.path``; relative imports fail, G7). Its hooks run when ``toolvocab.py`` lists the addon::
-
-    addons = [ToolVocab(), ToolVocabUI()]
-
-or when it is loaded as a script of its own (``-s addon/tvui.py``), never both (two addons
-called ``toolvocabui`` make mitmproxy refuse the second).
-
-* The contentview renders the record in ``flow.metadata["toolvocab"]`` (FlowRecord dumped by
-  ``tvengine/record.py``): every tool call before/after with the decision, its ladder step, the
-  reason and the candidates considered; the request side's renames and the prompt sentence;
-  tool errors (when the record has them); notes; provider metadata. The message body follows,
-  pretty-printed. On flows whose record says toolvocab handled them it outranks the JSON view
-  in "auto", on the request and on the response alike; elsewhere it can still be picked by name.
-  mitmproxy 11 (``contentviews.View``) and 12 (``contentviews.Contentview``) are both served
-  (reference §6, G12).
-* ``:toolvocab.explain @focus`` tells why each name was or was not repaired;
-  ``:toolvocab.stats @all`` counts decisions, ladder steps, clients, hosts, dialects, models and
-  tool errors, with call totals and median latencies. Both return the text and log it at ALERT.
-  Flow arguments resolve in mitmproxy's console and mitmweb, not in mitmdump (G9).
-
-The formatting is in pure functions (:func:`render_record`, :func:`explain_flows`,
-:func:`stats`, :func:`stats_text`) that take record dicts (or flows) and need no running
-mitmproxy; ``tvcli.py`` prints the same text for saved flow files.
+* :func:`log_line` / :func:`left_line`: the one-line log of a flow (mitmdump's event log).
+* :func:`render_record`, :func:`render_message`, :func:`view_priority`: the contentview's text
+  of the record in ``flow.metadata["toolvocab"]`` (a dumped :class:`toolvocab.engine.record.FlowRecord`):
+  every tool call before/after with the decision, its ladder step, the reason and the candidates
+  considered; the request side's renames and the prompt sentence; tool errors; notes; provider
+  metadata; then the message body, pretty-printed.
+* :func:`explain_flows`: why each name was or was not repaired; :func:`stats` / :func:`stats_text`:
+  counts of decisions, ladder steps, clients, hosts, dialects, models and tool errors, with call
+  totals and median latencies.
+* :func:`tools_text`: the tools each flow's client declared, normalized or in one API's shape.
 """
 
 from __future__ import annotations
 
-import collections.abc
-import logging
 import statistics
 import textwrap
 from collections import Counter
@@ -38,12 +24,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import orjson
-from mitmproxy import command
-from mitmproxy import contentviews
-from mitmproxy import flow as mflow
-from mitmproxy.log import ALERT
 
-logger = logging.getLogger(__name__)
+from toolvocab.dialects import detect
+from toolvocab.engine.export import normalize_tools
+from toolvocab.engine.export import render_tools
+from toolvocab.engine.ladder import Toolset
 
 METADATA_KEY = "toolvocab"
 METADATA_REQUEST = "toolvocab_request"
@@ -549,92 +534,47 @@ def stats_text(records: Iterable[Any]) -> str:
     return "\n".join(lines)
 
 
-# -- the contentview (mitmproxy 11 and 12, G12) ----------------------------------------------------
-
-if hasattr(contentviews, "Contentview"):  # mitmproxy >= 12
-
-    class ToolVocabContentview(contentviews.Contentview):
-        """The toolvocab record above the pretty-printed body."""
-
-        name = VIEW_NAME
-        syntax_highlight = "none"
-
-        def prettify(self, data: bytes, metadata: contentviews.Metadata) -> str:
-            return render_message(data, metadata.flow, metadata.http_message)
-
-        def render_priority(self, data: bytes, metadata: contentviews.Metadata) -> float:
-            return view_priority(metadata.flow, metadata.http_message)
-
-    VIEW: Any = ToolVocabContentview()
-    contentviews.add(VIEW)  # the same name replaces an earlier registration (hot-reload safe)
-
-    def register_view() -> None:
-        """Put the view back if a reload of another copy of this module replaced it."""
-        if contentviews.registry.get(VIEW_NAME) is not VIEW:
-            contentviews.add(VIEW)
-
-    def unregister_view() -> None:
-        """Nothing to do on 12: ``remove`` is a deprecated no-op there; a reload replaces the view."""
-
-else:  # mitmproxy 11
-
-    class ToolVocabView(contentviews.View):
-        """The toolvocab record above the pretty-printed body."""
-
-        name = VIEW_NAME
-
-        def __call__(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
-                     http_message: Any = None, **unknown: Any):
-            text = render_message(data, flow, http_message)
-            # mitmweb 11 draws an empty line with no height: keep the blank lines visible
-            return "toolvocab", contentviews.format_text("\n".join(line or " " for line in text.split("\n")))
-
-        def render_priority(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
-                            http_message: Any = None, **unknown: Any) -> float:
-            return view_priority(flow, http_message)
-
-    VIEW = ToolVocabView()
-
-    def register_view() -> None:
-        """Add the view, replacing any view of the same name (``add`` refuses duplicates, and a
-        hot reload may leave an older one behind)."""
-        existing = contentviews.get(VIEW_NAME)
-        if existing is not None:
-            contentviews.remove(existing)
-        contentviews.add(VIEW)
-
-    def unregister_view() -> None:
-        if VIEW in contentviews.views:
-            contentviews.remove(VIEW)
+# -- the tools a flow's client declared -----------------------------------------------------------
 
 
-# -- the addon ------------------------------------------------------------------------------------
+def flow_tools(flow: Any, shape: str = "normalized", *, upstream: bool = False) -> Any:
+    """The tools ``flow``'s client declared, rendered as ``shape``; ``None`` when the flow is not
+    an LLM request toolvocab understands. Uses the client's original request (metadata
+    ``toolvocab_request`` when toolvocab changed it) and the record's rename map."""
+    raw = flow.metadata.get(METADATA_REQUEST)
+    if raw is None:
+        try:
+            raw = flow.request.content
+        except ValueError:
+            return None
+    try:
+        body = orjson.loads(raw or b"")
+    except orjson.JSONDecodeError:
+        return None
+    dialect = detect(flow.request.method, flow.request.path, body)
+    if dialect is None:
+        return None
+    record = flow.metadata.get(METADATA_KEY) or {}
+    tools = Toolset(dialect.declared_tools(body))
+    return render_tools(normalize_tools(tools, record.get("rename_map") or {}), shape, upstream=upstream)
 
 
-class ToolVocabUI:
-    """The contentview's registration and the ``toolvocab.explain`` / ``toolvocab.stats``
-    commands. Addon name ``toolvocabui``."""
-
-    def load(self, loader: Any) -> None:
-        register_view()
-
-    def done(self) -> None:
-        unregister_view()
-
-    @command.command("toolvocab.explain")
-    def explain(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
-        """Why each tool name in the flows was or was not repaired: ladder step, candidates, reason."""
-        text = explain_flows(flows)
-        logger.log(ALERT, text)
-        return text
-
-    @command.command("toolvocab.stats")
-    def stats(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
-        """Counts of toolvocab's decisions, ladder steps, clients, hosts, dialects, models and tool
-        errors over the flows, with call totals and median latencies."""
-        text = stats_text(flows)
-        logger.log(ALERT, text)
-        return text
-
-
-addons = [ToolVocabUI()]
+def tools_text(flows: list[Any], shape: str, *, upstream: bool = False) -> str:
+    """JSON text: one entry per flow with its dialect, client and declared tools."""
+    out = []
+    for flow in flows:
+        rendered = flow_tools(flow, shape, upstream=upstream)
+        if rendered is None:
+            continue
+        record = flow.metadata.get(METADATA_KEY) or {}
+        out.append(
+            {
+                "flow": flow.id,
+                "url": flow.request.pretty_url,
+                "dialect": record.get("dialect"),
+                "client": record.get("client"),
+                "shape": shape,
+                "tools": rendered,
+            }
+        )
+    return orjson.dumps(out, option=orjson.OPT_INDENT_2).decode()

@@ -1,0 +1,418 @@
+"""The repair addon: for each LLM API request it handles, the declared tools, the request-side
+plan (renames the upstream needs, the prompt sentence), and the rewrite of the answer — a JSON
+body in the ``response`` hook, a stream through :class:`toolvocab.addons.stream.StreamCallable`.
+
+Options: ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``,
+``toolvocab_hold_timeout``. Each flow's record is finished by
+:class:`toolvocab.addons.recording.ToolVocabRecorder`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from mitmproxy import exceptions
+from mitmproxy import http
+
+from toolvocab import dialects
+from toolvocab.addons.recording import ToolVocabRecorder
+from toolvocab.addons.state import FlowState
+from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
+from toolvocab.addons.stream import StreamCallable
+from toolvocab.addons.stream import rewriter_note
+from toolvocab.addons.stream import send_to_client
+from toolvocab.dialects.base import Dialect
+from toolvocab.engine import jsonio
+from toolvocab.engine.clients import identify_client
+from toolvocab.engine.errors import classify_tool_results
+from toolvocab.engine.grammar import grammar_for
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import make_plan
+from toolvocab.engine.profiles import ProfileError
+from toolvocab.engine.profiles import ProfileSet
+from toolvocab.engine.profiles import is_access_gate
+from toolvocab.engine.profiles import load_profiles
+from toolvocab.engine.record import FlowRecord
+from toolvocab.report import METADATA_KEY
+
+logger = logging.getLogger(__name__)
+
+MODES = ("auto", "repair", "observe", "off")
+
+
+class ToolVocab:
+    """Repair tool calls: the request, responseheaders, response and error hooks, and the
+    per-flow state between them (``_states``, by flow id). ``recorder``: the addon that
+    finishes each flow's record."""
+
+    def __init__(self, recorder: ToolVocabRecorder) -> None:
+        self.recorder = recorder
+        self.mode = "auto"
+        self.hosts: re.Pattern[str] | None = None
+        self.profiles: ProfileSet | None = None
+        self.hold_timeout = DEFAULT_HOLD_TIMEOUT
+        self._states: dict[str, FlowState] = {}
+
+    def load(self, loader: Any) -> None:
+        """Register ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``, ``toolvocab_hold_timeout``."""
+        loader.add_option(
+            name="toolvocab_mode",
+            typespec=str,
+            default="auto",
+            help=(
+                "auto: repair answers and add one sentence naming unmentioned tools to the system prompt; "
+                "repair: repair answers only; observe: record what would change, change nothing; off: do nothing."
+            ),
+            choices=MODES,
+        )
+        loader.add_option(
+            name="toolvocab_profiles",
+            typespec=str | None,
+            default=None,
+            help=(
+                "Path to a TOML file of rename profiles: by host, path and model regex, present the caller's "
+                "tools to the upstream under the names it wants (capability = name). None is active by default."
+            ),
+        )
+        loader.add_option(
+            name="toolvocab_hosts",
+            typespec=str | None,
+            default=None,
+            help=(
+                "Regex matched (re.search) against the upstream host; only matching hosts are handled, and in "
+                "regular (forward) mode only TLS to matching hosts is intercepted. Default: in regular mode the "
+                "known LLM API hosts (addon/hosts.py); in reverse mode any host whose POST path and JSON body "
+                "have an LLM API's shape."
+            ),
+        )
+        loader.add_option(
+            name="toolvocab_hold_timeout",
+            # A string, read as a float in configure: mitmproxy's --set parses no float options.
+            typespec=str,
+            default=f"{DEFAULT_HOLD_TIMEOUT:g}",
+            help=(
+                "Seconds. A streamed tool call is held until it is complete, to repair it; when the upstream "
+                "sends no byte for this long meanwhile, what is held goes to the client as it came and the rest "
+                "of the stream passes through unrepaired. 0: hold as long as the upstream takes."
+            ),
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        """Validate and cache the options; raises ``OptionsError`` naming the bad option.
+
+        The message is also logged as an error first: mitmproxy prints a script's exception
+        under a traceback, and the user should read what is wrong before it."""
+        try:
+            self._configure(updated)
+        except exceptions.OptionsError as exc:
+            logger.error("%s", exc)
+            raise
+
+    def _configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx
+
+        if "toolvocab_mode" in updated:
+            mode = ctx.options.toolvocab_mode
+            if mode not in MODES:
+                raise exceptions.OptionsError(f"toolvocab_mode: {mode!r} is not one of {', '.join(MODES)}")
+            self.mode = mode
+        if "toolvocab_profiles" in updated:
+            path = ctx.options.toolvocab_profiles
+            if path:
+                try:
+                    self.profiles = load_profiles(path)
+                except ProfileError as exc:
+                    raise exceptions.OptionsError(f"toolvocab_profiles: {exc}") from None
+            else:
+                self.profiles = None
+        if "toolvocab_hosts" in updated:
+            value = ctx.options.toolvocab_hosts
+            if value:
+                try:
+                    self.hosts = re.compile(value)
+                except re.error as exc:
+                    raise exceptions.OptionsError(f"toolvocab_hosts: invalid regex {value!r}: {exc}") from exc
+            else:
+                self.hosts = None
+        if "toolvocab_hold_timeout" in updated:
+            text = ctx.options.toolvocab_hold_timeout
+            try:
+                value = float(str(text).strip())
+            except ValueError:
+                value = -1.0
+            if not 0 <= value < float("inf"):  # NaN fails too
+                raise exceptions.OptionsError(f"toolvocab_hold_timeout: {text!r} is not a number of seconds >= 0")
+            self.hold_timeout = value
+
+    # -- hooks --------------------------------------------------------------------------------
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        """Detect the dialect, record the declared tools, apply the request-side plan."""
+        if self.mode == "off":
+            return
+        try:
+            self._request(flow)
+        except Exception as exc:  # the addon never breaks a flow
+            logger.exception("toolvocab: request hook failed; flow passed through")
+            self._states.pop(flow.id, None)
+            flow.metadata[METADATA_KEY] = FlowRecord(
+                mode=self.mode, skipped=f"internal error in request hook ({type(exc).__name__}: {exc})"
+            ).dump()
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        """Choose streaming for SSE answers (must be decided here: mitmproxy G4)."""
+        state = self._states.get(flow.id)
+        if flow.response is None:
+            return
+        if state is None:
+            # Not ours to rewrite: an event stream still goes out as it arrives (mitmproxy
+            # buffers a response whose stream is not set: G4).
+            if self.mode != "off" and "text/event-stream" in flow.response.headers.get("content-type", "").lower():
+                flow.response.stream = True
+            return
+        try:
+            self._responseheaders(flow, state)
+        except Exception as exc:
+            logger.exception("toolvocab: responseheaders hook failed")
+            state.record.notes.append(f"internal error in responseheaders ({type(exc).__name__}: {exc})")
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        """Rewrite a buffered JSON answer; finish the record, marker and comment."""
+        state = self._states.pop(flow.id, None)
+        if state is None:
+            return
+        try:
+            self._response(flow, state)
+        except Exception as exc:
+            logger.exception("toolvocab: response hook failed; answer passed through")
+            state.record.notes.append(f"internal error in response hook ({type(exc).__name__}: {exc})")
+        self.recorder.finish(flow, state)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        """A flow that ended without a response (client or upstream gone): keep what we know."""
+        state = self._states.pop(flow.id, None)
+        if state is not None:
+            state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
+            if state.stream is not None:
+                self._deliver_rest(flow, state)
+            self.recorder.finish(flow, state)
+
+    def _deliver_rest(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """The upstream (or the client) ended a streamed answer mid-stream: send the client every
+        byte received and not yet sent, unchanged (issue 13). mitmproxy calls the stream callable
+        no more (G3); this ``error`` hook is the last code that runs before it closes the client
+        connection (``HttpStream.handle_protocol_error``: the hook, then the error to the
+        client; 11.0.2 and 12.x), so the bytes are written to the client connection here."""
+        stream = state.stream
+        assert stream is not None
+        try:
+            data = stream.drain()
+            if not data:
+                return
+            how = send_to_client(flow, data)
+            if how is None:
+                state.record.notes.append(f"{len(data)} bytes received and not yet sent could not reach the client (its connection is gone)")
+            else:
+                state.record.notes.append(f"upstream ended mid-stream: {len(data)} bytes received and not yet sent went to the client unchanged ({how})")
+        except Exception as exc:
+            logger.exception("toolvocab: could not deliver the rest of the stream")
+            state.record.notes.append(f"rest of the stream not delivered ({type(exc).__name__}: {exc})")
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _skip(self, flow: http.HTTPFlow, reason: str, dialect: str | None = None) -> None:
+        flow.metadata[METADATA_KEY] = FlowRecord(mode=self.mode, dialect=dialect, skipped=reason).dump()
+
+    def _request(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        if req.method != "POST":
+            return
+        if self.hosts is not None and not self.hosts.search(req.pretty_host):
+            return
+        try:
+            content = req.content
+        except ValueError as exc:
+            self._skip(flow, f"request body could not be decoded ({exc})")
+            return
+        if not content:
+            self._skip(flow, "request has no body")
+            return
+        try:
+            body, keys = jsonio.loads_counted(content)
+        except ValueError:
+            # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
+            # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
+            self._skip(flow, "request body is not JSON")
+            return
+        dialect = dialects.detect(req.method, req.path, body)
+        if dialect is None:
+            self._skip(flow, f"not an LLM API request this addon knows (POST {req.path.split('?', 1)[0]})")
+            return
+        tools = Toolset(dialect.declared_tools(body))
+        if not len(tools):
+            self._skip(flow, "the request declares no tools", dialect.name)
+            return
+        plan, record = self._plan(flow, dialect, tools, body, flow.id)
+        state = FlowState(
+            dialect=dialect,
+            tools=tools,
+            plan=plan,
+            record=record,
+            wants_stream=dialect.wants_stream(req.path, body),
+        )
+        # Whether a key repeats (which of its values the upstream reads is its own choice, not
+        # ours to guess) is looked at only before something is written: below for the request,
+        # in the resolver for an answer (issue 11: a flow that changes nothing never scans).
+        state.request_raw, state.request_keys = content, keys
+        if self.mode in ("auto", "repair"):
+            # The plan is applied to the parsed copy; the wire gets it only as a complete body
+            # that reads back strictly, else the client's bytes stay.
+            if dialect.apply_request(body, plan):
+                if not state.request_unique():
+                    # Nothing is written yet: the flow passes as it came, answer included.
+                    self._skip(flow, "request body repeats a key; passed through", dialect.name)
+                    return
+                # loads refused any NaN or infinity, and a plan changes names, strings and tool
+                # entries only: no walk for non-finite floats.
+                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)  # unique: looked above
+                if new is None:
+                    record.notes.append("rewritten request body could not be written back exactly; sent as it came")
+                else:
+                    state.original_request = content
+                    req.content = new
+                    record.request_changed = True
+            # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
+            req.anticomp()
+        self._states[flow.id] = state
+        flow.metadata[METADATA_KEY] = record.dump()
+
+    def _plan(self, flow: http.HTTPFlow, dialect: Dialect, tools: Toolset, body: Any, flow_key: str) -> tuple[Plan, FlowRecord]:
+        """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
+        record that starts with it."""
+        host = flow.request.pretty_host
+        profile = self.profiles.select(host, flow.request.path, dialect.model_of(flow.request.path, body)) if self.profiles else None
+        gate_note = "profiles are never applied at an access gate (" + host + ")" if self.profiles and is_access_gate(host) else None
+        grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
+        plan = make_plan(
+            tools,
+            dialect.system_texts(body),
+            add_sentence=self.mode in ("auto", "observe"),
+            flow_key=flow_key,
+            grammar=grammar,
+            profile=profile,
+            transcript_names=dialect.transcript_names(body),
+        )
+        record = FlowRecord(
+            mode=self.mode,
+            dialect=dialect.name,
+            host=host,
+            path=flow.request.path.split("?", 1)[0],
+            model=dialect.model_of(flow.request.path, body),
+            client=identify_client(flow.request.headers),
+            declared=tools.names(),
+            rename_map=plan.rename_map,
+            duplicates=plan.duplicates,
+            renames=plan.renames,
+            profile=plan.profile,
+            grammar=plan.grammar,
+            prompt_sentence=plan.prompt_sentence,
+            prompt_names=plan.unmentioned,
+            notes=list(plan.skipped) + ([gate_note] if gate_note else []),
+        )
+        if self.recorder.saves_bodies():
+            # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
+            # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
+            # result (issue 11).
+            try:
+                record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
+            except Exception as exc:  # classification is for the record only: never fatal
+                record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
+        return plan, record
+
+    def _responseheaders(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        resp = flow.response
+        assert resp is not None
+        if not 200 <= resp.status_code < 300:
+            return
+        ctype = resp.headers.get("content-type", "").lower()
+        is_sse = "text/event-stream" in ctype
+        if not is_sse and not state.wants_stream:
+            return  # buffered; handled in response()
+        encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            state.record.notes.append(f"streamed answer is {encoding}-encoded; passed through unread")
+            resp.stream = True
+            return
+        if "content-length" in resp.headers:
+            del resp.headers["content-length"]
+            if flow.request.http_version == "HTTP/1.1":
+                resp.headers["transfer-encoding"] = "chunked"
+        # A stream request answered with JSON (an error, or a server that ignored "stream") is
+        # buffered inside the callable and rewritten whole at the end.
+        state.stream = StreamCallable(
+            state,
+            observe=self.mode == "observe",
+            keep=self.recorder.saves_bodies(),
+            hold_timeout=self.hold_timeout,
+            send=lambda data: send_to_client(flow, data),
+        )
+        resp.stream = state.stream
+        state.record.streamed = True
+
+    def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        resp = flow.response
+        if resp is None:
+            return
+        if state.stream is not None:
+            # A repair sent before a later failure still reached the client.
+            state.record.response_changed = state.stream.changed or (
+                not state.stream.observe and any(d.changed for d in state.record.decisions)
+            )
+            return
+        if not 200 <= resp.status_code < 300:
+            state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
+            return
+        if resp.raw_content is None:
+            state.record.notes.append("answer body was streamed by another setting; not inspected")
+            return
+        try:
+            content = resp.content
+        except ValueError as exc:
+            state.record.notes.append(f"answer body could not be decoded ({exc}); passed through")
+            return
+        if not content:
+            return
+        try:
+            body = jsonio.loads(content)
+        except ValueError:
+            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (b"event:", b"data: "):
+                self._rewrite_buffered_sse(flow, state, content)
+            else:
+                state.record.notes.append("answer body is not JSON; passed through")
+            return
+        if not isinstance(body, dict):
+            state.record.notes.append("answer body is not a JSON object; passed through")
+            return
+        unique = not jsonio.has_duplicate_keys(content, body)  # before the rewrite changes body
+        if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
+            new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
+            if new is None:
+                state.record.notes.append("rewritten answer could not be written back exactly (a repeated key?); passed through")
+                return
+            state.upstream_raw = resp.raw_content
+            resp.content = new
+            state.record.response_changed = True
+
+    def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes) -> None:
+        rewriter = state.dialect.stream_rewriter(state, state.plan)
+        out = b"".join(rewriter.feed(content) + rewriter.finish())
+        if getattr(rewriter, "error", None):
+            state.record.notes.append(rewriter_note(rewriter.error))
+        if out != content and self.mode != "observe":
+            assert flow.response is not None
+            state.upstream_raw = flow.response.raw_content
+            flow.response.content = out
+            state.record.response_changed = True

@@ -1,0 +1,230 @@
+"""The per-flow record: stored in ``flow.metadata`` with what a replay needs, the flow marked and
+commented for mitmproxy's UI, one log line, and the flow written to ``toolvocab_record``.
+
+Option: ``toolvocab_record``. The repair and WebSocket addons call :meth:`ToolVocabRecorder.finish`
+when a flow (or a WebSocket turn) is done.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING
+from typing import Any
+
+import orjson
+from mitmproxy import exceptions
+from mitmproxy import http
+
+from toolvocab.engine.record import FlowRecord
+from toolvocab.report import METADATA_DIFF
+from toolvocab.report import METADATA_KEY
+from toolvocab.report import METADATA_REQUEST
+from toolvocab.report import METADATA_UPSTREAM
+from toolvocab.report import change_kind
+from toolvocab.report import left_line
+from toolvocab.report import log_line
+
+if TYPE_CHECKING:
+    from toolvocab.addons.redaction import ToolVocabRedaction
+    from toolvocab.addons.state import FlowState
+
+logger = logging.getLogger(__name__)
+
+MARK_CHANGED = ":wrench:"
+MARK_OBSERVED = ":eyes:"
+
+
+class ToolVocabRecorder:
+    """Finishes each handled flow's record (:meth:`finish`) and writes changed flows to
+    ``toolvocab_record``; ``redaction``: the addon whose redaction every written flow gets.
+    ``mode`` is read from ``toolvocab_mode`` (declared by the repair addon)."""
+
+    def __init__(self, redaction: ToolVocabRedaction | None = None) -> None:
+        self.redaction = redaction
+        self.record_dir: str | None = None
+
+    def load(self, loader: Any) -> None:
+        """Register ``toolvocab_record``."""
+        loader.add_option(
+            name="toolvocab_record",
+            typespec=str | None,
+            default=None,
+            help=(
+                "Directory: write each flow toolvocab changed (or, in observe mode, would change) as its own "
+                ".mitm file there, credentials redacted, with what a replay needs."
+            ),
+        )
+
+    def configure(self, updated: set[str]) -> None:
+        """Validate ``toolvocab_record`` (a writable directory); raises ``OptionsError``.
+
+        The message is also logged as an error first: mitmproxy prints a script's exception
+        under a traceback, and the user should read what is wrong before it."""
+        try:
+            self._configure(updated)
+        except exceptions.OptionsError as exc:
+            logger.error("%s", exc)
+            raise
+
+    def _configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx
+
+        if "toolvocab_record" in updated:
+            directory = ctx.options.toolvocab_record
+            if directory:
+                try:
+                    os.makedirs(directory, exist_ok=True)
+                except OSError as exc:
+                    raise exceptions.OptionsError(f"toolvocab_record: cannot create {directory!r}: {exc}") from exc
+                if not os.access(directory, os.W_OK):
+                    raise exceptions.OptionsError(f"toolvocab_record: {directory!r} is not writable")
+            self.record_dir = directory or None
+
+    def saves_bodies(self) -> bool:
+        """Whether something saves or shows flows: ``toolvocab_record``, ``-w``
+        (``save_stream_file``), ``hardump``, or any master but mitmdump's (mitmweb and the
+        console show flows; test masters inspect them). Then a streamed answer's bytes are kept
+        for the flow and the transcript's tool errors are classified for the record (issue 11:
+        nothing proportional to a body is kept or computed unless someone reads it)."""
+        from mitmproxy import ctx
+
+        if self.record_dir:
+            return True
+        try:
+            options = ctx.options
+            if any(getattr(options, name, None) for name in ("save_stream_file", "hardump")):
+                return True
+            return type(ctx.master).__name__ != "DumpMaster"
+        except Exception:
+            return True
+
+    @property
+    def mode(self) -> str:
+        from mitmproxy import ctx
+
+        try:
+            return str(ctx.options.toolvocab_mode)
+        except Exception:
+            return "auto"
+
+    def finish(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """Store the record and what a replay needs, mark and comment the flow, write it to
+        ``toolvocab_record``. Never raises."""
+        try:
+            record = state.record
+            stream = state.stream
+            self._timings(flow, record)
+            record.count_calls()
+            if stream is not None:
+                # Whatever changed the bytes (a rename, new ids, serialized arguments, a lifted
+                # call), the client's bytes are the truth.
+                record.response_changed = stream.differs
+                if stream.keep and flow.response is not None and flow.response.raw_content is None:
+                    # mitmproxy does not store streamed bodies (G6): keep what the client got,
+                    # and the upstream's bytes when they differ (only when something saves).
+                    sent = bytes(stream.sent)
+                    flow.response.raw_content = sent
+                    if stream.differs:
+                        state.upstream_raw = bytes(stream.upstream)
+                stream.release()
+            flow.metadata[METADATA_KEY] = record.dump()
+            if state.original_request is not None:
+                flow.metadata[METADATA_REQUEST] = state.original_request
+            if state.upstream_raw is not None:
+                flow.metadata[METADATA_UPSTREAM] = state.upstream_raw
+            lines = record.diff_lines()
+            if lines:
+                flow.metadata[METADATA_DIFF] = "\n".join(lines)
+            would_change = record.prompt_sentence is not None or any(d.changed for d in record.decisions) or bool(record.renames)
+            dumped = flow.metadata[METADATA_KEY]
+            kind = change_kind(dumped)
+            if kind == "tools":
+                flow.marked = MARK_CHANGED
+                flow.comment = record.summary()
+            elif kind == "prompt":
+                # Only the prompt sentence was added: a comment, no 🔧 (that marks tool changes).
+                flow.comment = "toolvocab (prompt sentence only): " + record.summary().removeprefix("toolvocab: ")
+            elif self.mode == "observe" and would_change:
+                flow.marked = MARK_OBSERVED
+                flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
+            # A name may hold a lone surrogate (a JSON escape the client sent): what the flow
+            # stores must encode as UTF-8, or saving it (-w) fails.
+            _make_storable(flow)
+            self._log(state, dumped, kind == "tools" or (self.mode == "observe" and would_change), kind == "prompt")
+            if self.record_dir and (record.request_changed or record.response_changed or (self.mode == "observe" and would_change)):
+                self._write(flow, record)
+        except Exception:
+            logger.exception("toolvocab: could not store the flow record")
+
+    @staticmethod
+    def _log(state: FlowState, record: dict, changed: bool, prompt_only: bool) -> None:
+        """One ``info`` line per flow whose tool calls or names changed (``debug`` for a flow that
+        only got the prompt sentence, and for calls left alone); a WebSocket's later turns log
+        again only when the line differs."""
+        lines = []
+        if changed or prompt_only:
+            lines.append((logging.INFO if changed else logging.DEBUG, log_line(record)))
+        left = left_line(record)
+        if left:
+            lines.append((logging.DEBUG, left))
+        for level, line in lines:
+            logged = state.__dict__.setdefault("logged", set())
+            if line not in logged:
+                logged.add(line)
+                logger.log(level, line)
+
+    @staticmethod
+    def _timings(flow: http.HTTPFlow, record: FlowRecord) -> None:
+        """Upstream status and latencies (ms) from mitmproxy's timestamps (seconds)."""
+        resp, start = flow.response, flow.request.timestamp_start
+        if resp is None or not start:
+            return
+        record.status = resp.status_code
+        if resp.timestamp_start:
+            record.ttfb_ms = round((resp.timestamp_start - start) * 1000, 1)
+        if resp.timestamp_end:
+            record.total_ms = round((resp.timestamp_end - start) * 1000, 1)
+
+    def _write(self, flow: http.HTTPFlow, record: FlowRecord) -> None:
+        """Write ``flow`` alone to ``toolvocab_record`` (redacted like every save)."""
+        from mitmproxy import io
+
+        if self.redaction is not None:
+            self.redaction.install(flow)  # a flow whose requestheaders hook never ran for us
+
+        assert self.record_dir is not None
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(flow.timestamp_created))
+        path = os.path.join(self.record_dir, f"{stamp}-{record.dialect or 'flow'}-{flow.id[:8]}.mitm")
+        with open(path, "wb") as fp:
+            io.FlowWriter(fp).add(flow)
+        logger.info("toolvocab: recorded %s", path)
+
+
+def _storable(value: Any) -> Any:
+    """``value`` (a dumped record: dicts, lists, strings) with every lone surrogate in its
+    strings written as its ``\\udXXX`` escape text, so that mitmproxy can save it as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value
+
+
+def _make_storable(flow: http.HTTPFlow) -> None:
+    """Make the record, diff and comment toolvocab put on ``flow`` encodable as UTF-8. ``orjson``
+    refuses a lone surrogate in any string (C speed): only then is the value walked."""
+    for key in (METADATA_KEY, METADATA_DIFF):
+        if key in flow.metadata:
+            try:
+                orjson.dumps(flow.metadata[key])
+            except orjson.JSONEncodeError:
+                flow.metadata[key] = _storable(flow.metadata[key])
+    flow.comment = _storable(flow.comment)

@@ -1,0 +1,421 @@
+"""The stream callable (``flow.response.stream``): upstream chunks through the dialect's stream
+rewriter to the client, the stall bound on a held tool block, and the bytes written to the
+client connection outside mitmproxy's own path (upstream gone, stall released)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mitmproxy import http
+
+from toolvocab.addons.state import FlowState
+from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.engine import jsonio
+
+logger = logging.getLogger(__name__)
+
+#: Seconds without upstream bytes after which a held tool block goes to the client as it came
+#: (``toolvocab_hold_timeout``). A model streaming a long Write's arguments may pause between
+#: fragments (load, server-side work): a short bound would give up repairs of calls that were
+#: only slow, so the default waits half a minute of complete silence, then lets the client see
+#: what arrived. Silence is measured from the last upstream byte, not from the hold's start.
+DEFAULT_HOLD_TIMEOUT = 30.0
+
+
+class StreamCallable:
+    """``flow.response.stream``: feeds upstream chunks to the dialect's rewriter.
+
+    Never raises (mitmproxy G2), never returns ``b""`` mid-stream (G1: it would end an HTTP/1.1
+    chunked body). In ``observe`` mode the rewriter still runs (to record decisions) but the
+    client gets the upstream bytes as they came. A body that turns out to be JSON (a
+    ``stream: true`` request answered without SSE) is buffered and rewritten whole at the end.
+
+    Memory (issue 11): the whole upstream and sent streams are kept only when ``keep`` (something
+    saves flows: ``-w``, ``toolvocab_record``, a UI); otherwise only the bytes received and not
+    yet sent (a held tool-call block, the unfinished last event) and, while the first bytes are
+    sniffed or a JSON body is buffered, that body. Whether the client's bytes differ from the
+    upstream's is tracked as they pass (:attr:`differs`). :meth:`drain` hands out what was
+    received and not sent when the upstream ends mid-stream (issue 13).
+
+    Stall bound (issue 13): while the rewriter holds a block (:meth:`has_held`), a timer on
+    mitmproxy's event loop watches the upstream; when no byte has arrived for
+    ``hold_timeout`` seconds, everything received and not sent goes to the client unchanged
+    through ``send`` (:func:`send_to_client`: there is no stream callable call to return it
+    from), and the rest of the stream passes through as it comes. ``hold_timeout`` 0: never.
+
+    End of stream: mitmproxy calls the callable with ``b""`` at the end, and also for an empty
+    HTTP/2 DATA frame (``_http2.py`` passes every ``DataReceived`` on; an upstream that ends
+    its stream with an empty DATA frame gives two ``b""`` in a row). The first ``b""`` ends the
+    rewrite; later ``b""`` return nothing and later bytes pass through as they came.
+    """
+
+    def __init__(
+        self,
+        state: FlowState,
+        *,
+        observe: bool,
+        keep: bool = True,
+        hold_timeout: float = 0.0,
+        send: Callable[[bytes], str | None] | None = None,
+    ) -> None:
+        self.state = state
+        self.observe = observe
+        self.keep = keep
+        self.hold_timeout = hold_timeout
+        self._send = send
+        self._timer: Any = None  # asyncio.TimerHandle while a hold is watched
+        self._last_bytes = 0.0  # event-loop time of the last upstream chunk
+        self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
+        self.ended = False  # the first b"" came
+        self.stalled = False
+        self.rewriter = state.dialect.stream_rewriter(state, state.plan)
+        self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
+        self.sent = bytearray()  # what the client got, when keep
+        self.json_mode: bool | None = None  # decided on the first non-blank byte
+        self.changed = False
+        self.failed = False
+        self.drained = False
+        self._sniffed_sent = False
+        self.noted = False
+        self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
+        self._differs = False
+
+    @property
+    def differs(self) -> bool:
+        """True once the client's bytes differ from the upstream's (or some are not sent)."""
+        return self._differs or bool(self._lag)
+
+    def __call__(self, chunk: bytes) -> list[bytes]:
+        if self.drained:
+            return [chunk] if chunk else []
+        if self.ended:
+            # An empty HTTP/2 DATA frame ended the rewrite early (or this is the real end after
+            # it): what comes now passes through as it came.
+            if chunk and not self.failed:
+                self.failed = True
+                self.state.record.notes.append("bytes after an empty chunk (an empty HTTP/2 DATA frame) passed through as they came")
+            out = [chunk] if chunk else []
+            self._track(chunk, out)
+            return out
+        consumed = self._consumed()
+        try:
+            out = self._call(chunk)
+        except Exception as exc:  # G2: an exception would drop this chunk
+            logger.exception("toolvocab: stream rewrite failed; passing the rest through")
+            self.failed = True
+            self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
+            out = self._salvage(chunk, consumed)
+        if self._carry:
+            out = [self._carry + b"".join(out)]
+            self._carry = b""
+        self._track(chunk, out)
+        if not chunk:
+            self.ended = True
+            self._cancel_timer()
+        elif self.hold_timeout > 0:
+            self._watch_hold()
+        return out
+
+    # -- stall bound ------------------------------------------------------------------------
+
+    def has_held(self) -> bool:
+        """True while the rewriter holds a block back from the client (a tool call, or text
+        that may be one): what the stall bound releases. A partial event alone does not count
+        (the client could not use half an event)."""
+        if self.json_mode is not False or self.observe or self.failed or self.rewriter is None:
+            return False
+        try:
+            return bool(self.rewriter.has_held())
+        except Exception:
+            return False
+
+    def _watch_hold(self) -> None:
+        """After a chunk: note when bytes last came and keep one timer while a block is held."""
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on an event loop (a direct call in a test): no bound
+        self._last_bytes = loop.time()
+        if self._timer is None and self.has_held():
+            self._timer = loop.call_later(self.hold_timeout, self._on_timer, loop)
+
+    def _on_timer(self, loop: Any) -> None:
+        """The timer fired: release the hold if the upstream has been silent long enough, else
+        wait the rest of the bound (one timer per hold, not one per chunk)."""
+        self._timer = None
+        try:
+            if self.drained or self.ended or self.state is None or not self.has_held():
+                return
+            idle = loop.time() - self._last_bytes
+            if idle < self.hold_timeout:
+                self._timer = loop.call_later(self.hold_timeout - idle, self._on_timer, loop)
+                return
+            self._release_stalled(idle)
+        except Exception as exc:  # a timer callback must not raise into the event loop
+            logger.exception("toolvocab: releasing a stalled hold failed")
+            if self.state is not None:
+                self.state.record.notes.append(f"stalled hold not released ({type(exc).__name__}: {exc})")
+
+    def _release_stalled(self, idle: float) -> None:
+        """Everything received and not sent goes to the client unchanged, now; the rest of the
+        stream passes through (the rewriter's :meth:`salvage`)."""
+        data = b"".join(self.rewriter.salvage())
+        self.stalled = True
+        self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
+        how = None
+        if data and self._send is not None:
+            try:
+                how = self._send(data)
+            except Exception:  # the bytes are not lost: they go out with the next piece
+                logger.exception("toolvocab: could not write released bytes to the client")
+        seconds = f"{idle:.1f}"
+        if how is None:
+            self._carry += data  # goes out first with the next piece (or at the end)
+            self.state.record.notes.append(
+                f"held tool block released after {seconds} s without upstream bytes; passed through "
+                "(the client connection took no bytes then: they go out with the next ones)"
+            )
+            return
+        self._track(b"", [data])
+        self.state.record.notes.append(
+            f"held tool block released after {seconds} s without upstream bytes; passed through ({len(data)} bytes, {how})"
+        )
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _track(self, chunk: bytes, out: list[bytes]) -> None:
+        if self.keep:
+            if self.json_mode is False:  # while sniffing / buffering JSON, _call keeps it
+                self.upstream += chunk
+            for piece in out:
+                self.sent += piece  # stored in the flow at the end (G6)
+        if self._differs:
+            return
+        lag = self._lag
+        lag += chunk
+        for piece in out:
+            if not lag.startswith(piece):
+                self._differs = True
+                lag.clear()
+                return
+            del lag[: len(piece)]
+
+    def drain(self) -> bytes:
+        """Every byte received and not yet sent, unchanged and in order (a held tool-call block,
+        the unfinished last event, a buffered body); afterwards the callable passes chunks
+        through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3)."""
+        self._cancel_timer()
+        if self.drained:
+            return b""
+        out: list[bytes] = [self._carry] if self._carry else []
+        self._carry = b""
+        try:
+            if self.ended:
+                pass  # the rewrite ended at an empty chunk: nothing is held any more
+            elif self.json_mode is not False:
+                out += [bytes(self.upstream)] if not self._sniffed_sent else []
+            elif not self.observe and not self.failed:
+                out += list(self.rewriter.salvage())
+        except Exception:
+            logger.exception("toolvocab: drain failed")
+        self.drained = True
+        data = b"".join(out)
+        self._track(b"", [data] if data else [])
+        return data
+
+    def release(self) -> None:
+        """The flow is finished: drop the buffers and the links to the flow's state (the flow
+        keeps this object as ``response.stream``; no cycle through it outlives the flow). Any
+        later chunk would pass through unchanged."""
+        self._cancel_timer()
+        self._send = None
+        self.drained = True
+        self.upstream = bytearray()
+        self.sent = bytearray()
+        self._lag = bytearray()
+        self.rewriter = None
+        self.state = None  # type: ignore[assignment]
+
+    def _consumed(self) -> int:
+        return int(getattr(self.rewriter, "consumed", 0))
+
+    def _salvage(self, chunk: bytes, consumed_before: int) -> list[bytes]:
+        """Every upstream byte not yet sent, unchanged, after an internal error."""
+        if self.json_mode is not False:
+            # Nothing was sent yet: the buffered body (this chunk included) goes out whole.
+            data = bytes(self.upstream)
+            self.json_mode = False  # from here on chunks pass through
+            if not self.keep:
+                self.upstream = bytearray()
+            return [data] if data else []
+        out: list[bytes] = []
+        try:
+            salvage = getattr(self.rewriter, "salvage", None)
+            if salvage is not None:
+                out = list(salvage())
+        except Exception:
+            logger.exception("toolvocab: salvage failed")
+        if chunk and self._consumed() == consumed_before:
+            out.append(chunk)  # the rewriter never took this chunk in
+        joined = b"".join(out)
+        return [joined] if joined else []
+
+    def _call(self, chunk: bytes) -> list[bytes]:
+        if self.json_mode is not False:
+            self.upstream += chunk
+        if self.failed:
+            return [chunk] if chunk else []
+        if self.json_mode is None:
+            head = bytes(self.upstream).lstrip()
+            if not head and chunk:
+                return []  # only blank bytes so far: wait for the first real one
+            # A JSON object is a whole (non-stream) answer; an array is Gemini's streamed array.
+            self.json_mode = head[:1] == b"{"
+            if not self.json_mode:
+                # Send what was held while sniffing through the stream rewriter.
+                held = bytes(self.upstream)
+                if not self.keep:
+                    self.upstream = bytearray()
+                else:
+                    # _track adds each chunk from now on; this one is already in.
+                    self.upstream = bytearray(held[: len(held) - len(chunk)])
+                out = self.rewriter.feed(held) if held else []
+                if not chunk:
+                    out += self.rewriter.finish()
+                return self._emit(out, chunk, sniffed=held)
+        if self.json_mode:
+            if chunk:
+                return []
+            body = bytes(self.upstream)
+            out = self._rewrite_json(body)
+            return [out] if out else []
+        out = self.rewriter.feed(chunk) if chunk else self.rewriter.finish()
+        return self._emit(out, chunk)
+
+    def _emit(self, out: list[bytes], chunk: bytes, sniffed: bytes | None = None) -> list[bytes]:
+        # A rewriter that contained an error of its own keeps being fed: it passes the rest
+        # through itself, after the bytes it still holds.
+        if getattr(self.rewriter, "error", None) and not self.noted:
+            self.noted = True
+            self.state.record.notes.append(rewriter_note(self.rewriter.error))
+        if self.observe:
+            # The client gets the upstream bytes as they came (held sniffing bytes included).
+            if self._sniffed_sent:
+                return [chunk] if chunk else []
+            self._sniffed_sent = True
+            data = sniffed if sniffed is not None else chunk
+            return [data] if data else []
+        if len(out) > 1:
+            joined = b"".join(out)  # one piece per chunk: mitmproxy writes each piece separately
+            return [joined] if joined else []
+        return out
+
+    def _rewrite_json(self, body: bytes) -> bytes:
+        try:
+            parsed = jsonio.loads(body)
+        except ValueError:
+            self.state.record.notes.append("answer body is not JSON; passed through")
+            return body
+        if not isinstance(parsed, dict):
+            self.state.record.notes.append("answer body is not a JSON object; passed through")
+            return body
+        try:
+            unique = not jsonio.has_duplicate_keys(body, parsed)  # before the rewrite changes parsed
+            if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
+                new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
+                if new is None:
+                    self.state.record.notes.append("rewritten answer could not be written back exactly; passed through")
+                    return body
+                self.changed = True
+                return new
+        except Exception as exc:
+            logger.exception("toolvocab: JSON rewrite failed; answer passed through")
+            self.state.record.notes.append(f"JSON rewrite failed ({type(exc).__name__}: {exc}); passed through")
+        return body
+
+
+def rewriter_note(error: str) -> str:
+    """The record's note for a stream rewriter's ``error`` (what it contained: the rest of the
+    stream passed through as it came)."""
+    prefix = f"{RepeatedKey.__name__}: "
+    if error.startswith(prefix):
+        return error[len(prefix) :]
+    return f"stream rewrite failed ({error}); rest passed through"
+
+
+def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
+    """Write ``data`` as more of ``flow``'s response body straight to the client connection,
+    framed as mitmproxy frames it (HTTP/1 chunked or as is; an HTTP/2 DATA frame) and through
+    the client connection's TLS layer(s); the description of what was done, or ``None`` when
+    the client connection is gone or the body cannot grow.
+
+    For the ``error`` hook, and for the stall bound's timer (:class:`StreamCallable`) between
+    two events of the connection: mitmproxy has no API to send body bytes after the upstream
+    failed or outside the stream callable, and no layer is running at either point (they are
+    paused on the hook; the timer runs between events, after the layers' writes of the last
+    one), so this does what they would do, in order with their bytes: the HTTP framing (on
+    HTTP/2 through mitmproxy's own buffered ``h2_conn``, which keeps flow control and order),
+    then each tunnel layer's ``send_data`` (TLS encryption), then the connection's
+    transport (``proxyserver.connections[client id].transports[client]``; mitmproxy 11.0.2
+    and 12.3.1).
+    """
+    from mitmproxy import ctx
+    from mitmproxy.proxy import commands
+
+    server = ctx.master.addons.get("proxyserver")
+    handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
+    if handler is None or flow.response is None:
+        return None
+    transport = handler.transports.get(flow.client_conn)
+    writer = getattr(transport, "writer", None)
+    if writer is None or writer.is_closing():
+        return None
+    h2server, stream_id, tunnels = _client_layers(handler, flow)
+    if h2server is not None:
+        h2server.h2_conn.send_data(stream_id, data)
+        framed, how = h2server.h2_conn.data_to_send(), "HTTP/2 DATA"
+    elif "chunked" in flow.response.headers.get("transfer-encoding", "").lower():
+        framed, how = b"%x\r\n%s\r\n" % (len(data), data), "HTTP/1.1 chunk"
+    elif "content-length" in flow.response.headers:
+        return None  # a length-delimited body cannot grow
+    else:
+        framed, how = data, "HTTP/1 body bytes"
+    for tunnel in tunnels:  # innermost first, as the bytes travel
+        framed = b"".join(c.data for c in tunnel.send_data(framed) if isinstance(c, commands.SendData))
+    writer.write(framed)
+    return how + (" over TLS" if tunnels else "")
+
+
+def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[Any]]:
+    """Walk the connection's layer stack: ``flow``'s client-side HTTP/2 connection layer and
+    stream id (``None, 0`` for HTTP/1) and the tunnel layers (TLS) on the client connection,
+    innermost first."""
+    seen: set[int] = set()
+    h2server, stream_id, tunnels = None, 0, []
+    todo = [getattr(handler, "layer", None)]
+    while todo:
+        layer = todo.pop()
+        if layer is None or id(layer) in seen or len(seen) > 100:
+            continue
+        seen.add(id(layer))
+        if getattr(layer, "tunnel_connection", None) is flow.client_conn and callable(getattr(layer, "send_data", None)):
+            tunnels.append(layer)
+        streams = getattr(layer, "streams", None)
+        connections = getattr(layer, "connections", None)
+        if h2server is None and isinstance(streams, dict) and isinstance(connections, dict):
+            for sid, stream in streams.items():
+                if getattr(stream, "flow", None) is flow:
+                    conn = connections.get(flow.client_conn)
+                    if conn is not None and hasattr(conn, "h2_conn"):
+                        h2server, stream_id = conn, sid
+        for name in ("child_layer", "layer"):
+            todo.append(getattr(layer, name, None))
+        todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
+    return h2server, stream_id, tunnels[::-1]

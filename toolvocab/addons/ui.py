@@ -1,0 +1,135 @@
+"""toolvocab in mitmproxy's UIs: the ``toolvocab`` contentview and the ``toolvocab.explain`` /
+``toolvocab.stats`` / ``toolvocab.tools`` commands (addon name ``toolvocabui``).
+
+* The contentview renders the record in ``flow.metadata["toolvocab"]`` above the message body
+  (:func:`toolvocab.report.render_message`). On flows whose record says toolvocab handled them it
+  outranks the JSON view in "auto", on the request and on the response alike; elsewhere it can
+  still be picked by name. mitmproxy 11 (``contentviews.View``) and 12
+  (``contentviews.Contentview``) are both served (reference §6, G12).
+* ``:toolvocab.explain @focus`` tells why each name was or was not repaired;
+  ``:toolvocab.stats @all`` counts decisions, ladder steps, clients, hosts, dialects, models and
+  tool errors; ``:toolvocab.tools @focus [shape]`` prints the tools the flow's client declared.
+  Each returns the text and logs it at ALERT. Flow arguments resolve in mitmproxy's console and
+  mitmweb, not in mitmdump (G9).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import logging
+from typing import Any
+
+from mitmproxy import command
+from mitmproxy import contentviews
+from mitmproxy import exceptions
+from mitmproxy import flow as mflow
+from mitmproxy.log import ALERT
+
+from toolvocab.engine.export import SHAPES
+from toolvocab.report import VIEW_NAME
+from toolvocab.report import explain_flows
+from toolvocab.report import render_message
+from toolvocab.report import stats_text
+from toolvocab.report import tools_text
+from toolvocab.report import view_priority
+
+logger = logging.getLogger(__name__)
+
+
+# -- the contentview (mitmproxy 11 and 12, G12) ----------------------------------------------------
+
+if hasattr(contentviews, "Contentview"):  # mitmproxy >= 12
+
+    class ToolVocabContentview(contentviews.Contentview):
+        """The toolvocab record above the pretty-printed body."""
+
+        name = VIEW_NAME
+        syntax_highlight = "none"
+
+        def prettify(self, data: bytes, metadata: contentviews.Metadata) -> str:
+            return render_message(data, metadata.flow, metadata.http_message)
+
+        def render_priority(self, data: bytes, metadata: contentviews.Metadata) -> float:
+            return view_priority(metadata.flow, metadata.http_message)
+
+    VIEW: Any = ToolVocabContentview()
+    contentviews.add(VIEW)  # the same name replaces an earlier registration (hot-reload safe)
+
+    def register_view() -> None:
+        """Put the view back if a reload of another copy of this module replaced it."""
+        if contentviews.registry.get(VIEW_NAME) is not VIEW:
+            contentviews.add(VIEW)
+
+    def unregister_view() -> None:
+        """Nothing to do on 12: ``remove`` is a deprecated no-op there; a reload replaces the view."""
+
+else:  # mitmproxy 11
+
+    class ToolVocabView(contentviews.View):
+        """The toolvocab record above the pretty-printed body."""
+
+        name = VIEW_NAME
+
+        def __call__(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
+                     http_message: Any = None, **unknown: Any):
+            text = render_message(data, flow, http_message)
+            # mitmweb 11 draws an empty line with no height: keep the blank lines visible
+            return "toolvocab", contentviews.format_text("\n".join(line or " " for line in text.split("\n")))
+
+        def render_priority(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
+                            http_message: Any = None, **unknown: Any) -> float:
+            return view_priority(flow, http_message)
+
+    VIEW = ToolVocabView()
+
+    def register_view() -> None:
+        """Add the view, replacing any view of the same name (``add`` refuses duplicates, and a
+        hot reload may leave an older one behind)."""
+        existing = contentviews.get(VIEW_NAME)
+        if existing is not None:
+            contentviews.remove(existing)
+        contentviews.add(VIEW)
+
+    def unregister_view() -> None:
+        if VIEW in contentviews.views:
+            contentviews.remove(VIEW)
+
+
+# -- the addon ------------------------------------------------------------------------------------
+
+
+class ToolVocabUI:
+    """The contentview's registration and the ``toolvocab.explain`` / ``toolvocab.stats`` /
+    ``toolvocab.tools`` commands. Addon name ``toolvocabui``."""
+
+    def load(self, loader: Any) -> None:
+        register_view()
+
+    def done(self) -> None:
+        unregister_view()
+
+    @command.command("toolvocab.explain")
+    def explain(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
+        """Why each tool name in the flows was or was not repaired: ladder step, candidates, reason."""
+        text = explain_flows(flows)
+        logger.log(ALERT, text)
+        return text
+
+    @command.command("toolvocab.tools")
+    def tools(self, flow: mflow.Flow, shape: str = "normalized") -> str:
+        """The tools this flow's client declared, normalized or in one API's shape: normalized,
+        anthropic, openai_chat, openai_responses, gemini or langchain (names as the client
+        declared them; the record's rename_map says what went upstream)."""
+        if shape not in SHAPES:
+            raise exceptions.CommandError(f"shape must be one of {', '.join(SHAPES)}")
+        text = tools_text([flow], shape)
+        logger.log(ALERT, text)
+        return text
+
+    @command.command("toolvocab.stats")
+    def stats(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
+        """Counts of toolvocab's decisions, ladder steps, clients, hosts, dialects, models and tool
+        errors over the flows, with call totals and median latencies."""
+        text = stats_text(flows)
+        logger.log(ALERT, text)
+        return text

@@ -1,0 +1,125 @@
+"""Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the client is a
+request (its tools declared, its plan applied); every frame from the server is one stream event,
+rewritten by the Responses dialect's stream rewriter and sent on with ``inject.websocket``."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+from typing import Any
+
+from mitmproxy import http
+
+from toolvocab import dialects
+from toolvocab.addons.recording import ToolVocabRecorder
+from toolvocab.addons.recording import _storable
+from toolvocab.addons.state import FlowState
+from toolvocab.dialects.base import JSONFrame
+from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.engine import jsonio
+from toolvocab.engine.ladder import Toolset
+from toolvocab.report import METADATA_KEY
+
+if TYPE_CHECKING:
+    from toolvocab.addons.core import ToolVocab
+
+logger = logging.getLogger(__name__)
+
+
+class ToolVocabWebSocket:
+    """``websocket_message`` / ``websocket_end``; one :class:`FlowState` per WebSocket
+    (``_ws``, by flow id), its record kept across turns. ``core``: the repair addon (mode, plan);
+    ``recorder``: finishes the record after each turn."""
+
+    def __init__(self, core: ToolVocab, recorder: ToolVocabRecorder) -> None:
+        self.core = core
+        self.recorder = recorder
+        self._ws: dict[str, FlowState] = {}
+
+    def websocket_message(self, flow: http.HTTPFlow) -> None:
+        """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
+        client is a request; every frame from the server is one stream event."""
+        if self.core.mode == "off" or flow.websocket is None or not flow.websocket.messages:
+            return
+        message = flow.websocket.messages[-1]
+        if message.injected or not message.is_text:
+            return
+        try:
+            self._websocket_message(flow, message)
+        except Exception as exc:
+            logger.exception("toolvocab: websocket_message hook failed; frame passed through")
+            ws = self._ws.get(flow.id)
+            if ws is not None:
+                ws.record.notes.append(f"internal error in websocket_message ({type(exc).__name__}: {exc})")
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        """Forget a finished WebSocket's state (its record stays in metadata)."""
+        ws = self._ws.pop(flow.id, None)
+        if ws is not None:
+            flow.metadata[METADATA_KEY] = _storable(ws.record.dump())
+
+    def _websocket_message(self, flow: http.HTTPFlow, message: Any) -> None:
+        from mitmproxy import ctx
+
+        if message.from_client:
+            try:
+                frame = jsonio.loads(message.content)
+            except ValueError:
+                return
+            if not isinstance(frame, dict) or frame.get("type") != "response.create":
+                return
+            dialect = dialects.by_name("openai_responses")
+            assert dialect is not None
+            if not flow.request.path.split("?", 1)[0].endswith("/responses"):
+                return
+            tools = Toolset(dialect.declared_tools(frame))
+            plan, record = self.core._plan(flow, dialect, tools, frame, f"{flow.id}:{len(flow.websocket.messages)}")
+            previous = self._ws.get(flow.id)
+            if previous is not None:
+                # One record per WebSocket: keep the earlier turns' decisions and notes.
+                record.decisions = previous.record.decisions + record.decisions
+                record.notes = previous.record.notes + record.notes
+                record.request_changed = previous.record.request_changed
+                record.response_changed = previous.record.response_changed
+            record.streamed = True
+            state = FlowState(dialect, tools, plan, record, wants_stream=True)
+            state.ws_rewriter = dialect.stream_rewriter(state, plan)
+            self._ws[flow.id] = state
+            if self.core.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
+                new = jsonio.rewrite(message.content, frame)
+                if new is None:
+                    record.notes.append("rewritten response.create frame could not be written back exactly; sent as it came")
+                else:
+                    message.content = new
+                    record.request_changed = True
+            self.recorder.finish(flow, state)
+            return
+        state = self._ws.get(flow.id)
+        if state is None or state.ws_rewriter is None:
+            return
+        unit = JSONFrame(message.content)
+        before = len(state.record.decisions)
+        try:
+            outs = state.ws_rewriter.on_unit(unit)
+        except Exception as exc:
+            if isinstance(exc, RepeatedKey):
+                state.record.notes.append(RepeatedKey.NOTE.replace("an event's data", "a frame") + " (this turn)")
+            else:
+                state.record.notes.append(f"websocket rewrite failed ({type(exc).__name__}: {exc}); frames passed through")
+            outs = state.ws_rewriter.held_units()
+            if not outs or outs[-1] is not unit:
+                outs.append(unit)  # the failing frame may already be among the held ones
+            state.ws_rewriter = None
+        if self.core.mode == "observe":
+            if len(state.record.decisions) != before:
+                self.recorder.finish(flow, state)
+            return
+        # Every server frame goes out through inject.websocket, unchanged ones too: mitmproxy
+        # sends injected frames from tasks of their own, so a frame forwarded directly could
+        # overtake frames released from a hold (all injections keep their order).
+        message.drop()
+        for out in outs:
+            ctx.master.commands.call("inject.websocket", flow, True, out.raw, True)
+        if any(o is not unit and o.raw != unit.raw for o in outs) or len(state.record.decisions) != before:
+            state.record.response_changed = state.record.response_changed or any(d.changed for d in state.record.decisions[before:])
+            self.recorder.finish(flow, state)

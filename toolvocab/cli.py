@@ -1,0 +1,61 @@
+"""toolvocab's command line, over saved flow files (``mitmdump -w``, ``toolvocab_record``, ``flows/``).
+
+    uv run python -m toolvocab.cli tools FLOWFILE [--as SHAPE] [--upstream]
+    uv run python -m toolvocab.cli stats FLOWFILE...
+    uv run python -m toolvocab.cli explain FLOWFILE...
+
+``tools`` prints the tools each flow's client declared, normalized or in one API's shape
+(``normalized``, ``anthropic``, ``openai_chat``, ``openai_responses``, ``gemini``,
+``langchain``); ``--upstream`` shows the names they were sent upstream under. ``stats`` and
+``explain`` print what the mitmproxy commands ``toolvocab.stats`` / ``toolvocab.explain`` print.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from typing import Any
+
+from toolvocab.engine.export import SHAPES
+from toolvocab.report import METADATA_KEY
+from toolvocab.report import explain_flows
+from toolvocab.report import flow_tools  # noqa: F401 - part of the command line's API (tests, scripts)
+from toolvocab.report import stats_text
+from toolvocab.report import tools_text
+
+
+def read_flows(paths: list[str]) -> Iterator[Any]:
+    """Every HTTP flow in the given flow files (mitmproxy's ``io.FlowReader``)."""
+    from mitmproxy import http
+    from mitmproxy import io
+
+    for path in paths:
+        with open(path, "rb") as fp:
+            for flow in io.FlowReader(fp).stream():
+                if isinstance(flow, http.HTTPFlow):
+                    yield flow
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code (2 on bad usage)."""
+    parser = argparse.ArgumentParser(prog="python -m toolvocab.cli", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_tools = sub.add_parser("tools", help="print the tools each flow's client declared")
+    p_tools.add_argument("files", nargs="+")
+    p_tools.add_argument("--as", dest="shape", choices=SHAPES, default="normalized")
+    p_tools.add_argument("--upstream", action="store_true", help="show the names sent upstream")
+    for name, text in (("stats", "counts per decision, client, upstream"), ("explain", "why each name was or was not repaired")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("files", nargs="+")
+    args = parser.parse_args(argv)
+    flows = list(read_flows(args.files))
+    if args.command == "tools":
+        print(tools_text(flows, args.shape, upstream=args.upstream))
+        return 0
+    records = [f.metadata.get(METADATA_KEY) for f in flows if f.metadata.get(METADATA_KEY)]
+    print(stats_text(records) if args.command == "stats" else explain_flows(records))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
