@@ -91,8 +91,9 @@ def test_a_request_with_a_repeated_key_is_left_as_sent(harness, dialect):
 
 @pytest.mark.parametrize("dialect", fz.DIALECTS)
 def test_a_repeated_key_in_a_request_left_unchanged_still_leaves_its_answer(harness, dialect):
-    """Repair mode adds no prompt sentence: the request is not rewritten, so whether a key
-    repeats is looked at only when the answer would change (issue 11) — and then it is left."""
+    """Repair mode adds no prompt sentence, so the request would not be rewritten: its answer is
+    still left as sent (a JSON answer's ids and lifted calls change outside the resolver, a
+    stream's first change cannot wait for a late look: the request hook decides)."""
     seed = dataclasses.replace(repaired_seed(harness[1], dialect))
     seed.options = {**seed.options, "mode": "repair"}
     control = drive(harness, seed, seed.request, seed.answer)
@@ -100,8 +101,7 @@ def test_a_repeated_key_in_a_request_left_unchanged_still_leaves_its_answer(harn
     request = with_field(seed.request, b'"a","x_fuzz":"b"')
     o = drive(harness, seed, request, seed.answer)
     assert o.request_out == request and o.answer_out == seed.answer and not o.errors
-    decisions = o.record["decisions"]
-    assert decisions and all(d["action"] == "leave" and "repeats a key" in d["reason"] for d in decisions)
+    assert o.record and "repeats a key" in (o.record.get("skipped") or "")
 
 
 @pytest.mark.parametrize("dialect", fz.DIALECTS)

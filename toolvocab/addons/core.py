@@ -241,11 +241,17 @@ class ToolVocab:
             self._skip(flow, "request has no body")
             return
         try:
-            body, keys = jsonio.loads_counted(content)
+            body, unique = jsonio.loads_unique(content)
         except ValueError:
             # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
             # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
             self._skip(flow, "request body is not JSON")
+            return
+        if not unique:
+            # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
+            # Looked at here, on every request: the answer's rewrite changes more than the
+            # resolver's decisions (ids, lifted calls), and a stream's first change cannot wait.
+            self._skip(flow, "request body repeats a key; passed through")
             return
         dialect = dialects.detect(req.method, req.path, body)
         if dialect is None:
@@ -263,21 +269,13 @@ class ToolVocab:
             record=record,
             wants_stream=dialect.wants_stream(req.path, body),
         )
-        # Whether a key repeats (which of its values the upstream reads is its own choice, not
-        # ours to guess) is looked at only before something is written: below for the request,
-        # in the resolver for an answer (issue 11: a flow that changes nothing never scans).
-        state.request_raw, state.request_keys = content, keys
         if self.mode in ("auto", "repair"):
             # The plan is applied to the parsed copy; the wire gets it only as a complete body
             # that reads back strictly, else the client's bytes stay.
             if dialect.apply_request(body, plan):
-                if not state.request_unique():
-                    # Nothing is written yet: the flow passes as it came, answer included.
-                    self._skip(flow, "request body repeats a key; passed through", dialect.name)
-                    return
                 # loads refused any NaN or infinity, and a plan changes names, strings and tool
                 # entries only: no walk for non-finite floats.
-                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)  # unique: looked above
+                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)
                 if new is None:
                     record.notes.append("rewritten request body could not be written back exactly; sent as it came")
                 else:

@@ -7,10 +7,8 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from toolvocab.dialects.base import Dialect
-from toolvocab.engine import jsonio
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
-from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
@@ -38,11 +36,6 @@ class FlowState:
         self.ws_rewriter: Any = None
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
-        #: The request as sent and its key count, until :meth:`request_unique` has looked
-        #: (the same bytes object the flow holds: no copy).
-        self.request_raw: bytes | None = None
-        self.request_keys = 0
-        self._unique: bool | None = None
 
     def __call__(self, call: ToolCall) -> Decision:
         """The dialects' ``Resolver``: the ladder over this flow's tools; records the decision.
@@ -51,25 +44,5 @@ class FlowState:
 
     def resolver(self, call: ToolCall) -> Decision:
         decision = resolve(call, self.tools, self.plan.reverse_map)
-        if decision.changed and not self.request_unique():
-            decision = Decision(
-                name=decision.name,
-                namespace=decision.namespace,
-                call_id=decision.call_id,
-                action=Action.LEAVE,
-                step=decision.step,
-                candidates=decision.candidates,
-                reason="the request repeats a key in one object: which of the values the upstream read is its "
-                "own choice, so the tools this flow declares are not certain; left as sent",
-            )
         self.record.decisions.append(decision)
         return decision
-
-    def request_unique(self) -> bool:
-        """Whether the request body wrote no key twice in one object; looked at once, the first
-        time an answer would change (issue 11: the scan of the body is paid by flows that change,
-        not by every request)."""
-        if self._unique is None:
-            raw, self.request_raw = self.request_raw, None
-            self._unique = raw is None or not jsonio.repeats_key(raw, self.request_keys)
-        return self._unique

@@ -113,19 +113,6 @@ def loads_unique(raw: bytes) -> tuple[Any, bool]:
     return value, not _repeats_key(raw, keys)
 
 
-def loads_counted(raw: bytes) -> tuple[Any, int]:
-    """``(loads(raw), keys)``: the value and how many object keys it holds, from the same walk.
-    Hand both to :func:`repeats_key` later, before anything is written back (the check costs a
-    scan of ``raw``: a hook that changes nothing never pays it). Raises as :func:`loads`."""
-    return _read(raw)
-
-
-def repeats_key(raw: bytes, keys: int) -> bool:
-    """True when the JSON text ``raw`` writes some key twice in one object; ``keys``: the count
-    :func:`loads_counted` gave for ``raw`` (before any change to the value)."""
-    return _repeats_key(raw, keys)
-
-
 def _read(raw: bytes) -> tuple[Any, int]:
     """``(value, number of object keys in value)`` (see :func:`loads`)."""
     try:
