@@ -16,6 +16,7 @@ from typing import Any
 from mitmproxy import exceptions
 from mitmproxy import http
 
+from toolvocab.addons.options import Configurable
 from toolvocab import dialects
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.state import FlowState
@@ -43,7 +44,7 @@ logger = logging.getLogger(__name__)
 MODES = ("auto", "repair", "observe", "off")
 
 
-class ToolVocab:
+class ToolVocab(Configurable):
     """Repair tool calls: the request, responseheaders, response and error hooks, and the
     per-flow state between them (``_states``, by flow id). ``recorder``: the addon that
     finishes each flow's record."""
@@ -100,18 +101,8 @@ class ToolVocab:
             ),
         )
 
-    def configure(self, updated: set[str]) -> None:
-        """Validate and cache the options; raises ``OptionsError`` naming the bad option.
-
-        The message is also logged as an error first: mitmproxy prints a script's exception
-        under a traceback, and the user should read what is wrong before it."""
-        try:
-            self._configure(updated)
-        except exceptions.OptionsError as exc:
-            logger.error("%s", exc)
-            raise
-
     def _configure(self, updated: set[str]) -> None:
+        """Validate and cache the options; raises ``OptionsError`` naming the bad option."""
         from mitmproxy import ctx
 
         if "toolvocab_mode" in updated:

@@ -10,6 +10,7 @@ from typing import Any
 
 from mitmproxy import exceptions
 
+from toolvocab.addons.options import Configurable
 from toolvocab import hosts
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class ToolVocabIntercept:
+class ToolVocabIntercept(Configurable):
     """``tls_clienthello``: intercept or tunnel; ``running``: one line describing the setup.
     ``core``: the repair addon, whose ``toolvocab_hosts`` and mode it reads."""
 
@@ -40,18 +41,8 @@ class ToolVocabIntercept:
             choices=hosts.INTERCEPT_CHOICES,
         )
 
-    def configure(self, updated: set[str]) -> None:
-        """Validate ``toolvocab_intercept``; raises ``OptionsError``.
-
-        The message is also logged as an error first: mitmproxy prints a script's exception
-        under a traceback, and the user should read what is wrong before it."""
-        try:
-            self._configure(updated)
-        except exceptions.OptionsError as exc:
-            logger.error("%s", exc)
-            raise
-
     def _configure(self, updated: set[str]) -> None:
+        """Validate ``toolvocab_intercept``; raises ``OptionsError``."""
         from mitmproxy import ctx
 
         if "toolvocab_intercept" in updated:

@@ -17,6 +17,7 @@ import orjson
 from mitmproxy import exceptions
 from mitmproxy import http
 
+from toolvocab.addons.options import Configurable
 from toolvocab.engine.record import FlowRecord
 from toolvocab.report import METADATA_DIFF
 from toolvocab.report import METADATA_KEY
@@ -36,7 +37,7 @@ MARK_CHANGED = ":wrench:"
 MARK_OBSERVED = ":eyes:"
 
 
-class ToolVocabRecorder:
+class ToolVocabRecorder(Configurable):
     """Finishes each handled flow's record (:meth:`finish`) and writes changed flows to
     ``toolvocab_record``; ``redaction``: the addon whose redaction every written flow gets.
     ``mode`` is read from ``toolvocab_mode`` (declared by the repair addon)."""
@@ -57,18 +58,8 @@ class ToolVocabRecorder:
             ),
         )
 
-    def configure(self, updated: set[str]) -> None:
-        """Validate ``toolvocab_record`` (a writable directory); raises ``OptionsError``.
-
-        The message is also logged as an error first: mitmproxy prints a script's exception
-        under a traceback, and the user should read what is wrong before it."""
-        try:
-            self._configure(updated)
-        except exceptions.OptionsError as exc:
-            logger.error("%s", exc)
-            raise
-
     def _configure(self, updated: set[str]) -> None:
+        """Validate ``toolvocab_record`` (a writable directory); raises ``OptionsError``."""
         from mitmproxy import ctx
 
         if "toolvocab_record" in updated:

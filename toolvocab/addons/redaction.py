@@ -12,10 +12,12 @@ from typing import Any
 from mitmproxy import exceptions
 from mitmproxy import http
 
+from toolvocab.addons.options import Configurable
+
 logger = logging.getLogger(__name__)
 
 
-class ToolVocabRedaction:
+class ToolVocabRedaction(Configurable):
     """Installs :func:`install_redaction` on every flow as early as it exists (``requestheaders``:
     a client that disconnects mid-body never reaches the request hook), again in ``request`` and
     in ``error`` (for flows that began before the addon loaded)."""
@@ -36,18 +38,8 @@ class ToolVocabRedaction:
             ),
         )
 
-    def configure(self, updated: set[str]) -> None:
-        """Validate ``toolvocab_redact``; raises ``OptionsError``.
-
-        The message is also logged as an error first: mitmproxy prints a script's exception
-        under a traceback, and the user should read what is wrong before it."""
-        try:
-            self._configure(updated)
-        except exceptions.OptionsError as exc:
-            logger.error("%s", exc)
-            raise
-
     def _configure(self, updated: set[str]) -> None:
+        """Validate ``toolvocab_redact``; raises ``OptionsError``."""
         from mitmproxy import ctx
 
         if "toolvocab_redact" in updated:
