@@ -13,7 +13,8 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it:
   ``orjson.loads`` and streams event streams: what any addon that looks at requests pays;
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``.
 
-The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`):
+The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`), written
+compactly as Claude Code writes them:
 a long system prompt that names every declared tool, 20 tools with descriptions and schemas,
 and a transcript of turns, each an assistant ``text`` + ``tool_use`` and a user ``tool_result``
 (some ``is_error``, some a JSON file read back, whose quotes are escaped in the body). Nothing in them is for the addon to change: the request goes out as the
@@ -99,10 +100,12 @@ def tools() -> list[dict]:
     return out
 
 
-def transcript(size: int, *, mention_all: bool = True, stream: bool = False) -> bytes:
-    """An Anthropic Messages request of about ``size`` bytes (see the module docstring).
-    ``mention_all=False`` leaves one declared tool out of the system prompt, so ``auto`` mode
-    adds its sentence and the body changes."""
+def transcript(size: int, *, mention_all: bool = True, stream: bool = False, spaced: bool = False) -> bytes:
+    """An Anthropic Messages request of about ``size`` bytes (see the module docstring), written
+    compactly as Claude Code's ``JSON.stringify`` (and httpx 0.28, under the official Python SDKs)
+    writes it; ``spaced=True``: with ``json.dumps``'s default ``", "`` and ``": "`` and ASCII
+    escapes instead. ``mention_all=False`` leaves one declared tool out of the system prompt, so
+    ``auto`` mode adds its sentence and the body changes."""
     names = TOOL_NAMES if mention_all else TOOL_NAMES[:-1]
     system = [
         {"type": "text", "text": "You are a coding agent working in a terminal."},
@@ -129,7 +132,9 @@ def transcript(size: int, *, mention_all: bool = True, stream: bool = False) -> 
             result["is_error"] = True
             result["content"] = "Error: command failed with exit code 1\n" + filler(800, n)
         body["messages"].append({"role": "user", "content": [result]})
-    return json.dumps(body).encode()
+    if spaced:
+        return json.dumps(body).encode()
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 ANSWER = json.dumps({
@@ -356,7 +361,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
               f"({rss_end[k] / rss_start[k]:.2f}x)")
 
 
-def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes) -> None:
+def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spaced: bytes) -> None:
     """The addon's request hook against ``orjson.loads`` + ``orjson.dumps`` on the same body."""
     import orjson
     from mitmproxy import http
@@ -387,7 +392,9 @@ def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes) -> N
         print(f"\nin process: the request hook, median of {n} calls (mode auto; a test master shows flows, so the "
               "transcript's tool errors are classified too, as with -w)")
         print(f"{'body':34s} {'orjson':>9s} {'hook':>9s}  ratio")
-        for label, body, want_change in (("2 MB transcript that changes", changing, True), ("2 MB transcript, nothing to change", unchanged, False)):
+        for label, body, want_change in (("2 MB transcript that changes", changing, True),
+                                          ("2 MB transcript, nothing to change", unchanged, False),
+                                          ("same, spaced (json.dumps default)", spaced, False)):
             f = flow(body)
             addon.request(f)
             record = f.metadata["toolvocab"]
@@ -416,7 +423,7 @@ def main() -> int:
     big = transcript(2_000_000)
     if not args.skip_proxies:
         through_proxies(args, small, big, transcript(200_000, stream=True))
-    in_process(args, transcript(2_000_000, mention_all=False), big)
+    in_process(args, transcript(2_000_000, mention_all=False), big, transcript(2_000_000, spaced=True))
     return 0
 
 

@@ -207,3 +207,50 @@ def test_rewrite_refuses_a_non_finite_float_at_any_depth(bad):
     value["a"][0]["b"].append(bad)
     assert jsonio.rewrite(raw, value) is None
     assert jsonio.rewrite(raw, [[[{"deep": {"er": bad}}]]]) is None
+
+
+compact_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 4, max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | tricky_text | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text | st.text(max_size=3), inner, max_size=3),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(tricky_text, compact_values, max_size=4), st.data())
+def test_compact_bodies_as_clients_write_them(value, data):
+    """The spelling real clients send (compact, non-ASCII as is: httpx 0.28's encoder, the same
+    bytes ``JSON.stringify`` and serde_json write), which :func:`jsonio.loads_unique` takes on its
+    cheap path when the bytes are exactly ``orjson.dumps`` of what they read as: a key repeated
+    anywhere (top level or nested, spelled compactly too) and integers beyond 64 bits are still
+    seen, as ``json.loads``'s ``object_pairs_hook`` and exact integers see them."""
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    where = data.draw(st.sampled_from(["none", "top", "nested"]))
+    if where == "top" and value:
+        key = data.draw(st.sampled_from(sorted(value)))
+        raw = b"{" + json.dumps(key, ensure_ascii=False).encode() + b":0," + raw[1:]
+    elif where == "nested":
+        key = data.draw(tricky_text)
+        inner = json.dumps({key: 1}, ensure_ascii=False, separators=(",", ":")).encode()
+        raw = b'{"x":[' + inner[:-1] + b"," + inner[1:] + b"]," + raw[1:] if value else b'{"x":[' + inner[:-1] + b"," + inner[1:] + b"]}"
+    want = _has_dupes_oracle(raw)
+    parsed, unique = jsonio.loads_unique(raw)
+    assert parsed == json.loads(raw)  # integers exact
+    assert unique is not want
+
+
+@pytest.mark.parametrize("depth", [254, 255, 300, 400])
+@pytest.mark.parametrize("dupe", [False, True])
+def test_deep_compact_bodies_still_find_a_repeated_key(depth, dupe):
+    """Compact bodies nested past what ``orjson.dumps`` writes (254 levels): the cheap path
+    cannot vouch for them, and a key repeated at the bottom is still found; past
+    :data:`jsonio.MAX_DEPTH` they are refused."""
+    bottom = b'{"b":1,"b":2}' if dupe else b'{"b":1,"c":2}'
+    raw = b'{"a":' * (depth - 1) + bottom + b"}" * (depth - 1)
+    assert _has_dupes_oracle(raw) is dupe
+    parsed, unique = jsonio.loads_unique(raw)
+    assert unique is not dupe
+    raw = b"[" * (jsonio.MAX_DEPTH + 1) + b"]" * (jsonio.MAX_DEPTH + 1)
+    with pytest.raises(ValueError):
+        jsonio.loads_unique(raw)
