@@ -668,8 +668,10 @@ def _boom(*args, **kwargs):
     raise RuntimeError("injected")
 
 
-def test_exception_in_request_side_dialect_is_contained(env, monkeypatch):
-    monkeypatch.setattr(anthropic_dialect.DIALECT, "declared_tools", _boom)
+@pytest.mark.parametrize("where", ["declarations", "declared_tools", "transcript_names"])
+def test_exception_in_request_side_dialect_is_contained(env, monkeypatch, where):
+    monkeypatch.setattr(anthropic_dialect.DIALECT, where, _boom)
+    env.addon._toolsets.clear()  # declared_tools runs only for a tools section not seen yet
     f = foreign_flow()
     raw_request = f.request.raw_content
     r = replay(env, f)

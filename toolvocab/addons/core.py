@@ -9,9 +9,13 @@ Options: ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``,
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+from collections import OrderedDict
 from typing import Any
+
+import orjson
 
 from mitmproxy import exceptions
 from mitmproxy import http
@@ -43,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 MODES = ("auto", "repair", "observe", "off")
 
+#: How many distinct tool sections :meth:`ToolVocab.toolset` keeps built (an agent sends the same
+#: tools every turn; a proxy in front of a few agents sees a few sections).
+TOOLSET_CACHE = 16
+
 
 class ToolVocab(Configurable):
     """Repair tool calls: the request, responseheaders, response and error hooks, and the
@@ -56,6 +64,7 @@ class ToolVocab(Configurable):
         self.profiles: ProfileSet | None = None
         self.hold_timeout = DEFAULT_HOLD_TIMEOUT
         self._states: dict[str, FlowState] = {}
+        self._toolsets: OrderedDict[tuple[str, bytes], Toolset] = OrderedDict()
 
     def load(self, loader: Any) -> None:
         """Register ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``, ``toolvocab_hold_timeout``."""
@@ -248,7 +257,7 @@ class ToolVocab(Configurable):
         if dialect is None:
             self._skip(flow, f"not an LLM API request this addon knows (POST {req.path.split('?', 1)[0]})")
             return
-        tools = Toolset(dialect.declared_tools(body))
+        tools = self.toolset(dialect, body)
         if not len(tools):
             self._skip(flow, "the request declares no tools", dialect.name)
             return
@@ -277,6 +286,28 @@ class ToolVocab(Configurable):
             req.anticomp()
         self._states[flow.id] = state
         flow.metadata[METADATA_KEY] = record.dump()
+
+    def toolset(self, dialect: Dialect, body: Any) -> Toolset:
+        """The :class:`Toolset` of ``dialect.declared_tools(body)``, built once per distinct
+        declarations section (``dialect.declarations(body)``, keyed by the BLAKE2b-128 digest of
+        its ``orjson`` text, so no body is kept) among the last :data:`TOOLSET_CACHE`: an agent
+        declares the same tools every turn, and reading 20 declarations into models costs more
+        than the rest of the request hook (issue 11). A Toolset is never changed after it is
+        built (its schemas are read, never written), so flows may share one. A section orjson
+        cannot write (an integer beyond 64 bits, a lone surrogate) is read afresh each time."""
+        try:
+            text = orjson.dumps(dialect.declarations(body))
+        except orjson.JSONEncodeError:
+            return Toolset(dialect.declared_tools(body))
+        key = (dialect.name, hashlib.blake2b(text, digest_size=16).digest())
+        tools = self._toolsets.get(key)
+        if tools is None:
+            tools = self._toolsets[key] = Toolset(dialect.declared_tools(body))
+            if len(self._toolsets) > TOOLSET_CACHE:
+                self._toolsets.popitem(last=False)
+        else:
+            self._toolsets.move_to_end(key)
+        return tools
 
     def _plan(self, flow: http.HTTPFlow, dialect: Dialect, tools: Toolset, body: Any, flow_key: str) -> tuple[Plan, FlowRecord]:
         """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the

@@ -17,7 +17,6 @@ from toolvocab.addons.state import FlowState
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.engine import jsonio
-from toolvocab.engine.ladder import Toolset
 from toolvocab.report import METADATA_KEY
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ class ToolVocabWebSocket:
             assert dialect is not None
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
-            tools = Toolset(dialect.declared_tools(frame))
+            tools = self.core.toolset(dialect, frame)
             plan, record = self.core._plan(flow, dialect, tools, frame, f"{flow.id}:{len(flow.websocket.messages)}")
             previous = self._ws.get(flow.id)
             if previous is not None:

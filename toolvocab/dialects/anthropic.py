@@ -84,6 +84,10 @@ class AnthropicMessages:
             raws.append(tool)
         return mark_repeats(out, raws)
 
+    def declarations(self, body: JSON) -> JSON:
+        """``body["tools"]``: all that :meth:`declared_tools` reads."""
+        return body.get("tools") if isinstance(body, dict) else None
+
     def transcript_names(self, body: JSON) -> list[str]:
         """Names of the earlier calls replayed in ``messages`` (``tool_use.name``)."""
         names: list[str] = []

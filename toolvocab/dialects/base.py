@@ -68,6 +68,12 @@ class Dialect(Protocol):
         """The tools the request declares, in order."""
         ...
 
+    def declarations(self, body: JSON) -> JSON:
+        """The part of ``body`` that :meth:`declared_tools` reads, and nothing it does not read
+        (``body["tools"]``…): two bodies whose declarations are equal declare the same tools,
+        so a caller may reuse what it built from one for the other."""
+        ...
+
     def system_texts(self, body: JSON) -> list[str]:
         """The system prompt texts the model reads (system field and system-role messages)."""
         ...

@@ -139,6 +139,12 @@ class Gemini:
                 raws.append(decl)
         return mark_repeats(out, raws)
 
+    def declarations(self, body: JSON) -> JSON:
+        """``tools`` of the request (inside a Code Assist envelope when there is one): all that
+        :meth:`declared_tools` reads."""
+        req = _unwrap(body)
+        return req.get("tools") if isinstance(req, dict) else None
+
     def transcript_names(self, body: JSON) -> list[str]:
         """Names in the transcript's ``functionCall`` and ``functionResponse`` parts."""
         names: list[str] = []

@@ -138,6 +138,10 @@ class OpenAIChat:
                 raws.append(fn)
         return mark_repeats(out, raws)
 
+    def declarations(self, body: JSON) -> JSON:
+        """``[body["tools"], body["functions"]]``: all that :meth:`declared_tools` reads."""
+        return [body.get("tools"), body.get("functions")] if isinstance(body, dict) else None
+
     def transcript_names(self, body: JSON) -> list[str]:
         """Names of earlier calls in the transcript (assistant ``tool_calls``, legacy
         ``function_call``, ``role: "function"`` messages)."""

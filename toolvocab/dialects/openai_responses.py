@@ -100,6 +100,10 @@ class OpenAIResponses:
                     raws.append(tool)
         return mark_repeats(out, raws)
 
+    def declarations(self, body: JSON) -> JSON:
+        """``body["tools"]``: all that :meth:`declared_tools` reads."""
+        return body.get("tools") if isinstance(body, dict) else None
+
     def transcript_names(self, body: JSON) -> list[str]:
         """Flat names of ``function_call`` input items."""
         items = body.get("input")

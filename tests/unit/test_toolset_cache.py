@@ -1,0 +1,121 @@
+"""The request hook builds a request's :class:`Toolset` once per distinct declarations section
+(``ToolVocab.toolset``, issue 11): whatever else the bodies hold, the tools a flow gets are
+exactly the tools its own body declares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from toolvocab import dialects
+from toolvocab.addons import core as core_module
+from toolvocab.addons.core import ToolVocab
+from toolvocab.engine.ladder import Toolset
+
+NAMES = st.sampled_from(["Read", "Bash", "read_file", "shell", "mcp__files__read", "Edit"])
+SCHEMAS = st.sampled_from([
+    {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+    {"type": "object", "properties": {"path": {"type": "string"}}},
+    {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}},
+])
+DESCRIPTIONS = st.sampled_from([None, "Reads a file.", "Runs a command."])
+TEXT = st.text(max_size=12)
+
+
+@st.composite
+def anthropic_body(draw: Any) -> dict:
+    tools = []
+    for name in draw(st.lists(NAMES, max_size=4)):
+        tool: dict[str, Any] = {"name": name, "input_schema": draw(SCHEMAS)}
+        if (d := draw(DESCRIPTIONS)) is not None:
+            tool["description"] = d
+        if draw(st.booleans()) and name == "Bash":
+            tool = {"type": "bash_20250124", "name": "bash"}
+        tools.append(tool)
+    return {"model": draw(TEXT), "system": draw(TEXT), "tools": tools,
+            "messages": [{"role": "user", "content": draw(TEXT)}]}
+
+
+@st.composite
+def chat_body(draw: Any) -> dict:
+    body: dict[str, Any] = {"model": draw(TEXT), "messages": [{"role": "system", "content": draw(TEXT)}]}
+    body["tools"] = [{"type": "function", "function": {"name": n, "parameters": draw(SCHEMAS)}} for n in draw(st.lists(NAMES, max_size=3))]
+    if draw(st.booleans()):  # the legacy field: part of the declarations too
+        body["functions"] = [{"name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=2))]
+    return body
+
+
+@st.composite
+def responses_body(draw: Any) -> dict:
+    tools: list[Any] = [{"type": "function", "name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=3))]
+    if draw(st.booleans()):
+        tools.append({"type": "namespace", "name": draw(st.sampled_from(["mcp__files__", "mcp__git__"])),
+                      "tools": [{"type": "function", "name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=2))]})
+    return {"model": draw(TEXT), "instructions": draw(TEXT), "input": [{"role": "user", "content": draw(TEXT)}], "tools": tools}
+
+
+@st.composite
+def gemini_body(draw: Any) -> dict:
+    tools = [{"functionDeclarations": [{"name": n, "parametersJsonSchema": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=3))]}]
+    request = {"contents": [{"role": "user", "parts": [{"text": draw(TEXT)}]}], "tools": tools}
+    if draw(st.booleans()):
+        # A Code Assist envelope: the tools inside it count; a decoy "tools" beside it does not.
+        decoy = [{"functionDeclarations": [{"name": draw(NAMES)}]}] if draw(st.booleans()) else None
+        body: dict[str, Any] = {"model": draw(TEXT), "request": request}
+        if decoy is not None:
+            body["tools"] = decoy
+        return body
+    return request
+
+
+BODIES = {"anthropic": anthropic_body(), "openai_chat": chat_body(), "openai_responses": responses_body(), "gemini": gemini_body()}
+
+
+def _shape(tools: Toolset) -> list[tuple]:
+    return [(t.name, t.namespace, t.kind, orjson.dumps(t.input_schema, option=orjson.OPT_SORT_KEYS), t.description,
+             t.capability, t.declaration) for t in tools.tools]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_each_flow_gets_the_tools_its_own_body_declares(data: Any) -> None:
+    """A run of requests (tools drawn from a small pool, so sections repeat; system, transcript
+    and model differ every time; all four dialects interleaved): the Toolset the hook builds
+    equals one built afresh from that body."""
+    core = ToolVocab(recorder=None)  # type: ignore[arg-type]  # toolset() needs no recorder
+    for _ in range(data.draw(st.integers(min_value=2, max_value=12))):
+        name = data.draw(st.sampled_from(sorted(BODIES)))
+        body = data.draw(BODIES[name])
+        dialect = dialects.by_name(name)
+        assert dialect is not None
+        got = core.toolset(dialect, body)
+        assert _shape(got) == _shape(Toolset(dialect.declared_tools(body)))
+
+
+def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: Any) -> None:
+    """The same tools section on every turn is read into models once; distinct sections beyond
+    :data:`TOOLSET_CACHE` push out the oldest; a section orjson cannot write (an integer beyond
+    64 bits) is read afresh, never cached."""
+    dialect = dialects.by_name("anthropic")
+    assert dialect is not None
+    reads = []
+    real = type(dialect).declared_tools
+    monkeypatch.setattr(type(dialect), "declared_tools", lambda self, body: reads.append(1) or real(self, body))
+    core = ToolVocab(recorder=None)  # type: ignore[arg-type]
+    tools = [{"name": "Read", "input_schema": {"type": "object"}}]
+    for turn in range(5):
+        body = {"model": "m", "system": f"turn {turn}", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
+        assert core.toolset(dialect, body).names() == ["Read"]
+    assert len(reads) == 1
+    for k in range(core_module.TOOLSET_CACHE + 10):
+        core.toolset(dialect, {"tools": [{"name": f"T{k}"}], "messages": []})
+    assert len(core._toolsets) == core_module.TOOLSET_CACHE
+    reads.clear()
+    big = {"tools": [{"name": "Read", "input_schema": {"maxLength": 2**70}}], "messages": []}
+    assert core.toolset(dialect, big).tools[0].input_schema == {"maxLength": 2**70}
+    core.toolset(dialect, big)
+    assert len(reads) == 2
