@@ -17,7 +17,6 @@ mitmproxy needed. The addon's log lines and its UI (:mod:`toolvocab.addons.ui`: 
 
 from __future__ import annotations
 
-import statistics
 import textwrap
 from collections import Counter
 from collections.abc import Iterable
@@ -490,6 +489,8 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
                     continue
                 seen_errors.add(key)
             out["tool_errors"][e.get("kind") or "unknown"] += 1
+    import statistics  # here: only the stats command needs it
+
     for key in ("ttfb_ms", "total_ms"):
         values = [float(r[key]) for r in handled if isinstance(r.get(key), (int, float))]
         out[f"median_{key}"] = statistics.median(values) if values else None

@@ -14,9 +14,7 @@ import re
 import shlex
 from typing import Any
 
-import jsonschema
 import orjson
-from jsonschema.exceptions import SchemaError
 
 from toolvocab.engine.models import ArgChange
 
@@ -292,6 +290,8 @@ def _validator(schema: dict[str, Any]) -> Any:
     key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
     validator = _VALIDATORS.get(key)
     if validator is None:
+        import jsonschema  # on the first call to check: a proxy that repairs nothing never loads it (issue 11: RSS)
+
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
         validator = cls(schema)
@@ -310,6 +310,9 @@ def validation_error(arguments: dict[str, Any], schema: dict[str, Any] | None) -
     """
     if not schema:
         return None
+    import jsonschema.exceptions
+    from jsonschema.exceptions import SchemaError
+
     try:
         validator = _validator(schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
