@@ -35,7 +35,7 @@ from toolvocab.engine.errors import classify_tool_results
 from toolvocab.engine.grammar import grammar_for
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.plan import Plan
-from toolvocab.engine.plan import make_plan
+from toolvocab.engine.plan import PlanCache
 from toolvocab.engine.profiles import ProfileError
 from toolvocab.engine.profiles import ProfileSet
 from toolvocab.engine.profiles import is_access_gate
@@ -65,6 +65,7 @@ class ToolVocab(Configurable):
         self.hold_timeout = DEFAULT_HOLD_TIMEOUT
         self._states: dict[str, FlowState] = {}
         self._toolsets: OrderedDict[tuple[str, bytes], Toolset] = OrderedDict()
+        self._plans = PlanCache()
 
     def load(self, loader: Any) -> None:
         """Register ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``, ``toolvocab_hold_timeout``."""
@@ -316,7 +317,7 @@ class ToolVocab(Configurable):
         profile = self.profiles.select(host, flow.request.path, dialect.model_of(flow.request.path, body)) if self.profiles else None
         gate_note = "profiles are never applied at an access gate (" + host + ")" if self.profiles and is_access_gate(host) else None
         grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
-        plan = make_plan(
+        plan = self._plans.plan(
             tools,
             dialect.system_texts(body),
             add_sentence=self.mode in ("auto", "observe"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 from collections.abc import Iterable
 
 from pydantic import BaseModel
@@ -280,3 +281,54 @@ def make_plan(
     if add_sentence:
         plan.prompt_sentence, plan.unmentioned = prompt_sentence(tools, system_texts, plan.upstream_name)
     return plan
+
+
+class PlanCache:
+    """:func:`make_plan` for a stream of requests, each distinct input planned once.
+
+    An agent sends the same tools, system prompt and (nearly) the same transcript names every
+    turn; the plan for them is the same but for ``flow_key``. :meth:`plan` takes
+    :func:`make_plan`'s arguments and returns a plan equal to what :func:`make_plan` returns for
+    them: a deep copy of the one planned first, with this ``flow_key``. Keys: the
+    :class:`Toolset`, the :class:`Profile` and the grammar by identity (each entry holds a
+    reference to all three, so an identity cannot be reused while its entry lives), the system
+    texts by their BLAKE2b-128
+    digest, the transcript's distinct names in order of first appearance (a name's repeats change
+    nothing in :func:`make_plan`), ``add_sentence``. ``size``: entries kept (oldest dropped)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._plans: dict[tuple[Any, ...], tuple[tuple[Any, ...], Plan]] = {}
+
+    def plan(
+        self,
+        tools: Toolset,
+        system_texts: Iterable[str],
+        *,
+        add_sentence: bool,
+        flow_key: str = "",
+        grammar: NameGrammar | None = None,
+        profile: Profile | None = None,
+        transcript_names: Iterable[str] = (),
+    ) -> Plan:
+        """The plan :func:`make_plan` makes of these arguments (see the class docstring)."""
+        import hashlib
+
+        texts = list(system_texts)
+        names = tuple(dict.fromkeys(transcript_names))
+        digest = hashlib.blake2b(digest_size=16)
+        for text in texts:
+            encoded = text.encode("utf-8", "surrogatepass")
+            digest.update(len(encoded).to_bytes(8, "little"))
+            digest.update(encoded)
+        key = (id(tools), id(profile), id(grammar), digest.digest(), names, add_sentence)
+        hit = self._plans.get(key)
+        if hit is None:
+            template = make_plan(tools, texts, add_sentence=add_sentence, flow_key="", grammar=grammar,
+                                 profile=profile, transcript_names=names)
+            self._plans[key] = ((tools, profile, grammar), template)
+            if len(self._plans) > self.size:
+                self._plans.pop(next(iter(self._plans)))
+        else:
+            template = hit[1]
+        return template.model_copy(update={"flow_key": flow_key}, deep=True)
