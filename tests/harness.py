@@ -1,21 +1,58 @@
-"""What every test that drives toolvocab's hooks shares: the script's path and its addons by role.
+"""What every test that drives toolvocab's hooks shares: the script loaded in mitmproxy's test
+context, flows built with bodies, and the hooks run over a flow the way mitmproxy runs them.
 
-The script (``addon/toolvocab.py``) is loaded with mitmproxy's test context
-(``taddons.context().script(SCRIPT)``) and never imported as a module; its ``addons`` list
-holds one instance of each addon class (``toolvocab/addons/__init__.py``):
+The script (``addon/toolvocab.py``) is loaded with mitmproxy's test context and never imported as
+a module (a second module object would not be the one whose hooks run); its ``addons`` list holds
+one instance of each addon class (``toolvocab/addons/__init__.py``), the repair addon first:
 
-    module = tctx.script(harness.SCRIPT)
-    harness.core(module)._states        # the repair addon's per-flow state
-    harness.websocket(module)._ws       # the WebSocket transport's per-socket state
+    from harness import env, loaded              # the fixtures: env.tctx, env.module, env.addon
+    with harness.script_context() as (tctx, module):   # or by hand
+        env = harness.Env(tctx, module)
+        f = harness.make_flow(body, host="api.anthropic.com", path="/v1/messages", upstream=sse)
+        got = harness.replay(env, f, seed=3)     # .out is what the client received
+        harness.core(module)._states             # the repair addon's per-flow state
+        harness.websocket(module)._ws            # the WebSocket transport's per-socket state
+
+A replay follows mitmproxy's proxy core (reference/mitmproxy.md §2, §5): requestheaders →
+request → responseheaders → the ``response.stream`` callable over the upstream body in pieces
+(then a final ``b""``) → response, or error for a flow that ended in one. WebSocket messages
+go one at a time through ``websocket_message`` (``send_ws``), with ``inject.websocket``
+captured (``capture_injections``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+import orjson
+import pytest
+from mitmproxy import ctx
+from mitmproxy import http
+from mitmproxy.proxy.layers import http as hl
+from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
+from mitmproxy.test import taddons
+from mitmproxy.test import tflow
+from mitmproxy.test import tutils
+from mitmproxy.websocket import WebSocketMessage
+from wsproto.frame_protocol import Opcode
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "addon" / "toolvocab.py"
+#: The metadata key of the addon's per-flow record.
+KEY = "toolvocab"
+#: The options every hook test starts from and is put back to.
+DEFAULTS: dict[str, Any] = {"toolvocab_mode": "auto", "toolvocab_hosts": None}
+
+
+# -- the script's addons by role ----------------------------------------------------------------
 
 
 def addon(module: Any, kind: str) -> Any:
@@ -41,3 +78,324 @@ def websocket(module: Any) -> Any:
 def intercept(module: Any) -> Any:
     """Regular mode's interception (``tls_clienthello``)."""
     return addon(module, "ToolVocabIntercept")
+
+
+# -- the script in a test context ---------------------------------------------------------------
+
+
+def load(tctx: taddons.context) -> Any:
+    """Load the script into ``tctx`` and put it in the addon chain; the script's module.
+
+    In mitmdump the ScriptLoader sits in the addon chain and its Script's ``addons`` reach the
+    module; ``tctx.script`` only registers it, so option changes would never reach
+    ``configure()``. This puts it in the chain as the loader does. Raises ``RuntimeError`` when
+    the script fails to load."""
+    module = tctx.script(str(SCRIPT))
+    if module is None:
+        raise RuntimeError(f"{SCRIPT} failed to load")
+    tctx.master.addons.chain.append(module)
+    return module
+
+
+@contextlib.contextmanager
+def script_context() -> Iterator[tuple[taddons.context, Any]]:
+    """``(tctx, module)``: a fresh ``taddons.context()`` with the script loaded (``load``)."""
+    with taddons.context() as tctx:
+        yield tctx, load(tctx)
+
+
+def activate(tctx: taddons.context) -> None:
+    """Point mitmproxy's ``ctx`` at ``tctx`` (another test module may have made a Master since)."""
+    ctx.master = tctx.master
+    ctx.options = tctx.options
+
+
+@dataclass
+class Env:
+    """A loaded script: its test context, module and repair addon, and the ``inject.websocket``
+    calls captured so far as ``(flow, to_client, message, is_text)`` (see ``capture_injections``)."""
+
+    tctx: taddons.context
+    module: Any
+    addon: Any = None
+    injected: list[tuple[Any, bool, bytes, bool]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.addon is None:
+            self.addon = core(self.module)
+
+    def configure(self, **options: Any) -> None:
+        """Set the script's options (``toolvocab_mode="repair"``, ...); ``OptionsError`` on a bad one."""
+        self.tctx.configure(self.module, **options)
+
+    def hook(self, hook: Any) -> None:
+        """Run one mitmproxy hook event (``hl.HttpRequestHook(f)``, ...) on the script's addons."""
+        activate(self.tctx)
+        self.tctx.master.addons.invoke_addon_sync(self.module, hook)
+
+
+@contextlib.contextmanager
+def configured(loaded: tuple[taddons.context, Any], **options: Any) -> Iterator[Env]:
+    """An ``Env`` over a loaded ``(tctx, module)`` with ``ctx`` pointed at it, its options set to
+    ``DEFAULTS`` (updated by ``options``) before and after."""
+    tctx, module = loaded
+    activate(tctx)
+    e = Env(tctx, module)
+    opts = {**DEFAULTS, **options}
+    e.configure(**opts)
+    try:
+        yield e
+    finally:
+        e.configure(**opts)
+
+
+@contextlib.contextmanager
+def capture_injections(e: Env, *, others: bool = False) -> Iterator[list[tuple[Any, bool, bytes, bool]]]:
+    """Replace the master's ``commands.call`` so every ``inject.websocket`` is appended to
+    ``e.injected``; any other command fails an assertion, or with ``others`` runs as before.
+    Put back on exit."""
+    commands = e.tctx.master.commands
+    original = commands.call
+
+    def call(command: str, *args: Any) -> Any:
+        if command == "inject.websocket":
+            flow, to_client, message, is_text = args
+            e.injected.append((flow, to_client, message, is_text))
+            return None
+        assert others, command
+        return original(command, *args)
+
+    commands.call = call
+    try:
+        yield e.injected
+    finally:
+        commands.call = original
+
+
+@pytest.fixture(scope="module")
+def loaded() -> Iterator[tuple[taddons.context, Any]]:
+    """Fixture: ``(tctx, module)``, the script loaded once for the test module that imports it
+    (``from harness import env, loaded``)."""
+    with script_context() as pair:
+        yield pair
+
+
+@pytest.fixture
+def env(loaded: tuple[taddons.context, Any]) -> Iterator[Env]:
+    """Fixture: an ``Env`` over ``loaded`` with ``DEFAULTS`` set before and after."""
+    with configured(loaded) as e:
+        yield e
+
+
+# -- flows --------------------------------------------------------------------------------------
+
+
+def make_flow(
+    body: bytes | dict | list | None,
+    *,
+    host: str,
+    path: str,
+    headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    method: str = "POST",
+    upstream: bytes = b"",
+    resp_type: str | None = "application/json",
+    resp_headers: list[tuple[str, str]] | None = None,
+    status: int = 200,
+    http_version: str = "HTTP/1.1",
+    response: bool = True,
+) -> http.HTTPFlow:
+    """An HTTPS flow (``tflow.tflow``) to ``host`` on port 443: request headers ``host``, then
+    ``headers``, then ``content-length`` when there is a body (``body`` as bytes, or JSON of a
+    dict or list); the upstream's answer ``upstream`` with ``content-type: resp_type`` (none when
+    ``None``) and then ``resp_headers``, or no response at all when ``response`` is false."""
+    content = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+    req_headers = [("host", host), *headers]
+    if content is not None:
+        req_headers.append(("content-length", str(len(content))))
+    req = tutils.treq(
+        method=method.encode(),
+        host=host,
+        port=443,
+        scheme=b"https",
+        authority=b"",
+        path=path.encode(),
+        http_version=http_version.encode(),
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in req_headers]),
+        content=content,
+    )
+    if not response:
+        return tflow.tflow(req=req, resp=False)
+    return tflow.tflow(req=req, resp=answer(upstream, resp_type, resp_headers, status=status, http_version=http_version))
+
+
+def answer(upstream: bytes, resp_type: str | None, resp_headers: list[tuple[str, str]] | None = None, *,
+           status: int = 200, http_version: str = "HTTP/1.1") -> http.Response:
+    """An upstream answer (``tutils.tresp``): ``content-type: resp_type`` (none when ``None``),
+    then ``resp_headers``, body ``upstream``."""
+    rh = list(resp_headers or [])
+    if resp_type is not None:
+        rh.insert(0, ("content-type", resp_type))
+    return tutils.tresp(
+        status_code=status,
+        http_version=http_version.encode(),
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in rh]),
+        content=upstream,
+    )
+
+
+def ws_flow(host: str = "api.openai.com", path: str = "/v1/responses") -> http.HTTPFlow:
+    """A Responses-over-WebSocket flow (``tflow.twebsocketflow``, Codex's ``openai-beta``
+    header) with no messages yet."""
+    f = tflow.twebsocketflow()
+    f.request.host = host
+    f.request.path = path
+    f.request.headers["openai-beta"] = "responses_websockets=2026-02-06"
+    f.websocket.messages = []
+    return f
+
+
+def send_ws(e: Env, f: http.HTTPFlow, content: bytes, *, from_client: bool, text: bool = True) -> tuple[WebSocketMessage, list[bytes]]:
+    """Append one message to ``f`` and run ``websocket_message`` as mitmproxy's WebSocket layer
+    does; ``(the message, the frames injected meanwhile)``. Every injection must go to the client
+    of ``f`` as text (``capture_injections`` must be active)."""
+    message = WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content)
+    f.websocket.messages.append(message)
+    mark = len(e.injected)
+    e.hook(WebsocketMessageHook(f))
+    new = e.injected[mark:]
+    assert all(flow is f and to_client and is_text for flow, to_client, _, is_text in new)
+    return message, [m for _, _, m, _ in new]
+
+
+# -- driving the hooks --------------------------------------------------------------------------
+
+
+def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
+    """``data`` cut into consecutive pieces of ``lo..hi`` bytes drawn from ``rnd``."""
+    out, i = [], 0
+    while i < len(data):
+        n = rnd.randint(lo, hi)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+class Feeder:
+    """The ``response.stream`` callable fed pieces one at a time, as mitmproxy feeds it: after a
+    non-empty piece it must not return ``b""`` (that ends an HTTP/1.1 chunked body, mitmproxy G1)
+    and returns bytes or an iterable of bytes. ``per_call[i]``: what call ``i`` returned, joined."""
+
+    def __init__(self, stream: Callable[[bytes], Any], parts: list[bytes]) -> None:
+        self.stream = stream
+        self.pending = list(parts)
+        self.per_call: list[bytes] = []
+
+    def feed_one(self) -> bool:
+        """Feed the next piece; False when none is left."""
+        if not self.pending:
+            return False
+        part = self.pending.pop(0)
+        got = self.stream(part)
+        items = [got] if isinstance(got, bytes) else list(got)
+        if part and (got == b"" or b"" in items):
+            raise AssertionError("the stream callable returned b'' mid-stream (mitmproxy G1)")
+        assert all(isinstance(i, bytes) for i in items), items
+        self.per_call.append(b"".join(items))
+        return True
+
+    def run(self) -> bytes:
+        """Feed every piece left; all the callable returned so far."""
+        while self.feed_one():
+            pass
+        return b"".join(self.per_call)
+
+
+@dataclass
+class Driven:
+    """One flow through the hooks: what the client received (``None`` without a response),
+    how it went (``"callable"``, ``"passthrough"``, ``"buffered"`` or ``"none"``) and what each
+    stream-callable call returned."""
+
+    out: bytes | None
+    streamed: str
+    per_call: list[bytes]
+
+
+async def drive(
+    tctx: taddons.context,
+    module: Any,
+    f: http.HTTPFlow,
+    rnd: random.Random,
+    *,
+    chunks: list[bytes] | None = None,
+    lo: int = 1,
+    hi: int = 64,
+    blanks: float = 0.0,
+) -> Driven:
+    """The hooks over ``f`` as mitmproxy's proxy core calls them. The stream callable, when the
+    addon installs one, gets the upstream body as ``chunks`` or in pieces of ``lo..hi`` bytes;
+    after each an empty piece ``b""`` comes with probability ``blanks`` (mitmproxy passes an
+    empty HTTP/2 DATA frame on as ``b""``), then the final ``b""`` unless the flow ended in an
+    error (``f.error``: the error hook runs instead of the response hook)."""
+    mgr = tctx.master.addons
+    error = f.error
+    f.error = None
+    upstream = (f.response.raw_content if f.response is not None else None) or b""
+    await mgr.invoke_addon(module, hl.HttpRequestHeadersHook(f))
+    await mgr.invoke_addon(module, hl.HttpRequestHook(f))
+    if f.response is None:
+        f.error = error
+        if error is not None:
+            await mgr.invoke_addon(module, hl.HttpErrorHook(f))
+        return Driven(None, "none", [])
+    f.response.stream = False
+    await mgr.invoke_addon(module, hl.HttpResponseHeadersHook(f))
+    stream = f.response.stream
+    out: bytes | None
+    feeder = None
+    if callable(stream):
+        parts = chunks if chunks is not None else random_chunks(upstream, rnd, lo, hi)
+        if blanks:
+            parts = [p for part in parts for p in ([part, b""] if rnd.random() < blanks else [part])]
+        feeder = Feeder(stream, parts + ([] if error is not None else [b""]))
+        out, kind = feeder.run(), "callable"
+        f.response.raw_content = None  # as after real streaming (G6)
+    elif stream is True:
+        out, kind = upstream, "passthrough"
+        f.response.raw_content = None
+    else:
+        out, kind = None, "buffered"
+    if error is not None:
+        f.error = error
+        await mgr.invoke_addon(module, hl.HttpErrorHook(f))
+    else:
+        await mgr.invoke_addon(module, hl.HttpResponseHook(f))
+    if out is None:
+        out = f.response.raw_content or b""
+    return Driven(out, kind, feeder.per_call if feeder else [])
+
+
+@dataclass
+class Result:
+    """A replay's outcome: what the client received, how (``"callable"``, ``"passthrough"``,
+    ``"buffered"``), the flow's record and what each stream-callable call returned."""
+
+    out: bytes
+    streamed: str
+    record: dict | None
+    per_call: list[bytes]
+
+    @property
+    def calls(self) -> int:
+        """How many times the stream callable was called."""
+        return len(self.per_call)
+
+
+def replay(e: Env, f: http.HTTPFlow, seed: int = 0, chunks: list[bytes] | None = None) -> Result:
+    """``f`` (with a response) through the hooks (``drive``, pieces from ``random.Random(seed)``
+    or ``chunks``); asserts no per-flow state outlives it."""
+    assert f.response is not None
+    activate(e.tctx)
+    got = asyncio.run(drive(e.tctx, e.module, f, random.Random(seed), chunks=chunks))
+    assert f.id not in e.addon._states, "per-flow state must not outlive the flow"
+    return Result(out=got.out or b"", streamed=got.streamed, record=f.metadata.get(KEY), per_call=got.per_call)

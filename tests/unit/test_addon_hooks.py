@@ -1,8 +1,8 @@
 """The addon's hooks driven the way mitmproxy drives them.
 
-The script is loaded once for this module with ``tctx.script("addon/toolvocab.py")`` (never also
-imported as a module: a second module object would not be the one whose hooks run). Each flow
-goes requestheaders → request → responseheaders → the ``response.stream`` callable over random
+The script is loaded once for this module (``tests/harness.py``: ``tctx.script("addon/toolvocab.py")``,
+never also imported as a module: a second module object would not be the one whose hooks run). Each
+flow goes requestheaders → request → responseheaders → the ``response.stream`` callable over random
 chunk splits (then ``b""``) → response, as in mitmproxy's proxy core (reference §2, §5).
 """
 
@@ -13,9 +13,7 @@ import gzip
 import io
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -23,15 +21,13 @@ import pytest
 import toolvocab.addons.state as state_module
 
 import harness
-from mitmproxy import ctx
+from harness import env  # noqa: F401  (pytest fixtures)
+from harness import loaded  # noqa: F401
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
 from mitmproxy import http
 from mitmproxy import io as mio
 from mitmproxy.proxy.layers import http as hl
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
-from mitmproxy.test import tutils
 
 import asyncio
 
@@ -40,9 +36,8 @@ from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEParser
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "anthropic"
-KEY = "toolvocab"
+KEY = harness.KEY
 HOST = "api.anthropic.com"
 
 
@@ -61,143 +56,20 @@ def events_of(data: bytes):
     return events
 
 
-# -- harness ------------------------------------------------------------------------------------
+# -- harness (tests/harness.py) -----------------------------------------------------------------
+
+Env = harness.Env
+random_chunks = harness.random_chunks
+replay = harness.replay
+#: Claude Code's request headers (after ``host``).
+ANTHROPIC_HEADERS = [("content-type", "application/json"), ("accept-encoding", "gzip, deflate, br, zstd"),
+                     ("anthropic-version", "2023-06-01")]
 
 
-@pytest.fixture(scope="module")
-def loaded():
-    """One mitmproxy test context with the script loaded once for the whole module."""
-    with taddons.context() as tctx:
-        module = tctx.script(str(ADDON))
-        assert module is not None, "the script failed to load"
-        # In mitmdump the ScriptLoader sits in the addon chain and its Script's ``addons`` reach
-        # this module; tctx.script only registers it, so option changes would never reach
-        # configure(). Put it in the chain as the loader does.
-        tctx.master.addons.chain.append(module)
-        yield tctx, module
-
-
-@dataclass
-class Env:
-    tctx: taddons.context
-    module: Any
-    addon: Any
-
-    def configure(self, **options) -> None:
-        self.tctx.configure(self.module, **options)
-
-
-@pytest.fixture
-def env(loaded):
-    tctx, module = loaded
-    # another test module may have created a Master since: point ctx back at ours
-    ctx.master = tctx.master
-    ctx.options = tctx.options
-    e = Env(tctx, module, module.addons[0])
-    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
-    yield e
-    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
-
-
-def make_flow(
-    body: bytes | dict | list | None,
-    *,
-    path: str = "/v1/messages?beta=true",
-    method: str = "POST",
-    host: str = HOST,
-    upstream: bytes = b"",
-    resp_type: str | None = "text/event-stream; charset=utf-8",
-    resp_headers: list[tuple[str, str]] | None = None,
-    status: int = 200,
-    http_version: str = "HTTP/1.1",
-) -> http.HTTPFlow:
-    content = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
-    req_headers = [
-        ("host", host),
-        ("content-type", "application/json"),
-        ("accept-encoding", "gzip, deflate, br, zstd"),
-        ("anthropic-version", "2023-06-01"),
-    ]
-    if content is not None:
-        req_headers.append(("content-length", str(len(content))))
-    req = tutils.treq(
-        method=method.encode(),
-        host=host,
-        port=443,
-        scheme=b"https",
-        authority=b"",
-        path=path.encode(),
-        http_version=http_version.encode(),
-        headers=http.Headers([(k.encode(), v.encode()) for k, v in req_headers]),
-        content=content,
-    )
-    rh = list(resp_headers or [])
-    if resp_type is not None:
-        rh.insert(0, ("content-type", resp_type))
-    resp = tutils.tresp(
-        status_code=status,
-        http_version=http_version.encode(),
-        headers=http.Headers([(k.encode(), v.encode()) for k, v in rh]),
-        content=upstream,
-    )
-    return tflow.tflow(req=req, resp=resp)
-
-
-@dataclass
-class Result:
-    out: bytes  # what the client receives
-    streamed: str  # "callable", "passthrough" or "buffered"
-    record: dict | None
-    calls: int  # stream callable invocations
-
-
-def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
-
-
-async def _replay(env: Env, f: http.HTTPFlow, rnd: random.Random) -> Result:
-    mgr = env.tctx.master.addons
-    upstream = f.response.raw_content if f.response else None
-    await mgr.invoke_addon(env.module, hl.HttpRequestHeadersHook(f))
-    await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
-    assert f.response is not None
-    f.response.stream = False
-    await mgr.invoke_addon(env.module, hl.HttpResponseHeadersHook(f))
-    stream = f.response.stream
-    calls = 0
-    if callable(stream):
-        emitted: list[bytes] = []
-        for part in random_chunks(upstream or b"", rnd) + [b""]:
-            got = stream(part)
-            calls += 1
-            items = [got] if isinstance(got, bytes) else list(got)
-            if part:
-                # G1: b"" mid-stream ends an HTTP/1.1 chunked body
-                assert got != b"" and b"" not in items, "stream callable returned b'' mid-stream"
-            assert all(isinstance(i, bytes) for i in items)
-            emitted.extend(items)
-        out, kind = b"".join(emitted), "callable"
-        f.response.raw_content = None  # as after real streaming (G6)
-    elif stream is True:
-        out, kind = upstream or b"", "passthrough"
-        f.response.raw_content = None
-    else:
-        out, kind = None, "buffered"
-    await mgr.invoke_addon(env.module, hl.HttpResponseHook(f))
-    if out is None:
-        out = f.response.raw_content or b""
-    return Result(out=out, streamed=kind, record=f.metadata.get(KEY), calls=calls)
-
-
-def replay(env: Env, f: http.HTTPFlow, seed: int = 0) -> Result:
-    result = asyncio.run(_replay(env, f, random.Random(seed)))
-    assert f.id not in env.addon._states, "per-flow state must not outlive the flow"
-    return result
+def make_flow(body: bytes | dict | list | None, *, path: str = "/v1/messages?beta=true", host: str = HOST,
+              resp_type: str | None = "text/event-stream; charset=utf-8", **kw) -> http.HTTPFlow:
+    """An Anthropic Messages flow from Claude Code (``harness.make_flow``)."""
+    return harness.make_flow(body, host=host, path=path, headers=ANTHROPIC_HEADERS, resp_type=resp_type, **kw)
 
 
 def request_json(f: http.HTTPFlow) -> dict:
