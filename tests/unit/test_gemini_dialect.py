@@ -2,7 +2,7 @@
 Vertex AI, Code Assist), declared tools (``parametersJsonSchema`` and OpenAPI ``parameters``),
 system texts, the request-side plan, whole JSON answers, and :class:`GeminiStream` over SSE and
 over a bare JSON array sent incrementally; then the addon's hooks driving Gemini flows through
-the taddons harness.
+the shared hook harness (``tests/harness.py``).
 
 Fixtures are synthetic bodies in ``tests/fixtures/gemini/`` (see its README). Tool names follow
 Gemini CLI's declared tools; every description and text is invented.
@@ -10,23 +10,19 @@ Gemini CLI's declared tools; every description and text is invented.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import harness
 import jsonschema
 import orjson
 import pytest
-from mitmproxy import ctx
+from harness import env  # noqa: F401  (pytest fixtures)
+from harness import loaded  # noqa: F401
 from mitmproxy import http
-from mitmproxy.proxy.layers import http as hl
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
-from mitmproxy.test import tutils
 
 import toolvocab.dialects.gemini as gemini_module
 from toolvocab.dialects import detect
@@ -44,9 +40,8 @@ from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
-KEY = "toolvocab"
+KEY = harness.KEY
 SEEDS = range(60)  # random chunk splits per stream fixture in the dialect tests
 
 
@@ -58,13 +53,7 @@ def load_bytes(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
-def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
+random_chunks = harness.random_chunks
 
 
 class Recorder:
@@ -1090,128 +1079,16 @@ JSON_TYPE = "application/json; charset=UTF-8"
 SSE_TYPE = "text/event-stream"
 
 
-@pytest.fixture(scope="module")
-def loaded():
-    """One mitmproxy test context with the script loaded once for this module."""
-    with taddons.context() as tctx:
-        module = tctx.script(str(ADDON))
-        assert module is not None, "the script failed to load"
-        # tctx.script only registers the script; put it in the chain as the ScriptLoader does,
-        # so option changes reach its configure().
-        tctx.master.addons.chain.append(module)
-        yield tctx, module
+#: Gemini CLI's request headers (after ``host``).
+GEMINI_HEADERS = [("content-type", "application/json"), ("accept-encoding", "gzip, deflate"),
+                  ("x-goog-api-key", "fixture-key"), ("user-agent", "GeminiCLI/0.61.0 (linux; x64)")]
+replay = harness.replay
 
 
-@dataclass
-class Env:
-    tctx: taddons.context
-    module: Any
-    addon: Any
-
-    def configure(self, **options) -> None:
-        self.tctx.configure(self.module, **options)
-
-
-@pytest.fixture
-def env(loaded):
-    tctx, module = loaded
-    ctx.master = tctx.master  # another module may have created a Master since
-    ctx.options = tctx.options
-    e = Env(tctx, module, module.addons[0])
-    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
-    yield e
-    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
-
-
-def make_flow(
-    body: bytes | dict | list | None,
-    *,
-    path: str = STREAM_PATH,
-    method: str = "POST",
-    host: str = GEMINI_HOST,
-    upstream: bytes = b"",
-    resp_type: str | None = JSON_TYPE,
-    resp_headers: list[tuple[str, str]] | None = None,
-    status: int = 200,
-    http_version: str = "HTTP/1.1",
-) -> http.HTTPFlow:
-    content = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
-    req_headers = [
-        ("host", host),
-        ("content-type", "application/json"),
-        ("accept-encoding", "gzip, deflate"),
-        ("x-goog-api-key", "fixture-key"),
-        ("user-agent", "GeminiCLI/0.61.0 (linux; x64)"),
-    ]
-    if content is not None:
-        req_headers.append(("content-length", str(len(content))))
-    req = tutils.treq(
-        method=method.encode(),
-        host=host,
-        port=443,
-        scheme=b"https",
-        authority=b"",
-        path=path.encode(),
-        http_version=http_version.encode(),
-        headers=http.Headers([(k.encode(), v.encode()) for k, v in req_headers]),
-        content=content,
-    )
-    rh = list(resp_headers or [])
-    if resp_type is not None:
-        rh.insert(0, ("content-type", resp_type))
-    resp = tutils.tresp(
-        status_code=status,
-        http_version=http_version.encode(),
-        headers=http.Headers([(k.encode(), v.encode()) for k, v in rh]),
-        content=upstream,
-    )
-    return tflow.tflow(req=req, resp=resp)
-
-
-@dataclass
-class Result:
-    out: bytes
-    streamed: str  # "callable", "passthrough" or "buffered"
-    record: dict | None
-    per_call: list[bytes]  # what each stream-callable call returned, joined
-
-
-async def _replay(env: Env, f: http.HTTPFlow, chunks: list[bytes] | None, rnd: random.Random) -> Result:
-    mgr = env.tctx.master.addons
-    upstream = f.response.raw_content if f.response else None
-    await mgr.invoke_addon(env.module, hl.HttpRequestHeadersHook(f))
-    await mgr.invoke_addon(env.module, hl.HttpRequestHook(f))
-    assert f.response is not None
-    f.response.stream = False
-    await mgr.invoke_addon(env.module, hl.HttpResponseHeadersHook(f))
-    stream = f.response.stream
-    per_call: list[bytes] = []
-    if callable(stream):
-        parts = chunks if chunks is not None else random_chunks(upstream or b"", rnd)
-        for part in parts + [b""]:
-            got = stream(part)
-            items = [got] if isinstance(got, bytes) else list(got)
-            if part:
-                assert got != b"" and b"" not in items, "stream callable returned b'' mid-stream"
-            assert all(isinstance(i, bytes) for i in items)
-            per_call.append(b"".join(items))
-        out, kind = b"".join(per_call), "callable"
-        f.response.raw_content = None
-    elif stream is True:
-        out, kind = upstream or b"", "passthrough"
-        f.response.raw_content = None
-    else:
-        out, kind = None, "buffered"
-    await mgr.invoke_addon(env.module, hl.HttpResponseHook(f))
-    if out is None:
-        out = f.response.raw_content or b""
-    return Result(out=out, streamed=kind, record=f.metadata.get(KEY), per_call=per_call)
-
-
-def replay(env: Env, f: http.HTTPFlow, seed: int = 0, chunks: list[bytes] | None = None) -> Result:
-    result = asyncio.run(_replay(env, f, chunks, random.Random(seed)))
-    assert f.id not in env.addon._states, "per-flow state must not outlive the flow"
-    return result
+def make_flow(body: bytes | dict | list | None, *, path: str = STREAM_PATH, host: str = GEMINI_HOST,
+              resp_type: str | None = JSON_TYPE, **kw) -> http.HTTPFlow:
+    """A Gemini flow from Gemini CLI (``harness.make_flow``)."""
+    return harness.make_flow(body, host=host, path=path, headers=GEMINI_HEADERS, resp_type=resp_type, **kw)
 
 
 def request_json(f: http.HTTPFlow) -> Any:
