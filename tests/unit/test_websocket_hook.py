@@ -1,10 +1,11 @@
 """The addon's ``websocket_message`` hook: Codex's Responses-over-WebSocket transport.
 
-The script is loaded once for this module with ``tctx.script`` and appended to the addon chain
-(as in ``test_addon_hooks.py``). A WebSocket flow from ``tflow.twebsocketflow()`` gets messages
+The script is loaded once for this module and appended to the addon chain (``tests/harness.py``,
+as for every hook test). A WebSocket flow from ``tflow.twebsocketflow()`` gets messages
 appended one at a time, and the hook runs after each, as mitmproxy's WebSocket layer does:
 first the client's ``response.create`` frame, then the server's event frames. Injections
-(``inject.websocket``) are captured by replacing ``ctx.master.commands.call``; what the client
+(``inject.websocket``) are captured by replacing ``ctx.master.commands.call``
+(``harness.capture_injections``); what the client
 receives is every server frame that was not dropped, plus every injected frame, in order.
 """
 
@@ -12,28 +13,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from dataclasses import field
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 import harness
+from harness import Env
+from harness import loaded  # noqa: F401  (pytest fixture)
 import toolvocab.addons.state as state_module
-from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
 from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "openai_responses"
-KEY = "toolvocab"
+KEY = harness.KEY
 
 
 def load_frames(name: str = "websocket-foreign-shell.jsonl") -> tuple[dict, list[dict]]:
@@ -63,55 +60,20 @@ def declared_frames() -> list[dict]:
     return out
 
 
-# -- harness ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def loaded():
-    with taddons.context() as tctx:
-        module = tctx.script(str(ADDON))
-        assert module is not None, "the script failed to load"
-        tctx.master.addons.chain.append(module)  # as the ScriptLoader does in mitmdump
-        yield tctx, module
-
-
-@dataclass
-class Env:
-    tctx: taddons.context
-    module: Any
-    addon: Any
-    injected: list[tuple[Any, bool, bytes, bool]] = field(default_factory=list)
-
-    def configure(self, **options) -> None:
-        self.tctx.configure(self.module, **options)
+# -- harness (tests/harness.py) -----------------------------------------------------------------
 
 
 @pytest.fixture
-def env(loaded, monkeypatch):
-    tctx, module = loaded
-    ctx.master = tctx.master
-    ctx.options = tctx.options
-    e = Env(tctx, module, module.addons[0])
-
-    def call(command: str, *args):
-        assert command == "inject.websocket", command
-        flow, to_client, message, is_text = args
-        e.injected.append((flow, to_client, message, is_text))
-
-    monkeypatch.setattr(tctx.master.commands, "call", call)
-    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
-    yield e
-    e.configure(toolvocab_mode="auto", toolvocab_hosts=None)
+def env(loaded):
+    """``harness.Env`` with every ``inject.websocket`` captured in ``env.injected`` (any other
+    command fails); the transport's per-socket state cleared afterwards."""
+    with harness.configured(loaded) as e, harness.capture_injections(e):
+        yield e
     harness.websocket(e.module)._ws.clear()
 
 
 def ws_flow(path: str = "/v1/responses") -> http.HTTPFlow:
-    f = tflow.twebsocketflow()
-    f.request.host = "api.openai.com"
-    f.request.path = path
-    f.request.headers["openai-beta"] = "responses_websockets=2026-02-06"
-    f.websocket.messages = []
-    return f
+    return harness.ws_flow("api.openai.com", path)
 
 
 @dataclass
@@ -131,13 +93,8 @@ class Session:
 
     def send(self, frame: dict | bytes, *, from_client: bool = False, text: bool = True) -> Step:
         content = frame if isinstance(frame, bytes) else orjson.dumps(frame)
-        message = WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content)
-        self.flow.websocket.messages.append(message)
-        mark = len(self.env.injected)
-        self.env.tctx.master.addons.invoke_addon_sync(self.env.module, WebsocketMessageHook(self.flow))
-        new = self.env.injected[mark:]
-        assert all(flow is self.flow and to_client and is_text for flow, to_client, _, is_text in new)
-        step = Step(message, content, [m for _, _, m, _ in new])
+        message, injected = harness.send_ws(self.env, self.flow, content, from_client=from_client, text=text)
+        step = Step(message, content, injected)
         self.steps.append(step)
         return step
 
