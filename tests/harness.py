@@ -151,8 +151,8 @@ def configured(loaded: tuple[taddons.context, Any], **options: Any) -> Iterator[
 
 @contextlib.contextmanager
 def capture_injections(e: Env, *, others: bool = False) -> Iterator[list[tuple[Any, bool, bytes, bool]]]:
-    """Replace the master's ``commands.call`` so every ``inject.websocket`` is appended to
-    ``e.injected``; any other command fails an assertion, or with ``others`` runs as before.
+    """Replace the master's ``commands.call`` so every ``inject.websocket`` (which must be a text
+    frame to the client) is appended to ``e.injected``; any other command fails an assertion, or with ``others`` runs as before.
     Put back on exit."""
     commands = e.tctx.master.commands
     original = commands.call
@@ -160,6 +160,7 @@ def capture_injections(e: Env, *, others: bool = False) -> Iterator[list[tuple[A
     def call(command: str, *args: Any) -> Any:
         if command == "inject.websocket":
             flow, to_client, message, is_text = args
+            assert to_client and is_text, (to_client, is_text)  # toolvocab only sends text to clients
             e.injected.append((flow, to_client, message, is_text))
             return None
         assert others, command

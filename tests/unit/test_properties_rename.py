@@ -2,7 +2,7 @@
 profiles) over generated tool lists, transcripts and answers, for all four dialects and the
 Responses WebSocket path.
 
-Every example drives the real addon script (loaded once per module with ``tctx.script``, hooks
+Every example drives the real addon script (loaded once per module by ``tests/harness.py``, hooks
 invoked as mitmproxy invokes them, streamed answers fed to the ``response.stream`` callable in
 random chunk splits; WebSocket frames through ``websocket_message``) and checks bytes:
 
@@ -61,20 +61,11 @@ from hypothesis import event
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from mitmproxy import ctx
-from mitmproxy import http
 from mitmproxy.proxy.layers import http as hl
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
-from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
-from mitmproxy.test import tutils
 from mitmproxy.websocket import WebSocketMessage
-from wsproto.frame_protocol import Opcode
 
-ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
-KEY = "toolvocab"
+KEY = harness.KEY
 
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100"))
 SETTINGS = settings(
@@ -941,91 +932,54 @@ def request_path(s: Scenario) -> str:
 
 # =============================================================================== harness
 @dataclass
-class Env:
-    tctx: Any
-    module: Any
-    addon: Any
-    profiles: str
-    injected: list[tuple[Any, bytes]] = field(default_factory=list)
+class Env(harness.Env):
+    """``harness.Env`` with the module's profile file and the mode last set."""
+
+    profiles: str = ""
     mode: str | None = None
 
     def set_mode(self, mode: str) -> None:
         if mode != self.mode:
-            self.tctx.configure(self.module, toolvocab_mode=mode)
+            self.configure(toolvocab_mode=mode)
             self.mode = mode
-
-    def hook(self, hook: Any) -> None:
-        ctx.master = self.tctx.master
-        ctx.options = self.tctx.options
-        self.tctx.master.addons.invoke_addon_sync(self.module, hook)
 
 
 @pytest.fixture(scope="module")
 def env():
     """The addon script loaded once, in the addon chain (as the ScriptLoader puts it), with the
     module's profile file configured; ``inject.websocket`` captured."""
-    with tempfile.TemporaryDirectory() as tmp, taddons.context() as tctx:
-        module = tctx.script(str(ADDON))
-        assert module is not None, "the script failed to load"
-        tctx.master.addons.chain.append(module)
+    with tempfile.TemporaryDirectory() as tmp, harness.script_context() as (tctx, module):
         profiles = os.path.join(tmp, "profiles.toml")
         Path(profiles).write_text(PROFILE_TOML)
-        e = Env(tctx, module, module.addons[0], profiles)
-        original_call = tctx.master.commands.call
-
-        def call(command: str, *args: Any) -> Any:
-            if command == "inject.websocket":
-                flow, to_client, message, is_text = args
-                assert to_client and is_text
-                e.injected.append((flow, message))
-                return None
-            return original_call(command, *args)
-
-        tctx.master.commands.call = call
-        ctx.master = tctx.master
-        ctx.options = tctx.options
-        tctx.configure(module, toolvocab_profiles=profiles, toolvocab_hosts=None, toolvocab_mode="auto")
-        e.mode = "auto"
-        yield e
-        tctx.master.commands.call = original_call
-
-
-def make_flow(host: str, path: str, body: bytes) -> http.HTTPFlow:
-    req = tutils.treq(
-        method=b"POST", host=host, port=443, scheme=b"https", authority=b"", path=path.encode(),
-        http_version=b"HTTP/1.1",
-        headers=http.Headers([(b"host", host.encode()), (b"content-type", b"application/json"),
-                              (b"content-length", str(len(body)).encode())]),
-        content=body,
-    )
-    return tflow.tflow(req=req, resp=False)
+        e = Env(tctx, module, profiles=profiles)
+        with harness.capture_injections(e, others=True):
+            harness.activate(tctx)
+            e.configure(toolvocab_profiles=profiles, toolvocab_hosts=None, toolvocab_mode="auto")
+            e.mode = "auto"
+            yield e
 
 
 def random_chunks(data: bytes, rnd: random.Random) -> list[bytes]:
+    """Pieces of one of three styles: mostly 1..128 bytes, sometimes 1..8, sometimes the whole body."""
     style = rnd.random()
     lo, hi = (1, 8) if style < 0.05 else (1, 128) if style < 0.8 else (len(data) or 1, len(data) or 1)
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
+    return harness.random_chunks(data, rnd, lo, hi)
 
 
 class HTTPRun:
     """One HTTP flow through the real hooks, in stages (so two flows can interleave)."""
 
-    def __init__(self, env: Env, s: Scenario) -> None:
+    def __init__(self, env: Env, s: Scenario, body: dict[str, Any] | None = None, path: str | None = None,
+                 rnd: random.Random | None = None) -> None:
         self.env = env
         self.s = s
         self.wire = WIRES[s.dialect]
-        self.orig = self.wire.request(s)
+        self.orig = self.wire.request(s) if body is None else body
         self.orig_bytes = orjson.dumps(self.orig)
-        self.flow = make_flow(s.host, request_path(s), self.orig_bytes)
-        self.rnd = random.Random(s.seed ^ 0x5EED)
-        self.stream: Callable[[bytes], Any] | None = None
-        self.pending: list[bytes] = []
-        self.emitted: list[bytes] = []
+        self.flow = harness.make_flow(self.orig_bytes, host=s.host, path=path or request_path(s),
+                                      headers=[("content-type", "application/json")], response=False)
+        self.rnd = rnd or random.Random(s.seed ^ 0x5EED)
+        self.feeder: harness.Feeder | None = None
         self.upstream = b""
 
     def request(self) -> None:
@@ -1036,38 +990,27 @@ class HTTPRun:
 
     def respond(self, upstream: bytes, ctype: str) -> None:
         self.upstream = upstream
-        headers = http.Headers([(b"content-type", ctype.encode()), (b"content-length", str(len(upstream)).encode())])
-        self.flow.response = tutils.tresp(status_code=200, http_version=b"HTTP/1.1", headers=headers, content=upstream)
+        self.flow.response = harness.answer(upstream, ctype, [("content-length", str(len(upstream)))])
         self.flow.response.stream = False
         self.env.hook(hl.HttpResponseHeadersHook(self.flow))
         stream = self.flow.response.stream
         if callable(stream):
-            self.stream = stream
-            self.pending = random_chunks(upstream, self.rnd) + [b""]
+            self.feeder = harness.Feeder(stream, random_chunks(upstream, self.rnd) + [b""])
         else:
             assert stream is False, stream
 
     def feed_one(self) -> bool:
-        """Feed the next chunk to the stream callable; False when nothing is left."""
-        if not self.pending:
-            return False
-        part = self.pending.pop(0)
-        got = self.stream(part)  # type: ignore[misc]
-        items = [got] if isinstance(got, bytes) else list(got)
-        if part:
-            assert b"" not in items, "b'' mid-stream ends a chunked body (mitmproxy G1)"
-        self.emitted.extend(items)
-        return True
+        """Feed the next chunk to the stream callable; False when nothing is left (or no callable)."""
+        return self.feeder is not None and self.feeder.feed_one()
 
     def finish(self) -> bytes:
-        if self.stream is not None:
-            while self.feed_one():
-                pass
+        if self.feeder is not None:
+            self.feeder.run()
             self.flow.response.raw_content = None  # as after real streaming
         self.env.hook(hl.HttpResponseHook(self.flow))
         assert self.flow.id not in self.env.addon._states
         self.record = self.flow.metadata.get(KEY) or {}
-        self.client = b"".join(self.emitted) if self.stream is not None else self.flow.response.raw_content
+        self.client = b"".join(self.feeder.per_call) if self.feeder is not None else self.flow.response.raw_content
         return self.client
 
 
@@ -1370,7 +1313,7 @@ def test_concurrent_flows_never_mix_maps(env: Env, dialect: str, data: st.DataOb
     while True:
         progressed = False
         for r in (first, second) if order.random() < 0.5 else (second, first):
-            if r.stream is not None and r.feed_one():
+            if r.feed_one():
                 progressed = True
         if not progressed:
             break
@@ -1385,35 +1328,21 @@ def test_concurrent_flows_never_mix_maps(env: Env, dialect: str, data: st.DataOb
 
 
 # ================================================================== Responses over WebSocket
-def ws_flow(host: str) -> http.HTTPFlow:
-    f = tflow.twebsocketflow()
-    f.request.host = host
-    f.request.path = "/v1/responses"
-    f.request.headers["openai-beta"] = "responses_websockets=2026-02-06"
-    f.websocket.messages = []
-    return f
-
-
 class WSRun:
     """One WebSocket turn (or several) through ``websocket_message``."""
 
     def __init__(self, env: Env, host: str) -> None:
         self.env = env
-        self.flow = ws_flow(host)
+        self.flow = harness.ws_flow(host)
         self.delivered: list[bytes] = []
         self.upstream: list[bytes] = []
 
     def send(self, content: bytes, *, from_client: bool) -> WebSocketMessage:
-        message = WebSocketMessage(Opcode.TEXT, from_client, content)
-        self.flow.websocket.messages.append(message)
-        mark = len(self.env.injected)
-        self.env.hook(WebsocketMessageHook(self.flow))
-        new = self.env.injected[mark:]
-        assert all(f is self.flow for f, _ in new)
+        message, injected = harness.send_ws(self.env, self.flow, content, from_client=from_client)
         if not from_client:
             if not message.dropped:
                 self.delivered.append(message.content)
-            self.delivered.extend(m for _, m in new)
+            self.delivered.extend(injected)
         return message
 
     def create(self, s: Scenario) -> Observed:
@@ -1520,11 +1449,7 @@ def through(env: Env, dialect: str, body: dict[str, Any], answer: Callable[[dict
     env.set_mode(mode)
     s = Scenario(dialect, host or HOSTS[dialect], str(body.get("model", "m")), mode, [], [], None, None, 0,
                  bool(body.get("stream")), "sse" if body.get("stream") else "json", [])
-    r = HTTPRun.__new__(HTTPRun)
-    r.env, r.s, r.wire = env, s, WIRES[dialect]
-    r.orig, r.orig_bytes = body, orjson.dumps(body)
-    r.flow = make_flow(s.host, path or WIRES[dialect].path, r.orig_bytes)
-    r.rnd, r.stream, r.pending, r.emitted = random.Random(1), None, [], []
+    r = HTTPRun(env, s, body=body, path=path or WIRES[dialect].path, rnd=random.Random(1))
     r.request()
     upstream, ctype = answer(r.fwd)
     r.respond(upstream, ctype)
