@@ -11,7 +11,7 @@
 * BR-14 / BR-15 / BR-17 / BR-31 end to end through each dialect's ``apply_request`` and the answer
   side (JSON and stream rewriters, the Responses ``tools`` / ``tool_choice`` echo);
 * BR-28: with a profile active, an upstream's 403 passes through byte-identical (addon hooks via
-  ``taddons``), and the profile adds no tool and changes no header.
+  ``tests/harness.py``), and the profile adds no tool and changes no header.
 
 Known bugs are ``xfail(strict=True)`` tests named ``test_bug_*``.
 """
@@ -26,18 +26,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import harness
 import orjson
 import pytest
+from harness import loaded  # noqa: F401  (pytest fixture)
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from mitmproxy import ctx
 from mitmproxy import exceptions
 from mitmproxy import http
 from mitmproxy.proxy.layers import http as hl
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
-from mitmproxy.test import tutils
 
 import toolvocab.dialects as tvdialects
 from toolvocab.engine.grammar import DIALECT_GRAMMAR
@@ -56,8 +54,7 @@ from toolvocab.engine.profiles import load_profiles
 from toolvocab.engine.profiles import parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
-KEY = "toolvocab"
+KEY = harness.KEY
 
 STR = {"type": "string"}
 LONG = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance"  # 75 characters (BR-14)
@@ -875,23 +872,12 @@ def test_profile_renames_through_the_dialect_keep_schema_and_description(dialect
 
 
 # =========================================================== BR-28: a 403 with a profile
-@pytest.fixture(scope="module")
-def loaded():
-    with taddons.context() as tctx:
-        module = tctx.script(str(ADDON))
-        assert module is not None, "the script failed to load"
-        tctx.master.addons.chain.append(module)  # as the ScriptLoader does in mitmdump
-        yield tctx, module
-
-
 @pytest.fixture
 def addon_env(loaded):
-    tctx, module = loaded
-    ctx.master = tctx.master
-    ctx.options = tctx.options
-    tctx.configure(module, toolvocab_mode="auto", toolvocab_hosts=None, toolvocab_profiles=None)
-    yield tctx, module
-    tctx.configure(module, toolvocab_mode="auto", toolvocab_hosts=None, toolvocab_profiles=None)
+    """``(tctx, module)`` of the script loaded by ``tests/harness.py``, no profile file set before
+    and after."""
+    with harness.configured(loaded, toolvocab_profiles=None):
+        yield loaded
 
 
 ZEN_PROFILE = """\
@@ -909,32 +895,15 @@ def zen_flow(stream: bool) -> http.HTTPFlow:
     body = {"model": "big-pickle", "instructions": "You are opencode.", "input": [{"type": "message", "role": "user", "content": "hi"}],
             "tools": [{"type": "function", "name": n, "description": f"the {n} tool", "parameters": {"type": "object", "properties": {"x": STR}}}
                       for n in OPENCODE_TOOLS], "stream": stream}
-    content = orjson.dumps(body)
-    headers = [(b"host", b"opencode.ai"), (b"content-type", b"application/json"), (b"user-agent", b"pi/0.1"),
-               (b"authorization", b"Bearer sk-x"), (b"content-length", str(len(content)).encode())]
-    req = tutils.treq(method=b"POST", host="opencode.ai", port=443, scheme=b"https", authority=b"", path=b"/zen/v1/responses",
-                      http_version=b"HTTP/1.1", headers=http.Headers(headers), content=content)
-    resp = tutils.tresp(status_code=403, http_version=b"HTTP/1.1", headers=http.Headers(
-        [(b"content-type", b"application/json"), (b"x-request-id", b"req_403"), (b"content-length", str(len(FREE_TIER_403)).encode())]),
-        content=FREE_TIER_403)
-    return tflow.tflow(req=req, resp=resp)
+    return harness.make_flow(body, host="opencode.ai", path="/zen/v1/responses",
+                             headers=[("content-type", "application/json"), ("user-agent", "pi/0.1"), ("authorization", "Bearer sk-x")],
+                             upstream=FREE_TIER_403, resp_type="application/json", status=403,
+                             resp_headers=[("x-request-id", "req_403"), ("content-length", str(len(FREE_TIER_403)))])
 
 
 def run_hooks(tctx, module, f: http.HTTPFlow) -> bytes:
-    mgr = tctx.master.addons
-    upstream = f.response
-    f.response = None
-    mgr.invoke_addon_sync(module, hl.HttpRequestHook(f))
-    f.response = upstream
-    f.response.stream = False
-    mgr.invoke_addon_sync(module, hl.HttpResponseHeadersHook(f))
-    out = None
-    if callable(f.response.stream):
-        data = f.response.raw_content
-        out = b"".join(f.response.stream(data) + f.response.stream(b""))
-        f.response.raw_content = None
-    mgr.invoke_addon_sync(module, hl.HttpResponseHook(f))
-    return out if out is not None else f.response.raw_content
+    """``f`` through the hooks (``harness.replay``, the upstream body in one piece); what the client got."""
+    return harness.replay(harness.Env(tctx, module), f, chunks=[f.response.raw_content]).out
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -1041,11 +1010,8 @@ def test_was_bug_a_profile_cannot_complete_an_access_gates_tool_set(addon_env, t
         return  # refusing the profile is one acceptable fix
     body = {"model": "big-pickle", "input": "hi", "stream": True,
             "tools": [{"type": "function", "name": n, "parameters": {"type": "object", "properties": {}}} for n in PI_TOOLS]}
-    content = orjson.dumps(body)
-    req = tutils.treq(method=b"POST", host="opencode.ai", port=443, scheme=b"https", authority=b"", path=b"/zen/v1/responses",
-                      http_version=b"HTTP/1.1", headers=http.Headers([(b"host", b"opencode.ai"), (b"content-type", b"application/json"),
-                                                                     (b"content-length", str(len(content)).encode())]), content=content)
-    f = tflow.tflow(req=req, resp=False)
+    f = harness.make_flow(body, host="opencode.ai", path="/zen/v1/responses", headers=[("content-type", "application/json")],
+                          response=False)
     tctx.master.addons.invoke_addon_sync(module, hl.HttpRequestHook(f))
     sent = [t["name"] for t in orjson.loads(f.request.content)["tools"]]
     assert not {"bash", "edit", "glob", "grep", "read"} <= set(sent), f"the gate's tool set was completed by a rename: {sent}"
