@@ -1,6 +1,6 @@
 """The addon's hooks driven the way mitmproxy drives them.
 
-The script is loaded once for this module (``tests/harness.py``: ``tctx.script("addon/toolvocab.py")``,
+The script is loaded once for this module (``tests/harness/``: ``tctx.script("addon/toolvocab.py")``,
 never also imported as a module: a second module object would not be the one whose hooks run). Each
 flow goes requestheaders → request → responseheaders → the ``response.stream`` callable over random
 chunk splits (then ``b""``) → response, as in mitmproxy's proxy core (reference §2, §5).
@@ -21,8 +21,8 @@ import pytest
 import toolvocab.addons.state as state_module
 
 import harness
-from harness import env  # noqa: F401  (pytest fixtures)
-from harness import loaded  # noqa: F401
+from harness.fixtures import env  # noqa: F401  (pytest fixtures)
+from harness.fixtures import loaded  # noqa: F401
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
 from mitmproxy import http
@@ -56,7 +56,7 @@ def events_of(data: bytes):
     return events
 
 
-# -- harness (tests/harness.py) -----------------------------------------------------------------
+# -- harness (tests/harness/) -------------------------------------------------------------------
 
 Env = harness.Env
 random_chunks = harness.random_chunks

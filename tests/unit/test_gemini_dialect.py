@@ -2,7 +2,7 @@
 Vertex AI, Code Assist), declared tools (``parametersJsonSchema`` and OpenAPI ``parameters``),
 system texts, the request-side plan, whole JSON answers, and :class:`GeminiStream` over SSE and
 over a bare JSON array sent incrementally; then the addon's hooks driving Gemini flows through
-the shared hook harness (``tests/harness.py``).
+the shared hook harness (``tests/harness/``).
 
 Fixtures are synthetic bodies in ``tests/fixtures/gemini/`` (see its README). Tool names follow
 Gemini CLI's declared tools; every description and text is invented.
@@ -20,8 +20,8 @@ import harness
 import jsonschema
 import orjson
 import pytest
-from harness import env  # noqa: F401  (pytest fixtures)
-from harness import loaded  # noqa: F401
+from harness.fixtures import env  # noqa: F401  (pytest fixtures)
+from harness.fixtures import loaded  # noqa: F401
 from mitmproxy import http
 
 import toolvocab.dialects.gemini as gemini_module

@@ -11,7 +11,7 @@
 * BR-14 / BR-15 / BR-17 / BR-31 end to end through each dialect's ``apply_request`` and the answer
   side (JSON and stream rewriters, the Responses ``tools`` / ``tool_choice`` echo);
 * BR-28: with a profile active, an upstream's 403 passes through byte-identical (addon hooks via
-  ``tests/harness.py``), and the profile adds no tool and changes no header.
+  ``tests/harness/``), and the profile adds no tool and changes no header.
 
 Known bugs are ``xfail(strict=True)`` tests named ``test_bug_*``.
 """
@@ -29,7 +29,7 @@ from typing import Any
 import harness
 import orjson
 import pytest
-from harness import loaded  # noqa: F401  (pytest fixture)
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -874,7 +874,7 @@ def test_profile_renames_through_the_dialect_keep_schema_and_description(dialect
 # =========================================================== BR-28: a 403 with a profile
 @pytest.fixture
 def addon_env(loaded):
-    """``(tctx, module)`` of the script loaded by ``tests/harness.py``, no profile file set before
+    """``(tctx, module)`` of the script loaded by ``tests/harness/``, no profile file set before
     and after."""
     with harness.configured(loaded, toolvocab_profiles=None):
         yield loaded

@@ -2,7 +2,7 @@
 profiles) over generated tool lists, transcripts and answers, for all four dialects and the
 Responses WebSocket path.
 
-Every example drives the real addon script (loaded once per module by ``tests/harness.py``, hooks
+Every example drives the real addon script (loaded once per module by ``tests/harness/``, hooks
 invoked as mitmproxy invokes them, streamed answers fed to the ``response.stream`` callable in
 random chunk splits; WebSocket frames through ``websocket_message``) and checks bytes:
 

@@ -1,6 +1,6 @@
 """The addon's ``websocket_message`` hook: Codex's Responses-over-WebSocket transport.
 
-The script is loaded once for this module and appended to the addon chain (``tests/harness.py``,
+The script is loaded once for this module and appended to the addon chain (``tests/harness/``,
 as for every hook test). A WebSocket flow from ``tflow.twebsocketflow()`` gets messages
 appended one at a time, and the hook runs after each, as mitmproxy's WebSocket layer does:
 first the client's ``response.create`` frame, then the server's event frames. Injections
@@ -20,7 +20,7 @@ import pytest
 
 import harness
 from harness import Env
-from harness import loaded  # noqa: F401  (pytest fixture)
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 import toolvocab.addons.state as state_module
 from mitmproxy import http
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
@@ -60,7 +60,7 @@ def declared_frames() -> list[dict]:
     return out
 
 
-# -- harness (tests/harness.py) -----------------------------------------------------------------
+# -- harness (tests/harness/) -------------------------------------------------------------------
 
 
 @pytest.fixture

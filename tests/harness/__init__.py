@@ -5,7 +5,7 @@ The script (``addon/toolvocab.py``) is loaded with mitmproxy's test context and 
 a module (a second module object would not be the one whose hooks run); its ``addons`` list holds
 one instance of each addon class (``toolvocab/addons/__init__.py``), the repair addon first:
 
-    from harness import env, loaded              # the fixtures: env.tctx, env.module, env.addon
+    from harness.fixtures import env, loaded     # pytest fixtures: env.tctx, env.module, env.addon
     with harness.script_context() as (tctx, module):   # or by hand
         env = harness.Env(tctx, module)
         f = harness.make_flow(body, host="api.anthropic.com", path="/v1/messages", upstream=sse)
@@ -18,6 +18,9 @@ request → responseheaders → the ``response.stream`` callable over the upstre
 (then a final ``b""``) → response, or error for a flow that ended in one. WebSocket messages
 go one at a time through ``websocket_message`` (``send_ws``), with ``inject.websocket``
 captured (``capture_injections``).
+
+This package imports no pytest (``tests/flowtool.py`` replays flows through it without the test
+extra); the pytest fixtures are in ``harness.fixtures``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.proxy.layers import http as hl
@@ -44,7 +46,7 @@ from mitmproxy.test import tutils
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "addon" / "toolvocab.py"
 #: The metadata key of the addon's per-flow record.
 KEY = "toolvocab"
@@ -171,21 +173,6 @@ def capture_injections(e: Env, *, others: bool = False) -> Iterator[list[tuple[A
         yield e.injected
     finally:
         commands.call = original
-
-
-@pytest.fixture(scope="module")
-def loaded() -> Iterator[tuple[taddons.context, Any]]:
-    """Fixture: ``(tctx, module)``, the script loaded once for the test module that imports it
-    (``from harness import env, loaded``)."""
-    with script_context() as pair:
-        yield pair
-
-
-@pytest.fixture
-def env(loaded: tuple[taddons.context, Any]) -> Iterator[Env]:
-    """Fixture: an ``Env`` over ``loaded`` with ``DEFAULTS`` set before and after."""
-    with configured(loaded) as e:
-        yield e
 
 
 # -- flows --------------------------------------------------------------------------------------
