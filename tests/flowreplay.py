@@ -20,7 +20,8 @@ and a final ``b""``, then the response hook (or the error hook for a flow that e
 error). The flow keeps its saved id, so ids the addon derives from it (``tc_…``) are stable.
 
 Nothing here imports ``addon/toolvocab.py`` as a module (a second module object would not be
-the one whose hooks run); the script is loaded with ``taddons.context().script()``.
+the one whose hooks run); the script is loaded and driven by ``tests/harness/`` (as for every
+test that drives the hooks).
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ from typing import Any
 from mitmproxy import http
 from mitmproxy import io as mio
 
-REPO = Path(__file__).resolve().parents[1]
-ADDON = REPO / "addon" / "toolvocab.py"
+import harness
+
+REPO = harness.ROOT
 #: The corpus; ``TOOLVOCAB_FLOWS_DIR`` points the tools at another one (tests of flowtool itself).
 FLOWS_DIR = Path(os.environ.get("TOOLVOCAB_FLOWS_DIR") or REPO / "flows")
 MANIFEST = FLOWS_DIR / "MANIFEST.toml"
@@ -249,13 +251,7 @@ def mismatches(expected: Outcome, got: Outcome) -> list[str]:
 # -- replay -----------------------------------------------------------------------------------
 
 
-def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
+random_chunks = harness.random_chunks
 
 
 def replay_options(f: http.HTTPFlow) -> dict[str, Any]:
@@ -295,17 +291,9 @@ class Replayer:
         self._tmpdir: tempfile.TemporaryDirectory | None = None
 
     def __enter__(self) -> Replayer:
-        from mitmproxy.test import taddons
-
         self._tmpdir = tempfile.TemporaryDirectory(prefix="toolvocab-replay-")
-        self._cm = taddons.context()
-        self.tctx = self._cm.__enter__()
-        self.module = self.tctx.script(str(ADDON))
-        if self.module is None:
-            raise RuntimeError(f"{ADDON} failed to load")
-        # mitmdump's ScriptLoader keeps the script in the addon chain, so option changes reach
-        # its configure(); tctx.script() only registers it (see tests/unit/test_addon_hooks.py).
-        self.tctx.master.addons.chain.append(self.module)
+        self._cm = harness.script_context()  # the script loaded and in the addon chain
+        self.tctx, self.module = self._cm.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -317,14 +305,10 @@ class Replayer:
 
     @property
     def addon(self) -> Any:
-        return self.module.addons[0]
+        return harness.core(self.module)
 
     def _activate(self) -> None:
-        from mitmproxy import ctx
-
-        # another mitmproxy test context may have been created since (pytest runs many)
-        ctx.master = self.tctx.master
-        ctx.options = self.tctx.options
+        harness.activate(self.tctx)  # another mitmproxy test context may have been created since
 
     def _profiles_path(self, text: str | None) -> str | None:
         if not text:
@@ -365,53 +349,12 @@ class Replayer:
         return Replay(flow=f, expected=expected, got=got, streamed=kind, seed=seed, problems=problems)
 
     async def _drive(self, f: http.HTTPFlow, rnd: random.Random, lo: int, hi: int, blanks: float = 0.0) -> tuple[bytes | None, str]:
-        """The hooks over ``f`` as mitmproxy's proxy core calls them; the stream callable gets
-        the upstream body in pieces of ``lo..hi`` bytes, after each of which an empty piece
-        ``b""`` comes with probability ``blanks`` (mitmproxy passes an empty HTTP/2 DATA frame
-        on as ``b""``), then the final ``b""``. What the client got, and how it was sent."""
-        from mitmproxy.proxy.layers import http as hl
-
-        mgr = self.tctx.master.addons
-        error = f.error
-        f.error = None
-        await mgr.invoke_addon(self.module, hl.HttpRequestHeadersHook(f))
-        await mgr.invoke_addon(self.module, hl.HttpRequestHook(f))
-        if f.response is None:
-            f.error = error
-            if error is not None:
-                await mgr.invoke_addon(self.module, hl.HttpErrorHook(f))
-            return None, "none"
-        upstream = f.response.raw_content or b""
-        f.response.stream = False
-        await mgr.invoke_addon(self.module, hl.HttpResponseHeadersHook(f))
-        stream = f.response.stream
-        out: bytes | None
-        if callable(stream):
-            emitted: list[bytes] = []
-            parts = random_chunks(upstream, rnd, lo, hi)
-            if blanks:
-                parts = [p for part in parts for p in ([part, b""] if rnd.random() < blanks else [part])]
-            for part in parts + ([] if error is not None else [b""]):
-                got = stream(part)
-                items = [got] if isinstance(got, bytes) else list(got)
-                if part and (got == b"" or b"" in items):
-                    raise AssertionError("the stream callable returned b'' mid-stream (mitmproxy G1)")
-                emitted.extend(items)
-            out, kind = b"".join(emitted), "callable"
-            f.response.raw_content = None  # as after real streaming (G6)
-        elif stream is True:
-            out, kind = upstream, "passthrough"
-            f.response.raw_content = None
-        else:
-            out, kind = None, "buffered"
-        if error is not None:
-            f.error = error
-            await mgr.invoke_addon(self.module, hl.HttpErrorHook(f))
-        else:
-            await mgr.invoke_addon(self.module, hl.HttpResponseHook(f))
-        if out is None:
-            out = f.response.raw_content or b""
-        return out, kind
+        """The hooks over ``f`` as mitmproxy's proxy core calls them (``harness.drive``): the
+        stream callable gets the upstream body in pieces of ``lo..hi`` bytes, after each of which
+        an empty piece ``b""`` comes with probability ``blanks``, then the final ``b""``. What the
+        client got, and how it was sent."""
+        got = await harness.drive(self.tctx, self.module, f, rnd, lo=lo, hi=hi, blanks=blanks)
+        return got.out, got.streamed
 
 
 def prepare(saved: http.HTTPFlow) -> http.HTTPFlow:
