@@ -81,10 +81,7 @@ def _mitmproxy_addon_names() -> set[str]:
 
 
 def test_every_addon_has_its_own_name_beside_mitmproxys() -> None:
-    from mitmproxy.test import taddons
-
-    with taddons.context() as tctx:
-        module = tctx.script(str(harness.SCRIPT))
+    with harness.script_context() as (_, module):
         ours = [getattr(a, "name", type(a).__name__.lower()) for a in module.addons]
     assert len(set(ours)) == len(ours)
     theirs = _mitmproxy_addon_names()

@@ -8,57 +8,38 @@ from __future__ import annotations
 import json
 import logging
 import re
-from pathlib import Path
 
 import orjson
 import pytest
-from mitmproxy import ctx
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
-from mitmproxy.test import tutils
+
+import harness
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 
 import toolvocab.hosts as tvhosts
 import toolvocab.report as tvui
 
-ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
 BASH = {"name": "Bash", "description": "Run a shell command", "input_schema": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
 PS = {"name": "PowerShell", "description": "Run a PowerShell command", "input_schema": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
 
 
-@pytest.fixture(scope="module")
-def tv():
-    with taddons.context() as tctx:
-        script = tctx.script(str(ADDON))
-        tctx.master.addons.chain.append(script)  # option changes reach configure() (test_addon_hooks.py)
-        yield tctx, script
-
-
 @pytest.fixture
-def addon(tv):
-    tctx, script = tv
-    ctx.master = tctx.master
-    ctx.options = tctx.options
-    tctx.configure(script, toolvocab_mode="auto")
-    yield next(a for a in script.addons if type(a).__name__ == "ToolVocab")
-    tctx.configure(script, toolvocab_mode="auto")
+def addon(loaded):
+    """The repair addon of the script loaded by ``tests/harness/``, mode auto before and after."""
+    with harness.configured(loaded) as e:
+        yield e.addon
 
 
 def run_flow(addon, tools: list[dict], answer_name: str, *, system: str = "", ua: str = "claude-cli/2.1.197 (external, sdk-cli)"):
     """One non-streamed Anthropic flow through request → responseheaders → response."""
     body = {"model": "claude-x", "max_tokens": 10, "system": system, "tools": tools,
             "messages": [{"role": "user", "content": "hi"}]}
-    req = tutils.treq(host="api.anthropic.com", port=443, scheme=b"https", method=b"POST", path=b"/v1/messages",
-                      content=orjson.dumps(body))
-    req.headers["content-type"] = "application/json"
-    req.headers["user-agent"] = ua
     answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
               "content": [{"type": "tool_use", "id": "toolu_1", "name": answer_name, "input": {"command": "ls"}}]}
-    resp = tutils.tresp(content=orjson.dumps(answer))
-    resp.headers["content-type"] = "application/json"
-    f = tflow.tflow(req=req, resp=resp)
+    f = harness.make_flow(body, host="api.anthropic.com", path="/v1/messages",
+                          headers=[("content-type", "application/json"), ("user-agent", ua)], upstream=orjson.dumps(answer))
+    resp = f.response
     f.response = None
     addon.request(f)
     f.response = resp
@@ -98,8 +79,8 @@ def test_a_call_left_alone_is_debug_only_and_a_prompt_only_flow_has_no_marker(ad
     assert (s["changed"], s["changed_tools"], s["changed_prompt"]) == (1, 0, 1)
 
 
-def test_nothing_changed_nothing_logged_at_info(addon, tv, caplog) -> None:
-    tctx, script = tv
+def test_nothing_changed_nothing_logged_at_info(addon, loaded, caplog) -> None:
+    tctx, script = loaded
     tctx.configure(script, toolvocab_mode="repair")  # no prompt sentence
     caplog.set_level(logging.DEBUG)
     f = run_flow(addon, [BASH], "Bash")
@@ -125,10 +106,10 @@ def test_start_line_tells_mode_profiles_and_host_rule() -> None:
     assert line.endswith("intercepting TLS to every host (toolvocab_intercept=all)")
 
 
-def test_a_bad_option_is_logged_as_an_error_before_mitmproxy_prints_the_traceback(tv, caplog) -> None:
+def test_a_bad_option_is_logged_as_an_error_before_mitmproxy_prints_the_traceback(loaded, caplog) -> None:
     from mitmproxy import exceptions
 
-    tctx, script = tv
+    tctx, script = loaded
     caplog.set_level(logging.INFO)
     with pytest.raises(exceptions.OptionsError):
         tctx.configure(script, toolvocab_mode="maybe")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import ssl
-from pathlib import Path
 
 import pytest
 
@@ -16,13 +15,10 @@ from mitmproxy.options import Options
 from mitmproxy.proxy.context import Context
 from mitmproxy.proxy.layers.tls import parse_client_hello
 from mitmproxy.proxy.mode_specs import ProxyMode
-from mitmproxy.test import taddons
 from mitmproxy.tls import ClientHelloData
 
 import toolvocab.hosts as tvhosts
 
-ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
 
 #: Hosts the agents use by default (tests/e2e/test_forward_mode_agents.py drives them) and a few
 #: provider hosts; each must be intercepted with the default rule.
@@ -101,22 +97,15 @@ def hello_data(mode: str, sni: str | None, connect_host: str | None = None) -> C
 
 @pytest.fixture(scope="module")
 def tv():
-    with taddons.context() as tctx:
-        script = tctx.script(str(ADDON))
-        # as tests/unit/test_addon_hooks.py: put the module in the chain as mitmdump's loader does,
-        # so option changes reach configure()
-        tctx.master.addons.chain.append(script)
-        yield tctx, script
+    with harness.script_context() as pair:  # in the addon chain, so option changes reach configure()
+        yield pair
 
 
 @pytest.fixture(autouse=True)
 def _point_ctx(request):
     """Another test module may have created a Master since: point ctx back at ours."""
     if "tv" in request.fixturenames:
-        from mitmproxy import ctx
-        tctx, _ = request.getfixturevalue("tv")
-        ctx.master = tctx.master
-        ctx.options = tctx.options
+        harness.activate(request.getfixturevalue("tv")[0])
 
 
 def addon_of(script):

@@ -2,7 +2,7 @@
 commands.
 
 The pure functions are tested on hand-made records; the contentview and the commands on flows
-driven through the real addon (``tctx.script("addon/toolvocab.py")``, hooks invoked the way
+driven through the real addon (``tests/harness/``: the script loaded, hooks invoked the way
 mitmproxy's proxy core does). ``toolvocab.report`` and ``toolvocab.addons.ui`` are the modules
 the script itself imports (the repo's root is on the test ``pythonpath``); the script is never
 imported a second time.
@@ -14,25 +14,22 @@ import asyncio
 import copy
 import json
 import logging
+import random
 from pathlib import Path
 
 import orjson
 import pytest
+
+import harness
 from mitmproxy import contentviews
-from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.addons import view as view_addon
 from mitmproxy.log import ALERT
-from mitmproxy.proxy.layers import http as hl
-from mitmproxy.test import taddons
-from mitmproxy.test import tflow
-from mitmproxy.test import tutils
 
 import toolvocab.addons.ui as ui_addon
 import toolvocab.report as report
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDON = ROOT / "addon" / "toolvocab.py"
 FIXTURES = ROOT / "tests" / "fixtures" / "anthropic"
 MITMPROXY_12 = hasattr(contentviews, "Contentview")
 
@@ -278,10 +275,7 @@ def test_render_body():
 def loaded():
     """The script loaded once (as mitmdump would), ToolVocabUI beside it, and the ``view`` addon
     (which resolves ``@all`` the way mitmweb and the console do)."""
-    with taddons.context() as tctx:
-        module = tctx.script(str(ADDON))
-        assert module is not None, "the script failed to load"
-        tctx.master.addons.chain.append(module)  # as the ScriptLoader does (see test_addon_hooks)
+    with harness.script_context() as (tctx, module):
         ui = tctx.master.addons.get("toolvocabui")
         if ui is None:  # a script without ToolVocabUI: add the one from toolvocab.addons.ui
             ui = ui_addon.ToolVocabUI()
@@ -295,43 +289,23 @@ def loaded():
 @pytest.fixture
 def env(loaded):
     tctx, module, _ui, view = loaded
-    ctx.master = tctx.master  # another test module may have created a Master since
-    ctx.options = tctx.options
-    ui_addon.register_view()  # as load() did; a test may have removed it
-    tctx.configure(module, toolvocab_mode="auto", toolvocab_hosts=None)
-    view.clear()
-    yield loaded
-    tctx.configure(module, toolvocab_mode="auto", toolvocab_hosts=None)
+    with harness.configured((tctx, module)):
+        ui_addon.register_view()  # as load() did; a test may have removed it
+        view.clear()
+        yield loaded
 
 
 def make_flow(body: dict, upstream: bytes, resp_type: str) -> http.HTTPFlow:
-    req = tutils.treq(
-        method=b"POST", host="api.anthropic.com", port=443, scheme=b"https", authority=b"", path=b"/v1/messages",
-        headers=http.Headers(host="api.anthropic.com", content_type="application/json",
-                             user_agent="claude-cli/2.0.14 (external, cli)"),
-        content=orjson.dumps(body),
-    )
-    resp = tutils.tresp(headers=http.Headers(content_type=resp_type), content=upstream)
-    return tflow.tflow(req=req, resp=resp)
-
-
-async def _drive(tctx, module, f: http.HTTPFlow) -> None:
-    mgr = tctx.master.addons
-    upstream = f.response.raw_content
-    f.response.stream = False
-    for hook in (hl.HttpRequestHeadersHook(f), hl.HttpRequestHook(f), hl.HttpResponseHeadersHook(f)):
-        await mgr.invoke_addon(module, hook)
-    stream = f.response.stream
-    if callable(stream):
-        for part in (upstream[: len(upstream) // 2], upstream[len(upstream) // 2 :], b""):
-            stream(part)
-        f.response.raw_content = None  # not stored when streamed (G6); the addon puts it back
-    await mgr.invoke_addon(module, hl.HttpResponseHook(f))
+    return harness.make_flow(body, host="api.anthropic.com", path="/v1/messages", upstream=upstream, resp_type=resp_type,
+                             headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")])
 
 
 def drive(env, f: http.HTTPFlow) -> http.HTTPFlow:
+    """``f`` through the hooks (``harness.drive``), a streamed body in two halves."""
     tctx, module, _, _ = env
-    asyncio.run(_drive(tctx, module, f))
+    upstream = f.response.raw_content
+    half = len(upstream) // 2
+    asyncio.run(harness.drive(tctx, module, f, random.Random(0), chunks=[upstream[:half], upstream[half:]]))
     return f
 
 
