@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from harness import random_chunks
 
 from toolvocab.dialects import detect
 from toolvocab.dialects.anthropic import DIALECT
@@ -43,15 +44,6 @@ def events_of(data: bytes) -> list[SSEEvent]:
     events = parser.feed(data) + parser.close()  # close(): a final CR ends a line at end of stream
     assert parser.flush() == b""
     return events
-
-
-def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
 
 
 class Recorder:

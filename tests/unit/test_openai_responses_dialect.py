@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import harness
 import orjson
 import pytest
 
@@ -56,12 +57,7 @@ def events_of(data: bytes) -> list[SSEEvent]:
 
 
 def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 96) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
+    return harness.random_chunks(data, rnd, lo, hi)
 
 
 class Recorder:

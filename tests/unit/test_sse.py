@@ -12,6 +12,7 @@ import time
 
 import orjson
 import pytest
+from harness import random_chunks
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -61,15 +62,6 @@ def cut(data: bytes, points: list[int]) -> list[bytes]:
     points = sorted({p for p in points if 0 < p < len(data)})
     bounds = [0, *points, len(data)]
     return [data[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
-def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
 
 
 # -- SSEParser ----------------------------------------------------------------------------------
