@@ -1012,6 +1012,6 @@ def test_was_bug_a_profile_cannot_complete_an_access_gates_tool_set(addon_env, t
             "tools": [{"type": "function", "name": n, "parameters": {"type": "object", "properties": {}}} for n in PI_TOOLS]}
     f = harness.make_flow(body, host="opencode.ai", path="/zen/v1/responses", headers=[("content-type", "application/json")],
                           response=False)
-    tctx.master.addons.invoke_addon_sync(module, hl.HttpRequestHook(f))
+    harness.Env(tctx, module).hook(hl.HttpRequestHook(f))
     sent = [t["name"] for t in orjson.loads(f.request.content)["tools"]]
     assert not {"bash", "edit", "glob", "grep", "read"} <= set(sent), f"the gate's tool set was completed by a rename: {sent}"

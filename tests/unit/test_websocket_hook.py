@@ -116,7 +116,7 @@ class Session:
         return out
 
     def end(self) -> None:
-        self.env.tctx.master.addons.invoke_addon_sync(self.env.module, WebsocketEndHook(self.flow))
+        self.env.hook(WebsocketEndHook(self.flow))
 
     @property
     def record(self) -> dict | None:
@@ -265,7 +265,7 @@ def test_injected_messages_are_not_processed_again(env):
     _, frames = load_frames()
     message = WebSocketMessage(Opcode.TEXT, False, orjson.dumps(frames[1]), injected=True)
     s.flow.websocket.messages.append(message)
-    env.tctx.master.addons.invoke_addon_sync(env.module, WebsocketMessageHook(s.flow))
+    env.hook(WebsocketMessageHook(s.flow))
     assert not message.dropped and env.injected == []
 
 
