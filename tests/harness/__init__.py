@@ -30,6 +30,7 @@ import contextlib
 import random
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -154,8 +155,8 @@ def configured(loaded: tuple[taddons.context, Any], **options: Any) -> Iterator[
 @contextlib.contextmanager
 def capture_injections(e: Env, *, others: bool = False) -> Iterator[list[tuple[Any, bool, bytes, bool]]]:
     """Replace the master's ``commands.call`` so every ``inject.websocket`` (which must be a text
-    frame to the client) is appended to ``e.injected``; any other command fails an assertion, or with ``others`` runs as before.
-    Put back on exit."""
+    frame to the client) is appended to ``e.injected``; any other command fails an assertion, or
+    with ``others`` runs as before. Put back on exit."""
     commands = e.tctx.master.commands
     original = commands.call
 
@@ -183,7 +184,7 @@ def make_flow(
     *,
     host: str,
     path: str,
-    headers: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    headers: Sequence[tuple[str, str]] = (),
     method: str = "POST",
     upstream: bytes = b"",
     resp_type: str | None = "application/json",
@@ -385,5 +386,6 @@ def replay(e: Env, f: http.HTTPFlow, seed: int = 0, chunks: list[bytes] | None =
     assert f.response is not None
     activate(e.tctx)
     got = asyncio.run(drive(e.tctx, e.module, f, random.Random(seed), chunks=chunks))
+    assert got.streamed != "none", "the request hooks took the flow's response away"
     assert f.id not in e.addon._states, "per-flow state must not outlive the flow"
     return Result(out=got.out or b"", streamed=got.streamed, record=f.metadata.get(KEY), per_call=got.per_call)
