@@ -30,6 +30,7 @@ from toolvocab.addons.stream import rewriter_note
 from toolvocab.addons.stream import send_to_client
 from toolvocab.dialects.base import Dialect
 from toolvocab.engine import jsonio
+from toolvocab.engine.clients import client_headers
 from toolvocab.engine.clients import identify_client
 from toolvocab.engine.errors import classify_tool_results
 from toolvocab.engine.grammar import grammar_for
@@ -332,7 +333,7 @@ class ToolVocab(Configurable):
             host=host,
             path=flow.request.path.split("?", 1)[0],
             model=dialect.model_of(flow.request.path, body),
-            client=identify_client(flow.request.headers),
+            client=identify_client(client_headers(flow.request.headers.get)),
             declared=tools.names(),
             rename_map=plan.rename_map,
             duplicates=plan.duplicates,

@@ -12,6 +12,7 @@ originator; OpenCode ``opencode/<ver>``; Qwen Code ``QwenCode/<ver>``; Gemini CL
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from collections.abc import Mapping
 
 #: (client, header, regex) — first match wins; header names lower-case.
@@ -30,11 +31,28 @@ _RULES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: The header names (lower-case) :func:`identify_client` reads.
+HEADERS: tuple[str, ...] = tuple(dict.fromkeys(header for _, header, _ in _RULES))
+
+
+def client_headers(get: Callable[[str], str | None]) -> dict[str, str]:
+    """The headers :func:`identify_client` reads, through ``get`` (a case-insensitive lookup such
+    as mitmproxy's ``Headers.get``): one lookup per name instead of a walk over every header."""
+    out = {}
+    for name in HEADERS:
+        value = get(name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
 def identify_client(headers: Mapping[str, str]) -> str:
     """The client's name (``"Claude Code"``, ``"Codex"``, ``"OpenCode"``, ``"Qwen Code"``,
     ``"Gemini CLI"``, an SDK, ``"curl"``) or ``"unknown"``.
 
-    ``headers`` maps header names (any case) to values.
+    ``headers`` maps header names (any case) to values. A mapping whose ``get`` ignores case
+    (mitmproxy's ``Headers``) may be narrowed to :data:`HEADERS` first (:func:`client_headers`):
+    the answer is the same.
     """
     lower = {k.lower(): v for k, v in headers.items()}
     for client, header, pattern in _RULES:
