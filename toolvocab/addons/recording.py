@@ -91,20 +91,12 @@ class ToolVocabRecorder(Configurable):
         except Exception:
             return True
 
-    @property
-    def mode(self) -> str:
-        from mitmproxy import ctx
-
-        try:
-            return str(ctx.options.toolvocab_mode)
-        except Exception:
-            return "auto"
-
     def finish(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """Store the record and what a replay needs, mark and comment the flow, write it to
         ``toolvocab_record``. Never raises."""
         try:
             record = state.record
+            observe = record.mode == "observe"  # the mode this flow's request was handled in
             stream = state.stream
             self._timings(flow, record)
             record.count_calls()
@@ -137,14 +129,14 @@ class ToolVocabRecorder(Configurable):
             elif kind == "prompt":
                 # Only the prompt sentence was added: a comment, no 🔧 (that marks tool changes).
                 flow.comment = "toolvocab (prompt sentence only): " + record.summary().removeprefix("toolvocab: ")
-            elif self.mode == "observe" and would_change:
+            elif observe and would_change:
                 flow.marked = MARK_OBSERVED
                 flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
             # A name may hold a lone surrogate (a JSON escape the client sent): what the flow
             # stores must encode as UTF-8, or saving it (-w) fails.
             _make_storable(flow)
-            self._log(state, dumped, kind == "tools" or (self.mode == "observe" and would_change), kind == "prompt")
-            if self.record_dir and (record.request_changed or record.response_changed or (self.mode == "observe" and would_change)):
+            self._log(state, dumped, kind == "tools" or (observe and would_change), kind == "prompt")
+            if self.record_dir and (record.request_changed or record.response_changed or (observe and would_change)):
                 self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
