@@ -6,7 +6,8 @@ responses, and records every request so a test can check what the proxy forwarde
 Modules: ``wire`` (request/reply types, JSON/SSE byte builders), ``policy`` (the scripted
 behaviour below), one answer module per dialect (``anthropic``, ``openai_chat``,
 ``openai_responses``, ``gemini``), ``state`` (config, request log, reply queue), ``server``
-(routes, handler, ``make_server``, ``FakeUpstream``).  The process entry is
+(routes, handler, ``make_server``, ``FakeUpstream``), ``raw`` (a raw-socket upstream whose
+chunked stream dies or stalls part-way, for the transport-fault tests).  The process entry is
 ``tests/fake_upstream.py``.
 
 Run as a script::

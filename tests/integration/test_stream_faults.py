@@ -10,29 +10,17 @@ answer was cut), httpx over TLS, and curl over HTTP/2 + TLS.
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
-import struct
 import subprocess
-import threading
 import time
 
 import pytest
 
 import procs
+from fakeup.raw import REQUEST, ChunkedUpstream, dechunk, ev
 
 pytestmark = pytest.mark.integration
-
-TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
-REQUEST = json.dumps(
-    {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
-).encode()
-
-
-def ev(obj: dict) -> bytes:
-    return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
-
 
 HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
@@ -43,63 +31,6 @@ IN_TOOL_BLOCK = HEAD + ev({"type": "content_block_stop", "index": 0}) + ev(
 ) + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"comma'}})
 IN_TEXT_EVENT = HEAD + b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_'
 IN_TOOL_EVENT = IN_TOOL_BLOCK + b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
-
-
-class DyingUpstream:
-    """Answers each request with ``body`` in 100-byte HTTP/1.1 chunks, then FIN or RST."""
-
-    def __init__(self, body: bytes, *, reset: bool) -> None:
-        self.body, self.reset = body, reset
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.sock.settimeout(0.2)
-        self.stopped = False
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        # mitmdump connects upstream eagerly, also for the readiness probe: serve every
-        # connection, answer the one that sends a request.
-        while not self.stopped:
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(10)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                try:
-                    more = conn.recv(65536)
-                except OSError:
-                    return
-                if not more:
-                    return
-                data += more
-            head, _, rest = data.partition(b"\r\n\r\n")
-            length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:"))
-            while len(rest) < length:
-                rest += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-            for i in range(0, len(self.body), 100):
-                piece = self.body[i : i + 100]
-                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-                time.sleep(0.002)
-            time.sleep(0.3)  # the proxy has read everything before the connection dies
-            if self.reset:
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.thread.join(5)
-        self.sock.close()
 
 
 def fetch(port: int) -> tuple[int, bytes, bool]:
@@ -123,17 +54,7 @@ def fetch(port: int) -> tuple[int, bytes, bool]:
     head, _, rest = raw.partition(b"\r\n\r\n")
     status = int(head.split(b" ")[1])
     assert b"transfer-encoding: chunked" in head.lower()
-    body, ended = b"", False
-    while rest:
-        line, sep, rest = rest.partition(b"\r\n")
-        if not sep:
-            break
-        size = int(line, 16)
-        if size == 0:
-            ended = True
-            break
-        body += rest[:size]
-        rest = rest[size + 2 :]
+    body, ended = dechunk(rest)
     return status, body, ended
 
 
@@ -142,7 +63,7 @@ def fetch(port: int) -> tuple[int, bytes, bool]:
     "body", [IN_TOOL_BLOCK, IN_TEXT_EVENT, IN_TOOL_EVENT], ids=["inside-held-tool-block", "inside-text-event", "inside-tool-event"]
 )
 def test_every_received_byte_reaches_the_client_when_the_upstream_dies(tmp_path, body, reset, save):
-    upstream = DyingUpstream(body, reset=reset)
+    upstream = ChunkedUpstream(body, reset=reset)
     proxy = procs.start_mitmdump(upstream.url, save_path=tmp_path / "flows.mitm" if save else None)
     try:
         status, got, ended = fetch(proxy.port)
@@ -166,7 +87,7 @@ def test_every_received_byte_reaches_a_tls_client_when_the_upstream_dies():
     # around it (a raw write would corrupt the TLS stream).
     import httpx
 
-    upstream = DyingUpstream(IN_TOOL_BLOCK, reset=True)
+    upstream = ChunkedUpstream(IN_TOOL_BLOCK, reset=True)
     proxy = procs.start_mitmdump(upstream.url)
     try:
         got, ended = b"", True
@@ -192,7 +113,7 @@ def test_every_received_byte_reaches_an_http2_client_when_the_upstream_dies(tmp_
     # HTTP/2 over TLS to mitmdump (curl --http2; mitmproxy negotiates h2 with the client, HTTP/1.1
     # with the upstream): the rest goes out as a DATA frame on the client's stream before
     # mitmproxy resets it (curl then exits 92, "stream error").
-    upstream = DyingUpstream(body, reset=False)
+    upstream = ChunkedUpstream(body, reset=False)
     proxy = procs.start_mitmdump(upstream.url)
     out = tmp_path / "body"
     try:

@@ -15,34 +15,23 @@ and its HTTP/2 connection. Run on mitmproxy 11 (``.venv``) and 12 (``.venv-312``
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
 import procs
+from fakeup.raw import REQUEST, ChunkedUpstream, dechunk, ev
 
 pytestmark = pytest.mark.integration
 
 PAUSE = 3.0  # seconds of upstream silence inside the held block
 BOUND = 0.5  # toolvocab_hold_timeout
-TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
-REQUEST = json.dumps(
-    {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
-).encode()
-
-
-def ev(obj: dict) -> bytes:
-    return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
-
-
 BEFORE = (
     ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}})
     + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
@@ -60,80 +49,11 @@ AFTER = (
 BODY = BEFORE + AFTER
 
 
-class StallingUpstream:
+def stalling_upstream() -> ChunkedUpstream:
     """Answers each request with :data:`BEFORE` in 100-byte HTTP/1.1 chunks, then
-    :data:`PAUSE` s of silence, then :data:`AFTER` and the last chunk. ``resumed`` holds the
-    monotonic time the bytes after the pause were sent."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.sock.settimeout(0.2)
-        self.stopped = False
-        self.resumed: float | None = None
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while not self.stopped:
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(10)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                try:
-                    more = conn.recv(65536)
-                except OSError:
-                    return
-                if not more:
-                    return
-                data += more
-            head, _, rest = data.partition(b"\r\n\r\n")
-            length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:"))
-            while len(rest) < length:
-                rest += conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-            for i in range(0, len(BEFORE), 100):
-                piece = BEFORE[i : i + 100]
-                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-                time.sleep(0.002)
-            time.sleep(PAUSE)
-            self.resumed = time.monotonic()
-            conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(AFTER), AFTER))
-            time.sleep(0.5)
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.thread.join(5)
-        self.sock.close()
-
-
-def dechunk(raw: bytes) -> tuple[bytes, bool]:
-    """The body bytes of an HTTP/1.1 chunked stream so far, and whether the last chunk came."""
-    body = b""
-    while raw:
-        line, sep, rest = raw.partition(b"\r\n")
-        if not sep:
-            break
-        size = int(line, 16)
-        if size == 0:
-            return body, True
-        if len(rest) < size + 2:
-            body += rest[:size]
-            break
-        body += rest[:size]
-        raw = rest[size + 2 :]
-    return body, False
+    :data:`PAUSE` s of silence, then :data:`AFTER` and the last chunk (``resumed`` holds the
+    monotonic time the bytes after the pause were sent)."""
+    return ChunkedUpstream(BEFORE, pause=PAUSE, after=AFTER)
 
 
 def fetch_raw(port: int) -> list[tuple[float, bytes]]:
@@ -222,7 +142,7 @@ CLIENTS = {
 def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, client):
     if client == "tls-http2" and shutil.which("curl") is None:
         pytest.skip("needs curl")
-    upstream = StallingUpstream()
+    upstream = stalling_upstream()
     proxy = procs.start_mitmdump(upstream.url, options={"toolvocab_hold_timeout": str(BOUND)}, save_path=tmp_path / "flows.mitm")
     try:
         seen = fetch_curl_http2(proxy.port, tmp_path) if client == "tls-http2" else CLIENTS[client](proxy.port)
@@ -244,7 +164,7 @@ def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, cli
 
 
 def test_control_without_a_bound_the_block_waits_and_is_repaired():
-    upstream = StallingUpstream()
+    upstream = stalling_upstream()
     proxy = procs.start_mitmdump(upstream.url, options={"toolvocab_hold_timeout": "0"})
     try:
         seen = fetch_raw(proxy.port)
