@@ -34,13 +34,11 @@ import re
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+from common import cpu_seconds, status_kb  # first: puts tests/ on sys.path
 
-import procs  # noqa: E402
+import procs
 
 SHELLS = ["Bash", "run_shell_command", "execute_command", "exec_command", "bash", "shell_command", "terminal", "run_terminal_cmd"]
 SHELL_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
@@ -54,15 +52,6 @@ def remaining(cap: float) -> float:
     if left <= 0:
         raise TimeoutError("benchmarks/load.py: overall deadline reached")
     return min(cap, left)
-
-
-def rss_kb(pid: int, field: str = "VmRSS") -> int:
-    """``VmRSS`` / ``VmHWM`` of a process in kB (``/proc/<pid>/status``)."""
-    with open(f"/proc/{pid}/status") as fp:
-        for line in fp:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} for {pid}")
 
 
 def mb(kb: int) -> float:
@@ -144,15 +133,6 @@ def upstream_leaks(fake: procs.FakeUpstreamHandle) -> tuple[int, list[str]]:
     return len(records), leaks
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (``/proc/<pid>/stat`` fields 14 and 15)."""
-    import os
-
-    with open(f"/proc/{pid}/stat") as fp:
-        fields = fp.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def concurrent_run(n: int, script: Any) -> dict[str, Any]:
     """``n`` concurrent streamed flows through one mitmdump (``script``: the addon, or None for
     bare mitmdump with ``stream_large_bodies=1``, the streaming baseline). Returns the figures;
@@ -163,14 +143,14 @@ def concurrent_run(n: int, script: Any) -> dict[str, Any]:
         mitm = procs.start_mitmdump(fake.url, script=script, options=options)
         try:
             pid = mitm.process.pid
-            rss_before = rss_kb(pid)
+            rss_before = status_kb(pid)
             peak = [rss_before]
             stop = threading.Event()
 
             def sample() -> None:
                 while not stop.is_set():
                     try:
-                        peak[0] = max(peak[0], rss_kb(pid))
+                        peak[0] = max(peak[0], status_kb(pid))
                     except (OSError, RuntimeError):
                         return
                     stop.wait(0.05)
@@ -186,12 +166,12 @@ def concurrent_run(n: int, script: Any) -> dict[str, Any]:
                 except Exception as exc:  # counted as not completed
                     return i, None, f"{type(exc).__name__}: {exc}"
 
-            cpu_before = cpu_s(pid)
+            cpu_before = cpu_seconds(pid)
             start = time.monotonic()
             with cf.ThreadPoolExecutor(max_workers=n) as pool:
                 results = list(pool.map(one, range(n), timeout=remaining(300)))
             wall = time.monotonic() - start
-            cpu = cpu_s(pid) - cpu_before
+            cpu = cpu_seconds(pid) - cpu_before
             stop.set()
             sampler.join(timeout=2)
             complete = repaired = 0
@@ -210,7 +190,7 @@ def concurrent_run(n: int, script: Any) -> dict[str, Any]:
                     leaks += flow_leaks
             seen, up_leaks = upstream_leaks(fake)
             leaks += up_leaks
-            rss_after = rss_kb(pid)
+            rss_after = status_kb(pid)
         finally:
             mitm.stop()
     finally:
@@ -252,7 +232,7 @@ def part_rss(total: int, marks: list[int], concurrency: int = 20) -> dict[str, A
         mitm = procs.start_mitmdump(fake.url, options={"toolvocab_mode": "auto"})
         try:
             pid = mitm.process.pid
-            rss: dict[int, float] = {0: mb(rss_kb(pid))}
+            rss: dict[int, float] = {0: mb(status_kb(pid))}
             done = bad = leaks = 0
             start = time.monotonic()
 
@@ -273,7 +253,7 @@ def part_rss(total: int, marks: list[int], concurrency: int = 20) -> dict[str, A
                     done = mark
                     fake.reset()  # the fake keeps every request: keep its memory out of the way
                     time.sleep(1.0)  # let mitmdump settle (connections closed, flows freed)
-                    rss[mark] = mb(rss_kb(pid))
+                    rss[mark] = mb(status_kb(pid))
                     print(f"[2] {mark} flows: mitmdump RSS {rss[mark]} MB ({round(mark / (time.monotonic() - start), 1)} flows/s)")
             wall = time.monotonic() - start
         finally:
@@ -326,12 +306,12 @@ def part_big(size_mb: int) -> dict[str, Any]:
                 mitm = procs.start_mitmdump(fake.url, script=script, options={"toolvocab_mode": "auto"} if script else None)
                 try:
                     pid = mitm.process.pid
-                    idle = rss_kb(pid)
+                    idle = status_kb(pid)
                     fake.enqueue(body, headers={"content-type": ctype}, chunk_size=65536)
                     start = time.monotonic()
                     answer = post(mitm.port, 0, stream, timeout=300)
                     wall = time.monotonic() - start
-                    peak = rss_kb(pid, "VmHWM")
+                    peak = status_kb(pid, "VmHWM")
                     names = tool_names(answer, stream)
                 finally:
                     mitm.stop()

@@ -49,17 +49,11 @@ import http.client
 import json
 import os
 import statistics
-import sys
-import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+from common import CHUNKED_SSE_HEAD, UpstreamProcess, chunk, cpu_seconds, ev, serve, status_mib  # first: puts tests/ on sys.path
 
-import procs  # noqa: E402
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+import procs
 
 #: Tool names of the kind a coding agent declares; descriptions and schemas are filler written here.
 TOOL_NAMES = [
@@ -144,94 +138,27 @@ ANSWER = json.dumps({
 }).encode()
 
 
-def _ev(obj: dict) -> bytes:
-    return f"event: {obj['type']}\ndata: {json.dumps(obj, separators=(',', ':'))}\n\n".encode()
-
-
-SSE_HEAD = _ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + _ev(
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}) + _ev(
+SSE_HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}) + ev(
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "first"}})
-SSE_TAIL = _ev({"type": "content_block_stop", "index": 0}) + _ev(
-    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}) + _ev({"type": "message_stop"})
+SSE_TAIL = ev({"type": "content_block_stop", "index": 0}) + ev(
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}) + ev({"type": "message_stop"})
 
 
-async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = 0
-            for line in lines[1:]:
-                if line.lower().startswith("content-length:"):
-                    length = int(line.split(":", 1)[1])
-            await reader.readexactly(length)
-            if "sse" in path:
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-                writer.write(b"%x\r\n%s\r\n" % (len(SSE_HEAD), SSE_HEAD))
-                await writer.drain()
-                await asyncio.sleep(0.05)
-                writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(SSE_TAIL), SSE_TAIL))
-            else:
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(ANSWER), ANSWER))
-            await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
-    finally:
-        writer.close()
+async def _answer(path: str, writer: asyncio.StreamWriter) -> None:
+    if "sse" in path:
+        writer.write(CHUNKED_SSE_HEAD + chunk(SSE_HEAD))
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(chunk(SSE_TAIL) + b"0\r\n\r\n")
+    else:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(ANSWER), ANSWER))
 
 
-def _upstream_main(conn) -> None:
-    async def main() -> None:
-        server = await asyncio.start_server(_handle, "127.0.0.1", 0)
-        conn.send(server.sockets[0].getsockname()[1])
-        await asyncio.get_running_loop().run_in_executor(None, conn.recv)  # until the parent says stop
-
-    try:
-        asyncio.run(main())
-    except EOFError:
-        pass
-
-
-class UpstreamProcess:
-    """The raw upstream in a process of its own (its reads do not share the client's GIL)."""
-
-    def __init__(self) -> None:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_upstream_main, args=(child,), daemon=True)
-        self._proc.start()
-        if not self._conn.poll(30):
-            raise RuntimeError("upstream did not start")
-        self.port = self._conn.recv()
-
-    def stop(self) -> None:
-        try:
-            self._conn.send("stop")
-        except OSError:
-            pass
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(5)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat`` fields 14, 15)."""
-    with open(f"/proc/{pid}/stat") as fp:
-        fields = fp.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def status_mib(pid: int, key: str) -> float:
-    """A ``/proc/<pid>/status`` memory line (``VmHWM``, ``VmRSS``) in MiB."""
-    with open(f"/proc/{pid}/status") as fp:
-        for line in fp:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+def make_handler():
+    """The upstream's connection handler (run in its process): ``?sse`` a short event stream
+    (the first events at once, the rest 50 ms later), else :data:`ANSWER` as JSON."""
+    return serve(_answer)
 
 
 HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-bench"}
@@ -294,8 +221,8 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     """The figures through real mitmdump processes; prints the table."""
     import tempfile
 
-    upstream = UpstreamProcess()
-    url = f"http://127.0.0.1:{upstream.port}"
+    upstream = UpstreamProcess(make_handler)
+    url = upstream.url
     proxies: dict[str, procs.MitmdumpHandle] = {}
     streaming = None
     with tempfile.NamedTemporaryFile("w", suffix="_floor.py", delete=False) as fp:

@@ -33,17 +33,12 @@ import argparse
 import asyncio
 import http.client
 import json
-import os
 import statistics
-import sys
-import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+from common import CHUNKED_SSE_HEAD, UpstreamProcess, chunk, cpu_seconds, ev, pct, read_delays, serve, status_mib  # first: puts tests/ on sys.path
 
-import procs  # noqa: E402
+import procs
 
 TOOLS = [
     {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
@@ -52,11 +47,6 @@ TOOLS = [
 REQUEST = json.dumps(
     {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
 ).encode()
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def ev(obj: dict) -> bytes:
-    return f"event: {obj['type']}\ndata: {json.dumps(obj, separators=(',', ':'))}\n\n".encode()
 
 
 HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
@@ -78,123 +68,35 @@ TAIL = (
 )
 
 
-class Upstream:
-    """An asyncio HTTP/1.1 server in a thread; the request path picks the answer:
-    ``/v1/messages`` bulk (``?mb=N``), ``?ttfb`` small stream, ``?events`` timed events."""
+def make_handler(mb: int):
+    """The upstream's connection handler (run in its process); the request path picks the answer:
+    ``/v1/messages`` bulk (``mb`` MB), ``?ttfb`` small stream, ``?events`` timed events."""
+    sentence = "The quick brown fox jumps over the lazy dog. " * 3
+    one = text_event(sentence)
+    bulk_body = HEAD + one * (mb * 1_000_000 // len(one)) + TAIL
 
-    def __init__(self, mb: int) -> None:
-        sentence = "The quick brown fox jumps over the lazy dog. " * 3
-        one = text_event(sentence)
-        self.bulk_body = HEAD + one * (mb * 1_000_000 // len(one)) + TAIL
-        self.loop = asyncio.new_event_loop()
-        self.port = 0
-        ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
-        self.thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("upstream did not start")
-
-    def _run(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-
-        async def start() -> None:
-            server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-            self.port = server.sockets[0].getsockname()[1]
-            ready.set()
-
-        self.loop.run_until_complete(start())
-        self.loop.run_forever()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                length = 0
-                for line in lines[1:]:
-                    if line.lower().startswith("content-length:"):
-                        length = int(line.split(":", 1)[1])
-                await reader.readexactly(length)
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
-
-                def chunk(data: bytes) -> None:
-                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-                if "ttfb" in path:
-                    chunk(HEAD + text_event("first"))
-                    await writer.drain()
-                    await asyncio.sleep(0.2)
-                    chunk(TAIL)
-                elif "events" in path:
-                    chunk(HEAD)
-                    for _ in range(400):
-                        chunk(text_event(f"t={time.monotonic():.6f};"))
-                        await writer.drain()
-                        await asyncio.sleep(0.002)
-                    chunk(TAIL)
-                else:
-                    body = self.bulk_body
-                    for i in range(0, len(body), 16384):
-                        chunk(body[i : i + 16384])
-                        if i % (16384 * 16) == 0:
-                            await writer.drain()
-                writer.write(b"0\r\n\r\n")
+    async def answer(path: str, writer: asyncio.StreamWriter) -> None:
+        writer.write(CHUNKED_SSE_HEAD)
+        if "ttfb" in path:
+            writer.write(chunk(HEAD + text_event("first")))
+            await writer.drain()
+            await asyncio.sleep(0.2)
+            writer.write(chunk(TAIL))
+        elif "events" in path:
+            writer.write(chunk(HEAD))
+            for _ in range(400):
+                writer.write(chunk(text_event(f"t={time.monotonic():.6f};")))
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+                await asyncio.sleep(0.002)
+            writer.write(chunk(TAIL))
+        else:
+            for i in range(0, len(bulk_body), 16384):
+                writer.write(chunk(bulk_body[i : i + 16384]))
+                if i % (16384 * 16) == 0:
+                    await writer.drain()
+        writer.write(b"0\r\n\r\n")
 
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
-def _upstream_main(mb: int, conn) -> None:
-    upstream = Upstream(mb)
-    conn.send(upstream.port)
-    conn.recv()  # until the parent says stop (or goes away)
-
-
-class UpstreamProcess:
-    """:class:`Upstream` in a process of its own (the client's reads get this process's GIL)."""
-
-    def __init__(self, mb: int) -> None:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_upstream_main, args=(mb, child), daemon=True)
-        self._proc.start()
-        if not self._conn.poll(30):
-            raise RuntimeError("upstream did not start")
-        self.port = self._conn.recv()
-
-    def stop(self) -> None:
-        try:
-            self._conn.send("stop")
-        except OSError:
-            pass
-        self._proc.join(5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(5)
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fp:
-        fields = fp.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def peak_rss_mib(pid: int) -> float:
-    """The process's peak resident set size (``VmHWM``), MiB."""
-    with open(f"/proc/{pid}/status") as fp:
-        for line in fp:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    return serve(answer)
 
 
 def request(port: int, path: str) -> http.client.HTTPResponse:
@@ -228,28 +130,7 @@ def bulk(port: int, pid: int) -> tuple[float, float, int]:
 
 
 def event_delays(port: int) -> list[float]:
-    resp = request(port, "/v1/messages?events")
-    delays: list[float] = []
-    buf = b""
-    while True:
-        data = resp.read1(65536)
-        now = time.monotonic()
-        if not data:
-            break
-        buf += data
-        while b"t=" in buf:
-            i = buf.index(b"t=")
-            j = buf.find(b";", i)
-            if j < 0:
-                break
-            delays.append(now - float(buf[i + 2 : j]))
-            buf = buf[j + 1 :]
-    return delays
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p / 100 * len(values)))]
+    return read_delays(request(port, "/v1/messages?events"))
 
 
 def main() -> int:
@@ -259,8 +140,8 @@ def main() -> int:
     parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
     args = parser.parse_args()
 
-    upstream = UpstreamProcess(args.mb)
-    url = f"http://127.0.0.1:{upstream.port}"
+    upstream = UpstreamProcess(make_handler, args.mb)
+    url = upstream.url
     proxies = {}
     try:
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
@@ -284,7 +165,7 @@ def main() -> int:
                 d = event_delays(p.port)
                 figures[name]["p50"].append(pct(d, 50))
                 figures[name]["p99"].append(pct(d, 99))
-        rss = {name: peak_rss_mib(p.process.proc.pid) for name, p in proxies.items()}
+        rss = {name: status_mib(p.process.proc.pid, "VmHWM") for name, p in proxies.items()}
     finally:
         for p in proxies.values():
             p.stop()

@@ -28,17 +28,14 @@ import argparse
 import asyncio
 import http.client
 import json
-import multiprocessing
 import statistics
-import sys
-import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+from common import CHUNKED_SSE_HEAD, UpstreamProcess, chunk, pct, read_delays, serve  # first: puts tests/ on sys.path
+from common import sse as _sse
 
-import procs  # noqa: E402
+import procs
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 REQUESTS = {
@@ -51,11 +48,6 @@ REQUESTS = {
     "gemini": ("/v1beta/models/g:streamGenerateContent?alt=sse", {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
                                                                   "tools": [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": SCHEMA}]}]}),
 }
-
-
-def _sse(name: str | None, data: dict) -> bytes:
-    head = f"event: {name}\n" if name else ""
-    return (head + "data: " + json.dumps(data, separators=(",", ":")) + "\n\n").encode()
 
 
 class Frames:
@@ -128,57 +120,34 @@ def _dialect_of(path: str) -> str:
     return "anthropic"
 
 
-async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, events: int) -> None:
-    try:
-        while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            length = next((int(x.split(":", 1)[1]) for x in lines[1:] if x.lower().startswith("content-length:")), 0)
-            await reader.readexactly(length)
-            reasoning = "reasoning=1" in path
-            frames = Frames(_dialect_of(path))
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+def make_handler(events: int):
+    """The upstream's connection handler (run in its process): the request path picks the
+    dialect (:data:`REQUESTS`) and the text (``reasoning=1``: inside one open ``<think>``;
+    ``markup=1``: one leaked call alone); ``events`` text events 2 ms apart."""
 
-            def chunk(data: bytes) -> None:
-                if data:
-                    writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+    async def answer(path: str, writer: asyncio.StreamWriter) -> None:
+        frames = Frames(_dialect_of(path))
+        writer.write(CHUNKED_SSE_HEAD)
 
-            chunk(frames.head())
-            if "markup=1" in path:  # the feature check: a leaked call alone
-                chunk(frames.text(MARKUP) + frames.tail())
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
-                continue
-            if reasoning:
-                chunk(frames.text("<think>\n"))
-            for _ in range(events):
-                chunk(frames.text(f"t={time.monotonic():.6f}; "))
-                await writer.drain()
-                await asyncio.sleep(0.002)
-            chunk(frames.tail())
+        def write(data: bytes) -> None:
+            if data:
+                writer.write(chunk(data))
+
+        write(frames.head())
+        if "markup=1" in path:  # the feature check: a leaked call alone
+            write(frames.text(MARKUP) + frames.tail())
             writer.write(b"0\r\n\r\n")
+            return
+        if "reasoning=1" in path:
+            write(frames.text("<think>\n"))
+        for _ in range(events):
+            write(frames.text(f"t={time.monotonic():.6f}; "))
             await writer.drain()
-    except (asyncio.IncompleteReadError, ConnectionError):
-        pass
-    finally:
-        writer.close()
+            await asyncio.sleep(0.002)
+        write(frames.tail())
+        writer.write(b"0\r\n\r\n")
 
-
-def _upstream_main(events: int, conn) -> None:
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    port = []
-
-    async def start() -> None:
-        server = await asyncio.start_server(lambda r, w: _handle(r, w, events), "127.0.0.1", 0)
-        port.append(server.sockets[0].getsockname()[1])
-        ready.set()
-
-    loop.run_until_complete(start())
-    threading.Thread(target=loop.run_forever, daemon=True).start()
-    conn.send(port[0])
-    conn.recv()  # until the parent says stop (or goes away)
+    return serve(answer)
 
 
 def delays(port: int, dialect: str, reasoning: bool) -> list[float]:
@@ -188,28 +157,9 @@ def delays(port: int, dialect: str, reasoning: bool) -> list[float]:
     conn.request("POST", path, body=json.dumps(body), headers={"content-type": "application/json", "x-api-key": "k", "authorization": "Bearer k"})
     resp = conn.getresponse()
     assert resp.status == 200, (dialect, resp.status)
-    out: list[float] = []
-    buf = b""
-    while True:
-        data = resp.read1(65536)
-        now = time.monotonic()
-        if not data:
-            break
-        buf += data
-        while b"t=" in buf:
-            i = buf.index(b"t=")
-            j = buf.find(b";", i)
-            if j < 0:
-                break
-            out.append(now - float(buf[i + 2 : j]))
-            buf = buf[j + 1 :]
+    out = read_delays(resp)
     conn.close()
     return out
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p / 100 * len(values)))]
 
 
 def main() -> int:
@@ -219,11 +169,8 @@ def main() -> int:
     parser.add_argument("--baseline", required=True, help="folder with the addon without the feature (toolvocab.py inside)")
     args = parser.parse_args()
 
-    parent, child = multiprocessing.Pipe()
-    upstream = multiprocessing.Process(target=_upstream_main, args=(args.events, child), daemon=True)
-    upstream.start()
-    port = parent.recv()
-    url = f"http://127.0.0.1:{port}"
+    upstream = UpstreamProcess(make_handler, args.events)
+    url = upstream.url
     proxies = {}
     try:
         proxies["bare+stream"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
@@ -246,10 +193,7 @@ def main() -> int:
     finally:
         for p in proxies.values():
             p.stop()
-        parent.send("stop")
-        upstream.join(5)
-        if upstream.is_alive():
-            upstream.terminate()
+        upstream.stop()
 
     print(f"per-event delay of streamed text, ms (median of {args.runs} runs, {args.events} events 2 ms apart); baseline = {args.baseline}")
     print("leaked call lifted by: " + "; ".join(f"{k}: {', '.join(v) or 'none'}" for k, v in feature.items()))
