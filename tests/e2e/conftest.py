@@ -2,22 +2,20 @@
 
 Topology of one run (everything on 127.0.0.1)::
 
-    Claude Code --ANTHROPIC_BASE_URL--> mitmdump -s addon/toolvocab.py --> tests/fake_upstream.py
+    agent --base URL--> mitmdump -s addon/toolvocab.py (reverse) --> tests/fake_upstream.py
 
-* ``claude_bin`` (session): the Claude Code binary from ``$TOOLVOCAB_CLIENTS`` (default
-  ``<repo>/.e2e-clients``), through ``e2e.agents.client_binary``: installs it with
-  ``tests/e2e/install_clients.sh claude`` when missing; skips when node/npm are absent or the
-  install fails.
-* ``claude_e2e`` (function): a factory ``run(mode) -> E2ERun`` that starts the fake upstream and
-  mitmdump (``toolvocab_mode=<mode>``) through ``tests/procs.py`` plus a stray-traffic trap, runs
-  Claude Code once (``-p``, ``--allowedTools Bash``, fresh HOME, stdin /dev/null, bounded timeout)
-  and returns everything the upstream saw.  Every process is stopped by PID (process group) at
-  teardown.
+* ``agent_e2e`` (function): a factory ``run(key, mode, *, tool, args, prompt, files=None, ...)
+  -> AgentRun`` that installs the agent when missing (``e2e.agents.client_binary``: skips when
+  node/npm are absent or the install fails), starts the fake upstream and mitmdump
+  (``toolvocab_mode=<mode>``) through ``tests/procs.py`` plus a stray-traffic trap, runs the agent
+  once (``e2e.agents.run_client``: fresh HOME, stdin /dev/null, bounded timeout) and returns
+  everything the upstream saw.  Every process is stopped by PID (process group) at teardown.
+* ``claude_e2e`` (function): the same runner for Claude Code's usual case, ``run(mode,
+  addon=True, fake_config=None) -> AgentRun``: the fake upstream answers the foreign ``shell``
+  call, the prompt asks for the marker echo.
 
-The other agents (Qwen Code, OpenCode, Codex CLI, Gemini CLI) use the same chain through
-``agent_e2e``: a factory ``run(key, mode, *, tool, args, prompt, files=None) -> AgentRun``; their
-offline settings are in ``AGENTS`` (tests/e2e/agents.py: the agents' table, the environment,
-the one runner, shared with the regular-mode test).  ``AgentRun`` also
+The agents' offline settings are in ``AGENTS`` (tests/e2e/agents.py: the agents' table, the
+environment, the one client runner, shared with the regular-mode test).  ``AgentRun`` also
 offers the helpers the tests need (they cannot import this module: tests/conftest.py shares its
 name).  Qwen Code tunnels even its loopback base URL through ``HTTPS_PROXY``; for it the trap
 tunnels ``CONNECT`` to mitmdump's port and still refuses everything else.
@@ -43,7 +41,7 @@ import pytest
 
 import procs
 
-from e2e.agents import (AGENTS, CLIENT_TIMEOUT, ECHO_ARGS, FOREIGN_ARGS, FOREIGN_TOOL, MARKER, MARKER_OUTPUT,
+from e2e.agents import (AGENTS, ECHO_ARGS, FOREIGN_ARGS, FOREIGN_TOOL, MARKER, MARKER_OUTPUT,
                         PROMPT, Agent, ClientBinary, ClientRun, agent_env, client_binary, neutral_home, run_client)
 
 TUNNEL_IDLE = 300.0
@@ -147,133 +145,6 @@ class TrapProxy:
         self._thread.join(timeout=5)
 
 
-# --------------------------------------------------------------------------- Claude Code
-ClaudeBinary = ClientBinary
-
-
-@pytest.fixture(scope="session")
-def claude_bin() -> ClaudeBinary:
-    """Claude Code's binary (installed when missing; skips when it cannot be)."""
-    return client_binary("claude")
-
-
-def run_claude(binary: Path, home: Path, base_url: str, proxy_url: str,
-               prompt: str = PROMPT, timeout: float = CLIENT_TIMEOUT) -> ClientRun:
-    """Claude Code once in reverse mode (``-p``, ``--allowedTools Bash``) from ``home/work``."""
-    work = home / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    (home / "tmp").mkdir(exist_ok=True)
-    (work / "notes.txt").write_text("hello\n")
-    argv, extra_env = AGENTS["claude"].reverse(home, work, base_url, prompt)
-    return run_client([str(binary), *argv], {**agent_env(home, proxy_url), **extra_env}, work, timeout)
-
-
-# --------------------------------------------------------------------------- the whole chain
-def _summarize_flows(mitm: procs.MitmdumpHandle) -> str:
-    """What Claude Code got back, as mitmdump saved it (stops mitmdump).  Best effort."""
-    try:
-        flows = mitm.flows()
-    except Exception as exc:  # noqa: BLE001 - diagnostics only
-        return f"(could not read saved flows: {exc!r})"
-    lines = []
-    for i, f in enumerate(flows, 1):
-        resp = getattr(f, "response", None)
-        if resp is None:
-            lines.append(f"flow {i}: {f.request.method} {f.request.path} -> no response")
-            continue
-        raw = resp.raw_content
-        body = "(streamed, not saved)" if raw is None else (resp.get_text(strict=False) or "")[:4000]
-        lines.append(f"flow {i}: {f.request.method} {f.request.path} -> {resp.status_code}, "
-                     f"body as sent to Claude Code:\n{body}")
-    return "\n".join(lines) or "(no flows saved)"
-
-
-@dataclasses.dataclass
-class E2ERun:
-    mode: str | None
-    claude: ClaudeBinary
-    client: ClientRun
-    requests: list[dict]  # everything the fake upstream logged, in order
-    stray: list[str]  # first lines of requests that reached the trap proxy
-    mitm: procs.MitmdumpHandle
-    fake: procs.FakeUpstreamHandle
-
-    @property
-    def message_requests(self) -> list[dict]:
-        """The model calls: POST /v1/messages (not count_tokens), in order."""
-        return [r for r in self.requests
-                if r.get("method") == "POST"
-                and r.get("path", "").split("?", 1)[0].rstrip("/").endswith("/v1/messages")]
-
-    def describe(self) -> str:
-        c = self.client
-        lines = [
-            f"Claude Code {self.claude.version}, toolvocab_mode={self.mode}, rc={c.rc} in {c.seconds:.1f}s",
-            f"cmd: {' '.join(c.cmd)}  (HOME={c.home})",
-            f"stdout:\n{c.stdout[-3000:]}",
-            f"stderr:\n{c.stderr[-3000:]}",
-            f"upstream saw: {[(r.get('method'), r.get('path')) for r in self.requests]}",
-            f"trap proxy hits: {self.stray}",
-        ]
-        for i, r in enumerate(self.message_requests, 1):
-            body = r.get("body")
-            msgs = body.get("messages", []) if isinstance(body, dict) else []
-            lines.append(f"upstream model call #{i}, last 2 messages: {json.dumps(msgs[-2:], indent=1)[:3000]}")
-        lines.append("--- what mitmdump returned to Claude Code ---\n" + _summarize_flows(self.mitm))
-        lines.append("--- mitmdump output ---\n" + self.mitm.output()[-6000:])
-        lines.append("--- fake upstream output ---\n" + self.fake.output()[-3000:])
-        return "\n".join(lines)
-
-
-@pytest.fixture
-def claude_e2e(claude_bin: ClaudeBinary, tmp_path: Path) -> Iterator[Callable[..., E2ERun]]:
-    """Factory: ``run(mode, addon=True, fake_config=None) -> E2ERun``; stops everything it
-    started at teardown.
-
-    ``addon=False`` runs mitmdump as a plain pass-through (no ``-s``, no ``toolvocab_mode``);
-    ``fake_config``: ``/__fake/config`` settings (e.g. ``{"leak_as_text": True}``).
-    """
-    stack = contextlib.ExitStack()
-
-    def run(mode: str | None, addon: bool = True, fake_config: dict[str, Any] | None = None) -> E2ERun:
-        trap = TrapProxy()
-        stack.callback(trap.close)
-        fake = procs.start_fake_upstream(tool_name=FOREIGN_TOOL, tool_args=FOREIGN_ARGS)
-        stack.callback(fake.stop)
-        if fake_config:
-            fake.config(**fake_config)
-        confdir = tmp_path / "mitmproxy-conf"
-        confdir.mkdir(exist_ok=True)
-        options = {"confdir": str(confdir)}
-        if addon:
-            if not procs.ADDON_SCRIPT.exists():
-                pytest.fail(f"{procs.ADDON_SCRIPT} does not exist")
-            options["toolvocab_mode"] = str(mode)
-        mitm = procs.start_mitmdump(fake.url, options=options, save_path=tmp_path / "flows.mitm",
-                                    script=procs.ADDON_SCRIPT if addon else None)
-        stack.callback(mitm.stop)  # LIFO: mitmdump stops before the fake upstream
-        home = neutral_home("tv-e2e-home-")
-        stack.callback(shutil.rmtree, home, True)
-        client = run_claude(claude_bin.path, home, mitm.url, trap.url)
-        try:
-            requests = fake.requests()
-        except Exception as exc:  # noqa: BLE001 - report it with context
-            pytest.fail(f"GET /__fake/requests failed: {exc!r}\n{fake.output()}\n{mitm.output()}")
-        return E2ERun(mode, claude_bin, client, requests, list(trap.hits), mitm, fake)
-
-    with stack:
-        yield run
-
-
-# =========================================================================== other agents
-# Qwen Code, OpenCode, Codex and Gemini CLI run through the same chain as Claude Code:
-#
-#     agent --base URL--> mitmdump -s addon/toolvocab.py (reverse) --> tests/fake_upstream.py
-#
-# ``agent_e2e(key)`` gives a factory ``run(mode) -> AgentRun`` for one agent; the per-agent
-# settings (the offline configuration from the reference notes) live in ``e2e.agents.AGENTS``.
-
-
 # --- what the agent sent -------------------------------------------------------------------------
 def _text(content: Any) -> str:
     if isinstance(content, str):
@@ -344,6 +215,8 @@ def _is_model_call(wire: str, record: dict) -> bool:
         return path.endswith("/responses")
     if wire == "gemini":
         return path.endswith(":streamGenerateContent") or path.endswith(":generateContent")
+    if wire == "anthropic":  # not /v1/messages/count_tokens
+        return path.endswith("/v1/messages")
     return False
 
 
@@ -368,9 +241,11 @@ def _flow_report(flows: list) -> str:
 
 @dataclasses.dataclass
 class AgentRun:
+    """One agent run through the chain: what the agent did, what the upstream saw, the processes."""
+
     agent: Agent
     binary: ClientBinary
-    mode: str
+    mode: str | None  # None: plain mitmdump, no addon
     client: ClientRun
     work: Path
     requests: list[dict]  # everything the fake upstream logged, in order
@@ -382,6 +257,7 @@ class AgentRun:
 
     @property
     def model_calls(self) -> list[dict]:
+        """The requests the upstream logged that are model calls of the agent's wire, in order."""
         return [r for r in self.requests if _is_model_call(self.agent.wire, r)]
 
     @property
@@ -447,7 +323,8 @@ class AgentRun:
     def describe(self) -> str:
         c = self.client
         lines = [
-            f"{self.agent.label} {self.binary.version}, toolvocab_mode={self.mode}, rc={c.rc} in {c.seconds:.1f}s",
+            f"{self.agent.label} {self.binary.version}, "
+            f"{'plain mitmdump (no addon)' if self.mode is None else f'toolvocab_mode={self.mode}'}, rc={c.rc} in {c.seconds:.1f}s",
             f"cmd: {' '.join(c.cmd)}  (HOME={c.home}, cwd={self.work})",
             f"stdout:\n{c.stdout[-3000:]}",
             f"stderr:\n{c.stderr[-3000:]}",
@@ -456,7 +333,7 @@ class AgentRun:
         ]
         for i, r in enumerate(self.tool_calls, 1):
             body = self.body(r)
-            key = {"chat": "messages", "responses": "input", "gemini": "contents"}[self.agent.wire]
+            key = {"anthropic": "messages", "chat": "messages", "responses": "input", "gemini": "contents"}[self.agent.wire]
             hist = body.get(key) if isinstance(body.get(key), list) else []
             lines.append(f"tool-bearing model call #{i} ({r.get('path')}), last 2 history items: "
                          f"{json.dumps(hist[-2:], indent=1)[:3000]}")
@@ -474,12 +351,13 @@ class AgentRun:
 @pytest.fixture
 def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
     """Factory: ``run(key, mode, *, tool, args, prompt, files=None, fake_config=None,
-    configure=None) -> AgentRun``.
+    configure=None, addon=True) -> AgentRun``.
 
     Installs the agent when missing (skips when it cannot), starts the fake upstream answering
     ``tool``/``args`` (``args`` may be a callable ``work_dir -> args``; ``fake_config``: more
     ``/__fake/config`` settings, e.g. ``{"reject_long_names": True}``), mitmdump with
-    ``toolvocab_mode=<mode>`` in reverse mode in front of it, and the stray-traffic trap; writes
+    ``toolvocab_mode=<mode>`` in reverse mode in front of it (``addon=False``: plain mitmdump, no
+    ``-s``, ``mode`` None), and the stray-traffic trap; writes
     ``files`` (name -> text) into the agent's work dir; after the agent's offline settings are
     written, ``configure(home, work)`` may add to them (an MCP server, say); runs the agent once
     (fresh HOME, bounded timeout) and returns what the upstream saw.  Everything is stopped by
@@ -488,12 +366,12 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
     stack = contextlib.ExitStack()
     counter = iter(range(1, 1000))
 
-    def run(key: str, mode: str, *, tool: str, args: Any, prompt: str,
+    def run(key: str, mode: str | None, *, tool: str, args: Any, prompt: str,
             files: dict[str, str] | None = None, fake_config: dict[str, Any] | None = None,
-            configure: Callable[[Path, Path], None] | None = None) -> AgentRun:
+            configure: Callable[[Path, Path], None] | None = None, addon: bool = True) -> AgentRun:
         agent = AGENTS[key]
         binary = client_binary(key)
-        if not procs.ADDON_SCRIPT.exists():
+        if addon and not procs.ADDON_SCRIPT.exists():
             pytest.fail(f"{procs.ADDON_SCRIPT} does not exist")
         n = next(counter)
         home = neutral_home(f"tv-e2e-{key}-")
@@ -510,8 +388,11 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
             fake.config(**fake_config)
         confdir = tmp_path / f"mitmproxy-conf-{n}"
         confdir.mkdir(exist_ok=True)
-        mitm = procs.start_mitmdump(fake.url, options={"confdir": str(confdir), "toolvocab_mode": mode},
-                                    save_path=tmp_path / f"flows-{key}-{mode}-{n}.mitm")
+        options = {"confdir": str(confdir)}
+        if addon:
+            options["toolvocab_mode"] = str(mode)
+        mitm = procs.start_mitmdump(fake.url, options=options, save_path=tmp_path / f"flows-{key}-{mode}-{n}.mitm",
+                                    script=procs.ADDON_SCRIPT if addon else None)
         stack.callback(mitm.stop)  # LIFO: mitmdump stops before the fake upstream
         trap = TrapProxy(allow_ports=[mitm.port] if agent.tunnel_loopback else ())
         stack.callback(trap.close)
@@ -528,3 +409,18 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
 
     with stack:
         yield run
+
+
+@pytest.fixture
+def claude_e2e(agent_e2e: Callable[..., AgentRun]) -> Callable[..., AgentRun]:
+    """Factory: ``run(mode, addon=True, fake_config=None) -> AgentRun``: Claude Code through
+    :func:`agent_e2e`, the fake upstream answering the foreign ``shell`` call with argv-style
+    arguments (``FOREIGN_TOOL``/``FOREIGN_ARGS``), the prompt asking for the marker echo, a
+    ``notes.txt`` in the work dir.  ``addon=False`` runs mitmdump as a plain pass-through;
+    ``fake_config``: ``/__fake/config`` settings (e.g. ``{"leak_as_text": True}``)."""
+
+    def run(mode: str | None, addon: bool = True, fake_config: dict[str, Any] | None = None) -> AgentRun:
+        return agent_e2e("claude", mode, tool=FOREIGN_TOOL, args=FOREIGN_ARGS, prompt=PROMPT,
+                         files={"notes.txt": "hello\n"}, fake_config=fake_config, addon=addon)
+
+    return run

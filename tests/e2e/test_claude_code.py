@@ -20,17 +20,8 @@ pytestmark = pytest.mark.e2e
 MARKER = "toolvocab-ok"
 
 
-def _content_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_content_text(c.get("text", c.get("content", ""))) if isinstance(c, dict) else str(c)
-                         for c in content)
-    return "" if content is None else str(content)
-
-
 def _second_call(run):
-    calls = run.message_requests
+    calls = run.model_calls
     assert len(calls) >= 2, f"expected Claude Code to make at least 2 model calls, got {len(calls)}\n{run.describe()}"
     body = calls[1].get("body")
     assert isinstance(body, dict) and isinstance(body.get("messages"), list), \
@@ -52,30 +43,22 @@ def _tool_use_and_result(run, body) -> tuple[dict, dict]:
     return use, results[-1]
 
 
-def _common_checks(run) -> None:
-    rc = run.client.rc
-    if rc != 0:
-        why = f"was killed after {run.client.seconds:.0f}s (timeout)" if rc is None else f"exited rc={rc}"
-        pytest.fail(f"Claude Code {why}\n{run.describe()}")
-    assert not run.stray, f"Claude Code tried to reach something other than the proxy: {run.stray}\n{run.describe()}"
-
-
 def test_auto_mode_undeclared_shell_call_runs_as_client_tool(claude_e2e):
     run = claude_e2e("auto")
-    _common_checks(run)
+    run.check_common()
     use, result = _tool_use_and_result(run, _second_call(run))
     assert use.get("name") == "Bash", \
         f"Claude Code's history should hold the repaired call (Bash), got {use!r}\n{run.describe()}"
     assert result.get("is_error") in (None, False), f"tool_result is an error: {result!r}\n{run.describe()}"
-    assert MARKER in _content_text(result.get("content")), \
+    assert MARKER in run.text(result.get("content")), \
         f"tool_result does not contain {MARKER!r}: {result!r}\n{run.describe()}"
 
 
 def test_off_mode_undeclared_shell_call_is_rejected_by_client(claude_e2e):
     run = claude_e2e("off")
-    _common_checks(run)
+    run.check_common()
     use, result = _tool_use_and_result(run, _second_call(run))
     assert use.get("name") == "shell", f"mode off must not rename the call, got {use!r}\n{run.describe()}"
     assert result.get("is_error") is True, f"expected is_error: true, got {result!r}\n{run.describe()}"
-    assert "No such tool available: shell" in _content_text(result.get("content")), \
+    assert "No such tool available: shell" in run.text(result.get("content")), \
         f"unexpected tool_result content: {result!r}\n{run.describe()}"

@@ -69,6 +69,6 @@ def test_agent_flow_roundtrips(agent_e2e, tmp_path, key):
 def test_claude_code_flow_roundtrips(claude_e2e, tmp_path):
     run = claude_e2e("auto")
     assert run.client.rc == 0, run.describe()
-    flows = run.mitm.flows()
+    flows = run.flows()
     _roundtrip(flows, run.describe)
     _leak_free(tmp_path, flows)

@@ -14,8 +14,6 @@ from __future__ import annotations
 import pytest
 
 from test_claude_code import MARKER
-from test_claude_code import _common_checks
-from test_claude_code import _content_text
 from test_claude_code import _second_call
 from test_claude_code import _tool_use_and_result
 
@@ -27,18 +25,18 @@ LEAK = {"leak_as_text": True, "tool_name": "Bash", "tool_args": ARGS}
 
 def test_leaked_call_in_text_runs_with_the_addon(claude_e2e):
     run = claude_e2e("auto", fake_config=LEAK)
-    _common_checks(run)
+    run.check_common()
     use, result = _tool_use_and_result(run, _second_call(run))
     assert (use.get("name"), use.get("input")) == ("Bash", ARGS), f"{use!r}\n{run.describe()}"
     assert result.get("is_error") in (None, False), f"tool_result is an error: {result!r}\n{run.describe()}"
-    assert MARKER in _content_text(result.get("content")), f"{result!r}\n{run.describe()}"
+    assert MARKER in run.text(result.get("content")), f"{result!r}\n{run.describe()}"
     assert "<tool_call>" not in run.client.stdout, run.describe()
 
 
 def test_leaked_call_in_text_is_shown_as_text_without_the_addon(claude_e2e):
     run = claude_e2e(None, addon=False, fake_config=LEAK)
-    _common_checks(run)
-    results = [block for r in run.message_requests for m in (r.get("body") or {}).get("messages", [])
+    run.check_common()
+    results = [block for r in run.model_calls for m in (r.get("body") or {}).get("messages", [])
                if isinstance(m, dict) and isinstance(m.get("content"), list)
                for block in m["content"] if isinstance(block, dict) and block.get("type") == "tool_result"]
     assert results == [], f"Claude Code ran a tool without the addon: {results!r}\n{run.describe()}"

@@ -55,5 +55,5 @@ def test_observe_mode_records_the_would_be_repair_and_classifies_the_agents_erro
 
 def test_observe_mode_claude_code(claude_e2e):
     run = claude_e2e("observe")
-    flows = run.mitm.flows()
+    flows = run.flows()
     _check(_records(flows), flows, "shell", "Bash", "Claude Code", run.describe)
