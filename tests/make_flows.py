@@ -970,7 +970,7 @@ def write_harness(planned: list[Planned], flows: dict[str, Any]) -> list[str]:
 
 AGENT_RUNS = {
     # agent name -> (e2e test file, flow file glob, bug kinds the run exemplifies)
-    "claude-code": ("test_claude_code.py", "flows.mitm", []),
+    "claude-code": ("test_claude_code.py", "flows-claude-auto-*.mitm", []),
     "codex": ("test_codex.py", "flows-codex-auto-*.mitm", []),
     "gemini-cli": ("test_gemini_cli.py", "flows-gemini-auto-*.mitm", ["BR-03"]),
     "opencode": ("test_opencode.py", "flows-opencode-auto-*.mitm", ["BR-27"]),
