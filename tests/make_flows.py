@@ -47,6 +47,7 @@ sys.path[:0] = [str(TESTS), str(REPO)]
 import flowreplay as fr  # noqa: E402
 import procs  # noqa: E402
 from fakeup.anthropic import anthropic_message, message_events  # noqa: E402
+from fakeup.gemini import gemini_candidate, gemini_sse, json_array_chunks  # noqa: E402
 from fakeup.openai_responses import response_events  # noqa: E402
 from fakeup.wire import split_evenly as pieces  # noqa: E402
 from fakeup.wire import sse_bytes as sse  # noqa: E402
@@ -670,6 +671,11 @@ def anthropic_answer(sc: Scenario, calls: list[Call], stream: bool) -> bytes:
     return sse(message_events(message, text_pieces=3, json_pieces=3, json_text=_jdump))
 
 
+# Anthropic and Responses answers come from the fake upstream's builders (fakeup.anthropic,
+# fakeup.openai_responses), Gemini's candidates, SSE and JSON-array framing from fakeup.gemini.
+# Chat keeps its own: the harness writes the reports' stream shapes (a name repeated in every chunk
+# or split over two, arguments as an object) in the committed flows' byte layout, while
+# fakeup.openai_chat writes OpenAI's own stream (role and the call in one first chunk, logprobs).
 def chat_answer(sc: Scenario, calls: list[Call], stream: bool) -> bytes:
     model = MODELS["openai_chat"]
     base = {"id": "chatcmpl-harness01", "created": CREATED, "model": model}
@@ -748,10 +754,8 @@ def gemini_answer(sc: Scenario, calls: list[Call], variant: str) -> bytes:
     parts += [{"functionCall": {"name": c.name, "args": c.args}} for c in calls]
 
     def resp(ps: list[dict], finish: bool) -> dict:
-        cand: dict[str, Any] = {"content": {"parts": ps, "role": "model"}, "index": 0}
-        if finish:
-            cand["finishReason"] = "STOP"
-        out: dict[str, Any] = {"candidates": [cand], "modelVersion": model, "responseId": "harness-resp-01"}
+        # usageMetadata last and on the final response only (the fake upstream's go first, on every one)
+        out: dict[str, Any] = {"candidates": [gemini_candidate(ps, finish)], "modelVersion": model, "responseId": "harness-resp-01"}
         if finish:
             out["usageMetadata"] = usage
         return out
@@ -760,8 +764,8 @@ def gemini_answer(sc: Scenario, calls: list[Call], variant: str) -> bytes:
         return _jdump(resp(parts, True)).encode()
     chunks = [resp([p], i == len(parts) - 1) for i, p in enumerate(parts)] or [resp([{"text": ""}], True)]
     if variant == "array":
-        return ("[" + ",\r\n".join(json.dumps(c, indent=2, ensure_ascii=False) for c in chunks) + "]").encode()
-    return b"".join(b"data: " + _jdump(c).encode() + b"\r\n\r\n" for c in chunks)
+        return b"".join(json_array_chunks(chunks, sep=b",\r\n", close=b"]"))
+    return gemini_sse(chunks)
 
 
 def upstream_answer(sc: Scenario, dialect: str, variant: str, calls: list[Call], echo_tools: list[dict]) -> tuple[int, dict, bytes]:

@@ -48,6 +48,28 @@ def gemini_plan(inner: dict, cfg: dict) -> dict:
     return decide(cfg, [t for t in tools if t], pending, last, schema if wants_json else None, wants_json)
 
 
+def gemini_candidate(parts: list[dict], last: bool) -> dict:
+    """One ``candidates`` entry: a model content of ``parts``, ``finishReason: STOP`` on the last
+    response of an answer."""
+    cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if last:
+        cand["finishReason"] = "STOP"
+    return cand
+
+
+def gemini_sse(responses: list[dict]) -> bytes:
+    """``alt=sse``: each response one ``data:`` event, lines ended with ``\\r\\n`` as Google's servers do."""
+    return sse_bytes([(None, r) for r in responses], eol="\r\n")
+
+
+def json_array_chunks(responses: list[dict], sep: bytes = b"\n,\r\n", close: bytes = b"\n]") -> list[bytes]:
+    """``streamGenerateContent`` without ``alt``: one JSON array written element by element, each
+    response pretty-printed (indent 2, non-ASCII kept): ``[`` + the first, then ``sep`` + each next,
+    then ``close``.  The defaults are the separators Google's servers write."""
+    elements = [json.dumps(r, indent=2, ensure_ascii=False).encode() for r in responses]
+    return [b"[" + elements[0]] + [sep + e for e in elements[1:]] + [close]
+
+
 def gemini_error(status: int, message: str, reason: str = "INVALID_ARGUMENT") -> Reply:
     return json_reply(status, {"error": {"code": status, "message": message, "status": reason}},
                       summary=f"{status} {message[:40]}")
@@ -76,10 +98,7 @@ def gemini_generate(req: Request, cfg: dict) -> Reply:
     response_id = new_id("")
 
     def response(parts: list[dict], last: bool) -> dict:
-        cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
-        if last:
-            cand["finishReason"] = "STOP"
-        return {"candidates": [cand],
+        return {"candidates": [gemini_candidate(parts, last)],
                 "usageMetadata": usage if last else {"promptTokenCount": 100, "totalTokenCount": 100},
                 "modelVersion": model, "responseId": response_id}
 
@@ -98,11 +117,9 @@ def gemini_generate(req: Request, cfg: dict) -> Reply:
         return json_reply(200, wrap(response(parts, True)), summary=summary + " json")
     objs = [wrap(response(parts, i == len(pieces) - 1)) for i, parts in enumerate(pieces)]
     if (req.query.get("alt") or [""])[0] == "sse":
-        data = sse_bytes([(None, o) for o in objs], eol="\r\n")
-        return Reply(200, [("Content-Type", "text/event-stream"), ("x-request-id", new_id("req_"))], data,
+        return Reply(200, [("Content-Type", "text/event-stream"), ("x-request-id", new_id("req_"))], gemini_sse(objs),
                      summary=summary + " sse")
     # no alt: one JSON array, written element by element (unless a chunk size is configured)
-    elements = [json.dumps(o, indent=2, ensure_ascii=False).encode() for o in objs]
-    chunks = [b"[" + elements[0]] + [b"\n,\r\n" + e for e in elements[1:]] + [b"\n]"]
+    chunks = json_array_chunks(objs)
     return Reply(200, [("Content-Type", "application/json; charset=UTF-8")], b"".join(chunks),
                  chunks=None if cfg.get("chunk_size") else chunks, summary=summary + " json-array")
