@@ -312,6 +312,50 @@ class AgentRun:
                         f"got {len(calls)}\n{self.describe()}")
         return self.body(calls[1])
 
+    def call_and_result(self, body: dict | None = None) -> tuple[dict, dict]:
+        """The last tool call the agent's history holds in ``body`` (default: its second
+        tool-bearing model call, as the upstream received it) and the record answering it, in
+        the agent's wire: Anthropic ``tool_use`` block and its ``tool_result`` block; Chat
+        ``tool_calls`` entry and its ``role: tool`` message; Responses ``function_call`` item and
+        its ``function_call_output``; Gemini the last ``functionCall`` and the last
+        ``functionResponse``.  Fails the test when either is missing."""
+        if body is None:
+            body = self.second_tool_call()
+        wire, where = self.agent.wire, "second model call"
+        if wire == "anthropic":
+            messages = body.get("messages") or []
+            uses = [b for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+            assert uses, f"{where} carries no assistant tool_use\n{self.describe()}"
+            call = uses[-1]
+            answers = [b for m in messages if m.get("role") == "user" and isinstance(m.get("content"), list)
+                       for b in m["content"]
+                       if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call.get("id")]
+            assert answers, f"no tool_result for tool_use id {call.get('id')!r} in the {where}\n{self.describe()}"
+            return call, answers[-1]
+        if wire == "chat":
+            messages = body.get("messages") or []
+            calls = [c for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+            assert calls, f"{where} carries no assistant tool_calls\n{self.describe()}"
+            call = calls[-1]
+            answers = [m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") == call.get("id")]
+            assert answers, f"no tool message for tool call id {call.get('id')!r}\n{self.describe()}"
+            return call, answers[-1]
+        if wire == "responses":
+            items = body.get("input") if isinstance(body.get("input"), list) else []
+            calls = [it for it in items if it.get("type") == "function_call"]
+            assert calls, f"{where} carries no function_call item\n{self.describe()}"
+            call = calls[-1]
+            answers = [it for it in items if it.get("type") == "function_call_output" and it.get("call_id") == call.get("call_id")]
+            assert answers, f"no function_call_output for call_id {call.get('call_id')!r}\n{self.describe()}"
+            return call, answers[-1]
+        parts = [(c.get("role"), p) for c in body.get("contents") or [] for p in c.get("parts") or []]
+        calls = [p["functionCall"] for role, p in parts if role == "model" and "functionCall" in p]
+        assert calls, f"{where} carries no functionCall\n{self.describe()}"
+        answers = [p["functionResponse"] for role, p in parts if role == "user" and "functionResponse" in p]
+        assert answers, f"{where} carries no functionResponse\n{self.describe()}"
+        return calls[-1], answers[-1]
+
     def check_common(self) -> None:
         c = self.client
         if c.rc != 0:

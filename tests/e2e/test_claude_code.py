@@ -29,24 +29,10 @@ def _second_call(run):
     return body
 
 
-def _tool_use_and_result(run, body) -> tuple[dict, dict]:
-    """The (last) assistant tool_use in the second call and the tool_result that answers it."""
-    uses = [block for m in body["messages"] if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-            for block in m["content"] if isinstance(block, dict) and block.get("type") == "tool_use"]
-    assert uses, f"second model call carries no assistant tool_use\n{run.describe()}"
-    use = uses[-1]
-    results = [block for m in body["messages"] if m.get("role") == "user" and isinstance(m.get("content"), list)
-               for block in m["content"]
-               if isinstance(block, dict) and block.get("type") == "tool_result"
-               and block.get("tool_use_id") == use.get("id")]
-    assert results, f"no tool_result for tool_use id {use.get('id')!r} in the second model call\n{run.describe()}"
-    return use, results[-1]
-
-
 def test_auto_mode_undeclared_shell_call_runs_as_client_tool(claude_e2e):
     run = claude_e2e("auto")
     run.check_common()
-    use, result = _tool_use_and_result(run, _second_call(run))
+    use, result = run.call_and_result(_second_call(run))
     assert use.get("name") == "Bash", \
         f"Claude Code's history should hold the repaired call (Bash), got {use!r}\n{run.describe()}"
     assert result.get("is_error") in (None, False), f"tool_result is an error: {result!r}\n{run.describe()}"
@@ -57,7 +43,7 @@ def test_auto_mode_undeclared_shell_call_runs_as_client_tool(claude_e2e):
 def test_off_mode_undeclared_shell_call_is_rejected_by_client(claude_e2e):
     run = claude_e2e("off")
     run.check_common()
-    use, result = _tool_use_and_result(run, _second_call(run))
+    use, result = run.call_and_result(_second_call(run))
     assert use.get("name") == "shell", f"mode off must not rename the call, got {use!r}\n{run.describe()}"
     assert result.get("is_error") is True, f"expected is_error: true, got {result!r}\n{run.describe()}"
     assert "No such tool available: shell" in run.text(result.get("content")), \

@@ -24,22 +24,11 @@ FOREIGN_ARGS = {"command": ["bash", "-lc", "echo " + MARKER]}
 PROMPT = "Run echo " + MARKER
 
 
-def _call_and_output(run) -> tuple[dict, str]:
-    """The last ``function_call`` in the second model call and the output that answers it."""
-    body = run.second_tool_call()
-    items = body.get("input") if isinstance(body.get("input"), list) else []
-    calls = [it for it in items if it.get("type") == "function_call"]
-    assert calls, f"second model call carries no function_call item\n{run.describe()}"
-    call = calls[-1]
-    outputs = [it for it in items if it.get("type") == "function_call_output" and it.get("call_id") == call.get("call_id")]
-    assert outputs, f"no function_call_output for call_id {call.get('call_id')!r}\n{run.describe()}"
-    return call, run.text(outputs[-1].get("output"))
-
-
 def test_auto_mode_shell_call_runs_as_exec_command(agent_e2e):
     run = agent_e2e("codex", "auto", tool=FOREIGN, args=FOREIGN_ARGS, prompt=PROMPT)
     run.check_common()
-    call, output = _call_and_output(run)
+    call, answer = run.call_and_result()
+    output = run.text(answer.get("output"))
     assert call.get("name") == "exec_command", f"expected the repaired call exec_command, got {call!r}\n{run.describe()}"
     args = json.loads(call.get("arguments") or "{}")
     assert MARKER in str(args.get("cmd")), f"unexpected arguments {args!r}\n{run.describe()}"
@@ -52,7 +41,8 @@ def test_auto_mode_shell_call_runs_as_exec_command(agent_e2e):
 def test_off_mode_shell_call_is_unsupported(agent_e2e):
     run = agent_e2e("codex", "off", tool=FOREIGN, args=FOREIGN_ARGS, prompt=PROMPT)
     run.check_common()
-    call, output = _call_and_output(run)
+    call, answer = run.call_and_result()
+    output = run.text(answer.get("output"))
     assert call.get("name") == FOREIGN, f"mode off must not rename the call, got {call!r}\n{run.describe()}"
     assert f"unsupported call: {FOREIGN}" in output, f"unexpected output: {output!r}\n{run.describe()}"
     assert not run.shows_marker_output(output)

@@ -23,21 +23,10 @@ ECHO_ARGS = {"command": "echo " + MARKER}
 PROMPT = "Run echo " + MARKER
 
 
-def _call_and_response(run) -> tuple[dict, dict]:
-    """The last ``functionCall`` in the second tool-bearing call and the ``functionResponse`` to it."""
-    body = run.second_tool_call()
-    parts = [(c.get("role"), p) for c in body.get("contents") or [] for p in c.get("parts") or []]
-    calls = [p["functionCall"] for role, p in parts if role == "model" and "functionCall" in p]
-    assert calls, f"second model call carries no functionCall\n{run.describe()}"
-    responses = [p["functionResponse"] for role, p in parts if role == "user" and "functionResponse" in p]
-    assert responses, f"second model call carries no functionResponse\n{run.describe()}"
-    return calls[-1], responses[-1]
-
-
 def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
     run = agent_e2e("gemini", "auto", tool=FOREIGN, args=ECHO_ARGS, prompt=PROMPT)
     run.check_common()
-    call, response = _call_and_response(run)
+    call, response = run.call_and_result()
     assert call.get("name") == "run_shell_command", f"expected the repaired call, got {call!r}\n{run.describe()}"
     assert response.get("name") == "run_shell_command", f"unexpected functionResponse {response!r}\n{run.describe()}"
     output = run.text((response.get("response") or {}).get("output"))
@@ -50,7 +39,7 @@ def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
 def test_off_mode_bash_call_is_rejected_by_client(agent_e2e):
     run = agent_e2e("gemini", "off", tool=FOREIGN, args=ECHO_ARGS, prompt=PROMPT)
     run.check_common()
-    call, response = _call_and_response(run)
+    call, response = run.call_and_result()
     assert call.get("name") == FOREIGN, f"mode off must not rename the call, got {call!r}\n{run.describe()}"
     error = run.text((response.get("response") or {}).get("error"))
     assert f'Tool "{FOREIGN}" not found' in error, f"unexpected functionResponse: {response!r}\n{run.describe()}"

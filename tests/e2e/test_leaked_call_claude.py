@@ -15,7 +15,6 @@ import pytest
 
 from test_claude_code import MARKER
 from test_claude_code import _second_call
-from test_claude_code import _tool_use_and_result
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +25,7 @@ LEAK = {"leak_as_text": True, "tool_name": "Bash", "tool_args": ARGS}
 def test_leaked_call_in_text_runs_with_the_addon(claude_e2e):
     run = claude_e2e("auto", fake_config=LEAK)
     run.check_common()
-    use, result = _tool_use_and_result(run, _second_call(run))
+    use, result = run.call_and_result(_second_call(run))
     assert (use.get("name"), use.get("input")) == ("Bash", ARGS), f"{use!r}\n{run.describe()}"
     assert result.get("is_error") in (None, False), f"tool_result is an error: {result!r}\n{run.describe()}"
     assert MARKER in run.text(result.get("content")), f"{result!r}\n{run.describe()}"

@@ -33,21 +33,11 @@ def _args(work):
     return {"file_path": str(work / FILE_NAME)}
 
 
-def _call_and_result(run) -> tuple[dict, str]:
-    body = run.second_tool_call()
-    messages = body.get("messages") or []
-    calls = [c for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-    assert calls, f"second model call carries no assistant tool_calls\n{run.describe()}"
-    call = calls[-1]
-    results = [m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") == call.get("id")]
-    assert results, f"no tool message for tool call id {call.get('id')!r}\n{run.describe()}"
-    return call, run.text(results[-1].get("content"))
-
-
 def test_auto_mode_read_call_runs_as_read_with_file_path(agent_e2e):
     run = agent_e2e("opencode", "auto", tool=FOREIGN, args=_args, prompt=PROMPT, files=FILES)
     run.check_common()
-    call, result = _call_and_result(run)
+    call, message = run.call_and_result()
+    result = run.text(message.get("content"))
     assert call["function"]["name"] == "read", f"expected the repaired call 'read', got {call!r}\n{run.describe()}"
     args = json.loads(call["function"]["arguments"])
     assert args.get("filePath") == str(run.work / FILE_NAME), f"unexpected arguments {args!r}\n{run.describe()}"
@@ -59,7 +49,8 @@ def test_auto_mode_read_call_runs_as_read_with_file_path(agent_e2e):
 def test_off_mode_read_call_fails_on_arguments(agent_e2e):
     run = agent_e2e("opencode", "off", tool=FOREIGN, args=_args, prompt=PROMPT, files=FILES)
     run.check_common()
-    call, result = _call_and_result(run)
+    call, message = run.call_and_result()
+    result = run.text(message.get("content"))
     # OpenCode itself lowercases "Read" to its "read" tool, then rejects the argument key.
     assert call["function"]["name"] == "read", f"unexpected call in history {call!r}\n{run.describe()}"
     assert "file_path" in json.loads(call["function"]["arguments"]), \

@@ -26,22 +26,11 @@ ECHO_ARGS = {"command": "echo " + MARKER}
 PROMPT = "Run echo " + MARKER
 
 
-def _call_and_result(run) -> tuple[dict, str]:
-    """The last assistant tool call in the second model call and the text of its tool message."""
-    body = run.second_tool_call()
-    messages = body.get("messages") or []
-    calls = [c for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-    assert calls, f"second model call carries no assistant tool_calls\n{run.describe()}"
-    call = calls[-1]
-    results = [m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") == call.get("id")]
-    assert results, f"no tool message for tool call id {call.get('id')!r}\n{run.describe()}"
-    return call, run.text(results[-1].get("content"))
-
-
 def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
     run = agent_e2e("qwen", "auto", tool=FOREIGN, args=ECHO_ARGS, prompt=PROMPT)
     run.check_common()
-    call, result = _call_and_result(run)
+    call, message = run.call_and_result()
+    result = run.text(message.get("content"))
     assert call["function"]["name"] == "run_shell_command", \
         f"Qwen Code's history should hold the repaired call, got {call!r}\n{run.describe()}"
     assert json.loads(call["function"]["arguments"]).get("command") == ECHO_ARGS["command"], \
@@ -54,7 +43,8 @@ def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
 def test_off_mode_bash_call_is_rejected_by_client(agent_e2e):
     run = agent_e2e("qwen", "off", tool=FOREIGN, args=ECHO_ARGS, prompt=PROMPT)
     run.check_common()
-    call, result = _call_and_result(run)
+    call, message = run.call_and_result()
+    result = run.text(message.get("content"))
     assert call["function"]["name"] == FOREIGN, f"mode off must not rename the call, got {call!r}\n{run.describe()}"
     assert f'Tool "{FOREIGN}" not found in registry' in result, f"unexpected tool message: {result!r}\n{run.describe()}"
     assert not run.shows_marker_output(result)
