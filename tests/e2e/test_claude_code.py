@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+from e2e.agents import MARKER
 
-MARKER = "toolvocab-ok"
+pytestmark = pytest.mark.e2e
 
 
 def _second_call(run):

@@ -16,12 +16,11 @@ import json
 
 import pytest
 
+from e2e.agents import FOREIGN_ARGS, MARKER, PROMPT
+
 pytestmark = pytest.mark.e2e
 
 FOREIGN = "shell"
-MARKER = "toolvocab-ok"
-FOREIGN_ARGS = {"command": ["bash", "-lc", "echo " + MARKER]}
-PROMPT = "Run echo " + MARKER
 
 
 def test_auto_mode_shell_call_runs_as_exec_command(agent_e2e):

@@ -14,15 +14,14 @@ from __future__ import annotations
 import pytest
 
 import flowreplay as fr
+from e2e.agents import ECHO_ARGS, FOREIGN_ARGS, PROMPT
 
 pytestmark = pytest.mark.e2e
 
-MARKER = "toolvocab-ok"
-ECHO = {"command": "echo " + MARKER}
 RUNS = {
-    "qwen": dict(tool="Bash", args=ECHO, prompt="Run echo " + MARKER),
-    "gemini": dict(tool="Bash", args=ECHO, prompt="Run echo " + MARKER),
-    "codex": dict(tool="shell", args={"command": ["bash", "-lc", "echo " + MARKER]}, prompt="Run echo " + MARKER),
+    "qwen": dict(tool="Bash", args=ECHO_ARGS, prompt=PROMPT),
+    "gemini": dict(tool="Bash", args=ECHO_ARGS, prompt=PROMPT),
+    "codex": dict(tool="shell", args=FOREIGN_ARGS, prompt=PROMPT),
     "opencode": dict(tool="Read", args=lambda work: {"file_path": str(work / "notes.txt")},
                      prompt="Show me what the notes say", files={"notes.txt": "first line\nlast line\n"}),
 }

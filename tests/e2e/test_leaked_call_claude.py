@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import pytest
 
-from test_claude_code import MARKER
+from e2e.agents import ECHO_ARGS as ARGS
+from e2e.agents import MARKER
 from test_claude_code import _second_call
 
 pytestmark = pytest.mark.e2e
 
-ARGS = {"command": "echo " + MARKER}
 LEAK = {"leak_as_text": True, "tool_name": "Bash", "tool_args": ARGS}
 
 

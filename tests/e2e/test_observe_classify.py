@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+from e2e.agents import MARKER
 
-MARKER = "toolvocab-ok"
+pytestmark = pytest.mark.e2e
 
 # agent key -> (foreign name answered, its arguments, the declared tool toolvocab would pick,
 #               the client name the error classification must attribute the text to)

@@ -18,12 +18,11 @@ import json
 
 import pytest
 
+from e2e.agents import ECHO_ARGS, MARKER, PROMPT
+
 pytestmark = pytest.mark.e2e
 
 FOREIGN = "Bash"
-MARKER = "toolvocab-ok"
-ECHO_ARGS = {"command": "echo " + MARKER}
-PROMPT = "Run echo " + MARKER
 
 
 def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
