@@ -78,3 +78,17 @@ def test_plans_handed_out_do_not_share_state() -> None:
     first.unmentioned.append("junk")
     second = cache.plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"])
     assert second.model_dump() == make_plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"]).model_dump()
+
+
+def test_long_system_texts_are_planned_afresh(monkeypatch) -> None:
+    """Past :data:`PLAN_CACHE_TEXT` characters of system text nothing is kept, and the plan is
+    still :func:`make_plan`'s."""
+    from toolvocab.engine import plan as plan_module
+
+    monkeypatch.setattr(plan_module, "PLAN_CACHE_TEXT", 10)
+    cache = PlanCache()
+    tools = _toolset((("Read", "function", 0), ("Bash", "function", 1)))
+    for text in ("use Read", "use Read and Bash, always"):
+        got = cache.plan(tools, [text], add_sentence=True, flow_key="f")
+        assert got.model_dump() == make_plan(tools, [text], add_sentence=True, flow_key="f").model_dump()
+    assert len(cache._plans) == 1  # only the short one

@@ -98,8 +98,9 @@ def test_each_flow_gets_the_tools_its_own_body_declares(data: Any) -> None:
 
 def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: Any) -> None:
     """The same tools section on every turn is read into models once; distinct sections beyond
-    :data:`TOOLSET_CACHE` push out the oldest; a section orjson cannot write (an integer beyond
-    64 bits) is read afresh, never cached."""
+    :data:`TOOLSET_CACHE` push out the oldest; a section longer than
+    :data:`TOOLSET_CACHE_BYTES` or one orjson cannot write (an integer beyond 64 bits) is read
+    afresh, never cached."""
     dialect = dialects.by_name("anthropic")
     assert dialect is not None
     reads = []
@@ -114,6 +115,12 @@ def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: A
     for k in range(core_module.TOOLSET_CACHE + 10):
         core.toolset(dialect, {"tools": [{"name": f"T{k}"}], "messages": []})
     assert len(core._toolsets) == core_module.TOOLSET_CACHE
+    reads.clear()
+    monkeypatch.setattr(core_module, "TOOLSET_CACHE_BYTES", 40)
+    long = {"tools": [{"name": "Read", "description": "x" * 40}], "messages": []}
+    assert core.toolset(dialect, long).tools[0].description == "x" * 40
+    core.toolset(dialect, long)
+    assert len(reads) == 2  # longer than the bound: read each time, never kept
     reads.clear()
     big = {"tools": [{"name": "Read", "input_schema": {"maxLength": 2**70}}], "messages": []}
     assert core.toolset(dialect, big).tools[0].input_schema == {"maxLength": 2**70}

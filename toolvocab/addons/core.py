@@ -9,7 +9,6 @@ Options: ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``,
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections import OrderedDict
@@ -49,8 +48,10 @@ logger = logging.getLogger(__name__)
 MODES = ("auto", "repair", "observe", "off")
 
 #: How many distinct tool sections :meth:`ToolVocab.toolset` keeps built (an agent sends the same
-#: tools every turn; a proxy in front of a few agents sees a few sections).
+#: tools every turn; a proxy in front of a few agents sees a few sections), and the longest
+#: section (bytes of its orjson text) it keeps: a longer one is read afresh every time.
 TOOLSET_CACHE = 16
+TOOLSET_CACHE_BYTES = 1 << 20
 
 
 class ToolVocab(Configurable):
@@ -291,17 +292,20 @@ class ToolVocab(Configurable):
 
     def toolset(self, dialect: Dialect, body: Any) -> Toolset:
         """The :class:`Toolset` of ``dialect.declared_tools(body)``, built once per distinct
-        declarations section (``dialect.declarations(body)``, keyed by the BLAKE2b-128 digest of
-        its ``orjson`` text, so no body is kept) among the last :data:`TOOLSET_CACHE`: an agent
-        declares the same tools every turn, and reading 20 declarations into models costs more
-        than the rest of the request hook (issue 11). A Toolset is never changed after it is
-        built (its schemas are read, never written), so flows may share one. A section orjson
-        cannot write (an integer beyond 64 bits, a lone surrogate) is read afresh each time."""
+        declarations section (``dialect.declarations(body)``, keyed by its ``orjson`` text: a
+        dict compares keys whole, so two sections never share an entry) among the last
+        :data:`TOOLSET_CACHE`: an agent declares the same tools every turn, and reading 20
+        declarations into models costs more than the rest of the request hook (issue 11). A
+        Toolset is never changed after it is built (its schemas are read, never written), so
+        flows may share one. A section orjson cannot write (an integer beyond 64 bits, a lone
+        surrogate) or longer than :data:`TOOLSET_CACHE_BYTES` is read afresh each time."""
         try:
             text = orjson.dumps(dialect.declarations(body))
         except orjson.JSONEncodeError:
             return Toolset(dialect.declared_tools(body))
-        key = (dialect.name, hashlib.blake2b(text, digest_size=16).digest())
+        if len(text) > TOOLSET_CACHE_BYTES:
+            return Toolset(dialect.declared_tools(body))
+        key = (dialect.name, text)
         tools = self._toolsets.get(key)
         if tools is None:
             tools = self._toolsets[key] = Toolset(dialect.declared_tools(body))

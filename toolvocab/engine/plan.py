@@ -283,6 +283,10 @@ def make_plan(
     return plan
 
 
+#: Characters of system text a :class:`PlanCache` entry may hold (1 Mi).
+PLAN_CACHE_TEXT = 1 << 20
+
+
 class PlanCache:
     """:func:`make_plan` for a stream of requests, each distinct input planned once.
 
@@ -292,9 +296,12 @@ class PlanCache:
     them: a deep copy of the one planned first, with this ``flow_key``. Keys: the
     :class:`Toolset`, the :class:`Profile` and the grammar by identity (each entry holds a
     reference to all three, so an identity cannot be reused while its entry lives), the system
-    texts by their BLAKE2b-128
-    digest, the transcript's distinct names in order of first appearance (a name's repeats change
-    nothing in :func:`make_plan`), ``add_sentence``. ``size``: entries kept (oldest dropped)."""
+    texts themselves (a dict compares them whole on a hash match: no digest can collide; a hash
+    of a string is computed once per string object, at memory speed), the transcript's distinct
+    names in order of first appearance (a name's repeats change nothing in :func:`make_plan`),
+    ``add_sentence``. ``size``: entries kept (oldest dropped). System texts longer than
+    :data:`PLAN_CACHE_TEXT` characters in all are planned afresh, uncached: a cache entry holds at
+    most that much of a body."""
 
     def __init__(self, size: int = 32) -> None:
         self.size = size
@@ -312,16 +319,12 @@ class PlanCache:
         transcript_names: Iterable[str] = (),
     ) -> Plan:
         """The plan :func:`make_plan` makes of these arguments (see the class docstring)."""
-        import hashlib
-
-        texts = list(system_texts)
+        texts = tuple(system_texts)
         names = tuple(dict.fromkeys(transcript_names))
-        digest = hashlib.blake2b(digest_size=16)
-        for text in texts:
-            encoded = text.encode("utf-8", "surrogatepass")
-            digest.update(len(encoded).to_bytes(8, "little"))
-            digest.update(encoded)
-        key = (id(tools), id(profile), id(grammar), digest.digest(), names, add_sentence)
+        if sum(map(len, texts)) > PLAN_CACHE_TEXT:
+            return make_plan(tools, texts, add_sentence=add_sentence, flow_key=flow_key, grammar=grammar,
+                             profile=profile, transcript_names=names)
+        key = (id(tools), id(profile), id(grammar), texts, names, add_sentence)
         hit = self._plans.get(key)
         if hit is None:
             template = make_plan(tools, texts, add_sentence=add_sentence, flow_key="", grammar=grammar,
