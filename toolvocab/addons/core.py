@@ -319,7 +319,9 @@ class ToolVocab(Configurable):
         """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
         record that starts with it."""
         host = flow.request.pretty_host
-        profile = self.profiles.select(host, flow.request.path, dialect.model_of(flow.request.path, body)) if self.profiles else None
+        path = flow.request.path
+        model = dialect.model_of(path, body)
+        profile = self.profiles.select(host, path, model) if self.profiles else None
         gate_note = "profiles are never applied at an access gate (" + host + ")" if self.profiles and is_access_gate(host) else None
         grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
         plan = self._plans.plan(
@@ -335,8 +337,8 @@ class ToolVocab(Configurable):
             mode=self.mode,
             dialect=dialect.name,
             host=host,
-            path=flow.request.path.split("?", 1)[0],
-            model=dialect.model_of(flow.request.path, body),
+            path=path.split("?", 1)[0],
+            model=model,
             client=identify_client(client_headers(flow.request.headers.get)),
             declared=tools.names(),
             rename_map=plan.rename_map,

@@ -334,4 +334,14 @@ class PlanCache:
                 self._plans.pop(next(iter(self._plans)))
         else:
             template = hit[1]
-        return template.model_copy(update={"flow_key": flow_key}, deep=True)
+        return Plan.model_construct(
+            rename_map=dict(template.rename_map),
+            duplicates={name: list(aliases) for name, aliases in template.duplicates.items()},
+            prompt_sentence=template.prompt_sentence,
+            unmentioned=list(template.unmentioned),
+            flow_key=flow_key,
+            renames=[rename.model_copy() for rename in template.renames],
+            skipped=list(template.skipped),
+            profile=template.profile,
+            grammar=template.grammar,
+        )
