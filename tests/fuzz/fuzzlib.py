@@ -286,8 +286,11 @@ def mutate_json(raw: bytes, paths: list[tuple[str, ...]], rnd: Any, labels: list
             set_at(value, at, new)
         except (KeyError, IndexError, TypeError):
             continue
+    # Compact as JSON.stringify, serde_json and httpx write it (the request hook's cheap path:
+    # jsonio._canonical) or spaced as json.dumps does by default (its long path).
+    separators = rnd.choice([None, (",", ":")])
     try:
-        out = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        out = json.dumps(value, ensure_ascii=False, separators=separators).encode("utf-8", "surrogatepass")
     except RecursionError:
         return raw
     for ph, token in tokens.items():
