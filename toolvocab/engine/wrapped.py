@@ -116,9 +116,6 @@ _DS31_CALL = re.compile(
     re.DOTALL,
 )
 _LLAMA_BODY = re.compile(r"^([^>\s]+)>\s*(\{.*\})\s*$", re.DOTALL)
-#: What can open tool-call markup in text, with its closer (Kimi and DeepSeek calls count only
-#: inside their section). ``<tool_call>`` opens both the Qwen3-Coder XML and the Hermes JSON.
-MARKUP_OPENERS = ((_XML_OPEN, _XML_CLOSE), (_KIMI_OPEN, _KIMI_CLOSE), (_LLAMA_OPEN, _LLAMA_CLOSE), (_DS_OPEN, _DS_CLOSE))
 
 #: :func:`text_call_state` results.
 LEAD = "lead"  # only whitespace and (part of) one leading reasoning block so far
@@ -282,15 +279,30 @@ def _kimi_calls(section: str, tools: Toolset) -> list[ToolCall] | None:
         im = _KIMI_ID.match(cm.group("id"))
         if im is None or tools.find(im.group("name")) is None:
             return None
-        try:
-            args = orjson.loads(cm.group("args"))
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(args, dict):
+        args = _json_object(cm.group("args"))
+        if args is None:
             return None
         calls.append(ToolCall(name=im.group("name"), arguments=args, id=cm.group("id")))
         i = _skip_ws(section, cm.end())
     return calls or None
+
+
+def _one(call: ToolCall | None) -> list[ToolCall] | None:
+    return None if call is None else [call]
+
+
+#: Each kind of markup block: opener, closer and reader (the block's inside, between opener and
+#: closer, and the declared tools -> the block's calls, or ``None`` when it is not exactly the
+#: documented shape), in the order :func:`extract_text_calls` tries them.
+_BLOCKS = (
+    (_XML_OPEN, _XML_CLOSE, lambda inside, tools: _one(_xml_call(inside, tools))),
+    (_KIMI_OPEN, _KIMI_CLOSE, _kimi_calls),
+    (_LLAMA_OPEN, _LLAMA_CLOSE, lambda inside, _tools: _one(_llama_call(inside))),
+    (_DS_OPEN, _DS_CLOSE, lambda inside, _tools: _deepseek_calls(inside)),
+)
+#: What can open tool-call markup in text, with its closer (Kimi and DeepSeek calls count only
+#: inside their section). ``<tool_call>`` opens both the Qwen3-Coder XML and the Hermes JSON.
+MARKUP_OPENERS = tuple((opener, closer) for opener, closer, _ in _BLOCKS)
 
 
 def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] | None:
@@ -326,42 +338,17 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
         i = _skip_ws(text, i)
         if i == len(text):
             break
-        if text.startswith(_XML_OPEN, i):
-            close = text.find(_XML_CLOSE, i + len(_XML_OPEN))
-            if close < 0:
-                return None
-            call = _xml_call(text[i + len(_XML_OPEN) : close], tools)
-            if call is None:
-                return None
-            calls.append(call)
-            i = close + len(_XML_CLOSE)
-        elif text.startswith(_KIMI_OPEN, i):
-            close = text.find(_KIMI_CLOSE, i + len(_KIMI_OPEN))
-            if close < 0:
-                return None
-            found = _kimi_calls(text[i + len(_KIMI_OPEN) : close], tools)
-            if found is None:
-                return None
-            calls.extend(found)
-            i = close + len(_KIMI_CLOSE)
-        elif text.startswith(_LLAMA_OPEN, i):
-            close = text.find(_LLAMA_CLOSE, i + len(_LLAMA_OPEN))
-            if close < 0:
-                return None
-            call = _llama_call(text[i + len(_LLAMA_OPEN) : close])
-            if call is None:
-                return None
-            calls.append(call)
-            i = close + len(_LLAMA_CLOSE)
-        elif text.startswith(_DS_OPEN, i):
-            close = text.find(_DS_CLOSE, i + len(_DS_OPEN))
-            if close < 0:
-                return None
-            found = _deepseek_calls(text[i + len(_DS_OPEN) : close])
-            if found is None:
-                return None
-            calls.extend(found)
-            i = close + len(_DS_CLOSE)
+        for opener, closer, read in _BLOCKS:
+            if text.startswith(opener, i):
+                close = text.find(closer, i + len(opener))
+                if close < 0:
+                    return None
+                found = read(text[i + len(opener) : close], tools)
+                if found is None:
+                    return None
+                calls.extend(found)
+                i = close + len(closer)
+                break
         else:
             return None  # prose around or between the blocks
     if not calls:
