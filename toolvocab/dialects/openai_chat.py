@@ -12,6 +12,7 @@ change, emits a normalized call: id, type and full name in its first delta, then
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -511,6 +512,28 @@ def _odd_indices(held: list[SSEEvent]) -> bool:
     return False
 
 
+def _hold_to_end_of_choice(
+    held: list[SSEEvent], event: SSEEvent, choices: Any, release: Callable[[], list[bytes]]
+) -> list[bytes]:
+    """Hold a streamed call's chunk until its calls are complete; the bytes to send now.
+
+    ``held`` is the list ``release`` assembles and sends (then clears). A comment or keep-alive
+    (``": OPENROUTER PROCESSING"``) inside a call is held in place, so a stream that needs no
+    change still goes out byte-identical. ``[DONE]``, a usage-only chunk or an error (no
+    ``choices``): the calls are complete, what is held goes, then the event. A chunk with a
+    ``finish_reason`` is held, then everything goes.
+    """
+    if event.data is None:
+        held.append(event)
+        return []
+    if not isinstance(choices, list) or not choices:
+        return release() + [event.raw]
+    held.append(event)
+    if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+        return release()
+    return []
+
+
 class ChatStream(EventStreamRewriter):
     """Rewrites a Chat Completions SSE stream.
 
@@ -605,18 +628,7 @@ class ChatStream(EventStreamRewriter):
             if not has_calls:
                 return [self._finish_reason_fixed(event, choices)]
             self._held = []
-        if event.data is None:
-            # A comment or keep-alive (": OPENROUTER PROCESSING") inside a call: held in place,
-            # so a stream that needs no change still goes out byte-identical.
-            self._held.append(event)
-            return []
-        if not isinstance(choices, list) or not choices:
-            # [DONE], a usage-only chunk or an error: the calls are complete.
-            return self._release() + [event.raw]
-        self._held.append(event)
-        if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
-            return self._release()
-        return []
+        return _hold_to_end_of_choice(self._held, event, choices, self._release)
 
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get)."""
@@ -629,15 +641,7 @@ class ChatStream(EventStreamRewriter):
     def _on_legacy(self, event: SSEEvent, choices: Any) -> list[bytes]:
         """Hold a legacy ``delta.function_call`` to the end of its choice, like tool calls."""
         assert self._legacy is not None
-        if event.data is None:
-            self._legacy.append(event)
-            return []
-        if not isinstance(choices, list) or not choices:
-            return self._release_legacy() + [event.raw]
-        self._legacy.append(event)
-        if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
-            return self._release_legacy()
-        return []
+        return _hold_to_end_of_choice(self._legacy, event, choices, self._release_legacy)
 
     def _release_legacy(self) -> list[bytes]:
         """Assemble each choice's ``function_call`` (name and arguments concatenated, as the SDK
