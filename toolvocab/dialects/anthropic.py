@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
@@ -39,10 +40,6 @@ from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 _PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
 
 
-def _path_only(path: str) -> str:
-    return path.split("?", 1)[0]
-
-
 class AnthropicMessages:
     """The Anthropic Messages dialect (first-party, Vertex ``rawPredict`` and Bedrock paths)."""
 
@@ -54,7 +51,7 @@ class AnthropicMessages:
             method == "POST"
             and isinstance(body, dict)
             and isinstance(body.get("messages"), list)
-            and _PATH.search(_path_only(path)) is not None
+            and _PATH.search(path_only(path)) is not None
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -137,7 +134,7 @@ class AnthropicMessages:
         """``model`` from the body, or from a Vertex / Bedrock path."""
         if isinstance(body, dict) and isinstance(body.get("model"), str):
             return body["model"]
-        m = re.search(r"/models?/([^/:?]+)", _path_only(path))
+        m = re.search(r"/models?/([^/:?]+)", path_only(path))
         return m.group(1) if m else None
 
     def system_texts(self, body: JSON) -> list[str]:

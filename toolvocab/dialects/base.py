@@ -188,6 +188,12 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def path_only(path: str) -> str:
+    """A request path without its query string (``/v1/messages?beta=true`` -> ``/v1/messages``):
+    what the dialects match their endpoints and model names against."""
+    return path.split("?", 1)[0]
+
+
 def object_arguments_call(name: str, container: dict[str, Any], key: str, call_id: str | None, absent: dict[str, Any] | None) -> ToolCall:
     """The :class:`ToolCall` for a dialect that carries arguments as a JSON object (Anthropic
     ``input``, Gemini ``args``), read from ``container[key]``.

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
@@ -84,10 +85,6 @@ def openapi_to_jsonschema(schema: Any) -> Any:
     return out
 
 
-def _path_only(path: str) -> str:
-    return path.split("?", 1)[0]
-
-
 def _unwrap(body: Any) -> Any:
     """The ``GenerateContentRequest`` / response inside a Code Assist envelope, else ``body``."""
     if isinstance(body, dict) and isinstance(body.get("request"), dict) and "contents" in body["request"]:
@@ -104,7 +101,7 @@ class Gemini:
 
     def matches(self, method: str, path: str, body: JSON) -> bool:
         """POST to ``…:generateContent`` / ``…:streamGenerateContent`` with ``contents``."""
-        if method != "POST" or not _PATH.search(_path_only(path)):
+        if method != "POST" or not _PATH.search(path_only(path)):
             return False
         inner = _unwrap(body)
         return isinstance(inner, dict) and isinstance(inner.get("contents"), list)
@@ -196,7 +193,7 @@ class Gemini:
 
     def model_of(self, path: str, body: JSON) -> str | None:
         """The model from the path (``models/{model}:…``) or a Code Assist body's ``model``."""
-        m = re.search(r"models/([^/:?]+):", _path_only(path))
+        m = re.search(r"models/([^/:?]+):", path_only(path))
         if m:
             return m.group(1)
         return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
@@ -276,7 +273,7 @@ class Gemini:
 
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
-        return ":streamGenerateContent" in _path_only(path)
+        return ":streamGenerateContent" in path_only(path)
 
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> GeminiStream:
         """A rewriter that accepts both stream framings (SSE or a JSON array)."""

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
@@ -43,10 +44,6 @@ from toolvocab.engine.wrapped import MARKUP
 from toolvocab.engine.wrapped import PROSE
 from toolvocab.engine.wrapped import text_call_state
 from toolvocab.engine.wrapped import unwrap_parallel
-
-
-def _path_only(path: str) -> str:
-    return path.split("?", 1)[0]
 
 
 def _rename(obj: Any, key: str, rename: dict[str, str]) -> bool:
@@ -95,7 +92,7 @@ class OpenAIChat:
         """POST to ``…/chat/completions`` with a ``messages`` list."""
         return (
             method == "POST"
-            and _path_only(path).endswith("/chat/completions")
+            and path_only(path).endswith("/chat/completions")
             and isinstance(body, dict)
             and isinstance(body.get("messages"), list)
         )

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import Resolver
@@ -46,10 +47,6 @@ _TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.faile
 _RESPONSE_EVENTS = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "response.done", "response.queued")
 
 
-def _path_only(path: str) -> str:
-    return path.split("?", 1)[0]
-
-
 def _content_texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
@@ -71,7 +68,7 @@ class OpenAIResponses:
         """POST to ``…/responses`` with an ``input`` or ``tools`` field."""
         return (
             method == "POST"
-            and _path_only(path).endswith("/responses")
+            and path_only(path).endswith("/responses")
             and isinstance(body, dict)
             and ("input" in body or "tools" in body)
         )
