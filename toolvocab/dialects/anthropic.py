@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Resolver
@@ -124,7 +125,7 @@ class AnthropicMessages:
                         ToolResult(
                             call_id=call_id,
                             name=name,
-                            text="\n".join(_texts(block.get("content"))),
+                            text="\n".join(content_texts(block.get("content"))),
                             is_error=True if sink else (flag if isinstance(flag, bool) else None),
                         )
                     )
@@ -139,10 +140,10 @@ class AnthropicMessages:
 
     def system_texts(self, body: JSON) -> list[str]:
         """``system`` (string or text blocks) and every ``role: "system"`` message's text."""
-        texts = _texts(body.get("system"))
+        texts = content_texts(body.get("system"))
         for message in as_list(body.get("messages")):
             if isinstance(message, dict) and message.get("role") == "system":
-                texts += _texts(message.get("content"))
+                texts += content_texts(message.get("content"))
         return texts
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
@@ -237,14 +238,6 @@ class AnthropicMessages:
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
         return AnthropicStream(resolve, plan)
-
-
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [b["text"] for b in value if isinstance(b, dict) and isinstance(b.get("text"), str)]
-    return []
 
 
 def _is_invalid_sink(name: Any, arguments: Any) -> bool:

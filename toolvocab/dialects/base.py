@@ -194,6 +194,17 @@ def path_only(path: str) -> str:
     return path.split("?", 1)[0]
 
 
+def content_texts(content: Any) -> list[str]:
+    """The texts of a ``content`` (or ``system``, ``instructions``, tool ``output``) field: the
+    string itself, or the ``text`` of each part that has a string one when it is a list of parts
+    (Anthropic content blocks, Chat and Responses content parts); ``[]`` for anything else."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return []
+
+
 def object_arguments_call(name: str, container: dict[str, Any], key: str, call_id: str | None, absent: dict[str, Any] | None) -> ToolCall:
     """The :class:`ToolCall` for a dialect that carries arguments as a JSON object (Anthropic
     ``input``, Gemini ``args``), read from ``container[key]``.

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
@@ -53,14 +54,6 @@ def _rename(obj: Any, key: str, rename: dict[str, str]) -> bool:
             obj[key] = rename[value]
             return True
     return False
-
-
-def _content_texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return []
 
 
 def _complete_json(text: str) -> bool:
@@ -186,12 +179,12 @@ class OpenAIChat:
                     ToolResult(
                         call_id=call_id,
                         name=name,
-                        text="\n".join(_content_texts(message.get("content"))),
+                        text="\n".join(content_texts(message.get("content"))),
                         is_error=True if sink else None,
                     )
                 )
             elif role == "function" and isinstance(message.get("name"), str):
-                results.append(ToolResult(name=message["name"], text="\n".join(_content_texts(message.get("content")))))
+                results.append(ToolResult(name=message["name"], text="\n".join(content_texts(message.get("content")))))
         return results
 
     def model_of(self, path: str, body: JSON) -> str | None:
@@ -203,7 +196,7 @@ class OpenAIChat:
         texts: list[str] = []
         for message in as_list(body.get("messages")):
             if isinstance(message, dict) and message.get("role") in ("system", "developer"):
-                texts += _content_texts(message.get("content"))
+                texts += content_texts(message.get("content"))
         return texts
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:

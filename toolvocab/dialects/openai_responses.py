@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import as_list
@@ -45,14 +46,6 @@ _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "response.done")
 _RESPONSE_EVENTS = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "response.done", "response.queued")
-
-
-def _content_texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    return []
 
 
 def _flat(namespace: Any, name: str) -> str:
@@ -134,7 +127,7 @@ class OpenAIResponses:
                 if name is None and isinstance(item.get("name"), str):
                     name = _flat(item.get("namespace"), item["name"])
                 results.append(
-                    ToolResult(call_id=call_id, name=name, text="\n".join(_content_texts(item.get("output"))), is_error=None)
+                    ToolResult(call_id=call_id, name=name, text="\n".join(content_texts(item.get("output"))), is_error=None)
                 )
         return results
 
@@ -144,12 +137,12 @@ class OpenAIResponses:
 
     def system_texts(self, body: JSON) -> list[str]:
         """``instructions`` and the text of every ``system`` / ``developer`` input message."""
-        texts = _content_texts(body.get("instructions"))
+        texts = content_texts(body.get("instructions"))
         items = body.get("input")
         if isinstance(items, list):
             for item in items:
                 if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in ("system", "developer"):
-                    texts += _content_texts(item.get("content"))
+                    texts += content_texts(item.get("content"))
         return texts
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
