@@ -348,16 +348,7 @@ def _decide_capability(call: ToolCall, tool: DeclaredTool, *, reason: str, candi
 
 
 def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
-    base = dict(
-        name=call.name,
-        namespace=call.namespace,
-        call_id=call.id,
-        step=Step.DECLARED,
-        target=tool.name,
-        target_namespace=tool.namespace,
-        candidates=[tool.qualified],
-        arguments_before=call.arguments,
-    )
+    base = dict(_base(call, Step.DECLARED, [tool.qualified]), target=tool.name, target_namespace=tool.namespace)
     empty = _empty_to_object(call, tool)
     if empty is not None:
         return Decision(
