@@ -33,7 +33,6 @@ from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.ids import stable_call_id
-from toolvocab.engine.models import Action
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -44,7 +43,6 @@ from toolvocab.engine.wrapped import REASONING_TAGS
 from toolvocab.engine.wrapped import MARKUP
 from toolvocab.engine.wrapped import PROSE
 from toolvocab.engine.wrapped import text_call_state
-from toolvocab.engine.wrapped import unwrap_parallel
 
 
 def _rename(obj: Any, key: str, rename: dict[str, str]) -> bool:
@@ -362,14 +360,11 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
         return None
     text, _ = _args_text(fn.get("arguments"))
     wrapper = ToolCall.from_payload({"name": fn["name"], "arguments": text, "id": call.get("id")})
-    subs = unwrap_parallel(wrapper)
-    if subs is None:
+    expanded = textcalls.expand_parallel(wrapper, resolve)
+    if expanded is None:
         return None
     entries = []
-    for sub in subs:
-        decision = resolve(sub)
-        if decision.action is Action.LEAVE or decision.target is None:
-            return None
+    for sub, decision in expanded:
         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
         entries.append(
             {"id": sub.id, "type": "function", "function": {"name": decision.target, "arguments": jsonio.dumps(args).decode()}}
