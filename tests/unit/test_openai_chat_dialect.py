@@ -251,6 +251,15 @@ def test_declared_tools_include_custom_and_legacy_functions():
     ]
 
 
+def test_legacy_functions_keep_their_description_and_schema_like_tools():
+    """A legacy ``functions[]`` entry has the shape of ``tools[].function``: both are read alike
+    (the description feeds the ``toolvocab.tools`` export)."""
+    fn = {"name": "lookup", "description": "Looks a thing up.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    tool, legacy = DIALECT.declared_tools({"messages": [], "tools": [{"type": "function", "function": fn}], "functions": [fn]})
+    assert legacy.description == tool.description == "Looks a thing up."
+    assert legacy.input_schema == tool.input_schema == fn["parameters"]
+
+
 def test_declared_tools_skip_malformed_entries():
     body = {"messages": [], "tools": [5, {"type": "function"}, {"type": "function", "function": {"name": 3}}, {"function": {"name": "ok"}}], "functions": ["x", {"name": None}]}
     assert [t.name for t in DIALECT.declared_tools(body)] == ["ok"]

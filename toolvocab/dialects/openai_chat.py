@@ -74,6 +74,19 @@ def _args_text(value: Any) -> tuple[str, bool]:
     return jsonio.dumps(value).decode(), True
 
 
+
+def _function_tool(fn: dict[str, Any]) -> DeclaredTool:
+    """A ``function`` declaration (``tools[].function`` or a legacy ``functions[]`` entry, the same
+    shape: ``name``, ``description``, ``parameters``) as a :class:`DeclaredTool`."""
+    params = fn.get("parameters")
+    desc = fn.get("description")
+    return DeclaredTool(
+        name=fn["name"],
+        kind=ToolKind.FUNCTION,
+        input_schema=params if isinstance(params, dict) else None,
+        description=desc if isinstance(desc, str) else None,
+    )
+
 class OpenAIChat:
     """The Chat Completions dialect (OpenAI and OpenAI-compatible upstreams)."""
 
@@ -101,29 +114,14 @@ class OpenAIChat:
             fn = tool.get("function")
             custom = tool.get("custom")
             if tool.get("type", "function") == "function" and isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                params = fn.get("parameters")
-                out.append(
-                    DeclaredTool(
-                        name=fn["name"],
-                        kind=ToolKind.FUNCTION,
-                        input_schema=params if isinstance(params, dict) else None,
-                        description=fn.get("description") if isinstance(fn.get("description"), str) else None,
-                    )
-                )
+                out.append(_function_tool(fn))
                 raws.append(tool)
             elif tool.get("type") == "custom" and isinstance(custom, dict) and isinstance(custom.get("name"), str):
                 out.append(DeclaredTool(name=custom["name"], kind=ToolKind.FREEFORM))
                 raws.append(tool)
         for fn in as_list(body.get("functions")):
             if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                params = fn.get("parameters")
-                out.append(
-                    DeclaredTool(
-                        name=fn["name"],
-                        kind=ToolKind.FUNCTION,
-                        input_schema=params if isinstance(params, dict) else None,
-                    )
-                )
+                out.append(_function_tool(fn))
                 raws.append(fn)
         return mark_repeats(out, raws)
 
