@@ -19,6 +19,13 @@ import httpx
 import pytest
 
 import procs
+from sdk import anthropic_client
+from sdk import assert_changed_flow
+from sdk import assert_no_addon_errors
+from sdk import decisions_named
+from sdk import parse_sse
+from sdk import record_of
+from sdk import reply_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -91,10 +98,6 @@ CHUNK_SIZES = (0, 1, 7, 64)  # 0 = Content-Length body, no chunked transfer enco
 
 
 # ---------------------------------------------------------------------------- helpers
-def sdk(px: procs.MitmdumpHandle) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)
-
-
 def normalize_block(block: Any) -> dict:
     d = block if isinstance(block, dict) else block.model_dump()
     if d.get("type") == "text":
@@ -130,35 +133,11 @@ def accumulate(events: Iterable[dict]) -> tuple[list[dict], str | None]:
     return [normalize_block(blocks[i]) for i in sorted(blocks)], stop_reason
 
 
-def parse_sse(data: bytes) -> list[tuple[str | None, str]]:
-    """SSE bytes -> [(event name, data)] (joins multi-line data, skips comments)."""
-    out = []
-    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    for raw_event in text.split("\n\n"):
-        name, datas = None, []
-        for line in raw_event.split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            key, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if key == "event":
-                name = value
-            elif key == "data":
-                datas.append(value)
-        if name is not None or datas:
-            out.append((name, "\n".join(datas)))
-    return out
-
-
 def message_from_bytes(body: bytes, content_type: str) -> tuple[list[dict], str | None]:
     if content_type.startswith("text/event-stream"):
         return accumulate(json.loads(d) for _, d in parse_sse(body) if d.startswith("{"))
     msg = json.loads(body)
     return [normalize_block(b) for b in msg["content"]], msg.get("stop_reason")
-
-
-def reply_bytes(record: dict) -> bytes:
-    return base64.b64decode(record["reply"]["body_b64"])
 
 
 def reply_content_type(record: dict) -> str:
@@ -236,47 +215,8 @@ def check_forwarded_request(record: dict, *, tools: list[dict], messages: list[d
         assert body.get("system") == SYSTEM, body.get("system")
 
 
-def assert_no_addon_errors(px: procs.MitmdumpHandle) -> None:
-    """Stop mitmdump and check its log for addon failures.
-
-    (mitmproxy itself may print asyncio CancelledError tracebacks while shutting down with
-    open keep-alive connections; those are not the addon's.)
-    """
-    px.stop()
-    out = px.output()
-    addon_frame = f'File "{procs.REPO / "toolvocab"}'
-    for marker in ("Addon error", "mitmproxy has crashed", addon_frame):
-        assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
-
-
 def messages_flows(flows: list) -> list:
     return [f for f in flows if f.request.path.startswith("/v1/messages")]
-
-
-def record_of(flow) -> dict:
-    md = flow.metadata.get("toolvocab")
-    assert isinstance(md, dict), f"flow {flow.request.path} has no toolvocab metadata: {flow.metadata}"
-    for key in ("dialect", "mode", "declared", "rename_map", "prompt_sentence", "decisions", "skipped"):
-        assert key in md, f"toolvocab metadata lacks {key!r}: {md}"
-    assert md["dialect"] == "anthropic"
-    assert isinstance(md["declared"], list)
-    assert isinstance(md["rename_map"], dict)
-    assert md["prompt_sentence"] is None or isinstance(md["prompt_sentence"], str)
-    assert isinstance(md["decisions"], list)
-    for d in md["decisions"]:
-        for key in ("name", "target", "action", "step", "reason"):
-            assert key in d, f"decision lacks {key!r}: {d}"
-        assert d["action"] in ("keep", "rename", "fit", "leave"), d
-    return md
-
-
-def decisions_named(md: dict, name: str) -> list[dict]:
-    return [d for d in md["decisions"] if d["name"] == name]
-
-
-def assert_changed_flow(flow) -> None:
-    assert flow.marked, "a changed flow must be marked"
-    assert flow.comment and "\n" not in flow.comment.strip(), repr(flow.comment)
 
 
 def sent_messages(got: Received) -> list[dict]:
@@ -298,7 +238,7 @@ def run_tool_turns(fake, px, transport: str, *, tools: list[dict], upstream_name
                    upstream_args: dict, chunk_sizes=CHUNK_SIZES) -> list[tuple[int, Received, dict]]:
     """One first turn per chunk size; returns (chunk size, what the client got, upstream record)."""
     fake.config(tool_name=upstream_name, tool_args=upstream_args)
-    client = sdk(px)
+    client = anthropic_client(px.url)
     out = []
     for size in chunk_sizes:
         fake.config(chunk_size=size)
@@ -330,7 +270,7 @@ def test_harness_plain_mitmdump_passes_everything_through(fake_upstream, proxy, 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_foreign_bash_is_renamed_to_declared_Bash(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = anthropic_client(px.url)
     results = run_tool_turns(fake_upstream, px, transport, tools=CODING_TOOLS,
                              upstream_name="bash", upstream_args={"command": "echo hi"})
     followups = []
@@ -356,7 +296,7 @@ def test_foreign_bash_is_renamed_to_declared_Bash(fake_upstream, proxy, transpor
     n = len(CHUNK_SIZES)  # all first turns ran first, then all follow-ups
     for i, (record, final_record, follow) in enumerate(followups):
         tool_flow, final_flow = flows[i], flows[n + i]
-        md = record_of(tool_flow)
+        md = record_of(tool_flow, "anthropic")
         assert md["mode"] not in ("off", "observe")
         assert set(md["declared"]) == {"Bash", "Read", "Edit", "Write"}
         assert md["skipped"] is None
@@ -364,7 +304,7 @@ def test_foreign_bash_is_renamed_to_declared_Bash(fake_upstream, proxy, transpor
         assert decision["target"] == "Bash" and decision["action"] in ("rename", "fit"), decision
         assert_changed_flow(tool_flow)
         check_forwarded_request(record, tools=CODING_TOOLS, messages=PROMPT, md=md)
-        check_forwarded_request(final_record, tools=CODING_TOOLS, messages=follow, md=record_of(final_flow))
+        check_forwarded_request(final_record, tools=CODING_TOOLS, messages=follow, md=record_of(final_flow, "anthropic"))
 
 
 @needs_addon
@@ -381,7 +321,7 @@ def test_shell_with_argv_becomes_Bash_command_string(fake_upstream, proxy, trans
     flows = messages_flows(px.flows())
     assert len(flows) == len(results)
     for flow, (_, _, record) in zip(flows, results):
-        md = record_of(flow)
+        md = record_of(flow, "anthropic")
         (decision,) = decisions_named(md, "shell")
         assert decision["target"] == "Bash" and decision["action"] in ("rename", "fit"), decision
         assert_changed_flow(flow)
@@ -402,7 +342,7 @@ def test_declared_Read_with_path_gets_file_path(fake_upstream, proxy, transport)
     flows = messages_flows(px.flows())
     assert len(flows) == len(results)
     for flow, (_, _, record) in zip(flows, results):
-        md = record_of(flow)
+        md = record_of(flow, "anthropic")
         (decision,) = decisions_named(md, "Read")
         assert decision["target"] == "Read" and decision["action"] == "fit", decision
         assert_changed_flow(flow)
@@ -426,7 +366,7 @@ def test_ambiguous_shell_is_left_alone(fake_upstream, proxy, transport):
     flows = messages_flows(px.flows())
     assert len(flows) == len(results)
     for flow, (_, _, record) in zip(flows, results):
-        md = record_of(flow)
+        md = record_of(flow, "anthropic")
         (decision,) = decisions_named(md, "shell")
         assert decision["action"] == "leave", decision
         check_forwarded_request(record, tools=tools, messages=PROMPT, md=md)
@@ -447,7 +387,7 @@ def test_undeclared_mcp_tool_is_left_alone(fake_upstream, proxy, transport):
     flows = messages_flows(px.flows())
     assert len(flows) == len(results)
     for flow, (_, _, record) in zip(flows, results):
-        md = record_of(flow)
+        md = record_of(flow, "anthropic")
         (decision,) = decisions_named(md, "mcp__github__create_issue")
         assert decision["action"] == "leave", decision
         check_forwarded_request(record, tools=tools, messages=PROMPT, md=md)
@@ -514,7 +454,7 @@ def raw_via_sdk(client: anthropic.Anthropic, *, stream: bool, tools: list[dict])
 @needs_addon
 def test_declared_name_response_is_byte_identical(fake_upstream, proxy):
     px = proxy()
-    client = sdk(px)
+    client = anthropic_client(px.url)
     cases = []
     for stream in (False, True):
         body = raw_sse_message("Bash") if stream else raw_json_message("Bash")
@@ -532,7 +472,7 @@ def test_declared_name_response_is_byte_identical(fake_upstream, proxy):
     flows = messages_flows(px.flows())
     assert len(flows) == len(cases) == len(records)
     for flow, record in zip(flows, records):
-        md = record_of(flow)
+        md = record_of(flow, "anthropic")
         for d in decisions_named(md, "Bash"):
             assert d["action"] == "keep" and d["target"] in ("Bash", None), d
         assert not [d for d in md["decisions"] if d["action"] in ("rename", "fit")], md["decisions"]
@@ -545,7 +485,7 @@ def test_declared_name_response_is_byte_identical(fake_upstream, proxy):
 @pytest.mark.parametrize("mode", ["off", "observe"])
 def test_mode_off_and_observe_change_nothing(fake_upstream, proxy, mode):
     px = proxy(options={"toolvocab_mode": mode})
-    client = sdk(px)
+    client = anthropic_client(px.url)
     fake_upstream.config(tool_name="bash", tool_args={"command": "echo hi"})
     records = []
     for stream in (False, True):
@@ -573,7 +513,7 @@ def test_mode_off_and_observe_change_nothing(fake_upstream, proxy, mode):
             assert record["body"]["tools"] == CODING_TOOLS and record["body"]["messages"] == PROMPT
             assert record["body"].get("system") == SYSTEM, "mode=off must not touch the request"
         else:
-            md = record_of(flow)
+            md = record_of(flow, "anthropic")
             assert md["mode"] == "observe"
             (decision,) = decisions_named(md, "bash")
             assert decision["target"] == "Bash" and decision["action"] in ("rename", "fit"), decision
@@ -616,7 +556,7 @@ def test_non_llm_traffic_passes_through_byte_identical(fake_upstream, proxy):
         assert models.status_code == 200 and models.json()["data"]
 
     # 5. A request without tools (title generation) gets its plain text untouched.
-    client = sdk(px)
+    client = anthropic_client(px.url)
     before = len(fake_upstream.requests())
     resp = client.messages.with_raw_response.create(model=MODEL, max_tokens=32, messages=PROMPT)
     record = fake_upstream.wait_requests(before + 1)[before]
@@ -635,7 +575,7 @@ def test_non_llm_traffic_passes_through_byte_identical(fake_upstream, proxy):
 @needs_addon
 def test_odd_sse_streams_pass_through_byte_identical(fake_upstream, proxy):
     px = proxy()
-    client = sdk(px)
+    client = anthropic_client(px.url)
     unknown = (
         b'event: future_event_type\ndata: {"type":"future_event_type","detail":{"name":"bash"}}\n\n'
         b'event: ping\ndata: {"type":"ping","cost":"0.0001"}\n\n'
@@ -688,7 +628,7 @@ def test_odd_sse_streams_pass_through_byte_identical(fake_upstream, proxy):
 def test_gzip_responses_stay_readable(fake_upstream, proxy):
     """An upstream that compresses anyway: the client must still get a valid response."""
     px = proxy()
-    client = sdk(px)
+    client = anthropic_client(px.url)
     for transport, body, headers in (
         ("json", raw_json_message("bash"), JSON_HEADERS),
         ("create_stream", raw_sse_message("bash"), SSE_HEADERS),
@@ -705,7 +645,7 @@ def test_gzip_responses_stay_readable(fake_upstream, proxy):
 def test_text_deltas_are_not_held_back(fake_upstream, proxy):
     """With a slow upstream, text reaches the client long before the stream ends."""
     px = proxy()
-    client = sdk(px)
+    client = anthropic_client(px.url)
     fake_upstream.config(tool_name="bash", tool_args={"command": "echo hi"}, chunk_size=64, chunk_delay=0.12)
     for transport in ("create_stream", "stream_helper"):
         before = len(fake_upstream.requests())

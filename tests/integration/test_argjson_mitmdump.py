@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 
-import anthropic
-import openai
 import pytest
 
 from fakeup.anthropic import anthropic_message, message_events
 from fakeup.openai_responses import response_events
 from fakeup.wire import sse_bytes
+from sdk import anthropic_client
+from sdk import openai_client
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +75,7 @@ def test_chat(fake_and_proxy, stream, case, args, want):
     fake, px = fake_and_proxy
     body, headers = chat_answer(args, stream)
     fake.enqueue(body, headers=headers, chunk_size=5)
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
     if stream:
         got = ""
@@ -97,7 +97,7 @@ def test_responses(fake_and_proxy, stream, case, args, want):
     fake, px = fake_and_proxy
     body, headers = responses_answer(args, stream)
     fake.enqueue(body, headers=headers, chunk_size=5)
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     kwargs = dict(model="m", input="go", tools=[{"type": "function", "name": "Bash", "parameters": SCHEMA, "strict": False}])
     if stream:
         final = None
@@ -122,7 +122,7 @@ def test_anthropic_stream(fake_and_proxy, case, args, want):
     fake, px = fake_and_proxy
     body, headers = anthropic_stream(args)
     fake.enqueue(body, headers=headers, chunk_size=5)
-    client = anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)
+    client = anthropic_client(px.url)
     partial = ""
     for event in client.messages.create(model="m", max_tokens=64, stream=True, messages=[{"role": "user", "content": "go"}],
                                         tools=[{"name": "Bash", "input_schema": SCHEMA}]):

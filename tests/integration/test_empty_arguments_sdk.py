@@ -3,7 +3,7 @@ Chat answer whose call carries ``"arguments": ""`` and ``finish_reason: "stop"``
 official ``openai`` SDK as ``"{}"`` with ``finish_reason: "tool_calls"`` — JSON, streamed
 (``create(stream=True)`` and the ``stream()`` helper), in transport chunks of 1, 7 and 64 bytes.
 
-Helpers (SDK client, SSE chunk builders, the SDK-side assembly) come from test_openai_sdk.py.
+The SDK client and the run checks come from tests/sdk.py; SSE chunk builders and the SDK-side assembly from test_openai_sdk.py.
 """
 
 from __future__ import annotations
@@ -12,6 +12,10 @@ import json
 
 import pytest
 
+from sdk import assert_no_addon_errors
+from sdk import one_request
+from sdk import openai_client
+from sdk import record_of
 from test_openai_sdk import CHAT_PROMPT
 from test_openai_sdk import CHUNK_SIZES
 from test_openai_sdk import CHAT_TRANSPORTS
@@ -21,14 +25,10 @@ from test_openai_sdk import MODEL
 from test_openai_sdk import SSE_HEADERS
 from test_openai_sdk import USAGE_CHUNK
 from test_openai_sdk import ask_chat
-from test_openai_sdk import assert_no_addon_errors
 from test_openai_sdk import delta_chunk
 from test_openai_sdk import flows_on
 from test_openai_sdk import fn_tool
 from test_openai_sdk import needs_addon
-from test_openai_sdk import one_request
-from test_openai_sdk import record_of
-from test_openai_sdk import sdk
 from test_openai_sdk import tcd
 
 pytestmark = pytest.mark.integration
@@ -63,7 +63,7 @@ def upstream_reply(transport: str, size: int) -> dict:
 @pytest.mark.parametrize("transport", CHAT_TRANSPORTS)
 def test_chat_empty_arguments_reach_the_sdk_as_an_empty_object_with_finish_reason_tool_calls(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     for size in CHUNK_SIZES:
         before = len(fake_upstream.requests())
         fake_upstream.enqueue(**upstream_reply(transport, size))

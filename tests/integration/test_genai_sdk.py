@@ -23,6 +23,12 @@ from google import genai
 from google.genai import types
 
 import procs
+from sdk import assert_no_addon_errors
+from sdk import decisions_named
+from sdk import genai_client
+from sdk import one_request
+from sdk import record_of
+from sdk import reply_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -62,51 +68,13 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def sdk(px: procs.MitmdumpHandle) -> genai.Client:
-    return genai.Client(api_key="x-test-key", http_options=types.HttpOptions(
-        base_url=px.url, api_version="v1beta", timeout=30_000))
-
-
 def config(decls: list[types.FunctionDeclaration] | None = DECLS) -> types.GenerateContentConfig:
     tools = [types.Tool(function_declarations=decls)] if decls else None
     return types.GenerateContentConfig(system_instruction=SYSTEM, tools=tools)
 
 
-def reply_bytes(record: dict) -> bytes:
-    return base64.b64decode(record["reply"]["body_b64"])
-
-
-def assert_no_addon_errors(px: procs.MitmdumpHandle) -> None:
-    px.stop()
-    out = px.output()
-    addon_frame = f'File "{procs.REPO / "toolvocab"}'
-    for marker in ("Addon error", "mitmproxy has crashed", addon_frame):
-        assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
-
-
 def gemini_flows(flows: list) -> list:
     return [f for f in flows if "enerateContent" in f.request.path]
-
-
-def record_of(flow) -> dict:
-    md = flow.metadata.get("toolvocab")
-    assert isinstance(md, dict), f"flow {flow.request.path} has no toolvocab metadata: {flow.metadata}"
-    for key in ("dialect", "mode", "declared", "rename_map", "prompt_sentence", "decisions", "skipped"):
-        assert key in md, f"toolvocab metadata lacks {key!r}: {md}"
-    assert md["dialect"] == "gemini", md
-    for d in md["decisions"]:
-        for key in ("name", "target", "action", "step", "reason"):
-            assert key in d, f"decision lacks {key!r}: {d}"
-        assert d["action"] in ("keep", "rename", "fit", "leave"), d
-    return md
-
-
-def decisions_named(md: dict, name: str) -> list[dict]:
-    return [d for d in md["decisions"] if d["name"] == name]
-
-
-def one_request(fake, before: int) -> dict:
-    return fake.wait_requests(before + 1)[before]
 
 
 # ----------------------------------------------------------------------- answers
@@ -201,7 +169,7 @@ def check_request(record: dict, transport: str, md: dict | None, names=("run_she
 def test_harness_plain_mitmdump_passes_foreign_names(fake_upstream, proxy, transport):
     px = proxy(script=None)
     fake_upstream.enqueue(**reply(transport, FOREIGN, 7))
-    got = ask(sdk(px), transport)
+    got = ask(genai_client(px.url), transport)
     assert got.calls == [("Bash", {"command": "echo hi"}), ("default_api:read_file", {"file_path": "/x"})]
     assert got.text == TEXT
 
@@ -211,7 +179,7 @@ def test_harness_plain_mitmdump_passes_foreign_names(fake_upstream, proxy, trans
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_foreign_names_become_declared_names(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = genai_client(px.url)
     records = []
     for size in CHUNK_SIZES:
         before = len(fake_upstream.requests())
@@ -223,7 +191,7 @@ def test_foreign_names_become_declared_names(fake_upstream, proxy, transport):
     flows = gemini_flows(px.flows())
     assert len(flows) == len(CHUNK_SIZES)
     for flow, record in zip(flows, records):
-        md = record_of(flow)
+        md = record_of(flow, "gemini")
         assert set(md["declared"]) == {"run_shell_command", "read_file"}
         (bash,) = decisions_named(md, "Bash")
         assert bash["target"] == "run_shell_command" and bash["action"] in ("rename", "fit"), bash
@@ -247,7 +215,7 @@ def test_declared_read_file_with_path_gets_file_path(fake_upstream, proxy, trans
     else:
         read = types.FunctionDeclaration(name="read_file", description="Reads a file.", parameters_json_schema=schema)
     px = proxy()
-    client = sdk(px)
+    client = genai_client(px.url)
     for size in (1, 64):
         fake_upstream.enqueue(**reply(transport, [fcall("read_file", {"path": "/x"})], size))
         got = ask(client, transport, [RUN_SHELL, read])
@@ -257,7 +225,7 @@ def test_declared_read_file_with_path_gets_file_path(fake_upstream, proxy, trans
     if schema_field == "parameters_json_schema":
         assert "parameters_json_schema" in decl or "parametersJsonSchema" in decl, decl
     for flow in gemini_flows(px.flows()):
-        (decision,) = decisions_named(record_of(flow), "read_file")
+        (decision,) = decisions_named(record_of(flow, "gemini"), "read_file")
         assert decision["action"] == "fit" and decision["target"] == "read_file", decision
 
 
@@ -288,7 +256,7 @@ def test_bare_json_array_stream_is_rewritten_element_by_element(fake_upstream, p
                 [{k: v for k, v in c.items() if k != "candidates"} for c in chunks]
             assert got.count(b"\n,\r\n") == 2, (size, "separators must pass unchanged")
     for flow in gemini_flows(px.flows()):
-        md = record_of(flow)
+        md = record_of(flow, "gemini")
         assert [d["target"] for d in md["decisions"]] == ["run_shell_command", "read_file"], md["decisions"]
     assert_no_addon_errors(px)
 
@@ -327,7 +295,7 @@ def test_bare_json_array_elements_arrive_before_the_upstream_finishes(fake_upstr
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = genai_client(px.url)
     # Two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name, issue 10).
     execute = types.FunctionDeclaration(name="execute_command", description="Runs a CLI command.", parameters_json_schema=RUN_SHELL_SCHEMA)
     cases = [("Bash", [RUN_SHELL, execute, POWERSHELL, READ_FILE]), ("frobnicate", DECLS),
@@ -339,7 +307,7 @@ def test_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transport):
     flows = gemini_flows(px.flows())
     assert len(flows) == len(cases)
     for flow, (name, _) in zip(flows, cases):
-        (decision,) = decisions_named(record_of(flow), name)
+        (decision,) = decisions_named(record_of(flow, "gemini"), name)
         assert decision["action"] == "leave", decision
 
 
@@ -367,7 +335,7 @@ def test_conformant_answers_are_byte_identical(fake_upstream, proxy):
     flows = gemini_flows(px.flows())
     assert len(flows) == n
     for flow in flows:
-        assert not [d for d in record_of(flow)["decisions"] if d["action"] in ("rename", "fit")]
+        assert not [d for d in record_of(flow, "gemini")["decisions"] if d["action"] in ("rename", "fit")]
     assert_no_addon_errors(px)
 
 
@@ -388,7 +356,7 @@ def test_side_request_without_tools_passes_byte_identical(fake_upstream, proxy):
                 fake_upstream.enqueue(body, headers=headers, chunk_size=size)
                 r = raw_post(http, path, request)
                 assert r.status_code == 200 and r.content == body, (path, size)
-    client = sdk(px)
+    client = genai_client(px.url)
     fake_upstream.enqueue(odd, headers=JSON_HEADERS, chunk_size=7)
     resp = client.models.generate_content(model=MODEL, contents="Title for: say hi", config=config(None))
     assert resp.candidates[0].content.parts[0].text == "Fake title \u2014 caf\u00e9"
@@ -403,7 +371,7 @@ def test_side_request_without_tools_passes_byte_identical(fake_upstream, proxy):
 @needs_addon
 def test_mode_off_passes_foreign_names(fake_upstream, proxy):
     px = proxy(options={"toolvocab_mode": "off"})
-    client = sdk(px)
+    client = genai_client(px.url)
     for transport in TRANSPORTS:
         for size in (1, 64):
             before = len(fake_upstream.requests())

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 
-import anthropic
-import openai
 import pytest
-from google import genai
 from google.genai import types
 
 from fakeup.anthropic import anthropic_message, message_events
 from fakeup.openai_responses import response_events
 from fakeup.wire import split_evenly, sse_bytes
 import procs
+from sdk import anthropic_client
+from sdk import genai_client
+from sdk import openai_client
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +95,7 @@ def gemini_answer(text: str, stream: bool) -> tuple[bytes, dict]:
 
 
 def ask_anthropic(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None, bytes | None]:
-    client = anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)
+    client = anthropic_client(px.url)
     kwargs = dict(model="m", max_tokens=64, messages=[{"role": "user", "content": "Read the README."}],
                   tools=[{"name": "read_file", "input_schema": SCHEMA}])
     if stream:
@@ -109,7 +109,7 @@ def ask_anthropic(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, st
 
 
 def ask_chat(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     kwargs = dict(model="m", messages=[{"role": "user", "content": "Read the README."}],
                   tools=[{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}])
     if stream:
@@ -123,7 +123,7 @@ def ask_chat(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | N
 
 
 def ask_responses(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     kwargs = dict(model="m", input="Read the README.", tools=[{"type": "function", "name": "read_file", "parameters": SCHEMA, "strict": False}])
     if stream:
         # The SDK's stream accumulator checks output_index against what it has assembled.
@@ -138,7 +138,7 @@ def ask_responses(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, st
 
 
 def ask_gemini(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
-    client = genai.Client(api_key="x-test-key", http_options=types.HttpOptions(base_url=px.url, api_version="v1beta", timeout=30_000))
+    client = genai_client(px.url)
     decl = types.FunctionDeclaration(name="read_file", parameters_json_schema=SCHEMA)
     cfg = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[decl])],
                                       automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))

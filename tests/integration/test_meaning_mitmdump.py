@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anthropic
-import openai
 import pytest
 
 import procs
+from sdk import anthropic_client
+from sdk import openai_client
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +77,7 @@ FAKE_CONFIG = {"chunk_size": 7}
 
 
 def anthropic_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
-    client = anthropic.Anthropic(base_url=px.url, api_key="sk-ant-test", max_retries=0, timeout=30)
+    client = anthropic_client(px.url)
     kwargs = dict(
         model="claude-test", max_tokens=64, system="Test.",
         tools=[{"name": n, "description": "t", "input_schema": s} for n, s in tools],
@@ -94,7 +94,7 @@ def anthropic_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stre
 
 
 def chat_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     kwargs = dict(
         model="gpt-test", messages=[{"role": "user", "content": "go"}],
         tools=[{"type": "function", "function": {"name": n, "description": "t", "parameters": s}} for n, s in tools],
@@ -116,7 +116,7 @@ def chat_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: b
 
 
 def responses_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     kwargs = dict(
         model="gpt-test", input="go",
         tools=[{"type": "function", "name": n, "description": "t", "parameters": s, "strict": False} for n, s in tools],
@@ -169,7 +169,7 @@ def test_an_invented_responses_namespace_is_dropped(fake_and_proxy, stream):
     # the client never declared; the call reaches it as its top-level exec_command.
     fake, px = fake_and_proxy
     fake.config(tool_name="default/exec_command", tool_args={"cmd": "ls"})
-    client = openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
+    client = openai_client(px.url)
     tools = [{"type": "function", "name": "exec_command", "parameters": schema("cmd", cmd=STR), "strict": False}]
     if stream:
         with client.responses.with_streaming_response.create(model="gpt-test", input="go", tools=tools, stream=True) as r:

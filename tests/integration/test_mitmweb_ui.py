@@ -28,10 +28,10 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import pytest
 
 import procs
+from sdk import anthropic_client
 
 pytestmark = pytest.mark.integration
 
@@ -293,7 +293,7 @@ def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_
     browser: Chromium | None = None
     try:
         web = Mitmweb(fake.url, tmp_path)
-        client = anthropic.Anthropic(base_url=web.proxy_url, api_key="sk-ant-test", max_retries=0, timeout=30)
+        client = anthropic_client(web.proxy_url)
         message = client.messages.create(
             model="claude-fixture-1", max_tokens=256, tools=[BASH],
             messages=[{"role": "user", "content": "What changed in the repository?"}],

@@ -26,6 +26,14 @@ import openai
 import pytest
 
 import procs
+from sdk import assert_changed_flow
+from sdk import assert_no_addon_errors
+from sdk import decisions_named
+from sdk import one_request
+from sdk import openai_client
+from sdk import parse_sse
+from sdk import record_of
+from sdk import reply_bytes
 from toolvocab.engine.ids import stable_call_id
 
 pytestmark = pytest.mark.integration
@@ -44,77 +52,13 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def sdk(px: procs.MitmdumpHandle) -> openai.OpenAI:
-    return openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
-
-
-def parse_sse(data: bytes) -> list[tuple[str | None, str]]:
-    """SSE bytes -> [(event name, data)] (joins multi-line data, skips comments)."""
-    out = []
-    text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    for raw_event in text.split("\n\n"):
-        name, datas = None, []
-        for line in raw_event.split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            key, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if key == "event":
-                name = value
-            elif key == "data":
-                datas.append(value)
-        if name is not None or datas:
-            out.append((name, "\n".join(datas)))
-    return out
-
-
 def sse_blocks(data: bytes) -> list[bytes]:
     """The raw blocks of an LF-framed SSE body, each with its blank-line terminator."""
     return [b + b"\n\n" for b in data.split(b"\n\n") if b]
 
 
-def reply_bytes(record: dict) -> bytes:
-    return base64.b64decode(record["reply"]["body_b64"])
-
-
-def assert_no_addon_errors(px: procs.MitmdumpHandle) -> None:
-    """Stop mitmdump and check its log for addon failures."""
-    px.stop()
-    out = px.output()
-    addon_frame = f'File "{procs.REPO / "toolvocab"}'
-    for marker in ("Addon error", "mitmproxy has crashed", addon_frame):
-        assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
-
-
 def flows_on(flows: list, suffix: str) -> list:
     return [f for f in flows if f.request.path.split("?", 1)[0].endswith(suffix)]
-
-
-def record_of(flow, dialect: str) -> dict:
-    md = flow.metadata.get("toolvocab")
-    assert isinstance(md, dict), f"flow {flow.request.path} has no toolvocab metadata: {flow.metadata}"
-    for key in ("dialect", "mode", "declared", "rename_map", "prompt_sentence", "decisions", "skipped"):
-        assert key in md, f"toolvocab metadata lacks {key!r}: {md}"
-    assert md["dialect"] == dialect, md
-    assert isinstance(md["decisions"], list)
-    for d in md["decisions"]:
-        for key in ("name", "target", "action", "step", "reason"):
-            assert key in d, f"decision lacks {key!r}: {d}"
-        assert d["action"] in ("keep", "rename", "fit", "leave"), d
-    return md
-
-
-def decisions_named(md: dict, name: str) -> list[dict]:
-    return [d for d in md["decisions"] if d["name"] == name]
-
-
-def assert_changed_flow(flow) -> None:
-    assert flow.marked, "a changed flow must be marked"
-    assert flow.comment and "\n" not in flow.comment.strip(), repr(flow.comment)
-
-
-def one_request(fake, before: int) -> dict:
-    return fake.wait_requests(before + 1)[before]
 
 
 # =================================================================== Chat Completions
@@ -297,7 +241,7 @@ def check_chat_request(record: dict, tools: list[dict], md: dict | None = None) 
 def test_chat_harness_plain_mitmdump_passes_foreign_name(fake_upstream, proxy, transport):
     """Without the addon the SDK sees the upstream's foreign name (the samples are valid)."""
     px = proxy(script=None)
-    client = sdk(px)
+    client = openai_client(px.url)
     fake_upstream.enqueue(**chat_reply(transport, conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
                                        [json_call("Bash", ECHO_HI, "call_tvBash01")], 7))
     got = ask_chat(client, transport, tools=CHAT_TOOLS)
@@ -310,7 +254,7 @@ def test_chat_harness_plain_mitmdump_passes_foreign_name(fake_upstream, proxy, t
 @pytest.mark.parametrize("transport", CHAT_TRANSPORTS)
 def test_chat_foreign_Bash_becomes_run_shell_command(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     records = []
     for size in CHUNK_SIZES:
         before = len(fake_upstream.requests())
@@ -369,7 +313,7 @@ NAME_SHAPES = {
 def test_chat_stream_name_shapes_are_assembled(fake_upstream, proxy, transport):
     """Split, repeated and ``""`` names: the SDK's accumulated call is the declared one, once."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     cases = []
     for label, (chunks, expected) in NAME_SHAPES.items():
         for size in CHUNK_SIZES:
@@ -396,7 +340,7 @@ def test_chat_stream_repaired_call_has_one_name_and_one_id_on_the_wire(fake_upst
     the first delta of the call; later deltas carry only arguments. Everything before the
     calls, the usage-only chunk and ``[DONE]`` are byte-identical."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     for label in ("foreign name split", "foreign name repeated (Fireworks)", "declared name repeated (Fireworks)"):
         chunks, (want_id, want_name, want_args) = NAME_SHAPES[label]
         body = chat_stream(chunks)
@@ -429,7 +373,7 @@ def test_chat_missing_and_empty_ids_get_stable_tc_ids(fake_upstream, proxy, tran
     """Two calls, one without ``id`` and one with ``"id": ""``: each gets ``tc_`` + 24 hex,
     derived from the flow id and the call's position, distinct per call."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     stream_calls = (
         [[tcd(0, type="function", name="Bash", arguments="")], [tcd(0, arguments=ECHO_HI)],
          [tcd(1, id="", type="function", name="read_file", arguments="")], [tcd(1, arguments='{"file_path":"/x"}')]]
@@ -459,7 +403,7 @@ def test_chat_missing_and_empty_ids_get_stable_tc_ids(fake_upstream, proxy, tran
 def test_chat_arguments_object_becomes_string(fake_upstream, proxy, transport):
     """BR-21 (llama-server): ``arguments`` as a JSON object reaches the client as a string."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     stream_calls = [
         [tcd(0, id="call_tvObj01", type="function", name="read_file", arguments={"file_path": "/x"})],
         [tcd(1, id="call_tvObj02", type="function", name="Bash", arguments={"command": "echo hi"})],
@@ -480,7 +424,7 @@ def test_chat_arguments_object_becomes_string(fake_upstream, proxy, transport):
 def test_chat_usage_chunk_and_done_pass_unchanged(fake_upstream, proxy):
     """A repaired stream keeps the usage-only chunk and ``[DONE]`` verbatim; the SDK sees the usage."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     body = chat_stream(conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"))
     for size in CHUNK_SIZES:
         fake_upstream.enqueue(body=body, headers=SSE_HEADERS, chunk_size=size)
@@ -497,7 +441,7 @@ def test_chat_usage_chunk_and_done_pass_unchanged(fake_upstream, proxy):
 @pytest.mark.parametrize("transport", CHAT_TRANSPORTS)
 def test_chat_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     cases = [
         # two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name, issue 10)
         ("Bash", [RUN_SHELL, fn_tool("execute_command", "Runs a CLI command.", {"command": {"type": "string"}}, ["command"]), POWERSHELL, READ_FILE], ECHO_HI),
@@ -525,7 +469,7 @@ def test_chat_conformant_answers_are_byte_identical(fake_upstream, proxy):
     """A declared name in a conformant answer (and a name left alone) reaches the client
     byte-identical, JSON and SSE, whatever the chunking."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     streams = {
         "declared": chat_stream(conformant_call(0, "run_shell_command", '{"command":"echo hi","description":"Say hi"}',
                                                 "call_tvDecl01")
@@ -557,7 +501,7 @@ def test_chat_conformant_answers_are_byte_identical(fake_upstream, proxy):
 @needs_addon
 def test_chat_mode_off_passes_foreign_name(fake_upstream, proxy):
     px = proxy(options={"toolvocab_mode": "off"})
-    client = sdk(px)
+    client = openai_client(px.url)
     stream_body = chat_stream(conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"))
     json_body = chat_json([json_call("Bash", ECHO_HI, "call_tvBash01")])
     for stream, body, headers in ((True, stream_body, SSE_HEADERS), (False, json_body, JSON_HEADERS)):
@@ -809,7 +753,7 @@ WANT_MCP = [{"type": "function_call", "namespace": "mcp__github__", "name": "cre
 @pytest.mark.parametrize("transport", RESP_TRANSPORTS)
 def test_responses_harness_plain_mitmdump_passes_foreign_name(fake_upstream, proxy, transport):
     px = proxy(script=None)
-    client = sdk(px)
+    client = openai_client(px.url)
     fake_upstream.enqueue(**resp_reply(transport, SHELL_OUTPUT, 7))
     got = ask_responses(client, transport)
     assert got.final == [{"type": "message", "text": RESP_TEXT},
@@ -821,7 +765,7 @@ def test_responses_harness_plain_mitmdump_passes_foreign_name(fake_upstream, pro
 @pytest.mark.parametrize("transport", RESP_TRANSPORTS)
 def test_responses_shell_argv_becomes_exec_command(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     records = []
     for size in CHUNK_SIZES:
         before = len(fake_upstream.requests())
@@ -854,7 +798,7 @@ def test_responses_shell_argv_becomes_exec_command(fake_upstream, proxy, transpo
 @pytest.mark.parametrize("transport", RESP_TRANSPORTS)
 def test_responses_flat_mcp_name_gets_its_namespace_and_custom_call_passes(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     for size in CHUNK_SIZES:
         fake_upstream.enqueue(**resp_reply(transport, MCP_OUTPUT, size))
         got = ask_responses(client, transport)
@@ -885,7 +829,7 @@ def test_responses_repair_changes_only_the_call(fake_upstream, proxy):
     events only the name and arguments differ; ``response.completed`` differs only in
     ``output``. JSON: only ``output`` differs, the ``tools`` echo is unchanged."""
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     patch_item = custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01")
     up_json = responses_json(SHELL_OUTPUT + [patch_item])
     for size in CHUNK_SIZES:
@@ -933,7 +877,7 @@ def test_responses_repair_changes_only_the_call(fake_upstream, proxy):
 @needs_addon
 def test_responses_conformant_answers_are_byte_identical(fake_upstream, proxy):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     output = [msg_item(RESP_TEXT), fc_item("exec_command", '{"cmd":"echo hi"}', "call_tvExec01", "fc_tvExec01"),
               fc_item("create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01", namespace="mcp__github__"),
               custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01")]
@@ -958,7 +902,7 @@ def test_responses_conformant_answers_are_byte_identical(fake_upstream, proxy):
 @needs_addon
 def test_responses_mode_off_passes_foreign_name(fake_upstream, proxy):
     px = proxy(options={"toolvocab_mode": "off"})
-    client = sdk(px)
+    client = openai_client(px.url)
     for stream in (True, False):
         body = responses_sse(SHELL_OUTPUT) if stream else responses_json(SHELL_OUTPUT)
         for size in CHUNK_SIZES:
@@ -1201,7 +1145,7 @@ def test_websocket_with_the_openai_sdk_connection(ws_upstream, proxy):
     """The SDK's own WebSocket client (``client.responses.connect()``) gets the repaired call."""
     px = proxy(ws_upstream.url)
     ws_upstream.script(ws_frames(SHELL_OUTPUT))
-    client = sdk(px)
+    client = openai_client(px.url)
     events = []
     with client.responses.connect() as conn:
         conn.response.create(model=MODEL, instructions=INSTRUCTIONS, input=RESP_INPUT, tools=RESP_TOOLS)

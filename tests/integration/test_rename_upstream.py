@@ -30,6 +30,7 @@ import openai
 import pytest
 
 import procs
+from sdk import openai_client
 
 pytestmark = pytest.mark.integration
 
@@ -56,10 +57,6 @@ PROMPT = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Ch
 def rejecting(fake_upstream):
     fake_upstream.config(reject_long_names=True, tool_name="re:^mcp__plugin_", tool_args=ARGS)
     return fake_upstream
-
-
-def sdk(px: procs.MitmdumpHandle) -> openai.OpenAI:
-    return openai.OpenAI(base_url=px.url + "/v1", api_key="sk-test", max_retries=0, timeout=30)
 
 
 def assert_clean(px: procs.MitmdumpHandle) -> None:
@@ -92,7 +89,7 @@ def chat_stream_call(client: openai.OpenAI, messages: list[dict]) -> dict[str, A
 def test_chat_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy, transport: str, chunk_size: int) -> None:
     rejecting.config(chunk_size=chunk_size)
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     if transport == "json":
         message = client.chat.completions.create(model=MODEL, messages=PROMPT, tools=CHAT_TOOLS).choices[0].message
         call = {"id": message.tool_calls[0].id, "name": message.tool_calls[0].function.name,
@@ -144,7 +141,7 @@ def test_chat_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy,
 
 def test_chat_mode_off_gets_openais_400(rejecting, proxy) -> None:
     px = proxy(options={"toolvocab_mode": "off"})
-    client = sdk(px)
+    client = openai_client(px.url)
     for stream in (False, True):
         with pytest.raises(openai.BadRequestError) as info:
             if stream:
@@ -165,14 +162,14 @@ def test_chat_without_the_addon_gets_openais_400(rejecting, proxy) -> None:
     """The harness itself: plain mitmdump forwards the long name and the fake rejects it."""
     px = proxy(script=None)
     with pytest.raises(openai.BadRequestError, match="string too long"):
-        sdk(px).chat.completions.create(model=MODEL, messages=PROMPT, tools=CHAT_TOOLS)
+        openai_client(px.url).chat.completions.create(model=MODEL, messages=PROMPT, tools=CHAT_TOOLS)
 
 
 # ============================================================================ Responses
 @pytest.mark.parametrize("stream", [False, True])
 def test_responses_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy, stream: bool) -> None:
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     kwargs = dict(model=MODEL, instructions=SYSTEM, input="Check cfn.yaml.", tools=RESPONSES_TOOLS,
                   tool_choice={"type": "function", "name": LONG})
     if stream:
@@ -202,7 +199,7 @@ def test_responses_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, p
 def test_responses_mode_off_gets_openais_400(rejecting, proxy) -> None:
     px = proxy(options={"toolvocab_mode": "off"})
     with pytest.raises(openai.BadRequestError) as info:
-        sdk(px).responses.create(model=MODEL, input="Check cfn.yaml.", tools=RESPONSES_TOOLS)
+        openai_client(px.url).responses.create(model=MODEL, input="Check cfn.yaml.", tools=RESPONSES_TOOLS)
     assert info.value.body["message"] == LONG_ERROR.replace("tools[1].function.name", "tools[1].name")
     assert info.value.body["code"] == "string_above_max_length"
     assert rejecting.wait_requests(1)[0]["reply"]["status"] == 400
@@ -278,7 +275,7 @@ def test_was_bug_responses_stream_done_event_names_the_alias(fake_upstream, prox
          "name": ALIAS, "arguments": item["arguments"]},
         {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": item},
     ]), headers={"Content-Type": "text/event-stream"}, chunk_size=9)
-    events = list(sdk(px).responses.create(model=MODEL, input="Check cfn.yaml.", tools=RESPONSES_TOOLS, stream=True))
+    events = list(openai_client(px.url).responses.create(model=MODEL, input="Check cfn.yaml.", tools=RESPONSES_TOOLS, stream=True))
     assert [e.item.name for e in events if e.type == "response.output_item.done"] == [LONG]
     (done,) = [e for e in events if e.type == "response.function_call_arguments.done"]
     assert done.name == LONG, f"the SDK's done event names {done.name!r}"

@@ -3,7 +3,7 @@ kind 5): an answer that only *mentions* a ``<tool_call>`` block (a sentence befo
 example in backticks) reaches the ``openai`` SDK byte-identical, JSON and streamed; an answer
 that is nothing but the markup becomes a real call with ``finish_reason: "tool_calls"``.
 
-Helpers (SDK client, SSE chunk builders, the SDK-side assembly) come from test_openai_sdk.py.
+The SDK client and the run checks come from tests/sdk.py; SSE chunk builders and the SDK-side assembly from test_openai_sdk.py.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import json
 
 import pytest
 
+from sdk import assert_no_addon_errors
+from sdk import openai_client
 from test_openai_sdk import CHAT_TRANSPORTS
 from test_openai_sdk import CHUNK_SIZES
 from test_openai_sdk import DONE
@@ -20,12 +22,10 @@ from test_openai_sdk import MODEL
 from test_openai_sdk import READ_FILE
 from test_openai_sdk import SSE_HEADERS
 from test_openai_sdk import ask_chat
-from test_openai_sdk import assert_no_addon_errors
 from test_openai_sdk import delta_chunk
 from test_openai_sdk import flows_on
 from test_openai_sdk import needs_addon
 from test_openai_sdk import raw_chat
-from test_openai_sdk import sdk
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def json_body(text: str) -> bytes:
 @needs_addon
 def test_chat_text_that_mentions_markup_reaches_the_sdk_byte_identical(fake_upstream, proxy):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     n = 0
     for stream in (True, False):
         for label, text in PROSE.items():
@@ -74,7 +74,7 @@ def test_chat_text_that_mentions_markup_reaches_the_sdk_byte_identical(fake_upst
 @pytest.mark.parametrize("transport", CHAT_TRANSPORTS)
 def test_chat_text_that_is_only_markup_becomes_a_call(fake_upstream, proxy, transport):
     px = proxy()
-    client = sdk(px)
+    client = openai_client(px.url)
     for size in CHUNK_SIZES:
         body = json_body(MARKUP) if transport == "json" else stream_body(MARKUP)
         fake_upstream.enqueue(body=body, headers=JSON_HEADERS if transport == "json" else SSE_HEADERS, chunk_size=size)
