@@ -7,19 +7,19 @@ Fixtures are synthetic bodies in ``tests/fixtures/anthropic/`` modelled on the d
 from __future__ import annotations
 
 import copy
-import json
 import random
-from pathlib import Path
 
 import orjson
 import pytest
+from harness import dialects
 from harness import random_chunks
+from harness.dialects import Fixtures
+from harness.dialects import drive
+from harness.dialects import sse_events
 
 from toolvocab.dialects import detect
 from toolvocab.dialects.anthropic import DIALECT
 from toolvocab.dialects.anthropic import AnthropicStream
-from toolvocab.dialects.sse import SSEEvent
-from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
@@ -28,51 +28,25 @@ from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import make_plan
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
+FX = Fixtures("anthropic")
+load_json, load_bytes = FX.json, FX.bytes
+events_of = sse_events
 
 
-def load_json(name: str):
-    return json.loads((FIXTURES / name).read_text())
-
-
-def load_bytes(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def events_of(data: bytes) -> list[SSEEvent]:
-    parser = SSEParser()
-    events = parser.feed(data) + parser.close()  # close(): a final CR ends a line at end of stream
-    assert parser.flush() == b""
-    return events
-
-
-class Recorder:
+class Recorder(dialects.Recorder):
     """A resolver bound to the fixture request's tools that remembers every call and decision."""
 
     def __init__(self, request: str = "request-claude-code.json") -> None:
-        self.tools = Toolset(DIALECT.declared_tools(load_json(request)))
-        self.calls: list[ToolCall] = []
-        self.decisions = []
-
-    def __call__(self, call: ToolCall):
-        self.calls.append(call)
-        decision = resolve(call, self.tools)
-        self.decisions.append(decision)
-        return decision
+        super().__init__(Toolset(DIALECT.declared_tools(load_json(request))))
 
 
 def rewrite_stream(data: bytes, chunks: list[bytes] | None = None, resolver=None) -> tuple[bytes, Recorder]:
     resolver = resolver or Recorder()
     rw = DIALECT.stream_rewriter(resolver, Plan())
     assert isinstance(rw, AnthropicStream)
-    out: list[bytes] = []
-    for chunk in chunks if chunks is not None else [data]:
-        got = rw.feed(chunk)
-        assert b"" not in got
-        out.extend(got)
-    out.extend(rw.finish())
+    out = drive(rw, chunks if chunks is not None else [data])
     assert rw.error is None
-    return b"".join(out), resolver
+    return out, resolver
 
 
 # -- matches ------------------------------------------------------------------------------------

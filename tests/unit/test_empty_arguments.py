@@ -11,11 +11,15 @@ client receives is read the way its SDK assembles it.
 
 from __future__ import annotations
 
+import functools
 import random
 from typing import Any
 
 import orjson
 import pytest
+from harness import random_chunks
+from harness.dialects import Recorder
+from harness.dialects import rewrite
 
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.base import JSONFrame
@@ -24,9 +28,7 @@ from toolvocab.dialects.openai_chat import DIALECT as CHAT
 from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import DeclaredTool
-from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
@@ -50,36 +52,12 @@ OBJECT_FORMS = [
 ]
 
 
-class Resolver:
-    """The addon's per-flow resolver shape (callable, with ``tools``)."""
-
-    def __init__(self) -> None:
-        self.tools = TOOLS
-        self.decisions: list[Any] = []
-
-    def __call__(self, call: ToolCall):
-        decision = resolve(call, self.tools, {})
-        self.decisions.append(decision)
-        return decision
-
-
-def chunks_of(data: bytes, rnd: random.Random) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(1, 32)
-        out.append(data[i : i + n])
-        i += n
-    return out
+#: The addon's per-flow resolver shape over TOOLS (callable, with ``tools``; keeps its decisions).
+Resolver = functools.partial(Recorder, TOOLS)
 
 
 def run(dialect: Any, data: bytes, seed: int | None) -> bytes:
-    rw = dialect.stream_rewriter(Resolver(), PLAN)
-    out: list[bytes] = []
-    for chunk in [data] if seed is None else chunks_of(data, random.Random(seed)):
-        out += rw.feed(chunk)
-    out += rw.finish()
-    assert rw.error is None, rw.error
-    return b"".join(out)
+    return rewrite(dialect, Resolver(), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32))
 
 
 def sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import copy
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import harness
+from harness import dialects
+from harness.dialects import Fixtures
+from harness.dialects import drive
 import jsonschema
 import orjson
 import pytest
@@ -39,52 +41,27 @@ from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import make_plan
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "gemini"
+FX = Fixtures("gemini")
 KEY = harness.KEY
 SEEDS = range(60)  # random chunk splits per stream fixture in the dialect tests
 
 
-def load_json(name: str) -> Any:
-    return json.loads((FIXTURES / name).read_text())
-
-
-def load_bytes(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
+load_json, load_bytes = FX.json, FX.bytes
 random_chunks = harness.random_chunks
 
 
-class Recorder:
+class Recorder(dialects.Recorder):
     """A resolver bound to one fixture request's declared tools; remembers every decision."""
 
     def __init__(self, request: str = "request-gemini-cli.json") -> None:
-        self.tools = Toolset(DIALECT.declared_tools(load_json(request)))
-        self.calls: list[ToolCall] = []
-        self.decisions: list = []
-
-    def __call__(self, call: ToolCall):
-        self.calls.append(call)
-        decision = resolve(call, self.tools)
-        self.decisions.append(decision)
-        return decision
+        super().__init__(Toolset(DIALECT.declared_tools(load_json(request))))
 
 
 def run_stream(chunks: list[bytes], resolver=None) -> tuple[bytes, GeminiStream, Recorder]:
     resolver = resolver or Recorder()
     rw = DIALECT.stream_rewriter(resolver, Plan())
     assert isinstance(rw, GeminiStream)
-    out: list[bytes] = []
-    for chunk in chunks:
-        got = rw.feed(chunk)
-        assert b"" not in got, "a lone b'' mid-stream would end a chunked body"
-        assert all(isinstance(b, bytes) for b in got)
-        out.extend(got)
-    tail = rw.finish()
-    assert b"" not in tail
-    out.extend(tail)
-    return b"".join(out), rw, resolver
+    return drive(rw, chunks), rw, resolver
 
 
 # -- expected rewrites (written out by hand, independent of the code under test) ---------------

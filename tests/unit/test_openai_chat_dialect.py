@@ -10,13 +10,15 @@ change and structural (as a client assembles the deltas) where they must.
 from __future__ import annotations
 
 import copy
-import json
 import random
 import re
-from pathlib import Path
 from typing import Any
 
 import harness
+from harness import dialects
+from harness.dialects import Fixtures
+from harness.dialects import drive
+from harness.dialects import sse_events
 import orjson
 import pytest
 
@@ -24,56 +26,32 @@ from toolvocab.dialects import detect
 from toolvocab.dialects.openai_chat import DIALECT
 from toolvocab.dialects.openai_chat import ChatStream
 from toolvocab.dialects.sse import SSEEvent
-from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import Plan
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai_chat"
+FX = Fixtures("openai_chat")
 QWEN = "request-qwen-code.json"
 OPENCODE = "request-opencode.json"
 TC_ID = re.compile(r"^tc_[0-9a-f]{24}$")
 
-
-def load_json(name: str) -> Any:
-    return json.loads((FIXTURES / name).read_text())
-
-
-def load_bytes(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def events_of(data: bytes) -> list[SSEEvent]:
-    parser = SSEParser()
-    events = parser.feed(data) + parser.close()
-    assert parser.flush() == b""
-    return events
+load_json, load_bytes = FX.json, FX.bytes
+events_of = sse_events
 
 
 def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 48) -> list[bytes]:
     return harness.random_chunks(data, rnd, lo, hi)
 
 
-class Recorder:
+class Recorder(dialects.Recorder):
     """A resolver bound to a fixture request's declared tools (and a plan's reverse map) that
     remembers every call and decision, as the addon's per-flow resolver does."""
 
     def __init__(self, request: str | dict = QWEN, plan: Plan | None = None) -> None:
         body = load_json(request) if isinstance(request, str) else request
-        self.tools = Toolset(DIALECT.declared_tools(body))
-        self.plan = plan or Plan()
-        self.calls: list[ToolCall] = []
-        self.decisions = []
-
-    def __call__(self, call: ToolCall):
-        self.calls.append(call)
-        decision = resolve(call, self.tools, self.plan.reverse_map)
-        self.decisions.append(decision)
-        return decision
+        super().__init__(Toolset(DIALECT.declared_tools(body)), plan)
 
 
 def rewrite_stream(
@@ -89,18 +67,10 @@ def rewrite_stream(
     resolver = resolver or Recorder(request, plan)
     rw = DIALECT.stream_rewriter(resolver, plan)
     assert isinstance(rw, ChatStream)
-    out: list[bytes] = []
-    for chunk in chunks if chunks is not None else [data]:
-        got = rw.feed(chunk)
-        assert isinstance(got, list) and b"" not in got  # never a lone b"" mid-stream
-        assert all(isinstance(b, bytes) for b in got)
-        out.extend(got)
-    tail = rw.finish()
-    assert b"" not in tail
-    out.extend(tail)
+    out = drive(rw, chunks if chunks is not None else [data])
     if not expect_error:
         assert rw.error is None, rw.error
-    return b"".join(out), resolver
+    return out, resolver
 
 
 # -- what a client sees -------------------------------------------------------------------------

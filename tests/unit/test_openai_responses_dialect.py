@@ -11,12 +11,14 @@ declared tool names and schema keys, invented descriptions, ids and texts.
 from __future__ import annotations
 
 import copy
-import json
 import random
-from pathlib import Path
 from typing import Any
 
 import harness
+from harness import dialects
+from harness.dialects import Fixtures
+from harness.dialects import drive
+from harness.dialects import sse_events
 import orjson
 import pytest
 
@@ -24,16 +26,12 @@ from toolvocab.dialects import detect
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.openai_responses import DIALECT
 from toolvocab.dialects.openai_responses import ResponsesStream
-from toolvocab.dialects.sse import SSEEvent
-from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import Plan
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "openai_responses"
+FX = Fixtures("openai_responses")
 CODEX = "request-codex.json"
 
 #: The upstream knew exec_command as run_exec and github's create_issue as open_issue
@@ -41,40 +39,20 @@ CODEX = "request-codex.json"
 UPSTREAM_RENAME = {"exec_command": "run_exec", "mcp__github__create_issue": "mcp__github__open_issue"}
 
 
-def load_json(name: str) -> Any:
-    return json.loads((FIXTURES / name).read_text())
-
-
-def load_bytes(name: str) -> bytes:
-    return (FIXTURES / name).read_bytes()
-
-
-def events_of(data: bytes) -> list[SSEEvent]:
-    parser = SSEParser()
-    events = parser.feed(data) + parser.close()
-    assert parser.flush() == b""
-    return events
+load_json, load_bytes = FX.json, FX.bytes
+events_of = sse_events
 
 
 def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 96) -> list[bytes]:
     return harness.random_chunks(data, rnd, lo, hi)
 
 
-class Recorder:
+class Recorder(dialects.Recorder):
     """The engine bound to the fixture request's tools and the plan's reverse map."""
 
     def __init__(self, request: str | dict = CODEX, plan: Plan | None = None) -> None:
         body = load_json(request) if isinstance(request, str) else request
-        self.tools = Toolset(DIALECT.declared_tools(body))
-        self.plan = plan or Plan()
-        self.calls: list[ToolCall] = []
-        self.decisions = []
-
-    def __call__(self, call: ToolCall):
-        self.calls.append(call)
-        decision = resolve(call, self.tools, self.plan.reverse_map)
-        self.decisions.append(decision)
-        return decision
+        super().__init__(Toolset(DIALECT.declared_tools(body)), plan)
 
 
 def rewrite_stream(
@@ -84,15 +62,10 @@ def rewrite_stream(
     resolver = resolver or Recorder(CODEX, plan)
     rw = DIALECT.stream_rewriter(resolver, plan)
     assert isinstance(rw, ResponsesStream)
-    out: list[bytes] = []
-    for chunk in chunks if chunks is not None else [data]:
-        got = rw.feed(chunk)
-        assert b"" not in got and all(isinstance(b, bytes) for b in got)
-        out.extend(got)
-    out.extend(rw.finish())
+    out = drive(rw, chunks if chunks is not None else [data])
     if not expect_error:
         assert rw.error is None, rw.error
-    return b"".join(out), resolver
+    return out, resolver
 
 
 def datas(out: bytes) -> list[dict]:

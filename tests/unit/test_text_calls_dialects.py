@@ -13,10 +13,16 @@ by the code under test.
 from __future__ import annotations
 
 import random
+from functools import partial
 from typing import Any
 
 import orjson
 import pytest
+from harness import random_chunks
+from harness.dialects import Recorder
+from harness.dialects import rewrite
+from harness.dialects import split_text
+from harness.dialects import sse_events
 
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.gemini import DIALECT as GEMINI
@@ -27,7 +33,6 @@ from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import DeclaredTool
-from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import extract_text_calls
 
@@ -121,44 +126,20 @@ NEGATIVE = [
 ]
 
 
-class Resolver:
-    """The addon's per-flow resolver shape: callable, with the flow's declared ``tools``."""
-
-    def __init__(self) -> None:
-        self.tools = TOOLS
-
-    def __call__(self, call: ToolCall):
-        return resolve(call, self.tools, {})
-
-
-def split_text(text: str, rnd: random.Random) -> list[str]:
-    cuts = sorted(rnd.sample(range(1, len(text)), min(len(text) - 1, rnd.randint(0, 12)))) if len(text) > 1 else []
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+#: The addon's per-flow resolver shape over TOOLS (callable, with ``tools``).
+Resolver = partial(Recorder, TOOLS)
 
 
 def split_bytes(data: bytes, rnd: random.Random) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(1, 60)
-        out.append(data[i : i + n])
-        i += n
-    return out
+    return random_chunks(data, rnd, 1, 60)
 
 
 def run_stream(dialect: Any, chunks: list[bytes]) -> bytes:
-    rw = dialect.stream_rewriter(Resolver(), PLAN)
-    out: list[bytes] = []
-    for chunk in chunks:
-        out += rw.feed(chunk)
-    out += rw.finish()
-    assert rw.error is None, rw.error
-    return b"".join(out)
+    return rewrite(dialect, Resolver(), PLAN, chunks)
 
 
 def events(data: bytes) -> list[dict[str, Any]]:
-    parser = SSEParser()
-    return [e.json() for e in parser.feed(data) + parser.close() if isinstance(e.json(), dict)]
+    return [e.json() for e in sse_events(data) if isinstance(e.json(), dict)]
 
 
 def sse(name: str | None, data: dict[str, Any]) -> bytes:

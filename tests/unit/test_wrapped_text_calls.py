@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import os
 import random
+from functools import partial
 from typing import Any
 
 import orjson
 import pytest
+from harness import random_chunks
+from harness.dialects import Recorder
+from harness.dialects import rewrite
+from harness.dialects import split_text
+from harness.dialects import sse_events
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -23,8 +29,6 @@ from hypothesis import strategies as st
 from toolvocab.dialects.openai_chat import DIALECT
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.ladder import resolve
-from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import LEAD
 from toolvocab.engine.wrapped import MARKUP
@@ -157,14 +161,8 @@ def test_text_call_state_of_a_growing_text(text: str, state: str) -> None:
 # -- the Chat dialect: JSON and streamed --------------------------------------------------------
 
 
-class Resolver:
-    """The addon's per-flow resolver shape: callable, with the flow's declared ``tools``."""
-
-    def __init__(self) -> None:
-        self.tools = TOOLS
-
-    def __call__(self, call: ToolCall):
-        return resolve(call, self.tools, {})
+#: The addon's per-flow resolver shape over TOOLS (callable, with ``tools``).
+Resolver = partial(Recorder, TOOLS)
 
 
 PLAN = Plan(flow_key="flow-text-calls")
@@ -190,37 +188,18 @@ def chat_sse(pieces: list[str], finish: str = "stop") -> bytes:
     return b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
 
 
-def split_text(text: str, rnd: random.Random) -> list[str]:
-    """``text`` cut at random places into content deltas (openers split too)."""
-    cuts = sorted(rnd.sample(range(1, len(text)), min(len(text) - 1, rnd.randint(0, 12)))) if len(text) > 1 else []
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
-
-
 def split_bytes(data: bytes, rnd: random.Random) -> list[bytes]:
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(1, 40)
-        out.append(data[i : i + n])
-        i += n
-    return out
+    return random_chunks(data, rnd, 1, 40)
 
 
 def run_stream(chunks: list[bytes]) -> bytes:
-    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
-    out: list[bytes] = []
-    for chunk in chunks:
-        out += rw.feed(chunk)
-    out += rw.finish()
-    assert rw.error is None, rw.error
-    return b"".join(out)
+    return rewrite(DIALECT, Resolver(), PLAN, chunks)
 
 
 def client_view(out: bytes) -> dict[str, Any]:
     """What a client assembles from the stream: content, tool calls, finish_reason."""
-    parser = SSEParser()
     content, calls, finish = "", {}, None
-    for event in parser.feed(out) + parser.close():
+    for event in sse_events(out):
         data = event.json()
         if not isinstance(data, dict):
             continue
