@@ -6,25 +6,17 @@ import copy
 from typing import Any
 
 import pytest
+from schemas import ARGV
+from schemas import BOOL
+from schemas import INT
+from schemas import NUM
+from schemas import STR
+from schemas import schema
 
 from toolvocab.engine.arguments import argv_to_command
 from toolvocab.engine.arguments import command_to_argv
 from toolvocab.engine.arguments import fit_arguments
 from toolvocab.engine.arguments import validation_error
-
-STR = {"type": "string"}
-INT = {"type": "integer"}
-NUM = {"type": "number"}
-BOOL = {"type": "boolean"}
-ARGV = {"type": "array", "items": {"type": "string"}}
-
-
-def schema(*required: str, additional: bool | None = None, **props: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": list(required)}
-    if additional is not None:
-        out["additionalProperties"] = additional
-    return out
-
 
 def ops(changes: list[Any]) -> list[tuple[str, str, str | None]]:
     return [(c.op, c.key, c.to) for c in changes]

@@ -12,6 +12,13 @@ import json
 from typing import Any
 
 import pytest
+from schemas import ARGV
+from schemas import BOOL
+from schemas import INT
+from schemas import NUM
+from schemas import STR
+from schemas import fn
+from schemas import schema
 
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
@@ -22,24 +29,6 @@ from toolvocab.engine.models import Decision
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
-
-STR = {"type": "string"}
-INT = {"type": "integer"}
-NUM = {"type": "number"}
-BOOL = {"type": "boolean"}
-ARGV = {"type": "array", "items": {"type": "string"}}
-
-
-def schema(*required: str, additional: bool | None = None, **props: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": list(required)}
-    if additional is not None:
-        out["additionalProperties"] = additional
-    return out
-
-
-def fn(name: str, input_schema: dict[str, Any] | None = None, *, namespace: str | None = None) -> DeclaredTool:
-    return declared_tool(name, namespace=namespace, input_schema=input_schema)
-
 
 def run(tools: list[DeclaredTool], payload: dict[str, Any], reverse_map: dict[str, str] | None = None) -> Decision:
     return resolve(ToolCall.from_payload(payload), Toolset(tools), reverse_map)

@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from schemas import BOOL
+from schemas import INT
+from schemas import STR
+from schemas import fn
+from schemas import schema
 
 from toolvocab.engine.ladder import PROVIDER_PREFIXES
 from toolvocab.engine.ladder import Toolset
@@ -21,22 +26,6 @@ from toolvocab.engine.models import Decision
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
-
-STR = {"type": "string"}
-INT = {"type": "integer"}
-BOOL = {"type": "boolean"}
-
-
-def schema(*required: str, additional: bool | None = None, **props: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": list(required)}
-    if additional is not None:
-        out["additionalProperties"] = additional
-    return out
-
-
-def fn(name: str, input_schema: dict[str, Any] | None = None, *, namespace: str | None = None) -> DeclaredTool:
-    return declared_tool(name, namespace=namespace, input_schema=input_schema)
-
 
 # A Claude-Code-shaped tool set (schemas written for these tests).
 BASH = fn("Bash", schema("command", command=STR, description=STR, timeout=INT, run_in_background=BOOL))

@@ -17,6 +17,9 @@ from hypothesis import event
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+from schemas import ARGV
+from schemas import STR
+from schemas import schema
 
 from toolvocab.engine import vocabulary
 from toolvocab.engine.arguments import validation_error
@@ -35,31 +38,20 @@ from toolvocab.engine.names import split_mcp
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
-STR = {"type": "string"}
-ARGV = {"type": "array", "items": {"type": "string"}}
-
-
-def _schema(*required: str, additional: bool | None = None, **props: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "object", "properties": props, "required": list(required)}
-    if additional is not None:
-        out["additionalProperties"] = additional
-    return out
-
-
 SCHEMAS: list[dict[str, Any] | None] = [
     None,
     {"type": "object", "properties": {}},
-    _schema("command", command=STR, description=STR, timeout={"type": "integer"}),
-    _schema("command", command=ARGV, workdir=STR),
-    _schema("command", additional=False, command=STR, requires_approval={"type": "boolean"}),
-    _schema("file_path", file_path=STR, offset={"type": "integer"}),
-    _schema("path", additional=False, path=STR),
-    _schema("filePath", filePath=STR),
-    _schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR),
-    _schema("path", "oldText", "newText", path=STR, oldText=STR, newText=STR),
-    _schema("title", title=STR, body=STR),
-    _schema("input", input=STR),
-    _schema("query", query=STR),
+    schema("command", command=STR, description=STR, timeout={"type": "integer"}),
+    schema("command", command=ARGV, workdir=STR),
+    schema("command", additional=False, command=STR, requires_approval={"type": "boolean"}),
+    schema("file_path", file_path=STR, offset={"type": "integer"}),
+    schema("path", additional=False, path=STR),
+    schema("filePath", filePath=STR),
+    schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR),
+    schema("path", "oldText", "newText", path=STR, oldText=STR, newText=STR),
+    schema("title", title=STR, body=STR),
+    schema("input", input=STR),
+    schema("query", query=STR),
 ]
 
 BUILTIN_NAMES = [
