@@ -208,34 +208,38 @@ def test_a_tool_name_with_a_lone_surrogate_is_aliased_mapped_back_and_saved(harn
     assert b"Bash\\ud800" in o.answer_out  # written back as the escape the client sent
 
 
-def _rewrite(dialect: str, request: bytes, pieces: list[bytes]) -> bytes:
-    """``pieces`` through a fresh stream rewriter of ``dialect`` bound to ``request``'s tools."""
+def _bound(dialect: str, request: bytes) -> tuple:
+    """As the addon binds a flow: ``dialect``'s module, a resolver over the tools ``request``
+    declares (with the plan's reverse map) and the plan (aliases, no sentence)."""
     import toolvocab.dialects as tvdialects
+    from harness.dialects import Recorder
     from toolvocab.engine import jsonio
     from toolvocab.engine.ladder import Toolset
-    from toolvocab.engine.ladder import resolve
     from toolvocab.engine.plan import make_plan
 
     d = tvdialects.by_name(dialect)
     body = jsonio.loads(request)
     tools = Toolset(d.declared_tools(body))
     plan = make_plan(tools, d.system_texts(body), add_sentence=False, flow_key="fuzz", transcript_names=d.transcript_names(body))
+    return d, Recorder(tools, plan), plan
 
-    class Resolver:
-        def __init__(self) -> None:
-            self.tools = tools
 
-        def __call__(self, call):
-            return resolve(call, tools, plan.reverse_map)
+def _rewrite(dialect: str, request: bytes, pieces: list[bytes]) -> bytes:
+    """``pieces`` through a fresh stream rewriter of ``dialect`` bound to ``request``'s tools."""
+    from harness.dialects import drive
 
-    rw = d.stream_rewriter(Resolver(), plan)
-    out: list[bytes] = []
-    for piece in pieces:
-        got = rw.feed(piece)
-        assert b"" not in got, "a rewriter returned b'' for a piece"
-        out += got
-    out += rw.finish()
-    return b"".join(out)
+    d, resolver, plan = _bound(dialect, request)
+    return drive(d.stream_rewriter(resolver, plan), pieces)
+
+
+def _draw_answer(data, dialect: str, seeds: list) -> tuple:
+    """A seed flow drawn from ``seeds`` and its answer, its SSE mutated (a JSON array as it came):
+    (the draw's random source, the seed, the mutations' labels, the answer)."""
+    rnd = fz.DrawRandom(data)
+    seed = rnd.choice(seeds)
+    labels: list[str] = []
+    answer = fz.mutate_sse(seed.answer, dialect, rnd, labels) if seed.answer.lstrip()[:1] != b"[" else seed.answer
+    return rnd, seed, labels, answer
 
 
 @pytest.mark.parametrize("dialect", fz.DIALECTS)
@@ -245,10 +249,7 @@ def test_rewriters_do_not_depend_on_how_the_stream_is_cut(dialect):
     @REWRITER_SETTINGS
     @given(st.data())
     def run(data):
-        rnd = fz.DrawRandom(data)
-        seed = rnd.choice(seeds)
-        labels: list[str] = []
-        answer = fz.mutate_sse(seed.answer, dialect, rnd, labels) if seed.answer.lstrip()[:1] != b"[" else seed.answer
+        rnd, seed, labels, answer = _draw_answer(data, dialect, seeds)
         whole = _rewrite(dialect, seed.request, [answer])
         cuts = random.Random(data.draw(st.integers(0, 2**32 - 1)))
         lo, hi = rnd.choice([(1, 1), (1, 3), (1, 64)])
@@ -280,19 +281,9 @@ def test_a_stall_release_sends_every_byte_not_yet_sent_once_and_then_passes_thro
     @REWRITER_SETTINGS
     @given(st.data())
     def run(data):
-        import toolvocab.dialects as tvdialects
-        from toolvocab.engine import jsonio
-        from toolvocab.engine.ladder import Toolset
-        from toolvocab.engine.ladder import resolve
-        from toolvocab.engine.plan import make_plan
-
-        rnd = fz.DrawRandom(data)
-        seed = rnd.choice(seeds)
-        labels: list[str] = []
-        answer = fz.mutate_sse(seed.answer, dialect, rnd, labels) if seed.answer.lstrip()[:1] != b"[" else seed.answer
-        d = tvdialects.by_name(dialect)
-        body = jsonio.loads(seed.request)
-        tools = Toolset(d.declared_tools(body))
+        rnd, seed, labels, answer = _draw_answer(data, dialect, seeds)
+        d, resolver, plan = _bound(dialect, seed.request)
+        tools = resolver.tools
         if dialect == "gemini" and tools.tools and rnd.choice([True, False]):
             # Gemini holds only text that may be a call written as markup (its calls come whole):
             # a leaked Hermes call in pieces, to a declared tool.
@@ -304,16 +295,7 @@ def test_a_stall_release_sends_every_byte_not_yet_sent_once_and_then_passes_thro
                 for k, p in enumerate(pieces)
             )
             labels.append(f"leaked_call_in_{len(pieces)}_events")
-        plan = make_plan(tools, d.system_texts(body), add_sentence=False, flow_key="fuzz", transcript_names=d.transcript_names(body))
-
-        class Resolver:
-            def __init__(self) -> None:
-                self.tools = tools
-
-            def __call__(self, call):
-                return resolve(call, tools, plan.reverse_map)
-
-        rw = d.stream_rewriter(Resolver(), plan)
+        rw = d.stream_rewriter(resolver, plan)
         cuts = random.Random(data.draw(st.integers(0, 2**32 - 1)))
         at_held = data.draw(st.integers(0, 5))  # which moment with a block held the stall hits
         before: list[bytes] = []
