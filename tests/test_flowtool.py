@@ -68,7 +68,7 @@ def _dirty(dialect: str, rel: str, tmp_path):
 def corpus(tmp_path, monkeypatch):
     root = tmp_path / "flows"
     root.mkdir()
-    monkeypatch.setattr(fr, "FLOWS_DIR", root)
+    monkeypatch.setattr(fr.files, "FLOWS_DIR", root)  # read there by every function that needs it
     return root
 
 

@@ -3,7 +3,7 @@
 Each agent runs once through ``mitmdump -s addon/toolvocab.py -w FILE`` in front of the fake
 upstream (auto mode, answered with a tool it never declared). Every flow the addon handled is
 then read back from the ``-w`` file and replayed through the addon the way the flow corpus is
-(tests/flowreplay.py: the original request, the original upstream bytes through the stream
+(tests/flowreplay/replay.py: the original request, the original upstream bytes through the stream
 callable in random pieces): what the upstream and the client received must come out the same.
 Then the flow is adopted the way ``flowtool add`` does it (scrubbed, re-blessed) and must hold
 no credential or client prompt text and still replay as recorded.
