@@ -126,3 +126,27 @@ def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: A
     assert core.toolset(dialect, big).tools[0].input_schema == {"maxLength": 2**70}
     core.toolset(dialect, big)
     assert len(reads) == 2
+
+
+def test_a_toolset_the_cache_does_not_hold_is_planned_uncached(monkeypatch: Any) -> None:
+    """A tools section over :data:`TOOLSET_CACHE_BYTES` gets a new Toolset on every request: its
+    plan is made afresh and no plan-cache entry keeps that Toolset alive; a cached one is planned
+    once."""
+    from mitmproxy.test import tflow
+    from mitmproxy.test import tutils
+
+    from toolvocab.addons.recording import ToolVocabRecorder
+
+    monkeypatch.setattr(core_module, "TOOLSET_CACHE_BYTES", 200)
+    recorder = ToolVocabRecorder()
+    monkeypatch.setattr(recorder, "saves_bodies", lambda: False)
+    core = ToolVocab(recorder=recorder)
+    dialect = dialects.by_name("anthropic")
+    assert dialect is not None
+    for tools, kept in (([{"name": "Read", "description": "x" * 300}], 0), ([{"name": "Read"}], 1)):
+        for turn in range(3):
+            body = {"model": "m", "system": "s", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
+            flow = tflow.tflow(req=tutils.treq(host="api.anthropic.com", path=b"/v1/messages"))
+            plan, _ = core._plan(flow, dialect, core.toolset(dialect, body), body, f"f{turn}")
+            assert plan.flow_key == f"f{turn}"
+        assert len(core._plans._plans) == kept

@@ -14,6 +14,9 @@
 - :class:`~toolvocab.addons.ui.ToolVocabUI` (``ui.py``): the contentview and the
   ``toolvocab.explain`` / ``toolvocab.stats`` / ``toolvocab.tools`` commands.
 
+The four that hold options share :class:`~toolvocab.addons.options.Configurable` (``options.py``):
+``configure`` logs a bad value before mitmproxy reports it.
+
 ``addon/toolvocab.py`` (the script mitmproxy loads with ``-s``) is ``addons = default_addons()``.
 """
 

@@ -36,6 +36,7 @@ from toolvocab.engine.grammar import grammar_for
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import PlanCache
+from toolvocab.engine.plan import make_plan
 from toolvocab.engine.profiles import ProfileError
 from toolvocab.engine.profiles import ProfileSet
 from toolvocab.engine.profiles import is_access_gate
@@ -97,7 +98,7 @@ class ToolVocab(Configurable):
             help=(
                 "Regex matched (re.search) against the upstream host; only matching hosts are handled, and in "
                 "regular (forward) mode only TLS to matching hosts is intercepted. Default: in regular mode the "
-                "known LLM API hosts (addon/hosts.py); in reverse mode any host whose POST path and JSON body "
+                "known LLM API hosts (toolvocab/hosts.py); in reverse mode any host whose POST path and JSON body "
                 "have an LLM API's shape."
             ),
         )
@@ -324,7 +325,10 @@ class ToolVocab(Configurable):
         profile = self.profiles.select(host, path, model) if self.profiles else None
         gate_note = "profiles are never applied at an access gate (" + host + ")" if self.profiles and is_access_gate(host) else None
         grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
-        plan = self._plans.plan(
+        # A Toolset the cache does not hold (too large, or not writable by orjson) is new on every
+        # request: a plan cached under it could never be found again, and would keep it alive.
+        planner = self._plans.plan if any(t is tools for t in self._toolsets.values()) else make_plan
+        plan = planner(
             tools,
             dialect.system_texts(body),
             add_sentence=self.mode in ("auto", "observe"),
