@@ -182,6 +182,19 @@ def test_oracle_catches_what_it_must():
     m = fz.Mutated(seed, seed.request, seed.answer)
     o = fz.Outcome(seed.request, sse_out, {"decisions": [{"action": "keep"}]}, 0.0, [], "callable")
     assert any("stream changed beyond" in p for p in fz.problems(m, o))
+    # a call lifted out of text markup: allowed when the text names the call and writes every
+    # argument it came with, under an id the upstream never sent; not when a value differs, the
+    # text does not name the call, or the id is the upstream's
+    text = json.dumps({"id": "msg_1", "content": [{"type": "text", "text": '<function=read_file>{"path": 7}</function>'}]}).encode()
+    seed = fz.Seed("x", "anthropic", None, b'{"model": "m"}', text, False, {})
+    m = fz.Mutated(seed, seed.request, seed.answer)
+    lifted = {"decisions": [{"action": "keep", "name": "read_file", "target": "read_file", "call_id": "tc_1"}]}
+    for value, record, ok in ((7, lifted, True), (8, lifted, False),
+                              (7, {"decisions": [{**lifted["decisions"][0], "target": "write_file", "name": "write_file"}]}, False),
+                              (7, {"decisions": [{**lifted["decisions"][0], "call_id": "msg_1"}]}, False)):
+        out = json.dumps({"id": "msg_1", "content": [{"type": "tool_use", "id": "tc_1", "name": "read_file", "input": {"path": value}}]}).encode()
+        found = fz.problems(m, fz.Outcome(seed.request, out, record, 0.0, [], "buffered"))
+        assert (found == []) is ok, (value, record, found)
 
 
 def test_a_tool_name_with_a_lone_surrogate_is_aliased_mapped_back_and_saved(harness):
