@@ -702,23 +702,69 @@ def _dropped_duplicate(record: dict) -> bool:
     return any(r.get("why") == "duplicate" and r.get("upstream") is None for r in record.get("renames") or () if isinstance(r, dict))
 
 
+def _answer_text(answer: bytes) -> str:
+    """The text an answer carries, in order: every string under ``text``, ``content`` or a string
+    ``delta`` in the JSON body, or in each SSE event's data (a stream's text deltas joined)."""
+    out: list[str] = []
+
+    def walk(v: Any, key: str | None) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, k)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, key)
+        elif isinstance(v, str) and key in ("text", "content", "delta"):
+            out.append(v)
+
+    ok, value = strict_json(answer)
+    if ok:
+        walk(value, None)
+        return "".join(out)
+    for event in sse_events(answer):
+        for line in event.split(b"\n"):
+            if line.startswith(b"data:"):
+                ok, value = strict_json(line[5:].strip())
+                if ok:
+                    walk(value, None)
+    return "".join(out)
+
+
+def _flat(key: Any, value: Any) -> list[tuple[Any, Any]]:
+    """``(key, value)``, or the pairs of the JSON object ``value`` writes (arguments sent as text)."""
+    if isinstance(value, str) and value[:1] == "{":
+        ok, obj = strict_json(value.encode("utf-8", "surrogatepass"))
+        if ok and isinstance(obj, dict):
+            return [pair for k, v in obj.items() for pair in _flat(k, v)]
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in _flat(k, v)]
+    return [(key, value)]
+
+
 def lift_explains(extra: set, lost: set, decisions: list[dict], answer_in: bytes) -> bool:
     """True when a change of an answer is a call lifted out of text (the dialects' markup lift:
     text that is nothing but a call to a declared tool, whose arguments validate, becomes that
-    call): a decision names a call whose id the upstream never sent (the addon minted it), what
-    went is text (and its block type) naming that call, and every leaf that came — each argument
-    key and value — is written in that text. A mutated schema can make such a lift valid where
-    the unmutated seed's was not (a schema of unknown keywords accepts any arguments)."""
+    call): a decision names a call whose id the upstream never sent (the addon minted it; for
+    Gemini, whose calls carry no id, the upstream's answer holds no call at all), what
+    went is text (its pieces, block types and indexes), the answer's text names that call, and
+    every argument key and value that came is written in that text (block types, indexes and
+    event names aside). A mutated schema can make such a lift valid where the unmutated seed's was
+    not (a schema of unknown keywords accepts any arguments)."""
+    # Gemini calls carry no id: there, a call is new when the upstream's answer holds no call at all
+    no_calls = not any(marker in answer_in for marker in (b'"functionCall"', b'"function_call"', b'"tool_use"', b'"tool_calls"'))
     minted = {d.get("target") or d.get("name") for d in decisions
-              if isinstance(d.get("call_id"), str) and d["call_id"].encode() not in answer_in}
+              if (d["call_id"].encode() not in answer_in if isinstance(d.get("call_id"), str) and d["call_id"] else no_calls)}
     minted.discard(None)
-    texts = [v for k, v in lost if k == "text" and isinstance(v, str)]
-    if not minted or not texts or any(k not in ("text", "type") for k, _ in lost):
+    texts = ("text", "content", "delta")  # where each dialect carries text
+    structure = ("type", "index", "__event__", "role", "output_index", "content_index")
+    if not minted or not any(k in texts and isinstance(v, str) for k, v in lost) or any(k not in (*texts, *structure) for k, _ in lost):
         return False
-    blob = "\n".join(texts)
+    blob = _answer_text(answer_in)
     if not any(name in blob for name in minted):
         return False
-    return all(str(k) in blob and (json.dumps(v) in blob or str(v) in blob) for k, v in extra)
+    return all(str(kk) in blob and (json.dumps(vv) in blob or str(vv) in blob)
+               for k, v in extra if k not in structure and not (k in texts and v is None)  # Chat: content null
+               for kk, vv in _flat(k, v))
 
 
 def problems(m: Mutated, o: Outcome) -> list[str]:
@@ -788,7 +834,7 @@ def problems(m: Mutated, o: Outcome) -> list[str]:
                     # issue 13: such an event passes as it came (toolvocab.dialects.sse.RepeatedKey)
                     found.append("an event whose data repeats a key was rewritten (the last one kept)")
                     lost -= dupes
-                if extra or lost:
+                if (extra or lost) and not lift_explains(extra, lost, decisions, answer_in):
                     found.append(f"stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}")
     return found
 
