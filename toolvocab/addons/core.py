@@ -245,7 +245,7 @@ class ToolVocab(Configurable):
             self._skip(flow, "request has no body")
             return
         try:
-            body, unique = jsonio.loads_unique(content)
+            body, unique, layout = jsonio.loads_layout(content)
         except ValueError:
             # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
             # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
@@ -276,10 +276,12 @@ class ToolVocab(Configurable):
         if self.mode in ("auto", "repair"):
             # The plan is applied to the parsed copy; the wire gets it only as a complete body
             # that reads back strictly, else the client's bytes stay.
+            touched = dialect.request_keys(body, plan)
             if dialect.apply_request(body, plan):
                 # loads refused any NaN or infinity, and a plan changes names, strings and tool
-                # entries only: no walk for non-finite floats.
-                new = jsonio.rewrite(content, body, unique_keys=True, finite=True)
+                # entries only: no walk for non-finite floats. Top-level values the plan cannot
+                # touch (a transcript, when only the system prompt changes) are copied as sent.
+                new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout, touched=touched)
                 if new is None:
                     record.notes.append("rewritten request body could not be written back exactly; sent as it came")
                 else:

@@ -194,6 +194,16 @@ class AnthropicMessages:
             changed = True
         return changed
 
+    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+        """``tools`` and ``tool_choice``; ``messages`` when names are renamed (earlier
+        ``tool_use`` blocks, ``tool_reference``); ``system`` for the prompt sentence."""
+        keys = {"tools", "tool_choice"}
+        if plan.rename_map:
+            keys.add("messages")
+        if plan.prompt_sentence:
+            keys.add("system")
+        return frozenset(keys)
+
     # -- response -----------------------------------------------------------------------------
 
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:

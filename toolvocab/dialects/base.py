@@ -95,6 +95,12 @@ class Dialect(Protocol):
         anything changed."""
         ...
 
+    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+        """The top-level keys of ``body`` that ``apply_request(body, plan)`` may write, add or
+        remove (``None``: any). Every other top-level value goes upstream as the client's bytes
+        (:func:`toolvocab.engine.jsonio.rewrite`), so a key left out loses its change."""
+        ...
+
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
         """Resolve every tool call in a whole JSON response and rewrite it in place; True when
         anything changed."""

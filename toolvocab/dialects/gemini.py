@@ -255,6 +255,20 @@ class Gemini:
                 changed = True
         return changed
 
+    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+        """``tools`` and ``toolConfig``; ``contents`` when names are renamed (earlier
+        ``functionCall`` / ``functionResponse`` parts); the system instruction (either
+        spelling) for the prompt sentence. ``None`` for a Code Assist envelope (all of it is
+        under ``request``)."""
+        if _unwrap(body) is not body:
+            return None
+        keys = {"tools", "toolConfig"}
+        if plan.rename_map:
+            keys.add("contents")
+        if plan.prompt_sentence:
+            keys |= {"systemInstruction", "system_instruction"}
+        return frozenset(keys)
+
     # -- response -----------------------------------------------------------------------------
 
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:

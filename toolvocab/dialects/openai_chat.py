@@ -232,6 +232,15 @@ class OpenAIChat:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
 
+    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+        """``tools``, ``functions``, ``tool_choice``, ``function_call``; ``messages`` when names
+        are renamed (earlier ``tool_calls``, ``role: "function"``) or for the prompt sentence
+        (it goes into a system message)."""
+        keys = {"tools", "functions", "tool_choice", "function_call"}
+        if plan.rename_map or plan.prompt_sentence:
+            keys.add("messages")
+        return frozenset(keys)
+
     # -- response -----------------------------------------------------------------------------
 
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:

@@ -188,6 +188,16 @@ class OpenAIResponses:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
 
+    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+        """``tools`` and ``tool_choice``; ``input`` when names are renamed (earlier
+        ``function_call`` items); ``instructions`` and ``input`` for the prompt sentence."""
+        keys = {"tools", "tool_choice"}
+        if plan.rename_map:
+            keys.add("input")
+        if plan.prompt_sentence:
+            keys |= {"instructions", "input"}
+        return frozenset(keys)
+
     # -- response -----------------------------------------------------------------------------
 
     def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
