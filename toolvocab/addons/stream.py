@@ -4,6 +4,7 @@ client connection outside mitmproxy's own path (upstream gone, stall released)."
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -132,15 +133,17 @@ class StreamCallable:
             return False
 
     def _watch_hold(self) -> None:
-        """After a chunk: note when bytes last came and keep one timer while a block is held."""
-        import asyncio
-
+        """After a chunk: while a block is held (or its timer runs), note when bytes last came;
+        start one timer when a hold begins. A chunk with nothing held costs one check: the
+        timer measures silence from the start of a hold, so earlier chunks' times do not count."""
+        if self._timer is None and not self.has_held():
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # not on an event loop (a direct call in a test): no bound
         self._last_bytes = loop.time()
-        if self._timer is None and self.has_held():
+        if self._timer is None:
             self._timer = loop.call_later(self.hold_timeout, self._on_timer, loop)
 
     def _on_timer(self, loop: Any) -> None:
