@@ -45,57 +45,68 @@ def no_threshold() -> Iterator[None]:
 @given(body=st.dictionaries(KEYS, VALUES, max_size=6), data=st.data())
 def test_rewrite_with_layout_is_orjson_dumps_of_the_change(body: dict[str, Any], data: st.DataObject) -> None:
     raw = orjson.dumps(body)
-    with no_threshold():
-        value, unique, layout = jsonio.loads_layout(raw)
-    assert unique and value == body
-    assert layout is not None and list(layout) == list(body)
-    for key, (start, end) in layout.items():
-        assert raw[start:end] == orjson.dumps(body[key])
-    changed = copy.deepcopy(value)
+    value, unique, canonical = jsonio.loads_checked(raw)
+    assert unique and canonical and value == body
     touched = set(data.draw(st.sets(st.sampled_from(list(body) + ["new", "other"]) if body else st.just("new")), label="touched"))
+    with no_threshold():
+        layout = jsonio.layout(raw, value, frozenset(touched))
+    if layout is None:
+        assert not body or set(body) <= touched
+    else:
+        assert set(layout) == set(body) - touched
+        for key, (start, end) in layout.items():
+            assert raw[start:end] == orjson.dumps(body[key])
+    changed = copy.deepcopy(value)
     for key in sorted(touched):
         action = data.draw(st.sampled_from(["replace", "delete", "keep"]), label=f"{key!r}")
         if action == "replace":
             changed[key] = data.draw(VALUES, label=f"{key!r} value")
         elif action == "delete":
             changed.pop(key, None)
-    extra = set(data.draw(st.sets(st.sampled_from(list(body))) if body else st.just(set()), label="touched, unchanged"))
-    got = jsonio.rewrite(raw, changed, unique_keys=True, finite=True, layout=layout, touched=frozenset(touched | extra))
+    got = jsonio.rewrite(raw, changed, unique_keys=True, finite=True, layout=layout)
     assert got == orjson.dumps(changed)
 
 
 @settings(max_examples=200, deadline=None)
 @given(body=st.dictionaries(KEYS, VALUES, min_size=1, max_size=4))
-def test_no_layout_for_other_spellings(body: dict[str, Any]) -> None:
+def test_only_orjson_spelling_is_canonical(body: dict[str, Any]) -> None:
     """Spaces, trailing whitespace, a top-level key repeated first or last (the last spelling
-    parses to the same dict, its pairs all match, and only the end of the object tells): not
-    ``orjson.dumps``' bytes, so no layout (and the long path finds the repeat)."""
+    parses to the same dict and repeats no value): not ``orjson.dumps``' bytes, so not
+    ``canonical`` (no layout is taken from them), and the repeats are found."""
     raw = orjson.dumps(body)
     key = next(iter(body))
+    first = b"{" + orjson.dumps(key) + b":0," + raw[1:]
     again = raw[:-1] + b"," + orjson.dumps(key) + b":" + orjson.dumps(body[key]) + b"}"  # parses to body itself
-    for other in (raw.replace(b":", b": ", 1), raw + b" ", b"{" + orjson.dumps(key) + b":0," + raw[1:], again):
+    for other in (raw.replace(b":", b": ", 1), raw + b" ", first, again):
         try:
-            with no_threshold():
-                value, unique, layout = jsonio.loads_layout(other)
+            _, unique, canonical = jsonio.loads_checked(other)
         except ValueError:
             continue  # the space landed inside nothing a parser accepts
-        assert layout is None
-        if other.startswith(b"{" + orjson.dumps(key) + b":0,") or other is again:
+        assert not canonical
+        if other in (first, again):
             assert not unique
 
 
-def test_layout_only_from_the_threshold() -> None:
-    small = orjson.dumps({"a": "x" * 100})
-    big = orjson.dumps({"a": "x" * jsonio.LAYOUT_MIN_BYTES})
-    assert jsonio.loads_layout(small)[2] is None
-    assert jsonio.loads_layout(big)[2] == {"a": (5, len(big) - 1)}
+def test_layout_from_the_threshold_and_for_a_canonical_object_only() -> None:
+    small = {"a": "x" * 100, "b": 1}
+    big = {"a": "x" * jsonio.LAYOUT_MIN_BYTES, "b": 1}
+    raw = orjson.dumps(big)
+    assert jsonio.layout(orjson.dumps(small), small, frozenset({"b"})) is None
+    assert jsonio.layout(raw, big, frozenset({"b"})) == {"a": (5, len(raw) - 7)}
+    assert jsonio.layout(raw, big, frozenset({"a", "b"})) is None  # nothing to copy
+    spaced = raw.replace(b'":', b'": ')
+    assert jsonio.layout(spaced, big, frozenset({"b"})) is None  # not orjson's bytes: keys not where they should be
+    last = {"b": 1, "a": "x" * jsonio.LAYOUT_MIN_BYTES}  # the copied value last: only the end can tell
+    assert jsonio.layout(orjson.dumps(last) + b" ", last, frozenset({"b"})) is None
+    assert jsonio.layout(orjson.dumps(last), last, frozenset({"b"})) == {"a": (11, len(orjson.dumps(last)) - 1)}
 
 
 def test_non_string_key_is_written_whole() -> None:
     raw = orjson.dumps({"a": 1})
     with no_threshold():
-        _, _, layout = jsonio.loads_layout(raw)
-    assert jsonio.rewrite(raw, {1: "x", "a": 1}, unique_keys=True, finite=True, layout=layout, touched=frozenset()) in (None, b'{"1":"x","a":1}')
+        layout = jsonio.layout(raw, {"a": 1}, frozenset())
+    assert layout == {"a": (5, 6)}
+    assert jsonio.rewrite(raw, {1: "x", "a": 1}, unique_keys=True, finite=True, layout=layout) in (None, b'{"1":"x","a":1}')
 
 
 # -- request_keys ------------------------------------------------------------------------------

@@ -245,7 +245,7 @@ class ToolVocab(Configurable):
             self._skip(flow, "request has no body")
             return
         try:
-            body, unique, layout = jsonio.loads_layout(content)
+            body, unique, canonical = jsonio.loads_checked(content)
         except ValueError:
             # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
             # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
@@ -277,11 +277,15 @@ class ToolVocab(Configurable):
             # The plan is applied to the parsed copy; the wire gets it only as a complete body
             # that reads back strictly, else the client's bytes stay.
             touched = dialect.request_keys(body, plan)
+            layout = None
+            if canonical and touched is not None and (plan.rename_map or plan.duplicates or plan.prompt_sentence):
+                # where the values the plan leaves alone lie: copied, not written again
+                layout = jsonio.layout(content, body, touched)
             if dialect.apply_request(body, plan):
                 # loads refused any NaN or infinity, and a plan changes names, strings and tool
                 # entries only: no walk for non-finite floats. Top-level values the plan cannot
                 # touch (a transcript, when only the system prompt changes) are copied as sent.
-                new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout, touched=touched)
+                new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout)
                 if new is None:
                     record.notes.append("rewritten request body could not be written back exactly; sent as it came")
                 else:

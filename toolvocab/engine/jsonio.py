@@ -109,32 +109,21 @@ def loads(raw: bytes) -> Any:
 def loads_unique(raw: bytes) -> tuple[Any, bool]:
     """``(loads(raw), not has_duplicate_keys(raw))``, the keys counted in the same walk: what a
     hook reads before it decides whether it may ever rewrite the body. Raises as :func:`loads`."""
-    value, unique, _ = loads_layout(raw)
+    value, unique, _ = loads_checked(raw)
     return value, unique
 
 
-#: Where each top-level value of a body lies in its bytes: key -> (start, end) offsets.
-Layout = dict[str, tuple[int, int]]
-
-#: Bodies at least this long get a :data:`Layout` (below it one ``orjson.dumps`` of the whole is
-#: cheaper than one per top-level value, and re-writing the whole costs little).
-LAYOUT_MIN_BYTES = 32 * 1024
-
-
-def loads_layout(raw: bytes) -> tuple[Any, bool, Layout | None]:
-    """:func:`loads_unique` and, when ``raw`` is a JSON object of at least
-    :data:`LAYOUT_MIN_BYTES` written byte for byte as ``orjson.dumps`` writes it, its
-    :data:`Layout`: the span of every top-level value, which :func:`rewrite` copies instead of
-    writing again when the change left that value alone (``None`` otherwise). Raises as
+def loads_checked(raw: bytes) -> tuple[Any, bool, bool]:
+    """``(loads(raw), unique, canonical)``: :func:`loads_unique`, and whether ``raw`` is byte for
+    byte ``orjson.dumps`` of the value (:func:`_canonical`; what :func:`layout` needs). Raises as
     :func:`loads`."""
-    value, keys, layout = _read(raw)
-    return value, keys is None or not _repeats_key(raw, keys), layout
+    value, keys = _read(raw)
+    return value, keys is None or not _repeats_key(raw, keys), keys is None
 
 
-def _read(raw: bytes) -> tuple[Any, int | None, Layout | None]:
-    """``(value, number of object keys in value, layout)`` (see :func:`loads`); the count is
-    ``None`` when ``raw`` is exactly ``orjson.dumps(value)`` (:func:`_canonical`): then no key
-    repeats, and a large object's layout comes with it (:func:`_canonical_layout`)."""
+def _read(raw: bytes) -> tuple[Any, int | None]:
+    """``(value, number of object keys in value)`` (see :func:`loads`); the count is ``None`` when
+    ``raw`` is exactly ``orjson.dumps(value)`` (:func:`_canonical`): then no key repeats."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -144,19 +133,15 @@ def _read(raw: bytes) -> tuple[Any, int | None, Layout | None]:
         if too_deep(raw):
             raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}") from None
         value = _stdlib(raw)
-        return value, _shape(value)[1], None
-    if len(raw) >= LAYOUT_MIN_BYTES and type(value) is dict:
-        layout = _canonical_layout(value, raw)
-        if layout is not None:
-            return value, None, layout
-    elif _canonical(value, raw):
-        return value, None, None
+        return value, _shape(value)[1]
+    if _canonical(value, raw):
+        return value, None
     depth, keys, big = _shape(value)
     if depth > MAX_DEPTH:
         raise NotStrictJSON(f"nested deeper than {MAX_DEPTH}")
     if big and _BIG_INT.search(raw):
-        return _stdlib(raw), keys, None  # the same tree, integers exact
-    return value, keys, None
+        return _stdlib(raw), keys  # the same tree, integers exact
+    return value, keys
 
 
 _CONTAINERS_FLOATS = frozenset((dict, list, float))
@@ -184,41 +169,53 @@ def _canonical(value: Any, raw: bytes) -> bool:
         return False
 
 
-def _canonical_layout(value: dict[str, Any], raw: bytes) -> Layout | None:
-    """:func:`_canonical` for an object, written one top-level value at a time: the spans of
-    its values when ``raw`` is ``{`` + ``"key":value`` pairs joined by ``,`` + ``}`` with each key
-    and value exactly as ``orjson.dumps`` writes it (which is ``orjson.dumps(value)``), else
-    ``None``. The same writes and compares as the whole at once (no copy). orjson refuses to
-    write a value nested 255 levels deep, so ``raw`` nests at most 256 levels, under
-    :data:`MAX_DEPTH`; and a repeated top-level key cannot pass (the dict holds it once, so
-    fewer pairs are written than ``raw`` holds)."""
-    if raw[:1] != b"{" or raw[-1:] != b"}":
+#: Where top-level values of a body lie in its bytes: key -> (start, end) offsets.
+Layout = dict[str, tuple[int, int]]
+
+#: Bodies at least this long get a :data:`Layout` (below it, writing the whole costs little).
+LAYOUT_MIN_BYTES = 32 * 1024
+
+
+def layout(raw: bytes, value: Any, touched: frozenset[str]) -> Layout | None:
+    """Where the top-level values outside ``touched`` lie in ``raw``, for :func:`rewrite` to copy
+    them instead of writing them again; ``None`` when there is nothing worth copying (``raw``
+    shorter than :data:`LAYOUT_MIN_BYTES`, ``value`` not an object, or every key touched).
+
+    ``raw`` must be exactly ``orjson.dumps(value)`` (:func:`loads_checked` says ``canonical``)
+    and ``value`` not yet changed. ``raw`` is then ``{`` + ``"key":value`` pairs joined by
+    ``,`` + ``}``, each as ``orjson.dumps`` writes it: every value but the largest untouched one
+    (by item count: a transcript) is written to learn its length, and that one is what is left.
+    Each key is checked at the offset found. Cost: writing the rest of the body once (the tools
+    and the system prompt, not the transcript), only for a body about to change. Never
+    raises."""
+    if len(raw) < LAYOUT_MIN_BYTES or type(value) is not dict or not value:
         return None
-    dumps_ = orjson.dumps
-    startswith = raw.startswith
-    layout: Layout = {}
-    pos = 1
+    keys = [k for k in value if k not in touched]
+    if not keys or any(type(k) is not str for k in value):
+        return None
+    big = max(keys, key=lambda k: len(value[k]) if type(value[k]) in (list, dict, str) else 0)
     try:
-        for key, item in value.items():
-            if pos != 1:
-                if raw[pos] != 0x2C:  # ","
-                    return None
-                pos += 1
-            name = dumps_(key)
-            if not startswith(name, pos):
-                return None
-            pos += len(name)
-            if raw[pos] != 0x3A:  # ":"
-                return None
-            pos += 1
-            text = dumps_(item)
-            if not startswith(text, pos):
-                return None
-            layout[key] = (pos, pos + len(text))
-            pos += len(text)
-    except (orjson.JSONEncodeError, IndexError):
+        names = {k: orjson.dumps(k) for k in value}
+        sizes = {k: len(orjson.dumps(v)) for k, v in value.items() if k != big}
+    except orjson.JSONEncodeError:  # not what orjson writes after all
         return None
-    return layout if pos == len(raw) - 1 else None
+    # {, then each pair "key":value, with a comma between pairs, then }
+    fixed = 2 + (len(value) - 1) + sum(len(n) + 1 for n in names.values())
+    sizes[big] = len(raw) - fixed - sum(sizes.values())
+    out: Layout = {}
+    pos = 1
+    for k in value:
+        name = names[k]
+        if not raw.startswith(name + b":", pos):
+            return None
+        start = pos + len(name) + 1
+        end = start + sizes[k]
+        if raw[end : end + 1] != (b"," if end + 1 < len(raw) else b"}"):
+            return None  # the value does not end where the next pair (or the object) does
+        if k not in touched:
+            out[k] = (start, end)
+        pos = end + 1  # past the comma, or the closing brace
+    return out if pos == len(raw) and sizes[big] > 0 else None
 
 
 def _shape(value: Any) -> tuple[int, int, bool]:
@@ -365,7 +362,6 @@ def rewrite(
     unique_keys: bool = False,
     finite: bool = False,
     layout: Layout | None = None,
-    touched: frozenset[str] | None = None,
 ) -> bytes | None:
     """The bytes to send in place of ``original`` (JSON text :func:`loads` accepted) now that
     ``value`` (what it was parsed into, changed) should go out, or ``None`` to leave
@@ -374,25 +370,25 @@ def rewrite(
     ``original`` repeats no key (:func:`has_duplicate_keys` on the unchanged value; cheaper and
     builds no second tree). ``finite``: the caller knows ``value`` holds no NaN or infinity
     (:func:`loads` refuses them, and the change added no float): the walk that looks is skipped.
-    ``layout`` (:func:`loads_layout` of ``original``) and ``touched`` (the top-level keys the
-    change may have written, added or removed; ``None``: any): every other top-level value is
-    copied from ``original`` instead of written again, which gives the same bytes, since
-    ``original`` is what ``orjson.dumps`` writes (a 2 MB transcript whose system prompt changed
-    writes only the prompt). Never raises."""
+    ``layout`` (:func:`layout` of ``original``, taken before the change, outside the top-level
+    keys the change may write, add or remove): the values it locates are copied from
+    ``original`` instead of written again, which gives the same bytes, since ``original`` is what
+    ``orjson.dumps`` writes (a 2 MB transcript whose system prompt changed writes only the
+    prompt). Never raises."""
     try:
         if not unique_keys and has_duplicate_keys(original):
             return None
         if not finite and not _finite(value):
             return None
-        if layout is not None and touched is not None and type(value) is dict:
-            return _splice(original, value, layout, touched)
+        if layout is not None and type(value) is dict:
+            return _splice(original, value, layout)
         return dumps(value)
     except (ValueError, RecursionError):
         return None
 
 
-def _splice(original: bytes, value: dict[str, Any], layout: Layout, touched: frozenset[str]) -> bytes:
-    """``dumps(value)``, each top-level value not in ``touched`` copied from its span in
+def _splice(original: bytes, value: dict[str, Any], layout: Layout) -> bytes:
+    """``dumps(value)``, each top-level value ``layout`` holds copied from its span in
     ``original`` (:func:`rewrite`). Raises ``ValueError`` as :func:`dumps`."""
     if any(type(key) is not str for key in value):
         return dumps(value)  # dumps decides (a JSON key is a string)
@@ -402,7 +398,7 @@ def _splice(original: bytes, value: dict[str, Any], layout: Layout, touched: fro
         parts.append(b"," if parts else b"{")
         parts.append(dumps(key))
         parts.append(b":")
-        span = layout.get(key) if key not in touched else None
+        span = layout.get(key)
         parts.append(view[span[0] : span[1]] if span is not None else dumps(item))
     parts.append(b"}" if parts else b"{}")
     return b"".join(parts)
