@@ -301,7 +301,8 @@ def scenarios(draw: st.DrawFn, dialect: str, *, ws: bool = False) -> Scenario:
         if d.flat in first:
             # the same name drawn twice: skipped (a custom/provider tool repeating a function
             # name: test_bug_provider_tool_repeating_a_client_tool_name_is_dropped; a top-level
-            # Responses name equal to a namespaced one: test_bug_responses_repeat_across_namespace_entries)
+            # Responses name equal to a namespaced one is pinned by
+            # test_was_bug_responses_repeat_across_namespace_entries)
             continue
         first[d.flat] = len(decls)
         decls.append(d)
@@ -831,10 +832,9 @@ class GeminiWire(Wire):
             if _schema(d) is not None:
                 fd["parametersJsonSchema"] = _schema(d)
             decls.append(fd)
-        # Duplicates in one functionDeclarations list only:
-        # test_bug_gemini_repeat_across_tools_entries_is_not_deduplicated
+        # Declarations split over two tools[] entries (repeats too: one count over all entries)
         tools: list[dict[str, Any]]
-        if len(decls) > 1 and len({d.flat for d in s.decls}) == len(s.decls) and s.system_shape == 2:
+        if len(decls) > 1 and s.system_shape == 2:
             tools = [{"functionDeclarations": decls[:1]}, {"functionDeclarations": decls[1:]}]
         else:
             tools = [{"functionDeclarations": decls}]
@@ -1583,10 +1583,10 @@ def test_bug_provider_tool_repeating_a_client_tool_name_is_dropped(env: Env) -> 
     assert {"type": "web_search_20250305", "name": "web_search", "max_uses": 2} in fwd["tools"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Gemini's apply_request runs dedupe_tools once per tools[] entry, each with a "
-                   "fresh DuplicateCursor, so a name repeated in a second functionDeclarations list is neither aliased "
-                   "nor dropped: the upstream receives the name twice while the record claims an alias")
-def test_bug_gemini_repeat_across_tools_entries_is_not_deduplicated(env: Env) -> None:
+# Was a bug: Gemini's apply_request ran dedupe_tools once per tools[] entry, each with a fresh
+# DuplicateCursor, so a name repeated in a second functionDeclarations list was neither aliased nor
+# dropped: the upstream received the name twice while the record claimed an alias.
+def test_was_bug_gemini_repeat_across_tools_entries_is_deduplicated(env: Env) -> None:
     s1 = {"type": "object", "properties": {"file_path": STR}}
     s2 = {"type": "object", "properties": {"path": STR}}
     body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}],
@@ -1599,12 +1599,12 @@ def test_bug_gemini_repeat_across_tools_entries_is_not_deduplicated(env: Env) ->
     assert len(set(names)) == len(names), f"the upstream receives a repeated name: {names}"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: OpenAI Responses apply_request runs dedupe_tools for the top-level list and "
-                   "again per namespace entry, each with a fresh DuplicateCursor, while make_plan counts repeats by flat "
-                   "name across all of them: one namespace declared in two entries sends the same (namespace, name) "
-                   "twice, and a top-level name equal to a namespaced flat name is planned as aliased but sent unchanged")
+# Was a bug: OpenAI Responses apply_request ran dedupe_tools for the top-level list and again per
+# namespace entry, each with a fresh DuplicateCursor, while make_plan counts repeats by flat name
+# across all of them: one namespace declared in two entries sent the same (namespace, name) twice,
+# and a top-level name equal to a namespaced flat name was planned as aliased but sent unchanged.
 @pytest.mark.parametrize("shape", ["namespace twice", "top-level and namespace"])
-def test_bug_responses_repeat_across_namespace_entries(env: Env, shape: str) -> None:
+def test_was_bug_responses_repeat_across_namespace_entries(env: Env, shape: str) -> None:
     s1 = {"type": "object", "properties": {"title": STR}}
     s2 = {"type": "object", "properties": {"body": STR}}
     if shape == "namespace twice":
@@ -1655,31 +1655,39 @@ def test_was_bug_transcript_alias_answered_reaches_the_client(env: Env) -> None:
     assert alias.encode() not in client, "the client received the alias of its own replayed name"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Gemini's apply_request renames snake_case `function_declarations` but reads "
-                   "allowed names only from camelCase toolConfig.functionCallingConfig.allowedFunctionNames, so a "
-                   "snake_case `tool_config.function_calling_config.allowed_function_names` (accepted by the API, proto "
-                   "JSON) keeps the long name while its declaration goes up as an alias")
-def test_bug_gemini_snake_case_allowed_function_names_are_not_renamed(env: Env) -> None:
+# Was a bug: Gemini's apply_request renamed snake_case `function_declarations` but read allowed
+# names only from camelCase toolConfig.functionCallingConfig.allowedFunctionNames, so a snake_case
+# `tool_config.function_calling_config.allowed_function_names` (proto JSON accepts either spelling
+# of each field) kept the long name while its declaration went up as an alias.
+@pytest.mark.parametrize("config, calling, allowed", [("tool_config", "function_calling_config", "allowed_function_names"),
+                                                      ("toolConfig", "function_calling_config", "allowedFunctionNames"),
+                                                      ("tool_config", "functionCallingConfig", "allowed_function_names")])
+def test_was_bug_gemini_snake_case_allowed_function_names_are_renamed(env: Env, config: str, calling: str, allowed: str) -> None:
     body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}],
             "tools": [{"function_declarations": [{"name": LONG, "parameters": {"type": "OBJECT"}}]}],
-            "tool_config": {"function_calling_config": {"mode": "ANY", "allowed_function_names": [LONG]}}}
+            config: {calling: {"mode": "ANY", allowed: [LONG]}}}
     fwd, _, _ = through(env, "gemini", body, lambda fwd: (b'{"candidates":[]}', "application/json"),
                         path="/v1beta/models/gemini-2.5-pro:generateContent")
     alias = fwd["tools"][0]["function_declarations"][0]["name"]
     assert alias != LONG
-    assert fwd["tool_config"]["function_calling_config"]["allowed_function_names"] == [alias]
+    assert fwd[config][calling][allowed] == [alias]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: OpenAI Chat apply_request de-duplicates `tools` only; a name repeated in the "
-                   "legacy `functions` list is planned as an alias (record) but sent twice")
-def test_bug_chat_legacy_functions_repeat_is_not_deduplicated(env: Env) -> None:
-    body = {"model": "gpt-4", "messages": [{"role": "user", "content": "x"}], "functions": [
-        {"name": "Read", "parameters": {"type": "object", "properties": {"a": STR}}},
-        {"name": "Read", "parameters": {"type": "object", "properties": {"b": STR}}}]}
+# Was a bug: OpenAI Chat apply_request de-duplicated `tools` only; a name repeated in the legacy
+# `functions` list was planned as an alias (record) but sent twice. Also across the two lists.
+@pytest.mark.parametrize("where", ["functions", "tools and functions"])
+def test_was_bug_chat_legacy_functions_repeat_is_deduplicated(env: Env, where: str) -> None:
+    first = {"name": "Read", "parameters": {"type": "object", "properties": {"a": STR}}}
+    second = {"name": "Read", "parameters": {"type": "object", "properties": {"b": STR}}}
+    body: dict[str, Any] = {"model": "gpt-4", "messages": [{"role": "user", "content": "x"}], "functions": [first, second]}
+    if where == "tools and functions":
+        body["tools"] = [{"type": "function", "function": first}]
+        body["functions"] = [second]
     fwd, _, record = through(env, "openai_chat", body, lambda fwd: (b'{"choices":[]}', "application/json"))
-    assert record["duplicates"]["Read"][0] not in (None, "Read")
-    names = [f["name"] for f in fwd["functions"]]
-    assert len(set(names)) == len(names), f"the upstream receives a repeated name: {names}"
+    (alias,) = record["duplicates"]["Read"]
+    assert alias not in (None, "Read")
+    names = [t["function"]["name"] for t in fwd.get("tools", [])] + [f["name"] for f in fwd["functions"]]
+    assert names == ["Read", alias], f"the upstream receives {names}"
 
 
 # Was a bug: an answer to this flow's alias was fitted with closed=True and lost keys its own

@@ -173,7 +173,9 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
         req["systemInstruction"] = {"parts": [{"text": system}]}
     elif where == "legacy":
         req["system_instruction"] = {"parts": [{"text": system}]}
-    if names:
+    if names and where == "legacy":  # proto JSON's other spelling
+        req["tool_config"] = {"function_calling_config": {"mode": "ANY", "allowed_function_names": names[:1]}}
+    elif names:
         req["toolConfig"] = {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": names[:1]}}
     return {"model": "m", "project": "p", "request": req} if where == "blocks" else req
 

@@ -138,11 +138,19 @@ class CallIds:
         return new
 
 
+#: A nested list of declarations (OpenAI Responses' ``namespace`` entry): the list, its
+#: members' ``name_of`` and ``set_name``; ``None`` for an entry that holds none.
+Members = Callable[[Any], "tuple[list[Any], Callable[[Any], str | None], Callable[[Any, str], None]] | None"]
+
+
 def dedupe_tools(
     tools: list[Any],
     plan: Plan,
     name_of: Callable[[Any], str | None],
     set_name: Callable[[Any, str], None],
+    *,
+    cursor: DuplicateCursor | None = None,
+    members: Members | None = None,
 ) -> bool:
     """Apply ``plan.duplicates`` to a request's tool list in place.
 
@@ -150,13 +158,25 @@ def dedupe_tools(
     are kept and not counted); ``set_name(tool, alias)`` renames one. Identical repeats are
     removed, different tools under a repeated name get their alias; the first declaration of
     each name is left for the rename map. Returns True when the list changed.
+
+    The plan numbers the repeats of a name in the order ``declared_tools`` reads the
+    declarations, over every list the request declares tools in. A dialect with several lists
+    (OpenAI Chat's ``tools`` and legacy ``functions``, Gemini's ``tools[]`` entries) passes one
+    ``cursor`` to each call, in that order; ``members(entry)`` walks a nested list (a Responses
+    ``namespace``) at its entry's place.
     """
     if not plan.duplicates:
         return False
-    cursor = DuplicateCursor(plan)
+    if cursor is None:
+        cursor = DuplicateCursor(plan)
     kept: list[Any] = []
     changed = False
     for tool in tools:
+        inner = members(tool) if members is not None else None
+        if inner is not None:
+            changed |= dedupe_tools(inner[0], plan, inner[1], inner[2], cursor=cursor)
+            kept.append(tool)
+            continue
         name = name_of(tool)
         if name is not None:
             action, alias = cursor.step(name)

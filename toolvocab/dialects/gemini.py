@@ -24,6 +24,7 @@ from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import dedupe_tools
+from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import object_arguments_call
 from toolvocab.dialects import textcalls
@@ -92,6 +93,25 @@ def _unwrap(body: Any) -> Any:
     if isinstance(body, dict) and isinstance(body.get("response"), dict) and "candidates" not in body:
         return body["response"]
     return body
+
+
+def _allowed_names(req: dict[str, Any]) -> list[list[Any]]:
+    """Every ``allowedFunctionNames`` list of ``toolConfig.functionCallingConfig``, each of the
+    three fields in either spelling: the API reads proto JSON, which accepts the lowerCamelCase
+    JSON name or the original snake_case field name (protobuf "JSON Mapping": "Parsers accept
+    both the lowerCamelCase name ... and the original proto field name"), as Gemini's own
+    ``function_declarations`` show."""
+    found: list[list[Any]] = []
+    for config in (req.get("toolConfig"), req.get("tool_config")):
+        if not isinstance(config, dict):
+            continue
+        for calling in (config.get("functionCallingConfig"), config.get("function_calling_config")):
+            if not isinstance(calling, dict):
+                continue
+            for names in (calling.get("allowedFunctionNames"), calling.get("allowed_function_names")):
+                if isinstance(names, list):
+                    found.append(names)
+    return found
 
 
 class Gemini:
@@ -209,12 +229,14 @@ class Gemini:
         return []
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
-        """Rename per ``plan.rename_map`` in declarations, ``allowedFunctionNames`` and every
+        """Rename per ``plan.rename_map`` in declarations, the allowed function names (either
+        spelling, :func:`_allowed_names`) and every
         transcript ``functionCall`` / ``functionResponse``; add the prompt sentence as a text
         part of ``systemInstruction``."""
         req = _unwrap(body)
         changed = False
         rename = plan.rename_map
+        cursor = DuplicateCursor(plan)  # one count over every tools[] entry, in order
         for tool in _list(req.get("tools")):
             key = _decl_key(tool)
             if key is not None:
@@ -223,15 +245,14 @@ class Gemini:
                     plan,
                     lambda d: d["name"] if isinstance(d, dict) and isinstance(d.get("name"), str) else None,
                     lambda d, alias: d.__setitem__("name", alias),
+                    cursor=cursor,
                 )
         if rename:
             for tool in _list(req.get("tools")):
                 key = _decl_key(tool)
                 for decl in tool[key] if key is not None else ():
                     changed |= _rename(decl, rename)
-            config = (req.get("toolConfig") or {}).get("functionCallingConfig") if isinstance(req.get("toolConfig"), dict) else None
-            if isinstance(config, dict) and isinstance(config.get("allowedFunctionNames"), list):
-                names = config["allowedFunctionNames"]
+            for names in _allowed_names(req):
                 for i, name in enumerate(names):
                     if isinstance(name, str) and name in rename:
                         names[i] = rename[name]
@@ -256,13 +277,13 @@ class Gemini:
         return changed
 
     def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
-        """``tools`` and ``toolConfig``; ``contents`` when names are renamed (earlier
+        """``tools`` and the tool config (either spelling); ``contents`` when names are renamed (earlier
         ``functionCall`` / ``functionResponse`` parts); the system instruction (either
         spelling) for the prompt sentence. ``None`` for a Code Assist envelope (all of it is
         under ``request``)."""
         if _unwrap(body) is not body:
             return None
-        keys = {"tools", "toolConfig"}
+        keys = {"tools", "toolConfig", "tool_config"}
         if plan.rename_map:
             keys.add("contents")
         if plan.prompt_sentence:

@@ -25,6 +25,7 @@ from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
+from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.sse import EventStreamRewriter
@@ -202,8 +203,11 @@ class OpenAIChat:
         system/developer message (or a new system message first)."""
         changed = False
         rename = plan.rename_map
+        cursor = DuplicateCursor(plan)  # one count over tools, then functions (declared_tools' order)
         if isinstance(body.get("tools"), list):
-            changed |= dedupe_tools(body["tools"], plan, _chat_tool_name, _set_chat_tool_name)
+            changed |= dedupe_tools(body["tools"], plan, _chat_tool_name, _set_chat_tool_name, cursor=cursor)
+        if isinstance(body.get("functions"), list):
+            changed |= dedupe_tools(body["functions"], plan, _function_name, _set_function_name, cursor=cursor)
         if rename:
             for tool in as_list(body.get("tools")):
                 if isinstance(tool, dict) and tool.get("type", "function") == "function":
@@ -335,6 +339,15 @@ def _chat_tool_name(tool: Any) -> str | None:
 def _set_chat_tool_name(tool: Any, alias: str) -> None:
     if tool.get("type", "function") == "function":
         tool["function"]["name"] = alias
+
+
+def _function_name(fn: Any) -> str | None:
+    """A legacy ``functions[]`` entry's name (counted as :meth:`OpenAIChat.declared_tools` counts it)."""
+    return fn["name"] if isinstance(fn, dict) and isinstance(fn.get("name"), str) else None
+
+
+def _set_function_name(fn: Any, alias: str) -> None:
+    fn["name"] = alias
 
 
 def _add_sentence(body: dict[str, Any], sentence: str) -> bool:

@@ -13,6 +13,7 @@ and in the ``response`` object that ``response.completed`` (and ``created``, ``i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -152,16 +153,9 @@ class OpenAIResponses:
         changed = False
         rename = plan.rename_map
         if isinstance(body.get("tools"), list):
-            changed |= dedupe_tools(body["tools"], plan, _responses_tool_name, _set_responses_tool_name)
-            for tool in body["tools"]:
-                if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
-                    ns = tool.get("name")
-                    changed |= dedupe_tools(
-                        tool["tools"],
-                        plan,
-                        lambda t, ns=ns: join_namespace(ns, t["name"]) if isinstance(t, dict) and isinstance(t.get("name"), str) else None,
-                        lambda t, alias, ns=ns: t.__setitem__("name", split_flat(ns if isinstance(ns, str) else None, alias)),
-                    )
+            # One count over the top-level tools and each namespace's members at its place
+            # (declared_tools' order).
+            changed |= dedupe_tools(body["tools"], plan, _responses_tool_name, _set_responses_tool_name, members=_namespace_members)
         if rename:
             for tool in as_list(body.get("tools")):
                 if not isinstance(tool, dict):
@@ -243,6 +237,26 @@ def _responses_tool_name(tool: Any) -> str | None:
 def _set_responses_tool_name(tool: Any, alias: str) -> None:
     if tool.get("type") == "function":
         tool["name"] = alias
+
+
+def _namespace_members(tool: Any) -> tuple[list[Any], Callable[[Any], str | None], Callable[[Any, str], None]] | None:
+    """A ``namespace`` entry's member list with its flat names (``namespace__name``), for
+    :func:`dedupe_tools`, counting the members :meth:`OpenAIResponses.declared_tools` reads
+    (``function`` and ``custom`` ones of a namespace with a name); ``None`` for any other entry."""
+    if not (isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("name"), str)
+            and isinstance(tool.get("tools"), list)):
+        return None
+    ns: str = tool["name"]
+
+    def name_of(t: Any) -> str | None:
+        name = _responses_tool_name(t)
+        return join_namespace(ns, name) if name is not None else None
+
+    def set_name(t: Any, alias: str) -> None:
+        if t.get("type") == "function":  # a custom (freeform) tool is never renamed
+            t["name"] = split_flat(ns, alias)
+
+    return tool["tools"], name_of, set_name
 
 
 def _rename_named(obj: dict[str, Any], namespace: Any, rename: dict[str, str]) -> bool:
