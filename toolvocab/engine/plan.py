@@ -207,7 +207,10 @@ def make_plan(
     firsts: dict[str, DeclaredTool] = {}
     for tool in tools.tools:
         firsts.setdefault(tool.qualified, tool)
-    taken: set[str] = set(firsts) | {t.name for t in tools.tools}
+    transcript_names = tuple(dict.fromkeys(transcript_names))
+    # A name the upstream will see for another tool: declared, or replayed in the transcript (an
+    # earlier call, maybe to a tool no longer declared). No rename or alias may land on one.
+    taken: set[str] = set(firsts) | {t.name for t in tools.tools} | set(transcript_names)
 
     if profile is not None:
         for capability, target in profile.names.items():
