@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +29,10 @@ from toolvocab.engine.grammar import GRAMMARS
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.plan import make_plan
 
+#: Hypothesis examples per property (``TOOLVOCAB_PROPERTY_EXAMPLES``: ``.ci/run``'s long profile
+#: sets 2000; quick default 300).
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
+
 KEYS = st.text(st.sampled_from('ab"\\\u00e9\u2028/'), max_size=4)
 LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
 VALUES = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3), max_leaves=12)
@@ -41,7 +46,7 @@ def no_threshold() -> Iterator[None]:
         yield
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(body=st.dictionaries(KEYS, VALUES, max_size=6), data=st.data())
 def test_rewrite_with_layout_is_orjson_dumps_of_the_change(body: dict[str, Any], data: st.DataObject) -> None:
     raw = orjson.dumps(body)
@@ -67,7 +72,7 @@ def test_rewrite_with_layout_is_orjson_dumps_of_the_change(body: dict[str, Any],
     assert got == orjson.dumps(changed)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(body=st.dictionaries(KEYS, VALUES, min_size=1, max_size=4))
 def test_only_orjson_spelling_is_canonical(body: dict[str, Any]) -> None:
     """Spaces, trailing whitespace, a top-level key repeated first or last (the last spelling
@@ -181,7 +186,7 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
 
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(names=st.lists(st.sampled_from(NAMES), max_size=4), transcript=st.lists(st.sampled_from(NAMES + ["old.tool"]), max_size=3),
        system=st.sampled_from(SYSTEMS), where=st.sampled_from(["none", "string", "blocks", "legacy"]), sentence=st.booleans())
 def test_request_keys_name_every_key_apply_request_changes(dialect: Any, names: list[str], transcript: list[str], system: str,
