@@ -278,7 +278,7 @@ class ToolVocab(Configurable):
             # that reads back strictly, else the client's bytes stay.
             touched = dialect.request_keys(body, plan)
             layout = None
-            if canonical and touched is not None and (plan.rename_map or plan.duplicates or plan.prompt_sentence):
+            if canonical and touched is not None and plan.changes_request:
                 # where the values the plan leaves alone lie: copied, not written again
                 layout = jsonio.layout(content, body, touched)
             if dialect.apply_request(body, plan):

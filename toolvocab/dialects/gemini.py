@@ -24,7 +24,6 @@ from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import dedupe_tools
-from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import object_arguments_call
 from toolvocab.dialects import textcalls
@@ -37,6 +36,7 @@ from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.models import ToolCall
+from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 

@@ -25,7 +25,6 @@ from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
-from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.sse import EventStreamRewriter
@@ -37,6 +36,7 @@ from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
+from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import LEAD
 from toolvocab.engine.wrapped import MARKUP_OPENERS

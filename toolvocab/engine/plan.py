@@ -76,6 +76,12 @@ class Plan(BaseModel):
                     out[a] = f"{name}{DUPLICATE_MARK}{k}"
         return out
 
+    @property
+    def changes_request(self) -> bool:
+        """True when a dialect's ``apply_request`` has something to apply: a rename, a repeated
+        declaration to drop or alias, or the prompt sentence."""
+        return bool(self.rename_map or self.duplicates or self.prompt_sentence)
+
     def upstream_name(self, flat: str) -> str:
         """The name sent upstream for the declared flat name ``flat``."""
         return self.rename_map.get(flat, flat)
