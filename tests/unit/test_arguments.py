@@ -168,7 +168,10 @@ def test_without_properties_nothing_changes(s: Any) -> None:
     ("argv", "command"),
     [
         (["bash", "-lc", "ls -la | wc -l"], "ls -la | wc -l"),
-        (["bash", "-c", "echo $HOME"], "echo $HOME"),
+        # Unwrapped only when bash, zsh and dash read it alike: `$HOME`, `**`, `echo` keep bash.
+        (["bash", "-c", "echo $HOME"], "bash -c 'echo $HOME'"),
+        (["bash", "-lc", "rm -f **/*.orig"], "bash -lc 'rm -f **/*.orig'"),
+        (["bash", "-lc", "cd src && make"], "cd src && make"),
         (["/bin/bash", "-lc", "git status"], "git status"),
         # Another shell's -c body means something else in bash: quoted, so that shell runs it.
         (["sh", "-c", "make test"], "sh -c 'make test'"),

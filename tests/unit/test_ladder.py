@@ -124,9 +124,9 @@ def test_declared_call_with_invalid_arguments_fixed_by_fitting_is_fit() -> None:
 
 
 def test_declared_call_with_argv_for_string_is_fit() -> None:
-    d = decide(CLAUDE, "Bash", {"command": ["bash", "-lc", "echo hi | wc -c"]})
+    d = decide(CLAUDE, "Bash", {"command": ["bash", "-lc", "git log | wc -c"]})
     assert d.action is Action.FIT
-    assert d.arguments_after == {"command": "echo hi | wc -c"}
+    assert d.arguments_after == {"command": "git log | wc -c"}
 
 
 def test_declared_call_invalid_and_not_fixable_is_kept_unchanged() -> None:

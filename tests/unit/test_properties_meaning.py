@@ -7,7 +7,8 @@ agents' real tool lists (the captured requests in ``tests/fixtures``, parsed by 
     synonyms — unless it is an annotation key of a call in another agent's vocabulary (a
     capability rename to a closed schema) or the ``command`` a text-editor call was dispatched on;
 (b) every value is equal, or changed only by a listed lossless transform: a shell argv →
-    the same command (``["bash", "-lc", X]`` → ``X``; any other argv, another shell's ``-c``
+    the same command (``["bash", "-lc", X]`` → ``X`` when X is portable across bash, zsh and dash;
+    any other argv, another shell's ``-c``
     included → a string that ``shlex.split`` turns back into that argv), a JSON-encoded array string → that array, a number
     string → that number, ``"true"``/``"false"`` → that boolean, a one-element list → its element,
     empty arguments → ``{}``;
@@ -57,6 +58,7 @@ from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import Plan
+from toolvocab.engine.shellwords import is_portable
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
@@ -126,7 +128,10 @@ def lossless(before: Any, after: Any) -> bool:
     if isinstance(before, list) and isinstance(after, str):
         if all(isinstance(a, str) for a in before):
             if len(before) == 3 and before[0] in POSIX_SHELLS and before[1] in ("-c", "-lc", "-cl", "-ic", "-ci"):
-                return after == before[2]
+                if after == before[2]:
+                    # Unwrapped: only a command bash, zsh and dash read alike (is_portable, which
+                    # tests/unit/test_shellwords.py checks against the three real shells).
+                    return is_portable(before[2])
             if len(before) == 1 and after == before[0]:
                 return True
             try:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import copy
 import re
-import shlex
 from typing import Any
 
 import orjson
 
 from toolvocab.engine.models import ArgChange
+from toolvocab.engine.shellwords import is_portable
+from toolvocab.engine.shellwords import posix_join
 
 #: Groups of argument keys that agents spell differently for the same thing. Sources: the
 #: declared schemas of Claude Code 2.1.197 (``file_path``, ``old_string``), OpenCode 1.18.33
@@ -60,12 +61,13 @@ _EMPTY_MEANS_ABSENT = frozenset(
     {"path", "file_path", "filePath", "absolute_path", "filepath", "dir_path", "directory", "command", "cmd"}
 )
 
-#: ``argv`` prefixes that only say "run this string in bash": ``["bash", "-lc", X]`` is X for a
-#: bash tool. Only bash: ``zsh -c`` / ``sh -c`` / ``ksh -c`` bodies mean something else in bash
-#: (word splitting, ``echo`` escapes, parameter flags), so those argv are joined with POSIX
-#: quoting (``zsh -c 'for f in $F; …'``) and their own shell still runs them.
+#: ``argv`` prefixes that say "run this string in bash": ``["bash", "-lc", X]``. ``X`` alone is
+#: unwrapped only when it reads the same in bash, zsh and dash
+#: (:func:`~toolvocab.engine.shellwords.is_portable`): a shell tool may run it in the user's zsh.
+#: Another shell's ``-c`` (``zsh -c``, ``sh -c``) and any other ``X`` are joined with POSIX
+#: quoting, so the shell the model named still runs it.
 _SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/(?:local/)?)?bin/)?bash$")
-_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci", "-l -c"})
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci"})
 
 #: Keys holding a command line: only these turn an argv list into a command string.
 _COMMAND_KEYS = frozenset({"command", "cmd"})
@@ -120,18 +122,18 @@ def _has_type(value: Any, types: set[str]) -> bool:
 
 
 def argv_to_command(argv: list[str]) -> str:
-    """Turn an argv list into one command string.
+    """Turn an argv list into one command string that runs the same argv in bash, zsh and dash.
 
-    ``["bash", "-lc", "echo hi"]`` (bash, ``-c``/``-lc``) is the string itself; anything else
-    (another shell's ``-c`` included) is joined with ``shlex.join`` so the shell sees the same
-    words.
-    Raises ``TypeError`` when an element is not a string.
+    ``["bash", "-lc", X]`` is ``X`` itself when ``X`` is portable
+    (:func:`~toolvocab.engine.shellwords.is_portable`: ``"git status"``, ``"cd src && make"``);
+    anything else — ``["bash", "-lc", "rm -f **/*.orig"]``, another shell's ``-c``, a plain argv —
+    is joined with :func:`~toolvocab.engine.shellwords.posix_join` (``bash -lc 'rm -f **/*.orig'``).
+    Raises ``TypeError`` when an element is not a string, ``ValueError`` for a NUL character.
     """
-    if not all(isinstance(a, str) for a in argv):
-        raise TypeError("argv holds a non-string")
-    if len(argv) == 3 and _SHELL_WRAPPERS.match(argv[0]) and argv[1] in _SHELL_FLAGS:
-        return argv[2]
-    return shlex.join(argv)
+    if len(argv) == 3 and isinstance(argv[0], str) and _SHELL_WRAPPERS.match(argv[0]) and argv[1] in _SHELL_FLAGS:
+        if isinstance(argv[2], str) and is_portable(argv[2]):
+            return argv[2]
+    return posix_join(argv)
 
 
 def command_to_argv(command: str) -> list[str] | None:
@@ -240,7 +242,7 @@ def fit_arguments(
                     continue
                 try:
                     new = argv_to_command(value)
-                except TypeError:
+                except (TypeError, ValueError):
                     continue
                 out[key] = new
                 changes.append(ArgChange(op="argv_to_string", key=key, before=value, after=new))

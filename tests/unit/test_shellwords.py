@@ -1,0 +1,183 @@
+"""Portable command lines and POSIX joins, checked against the real shells.
+
+Every generated command runs under bash, zsh and dash (``sh -c`` style, no rc files) with a
+``PATH`` of stub commands that print the argv they were given (NUL-separated) and exit with a
+status fixed by their name. A command :func:`is_portable` accepts must print the same bytes and
+succeed or fail alike in all three; a :func:`posix_join` of any argv must hand the stub exactly that
+argv in all three. The oracle is the shells themselves, not the code under test.
+
+Skipped (with the reason) when a shell is not installed; ``.ci/run`` installs zsh.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import event
+from hypothesis import example
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from toolvocab.engine.shellwords import is_portable
+from toolvocab.engine.shellwords import posix_join
+
+SHELLS = {name: shutil.which(name) for name in ("bash", "zsh", "dash")}
+MISSING = [name for name, path in SHELLS.items() if path is None]
+pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"shell(s) not installed: {', '.join(MISSING)}")
+
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "150"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+#: Stub commands: each prints its name and arguments, NUL-terminated, and exits 0 (``ok*``) or 1
+#: (``no*``).
+STUBS = {"oka": 0, "okb": 0, "noa": 1, "nob": 1}
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("shells")
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    for name, status in STUBS.items():
+        stub = bin_dir / name
+        stub.write_text(f"#!/bin/sh\nprintf '%s\\0' {name} \"$@\"\nexit {status}\n")
+        stub.chmod(0o755)
+    # Files for globs to find, at two depths, so `*` and `**` differ between shells.
+    work = root / "work"
+    (work / "sub" / "deep").mkdir(parents=True)
+    for rel in ("a.orig", "sub/b.orig", "sub/deep/c.orig", "x.txt"):
+        (work / rel).write_text("")
+    (root / "home").mkdir()
+    return root
+
+
+def run(shell: str, command: str, root: Path) -> tuple[bytes, int]:
+    """(stdout, exit status) of ``command`` under ``shell -c``, in the sandbox, no rc files."""
+    argv = [SHELLS[shell], "-f", "-c", command] if shell == "zsh" else [SHELLS[shell], "-c", command]
+    env = {
+        "PATH": f"{root / 'bin'}:/usr/bin:/bin",
+        "HOME": str(root / "home"),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
+    proc = subprocess.run(argv, cwd=root / "work", env=env, capture_output=True, timeout=10, check=False)
+    return proc.stdout, proc.returncode
+
+
+def outcomes(command: str, root: Path) -> dict[str, tuple[bytes, bool]]:
+    """Per shell: what the stubs printed, and whether the command line succeeded (the status
+    *value* of a failing builtin differs — dash's ``cd`` exits 2, bash's 1 — its success does not)."""
+    out = {}
+    for shell in SHELLS:
+        stdout, status = run(shell, command, root)
+        out[shell] = (stdout, status == 0)
+    return out
+
+
+# ------------------------------------------------------------------ generators
+_SAFE = "abz09_@%+=:,./-"
+_SPECIAL = "*?[]{}~$'\"\\!#&<>()^`"
+safe_word = st.text(alphabet=st.sampled_from(list(_SAFE)), min_size=1, max_size=6)
+word = safe_word | safe_word | st.text(alphabet=st.sampled_from(list(_SAFE) + list(_SPECIAL)), min_size=1, max_size=6)
+command_word = st.sampled_from(sorted(STUBS)) | st.sampled_from(["cd", "echo", "pwd", "true", "false", "noglob", "shopt", "-", "%1", "time", "=oka", "A=1"])
+simple = st.tuples(command_word, st.lists(word | st.sampled_from(["**/*.orig", "*.orig", "=oka", "$HOME", "a=b", "sub", "-1"]), max_size=4))
+operator = st.sampled_from(["&&", "||", ";", "|"]) | st.sampled_from(["&", "\n", ";;"])
+gap = st.sampled_from(["", " ", "  ", "\t"])
+
+
+@st.composite
+def command_lines(draw: st.DrawFn) -> str:
+    parts = [draw(simple) for _ in range(draw(st.integers(1, 3)))]
+    text = ""
+    for i, (name, args) in enumerate(parts):
+        if i:
+            text += draw(gap) + draw(operator) + draw(gap)
+        text += " ".join([name, *args])
+    return text
+
+
+@st.composite
+def plain_lines(draw: st.DrawFn) -> str:
+    """Command lines of the portable shape (safe words, the four operators, assignments, ``cd``),
+    so that most of them are portable and the shells' agreement is checked on many."""
+    text = ""
+    for i in range(draw(st.integers(1, 4))):
+        if i:
+            text += draw(gap) + draw(st.sampled_from(["&&", "||", ";", "|"])) + draw(gap)
+        words = draw(st.lists(st.sampled_from(["A=1", "B_2=x"]), max_size=1))
+        words.append(draw(st.sampled_from([*sorted(STUBS), "cd", "true", "false", "pwd", "echo"])))
+        words += draw(st.lists(safe_word | st.sampled_from(["sub", "sub/deep", "..", "-1", "-n", "-e", "-E"]), max_size=3))
+        text += " ".join(words)
+    return text
+
+
+# ------------------------------------------------------------------ properties
+@SETTINGS
+@given(command=command_lines() | plain_lines())
+@example(command="oka -la && okb src")
+@example(command="noa x || oka y ; okb z | oka w")
+@example(command="cd sub && oka deep")
+def test_a_portable_command_runs_alike_in_bash_zsh_and_dash(sandbox: Path, command: str) -> None:
+    portable = is_portable(command)
+    event(f"portable: {portable}")
+    if not portable:
+        return
+    seen = outcomes(command, sandbox)
+    assert len(set(seen.values())) == 1, f"{command!r} is called portable but the shells differ: {seen}"
+
+
+@SETTINGS
+@given(argv=st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=8), max_size=5))
+@example(argv=["-f", "**/*.orig"])
+@example(argv=["=oka", "it's", "$HOME", "a b", "\n", "~", "!x", "\\"])
+def test_a_posix_join_hands_every_shell_the_same_argv(sandbox: Path, argv: list[str]) -> None:
+    expected = b"".join(w.encode() + b"\x00" for w in ["oka", *argv])
+    line = posix_join(["oka", *argv])
+    for shell, (out, status) in outcomes(line, sandbox).items():
+        assert (out, status) == (expected, True), f"{shell} read {line!r} as {out!r}"
+
+
+# ------------------------------------------------------------------ the oracle can see a difference
+def test_the_shells_really_differ_where_the_rule_says_so(sandbox: Path) -> None:
+    """``**`` recurses in zsh and not in bash or dash; ``=oka`` is a path in zsh: these are the
+    commands the rule keeps wrapped, and the harness sees the difference."""
+    globbed = outcomes("oka **/*.orig", sandbox)
+    assert globbed["zsh"] != globbed["bash"] and globbed["bash"] == globbed["dash"]
+    equals = outcomes("oka =oka", sandbox)
+    assert equals["zsh"] != equals["bash"]
+    assert not is_portable("oka **/*.orig") and not is_portable("oka =oka")
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls -la", "git status", "echo toolvocab-ok", "cd src && make test", "npm test || true", "ls | head -5", "FOO=1 make", "a -x; b --y=z"],
+)
+def test_plain_commands_are_portable(command: str) -> None:
+    assert is_portable(command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["rm -f **/*.orig", "echo $HOME", "echo -e hi", "echo -n x", "ls ~", "ls > out", "a & b", "a\nb", "ls;", "cd a b",
+     "noglob ls", "shopt -s globstar", "for f in a; do x; done", "ls 'a b'", "%1", "=ls", "x =y", ""],
+)  # fmt: skip
+def test_anything_else_is_not_portable(command: str) -> None:
+    assert not is_portable(command)
+
+
+def test_join_rejects_what_no_shell_word_can_hold() -> None:
+    with pytest.raises(ValueError):
+        posix_join(["a\x00b"])
+    with pytest.raises(TypeError):
+        posix_join(["a", 1])  # type: ignore[list-item]

@@ -1,0 +1,126 @@
+"""Command lines that mean the same in bash, zsh and dash, and argv joined so that they do.
+
+A shell tool runs its command string in *some* shell: Claude Code's ``Bash`` in the user's shell
+(zsh on a default macOS), Codex's ``exec_command`` in "the user's default shell", Gemini CLI's
+``run_shell_command`` in ``bash -c``. A model that answered ``["bash", "-lc", X]`` named bash; the
+string ``X`` alone may be read by zsh instead, and zsh reads ``**``, unquoted ``$var``, ``=cmd``,
+arrays and ``echo`` differently (zsh manual, "Expansion": GLOB_STAR_SHORT, SH_WORD_SPLIT and
+EQUALS are zsh's own). So ``X`` is unwrapped only when :func:`is_portable` holds — plain words and
+the operators ``&&``, ``||``, ``;``, ``|`` — and anything else is joined with :func:`posix_join`
+(``bash -lc 'rm -f **/*.orig'``), which every POSIX shell and zsh split back into the same argv.
+
+Both rules are checked against the real shells (``tests/unit/test_shellwords.py`` runs generated
+commands through bash, zsh and dash and compares the argv each executes).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Characters a word may hold and still be read literally by bash, zsh and dash: the set
+#: ``shlex.quote`` leaves unquoted (Python's ``shlex`` module), ASCII only.
+_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+", re.ASCII)
+
+#: Words a shell reads as syntax, or runs as its own builtin, at the head of a simple command:
+#: the reserved words and builtins of bash 5.2 (``compgen -k``, ``compgen -b``), zsh 5.9
+#: (``${(k)reswords}``, ``${(k)builtins}``) and dash 0.5.12 (dash(1), "Builtins"). Their behaviour
+#: differs between the shells (``echo`` reads backslashes in dash and zsh, ``cd a b`` substitutes in
+#: zsh, ``shopt`` exists only in bash, ``noglob`` / ``-`` are zsh precommand modifiers), so a command
+#: naming one is not portable — except ``cd`` with at most one argument, ``true``, ``false`` and
+#: ``pwd`` with none, and ``echo`` (its words hold no backslash, so only its flags differ), each with
+#: no argument that starts with ``-`` (``cd -e`` and ``echo -e`` differ), which the three run alike.
+_SHELL_WORDS = frozenset(
+    """
+    ! - . : [ [[ ]] { } alias autoload bg bind bindkey break builtin bye caller case cd chdir command
+    compadd comparguments compcall compctl compdescribe compfiles compgen compgroups complete compopt
+    compquote compset comptags comptry compvalues continue coproc declare dirs disable disown do done
+    echo echotc echoti elif else emulate enable end esac eval exec exit export false fc fg fi float for
+    foreach function functions getln getopts hash help history if in integer jobs kill let limit local
+    log logout mapfile nocorrect noglob popd print printf private pushd pushln pwd r read readarray
+    readonly rehash repeat return sched select set setopt shift shopt source suspend test then time
+    times trap true ttyctl type typeset ulimit umask unalias unfunction unhash unlimit unset unsetopt
+    until vared wait whence where which while zcompile zformat zle zmodload zparseopts zregexparse zstyle
+    """.split()
+)
+#: The shell words above that run alike in all three, with at most this many arguments (none of
+#: them starting with ``-``).
+_ALIKE = {"cd": 1, "true": 0, "false": 0, "pwd": 0, "echo": 1_000_000}
+
+_OPERATORS = ("&&", "||", ";", "|")
+_TOKEN = re.compile(r"[ \t]*(&&|\|\||;|\||[^ \t;&|]+)", re.ASCII)
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.ASCII)
+
+
+def _command_ok(words: list[str]) -> bool:
+    """One simple command's words: assignments first (``A=1``), then a command that is not a
+    shell word (or one of ``_ALIKE`` with few enough arguments)."""
+    head = 0
+    while head < len(words) and _ASSIGNMENT.match(words[head]):
+        head += 1
+    if head == len(words):
+        return True  # only assignments: shell variables, set alike in all three
+    name = words[head]
+    if name.startswith("%"):
+        return False  # ``%1`` resumes a job in bash and zsh
+    if name in _SHELL_WORDS:
+        args = words[head + 1 :]
+        limit = _ALIKE.get(name)
+        return limit is not None and len(args) <= limit and not any(word.startswith("-") for word in args)
+    return True
+
+
+def is_portable(command: str) -> bool:
+    """True when ``command`` runs the same argv, in the same order, in bash, zsh and dash.
+
+    That is: one or more simple commands joined by ``&&``, ``||``, ``;`` or ``|`` (spaces or tabs
+    around them), each made of words of the characters in ``_WORD``; no word starts with ``=``
+    (zsh's EQUALS expansion); no command is a reserved word or builtin of one of the shells
+    (``_SHELL_WORDS``, ``cd DIR`` and a few others aside). Anything else — quotes, ``$``, globs,
+    ``~``, redirections, newlines, ``&`` — is not portable, even where it happens to agree.
+    """
+    text = command.rstrip(" \t")
+    pos = 0
+    words: list[str] = []
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            return False
+        token = m.group(1)
+        pos = m.end()
+        if token in _OPERATORS:
+            if not words or not _command_ok(words):
+                return False
+            words = []
+            continue
+        if not _WORD.fullmatch(token) or token.startswith("="):
+            return False
+        words.append(token)
+    return bool(words) and _command_ok(words)
+
+
+_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+", re.ASCII)
+
+
+def posix_quote(word: str) -> str:
+    """``word`` as one shell word for bash, zsh and dash alike.
+
+    ``shlex.quote``'s rule (single quotes unless every character is in its safe set, ``'`` written
+    as ``'"'"'``), plus quoting a word that starts with ``=``, which zsh would expand to a path.
+    """
+    if word and _SAFE.fullmatch(word) and not word.startswith("="):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def posix_join(argv: list[str]) -> str:
+    """The command line whose words are ``argv`` in bash, zsh and dash.
+
+    Raises ``TypeError`` when an element is not a string and ``ValueError`` for a NUL character
+    (no shell word can hold one).
+    """
+    for word in argv:
+        if not isinstance(word, str):
+            raise TypeError("argv holds a non-string")
+        if "\x00" in word:
+            raise ValueError("argv holds a NUL character")
+    return " ".join(posix_quote(word) for word in argv)
