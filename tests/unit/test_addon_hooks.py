@@ -646,10 +646,10 @@ def test_deeply_nested_arguments_never_make_the_response_hook_raise(env):
     body = fixture_json("request-claude-code.json")
     body["stream"] = False
     answer = fixture_json("response-foreign-tool.json")
-    # `bash` is the client's Bash modulo case: a lossless rename, whatever the arguments (a
-    # capability rename would refuse the undeclared key `x`, issue 10).
+    # `bash` is the client's Bash modulo case: a lossless rename even when an argument fails the
+    # schema (a deep list where Bash wants a string), as long as no key loses its meaning.
     answer["content"][1]["name"] = "bash"
-    answer["content"][1]["input"]["x"] = json.loads("[" * 300 + "]" * 300)
+    answer["content"][1]["input"] = {"command": json.loads("[" * 300 + "]" * 300)}
     upstream = json.dumps(answer).encode()
     f = make_flow(body, upstream=upstream, resp_type="application/json")
     r = replay(env, f)  # must not raise out of the response hook

@@ -1,4 +1,6 @@
-"""Argument fitting: key synonyms, argv/string conversion, scalar coercion, validation."""
+"""Argument fitting: argv/string conversion, scalar coercion, annotation and undeclared keys, validation.
+
+Translation between tools' keys is tested in ``test_translate.py``."""
 
 from __future__ import annotations
 
@@ -15,150 +17,39 @@ from schemas import schema
 
 from toolvocab.engine.arguments import argv_to_command
 from toolvocab.engine.arguments import command_to_argv
+from toolvocab.engine.arguments import declared_properties
 from toolvocab.engine.arguments import fit_arguments
+from toolvocab.engine.arguments import undeclared_keys
 from toolvocab.engine.arguments import validation_error
+from toolvocab.engine.translate import own_reading
+from toolvocab.engine.translate import target_for
 
 def ops(changes: list[Any]) -> list[tuple[str, str, str | None]]:
     return [(c.op, c.key, c.to) for c in changes]
 
 
-# --- key synonyms -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("source", "target"),
-    [
-        ("path", "file_path"),
-        ("file_path", "path"),
-        ("filePath", "file_path"),
-        ("file_path", "filePath"),
-        ("absolute_path", "file_path"),
-        ("filePath", "path"),
-        ("path", "absolute_path"),
-        ("cmd", "command"),
-        ("command", "cmd"),
-        ("old_str", "old_string"),
-        ("old_string", "old_str"),
-        ("oldString", "old_string"),
-        ("old_string", "oldString"),
-        ("oldString", "oldText"),
-        ("new_str", "new_string"),
-        ("new_string", "new_str"),
-        ("newString", "new_string"),
-        ("new_string", "newString"),
-        ("newString", "newText"),
-        ("file_text", "content"),
-        ("content", "file_text"),
-        ("replaceAll", "replace_all"),
-        ("replace_all", "replaceAll"),
-        ("regex", "pattern"),
-        ("pattern", "regex"),
-        ("run_in_background", "is_background"),
-        ("is_background", "run_in_background"),
-        ("cwd", "workdir"),
-        ("workdir", "cwd"),
-        ("uri", "url"),
-        ("search_query", "query"),
-    ],
-)
-def test_synonym_key_is_renamed_to_the_declared_key(source: str, target: str) -> None:
-    value: Any = True if "all" in source.lower() or "background" in source else "v"
-    args = {source: value}
-    out, changes = fit_arguments(args, schema(target, **{target: {"type": "boolean"} if value is True else STR}))
-    assert out == {target: value}
-    assert ops(changes) == [("rename_key", source, target)]
-    assert changes[0].before == value and changes[0].after == value
-    assert args == {source: value}  # input untouched
-
-
-def test_several_synonyms_are_renamed_in_one_call() -> None:
-    args = {"filePath": "/a", "oldString": "x", "newString": "y", "replaceAll": False}
-    s = schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL)
-    out, changes = fit_arguments(args, s)
-    assert out == {"file_path": "/a", "old_string": "x", "new_string": "y", "replace_all": False}
-    assert {c.key: c.to for c in changes} == {
-        "filePath": "file_path",
-        "oldString": "old_string",
-        "newString": "new_string",
-        "replaceAll": "replace_all",
-    }
-    assert validation_error(out, s) is None
-
-
-def test_no_rename_when_the_target_key_is_not_declared() -> None:
-    out, changes = fit_arguments({"cmd": "ls"}, schema("script", script=STR))
-    assert out == {"cmd": "ls"} and changes == []
-
-
-def test_no_rename_when_the_source_key_is_declared() -> None:
-    out, changes = fit_arguments({"cmd": "ls"}, schema(cmd=STR, command=STR))
-    assert out == {"cmd": "ls"} and changes == []
-
-
-def test_no_rename_when_the_target_key_is_present() -> None:
-    out, changes = fit_arguments({"cmd": "ls", "command": "pwd"}, schema("command", command=STR))
-    assert out == {"cmd": "ls", "command": "pwd"} and changes == []
-
-
-def test_no_rename_when_the_target_is_present_even_if_falsy_for_non_location_keys() -> None:
-    out, changes = fit_arguments({"new_str": "x", "new_string": ""}, schema(new_string=STR))
-    assert out == {"new_str": "x", "new_string": ""} and changes == []
-
-
-@pytest.mark.parametrize(
-    ("args", "s"),
-    [
-        ({"path": "/a"}, schema(file_path=STR, dir_path=STR)),  # file or directory?
-        ({"path": "/a"}, schema(file_path=STR, filePath=STR)),
-        ({"directory": "/a"}, schema(path=STR, workdir=STR)),
-    ],
-)
-def test_no_rename_when_two_declared_keys_could_be_meant(args: dict[str, Any], s: dict[str, Any]) -> None:
-    out, changes = fit_arguments(args, s)
-    assert out == args and changes == []
-
-
-def test_empty_location_key_is_filled_from_a_non_empty_synonym() -> None:
-    # BR-27 / OpenClaw PR #36420: {"path": "", "file_path": "x"} means path x.
-    out, changes = fit_arguments({"path": "", "file_path": "/repo/a.md"}, schema("path", path=STR))
-    assert out == {"path": "/repo/a.md"}
-    assert ops(changes) == [("fill_empty", "path", None), ("rename_key", "file_path", "path")]
-    assert changes[0].before == "" and changes[0].after == "/repo/a.md"
-
-
-def test_empty_command_is_filled_from_cmd() -> None:
-    out, _ = fit_arguments({"command": "", "cmd": "ls"}, schema("command", command=STR))
-    assert out == {"command": "ls"}
-
-
-@pytest.mark.parametrize(("target", "alias"), [("newText", "new_string"), ("new_string", "new_str"), ("content", "file_text")])
-def test_empty_content_key_is_a_legitimate_value_and_not_filled(target: str, alias: str) -> None:
-    args = {target: "", alias: "replacement"}
-    out, changes = fit_arguments(args, schema(target, **{target: STR}))
-    assert out == args and changes == []
-
-
-def test_both_location_keys_empty_is_left() -> None:
-    args = {"path": "", "file_path": ""}
-    out, changes = fit_arguments(args, schema("path", path=STR))
-    assert out == args and changes == []
+def fit(args: dict[str, Any], s: Any, *, target_capability: str | None = None, **kw: Any) -> tuple[dict[str, Any] | None, list[Any]]:
+    """Fit ``args`` as a call to an unnamed tool of ``target_capability`` with schema ``s``, read
+    as the tool's own: ``(arguments, changes)``, or ``(None, [])`` when the call cannot change."""
+    target = target_for("a_tool", target_capability, declared_properties(s))
+    result = fit_arguments(args, s, [own_reading("a_tool", target_capability)], target, target_capability=target_capability, **kw)
+    return (result.arguments, result.changes) if result.arguments is not None else (None, [])
 
 
 def test_fit_never_mutates_its_input() -> None:
-    args = {"filePath": "/a", "command": ["bash", "-lc", "ls"], "n": "3", "nested": {"k": [1]}}
+    args = {"command": ["bash", "-lc", "ls"], "n": "3", "nested": {"k": [1]}}
     frozen = copy.deepcopy(args)
-    out, _ = fit_arguments(args, schema(file_path=STR, command=STR, n=INT, nested={"type": "object"}))
-    assert args == frozen
+    out, _ = fit(args, schema(command=STR, n=INT, nested={"type": "object"}), target_capability="shell")
+    assert args == frozen and out is not None
     out["nested"]["k"].append(2)
     assert args == frozen
 
 
 @pytest.mark.parametrize("s", [None, {}, {"type": "object"}, {"type": "object", "properties": "nope"}])
-def test_without_properties_nothing_changes(s: Any) -> None:
-    args = {"path": "/a", "cmd": ["ls"]}
-    out, changes = fit_arguments(args, s)
-    assert out == args and changes == []
-    assert out is not args
+def test_a_schema_without_properties_takes_no_key(s: Any) -> None:
+    # No declared key: a client reading this schema has no place for `path`; no change is made.
+    assert fit({"path": "/a", "cmd": ["ls"]}, s) == (None, [])
+    assert fit({"description": "annotation only"}, s) == ({"description": "annotation only"}, [])
 
 
 # --- argv list -> command string --------------------------------------------------------------
@@ -187,7 +78,7 @@ def test_without_properties_nothing_changes(s: Any) -> None:
 )
 def test_argv_to_command(argv: list[str], command: str) -> None:
     assert argv_to_command(argv) == command
-    out, changes = fit_arguments({"command": argv}, schema("command", command=STR), target_capability="shell")
+    out, changes = fit({"command": argv}, schema("command", command=STR), target_capability="shell")
     assert out == {"command": command}
     assert ops(changes) == [("argv_to_string", "command", None)]
     assert changes[0].before == argv and changes[0].after == command
@@ -196,18 +87,18 @@ def test_argv_to_command(argv: list[str], command: str) -> None:
 def test_argv_with_a_non_string_element_is_not_joined() -> None:
     with pytest.raises(TypeError):
         argv_to_command(["ls", 1])
-    out, changes = fit_arguments({"command": ["ls", 1]}, schema("command", command=STR))
+    out, changes = fit({"command": ["ls", 1]}, schema("command", command=STR), target_capability="shell")
     assert out == {"command": ["ls", 1]} and changes == []
 
 
 def test_argv_is_left_when_the_schema_accepts_an_array() -> None:
     args = {"command": ["ls", "-la"]}
-    out, changes = fit_arguments(args, schema("command", command=ARGV))
+    out, changes = fit(args, schema("command", command=ARGV))
     assert out == args and changes == []
 
 
 def test_argv_converted_for_string_or_null_union() -> None:
-    out, _ = fit_arguments({"command": ["bash", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell")
+    out, _ = fit({"command": ["bash", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell")
     assert out == {"command": "ls"}
 
 
@@ -216,7 +107,7 @@ def test_argv_never_quoted_for_a_tool_that_is_not_a_posix_shell(capability: str 
     # POSIX quoting (shlex.join) and "bash -lc X" → X mean nothing to PowerShell or an unknown
     # tool: one shell's syntax is never sent to another (issue 10, kind 3).
     for argv in (["bash", "-lc", "echo $HOME"], ["ls", "-la", "my dir"]):
-        out, changes = fit_arguments({"command": argv}, schema("command", command=STR), target_capability=capability)
+        out, changes = fit({"command": argv}, schema("command", command=STR), target_capability=capability)
         assert out == {"command": argv} and changes == []
 
 
@@ -233,14 +124,14 @@ def test_argv_never_quoted_for_a_tool_that_is_not_a_posix_shell(capability: str 
 )
 def test_json_array_string_becomes_the_array(text: str, argv: list[str]) -> None:
     assert command_to_argv(text) == argv
-    out, changes = fit_arguments({"command": text}, schema("command", command=ARGV))
+    out, changes = fit({"command": text}, schema("command", command=ARGV))
     assert out == {"command": argv}
     assert ops(changes) == [("json_to_array", "command", None)]
 
 
 @pytest.mark.parametrize("text", ["[]", '["ls", 1]', "[not json", '[["ls"]]', '{"a": 1}'])
 def test_json_like_string_that_is_not_an_argv_is_unchanged(text: str) -> None:
-    out, changes = fit_arguments({"command": text}, schema("command", command=ARGV))
+    out, changes = fit({"command": text}, schema("command", command=ARGV))
     assert out == {"command": text} and changes == []
 
 
@@ -263,7 +154,7 @@ def test_json_like_string_that_is_not_an_argv_is_unchanged(text: str) -> None:
 )
 def test_string_needing_a_shell_is_never_split(text: str) -> None:
     assert command_to_argv(text) is None
-    out, changes = fit_arguments({"command": text}, schema("command", command=ARGV))
+    out, changes = fit({"command": text}, schema("command", command=ARGV))
     assert out == {"command": text} and changes == []
 
 
@@ -271,7 +162,7 @@ def test_string_needing_a_shell_is_never_split(text: str) -> None:
 def test_plain_command_string_for_an_array_schema_is_left_unchanged(text: str) -> None:
     # BR-25: splitting or wrapping a plain string would pick a shell for the user.
     assert command_to_argv(text) is None
-    out, changes = fit_arguments({"command": text}, schema("command", command=ARGV))
+    out, changes = fit({"command": text}, schema("command", command=ARGV))
     assert out == {"command": text} and changes == []
 
 
@@ -280,7 +171,7 @@ def test_plain_command_string_for_an_array_schema_is_left_unchanged(text: str) -
     [("file_path", ["/repo/my notes.txt"]), ("pattern", ["*.py"]), ("path", ["/repo/a b", "/repo/c"])],
 )
 def test_list_for_a_non_command_string_key_is_never_shell_quoted(key: str, value: list[str]) -> None:
-    out, _ = fit_arguments({key: value}, schema(key, **{key: STR}))
+    out, _ = fit({key: value}, schema(key, **{key: STR}))
     # Left as sent (the call then fails validation and is not repaired), or a one-element list
     # unwrapped; never a shell-quoted join that names a different file or glob.
     allowed = [value] + ([value[0]] if len(value) == 1 else [])
@@ -306,7 +197,7 @@ def test_list_for_a_non_command_string_key_is_never_shell_quoted(key: str, value
     ],
 )
 def test_scalar_string_is_coerced_to_the_declared_type(prop: dict[str, Any], before: str, after: Any) -> None:
-    out, changes = fit_arguments({"v": before}, schema("v", v=prop))
+    out, changes = fit({"v": before}, schema("v", v=prop))
     assert out == {"v": after}
     assert type(out["v"]) is type(after)
     assert ops(changes) == [("coerce", "v", None)]
@@ -318,13 +209,13 @@ def test_scalar_string_is_coerced_to_the_declared_type(prop: dict[str, Any], bef
     [(INT, "1.5"), (INT, "ten"), (INT, ""), (NUM, "1,5"), (BOOL, "yes"), (BOOL, "True"), (BOOL, "1"), (INT, 3.5), (STR, 3)],
 )
 def test_scalar_that_does_not_parse_is_unchanged(prop: dict[str, Any], value: Any) -> None:
-    out, changes = fit_arguments({"v": value}, schema(v=prop))
+    out, changes = fit({"v": value}, schema(v=prop))
     assert out == {"v": value} and changes == []
 
 
 def test_value_already_of_the_declared_type_is_unchanged() -> None:
     args = {"n": 3, "b": False, "s": "x", "a": ["x"]}
-    out, changes = fit_arguments(args, schema(n=INT, b=BOOL, s=STR, a=ARGV))
+    out, changes = fit(args, schema(n=INT, b=BOOL, s=STR, a=ARGV))
     assert out == args and changes == []
 
 
@@ -332,25 +223,24 @@ def test_value_already_of_the_declared_type_is_unchanged() -> None:
 
 
 def test_only_annotation_keys_are_dropped_when_the_schema_forbids_them() -> None:
-    # issue 10, kind 1: `zz` carries meaning the schema has no place for; it stays, and the call
-    # then fails the schema (the client reports it) instead of running without it.
     s = schema("command", additional=False, command=STR, requires_approval=BOOL)
-    out, changes = fit_arguments({"command": "npm test", "description": "Run tests", "zz": 1}, s, drop_annotations=True)
-    assert out == {"command": "npm test", "zz": 1}
-    assert sorted(ops(changes)) == [("drop_annotation", "description", None)]
-    assert validation_error(out, s) is not None
+    out, changes = fit({"command": "npm test", "description": "Run tests"}, s, drop_annotations=True, target_capability="shell")
+    assert out == {"command": "npm test"}
+    assert ops(changes) == [("drop_annotation", "description", None)]
 
 
-@pytest.mark.parametrize("key", ["working_dir", "append", "dry_run", "preview", "timeout_s"])
-def test_operational_keys_are_never_dropped(key: str) -> None:
-    s = schema("command", additional=False, command=STR)
-    out, changes = fit_arguments({"command": "npm test", key: "x"}, s, closed=True)
-    assert out == {"command": "npm test", key: "x"} and changes == []
+@pytest.mark.parametrize("key", ["working_dir", "append", "dry_run", "preview", "timeout_s", "zz"])
+@pytest.mark.parametrize("additional", [False, None])
+def test_a_key_the_schema_does_not_declare_blocks_the_change(key: str, additional: bool | None) -> None:
+    # Open or closed, a client may ignore a key it does not declare (Gemini CLI and Qwen Code pass
+    # it to handlers that never read it, OpenCode strips it): no change is made with one.
+    s = schema("command", additional=additional, command=STR)
+    assert fit({"command": ["ls"], key: "x"}, s, closed=True, target_capability="shell") == (None, [])
 
 
 def test_renamed_key_survives_additional_properties_false() -> None:
     s = schema("command", additional=False, command=STR)
-    out, changes = fit_arguments({"cmd": "ls", "description": "d"}, s, drop_annotations=True)
+    out, changes = fit({"cmd": "ls", "description": "d"}, s, drop_annotations=True, target_capability="shell")
     assert out == {"command": "ls"}
     assert ("rename_key", "cmd", "command") in ops(changes)
 
@@ -360,25 +250,40 @@ def test_annotation_keys_are_kept_on_the_clients_own_tool(key: str) -> None:
     # An issue's `description`, a browser action's `instruction`: on the client's own tool the
     # same key may be the payload. Dropped only when the call came in another vocabulary.
     s = schema("title", additional=False, title=STR)
-    out, changes = fit_arguments({"title": "Crash", key: "Steps: run X."}, s)
+    out, changes = fit({"title": "Crash", key: "Steps: run X."}, s)
     assert out == {"title": "Crash", key: "Steps: run X."} and changes == []
 
 
-def test_undeclared_keys_kept_when_the_schema_allows_them() -> None:
-    out, changes = fit_arguments({"command": "ls", "description": "d"}, schema("command", command=STR))
+def test_annotation_keys_stay_when_the_schema_allows_them() -> None:
+    out, changes = fit({"command": "ls", "description": "d"}, schema("command", command=STR), target_capability="shell")
     assert out == {"command": "ls", "description": "d"} and changes == []
 
 
 def test_consumed_key_is_dropped_even_without_additional_properties_false() -> None:
-    out, changes = fit_arguments(
-        {"command": "view", "path": "/a"}, schema("file_path", file_path=STR), consumed=frozenset({"command"})
+    out, changes = fit(
+        {"command": "view", "path": "/a"}, schema("file_path", file_path=STR), consumed=frozenset({"command"}), target_capability="read"
     )
     assert out == {"file_path": "/a"}
     assert ("drop_key", "command", None) in ops(changes)
 
 
+@pytest.mark.parametrize(
+    ("args", "found"),
+    [
+        ({"todos": [{"content": "x", "status": "pending", "priority": "high"}]}, ["todos/0/priority"]),
+        ({"todos": [{"content": "x", "status": "pending"}], "mode": "merge"}, ["mode"]),
+        ({"todos": [{"content": "x", "status": "pending"}], "description": "annotation"}, []),
+        ({"todos": []}, []),
+    ],
+)
+def test_undeclared_keys_are_found_at_every_depth_the_schema_describes(args: dict[str, Any], found: list[str]) -> None:
+    item = {"type": "object", "properties": {"content": STR, "status": STR}}
+    s = schema("todos", todos={"type": "array", "items": item})
+    assert undeclared_keys(args, s) == found
+
+
 def test_consumed_key_is_kept_when_the_schema_declares_it() -> None:
-    out, _ = fit_arguments({"command": "ls"}, schema("command", command=STR), consumed=frozenset({"command"}))
+    out, _ = fit({"command": "ls"}, schema("command", command=STR), consumed=frozenset({"command"}))
     assert out == {"command": "ls"}
 
 

@@ -938,7 +938,7 @@ def test_array_garbage_passes_unchanged(data):
         assert out == data, f"seed {seed}"
 
 
-FOREIGN_ELEMENT = b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash","args":{"command":"echo \\"[}\\\\\\""}}}]}}]}'
+FOREIGN_ELEMENT = b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash","args":{"command":"echo \\"[}]\\" \\\\}"}}}]}}]}'
 
 
 @pytest.mark.parametrize(
@@ -954,7 +954,7 @@ def test_array_foreign_element_between_odd_separators_and_scalars(before, after)
     data = before + FOREIGN_ELEMENT + after
     rewritten = orjson.loads(FOREIGN_ELEMENT)
     assert expect_rewritten(rewritten)
-    assert calls_in(rewritten) == [{"name": "run_shell_command", "args": {"command": 'echo "[}\\"'}}]
+    assert calls_in(rewritten) == [{"name": "run_shell_command", "args": {"command": 'echo "[}]" \\}'}}]
     expected = before + orjson.dumps(rewritten) + after.replace(FOREIGN_ELEMENT, orjson.dumps(rewritten))
     for seed in range(30):
         out, rw, _ = run_stream(random_chunks(data, random.Random(seed), 1, 8))

@@ -173,12 +173,29 @@ def test_reverse_map_to_a_name_only_replayed_in_the_transcript_goes_back_to_it()
     assert d.arguments_after is None and "does not declare" in d.reason
 
 
-def test_reverse_map_always_gives_the_client_its_own_name_back() -> None:
-    # The alias is this flow's own: it never reaches the client, valid arguments or not.
-    d = decide(CLAUDE, "run_cmd", {"script": "ls"}, reverse_map={"run_cmd": "Bash"})
+def test_reverse_map_gives_the_client_its_own_name_back_even_when_the_schema_fails() -> None:
+    # The alias is this flow's own: it goes back when every key keeps its meaning, valid
+    # arguments or not (the client then reports the missing key against its own tool).
+    d = decide(CLAUDE, "run_cmd", {"timeout": 5}, reverse_map={"run_cmd": "Bash"})
     assert d.action is Action.RENAME and d.target == "Bash" and d.step is Step.REVERSE_MAP
     for text in ("run_cmd", "Bash", "'command' is a required property"):
         assert text in d.reason
+
+
+def test_a_transport_alias_always_goes_back_with_its_arguments_as_sent() -> None:
+    # `run_cmd` is no agent's name: a transport alias of the client's own tool. Undoing it
+    # reinterprets nothing, so it goes back whatever the arguments; they are not changed.
+    d = decide(CLAUDE, "run_cmd", {"script": "ls"}, reverse_map={"run_cmd": "Bash"})
+    assert d.action is Action.RENAME and d.step is Step.REVERSE_MAP and d.target == "Bash"
+    assert d.arguments_after is None
+
+
+def test_a_profile_alias_leaves_a_call_with_a_key_the_tool_has_no_place_for() -> None:
+    # Shown as `shell` (Codex's name), the model may send Codex's keys: Bash has no `workdir`,
+    # and a client that ignored it would run in another directory.
+    d = decide(CLAUDE, "shell", {"command": "make", "workdir": "/srv"}, reverse_map={"shell": "Bash"})
+    assert d.action is Action.LEAVE and d.step is Step.REVERSE_MAP and d.target is None
+    assert "'workdir'" in d.reason
 
 
 def test_reverse_map_fits_arguments() -> None:
@@ -424,11 +441,20 @@ def test_capability_with_exactly_one_declared_tool_renames(
     assert d.arguments_after == after
 
 
-@pytest.mark.parametrize("answered", ["shell", "bash", "run_shell_command", "exec_command"])
-def test_posix_shell_names_reach_bash_never_powershell(answered: str) -> None:
-    # issue 10, kind 3: PowerShell is its own capability; POSIX syntax never lands on it.
+def test_a_posix_shell_name_reaches_bash_never_powershell() -> None:
+    # PowerShell is its own capability; a name of a POSIX shell never lands on it, and a lossless
+    # spelling of the declared Bash is still Bash.
+    d = decide([BASH, POWERSHELL, READ], "bash", {"command": "ls"})
+    assert_renamed(d, "Bash", Step.NORMALIZED)
+
+
+@pytest.mark.parametrize("answered", ["shell", "run_shell_command", "exec_command", "execute_command", "terminal"])
+def test_a_generic_shell_name_with_bash_and_powershell_declared_is_left(answered: str) -> None:
+    # The seed's own example: a session with both Bash and PowerShell has two shell tools, and a
+    # generic shell name may mean either.
     d = decide([BASH, POWERSHELL, READ], answered, {"command": "ls"})
-    assert_renamed(d, "Bash", Step.NORMALIZED if answered == "bash" else Step.CAPABILITY)
+    assert d.action is Action.LEAVE and d.step is Step.CAPABILITY
+    assert sorted(d.candidates) == ["Bash", "PowerShell"]
 
 
 @pytest.mark.parametrize("answered", ["shell", "bash", "run_shell_command", "exec_command"])
@@ -465,7 +491,7 @@ def test_capability_rename_with_a_key_the_target_lacks_is_left() -> None:
 
 
 def test_capability_rename_that_does_not_validate_is_left() -> None:
-    d = decide(CLAUDE, "shell", {"timeout": 5})
+    d = decide(CLAUDE, "shell", {})
     assert_left(d, Step.CAPABILITY, mentions=("shell", "Bash", "'command' is a required property"))
     assert d.candidates == ["Bash"]
 

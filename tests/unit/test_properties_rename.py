@@ -66,6 +66,7 @@ from mitmproxy.proxy.layers import http as hl
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
 from mitmproxy.websocket import WebSocketMessage
 from toolvocab.engine import jsonio
+from toolvocab.engine import vocabulary
 
 KEY = harness.KEY
 
@@ -1211,7 +1212,14 @@ def answer_calls(s: Scenario, obs: Observed) -> list[tuple[str, str | None, str,
     calls = []
     for i in s.answer:
         d = s.decls[i]
-        calls.append((obs.decl_up[i], d.ns, d.kind, args_for(d.schema_i, rnd)))
+        args = args_for(d.schema_i, rnd)
+        up = obs.decl_up[i]
+        if up in obs.renamed and profile_alias(up, obs.renamed[up]):
+            # Under a profile's name the model may mean another agent's keys: a key the schema
+            # lacks leaves the call (test_a_profile_alias_with_a_key_the_tool_lacks_is_left).
+            declared = (SCHEMAS[d.schema_i] or {}).get("properties") or {}
+            args = {k: v for k, v in args.items() if k in declared}
+        calls.append((up, d.ns, d.kind, args))
     # a name the client only replayed, which went up as an alias: the model may repeat it
     for up in sorted(obs.replayed):
         if rnd.random() < 0.5:
@@ -1223,6 +1231,12 @@ def answer_calls(s: Scenario, obs: Observed) -> list[tuple[str, str | None, str,
 
 
 QUOTED = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+
+
+def profile_alias(upstream: str, caller: str) -> bool:
+    """A profile's rename: the upstream name is a vocabulary name, another agent's (a grammar or
+    duplicate alias is a transport name no vocabulary row spells)."""
+    return bool(vocabulary.entries_for(upstream)) and upstream != caller
 
 
 def expected_client(upstream: bytes, renamed: dict[str, str]) -> bytes:
@@ -1718,6 +1732,21 @@ def test_was_bug_alias_answer_loses_keys_the_schema_allows(env: Env, dialect: st
         block = orjson.loads(client)["content"][0]
         assert block["name"] == "Read"
         assert block["input"] == args, f"arguments changed under the duplicate's alias: {block['input']}"
+
+
+def test_a_profile_alias_with_a_key_the_tool_lacks_is_left(env: Env) -> None:
+    """A profile shows Bash upstream as `shell`; `shell {command, workdir}` is a Codex habit Bash
+    has no key for: renamed back, a client that ignored `workdir` would run in the wrong
+    directory. The call is left (the client reports `shell`) and the record says why."""
+    body = {"model": "profiled-model", "messages": [{"role": "user", "content": "x"}],
+            "tools": chat_tools(("Bash", {"type": "object", "properties": {"command": STR}, "required": ["command"]}))}
+    args = {"command": "make", "workdir": "/srv/app"}
+    fwd, client, record = through(env, "openai_chat", body, lambda fwd: (chat_answer(chat_names(fwd)[0], args), "application/json"))
+    assert chat_names(fwd) == ["shell"]
+    got = orjson.loads(client)["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert got["name"] == "shell" and orjson.loads(got["arguments"]) == args
+    (decision,) = record["decisions"]
+    assert decision["action"] == "leave" and "'workdir'" in decision["reason"]
 
 
 @pytest.mark.xfail(strict=True, reason="BUG (minor): a client that sends no instructions gets the prompt sentence as "

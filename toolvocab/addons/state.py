@@ -43,6 +43,6 @@ class FlowState:
         return self.resolver(call)
 
     def resolver(self, call: ToolCall) -> Decision:
-        decision = resolve(call, self.tools, self.plan.reverse_map)
+        decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client)
         self.record.decisions.append(decision)
         return decision

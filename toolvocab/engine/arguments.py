@@ -1,16 +1,26 @@
 """Fit a tool call's arguments to the declared tool's JSON schema, then validate them.
 
-Every change here is one a reader can check by eye: a key spelled another agent's way
-(``file_path`` for ``path``), a command given as argv where the tool wants a string (or the
-reverse), a number sent as a string. Nothing is invented: a key is only renamed to one the
-schema declares, and a value is only re-typed when the schema asks for that type. The result is
-validated with ``jsonschema``; the caller applies it only when it validates.
+Two kinds of change, each one a reader can check by eye:
+
+1. **Translation** (:mod:`toolvocab.engine.translate`): a key moves to the target's key of the
+   same sourced meaning (``file_path`` → ``filePath``; ``timeout`` in seconds → ``timeout`` in
+   milliseconds), only when every reading of the call agrees and every key finds a counterpart.
+2. **Spelling** of a value the target's schema types otherwise: a command given as an argv where a
+   shell tool wants a string (:func:`argv_to_command`), a string holding a JSON array where an
+   array is wanted (BR-25), ``"1024"`` where a number is wanted, a one-element list around a string.
+
+Nothing is invented; no key the target does not declare is ever kept in a changed call (an
+annotation key aside, see :data:`~toolvocab.engine.translate.ANNOTATION_KEYS`). The result is
+validated with ``jsonschema``; the caller applies it only when the step's rule allows.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import orjson
@@ -18,48 +28,10 @@ import orjson
 from toolvocab.engine.models import ArgChange
 from toolvocab.engine.shellwords import is_portable
 from toolvocab.engine.shellwords import posix_join
-
-#: Groups of argument keys that agents spell differently for the same thing. Sources: the
-#: declared schemas of Claude Code 2.1.197 (``file_path``, ``old_string``), OpenCode 1.18.33
-#: (``filePath``, ``oldString``), Qwen Code 0.15.10 / Gemini CLI 0.61.0 (``file_path``,
-#: ``dir_path``, ``directory``), Codex 0.171.0 (``cmd``, ``workdir``), trae-agent's
-#: ``str_replace_editor`` (``path``, ``old_str``, ``new_str``, ``file_text``), Cline
-#: (``path``, ``regex``) and OpenClaw (``oldText``, ``newText``) per the bug reports BR-04,
-#: BR-06, BR-27. A key may sit in two groups (``path``); a rename happens only when exactly one
-#: declared, absent key is a synonym.
-SYNONYMS: tuple[frozenset[str], ...] = (
-    frozenset({"path", "file_path", "filePath", "absolute_path", "filepath", "file", "target_file"}),
-    frozenset({"path", "dir_path", "dirPath", "directory", "dir"}),
-    frozenset({"workdir", "cwd", "directory", "dir_path", "working_directory"}),
-    frozenset({"command", "cmd"}),
-    frozenset({"old_string", "old_str", "oldString", "old_text", "oldText"}),
-    frozenset({"new_string", "new_str", "newString", "new_text", "newText"}),
-    frozenset({"content", "file_text", "contents"}),
-    frozenset({"replace_all", "replaceAll"}),
-    frozenset({"pattern", "regex"}),
-    frozenset({"include", "include_pattern"}),
-    frozenset({"is_background", "run_in_background"}),
-    frozenset({"query", "search_query"}),
-    frozenset({"url", "uri"}),
-)
-
-#: Annotation keys: in the vocabulary a model learned them from, they describe a call to the
-#: user and carry no operation, so dropping one where the target schema is closed changes no
-#: meaning — but only when the call came in that other vocabulary (a capability rename, or the
-#: reverse of a profile name); on the client's own tool the same key may be its payload. Sources: Gemini CLI 0.61.0's ``replace``
-#: declares ``instruction`` (a sentence about the edit), declared tools of Gemini CLI / Cursor-style
-#: agents carry ``explanation`` (Cursor's tool schemas) and ``justification`` (Codex 0.171.0's
-#: ``shell`` escalation note, a text shown to the user), and Claude Code 2.1.197's ``Bash``
-#: ``description`` ("clear, concise description of what this command does"), which BR-06 drops
-#: when the target does not declare it. Every other undeclared key carries meaning: a call that
-#: keeps one after synonym renaming is never renamed by capability, and the key is never dropped.
-ANNOTATION_KEYS: frozenset[str] = frozenset({"instruction", "explanation", "justification", "description"})
-
-#: Keys naming a location: an empty string there counts as absent when a synonym carries a
-#: value (BR-27, OpenClaw PR #36420). Not for content keys: an empty replacement is a deletion.
-_EMPTY_MEANS_ABSENT = frozenset(
-    {"path", "file_path", "filePath", "absolute_path", "filepath", "dir_path", "directory", "command", "cmd"}
-)
+from toolvocab.engine.translate import ANNOTATION_KEYS
+from toolvocab.engine.translate import Reading
+from toolvocab.engine.translate import Target
+from toolvocab.engine.translate import translate
 
 #: ``argv`` prefixes that say "run this string in bash": ``["bash", "-lc", X]``. ``X`` alone is
 #: unwrapped only when it reads the same in bash, zsh and dash
@@ -78,15 +50,6 @@ _JSON_TYPES = {
     "object": dict,
     "boolean": bool,
 }
-
-
-def _synonyms_of(key: str) -> set[str]:
-    out: set[str] = set()
-    for group in SYNONYMS:
-        if key in group:
-            out |= group
-    out.discard(key)
-    return out
 
 
 def property_types(schema: dict[str, Any], key: str) -> set[str]:
@@ -170,68 +133,27 @@ def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:
     return False, value
 
 
-def fit_arguments(
-    arguments: dict[str, Any],
-    schema: dict[str, Any] | None,
-    *,
-    consumed: frozenset[str] = frozenset(),
-    closed: bool = False,
-    drop_annotations: bool = False,
-    target_capability: str | None = None,
-) -> tuple[dict[str, Any], list[ArgChange]]:
-    """Fit ``arguments`` to ``schema`` and return ``(new_arguments, changes)``.
+@dataclass
+class Fit:
+    """What fitting gives: the new ``arguments`` and their ``changes``, or ``arguments`` ``None``
+    and the ``reason`` the call cannot be changed without changing its meaning."""
 
-    ``arguments`` is not modified. ``consumed`` names keys that the repair already used up (the
-    ``command`` of ``str_replace_editor`` once it chose the capability); they are dropped when
-    the schema does not declare them. Steps, each recorded as an :class:`ArgChange`:
+    arguments: dict[str, Any] | None
+    changes: list[ArgChange] = field(default_factory=list)
+    reason: str | None = None
 
-    1. key synonyms: a key the schema does not declare is renamed to the one synonym the schema
-       declares and the call lacks (an empty location value counts as lacking);
-    2. types: argv list → command string where the schema wants a string for ``command`` /
-       ``cmd`` and the target is a POSIX shell (``target_capability == "shell"``: the quoting
-       is POSIX, never sent to PowerShell or an unknown tool); a one-element list elsewhere is
-       unwrapped, never shell-quoted; a string holding a
-       JSON array → that array where it wants an array (see :func:`command_to_argv`); ``"1024"`` → ``1024``,
-       ``"true"`` → ``True`` where it wants a number or boolean;
-    3. a consumed key the schema does not declare is dropped; with ``drop_annotations`` (the
-       call came in *another agent's vocabulary*: a capability rename, or the reverse of a
-       profile name, BR-06) an annotation key (:data:`ANNOTATION_KEYS`) the schema does not
-       declare is dropped when the schema is closed (``additionalProperties: false``) or
-       ``closed`` is true. On a call to the client's own tool (declared, or spelled another way)
-       an annotation key is content the model chose to send (an issue's ``description``, a
-       browser action's ``instruction``) and is never dropped. **No other key is ever dropped**: an operational key the target does not
-       declare stays, so the call fails the schema or is refused by the ladder
-       (:func:`unaccounted_keys`) instead of running without it.
 
-    Without a schema (or without ``properties``) nothing is changed.
+def respell(arguments: dict[str, Any], schema: dict[str, Any], *, target_capability: str | None = None) -> tuple[dict[str, Any], list[ArgChange]]:
+    """Re-type values the schema types otherwise, losslessly; ``(new arguments, changes)``.
+
+    An argv list → one command string for ``command`` / ``cmd`` of a POSIX shell tool
+    (``target_capability == "shell"``; :func:`argv_to_command`), a one-element list around a string
+    elsewhere; a string holding a JSON array of strings → that array where an array is wanted
+    (:func:`command_to_argv`); ``"1024"`` → ``1024``, ``"true"`` → ``True`` where a number or
+    boolean is wanted. ``arguments`` is not modified.
     """
-    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
-        return dict(arguments), []
-    props: dict[str, Any] = schema["properties"]
-    out = copy.deepcopy(arguments)
+    out = dict(arguments)
     changes: list[ArgChange] = []
-
-    for key in list(out):
-        if key in props:
-            continue
-        value = out[key]
-        targets = []
-        for syn in _synonyms_of(key):
-            if syn not in props:
-                continue
-            present = syn in out
-            if present and syn in _EMPTY_MEANS_ABSENT and out[syn] == "" and value not in ("", None):
-                present = False
-            if not present:
-                targets.append(syn)
-        if len(targets) == 1:
-            target = targets[0]
-            if target in out:
-                changes.append(ArgChange(op="fill_empty", key=target, before=out[target], after=value))
-            del out[key]
-            out[target] = value
-            changes.append(ArgChange(op="rename_key", key=key, to=target, before=value, after=value))
-
     for key, value in list(out.items()):
         types = property_types(schema, key)
         if not types or _has_type(value, types):
@@ -260,28 +182,91 @@ def fit_arguments(
             if did:
                 out[key] = new
                 changes.append(ArgChange(op="coerce", key=key, before=value, after=new))
-
-    drop_annotations = drop_annotations and (closed or schema.get("additionalProperties") is False)
-    for key in list(out):
-        if key in props:
-            continue
-        if key in consumed:
-            changes.append(ArgChange(op="drop_key", key=key, before=out[key]))
-            del out[key]
-        elif drop_annotations and key in ANNOTATION_KEYS:
-            changes.append(ArgChange(op="drop_annotation", key=key, before=out[key]))
-            del out[key]
     return out, changes
 
 
-def unaccounted_keys(arguments: dict[str, Any], schema: dict[str, Any] | None) -> list[str]:
-    """Keys of ``arguments`` (already fitted) that ``schema`` does not declare and that are not
-    annotation keys: each carries meaning the target tool has no place for. Empty when the schema
-    declares no ``properties`` (nothing to check against)."""
-    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+def declared_properties(schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``properties`` of an object schema (empty when it declares none)."""
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        return schema["properties"]
+    return {}
+
+
+def fit_arguments(
+    arguments: dict[str, Any],
+    schema: dict[str, Any] | None,
+    readings: Sequence[Reading],
+    target: Target,
+    *,
+    consumed: frozenset[str] = frozenset(),
+    closed: bool = False,
+    drop_annotations: bool = False,
+    target_capability: str | None = None,
+) -> Fit:
+    """Fit ``arguments`` to ``schema``: translate them under every one of ``readings`` into
+    ``target``'s keys (:func:`~toolvocab.engine.translate.translate`), then respell values
+    (:func:`respell`). ``arguments`` is not modified.
+
+    Annotation keys (:data:`~toolvocab.engine.translate.ANNOTATION_KEYS`) the schema does not
+    declare are dropped only with ``drop_annotations`` (the call came in *another agent's
+    vocabulary*: a capability rename, or the reverse of a profile name, BR-06) and a closed schema
+    (``additionalProperties: false``, or ``closed``); on the client's own tool such a key may be
+    its payload and stays. A schema that declares no properties takes no key at all: a call with
+    any non-annotation key gets no change. Returns a :class:`Fit` with ``arguments`` ``None`` and
+    the reason when a key cannot keep its meaning.
+    """
+    props = declared_properties(schema)
+    if not props:
+        extra = [k for k in arguments if k not in ANNOTATION_KEYS]
+        if extra:
+            return Fit(None, reason=f"its schema declares no argument, and the call carries {', '.join(map(repr, extra))}")
+        return Fit(dict(arguments))
+    translation = translate(arguments, readings, target, consumed=consumed)
+    if translation.arguments is None:
+        return Fit(None, reason=translation.reason)
+    out, changes = respell(translation.arguments, schema, target_capability=target_capability)  # type: ignore[arg-type]
+    changes = translation.changes + changes
+    drop = drop_annotations and (closed or schema.get("additionalProperties") is False)  # type: ignore[union-attr]
+    for key in list(out):
+        if key in props:
+            continue
+        if key in ANNOTATION_KEYS:
+            if drop:
+                changes.append(ArgChange(op="drop_annotation", key=key, before=out[key]))
+                del out[key]
+            continue
+        return Fit(None, reason=f"{key!r} is not an argument of the target")  # never: translate places every key
+    nested = undeclared_keys(out, schema)
+    if nested:
+        return Fit(None, reason=f"{', '.join(nested)} is not declared in the target's schema; the client would not read it")
+    return Fit(copy.deepcopy(out), changes)
+
+
+def undeclared_keys(arguments: Any, schema: dict[str, Any] | None, path: str = "") -> list[str]:
+    """Paths (``"mode"``, ``"todos/0/priority"``) of keys ``arguments`` carries that ``schema``
+    does not declare, annotation keys aside at the top level: each would be stripped or ignored by
+    a client that does not enforce its schema (Gemini CLI and Qwen Code pass them to handlers that
+    never read them; OpenCode's decoder strips them), so a call carrying one is never changed.
+    Only objects whose schema lists ``properties`` are checked (an undescribed object takes any
+    key); arrays are checked item by item against ``items``."""
+    if not isinstance(schema, dict):
         return []
-    props = schema["properties"]
-    return [k for k in arguments if k not in props and k not in ANNOTATION_KEYS]
+    out: list[str] = []
+    if isinstance(arguments, dict):
+        props = schema.get("properties")
+        if not isinstance(props, dict):
+            return []
+        for key, value in arguments.items():
+            where = f"{path}/{key}" if path else key
+            if key not in props:
+                if not (path == "" and key in ANNOTATION_KEYS):
+                    out.append(where)
+                continue
+            out += undeclared_keys(value, props[key], where)
+    elif isinstance(arguments, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(arguments):
+            out += undeclared_keys(item, schema["items"], f"{path}/{i}")
+    return out
 
 
 _VALIDATORS: dict[bytes, Any] = {}

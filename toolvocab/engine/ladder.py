@@ -23,13 +23,16 @@ call must validate against the target's schema, or it is left unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import Any
 
 from toolvocab.engine import vocabulary
 from toolvocab.engine.argjson import describe_unparsed
+from toolvocab.engine.arguments import Fit
+from toolvocab.engine.arguments import declared_properties
 from toolvocab.engine.arguments import fit_arguments
-from toolvocab.engine.arguments import unaccounted_keys
+from toolvocab.engine.arguments import undeclared_keys
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import ArgChange
@@ -44,6 +47,10 @@ from toolvocab.engine.names import join_namespace
 from toolvocab.engine.names import name_key
 from toolvocab.engine.names import split_flat
 from toolvocab.engine.names import split_mcp
+from toolvocab.engine.translate import Reading
+from toolvocab.engine.translate import own_reading
+from toolvocab.engine.translate import readings_of
+from toolvocab.engine.translate import target_for
 
 #: Prefixes providers and model templates glue onto a name (BR-10: OpenClaw PRs #39328,
 #: #43312; Gemini's ``default_api:`` habit, wire-formats §4; OpenCodex PR #4264 ``default.``).
@@ -60,6 +67,9 @@ COMMAND_CAPABILITY: dict[str, dict[str, str]] = {
     name_key("str_replace_editor"): {"view": "read", "str_replace": "edit"},
     name_key("str_replace_based_edit_tool"): {"view": "read", "str_replace": "edit"},
 }
+
+#: The text-editor command a call without one is read as, by the capability it is resolved for.
+_EDITOR_COMMAND: dict[str, str] = {"read": "view", "edit": "str_replace"}
 
 _SEPARATORS = "_-.:/ "
 
@@ -164,9 +174,9 @@ INVENTED_NAMESPACES: frozenset[str] = frozenset({"default", "default_api", "func
 class _Servers:
     """The MCP servers a request declares, for matching a call's server part.
 
-    A call's server matches a declared server exactly, or case-insensitively when exactly one
-    declared server matches that way (issue 10: server and operation are normalized apart;
-    separators inside a server name are never folded — ``ci_run`` is not ``ci``)."""
+    A call's server matches the one declared server equal to it ignoring ASCII case (server and
+    operation are normalized apart; separators inside a server name are never folded — ``ci_run``
+    is not ``ci``)."""
 
     def __init__(self, tools: Iterable[DeclaredTool]) -> None:
         self.names: set[str] = {t.server for t in tools if t.server is not None}
@@ -175,9 +185,10 @@ class _Servers:
             self._folded.setdefault(ascii_lower(name), []).append(name)
 
     def match(self, server: str) -> str | None:
-        """The declared server ``server`` names, or ``None``."""
-        if server in self.names:
-            return server
+        """The declared server ``server`` names, or ``None``: the one declared server equal to it
+        ignoring ASCII case. Two declared servers that differ only in case (``Memory`` and
+        ``memory``) are two candidates even for a call that spells one exactly: models lowercase
+        names (BR-07), so the model's case is no evidence."""
         folded = self._folded.get(ascii_lower(server), [])
         return folded[0] if len(folded) == 1 else None
 
@@ -243,12 +254,31 @@ def _object_schema(tool: DeclaredTool) -> bool:
     return t is None or t == "object" or (isinstance(t, list) and "object" in t)
 
 
+def _required(tool: DeclaredTool) -> list[str]:
+    """The properties the tool's schema requires."""
+    schema = tool.input_schema
+    required = schema.get("required") if isinstance(schema, dict) else None
+    return [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
+
+
 def _empty_to_object(call: ToolCall, tool: DeclaredTool) -> list[ArgChange] | None:
-    """``[empty_to_object]`` when the call's arguments were ``""``/``null``/``[]`` on the wire
-    and the target takes an object, else ``None``."""
-    if call.empty_arguments and tool.kind is ToolKind.FUNCTION and _object_schema(tool):
+    """``[empty_to_object]`` when the call's arguments were ``""``/``null``/``[]`` on the wire, the
+    target takes an object and requires no property (BR-22: a tool that needs input gets the
+    client's own "missing input" report instead of a call the model never specified), and the
+    answer was not cut off; else ``None``."""
+    if call.empty_arguments and not call.truncated and tool.kind is ToolKind.FUNCTION and _object_schema(tool) and not _required(tool):
         return [ArgChange(op="empty_to_object", key="", before=call.raw_arguments)]
     return None
+
+
+def _empty_left(call: ToolCall, tool: DeclaredTool) -> str:
+    """Why empty arguments are left as sent."""
+    if call.truncated:
+        return "the answer was cut off before this call's arguments; a truncated call is never completed"
+    required = _required(tool)
+    if required:
+        return f"its arguments are empty ({call.raw_arguments!r} on the wire) and {tool.qualified} requires {', '.join(map(repr, required))}: left for the client to report"
+    return f"its arguments are empty ({call.raw_arguments!r} on the wire), left as sent"
 
 
 def _json_repaired(call: ToolCall) -> list[ArgChange]:
@@ -266,15 +296,59 @@ def _unparsed(call: ToolCall) -> str:
     return "its arguments are not a JSON object and are left as sent"
 
 
-def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, foreign: bool) -> Decision:
+def _fit(call: ToolCall, tool: DeclaredTool, readings: list[Reading], client: str | None, *, consumed: frozenset[str] = frozenset(), foreign: bool = False, closed: bool = False) -> Fit:
+    """The call's arguments translated for ``tool`` under ``readings`` (:func:`fit_arguments`)."""
+    target = target_for(tool.name, tool.capability, declared_properties(tool.input_schema), client)
+    return fit_arguments(
+        call.arguments or {},
+        tool.input_schema,
+        readings,
+        target,
+        consumed=consumed,
+        closed=closed,
+        drop_annotations=foreign,
+        target_capability=tool.capability,
+    )
+
+
+def spelled_readings(names: Iterable[str], tool: DeclaredTool, client: str | None = None, *, same_name: bool = False) -> list[Reading]:
+    """Readings of the other agents' tools spelled exactly as one of ``names`` (the answered name
+    read losslessly, or the alias a profile showed) that share the target's capability: a
+    lowercase ``bash`` to Claude Code may be OpenCode's or pi's ``bash`` as well as ``Bash``. The
+    target's own spelling counts only with ``same_name`` (a declared ``edit`` is OpenCode's, Qwen
+    Code's, pi's…), and then not the identified ``client``'s own table. Each is a reading only when
+    the call uses one of that tool's keys (:class:`~toolvocab.engine.translate.Reading`)."""
+    out: list[Reading] = []
+    seen: set[str] = set()
+    for name in names:
+        if (name == tool.name and not same_name) or name in seen:
+            continue
+        seen.add(name)
+        rows = vocabulary.entries_named(name)
+        if tool.capability is not None and any(e.capability == tool.capability for e in rows):
+            # A row whose arguments are not sourced adds no sourced constraint: only tables compete.
+            out += [
+                replace(r, competing=True)
+                for r in readings_of(name, tool.capability)
+                if r.table is not None and r.table.name == name and (client is None or r.table.client != client)
+            ]
+    return out
+
+
+def _decide_lossless(
+    call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, foreign: bool, client: str | None = None, spellings: Iterable[str] = ()
+) -> Decision:
     """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
 
-    The name goes whatever the arguments (issue 10: the client then reports an argument
-    problem against the right tool). Arguments are fitted only losslessly — synonym keys,
-    POSIX argv → command string for a shell, JSON-encoded values, number strings, annotation
-    keys dropped only when ``foreign`` (the model saw this tool under another agent's name: a
-    profile rename, BR-06; the schema then counts as closed) — and no operational key is ever
-    dropped; empty arguments become ``{}``.
+    The name goes whatever the arguments fail for (the client then reports a missing key or a
+    wrong type against the right tool) — but only when every argument keeps its meaning: the call
+    is read as the target's own and as each other agent's tool spelled as the answer was
+    (``spellings``), and every reading must place every key the same way (:mod:`toolvocab.engine.translate`).
+    A key no reading can place, or two readings that disagree, leave the call unchanged: the
+    client would ignore the key, or run another meaning. Annotation keys are dropped only when
+    ``foreign`` (the model saw this tool under another agent's name: a profile rename, BR-06; the
+    schema then counts as closed). Empty arguments become ``{}`` only for a tool that requires
+    nothing; a truncated call keeps its arguments exactly as sent.
     """
     base = _base(call, step, [tool.qualified])
     target = dict(target=tool.name, target_namespace=tool.namespace)
@@ -283,71 +357,72 @@ def _decide_lossless(call: ToolCall, tool: DeclaredTool, *, step: Step, reason: 
     empty = _empty_to_object(call, tool)
     if empty is not None:
         return Decision(action=Action.RENAME, reason=f"{reason}; its empty arguments are written as {{}}", arg_changes=empty, arguments_after={}, **target, **base)
+    if call.empty_arguments:
+        return Decision(action=Action.RENAME, reason=f"{reason}; {_empty_left(call, tool)}", **target, **base)
     if call.arguments is None:
-        return Decision(
-            action=Action.RENAME,
-            reason=f"{reason}; {_unparsed(call)}",
-            **target,
-            **base,
-        )
-    fitted, changes = fit_arguments(
-        call.arguments, tool.input_schema, closed=foreign, drop_annotations=foreign, target_capability=tool.capability
-    )
-    changes = _json_repaired(call) + changes
-    error = validation_error(fitted, tool.input_schema)
+        return Decision(action=Action.RENAME, reason=f"{reason}; {_unparsed(call)}", **target, **base)
+    if call.truncated:
+        return Decision(action=Action.RENAME, reason=f"{reason}; the answer was cut off, its arguments are left exactly as sent", **target, **base)
+    readings = [own_reading(tool.name, tool.capability), *spelled_readings(spellings, tool, client)]
+    fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign)
+    if fit.arguments is None:
+        return _leave(call, step, f"{reason}, but {fit.reason}: renaming would change what the call means", [tool.qualified])
+    changes = _json_repaired(call) + fit.changes
+    error = validation_error(fit.arguments, tool.input_schema)
     if error is not None:
         reason = f"{reason}; the arguments still fail its schema ({error}), which the client will report"
     return Decision(
         action=Action.RENAME,
         reason=reason,
         arg_changes=changes,
-        arguments_after=fitted if changes else None,
+        arguments_after=fit.arguments if changes else None,
         **target,
         **base,
     )
 
 
-def _decide_capability(call: ToolCall, tool: DeclaredTool, *, reason: str, candidates: list[str], consumed: frozenset[str]) -> Decision:
-    """Rename ``call`` to ``tool`` by capability, only if every argument has a place in the
-    target's schema (same key, synonym, annotation, consumed) and the fitted call validates:
-    arguments that do not fit are evidence that the match is wrong."""
+def _decide_capability(
+    call: ToolCall, tool: DeclaredTool, *, reason: str, candidates: list[str], consumed: frozenset[str], readings: list[Reading], client: str | None = None
+) -> Decision:
+    """Rename ``call`` to ``tool`` by capability, only if every reading of the answered name (one
+    per agent that declares it) translates every argument to the same counterpart in the target
+    (same sourced meaning, or an exact conversion) and the result validates: arguments that do
+    not fit are evidence that the match is wrong."""
     base = _base(call, Step.CAPABILITY, candidates)
     if call.arguments is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but the call cannot be checked: {_unparsed(call)}", **base)
+    if call.truncated:
+        return Decision(action=Action.LEAVE, reason=f"{reason}, but the answer was cut off before the call ended; a truncated call is never completed", **base)
     empty = _empty_to_object(call, tool)
-    arguments = {} if empty is not None else call.arguments
-    fitted, changes = fit_arguments(
-        arguments, tool.input_schema, consumed=consumed, drop_annotations=True, target_capability=tool.capability
-    )
-    extra = unaccounted_keys(fitted, tool.input_schema)
-    if extra:
-        return Decision(
-            action=Action.LEAVE,
-            reason=f"{reason}, but {tool.name} has no argument for {', '.join(map(repr, extra))}; dropping it would change the call's meaning",
-            arg_changes=changes,
-            **base,
-        )
-    error = validation_error(fitted, tool.input_schema)
+    if call.empty_arguments and empty is None:
+        return Decision(action=Action.LEAVE, reason=f"{reason}, but {_empty_left(call, tool)}", **base)
+    fit = _fit(call, tool, readings, client, consumed=consumed, foreign=True) if empty is None else Fit({})
+    if fit.arguments is None:
+        return Decision(action=Action.LEAVE, reason=f"{reason}, but {fit.reason}; renaming would change the call's meaning", arg_changes=fit.changes, **base)
+    error = validation_error(fit.arguments, tool.input_schema)
     if error is not None:
         return Decision(
             action=Action.LEAVE,
             reason=f"{reason}, but the repaired call does not validate against {tool.name}'s schema ({error})",
-            arg_changes=changes,
+            arg_changes=fit.changes,
             **base,
         )
-    changes = (empty or []) + _json_repaired(call) + changes
+    changes = (empty or []) + _json_repaired(call) + fit.changes
     return Decision(
         action=Action.RENAME,
         target=tool.name,
         target_namespace=tool.namespace,
         reason=reason,
         arg_changes=changes,
-        arguments_after=fitted if changes else None,
+        arguments_after=fit.arguments if changes else None,
         **base,
     )
 
 
-def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
+def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = None) -> Decision:
+    """Keep a call to a declared tool; change its arguments only to make them valid, and only when
+    every key keeps its meaning (no key the tool does not declare survives a change: the client
+    would ignore it)."""
     base = dict(_base(call, Step.DECLARED, [tool.qualified]), target=tool.name, target_namespace=tool.namespace)
     empty = _empty_to_object(call, tool)
     if empty is not None:
@@ -360,12 +435,31 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
         )
     if tool.kind is not ToolKind.FUNCTION:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; its input is free text, left as sent", **base)
+    if call.empty_arguments:
+        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_empty_left(call, tool)}", **base)
     if call.arguments is None:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_unparsed(call)}", **base)
+    if call.truncated:
+        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; the answer was cut off, its arguments are left exactly as sent", **base)
     repaired = _json_repaired(call)
+    error = validation_error(call.arguments, tool.input_schema)
+    if error is None and not repaired:
+        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)
+    fit = _fit(call, tool, [own_reading(tool.name, tool.capability), *spelled_readings([tool.name], tool, client, same_name=True)], client)
     if repaired:
-        fitted, changes = fit_arguments(call.arguments, tool.input_schema, target_capability=tool.capability)
-        final, changes = (fitted, changes) if changes and validation_error(fitted, tool.input_schema) is None else (call.arguments, [])
+        # The argument text only parsed after lossless repairs: the parsed object is written back,
+        # fitted when fitting makes it valid — and never with a key the client would not read.
+        if fit.arguments is not None and fit.changes and validation_error(fit.arguments, tool.input_schema) is None:
+            final, changes = fit.arguments, fit.changes
+        elif not undeclared_keys(call.arguments, tool.input_schema):
+            final, changes = call.arguments, []
+        else:
+            extra = ", ".join(map(repr, undeclared_keys(call.arguments, tool.input_schema)))
+            return Decision(
+                action=Action.KEEP,
+                reason=f"{tool.qualified} is declared; its argument JSON parses only after lossless repairs, but it carries {extra}, which {tool.qualified} does not declare: left as sent",
+                **base,
+            )
         return Decision(
             action=Action.FIT,
             reason=f"{tool.qualified} is declared; its argument JSON parsed only after lossless repairs ({', '.join(call.json_repairs)})",
@@ -373,21 +467,18 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool) -> Decision:
             arguments_after=final,
             **base,
         )
-    error = validation_error(call.arguments, tool.input_schema)
-    if error is None:
-        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)
-    fitted, changes = fit_arguments(call.arguments, tool.input_schema, target_capability=tool.capability)
-    if changes and validation_error(fitted, tool.input_schema) is None:
+    if fit.arguments is not None and fit.changes and validation_error(fit.arguments, tool.input_schema) is None:
         return Decision(
             action=Action.FIT,
             reason=f"{tool.qualified} is declared; its arguments failed the schema ({error}) and fitting made them valid",
-            arg_changes=changes,
-            arguments_after=fitted,
+            arg_changes=fit.changes,
+            arguments_after=fit.arguments,
             **base,
         )
+    why = f"fitting cannot keep their meaning ({fit.reason})" if fit.arguments is None else "fitting does not make them valid"
     return Decision(
         action=Action.KEEP,
-        reason=f"{tool.qualified} is declared; its arguments fail the schema ({error}) and fitting does not make them valid, so they are left as sent",
+        reason=f"{tool.qualified} is declared; its arguments fail the schema ({error}) and {why}, so they are left as sent",
         **base,
     )
 
@@ -407,7 +498,7 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str
     return None
 
 
-def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str]) -> Decision | None:
+def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str], client: str | None) -> Decision | None:
     found = _reverse_lookup(call, reverse_map)
     if found is None:
         return None
@@ -437,28 +528,46 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
                 **_base(call, Step.REVERSE_MAP, []),
             )
     # The model saw another agent's name for this tool (a profile rename: `Bash` for Cline's
-    # execute_command, BR-06) only when the alias is a vocabulary name of the tool's capability;
-    # a grammar or duplicate alias is the client's own tool under a transport name.
+    # execute_command, BR-06) when the alias is a vocabulary name: it may then use that agent's
+    # keys and units. A grammar or duplicate alias is the client's own tool under a transport name.
     alias_name = split_flat(call.namespace, alias)
-    foreign = tool.capability is not None and vocabulary.capability_of(alias_name) == tool.capability
-    return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, foreign=foreign)
+    foreign = bool(vocabulary.entries_for(alias_name))
+    if foreign:
+        return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, foreign=True, client=client, spellings=[alias_name])
+    # A grammar or duplicate alias is the client's own tool under a transport name this flow gave
+    # it: the model saw the client's schema and meant the client's tool. Its name always goes back
+    # (the client sees what it would have seen without the alias); its arguments change only as a
+    # call to the declared name would (:func:`_decide_declared`).
+    own = _decide_declared(call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client)
+    said_of_arguments = own.reason.partition("; ")[2] if own.action is Action.FIT or own.arguments_after is None and "; " in own.reason else ""
+    return own.model_copy(
+        update={
+            "name": call.name,
+            "namespace": call.namespace,
+            "action": Action.RENAME,
+            "step": Step.REVERSE_MAP,
+            "reason": f"{reason}; {said_of_arguments}" if said_of_arguments else reason,
+        }
+    )
 
 
-def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None) -> Decision:
+def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None, *, client: str | None = None) -> Decision:
     """Decide what ``call`` must mean among ``tools``.
 
     ``reverse_map`` maps an upstream alias this flow sent (flat name) to the declared tool's flat
     name (``flat + DUPLICATE_MARK + k`` for the k-th declaration of a name declared twice); a call
-    under such an alias — read losslessly (:func:`lossless_readings`) — always gets the client's
-    name back, whatever its arguments. Returns a :class:`Decision`; never raises for well-typed
-    input. Only a tool in ``tools`` is ever a target.
+    under such an alias — read losslessly (:func:`lossless_readings`) — gets the client's name back
+    whenever its arguments keep their meaning. ``client`` is the agent that sent the request, as
+    :func:`toolvocab.engine.clients.identify_client` names it: its own table then says what the
+    declared tools' keys mean (:func:`toolvocab.engine.translate.target_for`). Returns a
+    :class:`Decision`; never raises for well-typed input. Only a tool in ``tools`` is ever a target.
     """
     exact = tools.find(call.name, call.namespace)
     if exact is not None:
-        return _decide_declared(call, exact)
+        return _decide_declared(call, exact, client)
 
     if reverse_map:
-        decision = _resolve_reverse(call, tools, reverse_map)
+        decision = _resolve_reverse(call, tools, reverse_map, client)
         if decision is not None:
             return decision
 
@@ -509,6 +618,8 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             step=Step.NORMALIZED,
             reason=f"{call.qualified} differs from the declared {tool.qualified} {why}",
             foreign=False,
+            client=client,
+            spellings=probes if tool.server is None else (),
         )
     if len(matches) > 1:
         names = [t.qualified for t in matches]
@@ -542,19 +653,27 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
                 f"{call.qualified} with command {command!r} has no faithful counterpart among the declared tools",
             )
         consumed = frozenset({"command"})
-    else:
+    answered = stripped
+    if by_command is None or command is None:
         capability = vocabulary.capability_of(stripped)
         if capability is None and undoubled:
             capability = vocabulary.capability_of(undoubled)
+            answered = undoubled
     if capability is None:
         return _leave(
             call,
             Step.NONE,
             f"{call.qualified} is not declared, matches no declared name, and the vocabulary gives it no capability",
         )
-    candidates = [
-        t for t in tools.tools if t.kind is ToolKind.FUNCTION and t.server is None and t.capability == capability
-    ]
+    # A generic shell name (`shell`, `run_shell_command`, …) may mean PowerShell as much as a POSIX
+    # shell: with both declared it names two tools (the seed's own example). A name of a POSIX
+    # shell (`bash`) never means PowerShell.
+    held = {capability}
+    if capability == "shell" and not vocabulary.names_a_posix_shell(answered):
+        held.add("powershell")
+    candidates = [t for t in tools.tools if t.kind is ToolKind.FUNCTION and t.server is None and t.capability in held]
+    if capability == "shell" and not any(t.capability == "shell" for t in candidates):
+        candidates = []  # only PowerShell declared: a shell-named call never lands on it alone
     names = [t.qualified for t in candidates]
     if len(candidates) == 1:
         return _decide_capability(
@@ -563,6 +682,8 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             reason=f"{call.qualified} has capability {capability} and {names[0]} is the one declared tool with it",
             candidates=names,
             consumed=consumed,
+            readings=readings_of(answered, capability, _EDITOR_COMMAND.get(capability) if by_command is not None and command is None else command if isinstance(command, str) else None),
+            client=client,
         )
     if not candidates:
         return _leave(

@@ -110,6 +110,9 @@ class ToolCall(BaseModel):
     raw_arguments: str | None = None
     empty_arguments: bool = False
     json_repairs: list[str] = Field(default_factory=list)
+    #: The answer was cut off before this call ended (a stream with no end, a ``length`` /
+    #: ``max_tokens`` stop): its arguments are never completed, fitted or written as ``{}``.
+    truncated: bool = False
     id: str | None = None
     namespace: str | None = None
     kind: ToolKind = ToolKind.FUNCTION
@@ -226,10 +229,13 @@ class ArgChange(BaseModel):
     """One change made to a call's arguments.
 
     ``op`` is one of ``rename_key``, ``argv_to_string``, ``unwrap_list``,
-    ``json_to_array``, ``coerce``, ``drop_annotation`` (an annotation key a closed schema does
+    ``json_to_array``, ``coerce``, ``convert`` (a unit or base: seconds → milliseconds, a 1-based
+    line → a 0-based one), ``rewrap_command`` (a bash command line wrapped as ``bash -c '…'`` for a
+    tool that runs the user's shell), ``drop_annotation`` (an annotation key a closed schema does
     not declare), ``drop_key`` (a consumed key: ``str_replace_editor``'s ``command``),
-    ``fill_empty``, ``empty_to_object`` (``""`` / ``null`` / ``[]`` arguments written as ``{}``;
-    ``key`` is ``""``). ``key`` is the argument key
+    ``drop_default`` (a key whose value is what the target always does: ``is_background: false``
+    for a tool that has no background), ``fill_empty``, ``empty_to_object`` (``""`` / ``null`` /
+    ``[]`` arguments written as ``{}``; ``key`` is ``""``). ``key`` is the argument key
     changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.
     """
 

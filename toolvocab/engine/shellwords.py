@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import re
 
-#: Characters a word may hold and still be read literally by bash, zsh and dash: the set
-#: ``shlex.quote`` leaves unquoted (Python's ``shlex`` module), ASCII only.
-_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+", re.ASCII)
+#: A word bash, zsh and dash all read literally: runs of the characters ``shlex.quote`` leaves
+#: unquoted (Python's ``shlex`` module, ASCII only), a backslash before any character but a
+#: newline, single-quoted text (no expansion in any of them), and double-quoted text without ``$``,
+#: backquote or ``!`` in which a backslash escapes one character (POSIX.1-2017 2.2.3: inside double
+#: quotes a backslash is literal unless ``$`` `` ` `` ``"`` ``\`` or a newline follows; zsh reads it
+#: the same).
+_WORD = re.compile(r"""(?:[A-Za-z0-9_@%+=:,./-]|\\[^\n]|'[^']*'|"(?:[^"$`\\!\n]|\\[^\n])*")+""", re.ASCII)
 
 #: Words a shell reads as syntax, or runs as its own builtin, at the head of a simple command:
 #: the reserved words and builtins of bash 5.2 (``compgen -k``, ``compgen -b``), zsh 5.9
@@ -47,26 +51,45 @@ _SHELL_WORDS = frozenset(
 _ALIKE = {"cd": 1, "true": 0, "false": 0, "pwd": 0, "echo": 1_000_000}
 
 _OPERATORS = ("&&", "||", ";", "|")
-_TOKEN = re.compile(r"[ \t]*(&&|\|\||;|\||[^ \t;&|]+)", re.ASCII)
+_TOKEN = re.compile(r"""[ \t]*(&&|\|\||;|\||(?:[^ \t;&|'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+)""", re.ASCII | re.DOTALL)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.ASCII)
 
 
 def _command_ok(words: list[str]) -> bool:
     """One simple command's words: assignments first (``A=1``), then a command that is not a
-    shell word (or one of ``_ALIKE`` with few enough arguments)."""
+    shell word (or one of ``_ALIKE`` with few enough arguments). A command of assignments alone
+    is not portable (``noa | A=1`` fails in zsh, succeeds in bash)."""
     head = 0
     while head < len(words) and _ASSIGNMENT.match(words[head]):
         head += 1
     if head == len(words):
-        return True  # only assignments: shell variables, set alike in all three
-    name = words[head]
+        return False  # only assignments: in a pipeline zsh and bash give them other statuses
+    name = _unquoted(words[head])
     if name.startswith("%"):
         return False  # ``%1`` resumes a job in bash and zsh
     if name in _SHELL_WORDS:
         args = words[head + 1 :]
         limit = _ALIKE.get(name)
-        return limit is not None and len(args) <= limit and not any(word.startswith("-") for word in args)
+        if name == "echo" and any("\\" in _unquoted(word) for word in args):
+            return False  # dash's and zsh's echo read backslash escapes, bash's does not
+        return limit is not None and len(args) <= limit and not any(_unquoted(word).startswith("-") for word in args)
     return True
+
+
+def _unquoted(word: str) -> str:
+    """A portable word with its quotes and escapes removed (what the shell sees)."""
+    return _QUOTED.sub(_unquote_one, word)
+
+
+def _unquote_one(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return m.group(1)
+    if m.group(2) is not None:
+        return re.sub(r'\\([$`"\\])', r"\1", m.group(2))
+    return m.group(3)
+
+
+_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.DOTALL)
 
 
 def is_portable(command: str) -> bool:
@@ -92,8 +115,8 @@ def is_portable(command: str) -> bool:
                 return False
             words = []
             continue
-        if not _WORD.fullmatch(token) or token.startswith("="):
-            return False
+        if not _WORD.fullmatch(token) or _unquoted(token).startswith("="):
+            return False  # zsh expands a leading `=` even after an empty quote (``''=x``)
         words.append(token)
     return bool(words) and _command_ok(words)
 

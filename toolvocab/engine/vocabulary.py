@@ -194,6 +194,8 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("write_file", "write", _QWEN, _QWEN_DECL),
     _row("write_file", "write", _GEM, _GEM_DECL),
     _row("write_to_file", "write", _CLINE, _CLINE_SRC),
+    _row("write_file", "write", _HERMES, "hermes-agent 0.19.0 tools/file_tools.py (write_file)"),
+    _row("write", "write", _OPENCLAW, "openclaw 2026.9.6 (npm), the write agent tool"),
     _row("write", "write", _PI, _PI_SRC),
     # --- edit: exact old/new string ---------------------------------------------------------
     _row("Edit", "edit", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
@@ -346,6 +348,9 @@ class _Index:
         self._by_name = {k: tuple(v) for k, v in by_name.items()}
         self._by_key = {k: tuple(v) for k, v in by_key.items()}
 
+    def entries_named(self, name: str) -> tuple[VocabEntry, ...]:
+        return self._by_name.get(name, ())
+
     def entries_for(self, name: str) -> tuple[VocabEntry, ...]:
         rows = self._by_name.get(name)
         if rows:
@@ -358,6 +363,22 @@ class _Index:
 
 
 _INDEX = _Index(ENTRIES)
+
+
+def entries_named(name: str) -> tuple[VocabEntry, ...]:
+    """The rows spelled exactly ``name`` (empty for a name no row spells so)."""
+    return _INDEX.entries_named(name)
+
+
+#: Shell tools named after a POSIX shell: a call to one never means PowerShell. Every other
+#: ``shell`` name (``shell``, ``run_shell_command``, ``execute_command``, ``exec``, ``terminal``…)
+#: is generic, and with both a POSIX shell and PowerShell declared it names two tools.
+_POSIX_SHELL_NAMES = frozenset({name_key("bash"), name_key("sh"), name_key("zsh")})
+
+
+def names_a_posix_shell(name: str) -> bool:
+    """True when ``name`` (read as :func:`~toolvocab.engine.names.name_key`) is a POSIX shell's."""
+    return name_key(name) in _POSIX_SHELL_NAMES
 
 
 def entries_for(name: str) -> tuple[VocabEntry, ...]:

@@ -1,0 +1,408 @@
+"""Every argument keeps its meaning: translation between tools, checked against the sourced table.
+
+Example tests for each kind of meaning a key carries (unit, base, shell, matching, effect,
+unknown keys), then properties over every pair of table rows a repair can connect:
+
+(a) intent — a call written in one row's vocabulary, with generated values, that the engine
+    changes reads the same in the target row's semantics. The intent oracle is built here from
+    the table's data (``Meaning`` fields), never by calling the translation: durations in ms,
+    line numbers from 0, commands as what a shell runs, matching and pattern flavours as data;
+(b) unknown — a key no sourced tool of the capability lists never survives into a changed call,
+    and any key whose meaning differs between the readings leaves the call;
+(c) undeclared — on any target schema, no changed call carries a key the schema does not declare
+    (annotation keys aside), at any depth the schema describes.
+
+Examples: ``TOOLVOCAB_PROPERTY_EXAMPLES`` (quick 300; ``.ci/run``'s long profile 2000; the closing
+note's 10,000-example run sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import assume
+from hypothesis import event
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from schemas import BOOL
+from schemas import INT
+from schemas import NUM
+from schemas import STR
+from schemas import fn
+from schemas import schema
+
+from toolvocab.engine import vocabulary
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
+from toolvocab.engine.models import ToolCall
+from toolvocab.engine.semantics import TABLES
+from toolvocab.engine.semantics import ArgTable
+from toolvocab.engine.semantics import Meaning
+from toolvocab.engine.shellwords import is_portable
+
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+
+ANNOTATIONS = {"description", "instruction", "explanation", "justification"}
+
+
+def decide(tools: list[Any], name: str, args: dict[str, Any], *, client: str | None = None, reverse_map: dict[str, str] | None = None):
+    return resolve(ToolCall(name=name, arguments=args), Toolset(tools), reverse_map, client=client)
+
+
+# ------------------------------------------------------------------ units: seconds are not milliseconds
+BASH = fn("Bash", schema("command", additional=False, command=STR, timeout=NUM, run_in_background=BOOL))
+RUN_SHELL = fn("run_shell_command", schema("command", command=STR, is_background=BOOL, timeout=NUM, directory=STR))
+TERMINAL = fn("terminal", schema("command", command=STR, background=BOOL, timeout=INT, workdir=STR))
+
+
+def test_a_timeout_in_seconds_reaches_a_millisecond_tool_converted() -> None:
+    # Hermes' terminal takes seconds, Claude Code's Bash milliseconds: 600 s is 600000 ms.
+    d = decide([BASH], "terminal", {"command": "make migrate", "timeout": 600})
+    assert d.action is Action.RENAME and d.target == "Bash"
+    assert d.arguments_after == {"command": "make migrate", "timeout": 600000}
+    assert any(c.op == "convert" and c.before == 600 and c.after == 600000 for c in d.arg_changes)
+
+
+def test_a_timeout_past_what_the_target_honours_is_left() -> None:
+    # Bash clamps anything over 600000 ms: 900 s would run for 600.
+    d = decide([BASH], "terminal", {"command": "make", "timeout": 900})
+    assert d.action is Action.LEAVE and "600000" in d.reason
+
+
+def test_milliseconds_to_seconds_only_when_exact() -> None:
+    assert decide([TERMINAL], "run_shell_command", {"command": "make", "timeout": 120000}).arguments_after == {"command": "make", "timeout": 120}
+    assert decide([TERMINAL], "run_shell_command", {"command": "make", "timeout": 1500}).action is Action.LEAVE
+
+
+def test_a_timeout_whose_unit_the_name_does_not_settle_is_left() -> None:
+    # `bash` is OpenCode's (ms) and pi's (s): 600 is ten minutes or ten seconds.
+    d = decide([RUN_SHELL], "bash", {"command": "make", "timeout": 600})
+    assert d.action is Action.LEAVE and "'timeout'" in d.reason
+
+
+def test_a_key_with_its_unit_in_its_name_is_not_another_units_key() -> None:
+    # `timeout_ms` spelled for OpenClaw's exec, whose kill timeout is `timeoutSeconds`: not moved.
+    exec_tool = fn("exec", schema("command", command=STR, timeoutSeconds=NUM))
+    d = decide([exec_tool], "exec", {"command": "make", "timeout_ms": 5000})
+    assert d.action is Action.KEEP and d.arguments_after is None
+
+
+def test_codex_yield_time_is_not_a_kill_timeout() -> None:
+    d = decide([BASH], "exec_command", {"cmd": "make", "yield_time_ms": 10000})
+    assert d.action is Action.LEAVE and "yield_time_ms" in d.reason
+
+
+# ------------------------------------------------------------------ bases: 1-based is not 0-based
+READ = fn("Read", schema("file_path", additional=False, file_path=STR, offset=INT, limit=INT))
+QWEN_READ = fn("read_file", schema("file_path", file_path=STR, offset=NUM, limit=NUM, pages=STR))
+
+
+def test_a_1_based_line_reaches_a_0_based_tool_rebased() -> None:
+    # Claude Code's Read offset is a 1-based line, Qwen Code 0.15.10's read_file a 0-based one.
+    d = decide([QWEN_READ], "Read", {"file_path": "/a", "offset": 10, "limit": 5}, client="Qwen Code")
+    assert d.action is Action.RENAME and d.arguments_after == {"file_path": "/a", "offset": 9, "limit": 5}
+
+
+def test_a_line_number_whose_base_the_name_does_not_settle_is_left() -> None:
+    # `read_file` is Qwen Code's (0-based) and Codex's and Hermes' (1-based): line 10 is ambiguous.
+    d = decide([READ], "read_file", {"file_path": "/a", "offset": 10})
+    assert d.action is Action.LEAVE and "'offset'" in d.reason
+    # Without an offset nothing is ambiguous.
+    assert decide([READ], "read_file", {"file_path": "/a"}).target == "Read"
+
+
+def test_a_line_range_is_not_an_offset() -> None:
+    # Gemini CLI's read_file takes start_line/end_line; Claude Code's Read an offset and a limit.
+    d = decide([READ], "read_file", {"file_path": "/a", "start_line": 3, "end_line": 9})
+    assert d.action is Action.LEAVE
+
+
+# ------------------------------------------------------------------ effects
+EDIT = fn("Edit", schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL))
+QWEN_EDIT = fn("edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL))
+OC_EDIT = fn("edit", schema("filePath", "oldString", "newString", filePath=STR, oldString=STR, newString=STR, replaceAll=BOOL))
+WRITE_FILE = fn("write_file", schema("file_path", "content", file_path=STR, content=STR))
+
+
+def test_replace_all_has_no_counterpart_in_expected_replacements() -> None:
+    # Older Gemini CLI's replace takes expected_replacements (exactly N matches); Edit's
+    # replace_all is every match. Different effects: left.
+    d = decide([EDIT], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", "expected_replacements": 2})
+    assert d.action is Action.LEAVE
+
+
+def test_an_exact_edit_never_reaches_a_fuzzy_matcher() -> None:
+    # OpenCode's edit falls back to nine looser matchers: text Edit would refuse to find can be
+    # edited somewhere else.
+    d = decide([OC_EDIT], "Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}, client="OpenCode")
+    assert d.action is Action.LEAVE and "fuzzy" in d.reason
+
+
+def test_an_exact_edit_reaches_qwen_codes_normalising_edit() -> None:
+    d = decide([QWEN_EDIT], "str_replace_editor", {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"})
+    assert d.action is Action.RENAME and d.arguments_after == {"file_path": "/a", "old_string": "x", "new_string": "y"}
+
+
+@pytest.mark.parametrize("extra", [{"mode": "append"}, {"append": True}])
+def test_an_append_the_client_would_ignore_is_never_made_a_valid_overwrite(extra: dict[str, Any]) -> None:
+    # Qwen Code passes keys it does not declare to a handler that ignores them: renaming `path`
+    # would turn a refused call into an overwrite.
+    d = decide([WRITE_FILE], "write_file", {"path": "/a", "content": "x", **extra}, client="Qwen Code")
+    assert d.action is Action.KEEP and d.arguments_after is None
+
+
+def test_a_background_flag_the_target_has_no_key_for_is_left_unless_false() -> None:
+    oc_bash = fn("bash", schema("command", command=STR, timeout=INT, workdir=STR))
+    assert decide([oc_bash], "run_shell_command", {"command": "npm run dev", "is_background": True}, client="OpenCode").action is Action.LEAVE
+    d = decide([oc_bash], "run_shell_command", {"command": "npm test", "is_background": False}, client="OpenCode")
+    assert d.action is Action.RENAME and d.arguments_after == {"command": "npm test"}
+
+
+def test_an_isolation_a_subagent_tool_has_no_place_for_is_left() -> None:
+    # Qwen Code 0.15.10 ran an `agent` call renamed from Agent with isolation: "worktree" in the
+    # main tree (its validateToolParams never runs ajv): no counterpart, no rename.
+    agent = fn("agent", schema("description", "prompt", additional=False, description=STR, prompt=STR, subagent_type=STR, run_in_background=BOOL))
+    d = decide([agent], "Agent", {"description": "d", "prompt": "p", "subagent_type": "general-purpose", "isolation": "worktree"})
+    assert d.action is Action.LEAVE and "isolation" in d.reason
+
+
+# ------------------------------------------------------------------ shells
+def test_a_command_for_the_users_shell_reaches_bash_only_when_portable() -> None:
+    # Claude Code's Bash runs the user's shell (zsh on a default macOS), Qwen Code's bash -c.
+    assert decide([RUN_SHELL], "Bash", {"command": "git status"}).arguments_after is None
+    assert decide([RUN_SHELL], "Bash", {"command": "rm -f **/*.orig"}).action is Action.LEAVE
+
+
+def test_a_command_for_bash_reaches_the_users_shell_wrapped_in_bash() -> None:
+    d = decide([BASH], "run_shell_command", {"command": "rm -f **/*.orig"})
+    assert d.action is Action.RENAME and d.arguments_after == {"command": "bash -c 'rm -f **/*.orig'"}
+
+
+def test_a_bash_argv_keeps_its_shell() -> None:
+    d = decide([BASH], "shell", {"command": ["bash", "-lc", "rm -f **/*.orig"]})
+    assert d.arguments_after == {"command": "bash -lc 'rm -f **/*.orig'"}
+    assert decide([BASH], "shell", {"command": ["bash", "-lc", "git status"]}).arguments_after == {"command": "git status"}
+
+
+# ------------------------------------------------------------------ the table against the vocabulary
+def test_every_table_is_a_vocabulary_row_with_a_version_and_a_source() -> None:
+    rows = {(e.name, e.clients) for e in vocabulary.ENTRIES}
+    for table in TABLES:
+        assert (table.name, table.clients) in rows, table.name
+        assert table.version and table.source, table.name
+        assert table.unknown_keys in ("rejected", "ignored", "mixed")
+        for meaning in [*table.args.values(), *(m for c in table.by_command.values() for m in c.values())]:
+            assert meaning.unit in (None, "ms", "s") and meaning.base in (None, 0, 1)
+
+
+def test_each_shell_tool_names_the_shell_that_runs_its_command() -> None:
+    for table in TABLES:
+        for key, meaning in table.args.items():
+            if meaning.what == "shell.command":
+                assert meaning.form in ("argv", "bash", "user"), (table.name, key)
+
+
+# ------------------------------------------------------------------ the oracle, from the table alone
+def _effective(meaning: Meaning, value: Any) -> Any:
+    """A value as the table says the tool reads it: durations in ms, line numbers from 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    if meaning.unit == "s":
+        value = value * 1000
+    if meaning.base is not None:
+        value = value - meaning.base
+    return value
+
+
+def _runs(meaning: Meaning, value: Any) -> tuple[str, Any]:
+    """What a shell runs for a command value: the portable text, bash's text, or the user shell's."""
+    if isinstance(value, list):
+        if len(value) == 3 and value[0] in ("bash", "/bin/bash") and value[1] in ("-c", "-lc"):
+            return _runs(Meaning("shell.command", form="bash"), value[2])
+        return ("argv", tuple(value))
+    words = shlex.split(value) if value.count("'") % 2 == 0 else None
+    if words and len(words) == 3 and words[0] == "bash" and words[1] in ("-c", "-lc"):
+        return _runs(Meaning("shell.command", form="bash"), words[2])
+    if is_portable(value):
+        try:
+            return ("argv-or-portable", tuple(shlex.split(value)) if all(op not in value for op in ("&&", "||", ";", "|")) else value)
+        except ValueError:
+            return ("portable", value)
+    return (meaning.form, value)
+
+
+def _runs_argv(run: tuple[str, Any]) -> tuple[str, Any]:
+    """An argv and the portable command line that runs it are one intent."""
+    kind, what = run
+    if kind == "argv":
+        return ("argv-or-portable", what)
+    return run
+
+
+def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
+    """Operand → what it means, for a call read as ``table``'s tool, from the table's data only."""
+    out: dict[str, Any] = {}
+    listed = table.args
+    for key, value in args.items():
+        if key in ANNOTATIONS:
+            continue
+        meaning = listed[key]
+        if meaning.what in ("shell.command", "monitor.command"):
+            out[meaning.what] = _runs_argv(_runs(meaning, value))
+        else:
+            out[meaning.what] = (_effective(meaning, value), meaning.form)
+    for what, value in table.fixed.items():
+        out.setdefault(what, (value, None))
+    for meaning in listed.values():
+        if meaning.default is not None:
+            out.setdefault(meaning.what, (meaning.default, meaning.form))
+    return out
+
+
+def _same_form(source: Any, target: Any, what: str) -> bool:
+    if what == "edit.old":
+        # A target that matches exactly refuses what it cannot find; Qwen Code's normalising
+        # matcher takes an exact source's text; a source that matched fuzzily may reach any
+        # matcher; an exact or normalising source never reaches a fuzzy one.
+        if str(source).startswith("fuzzy"):
+            return True
+        return source == target or target == "exact" or (source == "exact" and target == "normalized")
+    return source == target
+
+
+def same_intent(source: dict[str, Any], target: dict[str, Any]) -> bool:
+    for what, meant in source.items():
+        if what not in target:
+            return False
+        got = target[what]
+        if what in ("shell.command", "monitor.command"):
+            if meant != got:
+                return False
+            continue
+        if meant[0] != got[0] or not _same_form(meant[1], got[1], what):
+            return False
+    # The target may hold an effect the source left to its default only if they agree.
+    for what, got in target.items():
+        if what not in source and got[0] not in (None, False):
+            return False
+    return True
+
+
+def _json_type(meaning: Meaning) -> dict[str, Any]:
+    if meaning.what in ("shell.command", "monitor.command"):
+        return {"type": "array", "items": STR} if meaning.form == "argv" else STR
+    if meaning.unit or meaning.base is not None or meaning.what.endswith((".limit", ".depth")):
+        return NUM
+    if meaning.default in (True, False) or meaning.what.endswith((".background", ".all", ".ignore_case")):
+        return BOOL
+    if meaning.what.startswith("todo.") or meaning.what.endswith(".ignore"):
+        return {"type": "array"}
+    return {}
+
+
+def declared_from(table: ArgTable, closed: bool) -> Any:
+    props = {key: _json_type(m) for key, m in table.args.items()}
+    return fn(table.name, {"type": "object", "properties": props, **({"additionalProperties": False} if closed else {})})
+
+
+COMMANDS = ["git status", "ls -la | wc -l", "rm -f **/*.orig", "echo $HOME", "cd src && make", "grep -n 'a b' x"]
+
+
+def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
+    if meaning.what in ("shell.command", "monitor.command"):
+        if meaning.form == "argv":
+            return st.sampled_from([["bash", "-lc", c] for c in COMMANDS] + [["ls", "-la"], ["git", "status"]])
+        return st.sampled_from(COMMANDS)
+    if meaning.unit is not None:
+        return st.sampled_from([0, 1, 5, 30, 120, 600, 1500, 120000, 600000, 900000])
+    if meaning.base is not None:
+        return st.integers(0, 40)
+    t = _json_type(meaning)
+    if t == BOOL:
+        return st.booleans()
+    if t == NUM:
+        return st.integers(1, 500)
+    if t.get("type") == "array":
+        return st.just([])
+    return st.sampled_from(["/repo/a.py", "src", "needle", "x"])
+
+
+PLAIN = [t for t in TABLES if t.args and vocabulary.capability_of(t.name) is not None]
+PAIRS = [
+    (s, t)
+    for s in PLAIN
+    for t in PLAIN
+    if vocabulary.capability_of(s.name) == vocabulary.capability_of(t.name) and (s.name, s.version) != (t.name, t.version)
+]
+
+
+@st.composite
+def connected_calls(draw: st.DrawFn) -> tuple[ArgTable, ArgTable, dict[str, Any], bool]:
+    source, target = draw(st.sampled_from(PAIRS))
+    keys = draw(st.lists(st.sampled_from(sorted(source.args)), unique=True, max_size=4))
+    args = {k: draw(value_for(source.args[k])) for k in keys}
+    return source, target, args, draw(st.booleans())
+
+
+@SETTINGS
+@given(connected_calls())
+def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(case: tuple[ArgTable, ArgTable, dict[str, Any], bool]) -> None:
+    """(a) and (c): over every pair of rows of one capability, a call the engine changes means
+    in the target what it meant in the source, and carries no key the target does not declare."""
+    source, target, args, closed = case
+    tool = declared_from(target, closed)
+    d = decide([tool], source.name, args, client=target.client)
+    event(f"{d.action.value} at {d.step.value}")
+    if not d.changed:
+        return
+    after = d.arguments_after if d.arguments_after is not None else args
+    props = tool.input_schema["properties"]
+    assert all(k in props or k in ANNOTATIONS for k in after), (after, sorted(props))
+    # The source name may be several agents' tool: the change must hold for the one generated.
+    readings = [t for t in TABLES if t.name == source.name and all(k in t.args or k in ANNOTATIONS for k in args)]
+    for reading in readings:
+        assert same_intent(intent(reading, args), intent(target, after)), (source.name, reading.clients, reading.version, args, target.name, target.version, after, d.reason)
+
+
+UNKNOWN_KEYS = ["mode", "append", "dry_run", "working_dir", "timeout_s", "zz", "preview"]
+
+
+@SETTINGS
+@given(connected_calls(), st.sampled_from(UNKNOWN_KEYS), st.sampled_from(["x", True, 3]))
+def test_a_key_no_tool_of_the_capability_knows_never_survives_a_change(case: tuple[ArgTable, ArgTable, dict[str, Any], bool], key: str, value: Any) -> None:
+    """(b): a key with no sourced meaning leaves the call (or keeps a declared call as sent)."""
+    source, target, args, closed = case
+    capability = vocabulary.capability_of(source.name)
+    assume(not any(key in t.args for t in TABLES if vocabulary.capability_of(t.name) == capability))
+    tool = declared_from(target, closed)
+    d = decide([tool], source.name, {**args, key: value}, client=target.client)
+    assert not d.changed, (source.name, target.name, d.reason)
+
+
+@SETTINGS
+@given(
+    st.dictionaries(st.sampled_from(["path", "file_path", "command", "mode", "n", "content"]), st.sampled_from(["x", 1, True]), max_size=4),
+    st.dictionaries(st.sampled_from(["path", "file_path", "command", "content", "n"]), st.sampled_from([STR, INT, BOOL, {}]), max_size=4),
+    st.sampled_from(["write_file", "Write", "read_file", "Read", "bash", "Bash", "exec", "edit", "tool_x"]),
+    st.sampled_from(["write_file", "Write", "read_file", "Read", "bash", "Bash", "exec", "edit", "tool_x", "WRITE", "functions.read"]),
+    st.booleans(),
+)
+def test_no_change_ever_carries_a_key_the_target_does_not_declare(args: dict[str, Any], props: dict[str, Any], declared: str, answered: str, closed: bool) -> None:
+    """(c) on arbitrary schemas and names: declared, lossless and capability steps alike."""
+    s = {"type": "object", "properties": props, **({"additionalProperties": False} if closed else {})}
+    d = decide([fn(declared, s)], answered, args)
+    if d.changed:
+        after = d.arguments_after if d.arguments_after is not None else args
+        assert all(k in props or k in ANNOTATIONS for k in after), (declared, answered, args, props, d)

@@ -1,0 +1,425 @@
+"""What each known tool's arguments mean: the sourced table a translation is checked against.
+
+The vocabulary (:mod:`toolvocab.engine.vocabulary`) says which tools are substitutes by *name*.
+This table says what every argument of those tools *means*: which operand it is (the command to
+run, the line to start reading at), in which unit (seconds are not milliseconds), from which base
+(a 1-based line is not a 0-based one), in which form (a command line for bash is not one for the
+user's zsh; a fuzzy-matched edit is not an exact one), and the largest value the tool honours as
+given. A call is only ever rewritten when every argument has a counterpart of the same meaning in
+the target (:mod:`toolvocab.engine.translate`); a key this table cannot source is unknown, and
+unknown blocks the change.
+
+One :class:`ArgTable` per vocabulary row (same ``name`` and ``clients``). Each names the version
+and the file or bundle it was read from. Meanings are ``<capability>.<operand>`` strings; two
+tools' keys mean the same only when their :class:`Meaning` objects agree, or differ by a
+conversion :func:`toolvocab.engine.translate.convert` lists (s ↔ ms, 1- ↔ 0-based).
+
+How each client treats a key it does not declare is recorded too (``unknown_keys``): Claude Code
+rejects one on most tools, Qwen Code and Gemini CLI pass it to a handler that ignores it,
+OpenCode's decoder strips it (the research behind each row; ``tests/e2e`` checks the five agents).
+The translation never relies on it: a key the target does not declare blocks every change.
+
+Adding a row: read the tool's schema *and* its handler at a pinned version; write each key's
+operand, unit, base, form and limit, with the file it came from; a key you cannot source stays
+out (unknown). ``tests/unit/test_semantics.py`` checks every row against the vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Meaning:
+    """What one argument of one tool means.
+
+    ``what``: the operand, ``<capability>.<operand>`` (``"shell.timeout"``). ``unit``: ``"ms"`` or
+    ``"s"`` for durations, else ``None``. ``base``: 0 or 1 for a line or entry number, else
+    ``None``. ``form``: how the value is read where tools differ — for ``shell.command`` the shell
+    that runs a string (``"bash"``: ``bash -c``; ``"user"``: the user's login shell, bash or zsh or
+    sh; ``"argv"``: an array executed directly, no shell); for patterns their flavour
+    (``"rg"`` ripgrep's Rust regex, case-sensitive; ``"rg-i"`` the same, case-insensitive); for an
+    edit's old text how it is matched (``"exact"``, ``"normalized"``, ``"fuzzy-<tool>"``); for
+    list-valued operands the item shape. ``most``: the largest value the tool honours as given,
+    in ``unit`` (a larger one is clamped or refused). ``default``: the value the tool uses when
+    the key is absent, recorded only where it selects an effect (``edit.all``, background flags).
+    """
+
+    what: str
+    unit: str | None = None
+    base: int | None = None
+    form: str | None = None
+    most: float | None = None
+    default: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArgTable:
+    """The arguments of one vocabulary row: ``name`` and ``clients`` as in the vocabulary;
+    ``client`` as :func:`toolvocab.engine.clients.identify_client` names the agent (``None`` for
+    agents it does not identify); ``version`` and ``source`` say where each fact was read.
+
+    ``args`` maps each sourced key to its :class:`Meaning`. ``by_command`` (text-editor tools)
+    maps a ``command`` value to the keys' meanings for that command; the ``command`` key itself
+    then only selects the operation. ``fixed`` gives effects the tool has without a key
+    (``{"edit.all": False}``: every edit must match once). ``unknown_keys``: how the client treats
+    a key it does not declare — ``"rejected"``, ``"ignored"`` (stripped or never read), or
+    ``"mixed"`` (see ``source``).
+    """
+
+    name: str
+    clients: str
+    client: str | None
+    version: str
+    source: str
+    args: Mapping[str, Meaning] = field(default_factory=dict)
+    by_command: Mapping[str, Mapping[str, Meaning]] = field(default_factory=dict)
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    unknown_keys: str = "ignored"
+
+
+def m(what: str, unit: str | None = None, base: int | None = None, form: str | None = None, most: float | None = None, default: Any = None) -> Meaning:
+    """Shorthand for :class:`Meaning`."""
+    return Meaning(what=what, unit=unit, base=base, form=form, most=most, default=default)
+
+
+# --- who (as the vocabulary spells them) and how the agents are identified ------------------------
+_CC, _CC_ID = "Claude Code", "Claude Code"
+_CODEX, _CODEX_ID = "Codex CLI", "Codex"
+_CODEX_GUIDE = "OpenAI Codex prompting guide"
+_OC, _OC_ID = "OpenCode", "OpenCode"
+_QWEN, _QWEN_ID = "Qwen Code", "Qwen Code"
+_GEM, _GEM_ID = "Gemini CLI", "Gemini CLI"
+_CLINE = "Cline"
+_OPENCLAW = "OpenClaw"
+_HERMES = "Hermes Agent"
+_TRAE = "trae-agent"
+_PI = "pi"
+_ANTHROPIC = "Anthropic text editor tool"
+
+# --- where -----------------------------------------------------------------------------------------
+_CC_SRC = "@anthropic-ai/claude-code 2.1.197 (bin/claude.exe's bundled JS: each tool's zod input schema and call)"
+_CODEX_SRC = "openai/codex codex-rs/core/src/tools/handlers/ (argument structs, serde without deny_unknown_fields); the 0.171.0 binary's tool specs"
+_QWEN_SRC = "@qwen-code/qwen-code 0.15.10 (cli.js: packages/core/src/tools/*, SchemaValidator)"
+_GEM_SRC = "@google/gemini-cli 0.61.0 bundle; google-gemini/gemini-cli packages/core/src/tools/*.ts"
+_GEM_OLD_SRC = "google-gemini/gemini-cli v0.1.9 (34935d6) .. v0.10.0 packages/core/src/tools/{read-file,ls,grep,shell,edit,write-file,glob}.ts"
+_OC_SRC = "opencode-ai 1.18.33 binary (packages/opencode/src/tool/*.ts, Effect Schema decode)"
+_PI_SRC = "badlogic/pi-mono v0.58.3 packages/coding-agent/src/core/tools/*.ts"
+_TRAE_SRC = "bytedance/trae-agent e839e55 trae_agent/tools/ (bash_tool.py, edit_tool.py)"
+_HERMES_SRC = "hermes-agent 0.19.0 wheel: tools/terminal_tool.py, tools/file_tools.py"
+_OPENCLAW_SRC = "openclaw 2026.9.6 (npm, commit eb377ac5): the exec, read, write and edit agent tools"
+_CLINE_SRC = "cline/cline v3.89.2 src/core/prompts (tool specs) and src/core/task (handlers)"
+_ANTHROPIC_SRC = "platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool (text_editor_20250124/20250728)"
+
+# --- shared meanings -------------------------------------------------------------------------------
+def _own(tool: str, key: str) -> Meaning:
+    """A meaning no other tool shares (Codex's ``yield_time_ms`` is not a kill timeout)."""
+    return m(f"{tool}.{key}")
+
+
+_BG_FALSE = m("shell.background", default=False)
+_EDIT_ALL = m("edit.all", default=False)
+
+
+def _t(name: str, clients: str, client: str | None, version: str, source: str, unknown_keys: str = "ignored", **kw: Any) -> ArgTable:
+    return ArgTable(name=name, clients=clients, client=client, version=version, source=source, unknown_keys=unknown_keys, **kw)
+
+
+_TEXT_EDITOR = {
+    "view": {"path": m("read.path"), "view_range": m("read.view_range", base=1)},
+    "str_replace": {"path": m("edit.path"), "old_str": m("edit.old", form="exact"), "new_str": m("edit.new")},
+    "create": {"path": m("create.path"), "file_text": m("create.content")},
+    "insert": {"path": m("insert.path"), "insert_line": m("insert.after_line", base=0), "new_str": m("insert.text")},
+}
+
+TABLES: tuple[ArgTable, ...] = (
+    # --- Claude Code 2.1.197 ------------------------------------------------------------------------
+    # Bash runs its command in the user's shell (CLAUDE_CODE_SHELL, $SHELL, then zsh or bash), with
+    # -c; timeout in ms, default 120000, silently clamped to 600000.
+    _t("Bash", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "command": m("shell.command", form="user"),
+        "timeout": m("shell.timeout", unit="ms", most=600000),
+        "run_in_background": _BG_FALSE,
+        "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
+    }),
+    _t("PowerShell", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "command": m("powershell.command"),
+        "timeout": m("powershell.timeout", unit="ms", most=600000),
+        "run_in_background": m("powershell.background", default=False),
+        "dangerouslyDisableSandbox": _own("claude.powershell", "dangerouslyDisableSandbox"),
+    }),
+    # Read: offset a 1-based line number (0 read as 1), limit a count of lines, pages a PDF range.
+    _t("Read", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "file_path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
+        "pages": m("read.pages", base=1),
+    }),
+    _t("Write", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"file_path": m("write.path"), "content": m("write.content")}),
+    # Edit: old_string matched literally, exactly once unless replace_all.
+    _t("Edit", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "file_path": m("edit.path"), "old_string": m("edit.old", form="exact"), "new_string": m("edit.new"),
+        "replace_all": _EDIT_ALL,
+    }),
+    _t("NotebookEdit", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "notebook_path": m("notebook.path"), "cell_id": m("notebook.cell_id"), "new_source": m("notebook.source"),
+        "cell_type": m("notebook.cell_type"), "edit_mode": m("notebook.edit_mode"),
+    }),
+    # Glob and Grep use ripgrep: rg --files --glob, and rg's Rust regex (case-sensitive; -i).
+    _t("Glob", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
+    _t("Grep", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "glob": m("grep.include", form="rg-glob"),
+        "output_mode": _own("claude.grep", "output_mode"), "-A": _own("claude.grep", "-A"), "-B": _own("claude.grep", "-B"),
+        "-C": _own("claude.grep", "-C"), "context": _own("claude.grep", "context"), "-n": _own("claude.grep", "-n"),
+        "-i": m("grep.ignore_case", default=False), "-o": _own("claude.grep", "-o"), "type": _own("claude.grep", "type"),
+        "head_limit": _own("claude.grep", "head_limit"), "offset": _own("claude.grep", "offset"),
+        "multiline": _own("claude.grep", "multiline"),
+    }),
+    _t("WebFetch", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"url": m("web_fetch.url"), "prompt": m("web_fetch.prompt")}),
+    _t("WebSearch", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "query": m("web_search.query"), "allowed_domains": _own("claude.websearch", "allowed_domains"),
+        "blocked_domains": _own("claude.websearch", "blocked_domains"),
+    }),
+    # Agent (old name Task) is a plain zod object: unknown keys are stripped, not rejected.
+    *(
+        _t(name, _CC, _CC_ID, "2.1.197", _CC_SRC, "ignored", args={
+            "prompt": m("subagent.prompt"), "subagent_type": m("subagent.type"), "model": _own("claude.agent", "model"),
+            "run_in_background": m("subagent.background", default=False), "isolation": _own("claude.agent", "isolation"),
+            "name": _own("claude.agent", "name"), "team_name": _own("claude.agent", "team_name"),
+            "mode": _own("claude.agent", "mode"),
+        })
+        for name in ("Agent", "Task")
+    ),
+    _t("TodoWrite", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"todos": m("todo.todos", form="claude")}),
+    _t("Monitor", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "command": m("monitor.command", form="user"), "timeout_ms": m("monitor.timeout", unit="ms", most=3600000),
+        "persistent": _own("claude.monitor", "persistent"), "ws": _own("claude.monitor", "ws"),
+    }),
+    _t("TaskOutput", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
+        "task_id": m("task_output.id"), "block": _own("claude.taskoutput", "block"),
+        "timeout": _own("claude.taskoutput", "timeout"),
+    }),
+    _t("TaskStop", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"task_id": m("task_stop.id"), "shell_id": _own("claude.taskstop", "shell_id")}),
+    _t("Skill", _CC, _CC_ID, "2.1.197", _CC_SRC, "ignored", args={"skill": m("skill.name"), "args": _own("claude.skill", "args")}),
+    _t("ToolSearch", _CC, _CC_ID, "2.1.197", _CC_SRC, "ignored", args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")}),
+    # --- Codex CLI 0.171.0 (serde: unknown keys ignored) ----------------------------------------------
+    # exec_command runs cmd as [user's login shell from the passwd database, -lc, cmd]; yield_time_ms
+    # is how long to wait for output before returning a session, not a kill timeout.
+    _t("exec_command", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC, args={
+        "cmd": m("shell.command", form="user"), "workdir": m("shell.cwd"),
+        **{k: _own("codex.exec_command", k) for k in ("shell", "login", "tty", "yield_time_ms", "max_output_tokens", "sandbox_permissions", "prefix_rule")},
+    }, fixed={"shell.background": False}),
+    _t("write_stdin", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC, args={
+        "session_id": m("stdin.session"), "chars": m("stdin.chars"),
+        **{k: _own("codex.write_stdin", k) for k in ("yield_time_ms", "max_output_tokens")},
+    }),
+    # The earlier shell tool: command an argv executed directly (execvp); timeout_ms a kill timeout
+    # in ms, and a `timeout` key read as the same milliseconds (serde alias).
+    _t("shell", _CODEX, _CODEX_ID, "0.20-0.160", _CODEX_SRC + " (handlers/shell.rs ShellToolCallParams)", args={
+        "command": m("shell.command", form="argv"), "workdir": m("shell.cwd"),
+        "timeout_ms": m("shell.timeout", unit="ms"), "timeout": m("shell.timeout", unit="ms"),
+        **{k: _own("codex.shell", k) for k in ("with_escalated_permissions", "sandbox_permissions", "prefix_rule")},
+    }, fixed={"shell.background": False}),
+    _t("shell_command", _CODEX, _CODEX_ID, "0.50-0.160", _CODEX_SRC + " (ShellCommandToolCallParams)", args={
+        "command": m("shell.command", form="user"), "workdir": m("shell.cwd"),
+        "timeout_ms": m("shell.timeout", unit="ms"), "timeout": m("shell.timeout", unit="ms"),
+        **{k: _own("codex.shell_command", k) for k in ("login", "sandbox_permissions", "prefix_rule")},
+    }, fixed={"shell.background": False}),
+    # Codex's read_file / list_dir tools (the names the prompting guide uses): 1-based offsets.
+    _t("read_file", _CODEX_GUIDE, _CODEX_ID, "0.40-0.160", _CODEX_SRC + " (handlers/read_file.rs ReadFileArgs)", args={
+        "file_path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
+        "mode": _own("codex.read_file", "mode"), "indentation": _own("codex.read_file", "indentation"),
+    }),
+    _t("list_dir", _CODEX_GUIDE, _CODEX_ID, "0.40-0.160", _CODEX_SRC + " (handlers/list_dir.rs ListDirArgs)", args={
+        "dir_path": m("list.path"), "offset": m("list.offset", base=1), "limit": m("list.limit"), "depth": m("list.depth"),
+    }),
+    _t("view_image", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC, args={"path": m("view_image.path"), "detail": _own("codex.view_image", "detail")}),
+    _t("update_plan", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC + " (codex-rs/protocol/src/plan_tool.rs, deny_unknown_fields)", "rejected", args={
+        "plan": m("todo.todos", form="codex-plan"),
+    }),
+    # --- Qwen Code 0.15.10 (ajv: unknown keys pass to a handler that ignores them) --------------------
+    # run_shell_command runs `bash -c` (not the user's shell); timeout ms, integer <= 600000.
+    _t("run_shell_command", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="ms", most=600000),
+        "is_background": _BG_FALSE, "directory": m("shell.cwd"),
+    }),
+    # read_file: offset a 0-based line, limit a count of lines.
+    _t("read_file", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit"), "pages": m("read.pages", base=1),
+    }),
+    # edit: a missing literal falls back to quote/dash-normalised and trimmed-whitespace matching.
+    _t("edit", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "file_path": m("edit.path"), "old_string": m("edit.old", form="normalized"), "new_string": m("edit.new"),
+        "replace_all": _EDIT_ALL,
+    }),
+    _t("write_file", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"file_path": m("write.path"), "content": m("write.content")}),
+    # grep_search passes the pattern to `rg --ignore-case`.
+    _t("grep_search", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "pattern": m("grep.pattern", form="rg-i"), "glob": m("grep.include", form="rg-glob"), "path": m("grep.path"),
+        "limit": _own("qwen.grep_search", "limit"),
+    }),
+    _t("glob", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")}),
+    _t("list_directory", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "path": m("list.path"), "ignore": m("list.ignore"), "file_filtering_options": m("list.filtering", form="qwen"),
+    }),
+    _t("web_fetch", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"url": m("web_fetch.url"), "prompt": m("web_fetch.prompt"), "format": _own("qwen.web_fetch", "format")}),
+    _t("todo_write", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"todos": m("todo.todos", form="qwen")}),
+    # monitor's idle_timeout_ms is a timeout without output, not Claude Code's total timeout_ms.
+    _t("monitor", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "command": m("monitor.command", form="bash"), "max_events": _own("qwen.monitor", "max_events"),
+        "idle_timeout_ms": _own("qwen.monitor", "idle_timeout_ms"), "directory": m("monitor.cwd"),
+    }),
+    _t("agent", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
+        "prompt": m("subagent.prompt"), "subagent_type": m("subagent.type"), "run_in_background": m("subagent.background", default=False),
+    }),
+    _t("task_stop", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, "rejected", args={"task_id": m("task_stop.id")}),
+    _t("send_message", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, "rejected", args={"task_id": m("agent_message.to"), "message": m("agent_message.text")}),
+    _t("skill", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"skill": m("skill.name")}),
+    _t("tool_search", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, "rejected", args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")}),
+    # --- Gemini CLI 0.61.0 (ajv: unknown keys pass to the handler) ------------------------------------
+    # run_shell_command runs `bash -c` on Linux and macOS; it takes no timeout.
+    _t("run_shell_command", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "command": m("shell.command", form="bash"), "dir_path": m("shell.cwd"), "is_background": _BG_FALSE,
+        "delay_ms": _own("gemini.run_shell_command", "delay_ms"), "additional_permissions": _own("gemini.run_shell_command", "additional_permissions"),
+    }),
+    # read_file: a 1-based inclusive line range, not offset/limit.
+    _t("read_file", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "file_path": m("read.path"), "start_line": m("read.start_line", base=1), "end_line": m("read.end_line", base=1),
+    }),
+    _t("write_file", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"file_path": m("write.path"), "content": m("write.content")}),
+    # replace: a missing literal falls back to flexible, regex and Levenshtein matching.
+    _t("replace", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "file_path": m("edit.path"), "old_string": m("edit.old", form="fuzzy-gemini"), "new_string": m("edit.new"),
+        "allow_multiple": _EDIT_ALL,
+    }),
+    # grep_search (no ripgrep found at start): git grep / grep -E, always case-insensitive.
+    _t("grep_search", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "pattern": m("grep.pattern", form="ere-i"), "dir_path": m("grep.path"), "include_pattern": m("grep.include", form="git-glob"),
+        **{k: _own("gemini.grep_search", k) for k in ("exclude_pattern", "names_only", "max_matches_per_file", "total_max_matches")},
+    }),
+    _t("glob", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "pattern": m("glob.pattern", form="node-glob"), "dir_path": m("glob.path"),
+        **{k: _own("gemini.glob", k) for k in ("case_sensitive", "respect_git_ignore", "respect_gemini_ignore")},
+    }),
+    _t("list_directory", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "dir_path": m("list.path"), "ignore": m("list.ignore"), "file_filtering_options": m("list.filtering", form="gemini"),
+    }),
+    # web_fetch takes the URLs inside its prompt.
+    _t("web_fetch", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"prompt": m("web_fetch.prompt_with_urls")}),
+    _t("google_web_search", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"query": m("web_search.query")}),
+    _t("write_todos", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, "rejected", args={"todos": m("todo.todos", form="gemini")}),
+    _t("invoke_agent", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"agent_name": m("subagent.type"), "prompt": m("subagent.prompt")}, fixed={"subagent.background": False}),
+    _t("activate_skill", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, "rejected", args={"name": m("skill.name")}),
+    _t("read_background_output", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
+        "pid": m("background_output.pid"), "lines": _own("gemini.read_background_output", "lines"),
+        "delay_ms": _own("gemini.read_background_output", "delay_ms"),
+    }),
+    # --- Gemini CLI before 0.11 (and Qwen Code forked from it) ----------------------------------------
+    # read_file took absolute_path and a 0-based offset; search_file_content ran git grep
+    # --ignore-case; replace checked old_string with an LLM edit corrector (ensureCorrectEdit).
+    _t("read_file", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
+        "absolute_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit"),
+    }),
+    _t("list_directory", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
+        "path": m("list.path"), "ignore": m("list.ignore"), "respect_git_ignore": _own("gemini.ls", "respect_git_ignore"),
+    }),
+    _t("search_file_content", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
+        "pattern": m("grep.pattern", form="ere-i"), "path": m("grep.path"), "include": m("grep.include", form="git-glob"),
+    }),
+    _t("run_shell_command", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={"command": m("shell.command", form="bash"), "directory": m("shell.cwd")}, fixed={"shell.background": False}),
+    # expected_replacements defaults to 1: exactly one match, as an edit without replace_all.
+    _t("replace", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
+        "file_path": m("edit.path"), "old_string": m("edit.old", form="fuzzy-gemini"), "new_string": m("edit.new"),
+        "expected_replacements": m("edit.expected_count"),
+    }, fixed={"edit.all": False}),
+    _t("write_file", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={"file_path": m("write.path"), "content": m("write.content")}),
+    _t("glob", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")}),
+    # --- OpenCode 1.18.33 (Effect Schema decode: unknown keys stripped) -------------------------------
+    # bash runs `<config shell, else $SHELL, else bash> -c`; timeout ms, no maximum.
+    _t("bash", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
+        "command": m("shell.command", form="user"), "timeout": m("shell.timeout", unit="ms"), "workdir": m("shell.cwd"),
+    }, fixed={"shell.background": False}),
+    # read: offset a 1-based line (0 read as 1), limit lines.
+    _t("read", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
+    _t("write", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("write.path"), "content": m("write.content")}),
+    # edit: nine matchers after the exact one (line-trimmed, Levenshtein block anchors, ...).
+    _t("edit", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
+        "filePath": m("edit.path"), "oldString": m("edit.old", form="fuzzy-opencode"), "newString": m("edit.new"), "replaceAll": _EDIT_ALL,
+    }),
+    _t("glob", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
+    _t("grep", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "include": m("grep.include", form="rg-glob")}, fixed={"grep.ignore_case": False}),
+    # webfetch: timeout in seconds (default 30, at most 120).
+    _t("webfetch", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
+        "url": m("web_fetch.url"), "format": _own("opencode.webfetch", "format"), "timeout": m("web_fetch.timeout", unit="s", most=120),
+    }),
+    _t("websearch", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
+        "query": m("web_search.query"),
+        **{k: _own("opencode.websearch", k) for k in ("numResults", "livecrawl", "type", "contextMaxCharacters")},
+    }),
+    _t("todowrite", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"todos": m("todo.todos", form="opencode")}),
+    _t("task", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
+        "prompt": m("subagent.prompt"), "subagent_type": m("subagent.type"), "task_id": _own("opencode.task", "task_id"),
+        "command": _own("opencode.task", "command"),
+    }, fixed={"subagent.background": False}),
+    _t("skill", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"name": m("skill.name")}),
+    # --- pi 0.58.3 (ajv: unknown keys accepted, never read) -------------------------------------------
+    # bash runs /bin/bash -c; timeout in seconds, none by default.
+    _t("bash", _PI, None, "0.58.3", _PI_SRC, args={"command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="s")}, fixed={"shell.background": False}),
+    _t("read", _PI, None, "0.58.3", _PI_SRC, args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
+    _t("write", _PI, None, "0.58.3", _PI_SRC, args={"path": m("write.path"), "content": m("write.content")}),
+    # edit: exactly one match; a fuzzy fallback rewrites the whole file normalised.
+    _t("edit", _PI, None, "0.58.3", _PI_SRC, args={"path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-pi"), "newText": m("edit.new")}, fixed={"edit.all": False}),
+    _t("grep", _PI, None, "0.58.3", _PI_SRC, args={
+        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "glob": m("grep.include", form="rg-glob"),
+        "ignoreCase": m("grep.ignore_case", default=False),
+        **{k: _own("pi.grep", k) for k in ("literal", "context", "limit")},
+    }),
+    _t("find", _PI, None, "0.58.3", _PI_SRC, args={"pattern": m("glob.pattern", form="fd-glob"), "path": m("glob.path"), "limit": _own("pi.find", "limit")}),
+    _t("ls", _PI, None, "0.58.3", _PI_SRC, args={"path": m("list.path"), "limit": _own("pi.ls", "limit")}),
+    # --- trae-agent e839e55 (no validation) -----------------------------------------------------------
+    # bash: one persistent /bin/bash, a fixed 120 s timeout; restart restarts it instead of running.
+    _t("bash", _TRAE, None, "e839e55", _TRAE_SRC, args={"command": m("shell.command", form="bash"), "restart": _own("trae.bash", "restart")}, fixed={"shell.background": False}),
+    _t("str_replace_based_edit_tool", _TRAE, None, "e839e55", _TRAE_SRC, by_command=_TEXT_EDITOR, fixed={"edit.all": False}),
+    # --- Anthropic's text editor tool (str_replace must match exactly once; create refuses a file
+    # that exists; view_range 1-based, -1 = end) ------------------------------------------------------
+    _t("str_replace_editor", _ANTHROPIC, None, "text_editor_20250124", _ANTHROPIC_SRC, by_command=_TEXT_EDITOR, fixed={"edit.all": False}),
+    _t("str_replace_based_edit_tool", _ANTHROPIC, None, "text_editor_20250728", _ANTHROPIC_SRC, by_command=_TEXT_EDITOR, fixed={"edit.all": False}),
+    # --- Hermes Agent 0.19.0 (no validation: unknown keys never read) ---------------------------------
+    # terminal: `bash -c` after a login-shell environment snapshot; timeout seconds, > 600 refused.
+    _t("terminal", _HERMES, None, "0.19.0", _HERMES_SRC, args={
+        "command": m("shell.command", form="bash"), "background": _BG_FALSE, "timeout": m("shell.timeout", unit="s", most=600),
+        "workdir": m("shell.cwd"),
+        **{k: _own("hermes.terminal", k) for k in ("pty", "notify_on_complete", "watch_patterns")},
+    }),
+    _t("read_file", _HERMES, None, "0.19.0", _HERMES_SRC, args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
+    _t("write_file", _HERMES, None, "0.19.0", _HERMES_SRC, args={"path": m("write.path"), "content": m("write.content"), "cross_profile": _own("hermes.write_file", "cross_profile")}),
+    # --- OpenClaw 2026.9.6 (TypeBox: unknown keys reach handlers that ignore them) --------------------
+    # exec: $SHELL -c; timeoutSeconds in seconds (a `timeout` key is refused); yieldMs is not a kill timeout.
+    _t("exec", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, "mixed", args={
+        "command": m("shell.command", form="user"), "workdir": m("shell.cwd"), "timeoutSeconds": m("shell.timeout", unit="s"),
+        "background": _BG_FALSE,
+        **{k: _own("openclaw.exec", k) for k in ("env", "yieldMs", "pty", "elevated", "host", "ask", "node", "title")},
+    }),
+    _t("read", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, args={
+        "path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
+        "cursor": _own("openclaw.read", "cursor"), "optional": _own("openclaw.read", "optional"),
+    }),
+    _t("write", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, args={"path": m("write.path"), "content": m("write.content")}),
+    # edit: each oldText unique, exact match then a mild fuzzy fallback.
+    _t("edit", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, "mixed", args={
+        "path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-openclaw"), "newText": m("edit.new"),
+        "edits": _own("openclaw.edit", "edits"),
+    }, fixed={"edit.all": False}),
+    # --- Cline 3.89.2 (classic tools: unknown parameters never read) ----------------------------------
+    # execute_command: the VS Code terminal's shell (the user's); timeout in seconds.
+    _t("execute_command", _CLINE, None, "3.89.2", _CLINE_SRC, args={
+        "command": m("shell.command", form="user"), "requires_approval": _own("cline.execute_command", "requires_approval"),
+        "timeout": m("shell.timeout", unit="s"),
+    }, fixed={"shell.background": False}),
+    _t("read_file", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("read.path"), "start_line": m("read.start_line", base=1), "end_line": m("read.end_line", base=1)}),
+    _t("write_to_file", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("write.path"), "content": m("write.content"), "absolutePath": _own("cline.write_to_file", "absolutePath")}),
+    _t("replace_in_file", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("diff_edit.path"), "diff": m("diff_edit.diff")}),
+    _t("search_files", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("grep.path"), "regex": m("grep.pattern", form="rg"), "file_pattern": m("grep.include", form="rg-glob")}),
+    _t("list_files", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("list.path"), "recursive": _own("cline.list_files", "recursive")}),
+)

@@ -1,0 +1,655 @@
+"""A call's arguments, translated into the target tool's keys: the one place that decides whether
+two keys mean the same.
+
+A repair may only change a call whose every argument has a counterpart of the same meaning in the
+target (:mod:`toolvocab.engine.semantics`). The model's call is read every way it may have been
+meant — a :class:`Reading` per tool the answered name names (``read_file`` is Qwen Code's, Gemini
+CLI's, Cline's, Hermes'…), plus the target itself when the name is the target's own spelled
+another way — and each reading is translated on its own. The call changes only when every
+applicable reading gives the same arguments; a reading that cannot place one key (no sourced
+meaning, no counterpart, another unit with no exact conversion, a value past what the target
+honours) blocks the change. A reading the call's own values rule out (a string where that tool
+takes an argv) is not applicable and is set aside.
+
+Pure functions over plain data; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from functools import lru_cache
+from typing import Any
+
+from toolvocab.engine import vocabulary
+from toolvocab.engine.models import ArgChange
+from toolvocab.engine.semantics import TABLES
+from toolvocab.engine.semantics import ArgTable
+from toolvocab.engine.semantics import Meaning
+from toolvocab.engine.shellwords import is_portable
+from toolvocab.engine.shellwords import posix_join
+
+#: Annotation keys: in the vocabulary a model learned them from, they describe a call to the user
+#: and carry no operation (Gemini CLI 0.61.0's ``replace`` ``instruction``, which only feeds an
+#: optional LLM fix-up; Codex 0.171.0's ``justification``, a note shown with an escalation request;
+#: Claude Code 2.1.197's ``Bash`` ``description``, "what this command does"; Cursor-style
+#: ``explanation``). Never translated: kept under their own key where the target declares it, and
+#: otherwise dropped only where the caller allows (a call in another agent's vocabulary to a closed
+#: schema), else kept.
+ANNOTATION_KEYS: frozenset[str] = frozenset({"instruction", "explanation", "justification", "description"})
+
+#: Operands whose empty string means "absent" when another key of the call carries the value
+#: (BR-27, OpenClaw PR #36420: ``{"path": "", "file_path": "/a"}``). Not content: an empty
+#: replacement is a deletion.
+_LOCATIONS = frozenset(
+    {"read.path", "write.path", "edit.path", "list.path", "glob.path", "grep.path", "shell.command", "shell.cwd"}
+)
+
+#: Operands whose value is a command line (a string for some shell, or an argv).
+_COMMANDS = frozenset({"shell.command", "monitor.command"})
+
+#: Old-text matching: an exact target refuses a missing literal (the client reports it) where a
+#: looser source would have matched; Qwen Code's normalisation (Unicode quotes/dashes, trimmed
+#: whitespace per line) is taken for an exact source's text; a source that already matched
+#: fuzzily may reach any matcher. A fuzzy matcher (Levenshtein, similarity anchors) never receives
+#: text an exact or normalising tool would have matched: it may edit a place the model did not name.
+_MATCHING = frozenset({"exact", "normalized"})
+
+
+def _looser_or_same(src: str | None, dst: str | None) -> bool:
+    """An edit's old text read with ``src``'s matching may be matched with ``dst``'s."""
+    if src in _MATCHING or (src or "").startswith("fuzzy"):
+        return dst in ("exact", src) or (src == "exact" and dst == "normalized") or (src or "").startswith("fuzzy")
+    return False
+
+
+# ------------------------------------------------------------------ the table, indexed
+@lru_cache(maxsize=1)
+def _index() -> tuple[dict[str, tuple[ArgTable, ...]], dict[tuple[str, str], tuple[ArgTable, ...]], dict[str, dict[str, tuple[Meaning, ...]]]]:
+    by_name: dict[str, list[ArgTable]] = {}
+    by_row: dict[tuple[str, str], list[ArgTable]] = {}
+    by_capability: dict[str, dict[str, list[Meaning]]] = {}
+    for table in TABLES:
+        by_name.setdefault(table.name, []).append(table)
+        by_row.setdefault((table.name, table.clients), []).append(table)
+        capability = vocabulary.capability_of(table.name)
+        pairs = [(capability, key, meaning) for key, meaning in table.args.items()]
+        for listed in table.by_command.values():
+            pairs += [(meaning.what.split(".", 1)[0], key, meaning) for key, meaning in listed.items()]
+        for cap, key, meaning in pairs:
+            if cap is None:
+                continue
+            keys = by_capability.setdefault(cap, {})
+            if meaning not in keys.setdefault(key, []):
+                keys[key].append(meaning)
+    caps = {cap: {k: tuple(v) for k, v in keys.items()} for cap, keys in by_capability.items()}
+    return {k: tuple(v) for k, v in by_name.items()}, {k: tuple(v) for k, v in by_row.items()}, caps
+
+
+def tables_named(name: str) -> tuple[ArgTable, ...]:
+    """The tables of the tools spelled exactly ``name``."""
+    return _index()[0].get(name, ())
+
+
+def tables_for_answer(name: str) -> list[tuple[vocabulary.VocabEntry, ArgTable | None]]:
+    """``(row, table)`` for every table of every vocabulary row
+    :func:`toolvocab.engine.vocabulary.entries_for` gives ``name`` (a row sourced at two versions
+    has two tables), and ``(row, None)`` for a row whose arguments are not sourced (every key is
+    then read by what the capability's other tools mean by it)."""
+    by_row = _index()[1]
+    out: list[tuple[vocabulary.VocabEntry, ArgTable | None]] = []
+    for entry in vocabulary.entries_for(name):
+        tables = by_row.get((entry.name, entry.clients))
+        out += [(entry, t) for t in tables] if tables else [(entry, None)]
+    return out
+
+
+@lru_cache(maxsize=256)
+def capability_effect(capability: str | None, what: str) -> tuple[bool, Any]:
+    """``(known, value)`` of an effect every sourced tool of ``capability`` that records it has
+    alike when the call leaves it out (a tool whose arguments are not sourced is taken to behave as
+    they all do; tools that disagree leave it unknown)."""
+    values = []
+    for table in TABLES:
+        if vocabulary.capability_of(table.name) != capability:
+            continue
+        if what in table.fixed:
+            values.append(table.fixed[what])
+        values += [m.default for m in table.args.values() if m.what == what and m.default is not None]
+    if values and all(_same(v, values[0]) for v in values):
+        return True, values[0]
+    return False, None
+
+
+def capability_meanings(capability: str | None, key: str) -> tuple[Meaning, ...]:
+    """Every meaning ``key`` has in the sourced tools of ``capability`` (empty when none lists it)."""
+    if capability is None:
+        return ()
+    return _index()[2].get(capability, {}).get(key, ())
+
+
+# ------------------------------------------------------------------ one value, one meaning to another
+class _Unusable(Exception):
+    """This reading cannot place the value (``applicable`` False: the value rules the reading out;
+    ``unknown``: no sourced meaning at all)."""
+
+    def __init__(self, reason: str, applicable: bool = True, unknown: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.applicable = applicable
+        self.unknown = unknown
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if number == number and abs(number) != float("inf") else None
+    return None
+
+
+def _command(value: Any, src: Meaning, dst: Meaning) -> Any:
+    if isinstance(value, list):
+        if not all(isinstance(a, str) for a in value):
+            # Not a command any tool runs: the value passes as sent, the client reports its type.
+            raise _Unusable("the command's argv holds a non-string", applicable=False)
+        if dst.form == "argv":
+            return value
+        from toolvocab.engine.arguments import argv_to_command
+
+        try:
+            return argv_to_command(value)
+        except (TypeError, ValueError) as exc:
+            raise _Unusable(f"the argv cannot be written as one command line ({exc})") from None
+    if not isinstance(value, str):
+        raise _Unusable("the command is neither a string nor an argv", applicable=False)
+    from toolvocab.engine.arguments import command_to_argv
+
+    encoded = command_to_argv(value)  # an argv written as JSON text (BR-25)
+    if src.form == "argv":
+        if encoded is None:
+            raise _Unusable("a command string for a tool that takes an argv", applicable=False)
+        return _command(encoded, src, dst)
+    if dst.form == "argv":
+        if encoded is not None:
+            return encoded
+        raise _Unusable("a command string cannot become an argv without choosing a shell")
+    if src.form == dst.form or is_portable(value):
+        return value
+    if src.form == "bash":
+        return posix_join(["bash", "-c", value])
+    raise _Unusable(f"the command is read one way by {src.form!r}'s shell and another by {dst.form!r}'s, and it is not portable")
+
+
+def convert(value: Any, src: Meaning, dst: Meaning) -> Any:
+    """``value`` as meant by ``src``, written for ``dst``; raises :class:`_Unusable` when no exact
+    conversion exists.
+
+    Listed conversions: seconds ↔ milliseconds (×1000, ÷1000 only when exact), 1-based ↔ 0-based
+    numbers (±1, never below the base), a command between shells (:func:`_command`), an exact edit
+    text to a normalising matcher. Everything else must be equal: operand, form, unit, base. A
+    number past ``dst.most`` (the largest the target honours) is refused: the tool would clamp or
+    reject it.
+    """
+    if src.what != dst.what:
+        raise _Unusable(f"it means {src.what}, the target's {dst.what}")
+    if src.what in _COMMANDS:
+        return _command(value, src, dst)
+    if src.form != dst.form and not _looser_or_same(src.form, dst.form):
+        raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
+    if src.unit == dst.unit and src.base == dst.base:
+        new = value
+    else:
+        number = _number(value)
+        if number is None:
+            # Not a number in any unit: the value passes as sent, the client reports its type.
+            raise _Unusable(f"{value!r} is not a number to convert", applicable=False)
+        if src.unit != dst.unit:
+            if (src.unit, dst.unit) == ("s", "ms"):
+                scaled = number * 1000
+                number = int(scaled) if float(scaled).is_integer() else scaled
+            elif (src.unit, dst.unit) == ("ms", "s") and float(number).is_integer() and int(number) % 1000 == 0:
+                number = int(number) // 1000
+            else:
+                raise _Unusable(f"{value!r} {src.unit} has no exact value in {dst.unit}")
+        if src.base != dst.base:
+            if src.base is None or dst.base is None or not float(number).is_integer() or number < src.base:
+                raise _Unusable(f"{value!r} is not a {src.base}-based number to rebase")
+            number = int(number) - src.base + dst.base
+        new = number
+    if dst.most is not None:
+        number = _number(new)
+        if number is not None and number > dst.most:
+            raise _Unusable(f"{new!r} is past the {dst.most:g} the target honours")
+    return new
+
+
+# ------------------------------------------------------------------ readings and the target
+@dataclass(frozen=True)
+class Reading:
+    """One way the model's call may have been meant.
+
+    ``label`` names it in reasons (``"Qwen Code's read_file"``). ``table`` is the tool's sourced
+    table, ``None`` when its arguments are not sourced. ``own``: the target itself (the call names
+    it, or spells its name another way): a key the target declares is its own, as sent.
+    ``capability``: whose tools explain a key the table does not list. ``command``: for a text
+    editor's table, the operation the call was dispatched on. ``competing``: another agent's tool
+    spelled like the answer, read beside the target's own: it constrains only the keys it has a
+    meaning for (a key it knows nothing of is the target's, as sent).
+    """
+
+    label: str
+    table: ArgTable | None
+    capability: str | None
+    own: bool = False
+    command: str | None = None
+    competing: bool = False
+
+    def listed(self) -> Mapping[str, Meaning]:
+        """The keys this reading's tool lists, with their meanings."""
+        if self.table is None:
+            return {}
+        if self.table.by_command:
+            return self.table.by_command.get(self.command or "", {})
+        return self.table.args
+
+    def fixed(self, what: str) -> tuple[bool, Any]:
+        """``(known, value)`` of an effect the call leaves out: the key's default, or the tool's
+        fixed behaviour."""
+        if self.table is None:
+            return capability_effect(self.capability, what)
+        if self.table.by_command and what in self.table.fixed:
+            return True, self.table.fixed[what]
+        if what in self.table.fixed:
+            return True, self.table.fixed[what]
+        for meaning in self.listed().values():
+            if meaning.what == what and meaning.default is not None:
+                return True, meaning.default
+        return False, None
+
+
+class _NotThisTool(Exception):
+    """The call cannot be a call of this reading's tool (it has nothing a key could be)."""
+
+
+def _source(key: str, reading: Reading) -> tuple[Meaning, ...]:
+    """The meanings ``key`` may have under another agent's tool (``reading``).
+
+    A key the tool lists means what the table says. Any other key is that tool's operand spelled
+    another way only when the capability's tools agree on which operand it is and the tool has
+    that operand (``file_path`` for pi's ``read``, whose ``path`` it then is); its unit and base
+    must then match the tool's own (``timeout_ms`` is never pi's ``timeout`` in seconds). A tool
+    with none of the operands the key may be cannot be what the model called
+    (:class:`_NotThisTool`); a tool whose arguments are not sourced reads the key every way the
+    capability's tools do.
+    """
+    listed = reading.listed()
+    if key in listed:
+        return (listed[key],)
+    candidates = capability_meanings(reading.capability, key)
+    if not candidates:
+        raise _Unusable(f"{key!r} has no sourced meaning in {reading.label}", unknown=True)
+    if reading.table is None:
+        return candidates
+    own = {m.what: m for m in listed.values()}
+    whats = {c.what for c in candidates} & set(own)
+    if not whats:
+        raise _NotThisTool(f"{reading.label} has nothing {key!r} could be")
+    if len(whats) > 1:
+        raise _Unusable(f"{key!r} may be {' or '.join(sorted(whats))} in {reading.label}")
+    what = whats.pop()
+    mine = own[what]
+    for c in candidates:
+        if c.what == what and (c.unit, c.base) != (mine.unit, mine.base):
+            raise _Unusable(f"{key!r} is {_unit_text(c)} elsewhere and {_unit_text(mine)} in {reading.label}")
+    return (mine,)
+
+
+def _own_operand(key: str, reading: Reading, target: Target) -> tuple[str, str]:
+    """``(operand, target key)`` for a key the target does not declare, read as the target's own
+    operand spelled another way (``cmd`` for ``exec``'s ``command``): the capability's tools must
+    agree on which operand the key is, the target must have exactly one key for it, and the key's
+    unit and base elsewhere must be the target's (``timeout_ms`` is never a ``timeoutSeconds``).
+    The value is then the target's, unchanged."""
+    candidates = capability_meanings(reading.capability, key)
+    if not candidates:
+        raise _Unusable(f"{key!r} has no sourced meaning in {reading.label}")
+    ours = {m.what for meanings in target.meanings.values() for m in meanings}
+    whats = {c.what for c in candidates} & ours
+    if not whats:
+        raise _Unusable(f"{target.name} has nothing {key!r} could be ({', '.join(sorted({c.what for c in candidates}))})")
+    if len(whats) > 1:
+        raise _Unusable(f"{key!r} may be {' or '.join(sorted(whats))} in {target.name}")
+    what = whats.pop()
+    dst_key = target.key_for(what)
+    if not dst_key:
+        raise _Unusable(f"{target.name} has no one argument meaning {what}")
+    for c in candidates:
+        if c.what != what:
+            continue
+        for t in target.meanings[dst_key]:
+            if (c.unit, c.base) != (t.unit, t.base):
+                raise _Unusable(f"{key!r} is {_unit_text(c)} elsewhere and {target.name}'s {dst_key!r} is {_unit_text(t)}")
+    return what, dst_key
+
+
+def _unit_text(meaning: Meaning) -> str:
+    parts = [p for p in (meaning.unit, f"{meaning.base}-based" if meaning.base is not None else None) if p]
+    return " ".join(parts) or "unitless"
+
+
+@dataclass
+class Target:
+    """The declared tool a call would go to: its declared keys and what each means.
+
+    Built by :func:`target_for`. ``meanings[key]`` holds the candidate meanings of a declared key
+    (one when a table lists it; the capability's when none does).
+    """
+
+    name: str
+    declared: frozenset[str]
+    meanings: dict[str, tuple[Meaning, ...]]
+    tables: tuple[ArgTable, ...] = ()
+    fixed: dict[str, Any] = field(default_factory=dict)
+
+    def key_for(self, what: str) -> str | None | bool:
+        """The one declared key meaning ``what``; ``None`` for none, ``False`` for two or more."""
+        keys = [key for key, meanings in self.meanings.items() if meanings and all(m.what == what for m in meanings)]
+        if len(keys) > 1:
+            return False
+        return keys[0] if keys else None
+
+
+def target_for(name: str, capability: str | None, properties: Iterable[str], client: str | None = None) -> Target:
+    """The :class:`Target` for a declared tool ``name`` with the declared ``properties``.
+
+    Its keys' meanings come from the tables spelled ``name`` — only the table of ``client`` (as
+    :func:`toolvocab.engine.clients.identify_client` names the agent) when there is one, else every
+    table that lists the key, which must agree — and, for a key no table lists, from the
+    capability's other tools.
+    """
+    tables = tables_named(name)
+    if client is not None:
+        mine = tuple(t for t in tables if t.client == client)
+        if mine:
+            tables = mine
+    declared = frozenset(properties)
+    meanings: dict[str, tuple[Meaning, ...]] = {}
+    for key in declared:
+        listed = tuple(dict.fromkeys(t.args[key] for t in tables if key in t.args))
+        meanings[key] = listed if listed else capability_meanings(capability, key)
+    fixed: dict[str, Any] = {}
+    conflicting: set[str] = set()
+    for table in tables:
+        # What the tool does when a call leaves an effect out: its fixed behaviour, or the default
+        # of its key for it (declared in this request or not).
+        effects = dict(table.fixed)
+        for meaning in table.args.values():
+            if meaning.default is not None:
+                effects.setdefault(meaning.what, meaning.default)
+        for what, value in effects.items():
+            if what in fixed and not _same(fixed[what], value):
+                conflicting.add(what)
+            fixed.setdefault(what, value)
+    for what in conflicting:
+        del fixed[what]
+    return Target(name=name, declared=declared, meanings=meanings, tables=tables, fixed=fixed)
+
+
+# ------------------------------------------------------------------ translation
+@dataclass
+class Translation:
+    """The outcome: ``arguments`` and their ``changes`` when every applicable reading agreed,
+    else ``arguments`` is ``None`` and ``reason`` says which key blocked it and why."""
+
+    arguments: dict[str, Any] | None
+    changes: list[ArgChange] = field(default_factory=list)
+    reason: str | None = None
+    readings: int = 0
+
+
+def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Meaning]) -> Any:
+    """The value every (source, target) meaning pair gives, or :class:`_Unusable`."""
+    results: list[Any] = []
+    applicable = False
+    last: _Unusable | None = None
+    for src in srcs:
+        for dst in dsts:
+            try:
+                results.append(convert(value, src, dst))
+                applicable = True
+            except _Unusable as exc:
+                if exc.applicable:
+                    applicable = True
+                    raise
+                last = exc
+    if not applicable:
+        raise _Unusable(last.reason if last else f"{key!r} has no sourced meaning", applicable=False)
+    first = results[0]
+    if any(not _equal(r, first) for r in results[1:]):
+        raise _Unusable(f"{key!r} reads differently in the tools that share its name")
+    return first
+
+
+def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consumed: frozenset[str]) -> tuple[dict[str, Any], list[ArgChange]]:
+    out: dict[str, Any] = {}
+    changes: list[ArgChange] = []
+    placed: dict[str, str] = {}  # target key -> the source key that filled it
+    if reading.competing and not any(k in reading.listed() for k in arguments if k not in ANNOTATION_KEYS):
+        # Another agent's tool of the same name is a reading only when the call uses its spelling.
+        raise _NotThisTool(f"the call uses none of {reading.label}'s keys")
+    if not reading.own:
+        # A key this tool has nothing for rules the tool out, whatever the other keys say.
+        for key in arguments:
+            if key not in ANNOTATION_KEYS and not (key in consumed and key not in target.declared):
+                try:
+                    _source(key, reading)
+                except _Unusable:
+                    pass
+    # The target's own keys first (as sent), then the keys that must move.
+    order = sorted(arguments, key=lambda k: not (reading.own and k in target.declared))
+    for key in order:
+        value = arguments[key]
+        if key in consumed and key not in target.declared:
+            changes.append(ArgChange(op="drop_key", key=key, before=value))
+            continue
+        if key in ANNOTATION_KEYS or (reading.own and key in target.declared):
+            if key in out:
+                raise _Unusable(f"{key!r} and {placed[key]!r} both give {target.name}'s {key!r}")
+            meanings = target.meanings.get(key, ())
+            if reading.own and len(meanings) == 1 and meanings[0].what in _COMMANDS:
+                # The target's own command, spelled as another value form (an argv for a string);
+                # a value no shell runs stays as sent, for the client to report.
+                try:
+                    value = _one_value(key, value, meanings, meanings)
+                except _Unusable as exc:
+                    if exc.applicable:
+                        raise
+                if not _equal(value, arguments[key]):
+                    changes.append(ArgChange(op=_value_op(meanings[0].what, arguments[key], value), key=key, before=arguments[key], after=value))
+            out[key] = value
+            placed[key] = key
+            continue
+        if reading.own:
+            what, dst_key = _own_operand(key, reading, target)
+            new = value
+        else:
+            try:
+                srcs = _source(key, reading)
+            except _Unusable as exc:
+                if not (reading.competing and key in target.declared and exc.unknown):
+                    raise
+                out[key] = value  # this tool has no meaning for the key: the target's reads it
+                placed[key] = key
+                continue
+            whats = {s.what for s in srcs}
+            if len(whats) != 1:
+                raise _Unusable(f"{key!r} means {' or '.join(sorted(whats))} in the tools of that capability")
+            what = whats.pop()
+            found = target.key_for(what)
+            if found is False:
+                raise _Unusable(f"{target.name} has two arguments meaning {what}")
+            if found is None:
+                if what in target.fixed and _same(value, target.fixed[what]):
+                    changes.append(ArgChange(op="drop_default", key=key, before=value))
+                    continue
+                raise _Unusable(f"{target.name} has no argument for {key!r} ({what})")
+            dst_key = found
+            new = _one_value(key, value, srcs, target.meanings[dst_key])
+        if dst_key in out:
+            current = out[dst_key]
+            if what in _LOCATIONS and current == "" and new not in ("", None):
+                changes.append(ArgChange(op="fill_empty", key=dst_key, before=current, after=new))
+            elif what in _LOCATIONS and new == "" and current not in ("", None):
+                changes.append(ArgChange(op="drop_key", key=key, before=value))
+                continue
+            else:
+                raise _Unusable(f"{key!r} and {placed[dst_key]!r} both give {target.name}'s {dst_key!r}")
+        out[dst_key] = new
+        placed[dst_key] = key
+        if dst_key != key:
+            changes.append(ArgChange(op="rename_key", key=key, to=dst_key, before=value, after=value))
+        if not _equal(new, value):
+            changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
+    _check_effects(arguments, out, reading, target)
+    # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
+    order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
+    return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
+
+
+def _value_op(what: str, before: Any, after: Any) -> str:
+    """The :class:`ArgChange` op of a value the translation rewrote."""
+    if what in _COMMANDS:
+        return "argv_to_string" if isinstance(after, str) and isinstance(before, list) else "json_to_array" if isinstance(after, list) else "rewrap_command"
+    return "convert"
+
+
+def _equal(a: Any, b: Any, depth: int = 0) -> bool:
+    """JSON values equal with their types (``1`` is not ``1.0``, ``True`` is not ``1``); past a
+    depth no JSON writer keeps, only the same object is equal (never raises on deep nesting)."""
+    if type(a) is not type(b):
+        return False
+    if depth > 200:
+        return a is b
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k], depth + 1) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_equal(x, y, depth + 1) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b
+
+
+def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
+    """An effect the call leaves to the tool (``edit.all``, a background flag) must be known and
+    the same in the reading's tool and the target: the model relied on its tool's default, and an
+    effect only one side records is unknown on the other."""
+    if reading.own:
+        return
+    # Only the effects of the operation the target performs (a text editor's edit.all says nothing
+    # of a read).
+    scope = {what.split(".", 1)[0] for meanings in target.meanings.values() for what in (m.what for m in meanings)}
+    target_effects = {w: v for w, v in _target_defaults(target).items() if w.split(".", 1)[0] in scope}
+    source_effects = {what for what in _EFFECTS if what.split(".", 1)[0] in scope and reading.fixed(what)[0]}
+    for what in sorted(source_effects | set(target_effects)):
+        if any(m.what == what for k in out for m in target.meanings.get(k, ())):
+            continue  # set explicitly
+        if any(m.what == what for k, m in reading.listed().items() if k in arguments):
+            continue
+        known, source_value = reading.fixed(what)
+        if what not in target_effects or not known:
+            side = reading.label if not known else target.name
+            raise _Unusable(f"left out, {what} is not recorded for {side}")
+        if not _same(source_value, target_effects[what]):
+            raise _Unusable(f"left out, {what} is {source_value!r} in {reading.label} and {target_effects[what]!r} in {target.name}")
+
+
+#: Effects a tool has when the call leaves them out, recorded per tool (a key's ``default`` or the
+#: table's ``fixed``): compared between the reading and the target.
+_EFFECTS = frozenset({"edit.all", "shell.background", "subagent.background", "grep.ignore_case", "powershell.background"})
+
+
+def _target_defaults(target: Target) -> dict[str, Any]:
+    out = {what: v for what, v in target.fixed.items() if what in _EFFECTS}
+    for meanings in target.meanings.values():
+        if len(meanings) == 1 and meanings[0].default is not None and meanings[0].what in _EFFECTS:
+            out.setdefault(meanings[0].what, meanings[0].default)
+    return out
+
+
+def translate(
+    arguments: Mapping[str, Any],
+    readings: Sequence[Reading],
+    target: Target,
+    *,
+    consumed: frozenset[str] = frozenset(),
+) -> Translation:
+    """Translate ``arguments`` under each of ``readings`` into ``target``'s keys.
+
+    Returns the common result when every applicable reading gives the same arguments (and at
+    least one applies); else a :class:`Translation` whose ``arguments`` is ``None`` and whose
+    ``reason`` names the key that could not be placed. ``consumed`` keys (a text editor's
+    ``command`` once it chose the operation) are dropped unless the target declares them.
+    Annotation keys stay as they are (the caller decides whether one may be dropped).
+    """
+    results: list[tuple[Reading, dict[str, Any], list[ArgChange]]] = []
+    unusable: list[tuple[Reading, _Unusable]] = []
+    for reading in readings:
+        try:
+            out, changes = _read(arguments, reading, target, consumed)
+        except _NotThisTool as exc:
+            # The target's own reading is never set aside: the call names the target.
+            unusable.append((reading, _Unusable(str(exc), applicable=reading.own)))
+            continue
+        except _Unusable as exc:
+            unusable.append((reading, exc))
+            continue
+        results.append((reading, out, changes))
+    blocking = [(r, e) for r, e in unusable if e.applicable]
+    if blocking:
+        reading, exc = blocking[0]
+        return Translation(None, reason=f"read as {reading.label}, {exc.reason}", readings=len(readings))
+    if not results:
+        reason = unusable[0][1].reason if unusable else "no reading of the call applies"
+        return Translation(None, reason=reason, readings=len(readings))
+    first_reading, first, changes = results[0]
+    for reading, out, _ in results[1:]:
+        if not _equal(out, first):
+            differing = sorted(k for k in set(out) | set(first) if out.get(k) != first.get(k))
+            return Translation(
+                None,
+                reason=f"it reads differently as {first_reading.label} and as {reading.label} ({', '.join(map(repr, differing))})",
+                readings=len(readings),
+            )
+    return Translation(first, changes, readings=len(readings))
+
+
+def readings_of(name: str, capability: str | None = None, command: str | None = None) -> list[Reading]:
+    """One :class:`Reading` per vocabulary row of the answered ``name`` (``capability`` overrides
+    the rows' own, for a text editor dispatched on ``command``)."""
+    out: list[Reading] = []
+    for entry, table in tables_for_answer(name):
+        label = f"{entry.clients} {table.version}'s {entry.name}" if table is not None else f"{entry.clients}'s {entry.name}"
+        out.append(Reading(label=label, table=table, capability=capability or entry.capability, command=command))
+    return out
+
+
+def own_reading(name: str, capability: str | None) -> Reading:
+    """The target itself, spelled ``name``."""
+    return Reading(label=name, table=None, capability=capability, own=True)
