@@ -31,6 +31,8 @@ from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
+
+STR = {"type": "string"}
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.plan import Plan
@@ -169,6 +171,17 @@ def test_json_families_keep_the_models_spelling_for_the_ladder() -> None:
     is resolved there, not in the parser)."""
     found = extract_text_calls(HERMES.replace('"read_file"', '"functions.read_file"'), TOOLS)
     assert found is not None and [c.name for c in found[1]] == ["functions.read_file"]
+
+
+@pytest.mark.parametrize("extra", ['"mode": "append"', '"append": true', '"dry_run": false'])
+def test_a_call_with_a_key_an_open_schema_does_not_declare_is_never_lifted(extra: str) -> None:
+    # The schema allows other keys, so the call validates; a client that ignores what it does not
+    # declare (Gemini CLI, Qwen Code, OpenCode) would run it without that key: lifting is a change.
+    open_tools = Toolset([DeclaredTool(name="write_file", input_schema={"type": "object", "properties": {"path": STR, "content": STR}, "required": ["path"]})])
+    text = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "x", ' + extra + '}}\n</tool_call>'
+    assert textcalls.lift(text, partial(Recorder, open_tools)(), lambda i: f"id{i}") is None
+    plain = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}\n</tool_call>'
+    assert textcalls.lift(plain, partial(Recorder, open_tools)(), lambda i: f"id{i}") is not None
 
 
 def test_no_declared_tools_no_lift() -> None:

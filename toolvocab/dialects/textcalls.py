@@ -17,6 +17,7 @@ from typing import Any
 
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import declared_toolset
+from toolvocab.engine.arguments import undeclared_keys
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
@@ -67,7 +68,8 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
     (BR-08). ``None`` when: no tools are declared, the text is not markup alone
     (:func:`~toolvocab.engine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
     tool that is not a declared ``function`` tool, or its arguments (fitted, if fitted) fail that
-    tool's schema. The remaining text is the leading reasoning block (or ``""``).
+    tool's schema or carry a key it does not declare (annotation keys aside: a client that does not
+    enforce its schema would run the call without it). The remaining text is the leading reasoning block (or ``""``).
     """
     tools = declared_toolset(resolve)
     if tools is None or not may_hold_markup(text):
@@ -94,6 +96,8 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
         args = decision.arguments_after if decision.arguments_after is not None else call.arguments
         if not isinstance(args, dict) or validation_error(args, tool.input_schema) is not None:
             return None
+        if undeclared_keys(args, tool.input_schema):
+            return None  # lifting is a change: never with a key the client would not read
         out.append(LiftedCall(id=call_id, name=decision.target, namespace=decision.target_namespace, arguments=args, decision=decision))
     if not out:
         return None
