@@ -578,3 +578,61 @@ def test_anthropic_and_gemini_json_undeclared_tool_with_empty_arguments_is_left(
         before = orjson.dumps(body)
         assert dialect.rewrite_response(body, Resolver(), PLAN) is False
         assert orjson.dumps(body) == before
+
+
+# -- a tool that requires input, and an answer that was cut off ------------------------------------
+# BR-22: {} only for a tool that requires nothing, so that the client reports the missing input;
+# and never at the end of an answer that stopped before the call did (a truncated call is never
+# completed).
+
+REQUIRING = Toolset([DeclaredTool(name="list_files", input_schema={**SCHEMA, "required": ["path"]})])
+
+
+def _chat_arguments_stay(body: dict[str, Any], resolver: Any, arguments: Any) -> None:
+    CHAT.rewrite_response(body, resolver, PLAN)
+    got = body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+    # As sent; a JSON list is only written as the string the API specifies (BR-21), never as {}.
+    assert got == (orjson.dumps(arguments).decode() if isinstance(arguments, list) else arguments)
+
+
+@pytest.mark.parametrize("arguments", STRING_FORMS)
+def test_chat_json_empty_arguments_stay_for_a_tool_that_requires_input(arguments: Any) -> None:
+    _chat_arguments_stay(chat_json(arguments, finish="tool_calls"), Recorder(REQUIRING), arguments)
+
+
+@pytest.mark.parametrize("arguments", STRING_FORMS)
+def test_chat_json_empty_arguments_at_the_token_limit_stay(arguments: Any) -> None:
+    _chat_arguments_stay(chat_json(arguments, finish="length"), Resolver(), arguments)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("ending", ["no-finish-reason", "length"])
+def test_chat_stream_cut_off_keeps_empty_arguments_as_sent(seed: int | None, ending: str) -> None:
+    data = chat_stream([""], finish="length")
+    if ending == "no-finish-reason":
+        data = data[: data.index(b'data: {"id":"chatcmpl-e","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"')]
+    view = chat_client_view(run(CHAT, data, seed))
+    assert view["arguments"] == "" and view["name"] == "list_files"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_chat_stream_empty_arguments_stay_for_a_tool_that_requires_input(seed: int | None) -> None:
+    data = chat_stream([""], finish="tool_calls")
+    out = rewrite(CHAT, Recorder(REQUIRING), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32))
+    assert chat_client_view(out)["arguments"] == ""
+
+
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_anthropic_json_empty_input_of_the_last_block_at_max_tokens_stays(value: Any) -> None:
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [anthropic_block(value)], "stop_reason": "max_tokens"}
+    before = orjson.dumps(body)
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
+    assert orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("arguments", ["", "null"])
+def test_responses_json_incomplete_item_keeps_empty_arguments(arguments: str) -> None:
+    body = {"id": "resp_1", "object": "response", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{"id": "fc_1", "type": "function_call", "status": "incomplete", "call_id": "call_1", "name": "list_files", "arguments": arguments}]}
+    RESPONSES.rewrite_response(body, Resolver(), PLAN)
+    assert body["output"][0]["arguments"] == arguments

@@ -228,7 +228,9 @@ class AnthropicMessages:
                     content.extend(expanded)
                     changed = True
                     continue
-                changed |= _apply_block(block, resolve)
+                # A max_tokens stop cut the answer inside its last block (its input is never completed).
+                cut = body.get("stop_reason") == "max_tokens" and block is body["content"][-1]
+                changed |= _apply_block(block, resolve, truncated=cut)
             content.append(block)
         if changed:
             body["content"] = content
@@ -263,11 +265,13 @@ def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:
     return False
 
 
-def _apply_block(block: dict[str, Any], resolve: Resolver) -> bool:
-    # input "" / null / [] reaches the engine as empty arguments: it writes {} back (issue 10).
+def _apply_block(block: dict[str, Any], resolve: Resolver, *, truncated: bool = False) -> bool:
+    # input "" / null / [] reaches the engine as empty arguments ({} for a tool that requires nothing).
     call = object_arguments_call(
         block["name"], block, "input", block.get("id") if isinstance(block.get("id"), str) else None, absent=None
     )
+    if truncated:
+        call = call.model_copy(update={"truncated": True})
     decision = resolve(call)
     if not decision.changed:
         return False

@@ -276,14 +276,14 @@ class OpenAIChat:
                         position += len(expanded)
                         changed = True
                         continue
-                    changed |= _apply_call(call, resolve, plan, seen, position)
+                    changed |= _apply_call(call, resolve, plan, seen, position, truncated=_cut_off(choice.get("finish_reason")))
                     kept.append(call)
                     position += 1
                 if changed:
                     message["tool_calls"] = kept
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
-                changed |= _apply_function(legacy, resolve, legacy_id=None)
+                changed |= _apply_function(legacy, resolve, legacy_id=None, truncated=_cut_off(choice.get("finish_reason")))
             if not message.get("tool_calls") and isinstance(message.get("content"), str):
                 lifted = lift_text_calls(message["content"], resolve, plan, position)
                 if lifted is not None:
@@ -412,16 +412,28 @@ def lift_text_calls(
     return remaining, entries
 
 
-def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None) -> bool:
+#: ``finish_reason`` values that say the answer stopped at the token limit, mid-call perhaps.
+_LIMIT_REASONS = frozenset({"length", "max_tokens"})
+
+
+def _cut_off(finish_reason: Any, *, streamed: bool = False) -> bool:
+    """True when a choice ended at the token limit, or — streamed — ended with no
+    ``finish_reason`` at all (the stream stopped before the choice did)."""
+    return finish_reason in _LIMIT_REASONS or (streamed and not finish_reason)
+
+
+def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None, *, truncated: bool = False) -> bool:
     """Resolve one ``{name, arguments}`` object in place. Empty arguments (``""``, ``null``,
-    ``[]``) reach the engine as such and come back as ``"{}"`` (issue 10); absent ones stay
-    absent."""
+    ``[]``) reach the engine as such (it writes ``"{}"`` for a tool that requires nothing); absent
+    ones stay absent. ``truncated``: the choice was cut off (its arguments are never completed)."""
     raw_args = fn.get("arguments")
     text, was_object = _args_text(raw_args)
     payload: dict[str, Any] = {"name": fn["name"], "id": legacy_id}
     if "arguments" in fn:
         payload["arguments"] = text
     call = ToolCall.from_payload(payload)
+    if truncated:
+        call = call.model_copy(update={"truncated": True})
     decision = resolve(call)
     changed = False
     new_name = apply_decision_name(decision) if decision.changed else None
@@ -437,7 +449,7 @@ def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None
     return changed
 
 
-def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[str], position: int) -> bool:
+def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[str], position: int, *, truncated: bool = False) -> bool:
     changed = False
     call_id = call.get("id")
     if not isinstance(call_id, str) or not call_id or call_id in seen:
@@ -446,7 +458,7 @@ def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[s
     seen.add(call["id"])
     kind = call.get("type", "function")
     if kind == "function" and isinstance(call.get("function"), dict) and isinstance(call["function"].get("name"), str):
-        changed |= _apply_function(call["function"], resolve, call["id"])
+        changed |= _apply_function(call["function"], resolve, call["id"], truncated=truncated)
     elif kind == "custom" and isinstance(call.get("custom"), dict) and isinstance(call["custom"].get("name"), str):
         custom = call["custom"]
         decision = resolve(
@@ -492,6 +504,17 @@ class _Slot:
         self.was_object = False
         self.needs_normalize = False
         self.first_seen: tuple[int, int] | None = None  # (held event number, delta number)
+
+
+def _finish_reasons(held: list[SSEEvent]) -> dict[Any, Any]:
+    """Choice index → the ``finish_reason`` the held chunks carry for it (absent: none came)."""
+    out: dict[Any, Any] = {}
+    for event in held:
+        data = event.json()
+        for choice in as_list(data.get("choices")) if isinstance(data, dict) else ():
+            if isinstance(choice, dict) and choice.get("finish_reason"):
+                out[choice.get("index", 0)] = choice["finish_reason"]
+    return out
 
 
 def _is_index(value: Any) -> bool:
@@ -654,6 +677,7 @@ class ChatStream(EventStreamRewriter):
         empty arguments written as ``"{}"``) and, when it changes, send it whole in its first
         delta (later deltas lose their ``function_call``); else the chunks byte-identical."""
         held = self._legacy or []
+        finish = _finish_reasons(held)
         parts: dict[Any, dict[str, Any]] = {}
         for event in held:
             data = event.json()
@@ -675,7 +699,7 @@ class ChatStream(EventStreamRewriter):
             fn: dict[str, Any] = {"name": slot["name"]}
             if slot["has_args"]:
                 fn["arguments"] = "".join(slot["args"])
-            if _apply_function(fn, self._resolve, None):
+            if _apply_function(fn, self._resolve, None, truncated=_cut_off(finish.get(c), streamed=True)):
                 new[c] = fn
         if not new:
             out = [e.raw for e in held]
@@ -834,9 +858,10 @@ class ChatStream(EventStreamRewriter):
             self._held = None
             return [e.raw for e in held]
         slots = self._assemble(held)
+        finish = _finish_reasons(held)
         updates: dict[int, dict[str, Any]] = {}
         for slot in slots:
-            updates[id(slot)] = self._decide(slot)
+            updates[id(slot)] = self._decide(slot, truncated=_cut_off(finish.get(slot.choice), streamed=True))
         if not any(u["rewrite"] for u in updates.values()):
             out = [e.raw for e in held]
         else:
@@ -923,7 +948,7 @@ class ChatStream(EventStreamRewriter):
                         slot.fragments.append(text)
         return slots
 
-    def _decide(self, slot: _Slot) -> dict[str, Any]:
+    def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
         position = self._position
         self._position += 1
         final_id = slot.id
@@ -946,6 +971,8 @@ class ChatStream(EventStreamRewriter):
             if slot.fragments:  # "" / null / [] in all fragments together is an empty form (issue 10)
                 payload["arguments"] = text
             call = ToolCall.from_payload(payload)
+        if truncated:
+            call = call.model_copy(update={"truncated": True})
         decision = self._resolve(call)
         name = slot.name
         new_args: str | None = None

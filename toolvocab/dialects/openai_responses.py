@@ -409,9 +409,11 @@ class ResponsesCore:
                 raw_args = jsonio.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
             payload: dict[str, Any] = {"name": item["name"], "id": item.get("call_id"), "namespace": item.get("namespace")}
             if "arguments" in item:
-                # "" / null / "null" / [] are empty forms: the engine writes "{}" back (issue 10).
+                # "" / null / "null" / [] are empty forms: "{}" for a tool that requires nothing.
                 payload["arguments"] = raw_args
             call = ToolCall.from_payload(payload)
+            if item.get("status") == "incomplete":
+                call = call.model_copy(update={"truncated": True})  # cut off: never completed
         decision = self.resolve(call)
         new_args = None
         if decision.changed and decision.arguments_after is not None:

@@ -361,8 +361,6 @@ def _decide_lossless(
         return Decision(action=Action.RENAME, reason=f"{reason}; {_empty_left(call, tool)}", **target, **base)
     if call.arguments is None:
         return Decision(action=Action.RENAME, reason=f"{reason}; {_unparsed(call)}", **target, **base)
-    if call.truncated:
-        return Decision(action=Action.RENAME, reason=f"{reason}; the answer was cut off, its arguments are left exactly as sent", **target, **base)
     readings = [own_reading(tool.name, tool.capability), *spelled_readings(spellings, tool, client)]
     fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign)
     if fit.arguments is None:
@@ -391,8 +389,6 @@ def _decide_capability(
     base = _base(call, Step.CAPABILITY, candidates)
     if call.arguments is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but the call cannot be checked: {_unparsed(call)}", **base)
-    if call.truncated:
-        return Decision(action=Action.LEAVE, reason=f"{reason}, but the answer was cut off before the call ended; a truncated call is never completed", **base)
     empty = _empty_to_object(call, tool)
     if call.empty_arguments and empty is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but {_empty_left(call, tool)}", **base)
@@ -439,8 +435,6 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_empty_left(call, tool)}", **base)
     if call.arguments is None:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_unparsed(call)}", **base)
-    if call.truncated:
-        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; the answer was cut off, its arguments are left exactly as sent", **base)
     repaired = _json_repaired(call)
     error = validation_error(call.arguments, tool.input_schema)
     if error is None and not repaired:

@@ -110,8 +110,9 @@ class ToolCall(BaseModel):
     raw_arguments: str | None = None
     empty_arguments: bool = False
     json_repairs: list[str] = Field(default_factory=list)
-    #: The answer was cut off before this call ended (a stream with no end, a ``length`` /
-    #: ``max_tokens`` stop): its arguments are never completed, fitted or written as ``{}``.
+    #: The answer was cut off, perhaps inside this call (a stream with no ``finish_reason``, a
+    #: ``length`` / ``max_tokens`` stop): empty arguments are then never written as ``{}``
+    #: (arguments that do not parse are never completed anyway; a complete JSON object is whole).
     truncated: bool = False
     id: str | None = None
     namespace: str | None = None
