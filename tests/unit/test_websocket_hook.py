@@ -396,3 +396,39 @@ def test_a_frame_repeating_a_key_and_the_rest_of_the_turn_pass_as_they_came(env)
     assert s.delivered() == raw
     notes = " | ".join(s.record["notes"])
     assert "a frame repeats a key" in notes, notes
+
+
+def _with_arguments(frames: list[dict], arguments: str) -> list[dict]:
+    """The fixture's foreign `shell` call with other arguments (one delta carries them all)."""
+    out = json.loads(json.dumps(frames))
+    for f in out:
+        if f["type"] == "response.function_call_arguments.delta":
+            f["delta"] = arguments if f["sequence_number"] == 2 else ""
+        if f["type"] == "response.function_call_arguments.done":
+            f["arguments"] = arguments
+        item = f.get("item")
+        if isinstance(item, dict) and item.get("arguments"):
+            item["arguments"] = arguments
+        if f["type"] == "response.completed":
+            for item in f["response"]["output"]:
+                item["arguments"] = arguments
+    return out
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"command":["bash","-lc","make migrate"],"timeout_ms":600000}',  # exec_command has no kill timeout
+        '{"command":["bash","-lc","make"],"workdir":"/srv","zz_unknown":1}',  # a key no shell tool knows
+    ],
+)
+def test_a_call_that_would_lose_an_argument_reaches_the_socket_unchanged(env, arguments):
+    """The same meaning rules on Codex's WebSocket transport: the call and every frame as they came."""
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    frames = _with_arguments(frames, arguments)
+    s.server(frames)
+    assert parsed(s.delivered()) == frames
+    [decision] = s.record["decisions"]
+    assert decision["action"] == "leave" and decision["name"] == "shell"
