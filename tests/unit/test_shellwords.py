@@ -71,7 +71,7 @@ def run(shell: str, command: str, root: Path) -> tuple[bytes, int]:
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
     }
-    proc = subprocess.run(argv, cwd=root / "work", env=env, capture_output=True, timeout=10, check=False)
+    proc = subprocess.run(argv, cwd=root / "work", env=env, capture_output=True, timeout=60, check=False)
     return proc.stdout, proc.returncode
 
 

@@ -26,20 +26,12 @@ from typing import Any
 import orjson
 
 from toolvocab.engine.models import ArgChange
-from toolvocab.engine.shellwords import is_portable
-from toolvocab.engine.shellwords import posix_join
+from toolvocab.engine.shellwords import argv_to_command
+from toolvocab.engine.shellwords import command_to_argv
 from toolvocab.engine.translate import ANNOTATION_KEYS
 from toolvocab.engine.translate import Reading
 from toolvocab.engine.translate import Target
 from toolvocab.engine.translate import translate
-
-#: ``argv`` prefixes that say "run this string in bash": ``["bash", "-lc", X]``. ``X`` alone is
-#: unwrapped only when it reads the same in bash, zsh and dash
-#: (:func:`~toolvocab.engine.shellwords.is_portable`): a shell tool may run it in the user's zsh.
-#: Another shell's ``-c`` (``zsh -c``, ``sh -c``) and any other ``X`` are joined with POSIX
-#: quoting, so the shell the model named still runs it.
-_SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/(?:local/)?)?bin/)?bash$")
-_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci"})
 
 #: Keys holding a command line: only these turn an argv list into a command string.
 _COMMAND_KEYS = frozenset({"command", "cmd"})
@@ -82,41 +74,6 @@ def _has_type(value: Any, types: set[str]) -> bool:
         if py is not None and isinstance(value, py):
             return True
     return False
-
-
-def argv_to_command(argv: list[str]) -> str:
-    """Turn an argv list into one command string that runs the same argv in bash, zsh and dash.
-
-    ``["bash", "-lc", X]`` is ``X`` itself when ``X`` is portable
-    (:func:`~toolvocab.engine.shellwords.is_portable`: ``"git status"``, ``"cd src && make"``);
-    anything else — ``["bash", "-lc", "rm -f **/*.orig"]``, another shell's ``-c``, a plain argv —
-    is joined with :func:`~toolvocab.engine.shellwords.posix_join` (``bash -lc 'rm -f **/*.orig'``).
-    Raises ``TypeError`` when an element is not a string, ``ValueError`` for a NUL character.
-    """
-    if len(argv) == 3 and isinstance(argv[0], str) and _SHELL_WRAPPERS.match(argv[0]) and argv[1] in _SHELL_FLAGS:
-        if isinstance(argv[2], str) and is_portable(argv[2]):
-            return argv[2]
-    return posix_join(argv)
-
-
-def command_to_argv(command: str) -> list[str] | None:
-    """Turn a command string into argv without choosing a shell for the user, or ``None``.
-
-    Only a string that is itself a JSON array of strings (``"[\\"ls\\", \\"-la\\"]"``, Codex
-    answered by third-party models, openai/codex#3913, BR-25) becomes that array. A plain command
-    string (``"ls -la"``) returns ``None`` and is left as sent: wrapping it in ``bash -lc`` would
-    pick a shell for the user, and splitting it would change the meaning of any shell syntax in it.
-    """
-    text = command.strip()
-    if not text.startswith("["):
-        return None
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return value
-    return None
 
 
 def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+import orjson
+
 #: A word bash, zsh and dash all read literally: runs of the characters ``shlex.quote`` leaves
 #: unquoted (Python's ``shlex`` module, ASCII only), a backslash before any character but a
 #: newline, single-quoted text (no expansion in any of them), and double-quoted text without ``$``,
@@ -147,3 +149,47 @@ def posix_join(argv: list[str]) -> str:
         if "\x00" in word:
             raise ValueError("argv holds a NUL character")
     return " ".join(posix_quote(word) for word in argv)
+
+
+#: ``argv`` prefixes that say "run this string in bash": ``["bash", "-lc", X]``. ``X`` alone is
+#: unwrapped only when it reads the same in bash, zsh and dash
+#: (:func:`is_portable`): a shell tool may run it in the user's zsh.
+#: Another shell's ``-c`` (``zsh -c``, ``sh -c``) and any other ``X`` are joined with POSIX
+#: quoting, so the shell the model named still runs it.
+_SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/(?:local/)?)?bin/)?bash$")
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci"})
+
+
+def argv_to_command(argv: list[str]) -> str:
+    """Turn an argv list into one command string that runs the same argv in bash, zsh and dash.
+
+    ``["bash", "-lc", X]`` is ``X`` itself when ``X`` is portable
+    (:func:`~toolvocab.engine.shellwords.is_portable`: ``"git status"``, ``"cd src && make"``);
+    anything else — ``["bash", "-lc", "rm -f **/*.orig"]``, another shell's ``-c``, a plain argv —
+    is joined with :func:`~toolvocab.engine.shellwords.posix_join` (``bash -lc 'rm -f **/*.orig'``).
+    Raises ``TypeError`` when an element is not a string, ``ValueError`` for a NUL character.
+    """
+    if len(argv) == 3 and isinstance(argv[0], str) and _SHELL_WRAPPERS.match(argv[0]) and argv[1] in _SHELL_FLAGS:
+        if isinstance(argv[2], str) and is_portable(argv[2]):
+            return argv[2]
+    return posix_join(argv)
+
+
+def command_to_argv(command: str) -> list[str] | None:
+    """Turn a command string into argv without choosing a shell for the user, or ``None``.
+
+    Only a string that is itself a JSON array of strings (``"[\\"ls\\", \\"-la\\"]"``, Codex
+    answered by third-party models, openai/codex#3913, BR-25) becomes that array. A plain command
+    string (``"ls -la"``) returns ``None`` and is left as sent: wrapping it in ``bash -lc`` would
+    pick a shell for the user, and splitting it would change the meaning of any shell syntax in it.
+    """
+    text = command.strip()
+    if not text.startswith("["):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    return None

@@ -29,6 +29,8 @@ from toolvocab.engine.models import ArgChange
 from toolvocab.engine.semantics import TABLES
 from toolvocab.engine.semantics import ArgTable
 from toolvocab.engine.semantics import Meaning
+from toolvocab.engine.shellwords import argv_to_command
+from toolvocab.engine.shellwords import command_to_argv
 from toolvocab.engine.shellwords import is_portable
 from toolvocab.engine.shellwords import posix_join
 
@@ -59,11 +61,11 @@ _COMMANDS = frozenset({"shell.command", "monitor.command"})
 _MATCHING = frozenset({"exact", "normalized"})
 
 
-def _looser_or_same(src: str | None, dst: str | None) -> bool:
-    """An edit's old text read with ``src``'s matching may be matched with ``dst``'s."""
-    if src in _MATCHING or (src or "").startswith("fuzzy"):
-        return dst in ("exact", src) or (src == "exact" and dst == "normalized") or (src or "").startswith("fuzzy")
-    return False
+def _matching_allows(src: str | None, dst: str | None) -> bool:
+    """An edit's old text meant for ``src``'s matching may be matched with ``dst``'s."""
+    if (src or "").startswith("fuzzy"):
+        return True
+    return dst == src or dst == "exact" or (src == "exact" and dst in _MATCHING)
 
 
 # ------------------------------------------------------------------ the table, indexed
@@ -169,16 +171,12 @@ def _command(value: Any, src: Meaning, dst: Meaning) -> Any:
             raise _Unusable("the command's argv holds a non-string", applicable=False)
         if dst.form == "argv":
             return value
-        from toolvocab.engine.arguments import argv_to_command
-
         try:
             return argv_to_command(value)
         except (TypeError, ValueError) as exc:
             raise _Unusable(f"the argv cannot be written as one command line ({exc})") from None
     if not isinstance(value, str):
         raise _Unusable("the command is neither a string nor an argv", applicable=False)
-    from toolvocab.engine.arguments import command_to_argv
-
     encoded = command_to_argv(value)  # an argv written as JSON text (BR-25)
     if src.form == "argv":
         if encoded is None:
@@ -209,7 +207,7 @@ def convert(value: Any, src: Meaning, dst: Meaning) -> Any:
         raise _Unusable(f"it means {src.what}, the target's {dst.what}")
     if src.what in _COMMANDS:
         return _command(value, src, dst)
-    if src.form != dst.form and not _looser_or_same(src.form, dst.form):
+    if src.form != dst.form and not (src.what == "edit.old" and _matching_allows(src.form, dst.form)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
     if src.unit == dst.unit and src.base == dst.base:
         new = value
@@ -272,8 +270,6 @@ class Reading:
         fixed behaviour."""
         if self.table is None:
             return capability_effect(self.capability, what)
-        if self.table.by_command and what in self.table.fixed:
-            return True, self.table.fixed[what]
         if what in self.table.fixed:
             return True, self.table.fixed[what]
         for meaning in self.listed().values():
