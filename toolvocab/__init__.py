@@ -14,3 +14,5 @@ Where a newcomer starts:
 - :mod:`toolvocab.cli` (``python -m toolvocab.cli``) and :mod:`toolvocab.run` (the installed
   ``toolvocab`` / ``toolvocab-web`` commands); :mod:`toolvocab.hosts`: the known LLM API hosts.
 """
+
+__version__ = "0.1.0"
