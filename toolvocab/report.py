@@ -78,8 +78,7 @@ def change_kind(record: dict | None) -> str | None:
     """What toolvocab changed in a flow: ``"tools"`` (a tool call in the answer, or a tool name
     sent upstream: renamed, aliased, dropped duplicate, fitted arguments, new ids), ``"prompt"``
     (only the one prompt sentence was added to the request) or ``None`` (nothing changed).
-
-    Only ``"tools"`` flows get the 🔧 marker; a ``"prompt"`` flow gets a comment and no marker.
+    The flow's visible state is :func:`outcome`.
     """
     if not record:
         return None
@@ -94,10 +93,83 @@ def change_kind(record: dict | None) -> str | None:
     return "tools"
 
 
-def log_line(record: dict) -> str:
-    """The one ``info`` line mitmdump prints for a changed flow, e.g.
-    ``toolvocab: shell→Bash (capability) · Claude Code → api.anthropic.com``. Repairs only:
-    names left alone are in the ``debug`` line (:func:`left_line`)."""
+# -- the three states a user sees -----------------------------------------------------------------
+
+#: A flow's visible state (:func:`outcome`), each with its marker (mitmproxy's emoji shortcode, as
+#: ``flow.marked`` stores it; ``~marker <shortcode>`` finds them), the first words of its comment
+#: and its log level. In order of precedence: a flow counts in the first that applies.
+PASSED = "passed through"
+LEFT = "left"
+OBSERVED = "would change"
+CHANGED = "changed"
+PROMPT = "prompt sentence only"
+STATES = (PASSED, LEFT, OBSERVED, CHANGED, PROMPT)
+#: A handled flow in none of them (``stats`` counts it too), and the order ``stats`` prints them in.
+UNCHANGED = "unchanged"
+STATE_ORDER = (CHANGED, LEFT, PASSED, PROMPT, OBSERVED, UNCHANGED)
+MARKERS = {PASSED: ":warning:", LEFT: ":no_entry:", OBSERVED: ":eyes:", CHANGED: ":wrench:", PROMPT: ""}
+#: How every note of a give-up begins: toolvocab could not repair (part of) the answer or the
+#: request and let it through as it came (:func:`passed_note`).
+PASSED_PREFIX = "passed through: "
+
+
+def passed_note(why: str, got: str) -> str:
+    """The record note of a give-up: ``passed through: <why>; the client got <got>`` (``got``
+    says what reached the client, or the upstream for a request)."""
+    return f"{PASSED_PREFIX}{why}; {got}"
+
+
+def passed_reasons(record: dict | None) -> list[str]:
+    """The give-ups of a flow (its notes that start with :data:`PASSED_PREFIX`), prefix removed."""
+    return [n[len(PASSED_PREFIX):] for n in (record or {}).get("notes") or [] if isinstance(n, str) and n.startswith(PASSED_PREFIX)]
+
+
+def left_decisions(record: dict | None) -> list[dict]:
+    """The decisions that left a call as the model answered it (a name no declared tool fits:
+    the client will reject the call)."""
+    return [d for d in (record or {}).get("decisions") or [] if d.get("action") == "leave"]
+
+
+def would_change(record: dict) -> bool:
+    """In ``observe`` mode: whether the flow would have changed (a decision, a rename, the sentence)."""
+    return bool(record.get("prompt_sentence") or record.get("renames")) or any(
+        d.get("action") in ("rename", "fit") for d in record.get("decisions") or [])
+
+
+def outcome(record: dict | None) -> str | None:
+    """The state a flow shows: :data:`PASSED` (toolvocab gave up on part of it: a stall, a repeated
+    key, events out of order, an empty DATA frame ending the rewrite, an internal error — the
+    client got that part as it came), :data:`LEFT` (a call no declared tool fits went to the client
+    as answered: the client will reject it), :data:`OBSERVED` (observe mode, something would
+    change), :data:`CHANGED` (a tool call or a tool name changed), :data:`PROMPT` (only the prompt
+    sentence was added), or ``None`` (nothing to see). The first that applies wins: a flow both
+    sentence-added (or changed) and left is left."""
+    if not record:
+        return None
+    if passed_reasons(record):
+        return PASSED
+    if not is_handled(record):
+        return None
+    if left_decisions(record):
+        return LEFT
+    if record.get("mode") == "observe":
+        return OBSERVED if would_change(record) else None
+    return {"tools": CHANGED, "prompt": PROMPT}.get(change_kind(record) or "")
+
+
+def left_reason(d: dict) -> str:
+    """Why a call was left, in a few words: ``not declared``, ``2 candidates: Bash, PowerShell``,
+    ``does not fit Bash``."""
+    candidates = d.get("candidates") or []
+    if len(candidates) > 1:
+        return f"{len(candidates)} candidates: {', '.join(candidates)}"
+    if candidates:
+        return f"not declared; does not fit {candidates[0]}"
+    return "not declared"
+
+
+def _changes(record: dict) -> list[str]:
+    """The changes of a flow, one short item each (``shell→Bash (capability)``)."""
     parts = []
     for d in record.get("decisions") or []:
         if d.get("action") == "rename":
@@ -105,6 +177,18 @@ def log_line(record: dict) -> str:
                          f"{_qualified(d.get('target_namespace'), d.get('target'))} ({d.get('step')})")
         elif d.get("action") == "fit":
             parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}: arguments fitted")
+    return parts
+
+
+def _where(record: dict) -> str:
+    return f"{record.get('client') or 'unknown client'} → {record.get('host') or '?'}"
+
+
+def log_line(record: dict) -> str:
+    """The one ``info`` line mitmdump prints for a changed flow, e.g.
+    ``toolvocab: shell→Bash (capability) · Claude Code → api.anthropic.com``. Repairs only:
+    calls left alone have their own line (:func:`left_line`), give-ups theirs (:func:`passed_line`)."""
+    parts = _changes(record)
     renamed = record.get("rename_map") or {}
     if renamed and record.get("request_changed"):
         parts.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
@@ -112,19 +196,57 @@ def log_line(record: dict) -> str:
         parts.append(f"prompt sentence names {_plural(len(record.get('prompt_names') or []), 'tool')}")
     if not parts and record.get("response_changed"):
         parts.append("answer rewritten (ids or argument encoding)")
-    where = f"{record.get('client') or 'unknown client'} → {record.get('host') or '?'}"
     prefix = "toolvocab (observe, nothing changed): " if record.get("mode") == "observe" else "toolvocab: "
-    return prefix + ("; ".join(parts) or "no change") + " · " + where
+    return prefix + ("; ".join(parts) or "no change") + " · " + _where(record)
 
 
 def left_line(record: dict) -> str | None:
-    """The ``debug`` line for calls left alone (``shell left (capability: several candidates)``),
-    or None when no call was left."""
-    left = [d for d in record.get("decisions") or [] if d.get("action") == "leave"]
+    """The ``info`` line for calls left as answered (``toolvocab: frobnicate left (not declared) ·
+    Claude Code → api.anthropic.com``), or None when no call was left."""
+    left = left_decisions(record)
     if not left:
         return None
-    parts = [f"{_qualified(d.get('namespace'), d.get('name'))} left ({d.get('step')}: {d.get('reason')})" for d in left]
-    return "toolvocab: " + "; ".join(parts) + f" · {record.get('client') or 'unknown client'} → {record.get('host') or '?'}"
+    parts = [f"{_qualified(d.get('namespace'), d.get('name'))} left ({left_reason(d)})" for d in left]
+    return "toolvocab: " + "; ".join(parts) + " · " + _where(record)
+
+
+def passed_line(record: dict) -> str | None:
+    """The ``warn`` line for a flow toolvocab gave up on: why, and what the client got; None when
+    it gave up on nothing."""
+    reasons = passed_reasons(record)
+    if not reasons:
+        return None
+    return "toolvocab: passed through (could not repair): " + " | ".join(reasons) + " · " + _where(record)
+
+
+def comment(record: dict | None) -> str:
+    """The flow's one-line comment for mitmproxy's UI; its first words are its state
+    (:func:`outcome`): ``changed: shell→Bash (capability)``, ``left: frobnicate (not declared) —
+    the client will reject this call``, ``passed through: <why>; the client got <what>``,
+    ``prompt sentence only: names 2 tools``, ``would change (observe): …``; ``""`` for none."""
+    state = outcome(record)
+    if state is None or record is None:
+        return ""
+    changes = _changes(record)
+    if record.get("prompt_sentence"):
+        changes.append(f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}")
+    renamed = record.get("rename_map") or {}
+    if renamed and (record.get("request_changed") or record.get("mode") == "observe"):
+        changes.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
+    left = left_decisions(record)
+    left_text = ", ".join(f"{_qualified(d.get('namespace'), d.get('name'))} ({left_reason(d)})" for d in left)
+    left_text += " — the client will reject " + ("this call" if len(left) == 1 else "these calls")
+    if state == PASSED:
+        extra = ([f"left: {left_text}"] if left else []) + ([f"changed: {'; '.join(changes)}"] if changes else [])
+        return PASSED_PREFIX + " | ".join(passed_reasons(record)) + "".join(f" · {e}" for e in extra)
+    if state == LEFT:
+        verb = "would change" if record.get("mode") == "observe" else "changed"
+        return f"left: {left_text}" + (f" · {verb}: {'; '.join(changes)}" if changes else "")
+    if state == OBSERVED:
+        return "would change (observe): " + "; ".join(changes)
+    if state == PROMPT:
+        return f"prompt sentence only: names {_plural(len(record.get('prompt_names') or []), 'tool')}"
+    return "changed: " + ("; ".join(changes) or "answer rewritten (ids or argument encoding)")
 
 
 def _json(value: Any) -> str:
@@ -273,12 +395,14 @@ def render_record(record: dict | None, *, side: str | None = None, diff: str | N
         head = f"toolvocab: not handled — {record['skipped']}"
         if record.get("dialect"):
             head += f" (dialect {record['dialect']})"
-        return "\n".join([head, f"mode: {record.get('mode') or '–'}"])
+        return "\n".join([head, f"mode: {record.get('mode') or '–'}", *(f"note: {n}" for n in record.get("notes") or [])])
     changed = [s for s in ("request", "response") if record.get(f"{s}_changed")]
     lines = [
         f"toolvocab — {record.get('dialect') or '?'} · mode {record.get('mode') or '?'} · "
         + (f"changed: {' + '.join(changed)}" if changed else "changed: nothing"),
     ]
+    if outcome(record):
+        lines += _wrap(comment(record), "", "state: ")
     if observe:
         lines.append("observe mode: nothing was changed; below is what would change")
     lines += _provider_lines(record)
@@ -378,12 +502,15 @@ def _label(item: Any, record: dict, index: int) -> str:
 def explain_record(record: dict) -> list[str]:
     """Why each name in one record was or was not repaired, one item a line (no header)."""
     if record.get("skipped"):
-        return [f"not handled: {record['skipped']}"]
+        return [f"not handled: {record['skipped']}"] + [f"note: {n}" for n in record.get("notes") or []]
     observe = _observe(record)
     lines: list[str] = []
+    if outcome(record):
+        lines.append(f"state: {comment(record)}")
     decisions = record.get("decisions") or []
     if not decisions:
-        lines.append("no tool calls in the answer")
+        lines.append("no tool call resolved before toolvocab gave up (see the notes)" if passed_reasons(record)
+                     else "no tool calls in the answer")
     for d in decisions:
         action, step = d.get("action", "?"), d.get("step", "?")
         name = _qualified(d.get("namespace"), d.get("name"))
@@ -454,9 +581,9 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
         "handled": len(handled),
         "skipped": len(recs) - len(handled),
         "changed": sum(bool(r.get("request_changed") or r.get("response_changed")) for r in handled),
-        "changed_tools": sum(change_kind(r) == "tools" for r in handled),
-        "changed_prompt": sum(change_kind(r) == "prompt" for r in handled),
         "observe": sum(r.get("mode") == "observe" for r in handled),
+        # each flow once, in the first state that applies (outcome); a give-up may come with a skip
+        "state": _count_states(recs),
         "calls": {k: sum(int(r.get(f"calls_{k}") or 0) for r in handled) for k in ("seen", "kept", "repaired", "left")},
         "action": Counter(),
         "step": Counter(),
@@ -497,6 +624,17 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
     return out
 
 
+def _count_states(records: list[dict]) -> dict[str, int]:
+    """Flows per state (:data:`STATE_ORDER`, zeros included): every handled flow, and a flow not
+    handled because of a give-up (an internal error in the request hook)."""
+    out = {name: 0 for name in STATE_ORDER}
+    for r in records:
+        state = outcome(r)
+        if state is not None or is_handled(r):
+            out[state or UNCHANGED] += 1
+    return out
+
+
 def _counter_line(label: str, counter: Counter) -> str:
     if not counter:
         return f"{label}: –"
@@ -513,12 +651,11 @@ def stats_text(records: Iterable[Any]) -> str:
     if not s["flows"]:
         return "toolvocab stats: no flows with a toolvocab record"
     c = s["calls"]
+    states = ", ".join(f"{name} {s['state'][name]}" for name in STATE_ORDER)
     lines = [
-        (
-            f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
-            f"({s['changed']} changed: {s['changed_tools']} tool calls or names, {s['changed_prompt']} prompt "
-            f"sentence only; {s['observe']} in observe mode), {s['skipped']} not handled"
-        ),
+        f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
+        f"({s['observe']} in observe mode), {s['skipped']} not handled",
+        f"flows by state: {states}",
         f"calls: {c['seen']} seen, {c['kept']} kept, {c['repaired']} repaired, {c['left']} left",
         _counter_line("decisions by action", s["action"]),
         _counter_line("decisions by ladder step", s["step"]),

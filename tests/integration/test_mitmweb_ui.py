@@ -304,7 +304,7 @@ def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_
         flow = web.wait_flow(lambda f: "shell→Bash" in (f.get("comment") or ""))
         assert flow["marked"] in ("🔧", ":wrench:")
         comment = flow["comment"]
-        assert comment.startswith("toolvocab: shell→Bash (capability)")
+        assert comment.startswith("changed: shell→Bash (capability)")
         # the contentview mitmweb picks on its own ("auto") is toolvocab's
         view = web.api(f"/flows/{flow['id']}/response/content/auto.json")
         view_text = view["text"] if "text" in view else "\n".join("".join(t for _, t in line) for line in view["lines"])
@@ -315,7 +315,7 @@ def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_
         # 1. the response tab: the comment column in the flow list, the toolvocab view of the answer
         browser.navigate(web.page_url(f"/flows/{flow['id']}/response"))
         needles = [
-            "toolvocab: shell→Bash (capability)",             # the comment, in the flow list
+            "changed: shell→Bash (capability)",               # the comment, in the flow list
             "Tool calls in the answer",                       # the toolvocab view
             '- shell {"command":["bash","-lc","git status"]}',
             '+ Bash {"command":"git status"}',
@@ -346,7 +346,7 @@ def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_
         browser.scroll_to_line("toolvocab —")
         shots["request"] = tmp_path / "mitmweb-request.png"
         pngs["request"], texts["request"] = browser.screenshot(shots["request"])
-        for needle in request_needles + ["toolvocab: shell→Bash (capability)"]:
+        for needle in request_needles + ["changed: shell→Bash (capability)"]:
             assert needle in texts["request"], (needle, texts["request"][:4000])
         assert "Body below: the answer as the client received it." not in texts["request"]
 

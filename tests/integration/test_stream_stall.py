@@ -156,7 +156,11 @@ def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, cli
         flows = proxy.flows()
         assert len(flows) == 1
         notes = " | ".join(flows[0].metadata["toolvocab"]["notes"])
-        assert "held tool block released after" in notes and "without upstream bytes; passed through" in notes, notes
+        assert "passed through: the upstream sent no byte for " in notes, notes
+        assert f"while a tool call was held (toolvocab_hold_timeout {BOUND:g}); the client got the " in notes, notes
+        # the flow's state: its marker, its comment's first words, mitmdump's warn line
+        assert flows[0].marked == ":warning:" and flows[0].comment.startswith("passed through: the upstream sent no byte")
+        assert "toolvocab: passed through (could not repair): the upstream sent no byte for " in proxy.output()
         assert flows[0].response.raw_content == BODY  # the saved flow has what the client got
     finally:
         proxy.stop()

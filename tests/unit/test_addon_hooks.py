@@ -169,7 +169,7 @@ def test_auto_mode_stream_repaired_and_sentence_added(env, seed):
     assert rec["notes"] == []
     # marker and comment
     assert f.marked == ":wrench:"
-    assert f.comment.startswith("toolvocab:") and "shell→Bash (capability)" in f.comment
+    assert f.comment.startswith("changed: ") and "shell→Bash (capability)" in f.comment
 
 
 def test_auto_mode_json_answer_repaired(env):
@@ -455,8 +455,9 @@ def test_gzip_encoded_sse_passes_through_unread(env):
     r = replay(env, f)
     assert r.streamed == "passthrough"
     assert r.out == upstream
-    assert any("gzip-encoded; passed through unread" in n for n in r.record["notes"])
+    assert "passed through: the streamed answer is gzip-encoded and cannot be read as it streams; the client got it as the upstream sent it" in r.record["notes"]
     assert r.record["decisions"] == [] and r.record["response_changed"] is False
+    assert f.marked == ":warning:" and f.comment.startswith("passed through: the streamed answer is gzip-encoded")
 
 
 @pytest.mark.parametrize("mode", ["auto", "repair"])
@@ -528,7 +529,7 @@ def test_error_hook_keeps_the_record(env):
     assert rec["dialect"] == "anthropic"
     assert "flow ended with an error: client disconnected" in rec["notes"]
     # only the prompt sentence was added: a comment, no 🔧 (that marks tool changes)
-    assert not f.marked and f.comment.startswith("toolvocab (prompt sentence only): ")
+    assert not f.marked and f.comment.startswith("prompt sentence only: ")
     assert f.id not in env.addon._states
     assert roundtrip(f).metadata[KEY] == rec
 
@@ -549,7 +550,9 @@ def test_exception_in_request_side_dialect_is_contained(env, monkeypatch, where)
     r = replay(env, f)
     assert f.request.raw_content == raw_request
     assert r.out == fixture_bytes("stream-foreign-tool.sse")
-    assert "internal error in request hook (RuntimeError: injected)" in r.record["skipped"]
+    assert "internal error in the request hook (RuntimeError: injected)" in r.record["skipped"]
+    # a give-up: the client got the answer unrepaired, and the flow says so
+    assert f.marked == ":warning:" and f.comment.startswith("passed through: internal error in the request hook")
 
 
 def test_exception_in_apply_request_is_contained(env, monkeypatch):
@@ -598,7 +601,8 @@ def test_exception_in_buffered_json_rewrite_is_contained(env, monkeypatch):
     r = replay(env, f)
     assert r.streamed == "buffered"
     assert r.out == upstream
-    assert any("internal error in response hook (RuntimeError: injected)" in n for n in r.record["notes"])
+    assert any(n.startswith("passed through: internal error in the response hook (RuntimeError: injected)") for n in r.record["notes"])
+    assert f.marked == ":warning:"
 
 
 def test_exception_in_streamed_json_rewrite_still_delivers_the_body(env, monkeypatch):
@@ -701,7 +705,8 @@ def test_stream_failing_after_a_repair_still_records_the_change(env, monkeypatch
     assert r.out.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
     assert any("RuntimeError: injected" in n for n in r.record["notes"])
     assert r.record["response_changed"] is True  # got False
-    assert f.marked == ":wrench:"  # got no marker
+    # got no marker; the give-up after the repair is the flow's state, the repair is in its comment
+    assert f.marked == ":warning:" and "changed: shell→Bash (capability)" in f.comment
 
 
 def test_gzip_json_answer_to_non_stream_request_is_repaired_and_stays_gzip(env):
@@ -760,7 +765,8 @@ def test_an_empty_chunk_mid_stream_loses_and_repeats_nothing(env, where):
     out = asyncio.run(_drive_parts(env, f, parts))
     record = f.metadata[KEY]
     notes = " | ".join(record["notes"])
-    assert "after an empty chunk" in notes, notes
+    assert "passed through: an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite" in notes, notes
+    assert f.marked == ":warning:"
     if where == "after_call":
         # the first call was complete at the empty chunk: repaired; the rest as it came
         head = upstream[:cut]
@@ -796,7 +802,8 @@ def test_a_held_block_is_released_when_the_upstream_stalls(env):
         env.configure(toolvocab_hold_timeout="30")
     assert out == upstream
     notes = " | ".join(f.metadata[KEY]["notes"])
-    assert "held tool block released after" in notes and "without upstream bytes" in notes, notes
+    assert "passed through: the upstream sent no byte for " in notes and "(toolvocab_hold_timeout 0.2)" in notes, notes
+    assert f.marked == ":warning:" and f.comment.startswith("passed through: the upstream sent no byte for")
 
 
 def test_no_stall_release_for_pauses_shorter_than_the_bound(env):
@@ -811,7 +818,8 @@ def test_no_stall_release_for_pauses_shorter_than_the_bound(env):
     finally:
         env.configure(toolvocab_hold_timeout="30")
     assert tool_blocks(out) == FOREIGN_STREAM_TOOLS_AFTER
-    assert not any("released" in n for n in f.metadata[KEY]["notes"])
+    assert not any(n.startswith("passed through: ") for n in f.metadata[KEY]["notes"]), f.metadata[KEY]["notes"]
+    assert f.marked == ":wrench:"
 
 
 @pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon", ""])
@@ -828,4 +836,5 @@ def test_a_stream_event_repeating_a_key_is_noted_and_passes_as_it_came(env):
     out = asyncio.run(_drive_parts(env, f, _split(dup, 29) + [b""]))
     assert out == dup
     notes = " | ".join(f.metadata[KEY]["notes"])
-    assert "an event's data repeats a key" in notes, notes
+    assert "passed through: an event's data repeats a key" in notes, notes
+    assert f.marked == ":warning:" and f.comment.startswith("passed through: an event's data repeats a key")

@@ -1,13 +1,12 @@
 """What mitmdump prints while toolvocab runs: one ``info`` line per flow whose tool calls or
-names changed; calls left alone and prompt-sentence-only flows at ``debug``; the start line.
-Prompt-sentence-only flows are told apart from tool changes (no 🔧, their own comment, counted
-apart by ``stats``)."""
+names changed, one ``info`` line for calls left as answered (the client will reject them),
+prompt-sentence-only flows at ``debug``; the start line. Each state has its marker, its comment
+and its count in ``stats``; give-ups (``warn``) are in test_addon_hooks.py and the integration tests."""
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 
 import orjson
 import pytest
@@ -61,22 +60,39 @@ def test_a_repair_logs_one_info_line_with_client_and_host(addon, caplog) -> None
     assert json.loads(f.response.content)["content"][0]["name"] == "Bash"
 
 
-def test_a_call_left_alone_is_debug_only_and_a_prompt_only_flow_has_no_marker(addon, caplog) -> None:
+def test_a_call_left_alone_is_an_info_line_and_its_own_state_even_with_the_prompt_sentence(addon, caplog) -> None:
     caplog.set_level(logging.DEBUG)
     # `frobnicate` names no declared tool and no capability: left; the prompt mentions neither
-    # tool, so the sentence is added: the request changed, no tool call did
+    # tool, so the sentence is added too: a flow both sentence-added and left is "left"
     f = run_flow(addon, [BASH, PS], "frobnicate")
     info, debug = messages(caplog, logging.INFO), messages(caplog, logging.DEBUG)
-    # a prompt-only flow is told at debug, like the call left alone: info is for tool changes
-    assert info == [], info
+    assert info == ["toolvocab: frobnicate left (not declared) · Claude Code → api.anthropic.com"], info
     assert "toolvocab: prompt sentence names 2 tools · Claude Code → api.anthropic.com" in debug, debug
-    assert any(re.match(r"toolvocab: frobnicate left \(\w+: .+\) · Claude Code → api\.anthropic\.com$", d) for d in debug), debug
-    assert not f.marked
-    assert f.comment.startswith("toolvocab (prompt sentence only): ")
+    assert f.marked == ":no_entry:"
+    assert f.comment == "left: frobnicate (not declared) — the client will reject this call · changed: prompt names 2 tools"
     rec = f.metadata["toolvocab"]
-    assert tvui.change_kind(rec) == "prompt"
-    s = tvui.stats([rec])
-    assert (s["changed"], s["changed_tools"], s["changed_prompt"]) == (1, 0, 1)
+    assert tvui.change_kind(rec) == "prompt" and tvui.outcome(rec) == "left"
+    assert tvui.stats([rec])["state"] == {"changed": 0, "left": 1, "passed through": 0, "prompt sentence only": 0,
+                                          "would change": 0, "unchanged": 0}
+
+
+def test_a_call_with_two_candidates_is_left_and_says_which(addon, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    other = {**BASH, "name": "run_shell_command"}
+    f = run_flow(addon, [BASH, other], "shell", system="Use Bash or run_shell_command.")
+    assert messages(caplog, logging.INFO) == [
+        "toolvocab: shell left (2 candidates: Bash, run_shell_command) · Claude Code → api.anthropic.com"]
+    assert f.marked == ":no_entry:"
+    assert f.comment == "left: shell (2 candidates: Bash, run_shell_command) — the client will reject this call"
+
+
+def test_a_prompt_only_flow_has_no_marker_and_a_debug_line(addon, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    f = run_flow(addon, [BASH, PS], "Bash")
+    assert messages(caplog, logging.INFO) == []
+    assert "toolvocab: prompt sentence names 2 tools · Claude Code → api.anthropic.com" in messages(caplog, logging.DEBUG)
+    assert not f.marked and f.comment == "prompt sentence only: names 2 tools"
+    assert tvui.outcome(f.metadata["toolvocab"]) == "prompt sentence only"
 
 
 def test_nothing_changed_nothing_logged_at_info(addon, loaded, caplog) -> None:
@@ -88,12 +104,16 @@ def test_nothing_changed_nothing_logged_at_info(addon, loaded, caplog) -> None:
     assert not f.marked and not f.comment
 
 
-def test_stats_text_counts_tool_changes_and_prompt_only_apart(addon) -> None:
+def test_stats_text_counts_each_state_apart(addon) -> None:
     repaired = run_flow(addon, [BASH], "shell", system="Use Bash.").metadata["toolvocab"]
-    prompt_only = run_flow(addon, [BASH, PS], "frobnicate").metadata["toolvocab"]
-    first = tvui.stats_text([repaired, prompt_only]).splitlines()[0]
-    assert first == ("toolvocab stats: 2 flows with a record — 2 handled (2 changed: 1 tool calls or names, "
-                     "1 prompt sentence only; 0 in observe mode), 0 not handled")
+    left = run_flow(addon, [BASH, PS], "frobnicate").metadata["toolvocab"]
+    prompt_only = run_flow(addon, [BASH, PS], "Bash").metadata["toolvocab"]
+    unchanged = run_flow(addon, [BASH], "Bash", system="Use Bash.").metadata["toolvocab"]
+    lines = tvui.stats_text([repaired, left, prompt_only, unchanged]).splitlines()
+    assert lines[:2] == [
+        "toolvocab stats: 4 flows with a record — 4 handled (0 in observe mode), 0 not handled",
+        "flows by state: changed 1, left 1, passed through 0, prompt sentence only 1, would change 0, unchanged 1",
+    ]
 
 
 def test_start_line_tells_mode_profiles_and_host_rule() -> None:

@@ -100,8 +100,9 @@ SKIPPED = {"version": 1, "dialect": None, "mode": "auto", "skipped": "request bo
 def test_render_record_shows_calls_reasons_request_side_notes_and_provider():
     text = report.render_record(RENAMED, side="response", original_size=2072)
     lines = text.splitlines()
-    assert lines[:4] == [
+    assert lines[:5] == [
         "toolvocab — anthropic · mode auto · changed: request + response",
+        "state: changed: shell→Bash (capability); prompt names 1 tool; 1 tool renamed upstream",
         "upstream: api.anthropic.com/v1/messages · model claude-x · status 200",
         "client: Claude Code · ttfb 120 ms · total 900.5 ms · streamed",
         "calls: 2 seen, 1 kept, 1 repaired, 0 left",
@@ -212,7 +213,8 @@ def test_explain_flows_says_why_each_name_was_or_was_not_repaired():
 def test_stats_counts_every_dimension():
     s = report.stats([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
     assert (s["flows"], s["handled"], s["skipped"], s["changed"], s["observe"]) == (4, 3, 1, 1, 1)
-    assert (s["changed_tools"], s["changed_prompt"]) == (1, 0)
+    assert s["state"] == {"changed": 1, "left": 1, "passed through": 0, "prompt sentence only": 0, "would change": 1,
+                          "unchanged": 0}
     assert s["calls"] == {"seen": 5, "kept": 2, "repaired": 2, "left": 1}
     assert s["action"] == {"rename": 2, "keep": 2, "leave": 1}
     assert s["step"] == {"capability": 3, "declared": 2}
@@ -228,8 +230,8 @@ def test_stats_counts_every_dimension():
 def test_stats_text():
     text = report.stats_text([RENAMED, LEFT, OBSERVED, SKIPPED])
     assert text.splitlines() == [
-        ("toolvocab stats: 4 flows with a record — 3 handled (1 changed: 1 tool calls or names, 0 prompt sentence "
-         "only; 1 in observe mode), 1 not handled"),
+        "toolvocab stats: 4 flows with a record — 3 handled (1 in observe mode), 1 not handled",
+        "flows by state: changed 1, left 1, passed through 0, prompt sentence only 0, would change 1, unchanged 0",
         "calls: 5 seen, 2 kept, 2 repaired, 1 left",
         "decisions by action: keep 2, rename 2, leave 1",
         "decisions by ladder step: capability 3, declared 2",
@@ -444,7 +446,8 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
     assert any(r.levelno == ALERT and r.getMessage() == text for r in caplog.records)
 
     text = tctx.master.commands.call("toolvocab.stats", flows)
-    assert "toolvocab stats: 3 flows with a record — 3 handled (2 changed: 1 tool calls or names, 1 prompt sentence only; 1 in observe mode), 0 not handled" in text
+    assert "toolvocab stats: 3 flows with a record — 3 handled (1 in observe mode), 0 not handled" in text
+    assert "flows by state: changed 1, left 1, passed through 0, prompt sentence only 0, would change 1, unchanged 0" in text
     assert "calls: 5 seen, 2 kept, 2 repaired, 1 left" in text
     assert "decisions by action: keep 2, rename 2, leave 1" in text
     assert "flows by client: Claude Code 3" in text
@@ -458,9 +461,12 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
     view.add(flows)
     assert tctx.master.commands.execute("toolvocab.stats @all") == text
     assert "launch_rocket: NOT repaired" in tctx.master.commands.execute("toolvocab.explain @all")
-    # the left flow only had the prompt sentence added: commented, not marked (🔧 is for tool changes)
-    assert tctx.master.commands.execute("toolvocab.stats ~marked").startswith("toolvocab stats: 2 flows")
-    assert tctx.master.commands.execute("toolvocab.stats \"~comment toolvocab\"").startswith("toolvocab stats: 3 flows")
+    # each state has its marker (~marker) and its comment's first words
+    assert tctx.master.commands.execute("toolvocab.stats ~marked").startswith("toolvocab stats: 3 flows")
+    for spec, flow in (('"~marker :wrench:"', repaired), ('"~marker :no_entry:"', left), ('"~marker :eyes:"', observed),
+                       ('"~comment ^left:"', left), ('"~comment ^changed:"', repaired)):
+        text = tctx.master.commands.execute(f"toolvocab.explain {spec}")
+        assert text.startswith(f"flow {flow.id[:8]}:") and text.count("\nflow ") == 0, (spec, text)
 
 
 def test_records_survive_a_flow_file_roundtrip_for_the_ui(env, tmp_path):

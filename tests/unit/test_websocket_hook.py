@@ -395,7 +395,8 @@ def test_a_frame_repeating_a_key_and_the_rest_of_the_turn_pass_as_they_came(env)
         s.send(frame)
     assert s.delivered() == raw
     notes = " | ".join(s.record["notes"])
-    assert "a frame repeats a key" in notes, notes
+    assert "passed through: a frame's data repeats a key (this turn)" in notes, notes
+    assert s.flow.marked == ":warning:"
 
 
 def _with_arguments(frames: list[dict], arguments: str) -> list[dict]:

@@ -25,6 +25,7 @@ from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.state import FlowState
 from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
 from toolvocab.addons.stream import StreamCallable
+from toolvocab.addons.stream import note_unrepaired
 from toolvocab.addons.stream import rewriter_note
 from toolvocab.addons.stream import send_to_client
 from toolvocab.dialects.base import Dialect
@@ -43,6 +44,7 @@ from toolvocab.engine.profiles import is_access_gate
 from toolvocab.engine.profiles import load_profiles
 from toolvocab.engine.record import FlowRecord
 from toolvocab.report import METADATA_KEY
+from toolvocab.report import passed_note
 
 logger = logging.getLogger(__name__)
 
@@ -162,9 +164,13 @@ class ToolVocab(Configurable):
         except Exception as exc:  # the addon never breaks a flow
             logger.exception("toolvocab: request hook failed; flow passed through")
             self._states.pop(flow.id, None)
+            why = f"internal error in the request hook ({type(exc).__name__}: {exc})"
             flow.metadata[METADATA_KEY] = FlowRecord(
-                mode=self.mode, skipped=f"internal error in request hook ({type(exc).__name__}: {exc})"
+                mode=self.mode,
+                skipped=why,
+                notes=[passed_note(why, "the upstream got the client's request as it came, the client the answer as the upstream sent it")],
             ).dump()
+            self.recorder.show(flow)
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Choose streaming for SSE answers (must be decided here: mitmproxy G4)."""
@@ -192,7 +198,9 @@ class ToolVocab(Configurable):
             self._response(flow, state)
         except Exception as exc:
             logger.exception("toolvocab: response hook failed; answer passed through")
-            state.record.notes.append(f"internal error in response hook ({type(exc).__name__}: {exc})")
+            state.record.notes.append(passed_note(
+                f"internal error in the response hook ({type(exc).__name__}: {exc})",
+                "the client got the answer as it stood then (as the upstream sent it, unless a repair came first)"))
         self.recorder.finish(flow, state)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -220,7 +228,9 @@ class ToolVocab(Configurable):
             if how is None:
                 state.record.notes.append(f"{len(data)} bytes received and not yet sent could not reach the client (its connection is gone)")
             else:
-                state.record.notes.append(f"upstream ended mid-stream: {len(data)} bytes received and not yet sent went to the client unchanged ({how})")
+                state.record.notes.append(passed_note(
+                    "the upstream ended the stream mid-way",
+                    f"the client got the {len(data)} bytes received and not yet sent as they came ({how})"))
         except Exception as exc:
             logger.exception("toolvocab: could not deliver the rest of the stream")
             state.record.notes.append(f"rest of the stream not delivered ({type(exc).__name__}: {exc})")
@@ -287,7 +297,9 @@ class ToolVocab(Configurable):
                 # touch (a transcript, when only the system prompt changes) are copied as sent.
                 new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout)
                 if new is None:
-                    record.notes.append("rewritten request body could not be written back exactly; sent as it came")
+                    record.notes.append(passed_note(
+                        "the rewritten request body could not be written back exactly",
+                        "the upstream got the client's request as it came"))
                 else:
                     state.original_request = content
                     req.content = new
@@ -381,7 +393,9 @@ class ToolVocab(Configurable):
             return  # buffered; handled in response()
         encoding = resp.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            state.record.notes.append(f"streamed answer is {encoding}-encoded; passed through unread")
+            state.record.notes.append(passed_note(
+                f"the streamed answer is {encoding}-encoded and cannot be read as it streams",
+                "the client got it as the upstream sent it"))
             resp.stream = True
             return
         if "content-length" in resp.headers:
@@ -414,12 +428,15 @@ class ToolVocab(Configurable):
             state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
             return
         if resp.raw_content is None:
-            state.record.notes.append("answer body was streamed by another setting; not inspected")
+            state.record.notes.append(passed_note(
+                "the answer was streamed by another setting (stream_large_bodies?) before toolvocab could read it",
+                "the client got it as the upstream sent it"))
             return
         try:
             content = resp.content
         except ValueError as exc:
-            state.record.notes.append(f"answer body could not be decoded ({exc}); passed through")
+            state.record.notes.append(passed_note(
+                f"the answer body could not be decoded ({exc})", "the client got it as the upstream sent it"))
             return
         if not content:
             return
@@ -438,7 +455,9 @@ class ToolVocab(Configurable):
         if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
             if new is None:
-                state.record.notes.append("rewritten answer could not be written back exactly (a repeated key?); passed through")
+                state.record.notes.append(passed_note(
+                    "the rewritten answer could not be written back exactly (a repeated key?)",
+                    "the client got the answer as the upstream sent it"))
                 return
             state.upstream_raw = resp.raw_content
             resp.content = new
@@ -449,6 +468,7 @@ class ToolVocab(Configurable):
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if getattr(rewriter, "error", None):
             state.record.notes.append(rewriter_note(rewriter.error))
+        note_unrepaired(rewriter, state.record, 0)
         if out != content and self.mode != "observe":
             assert flow.response is not None
             state.upstream_raw = flow.response.raw_content

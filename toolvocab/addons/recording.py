@@ -23,9 +23,16 @@ from toolvocab.report import METADATA_DIFF
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import METADATA_REQUEST
 from toolvocab.report import METADATA_UPSTREAM
+from toolvocab.report import LEFT
+from toolvocab.report import MARKERS
+from toolvocab.report import PASSED
 from toolvocab.report import change_kind
+from toolvocab.report import comment
 from toolvocab.report import left_line
 from toolvocab.report import log_line
+from toolvocab.report import outcome
+from toolvocab.report import passed_line
+from toolvocab.report import would_change
 
 if TYPE_CHECKING:
     from toolvocab.addons.redaction import ToolVocabRedaction
@@ -33,8 +40,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MARK_CHANGED = ":wrench:"
-MARK_OBSERVED = ":eyes:"
+MARK_CHANGED = MARKERS["changed"]
+MARK_OBSERVED = MARKERS["would change"]
+#: The markers and comment beginnings toolvocab sets (so that it clears only its own).
+OWN_MARKERS = tuple(m for m in MARKERS.values() if m)
+OWN_COMMENTS = ("changed: ", "left: ", "passed through: ", "prompt sentence only: ", "would change (observe): ", "toolvocab")
 
 
 class ToolVocabRecorder(Configurable):
@@ -53,8 +63,9 @@ class ToolVocabRecorder(Configurable):
             typespec=str | None,
             default=None,
             help=(
-                "Directory: write each flow toolvocab changed (or, in observe mode, would change) as its own "
-                ".mitm file there, credentials redacted, with what a replay needs."
+                "Directory: write each flow toolvocab changed (in observe mode: would change), left a call in (the "
+                "client will reject it) or passed through (could not repair) as its own .mitm file there, "
+                "credentials redacted, with what a replay needs."
             ),
         )
 
@@ -120,40 +131,50 @@ class ToolVocabRecorder(Configurable):
             lines = record.diff_lines()
             if lines:
                 flow.metadata[METADATA_DIFF] = "\n".join(lines)
-            would_change = record.prompt_sentence is not None or any(d.changed for d in record.decisions) or bool(record.renames)
             dumped = flow.metadata[METADATA_KEY]
-            kind = change_kind(dumped)
-            if kind == "tools":
-                flow.marked = MARK_CHANGED
-                flow.comment = record.summary()
-            elif kind == "prompt":
-                # Only the prompt sentence was added: a comment, no 🔧 (that marks tool changes).
-                flow.comment = "toolvocab (prompt sentence only): " + record.summary().removeprefix("toolvocab: ")
-            elif observe and would_change:
-                flow.marked = MARK_OBSERVED
-                flow.comment = "toolvocab (observe, nothing changed): " + record.summary().removeprefix("toolvocab: ")
-            # A name may hold a lone surrogate (a JSON escape the client sent): what the flow
-            # stores must encode as UTF-8, or saving it (-w) fails.
-            _make_storable(flow)
-            self._log(state, dumped, kind == "tools" or (observe and would_change), kind == "prompt")
-            if self.record_dir and (record.request_changed or record.response_changed or (observe and would_change)):
+            state_name = self.show(flow, state.logged)
+            would = observe and would_change(dumped)
+            if self.record_dir and (record.request_changed or record.response_changed or would or state_name in (LEFT, PASSED)):
                 self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
 
+    def show(self, flow: http.HTTPFlow, logged: set[str] | None = None) -> str | None:
+        """Show the state of the record in ``flow.metadata`` (:func:`toolvocab.report.outcome`): its
+        marker and comment, and its log lines (each line once per ``logged`` set: a WebSocket's
+        later turns log again only when a line differs). Returns the state. For :meth:`finish`,
+        and for a flow the repair addon gave up on before it had a state (the request hook)."""
+        dumped = flow.metadata.get(METADATA_KEY)
+        state_name = outcome(dumped)
+        if state_name is not None:
+            flow.marked = MARKERS[state_name]
+            flow.comment = comment(dumped)
+        elif flow.comment.startswith(OWN_COMMENTS) or flow.marked in OWN_MARKERS:
+            # an earlier turn of this WebSocket, or a replay's first pass, left its state
+            flow.marked, flow.comment = "", ""
+        # A name may hold a lone surrogate (a JSON escape the client sent): what the flow
+        # stores must encode as UTF-8, or saving it (-w) fails.
+        _make_storable(flow)
+        if isinstance(dumped, dict):
+            self._log(dumped, set() if logged is None else logged)
+        return state_name
+
     @staticmethod
-    def _log(state: FlowState, record: dict, changed: bool, prompt_only: bool) -> None:
-        """One ``info`` line per flow whose tool calls or names changed (``debug`` for a flow that
-        only got the prompt sentence, and for calls left alone); a WebSocket's later turns log
-        again only when the line differs."""
+    def _log(record: dict, logged: set[str]) -> None:
+        """The flow's lines: ``info`` for a change (``debug`` when only the prompt sentence was
+        added), ``info`` for calls left as answered, ``warning`` for a give-up (why, and what the
+        client got); each once per ``logged``."""
         lines = []
-        if changed or prompt_only:
-            lines.append((logging.INFO if changed else logging.DEBUG, log_line(record)))
+        kind = change_kind(record)
+        if kind or (record.get("mode") == "observe" and would_change(record)):
+            lines.append((logging.DEBUG if kind == "prompt" else logging.INFO, log_line(record)))
         left = left_line(record)
         if left:
-            lines.append((logging.DEBUG, left))
+            lines.append((logging.INFO, left))
+        passed = passed_line(record)
+        if passed:
+            lines.append((logging.WARNING, passed))
         for level, line in lines:
-            logged = state.__dict__.setdefault("logged", set())
             if line not in logged:
                 logged.add(line)
                 logger.log(level, line)

@@ -34,6 +34,8 @@ class FlowState:
         self.wants_stream = wants_stream
         self.stream: StreamCallable | None = None
         self.ws_rewriter: Any = None
+        self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
+        self.logged: set[str] = set()  # log lines already written for this flow (a WebSocket's turns)
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
 

@@ -14,6 +14,7 @@ from mitmproxy import http
 from toolvocab.addons.state import FlowState
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.engine import jsonio
+from toolvocab.report import passed_note
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class StreamCallable:
         self.noted = False
         self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
         self._differs = False
+        self._unrepaired = 0  # calls of rewriter.unrepaired already noted
 
     @property
     def differs(self) -> bool:
@@ -96,7 +98,9 @@ class StreamCallable:
             # it): what comes now passes through as it came.
             if chunk and not self.failed:
                 self.failed = True
-                self.state.record.notes.append("bytes after an empty chunk (an empty HTTP/2 DATA frame) passed through as they came")
+                self.state.record.notes.append(passed_note(
+                    "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
+                    "the client got the bytes after it as the upstream sent them"))
             out = [chunk] if chunk else []
             self._track(chunk, out)
             return out
@@ -106,7 +110,9 @@ class StreamCallable:
         except Exception as exc:  # G2: an exception would drop this chunk
             logger.exception("toolvocab: stream rewrite failed; passing the rest through")
             self.failed = True
-            self.state.record.notes.append(f"stream rewrite failed ({type(exc).__name__}: {exc}); rest passed through")
+            self.state.record.notes.append(passed_note(
+                f"internal error in the stream rewrite ({type(exc).__name__}: {exc})",
+                "the client got what was held and the rest of the stream as the upstream sent them"))
             out = self._salvage(chunk, consumed)
         if self._carry:
             out = [self._carry + b"".join(out)]
@@ -175,18 +181,18 @@ class StreamCallable:
                 how = self._send(data)
             except Exception:  # the bytes are not lost: they go out with the next piece
                 logger.exception("toolvocab: could not write released bytes to the client")
-        seconds = f"{idle:.1f}"
+        why = (f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
+               f"(toolvocab_hold_timeout {self.hold_timeout:g})")
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
-            self.state.record.notes.append(
-                f"held tool block released after {seconds} s without upstream bytes; passed through "
-                "(the client connection took no bytes then: they go out with the next ones)"
-            )
+            self.state.record.notes.append(passed_note(why, (
+                f"the client got the {len(data)} held bytes as the upstream sent them, with the next bytes (its "
+                "connection took none then), and the rest of the stream unrepaired")))
             return
         self._track(b"", [data])
-        self.state.record.notes.append(
-            f"held tool block released after {seconds} s without upstream bytes; passed through ({len(data)} bytes, {how})"
-        )
+        self.state.record.notes.append(passed_note(why, (
+            f"the client got the {len(data)} held bytes as the upstream sent them ({how}) and the rest of the "
+            "stream unrepaired")))
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
@@ -308,6 +314,7 @@ class StreamCallable:
         if getattr(self.rewriter, "error", None) and not self.noted:
             self.noted = True
             self.state.record.notes.append(rewriter_note(self.rewriter.error))
+        self._unrepaired = note_unrepaired(self.rewriter, self.state.record, self._unrepaired)
         if self.observe:
             # The client gets the upstream bytes as they came (held sniffing bytes included).
             if self._sniffed_sent:
@@ -334,23 +341,38 @@ class StreamCallable:
             if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
                 new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
                 if new is None:
-                    self.state.record.notes.append("rewritten answer could not be written back exactly; passed through")
+                    self.state.record.notes.append(passed_note(
+                        "the rewritten answer could not be written back exactly (a repeated key?)",
+                        "the client got the answer as the upstream sent it"))
                     return body
                 self.changed = True
                 return new
         except Exception as exc:
             logger.exception("toolvocab: JSON rewrite failed; answer passed through")
-            self.state.record.notes.append(f"JSON rewrite failed ({type(exc).__name__}: {exc}); passed through")
+            self.state.record.notes.append(passed_note(
+                f"internal error in the answer's rewrite ({type(exc).__name__}: {exc})",
+                "the client got the answer as the upstream sent it"))
         return body
 
 
 def rewriter_note(error: str) -> str:
     """The record's note for a stream rewriter's ``error`` (what it contained: the rest of the
-    stream passed through as it came)."""
-    prefix = f"{RepeatedKey.__name__}: "
-    if error.startswith(prefix):
-        return error[len(prefix) :]
-    return f"stream rewrite failed ({error}); rest passed through"
+    stream passed through as it came): a give-up (:func:`toolvocab.report.passed_note`)."""
+    if error.startswith(f"{RepeatedKey.__name__}: "):
+        return passed_note("an event's data repeats a key (which value the client reads is its parser's choice)",
+                           "the client got that event, what was held and the rest of the stream as the upstream sent them")
+    return passed_note(f"internal error in the stream rewrite ({error})",
+                       "the client got what was held and the rest of the stream as the upstream sent them")
+
+
+def note_unrepaired(rewriter: Any, record: Any, seen: int) -> int:
+    """Note each tool call the stream rewriter let go unresolved since the ``seen`` first
+    (its ``unrepaired`` list, :class:`toolvocab.dialects.sse.EventStreamRewriter`: a held call that
+    could not complete — events out of order, the stream's end); how many it has noted now."""
+    unrepaired = getattr(rewriter, "unrepaired", None) or ()
+    for why in unrepaired[seen:]:
+        record.notes.append(passed_note(why, "the client got the call as the upstream sent it"))
+    return max(seen, len(unrepaired))
 
 
 def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:

@@ -14,10 +14,12 @@ from toolvocab import dialects
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.recording import _storable
 from toolvocab.addons.state import FlowState
+from toolvocab.addons.stream import note_unrepaired
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.engine import jsonio
 from toolvocab.report import METADATA_KEY
+from toolvocab.report import passed_note
 
 if TYPE_CHECKING:
     from toolvocab.addons.core import ToolVocab
@@ -49,7 +51,8 @@ class ToolVocabWebSocket:
             logger.exception("toolvocab: websocket_message hook failed; frame passed through")
             ws = self._ws.get(flow.id)
             if ws is not None:
-                ws.record.notes.append(f"internal error in websocket_message ({type(exc).__name__}: {exc})")
+                ws.record.notes.append(passed_note(f"internal error in websocket_message ({type(exc).__name__}: {exc})",
+                                                   "the frame went on as it came"))
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
@@ -98,19 +101,24 @@ class ToolVocabWebSocket:
             return
         unit = JSONFrame(message.content)
         before = len(state.record.decisions)
+        notes = len(state.record.notes)
         try:
             outs = state.ws_rewriter.on_unit(unit)
         except Exception as exc:
+            got = "the client got that frame, what was held and the rest of the turn's frames as the upstream sent them"
             if isinstance(exc, RepeatedKey):
-                state.record.notes.append(RepeatedKey.NOTE.replace("an event's data", "a frame") + " (this turn)")
+                state.record.notes.append(passed_note("a frame's data repeats a key (this turn)", got))
             else:
-                state.record.notes.append(f"websocket rewrite failed ({type(exc).__name__}: {exc}); frames passed through")
+                state.record.notes.append(passed_note(f"internal error in the WebSocket rewrite ({type(exc).__name__}: {exc})", got))
             outs = state.ws_rewriter.held_units()
             if not outs or outs[-1] is not unit:
                 outs.append(unit)  # the failing frame may already be among the held ones
             state.ws_rewriter = None
+        else:
+            state.ws_unrepaired = note_unrepaired(state.ws_rewriter, state.record, state.ws_unrepaired)
+        news = len(state.record.decisions) != before or len(state.record.notes) != notes  # the record grew
         if self.core.mode == "observe":
-            if len(state.record.decisions) != before:
+            if news:
                 self.recorder.finish(flow, state)
             return
         # Every server frame goes out through inject.websocket, unchanged ones too: mitmproxy
@@ -119,6 +127,6 @@ class ToolVocabWebSocket:
         message.drop()
         for out in outs:
             ctx.master.commands.call("inject.websocket", flow, True, out.raw, True)
-        if any(o is not unit and o.raw != unit.raw for o in outs) or len(state.record.decisions) != before:
+        if any(o is not unit and o.raw != unit.raw for o in outs) or news:
             state.record.response_changed = state.record.response_changed or any(d.changed for d in state.record.decisions[before:])
             self.recorder.finish(flow, state)

@@ -352,6 +352,14 @@ _BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_st
 _BLOCK_BREAKERS = ("content_block_start", "message_delta", "message_stop", "error")
 
 
+def _block_name(held: list[SSEEvent]) -> str:
+    """The tool name a held block's ``content_block_start`` carries (``?`` when unreadable)."""
+    data = held[0].json() if held else None
+    block = data.get("content_block") if isinstance(data, dict) else None
+    name = block.get("name") if isinstance(block, dict) else None
+    return name if isinstance(name, str) else "?"
+
+
 class AnthropicStream(EventStreamRewriter):
     """Rewrites an Anthropic SSE stream event by event.
 
@@ -410,6 +418,8 @@ class AnthropicStream(EventStreamRewriter):
 
     def at_end(self) -> list[bytes]:
         """End of stream: whatever is held goes out as it came."""
+        if self._held:
+            self.unrepaired.append(f"the rewrite reached the end of the stream before the tool call {_block_name(self._held)}'s content_block_stop")
         return self.held()
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
@@ -431,6 +441,7 @@ class AnthropicStream(EventStreamRewriter):
                 # Out of order: the block cannot complete any more (another block starts, the
                 # message ends, an error): what was held goes out as it came, then this event.
                 held, self._held = self._held, None
+                self.unrepaired.append(f"a {kind} event came before the tool call {_block_name(held)}'s content_block_stop (events out of order)")
                 return [e.raw for e in held] + self.on_event(event)
             self._held.append(event)
             if kind == "content_block_stop" and data.get("index") == self._held_index:

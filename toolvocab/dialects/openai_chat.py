@@ -856,6 +856,7 @@ class ChatStream(EventStreamRewriter):
             # A choice or tool-call index that is not an integer: the calls cannot be told apart
             # with certainty, so the block goes out exactly as it came (issue 13).
             self._held = None
+            self.unrepaired.append("a choice or tool-call index is not an integer, so the tool calls cannot be told apart")
             return [e.raw for e in held]
         slots = self._assemble(held)
         finish = _finish_reasons(held)

@@ -520,6 +520,14 @@ def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
     return changed
 
 
+def _item_name(held: list[Any]) -> str:
+    """The tool name a held call's ``response.output_item.added`` carries (``?`` when unreadable)."""
+    data = held[0].json() if held else None
+    item = data.get("item") if isinstance(data, dict) else None
+    name = item.get("name") if isinstance(item, dict) else None
+    return name if isinstance(name, str) else "?"
+
+
 class ResponsesStream(EventStreamRewriter):
     """Rewrites a Responses SSE stream (also used frame by frame for the WebSocket path).
 
@@ -593,6 +601,7 @@ class ResponsesStream(EventStreamRewriter):
             if kind == "error" or kind in _TERMINAL_EVENTS:
                 # The call will not complete: send what was held, unchanged, then this event.
                 held, self._held = self._held, None
+                self.unrepaired.append(f"a {kind} event came before the tool call {_item_name(held)}'s response.output_item.done (events out of order)")
                 return held + self._dispatch(event)
             self._held.append(event)
             if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
@@ -629,6 +638,8 @@ class ResponsesStream(EventStreamRewriter):
 
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came."""
+        if self._held:
+            self.unrepaired.append(f"the rewrite reached the end of the stream before the tool call {_item_name(self._held)}'s response.output_item.done")
         return self.held()
 
     def _expand_parallel(self, held: list[Any], item: dict[str, Any]) -> list[Any] | None:
@@ -791,6 +802,8 @@ class ResponsesStream(EventStreamRewriter):
         if new_args is not None and any(u.json() is None and b"function_call_arguments" in u.raw for u in held):
             # An argument fragment of the block is not JSON we can read (it passes as it came):
             # rewritten fragments around it would no longer add up. The block goes as it came.
+            if decision.changed:
+                self.unrepaired.append(f"an argument event of the tool call {item['name']} is not JSON, so its repair could not be written")
             return held
         if new_args is None and objects:
             # Arguments sent as an object (BR-21): every place the client reads them gets a string.

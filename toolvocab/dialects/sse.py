@@ -261,6 +261,9 @@ class EventStreamRewriter:
     def __init__(self) -> None:
         self._parser = SSEParser()
         self.error: str | None = None
+        #: One sentence per tool call a subclass sent on as it came, unresolved, because it could
+        #: not complete (events out of order, the stream's end): the addon notes each as a give-up.
+        self.unrepaired: list[str] = []
         self._pending = bytearray()  # fast path: bytes after the last block boundary
         self._lf_only = True  # no CR seen yet: a block ends at "\n\n"
         self._consumed = 0
