@@ -34,6 +34,12 @@ METADATA_REQUEST = "toolvocab_request"
 METADATA_UPSTREAM = "toolvocab_upstream"
 METADATA_DIFF = "toolvocab_diff"
 VIEW_NAME = "toolvocab"
+#: The first note of a replayed flow's record (mitmproxy's ``replay.client``, mitmweb's Replay).
+REPLAY_NOTE = (
+    "a replay (mitmproxy's replay.client): the request replayed is the one this flow held — what the upstream "
+    "received the first time, toolvocab's changes included, or your edit of it — not the client's original; "
+    "this record describes the replay"
+)
 #: Above the built-in JSON view (1 in 11 and 12); the highest wins in "auto".
 VIEW_PRIORITY = 2.0
 RULE = "─" * 72
@@ -227,21 +233,24 @@ def comment(record: dict | None) -> str:
     state = outcome(record)
     if state is None or record is None:
         return ""
-    changes = _changes(record)
-    if record.get("prompt_sentence"):
-        changes.append(f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}")
+    tools = _changes(record)
     renamed = record.get("rename_map") or {}
     if renamed and (record.get("request_changed") or record.get("mode") == "observe"):
-        changes.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
+        tools.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
+    sentence = f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}" if record.get("prompt_sentence") else None
+    changes = tools + ([sentence] if sentence else [])
     left = left_decisions(record)
     left_text = ", ".join(f"{_qualified(d.get('namespace'), d.get('name'))} ({left_reason(d)})" for d in left)
     left_text += " — the client will reject " + ("this call" if len(left) == 1 else "these calls")
+    verb = "would change" if record.get("mode") == "observe" else "changed"
+    # what else the flow did, after its state: tool changes, then the sentence
+    extra = ([f"{verb}: {'; '.join(tools)}"] if tools else []) + (
+        [f"prompt sentence {'would be ' if verb == 'would change' else ''}added ({sentence.removeprefix('prompt ')})"] if sentence else [])
     if state == PASSED:
-        extra = ([f"left: {left_text}"] if left else []) + ([f"changed: {'; '.join(changes)}"] if changes else [])
+        extra = ([f"left: {left_text}"] if left else []) + extra
         return PASSED_PREFIX + " | ".join(passed_reasons(record)) + "".join(f" · {e}" for e in extra)
     if state == LEFT:
-        verb = "would change" if record.get("mode") == "observe" else "changed"
-        return f"left: {left_text}" + (f" · {verb}: {'; '.join(changes)}" if changes else "")
+        return f"left: {left_text}" + "".join(f" · {e}" for e in extra)
     if state == OBSERVED:
         return "would change (observe): " + "; ".join(changes)
     if state == PROMPT:
@@ -380,13 +389,15 @@ def _tool_error_lines(record: dict) -> list[str]:
 
 
 def render_record(record: dict | None, *, side: str | None = None, diff: str | None = None,
-                  original_size: int | None = None) -> str:
+                  original_size: int | None = None, replay: bool = False) -> str:
     """The toolvocab record as text, as the contentview shows it above the body.
 
     ``side`` (``"request"``/``"response"``) says which message the body below belongs to; that
     side's section comes first. ``diff`` is ``metadata["toolvocab_diff"]``, shown only when the
     record has no decisions to rebuild it from; ``original_size`` is the size of the original
-    bytes kept in metadata for this side (the client's request, the upstream's answer).
+    bytes kept in metadata for this side (the client's request, the upstream's answer);
+    ``replay``: the flow is a replay (mitmproxy's ``replay.client``), whose request is the one the
+    flow held, not a client's.
     """
     if not record:
         return "toolvocab: this flow has no toolvocab record"
@@ -401,6 +412,8 @@ def render_record(record: dict | None, *, side: str | None = None, diff: str | N
         f"toolvocab — {record.get('dialect') or '?'} · mode {record.get('mode') or '?'} · "
         + (f"changed: {' + '.join(changed)}" if changed else "changed: nothing"),
     ]
+    if replay and REPLAY_NOTE in (record.get("notes") or []):
+        lines += _wrap(REPLAY_NOTE.removeprefix("a replay "), "", "replay ")
     if outcome(record):
         lines += _wrap(comment(record), "", "state: ")
     if observe:
@@ -426,14 +439,23 @@ def render_record(record: dict | None, *, side: str | None = None, diff: str | N
         lines += ["", "Tool errors in the request's transcript:"]
         for error in errors:
             lines += _wrap(error, "  ")
-    if record.get("notes"):
+    notes = [n for n in record.get("notes") or [] if not (replay and n == REPLAY_NOTE)]  # shown at the top
+    if notes:
         lines += ["", "Notes:"]
-        for note in record["notes"]:
+        for note in notes:
             lines += _wrap(note, "  ", "- ")
-    if side == "request":
+    if side == "request" and replay:
+        below = ["Body below: the request as sent upstream at the replay."]
+        if original_size is not None:
+            below.append(f"The replayed request before toolvocab changed it ({original_size} bytes) is in metadata {METADATA_REQUEST}.")
+    elif side == "request":
         below = ["Body below: the request as sent upstream."]
         if original_size is not None:
             below.append(f"The client's original ({original_size} bytes) is in metadata {METADATA_REQUEST}.")
+    elif side == "response" and replay:
+        below = ["Body below: the answer after toolvocab, at the replay (mitmproxy received it, no client did)."]
+        if original_size is not None:
+            below.append(f"The upstream's original ({original_size} bytes) is in metadata {METADATA_UPSTREAM}.")
     elif side == "response":
         below = ["Body below: the answer as the client received it."]
         if original_size is not None:
@@ -470,6 +492,7 @@ def render_message(data: bytes, flow: Any, http_message: Any) -> str:
         side=side,
         diff=metadata.get(METADATA_DIFF),
         original_size=len(original) if isinstance(original, (bytes, str)) else None,
+        replay=getattr(flow, "is_replay", None) == "request",
     )
     return f"{head}\n{render_body(data)}"
 

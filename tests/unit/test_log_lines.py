@@ -69,7 +69,7 @@ def test_a_call_left_alone_is_an_info_line_and_its_own_state_even_with_the_promp
     assert info == ["toolvocab: frobnicate left (not declared) · Claude Code → api.anthropic.com"], info
     assert "toolvocab: prompt sentence names 2 tools · Claude Code → api.anthropic.com" in debug, debug
     assert f.marked == ":no_entry:"
-    assert f.comment == "left: frobnicate (not declared) — the client will reject this call · changed: prompt names 2 tools"
+    assert f.comment == "left: frobnicate (not declared) — the client will reject this call · prompt sentence added (names 2 tools)"
     rec = f.metadata["toolvocab"]
     assert tvui.change_kind(rec) == "prompt" and tvui.outcome(rec) == "left"
     assert tvui.stats([rec])["state"] == {"changed": 0, "left": 1, "passed through": 0, "prompt sentence only": 0,

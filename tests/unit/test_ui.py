@@ -102,7 +102,7 @@ def test_render_record_shows_calls_reasons_request_side_notes_and_provider():
     lines = text.splitlines()
     assert lines[:5] == [
         "toolvocab — anthropic · mode auto · changed: request + response",
-        "state: changed: shell→Bash (capability); prompt names 1 tool; 1 tool renamed upstream",
+        "state: changed: shell→Bash (capability); 1 tool renamed upstream; prompt names 1 tool",
         "upstream: api.anthropic.com/v1/messages · model claude-x · status 200",
         "client: Claude Code · ttfb 120 ms · total 900.5 ms · streamed",
         "calls: 2 seen, 1 kept, 1 repaired, 0 left",

@@ -21,6 +21,8 @@ from mitmproxy import http
 
 from toolvocab.addons.options import Configurable
 from toolvocab import dialects
+from toolvocab.addons.recording import OWN_COMMENTS
+from toolvocab.addons.recording import OWN_MARKERS
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.state import FlowState
 from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
@@ -43,7 +45,11 @@ from toolvocab.engine.profiles import ProfileSet
 from toolvocab.engine.profiles import is_access_gate
 from toolvocab.engine.profiles import load_profiles
 from toolvocab.engine.record import FlowRecord
+from toolvocab.report import METADATA_DIFF
 from toolvocab.report import METADATA_KEY
+from toolvocab.report import METADATA_REQUEST
+from toolvocab.report import METADATA_UPSTREAM
+from toolvocab.report import REPLAY_NOTE
 from toolvocab.report import passed_note
 
 logger = logging.getLogger(__name__)
@@ -55,6 +61,19 @@ MODES = ("auto", "repair", "observe", "off")
 #: section (bytes of its orjson text) it keeps: a longer one is read afresh every time.
 TOOLSET_CACHE = 16
 TOOLSET_CACHE_BYTES = 1 << 20
+
+
+def _forget(flow: http.HTTPFlow) -> None:
+    """Drop what toolvocab wrote on ``flow`` before a replay of it: the record, the diff, the
+    client's original request and the upstream's original answer (they describe the first pass;
+    mitmproxy's backup of the flow, which Revert restores, keeps them), and toolvocab's own
+    marker and comment."""
+    for key in (METADATA_KEY, METADATA_REQUEST, METADATA_UPSTREAM, METADATA_DIFF):
+        flow.metadata.pop(key, None)
+    if flow.marked in OWN_MARKERS:
+        flow.marked = ""
+    if flow.comment.startswith(OWN_COMMENTS):
+        flow.comment = ""
 
 
 class ToolVocab(Configurable):
@@ -156,11 +175,24 @@ class ToolVocab(Configurable):
     # -- hooks --------------------------------------------------------------------------------
 
     def request(self, flow: http.HTTPFlow) -> None:
-        """Detect the dialect, record the declared tools, apply the request-side plan."""
+        """Detect the dialect, record the declared tools, apply the request-side plan. A replay
+        (mitmproxy's ``replay.client``, mitmweb's Replay) is handled as a new request: its own
+        request, as the flow holds it now, and a record of its own (see :func:`_forget`)."""
+        replay = flow.is_replay == "request"
+        if replay:
+            _forget(flow)
         if self.mode == "off":
             return
         try:
             self._request(flow)
+            record = flow.metadata.get(METADATA_KEY)
+            if replay and isinstance(record, dict):
+                state = self._states.get(flow.id)
+                if state is not None:
+                    state.record.notes.insert(0, REPLAY_NOTE)
+                    flow.metadata[METADATA_KEY] = state.record.dump()
+                else:
+                    record.setdefault("notes", []).insert(0, REPLAY_NOTE)
         except Exception as exc:  # the addon never breaks a flow
             logger.exception("toolvocab: request hook failed; flow passed through")
             self._states.pop(flow.id, None)

@@ -7,10 +7,16 @@
   still be picked by name. mitmproxy 11 (``contentviews.View``) and 12
   (``contentviews.Contentview``) are both served (reference §6, G12).
 * ``:toolvocab.explain @focus`` tells why each name was or was not repaired;
-  ``:toolvocab.stats @all`` counts decisions, ladder steps, clients, hosts, dialects, models and
-  tool errors; ``:toolvocab.tools @focus [shape]`` prints the tools the flow's client declared.
-  Each returns the text and logs it at ALERT. Flow arguments resolve in mitmproxy's console and
-  mitmweb, not in mitmdump (G9).
+  ``:toolvocab.stats @all`` counts flows by state, decisions, ladder steps, clients, hosts,
+  dialects, models and tool errors; ``:toolvocab.tools @focus [shape]`` prints the tools the
+  flow's client declared. Each logs its text at ALERT and returns it — except in mitmweb, whose
+  command bar shows a command's return value as ``JSON.stringify(value)`` in a plain ``div``
+  (``CommandBar`` in mitmproxy's web frontend, 11.0.2 and 12.x: a text's newlines arrive as
+  ``\n``): there the text is read in the event log (a ``pre``) and the command returns one line
+  saying so. The console shows the returned text in its data viewer, newlines kept. Flow
+  arguments resolve in mitmproxy's console and mitmweb, not in mitmdump (G9).
+* mitmweb's flow list shows the comment column (each flow's state and reason, first words first)
+  when ``web_columns`` is at mitmweb's default: the addon adds ``comment`` to it at start.
 """
 
 from __future__ import annotations
@@ -98,9 +104,27 @@ else:  # mitmproxy 11
 # -- the addon ------------------------------------------------------------------------------------
 
 
+def _answer(command_name: str, text: str, summary: str) -> str:
+    """Log ``text`` and return it; in mitmweb (which shows a returned text as one JSON-quoted
+    line) log it at ``info`` (its event log has no ``alert`` filter: an ALERT entry is never shown
+    there, 11.0.2 and 12.x) and return one line: ``summary`` and where the text is. Elsewhere
+    log it at ALERT (the console's status line)."""
+    from mitmproxy import ctx
+
+    try:
+        web = ctx.master.addons.get("webaddon") is not None
+    except Exception:
+        web = False
+    logger.log(logging.INFO if web else ALERT, text)
+    if web:
+        lines = text.count("\n") + 1
+        return f"{command_name}: {summary} — {lines} line{'' if lines == 1 else 's'} in the event log (Options → Display Event Log)"
+    return text
+
+
 class ToolVocabUI:
-    """The contentview's registration and the ``toolvocab.explain`` / ``toolvocab.stats`` /
-    ``toolvocab.tools`` commands. Addon name ``toolvocabui``."""
+    """The contentview's registration, the ``toolvocab.explain`` / ``toolvocab.stats`` /
+    ``toolvocab.tools`` commands and mitmweb's comment column. Addon name ``toolvocabui``."""
 
     def load(self, loader: Any) -> None:
         register_view()
@@ -108,12 +132,24 @@ class ToolVocabUI:
     def done(self) -> None:
         unregister_view()
 
+    def running(self) -> None:
+        """In mitmweb, show the comment column (the state and reason of each flow) unless the
+        user chose the columns (``web_columns`` differs from mitmweb's default)."""
+        from mitmproxy import ctx
+
+        try:
+            if "web_columns" in ctx.options:
+                columns = list(ctx.options.web_columns)
+                if "comment" not in columns and columns == list(ctx.options.default("web_columns")):
+                    ctx.options.update(web_columns=[*columns, "comment"])
+        except Exception:  # a UI nicety: never fatal
+            logger.debug("toolvocab: could not add the comment column", exc_info=True)
+
     @command.command("toolvocab.explain")
     def explain(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
         """Why each tool name in the flows was or was not repaired: ladder step, candidates, reason."""
         text = explain_flows(flows)
-        logger.log(ALERT, text)
-        return text
+        return _answer("toolvocab.explain", text, f"{len(flows)} flow{'' if len(flows) == 1 else 's'}")
 
     @command.command("toolvocab.tools")
     def tools(self, flow: mflow.Flow, shape: str = "normalized") -> str:
@@ -123,13 +159,11 @@ class ToolVocabUI:
         if shape not in SHAPES:
             raise exceptions.CommandError(f"shape must be one of {', '.join(SHAPES)}")
         text = tools_text([flow], shape)
-        logger.log(ALERT, text)
-        return text
+        return _answer("toolvocab.tools", text, f"the tools of flow {str(flow.id)[:8]} as {shape}")
 
     @command.command("toolvocab.stats")
     def stats(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
         """Counts of toolvocab's decisions, ladder steps, clients, hosts, dialects, models and tool
         errors over the flows, with call totals and median latencies."""
         text = stats_text(flows)
-        logger.log(ALERT, text)
-        return text
+        return _answer("toolvocab.stats", text, text.split("\n", 1)[0].removeprefix("toolvocab stats: "))
