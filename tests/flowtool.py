@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """flowtool: work with the saved-flow corpus in ``flows/`` (see docs/flows.md).
 
-    uv run python tests/flowtool.py replay FILE...        replay as the tests do; PASS or a readable diff
+    uv run python tests/flowtool.py replay FILE...        check as tests/test_flows.py does (replay, manifest,
+                                                          credentials, system text); PASS or a readable diff
     uv run python tests/flowtool.py diff FILE...          what the addon did (from the metadata), and
                                                           expected vs got tool calls when a replay differs
     uv run python tests/flowtool.py bless FILE...         re-record the expectations with the current addon
@@ -26,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import flowreplay as fr  # noqa: E402
+from toolvocab.replay.compare import first_difference  # noqa: E402
 
 SEEDS = (0, 1, 2)
 
@@ -41,23 +43,48 @@ def _files(args: list[str]) -> list[Path]:
 
 
 def cmd_replay(ns: argparse.Namespace) -> int:
+    """What tests/test_flows.py checks (tests/flowreplay/checks.py), per file: a corpus file is
+    replayed as recorded (three chunkings and byte by byte) and checked against its manifest
+    table, for credentials and for neutral system text; a file outside the corpus is replayed
+    only; with no FILE, the corpus-wide checks too. PASS, XFAIL (a known issue) or FAIL with
+    each problem."""
     failed = 0
-    seeds = range(ns.seeds) if ns.seeds else SEEDS
+    manifest = fr.read_manifest()
+    paths = _files(ns.files)
     with fr.Replayer() as r:
-        for path in _files(ns.files):
-            flows = fr.load_flows(path)
-            for f in flows:
-                why = fr.replayable(f)
-                if why is not None:
-                    print(f"SKIP {fr.rel(path)} flow {f.id[:8]}: {why}")
-                    continue
-                bad = next((res for seed in seeds if not (res := r.replay(f, seed)).ok), None)
-                if bad is None:
-                    print(f"PASS {fr.rel(path)} flow {f.id[:8]}")
-                else:
-                    failed += 1
-                    print(f"FAIL {fr.rel(path)}\n" + _indent(fr.render_failure(f, bad)))
+        for path in paths:
+            if fr.checks.in_corpus(path):
+                problems, issue = fr.checks.file_checks(r, path, manifest)
+            elif ns.seeds:
+                problems, issue = _replay_seeds(r, path, range(ns.seeds)), None
+            else:
+                problems, issue = fr.checks.replay_problems(r, path), None
+            if problems:
+                failed += 1
+                print(f"FAIL {fr.rel(path)}\n" + "\n".join(_indent(p) for p in problems))
+            elif issue:
+                print(f"XFAIL {fr.rel(path)}: {issue}")
+            else:
+                print(f"PASS {fr.rel(path)}" + ("" if fr.checks.in_corpus(path) else " (not in flows/: replayed only)"))
+    if not ns.files:
+        problems = fr.checks.corpus_checks(paths, manifest)
+        failed += bool(problems)
+        print("\n".join(f"FAIL corpus: {p}" for p in problems) or "PASS corpus: manifest, dialects, bug reports, agents")
     return 1 if failed else 0
+
+
+def _replay_seeds(r: fr.Replayer, path: Path, seeds) -> list[str]:
+    """Replay problems of ``path`` with ``seeds`` random chunkings (and byte by byte)."""
+    problems = []
+    for f in fr.load_flows(path):
+        why = fr.replayable(f)
+        if why is not None:
+            problems.append(f"flow {f.id[:8]} cannot be replayed: {why}")
+            continue
+        bad = first_difference(r, f, seeds)
+        if bad is not None:
+            problems.append(fr.render_failure(f, bad))
+    return problems
 
 
 def cmd_diff(ns: argparse.Namespace) -> int:
@@ -245,9 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="flowtool", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("replay", help="replay flows through the addon; PASS or a readable diff")
+    s = sub.add_parser("replay", help="check flows as tests/test_flows.py does; PASS or a readable diff")
     s.add_argument("files", nargs="*")
-    s.add_argument("--seeds", type=int, default=0, help="number of random chunk splits per flow (default 3)")
+    s.add_argument("--seeds", type=int, default=0,
+                   help="a file outside flows/: this many random chunk splits (default 3), plus byte by byte")
     s.set_defaults(func=cmd_replay)
 
     s = sub.add_parser("diff", help="print what the addon did in each flow (and any replay difference)")

@@ -4,12 +4,16 @@ A flow of the corpus is made "dirty" the way a user's capture is — the client'
 prompt in every system slot, injected context in the user turn, long tool descriptions, real-
 looking credentials and cookies — and written to a scratch file; ``flowtool add`` must turn it
 into a corpus file (in a scratch corpus, ``TOOLVOCAB_FLOWS_DIR`` semantics) that holds none of
-that, replays as recorded and has its manifest entry.
+that, replays as recorded and has its manifest entry. ``flowtool replay`` fails exactly where
+tests/test_flows.py fails: a manifest expectation changed in a scratch corpus fails both.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -120,3 +124,50 @@ def test_replay_prints_a_readable_diff_when_the_recording_is_wrong(tmp_path, cap
     assert "tool calls the client receives:" in out
     assert 'Shell {"command": "git status"}' in out and 'Bash {"command": "git status"}' in out
     assert "flowtool.py bless" in out
+
+
+# -- flowtool replay checks what tests/test_flows.py checks ------------------------------------
+
+MUTATED = "harness/br05-lowercase-bash-anthropic-sse.mitm"
+MUTATIONS = {
+    "client_calls": ("client_calls", ['bash {"command":"git status"}']),  # what the client must get
+    "expected": ("expected", "leave"),                                    # repaired, said left
+}
+
+
+def _scratch_corpus(root, mutation=None):
+    """A corpus of one flow of flows/ with its manifest table, changed by ``mutation``."""
+    (root / "harness").mkdir(parents=True)
+    (root / MUTATED).write_bytes((fr.REPO / "flows" / MUTATED).read_bytes())
+    manifest = fr.read_manifest(fr.REPO / "flows" / "MANIFEST.toml")
+    entry = dict(manifest["flows"][MUTATED])
+    if mutation:
+        key, value = MUTATIONS[mutation]
+        assert entry[key] != value
+        entry[key] = value
+    fr.write_manifest({"flows": {MUTATED: entry}}, root / "MANIFEST.toml", header=fr.MANIFEST_HEADER)
+
+
+def _pytest_flows(root) -> subprocess.CompletedProcess:
+    """tests/test_flows.py's per-file checks over the scratch corpus, in a pytest of its own."""
+    env = dict(os.environ, TOOLVOCAB_FLOWS_DIR=str(root))
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(fr.REPO / "tests" / "test_flows.py"),
+                           "-k", "replays_as_recorded or manifest_says or credentials or neutral_text"],
+                          cwd=fr.REPO, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("mutation", [None, *MUTATIONS])
+def test_replay_fails_where_test_flows_fails(corpus, mutation, capsys):
+    _scratch_corpus(corpus, mutation)
+    status = flowtool.main(["replay", str(corpus / MUTATED)])
+    out = capsys.readouterr().out
+    run = _pytest_flows(corpus)
+    assert "4 passed" in run.stdout or "failed" in run.stdout, run.stdout[-3000:]  # the 4 checks ran on the one file
+    if mutation is None:  # the control: both pass
+        assert status == 0 and out.startswith(f"PASS {MUTATED}\n"), out
+        assert run.returncode == 0 and "4 passed" in run.stdout, run.stdout[-3000:]
+    else:
+        assert status == 1 and out.startswith(f"FAIL {MUTATED}\n"), out
+        assert run.returncode == 1 and "1 failed, 3 passed" in run.stdout, run.stdout[-3000:]
+        why = "the client receives" if mutation == "client_calls" else "expected the answer to reach the client unchanged"
+        assert why in out and why in run.stdout, (out, run.stdout[-3000:])

@@ -1,8 +1,8 @@
 """toolvocab's command line, over saved flow files (``mitmdump -w``, ``toolvocab_record``, ``flows/``).
 
-    uv run python -m toolvocab.cli tools FLOWFILE [--as SHAPE] [--upstream]
-    uv run python -m toolvocab.cli stats FLOWFILE...
-    uv run python -m toolvocab.cli explain FLOWFILE...
+    toolvocab tools FLOWFILE [--as SHAPE] [--upstream]      (or: python -m toolvocab.cli tools …)
+    toolvocab stats FLOWFILE...
+    toolvocab explain FLOWFILE...
 
 ``tools`` prints the tools each flow's client declared, normalized or in one API's shape
 (``normalized``, ``anthropic``, ``openai_chat``, ``openai_responses``, ``gemini``,
@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,7 +39,7 @@ def read_flows(paths: list[str]) -> Iterator[Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (2 on bad usage)."""
-    parser = argparse.ArgumentParser(prog="python -m toolvocab.cli", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="toolvocab", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_tools = sub.add_parser("tools", help="print the tools each flow's client declared")
     p_tools.add_argument("files", nargs="+")
@@ -58,4 +59,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from toolvocab.run import run_cli
+
+    raise SystemExit(run_cli(main, sys.argv[1:]))

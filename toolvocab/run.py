@@ -1,10 +1,20 @@
-"""Console scripts of an installed toolvocab: ``toolvocab`` (mitmdump) and ``toolvocab-web``
-(mitmweb), each started with ``-s <installed toolvocab.py>`` and every other argument passed
-through::
+"""Console scripts of toolvocab (installed, or ``uv run`` in a clone): ``toolvocab`` (mitmdump)
+and ``toolvocab-web`` (mitmweb), each started with ``-s <the toolvocab.py script>`` and every
+other argument passed through, and toolvocab's own subcommands::
 
-    toolvocab                                           # regular mode on :8080, known LLM hosts
-    toolvocab --mode reverse:https://api.anthropic.com --listen-host 127.0.0.1
+    toolvocab                                     # regular mode on 127.0.0.1:8080, known LLM hosts
+    toolvocab --mode reverse:https://api.anthropic.com
+    toolvocab --listen-host 0.0.0.0               # accept other machines (a team proxy)
     toolvocab-web --set toolvocab_mode=observe
+    toolvocab demo                                # a repair, with no agent and no API key
+    toolvocab replay FILE|DIR…                    # saved flows through the current addon
+    toolvocab explain|stats|tools FILE…           # what saved flows' records say
+
+Safe by default: without ``--listen-host`` (or ``listen_host`` in ``--set`` or mitmproxy's
+``config.yaml``) the proxy listens on 127.0.0.1 only, and says so — mitmdump's own default is
+every interface, for a proxy that carries API keys. ``--version`` names toolvocab's version,
+``--help`` lists toolvocab's options and subcommands before mitmdump's help, ``--options``
+prints toolvocab's options with their defaults.
 
 The addon is the same file as ``addon/toolvocab.py`` in a clone; mitmproxy loads it as a script
 (``-s``), so its hot reload and options work as there. Python's own mitmproxy (the ``mitmproxy``
@@ -14,8 +24,23 @@ toolvocab's dependencies.
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
+
+#: toolvocab's subcommands: the first argument; anything else goes to mitmdump / mitmweb.
+SUBCOMMANDS = {
+    "demo": "a repair through a local proxy and fake upstream: no agent, no API key",
+    "replay": "replay saved flows through the current addon, offline; PASS or a readable diff",
+    "explain": "why each tool name in saved flows was or was not repaired",
+    "stats": "counts over saved flows: states, decisions, clients, hosts",
+    "tools": "the tools each saved flow's client declared",
+}
+#: Where the console scripts listen unless told otherwise.
+LOCAL_HOST = "127.0.0.1"
 
 
 def addon_path() -> str:
@@ -29,14 +54,62 @@ def addon_path() -> str:
     raise RuntimeError(f"the toolvocab script is neither in {package / '_script'} nor in {package.parent / 'addon'}")
 
 
+def version() -> str:
+    """toolvocab's version (``toolvocab.__version__``)."""
+    from toolvocab import __version__
+
+    return __version__
+
+
 def argv_for(args: list[str]) -> list[str]:
     """mitmproxy's arguments: ``-s <addon>`` first, then ``args`` unchanged."""
     return ["-s", addon_path(), *args]
 
 
+def chooses_listen_host(args: list[str], confdir: str | None = None) -> bool:
+    """Whether the user chose where to listen: ``--listen-host`` (``=``), ``--set listen_host=…``,
+    or ``listen_host`` in mitmproxy's ``config.yaml`` / ``config.yml`` (in ``--set confdir=`` or
+    ``~/.mitmproxy``)."""
+    for i, arg in enumerate(args):
+        if arg == "--listen-host" or arg.startswith("--listen-host="):
+            return True
+        if arg == "--set" and i + 1 < len(args) and args[i + 1].startswith("listen_host="):
+            return True
+        if arg.startswith("--set=listen_host="):
+            return True
+        if arg == "--set" and i + 1 < len(args) and args[i + 1].startswith("confdir="):
+            confdir = args[i + 1].split("=", 1)[1]
+    folder = Path(os.path.expanduser(confdir or "~/.mitmproxy"))
+    for name in ("config.yaml", "config.yml"):
+        try:
+            text = (folder / name).read_text()
+        except OSError:
+            continue
+        if re.search(r"(?m)^\s*listen_host\s*:", text):
+            return True
+    return False
+
+
+def with_local_default(args: list[str], out=None) -> list[str]:
+    """``args`` with ``--listen-host 127.0.0.1`` added (and a line on ``out`` saying so) unless
+    the user chose a listen host (:func:`chooses_listen_host`)."""
+    if chooses_listen_host(args):
+        return args
+    print(f"toolvocab: listening on {LOCAL_HOST} only (mitmdump's default would be every interface); "
+          "--listen-host 0.0.0.0 accepts other machines", file=out or sys.stderr)
+    return ["--listen-host", LOCAL_HOST, *args]
+
+
 def dump_options(out=None) -> None:
     """Print the ``toolvocab_*`` options with their defaults and help, as mitmproxy's
     ``--options`` prints its own (which cannot list a script's options: scripts load later)."""
+    from mitmproxy import optmanager
+
+    optmanager.dump_defaults(toolvocab_options(), out or sys.stdout)
+
+
+def toolvocab_options():
+    """An ``OptManager`` holding only the options toolvocab's addons declare."""
     from mitmproxy import optmanager
     from mitmproxy import options
 
@@ -55,25 +128,87 @@ def dump_options(out=None) -> None:
     ours = optmanager.OptManager()
     for name in sorted(set(opts.keys()) - known):
         ours._options[name] = opts._options[name]
-    optmanager.dump_defaults(ours, out or sys.stdout)
+    return ours
+
+
+def print_help(tool: str, out=None) -> None:
+    """toolvocab's part of ``--help``: what it is, its subcommands, its options (name, default,
+    help); mitmproxy's own help follows it."""
+    out = out or sys.stdout
+    web = tool == "mitmweb"
+    name = "toolvocab-web" if web else "toolvocab"
+    print(f"{name} {version()}: {tool} with the toolvocab addon (repairs tool calls between coding agents and LLM APIs).", file=out)
+    print(f"\nusage: {name} [{tool} options]   listens on {LOCAL_HOST} unless --listen-host is given", file=out)
+    if not web:
+        print("       toolvocab SUBCOMMAND …       (toolvocab SUBCOMMAND --help for its arguments)\n\nsubcommands:", file=out)
+        for sub, text in SUBCOMMANDS.items():
+            print(f"  {sub:<9} {text}", file=out)
+    print("\ntoolvocab options (--set NAME=VALUE):", file=out)
+    opts = toolvocab_options()
+    for opt in sorted(opts.keys()):
+        o = opts._options[opt]
+        choices = f" ({', '.join(o.choices)})" if o.choices else ""
+        print(f"  {opt} = {o.default!r}{choices}", file=out)
+        for line in textwrap.wrap(o.help, 88):
+            print(f"      {line}", file=out)
+    print(f"\n{tool}'s own help follows.\n", file=out)
+
+
+def _subcommand(name: str) -> Callable[[list[str]], int]:
+    if name == "replay":
+        from toolvocab.replay import main as replay_main
+
+        return replay_main
+    if name == "demo":
+        from toolvocab.demo import main as demo_main
+
+        return demo_main
+    from toolvocab import cli
+
+    return lambda args: cli.main([name, *args])
+
+
+def run_cli(func: Callable[[list[str]], int], args: list[str]) -> int:
+    """``func(args)``, the exit status; a reader that closed the pipe (``… | head``) ends it
+    quietly, as Python's documentation recommends (library/signal.html, "Note on SIGPIPE"):
+    stdout is pointed at ``os.devnull`` so that the final flush cannot raise again."""
+    try:
+        status = func(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _start(tool: str, args: list[str]) -> int:
+    from mitmproxy.tools import main as tools
+
+    if "--version" in args:
+        print(f"toolvocab: {version()}")
+    elif any(a in ("-h", "--help") for a in args):
+        print_help(tool)
+    else:
+        args = with_local_default(args)
+    start = tools.mitmweb if tool == "mitmweb" else tools.mitmdump
+    return start(argv_for(args)) or 0
 
 
 def main() -> None:
-    """``toolvocab [mitmdump arguments]``: mitmdump with the addon; ``toolvocab --options``
-    prints toolvocab's options (``mitmdump --options`` for mitmproxy's own)."""
-    from mitmproxy.tools.main import mitmdump
-
-    if sys.argv[1:] == ["--options"]:
-        dump_options()
-        return
-    sys.exit(mitmdump(argv_for(sys.argv[1:])))
+    """``toolvocab [mitmdump arguments]``: mitmdump with the addon, on 127.0.0.1 unless told
+    otherwise; ``toolvocab SUBCOMMAND …`` (:data:`SUBCOMMANDS`); ``toolvocab --options``."""
+    args = sys.argv[1:]
+    if args[:1] and args[0] in SUBCOMMANDS:
+        sys.exit(run_cli(_subcommand(args[0]), args[1:]))
+    if args == ["--options"]:
+        sys.exit(run_cli(lambda _: dump_options() or 0, []))
+    sys.exit(_start("mitmdump", args))
 
 
 def main_web() -> None:
-    """``toolvocab-web [mitmweb arguments]``: mitmweb with the addon."""
-    from mitmproxy.tools.main import mitmweb
-
-    sys.exit(mitmweb(argv_for(sys.argv[1:])))
+    """``toolvocab-web [mitmweb arguments]``: mitmweb with the addon, on 127.0.0.1 unless told otherwise."""
+    sys.exit(_start("mitmweb", sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Replay saved toolvocab flows through the real addon, compare, scrub and re-bless them.
 
-Shared by ``tests/test_flows.py`` (pytest over ``flows/``) and ``tests/flowtool.py`` (the CLI).
+Shared by ``tests/test_flows.py`` (pytest over ``flows/``) and ``tests/flowtool.py`` (the CLI). The
+replay itself (and reading tool calls, rendering a difference) is the package's
+:mod:`toolvocab.replay`, which ``toolvocab replay`` runs for users' recordings.
 A flow file is what ``mitmdump -w`` (or ``--set toolvocab_record=DIR``) writes for a flow the
 addon handled:
 
@@ -23,7 +25,8 @@ One module per job: :mod:`flowreplay.files` (the corpus, ``.mitm`` files, metada
 :mod:`flowreplay.replay` (replay and compare), :mod:`flowreplay.calls` (tool calls, declared
 names and system slots read from bodies), :mod:`flowreplay.scrub` (credentials and prose out of a
 captured flow; the leak check), :mod:`flowreplay.render` (failures and flows as text),
-:mod:`flowreplay.manifest` (``flows/MANIFEST.toml``). Each imports only the ones before it; this
+:mod:`flowreplay.manifest` (``flows/MANIFEST.toml``), :mod:`flowreplay.checks` (what
+tests/test_flows.py checks, which ``flowtool replay`` runs too). Each imports only the ones before it; this
 package re-exports their names, so ``import flowreplay as fr`` and ``fr.replay_file(...)`` work
 as before. ``fr.FLOWS_DIR`` and ``fr.MANIFEST`` are read from :mod:`flowreplay.files` when asked
 (point the tools at another corpus by setting ``flowreplay.files.FLOWS_DIR``).
@@ -43,6 +46,7 @@ from flowreplay import calls  # noqa: F401
 from flowreplay import scrub  # noqa: F401
 from flowreplay import render  # noqa: F401
 from flowreplay import manifest  # noqa: F401
+from flowreplay import checks  # noqa: F401
 from flowreplay.files import (  # noqa: F401
     REPO,
     META_RECORD,

@@ -1,5 +1,6 @@
-"""Flow files and the corpus: where flows/ is, the metadata keys the addon writes, reading and
-writing ``.mitm`` files, and the texts a committed flow may hold in place of a client's prose."""
+"""Flow files and the corpus: where flows/ is, writing ``.mitm`` files, and the texts a committed
+flow may hold in place of a client's prose. The metadata keys and reading a flow file are the
+package's (:mod:`toolvocab.replay.flows`, re-exported here)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from mitmproxy import http
 from mitmproxy import io as mio
 import harness
 
+from toolvocab.replay import flows as _flows
+
 
 REPO = harness.ROOT
 
@@ -23,30 +26,13 @@ FLOWS_DIR = Path(os.environ.get("TOOLVOCAB_FLOWS_DIR") or REPO / "flows")
 MANIFEST = FLOWS_DIR / "MANIFEST.toml"
 
 
-META_RECORD = "toolvocab"
-
-
-META_REQUEST = "toolvocab_request"
-
-
-META_UPSTREAM = "toolvocab_upstream"
-
-
-META_DIFF = "toolvocab_diff"
-
-
-META_REPLAY = "toolvocab_replay"
-
-
-#: Metadata the addon writes; cleared before a replay so the replay writes it afresh.
-ADDON_KEYS = (META_RECORD, META_REQUEST, META_UPSTREAM, META_DIFF)
-
-
-#: Record fields that differ from run to run and are never compared.
-RUN_SPECIFIC = frozenset({"ttfb_ms", "total_ms"})
-
-
-DIALECTS = ("anthropic", "openai_chat", "openai_responses", "gemini")
+# The metadata keys, the record fields never compared and the dialects: toolvocab.replay.flows.
+META_RECORD, META_REQUEST, META_UPSTREAM, META_DIFF, META_REPLAY = (
+    _flows.META_RECORD, _flows.META_REQUEST, _flows.META_UPSTREAM, _flows.META_DIFF, _flows.META_REPLAY)
+ADDON_KEYS = _flows.ADDON_KEYS
+RUN_SPECIFIC = _flows.RUN_SPECIFIC
+DIALECTS = _flows.DIALECTS
+load_flows = _flows.load_flows
 
 
 #: The only texts allowed in a committed flow's system slots (besides the sentence the addon
@@ -64,12 +50,6 @@ NEUTRAL_DESCRIPTION = "(tool description removed)"
 
 
 NEUTRAL_TEXTS = frozenset({NEUTRAL_SYSTEM, NEUTRAL_CONTEXT})
-
-
-def load_flows(path: str | os.PathLike) -> list[http.HTTPFlow]:
-    """Every HTTP flow in a ``.mitm`` file (other flow types are skipped)."""
-    with open(path, "rb") as fp:
-        return [f for f in mio.FlowReader(fp).stream() if isinstance(f, http.HTTPFlow)]
 
 
 def write_flows(path: str | os.PathLike, flows: Iterable[http.HTTPFlow]) -> None:

@@ -1,274 +1,34 @@
-"""Replaying a saved flow through the addon (driven by ``tests/harness/``) and comparing what the
-client and the upstream get with what the flow recorded."""
+"""Replaying a saved flow through the addon and comparing what the client and the upstream get
+with what the flow recorded: the package's :mod:`toolvocab.replay.compare` (``toolvocab replay``
+runs the same code), re-exported here, with the clone's ``addon/toolvocab.py`` loaded."""
 
 from __future__ import annotations
 
-import asyncio
-import copy
-import dataclasses
-import os
-import random
-import tempfile
-from collections.abc import Iterable
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from mitmproxy import http
 import harness
 
-from flowreplay.files import ADDON_KEYS, META_DIFF, META_RECORD, META_REPLAY, META_REQUEST, META_UPSTREAM, RUN_SPECIFIC, load_flows
-
-
-def clone(f: http.HTTPFlow) -> http.HTTPFlow:
-    """A deep copy that keeps the flow id (``Flow.copy()`` would give a new one)."""
-    return http.HTTPFlow.from_state(copy.deepcopy(f.get_state()))
-
-
-def is_toolvocab_flow(f: http.HTTPFlow) -> bool:
-    return isinstance(f.metadata.get(META_RECORD), dict)
-
-
-def replayable(f: http.HTTPFlow) -> str | None:
-    """``None`` when ``f`` can be replayed, else why not."""
-    if not is_toolvocab_flow(f):
-        return "no toolvocab record (the addon did not handle it)"
-    if f.websocket is not None:
-        return "a WebSocket flow (the replay drives HTTP hooks only)"
-    if f.response is not None and f.response.raw_content is None and f.metadata.get(META_UPSTREAM) is None:
-        return "the answer body was not saved (streamed without the addon's stream callable)"
-    return None
-
-
-def _as_bytes(value: Any) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape")
-    return bytes(value)
-
-
-def request_body(req: http.Request) -> bytes:
-    """A request body as the upstream reads it (content-decoded; raw bytes if undecodable)."""
-    return req.get_content(strict=False) or b""
-
-
-def original_request(f: http.HTTPFlow) -> bytes:
-    """The client's request body: ``toolvocab_request`` when the addon changed it, else the saved one."""
-    saved = _as_bytes(f.metadata.get(META_REQUEST))
-    return saved if saved is not None else request_body(f.request)
-
-
-def original_upstream(f: http.HTTPFlow) -> bytes | None:
-    """The upstream's answer bytes: ``toolvocab_upstream`` when the addon changed them, else the saved ones."""
-    if f.response is None:
-        return None
-    saved = _as_bytes(f.metadata.get(META_UPSTREAM))
-    return saved if saved is not None else (f.response.raw_content or b"")
-
-
-def comparable_record(record: Any) -> Any:
-    if not isinstance(record, dict):
-        return record
-    return {k: v for k, v in record.items() if k not in RUN_SPECIFIC}
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What one flow looks like after the addon: the recorded one, or a replay's."""
-
-    request: bytes  # what the upstream receives (content-decoded)
-    response: bytes | None  # what the client receives (raw bytes), None without a response
-    record: dict | None
-    diff: str | None
-    has_request: bool  # toolvocab_request present
-    has_upstream: bool  # toolvocab_upstream present
-    marked: str
-    comment: str
-
-    @classmethod
-    def of(cls, f: http.HTTPFlow, response: bytes | None = None) -> Outcome:
-        resp = response if response is not None else (f.response.raw_content if f.response else None)
-        return cls(
-            request=request_body(f.request),
-            response=None if f.response is None else (resp or b""),
-            record=comparable_record(f.metadata.get(META_RECORD)),
-            diff=f.metadata.get(META_DIFF),
-            has_request=f.metadata.get(META_REQUEST) is not None,
-            has_upstream=f.metadata.get(META_UPSTREAM) is not None,
-            marked=f.marked or "",
-            comment=f.comment or "",
-        )
-
-
-def records_match(expected: Any, got: Any) -> bool:
-    """Records are equal, except that a field the recording does not have yet (the record
-    grew) may hold its empty default (``None``, ``[]``, ``{}``, ``0``, ``False``)."""
-    if isinstance(expected, dict) and isinstance(got, dict):
-        got = {k: v for k, v in got.items() if k in expected or v not in (None, [], {}, 0, False, "")}
-    return expected == got
-
-
-def mismatches(expected: Outcome, got: Outcome) -> list[str]:
-    """What differs, one short label per aspect (empty: the replay matches)."""
-    out = []
-    if expected.request != got.request:
-        out.append("request the upstream receives")
-    if expected.response != got.response:
-        out.append("response the client receives")
-    if not records_match(expected.record, got.record):
-        out.append("toolvocab record")
-    if (expected.diff or None) != (got.diff or None):
-        out.append("toolvocab_diff")
-    if expected.has_request != got.has_request:
-        out.append("toolvocab_request presence")
-    if expected.has_upstream != got.has_upstream:
-        out.append("toolvocab_upstream presence")
-    if (expected.marked, expected.comment) != (got.marked, got.comment):
-        out.append("marker/comment")
-    return out
-
+from toolvocab.replay import compare as _compare
+from toolvocab.replay.compare import Outcome, Replay, _replay_all, mismatches, prepare, records_match, replay_file  # noqa: F401
+from toolvocab.replay.flows import (  # noqa: F401
+    _as_bytes,
+    clone,
+    comparable_record,
+    is_toolvocab_flow,
+    original_request,
+    original_upstream,
+    replay_options,
+    replayable,
+    request_body,
+)
 
 random_chunks = harness.random_chunks
 
 
-def replay_options(f: http.HTTPFlow) -> dict[str, Any]:
-    """The addon options for replaying ``f``: ``toolvocab_replay`` metadata, else the record's mode."""
-    opts = f.metadata.get(META_REPLAY)
-    opts = dict(opts) if isinstance(opts, dict) else {}
-    record = f.metadata.get(META_RECORD) or {}
-    opts.setdefault("mode", record.get("mode") or "auto")
-    return opts
+class Replayer(_compare.Replayer):
+    """:class:`toolvocab.replay.compare.Replayer` over the clone's ``addon/toolvocab.py``
+    (``harness.SCRIPT``), comparing everything (``strict``), as tests/test_flows.py does."""
 
-
-@dataclasses.dataclass
-class Replay:
-    flow: http.HTTPFlow  # the replayed flow: what -w would save now
-    expected: Outcome
-    got: Outcome
-    streamed: str  # "callable", "passthrough", "buffered" or "none"
-    seed: int
-    problems: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-class Replayer:
-    """The addon script loaded once in a mitmproxy test context; replays flows through it.
-
-    ``with Replayer() as r: result = r.replay(flow, seed=3)``
-    """
-
-    def __init__(self) -> None:
-        self._cm: Any = None
-        self.tctx: Any = None
-        self.module: Any = None
-        self._profile_files: dict[str, str] = {}
-        self._tmpdir: tempfile.TemporaryDirectory | None = None
-
-    def __enter__(self) -> Replayer:
-        self._tmpdir = tempfile.TemporaryDirectory(prefix="toolvocab-replay-")
-        self._cm = harness.script_context()  # the script loaded and in the addon chain
-        self.tctx, self.module = self._cm.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        try:
-            self._cm.__exit__(*exc)
-        finally:
-            if self._tmpdir is not None:
-                self._tmpdir.cleanup()
-
-    @property
-    def addon(self) -> Any:
-        return harness.core(self.module)
-
-    def _activate(self) -> None:
-        harness.activate(self.tctx)  # another mitmproxy test context may have been created since
-
-    def _profiles_path(self, text: str | None) -> str | None:
-        if not text:
-            return None
-        if text not in self._profile_files:
-            assert self._tmpdir is not None
-            p = Path(self._tmpdir.name) / f"profiles-{len(self._profile_files)}.toml"
-            p.write_text(text)
-            self._profile_files[text] = str(p)
-        return self._profile_files[text]
-
-    def configure(self, opts: dict[str, Any]) -> None:
-        self._activate()
-        self.tctx.configure(
-            self.module,
-            toolvocab_mode=opts.get("mode") or "auto",
-            toolvocab_hosts=opts.get("hosts") or None,
-            toolvocab_profiles=self._profiles_path(opts.get("profiles")),
-            toolvocab_record=None,
-            toolvocab_redact="true",
-        )
-
-    def replay(self, saved: http.HTTPFlow, seed: int = 0, *, lo: int = 1, hi: int = 64) -> Replay:
-        """Replay a saved flow (not modified) and compare with what it recorded."""
-        why = replayable(saved)
-        if why is not None:
-            raise ValueError(f"flow {saved.id} cannot be replayed: {why}")
-        expected = Outcome.of(saved)
-        f = prepare(saved)
-        self.configure(replay_options(saved))
-        out, kind = asyncio.run(self._drive(f, random.Random(seed), lo, hi))
-        if f.id in self.addon._states:
-            raise AssertionError(f"per-flow state of {f.id} outlived the flow")
-        got = Outcome.of(f, response=out)
-        problems = mismatches(expected, got)
-        if kind == "callable" and f.response is not None and f.response.raw_content != out:
-            problems.append("saved response.raw_content differs from the bytes the stream callable emitted")
-        return Replay(flow=f, expected=expected, got=got, streamed=kind, seed=seed, problems=problems)
-
-    async def _drive(self, f: http.HTTPFlow, rnd: random.Random, lo: int, hi: int, blanks: float = 0.0) -> tuple[bytes | None, str]:
-        """The hooks over ``f`` as mitmproxy's proxy core calls them (``harness.drive``): the
-        stream callable gets the upstream body in pieces of ``lo..hi`` bytes, after each of which
-        an empty piece ``b""`` comes with probability ``blanks``, then the final ``b""``. What the
-        client got, and how it was sent."""
-        got = await harness.drive(self.tctx, self.module, f, rnd, lo=lo, hi=hi, blanks=blanks)
-        return got.out, got.streamed
-
-
-def prepare(saved: http.HTTPFlow) -> http.HTTPFlow:
-    """A copy of ``saved`` as the addon first saw it: the original request and upstream answer,
-    no addon metadata, no marker or comment, ``live`` (G11). Same flow id."""
-    f = clone(saved)
-    body = original_request(saved)
-    upstream = original_upstream(saved)
-    for key in ADDON_KEYS:
-        f.metadata.pop(key, None)
-    f.marked = ""
-    f.comment = ""
-    f.live = True
-    if saved.metadata.get(META_REQUEST) is not None:
-        f.request.content = body
-    if f.response is not None:
-        f.response.raw_content = upstream
-        if "content-length" in f.response.headers:
-            f.response.headers["content-length"] = str(len(upstream or b""))
-    return f
-
-
-def replay_file(path: str | os.PathLike, seeds: Iterable[int] = (0,), replayer: Replayer | None = None) -> Iterator[Replay]:
-    """Replay every flow of a file with each seed."""
-    flows = load_flows(path)
-    if replayer is None:
-        with Replayer() as r:
-            yield from _replay_all(r, flows, seeds)
-    else:
-        yield from _replay_all(replayer, flows, seeds)
-
-
-def _replay_all(r: Replayer, flows: list[http.HTTPFlow], seeds: Iterable[int]) -> Iterator[Replay]:
-    seeds = list(seeds)
-    for f in flows:
-        if replayable(f) is not None:
-            continue
-        for seed in seeds:
-            yield r.replay(f, seed)
+    def __init__(self, **kw: Any) -> None:
+        kw.setdefault("strict", True)
+        super().__init__(str(harness.SCRIPT), **kw)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,15 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from mitmproxy import ctx
 from mitmproxy import http
-from mitmproxy.proxy.layers import http as hl
 from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
 from mitmproxy.test import taddons
 from mitmproxy.test import tflow
 from mitmproxy.test import tutils
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
+
+from toolvocab.replay import drive as _drive
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "addon" / "toolvocab.py"
@@ -87,17 +86,9 @@ def intercept(module: Any) -> Any:
 
 
 def load(tctx: taddons.context) -> Any:
-    """Load the script into ``tctx`` and put it in the addon chain; the script's module.
-
-    In mitmdump the ScriptLoader sits in the addon chain and its Script's ``addons`` reach the
-    module; ``tctx.script`` only registers it, so option changes would never reach
-    ``configure()``. This puts it in the chain as the loader does. Raises ``RuntimeError`` when
-    the script fails to load."""
-    module = tctx.script(str(SCRIPT))
-    if module is None:
-        raise RuntimeError(f"{SCRIPT} failed to load")
-    tctx.master.addons.chain.append(module)
-    return module
+    """Load the script into ``tctx`` and put it in the addon chain (:func:`toolvocab.replay.drive.load`);
+    the script's module. Raises ``RuntimeError`` when the script fails to load."""
+    return _drive.load(tctx, str(SCRIPT))
 
 
 @contextlib.contextmanager
@@ -107,10 +98,7 @@ def script_context() -> Iterator[tuple[taddons.context, Any]]:
         yield tctx, load(tctx)
 
 
-def activate(tctx: taddons.context) -> None:
-    """Point mitmproxy's ``ctx`` at ``tctx`` (another test module may have made a Master since)."""
-    ctx.master = tctx.master
-    ctx.options = tctx.options
+activate = _drive.activate
 
 
 @dataclass
@@ -259,109 +247,12 @@ def send_ws(e: Env, f: http.HTTPFlow, content: bytes, *, from_client: bool, text
 # -- driving the hooks --------------------------------------------------------------------------
 
 
-def random_chunks(data: bytes, rnd: random.Random, lo: int = 1, hi: int = 64) -> list[bytes]:
-    """``data`` cut into consecutive pieces of ``lo..hi`` bytes drawn from ``rnd``."""
-    out, i = [], 0
-    while i < len(data):
-        n = rnd.randint(lo, hi)
-        out.append(data[i : i + n])
-        i += n
-    return out
-
-
-class Feeder:
-    """The ``response.stream`` callable fed pieces one at a time, as mitmproxy feeds it: after a
-    non-empty piece it must not return ``b""`` (that ends an HTTP/1.1 chunked body, mitmproxy G1)
-    and returns bytes or an iterable of bytes. ``per_call[i]``: what call ``i`` returned, joined."""
-
-    def __init__(self, stream: Callable[[bytes], Any], parts: list[bytes]) -> None:
-        self.stream = stream
-        self.pending = list(parts)
-        self.per_call: list[bytes] = []
-
-    def feed_one(self) -> bool:
-        """Feed the next piece; False when none is left."""
-        if not self.pending:
-            return False
-        part = self.pending.pop(0)
-        got = self.stream(part)
-        items = [got] if isinstance(got, bytes) else list(got)
-        if part and (got == b"" or b"" in items):
-            raise AssertionError("the stream callable returned b'' mid-stream (mitmproxy G1)")
-        assert all(isinstance(i, bytes) for i in items), items
-        self.per_call.append(b"".join(items))
-        return True
-
-    def run(self) -> bytes:
-        """Feed every piece left; all the callable returned so far."""
-        while self.feed_one():
-            pass
-        return b"".join(self.per_call)
-
-
-@dataclass
-class Driven:
-    """One flow through the hooks: what the client received (``None`` without a response),
-    how it went (``"callable"``, ``"passthrough"``, ``"buffered"`` or ``"none"``) and what each
-    stream-callable call returned."""
-
-    out: bytes | None
-    streamed: str
-    per_call: list[bytes]
-
-
-async def drive(
-    tctx: taddons.context,
-    module: Any,
-    f: http.HTTPFlow,
-    rnd: random.Random,
-    *,
-    chunks: list[bytes] | None = None,
-    lo: int = 1,
-    hi: int = 64,
-    blanks: float = 0.0,
-) -> Driven:
-    """The hooks over ``f`` as mitmproxy's proxy core calls them. The stream callable, when the
-    addon installs one, gets the upstream body as ``chunks`` or in pieces of ``lo..hi`` bytes;
-    after each an empty piece ``b""`` comes with probability ``blanks`` (mitmproxy passes an
-    empty HTTP/2 DATA frame on as ``b""``), then the final ``b""`` unless the flow ended in an
-    error (``f.error``: the error hook runs instead of the response hook)."""
-    mgr = tctx.master.addons
-    error = f.error
-    f.error = None
-    upstream = (f.response.raw_content if f.response is not None else None) or b""
-    await mgr.invoke_addon(module, hl.HttpRequestHeadersHook(f))
-    await mgr.invoke_addon(module, hl.HttpRequestHook(f))
-    if f.response is None:
-        f.error = error
-        if error is not None:
-            await mgr.invoke_addon(module, hl.HttpErrorHook(f))
-        return Driven(None, "none", [])
-    f.response.stream = False
-    await mgr.invoke_addon(module, hl.HttpResponseHeadersHook(f))
-    stream = f.response.stream
-    out: bytes | None
-    feeder = None
-    if callable(stream):
-        parts = chunks if chunks is not None else random_chunks(upstream, rnd, lo, hi)
-        if blanks:
-            parts = [p for part in parts for p in ([part, b""] if rnd.random() < blanks else [part])]
-        feeder = Feeder(stream, parts + ([] if error is not None else [b""]))
-        out, kind = feeder.run(), "callable"
-        f.response.raw_content = None  # as after real streaming (G6)
-    elif stream is True:
-        out, kind = upstream, "passthrough"
-        f.response.raw_content = None
-    else:
-        out, kind = None, "buffered"
-    if error is not None:
-        f.error = error
-        await mgr.invoke_addon(module, hl.HttpErrorHook(f))
-    else:
-        await mgr.invoke_addon(module, hl.HttpResponseHook(f))
-    if out is None:
-        out = f.response.raw_content or b""
-    return Driven(out, kind, feeder.per_call if feeder else [])
+# The hooks over a flow as mitmproxy's proxy core calls them: the package's toolvocab.replay.drive
+# (``toolvocab replay`` and these tests drive the addon with the same code).
+random_chunks = _drive.random_chunks
+Feeder = _drive.Feeder
+Driven = _drive.Driven
+drive = _drive.drive
 
 
 @dataclass

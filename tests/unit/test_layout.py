@@ -3,7 +3,8 @@
 - ``toolvocab.engine`` imports neither mitmproxy nor any other part of toolvocab;
 - ``toolvocab.dialects`` imports the engine only (no mitmproxy, no addon);
 - ``toolvocab.report`` (text of records) imports no addon and no mitmproxy;
-- no addon imports the command line (``toolvocab.cli``, ``toolvocab.run``);
+- no addon imports the command line (``toolvocab.cli``, ``toolvocab.run``, ``toolvocab.replay``,
+  ``toolvocab.demo``);
 - every addon's mitmproxy name is its own: none equals the name of an addon class mitmproxy ships
   (mitmdump, mitmweb and the console each load some; ``intercept`` is mitmweb's).
 """
@@ -55,13 +56,13 @@ def test_the_engine_imports_no_mitmproxy_and_nothing_above_it(path: Path) -> Non
 
 @pytest.mark.parametrize("path", modules_under(PACKAGE / "dialects") + [PACKAGE / "report.py"], ids=lambda p: p.name)
 def test_dialects_and_report_import_no_addon_and_no_mitmproxy(path: Path) -> None:
-    bad = {m for m in imports_of(path) if m.split(".")[0] == "mitmproxy" or m.startswith(("toolvocab.addons", "toolvocab.cli", "toolvocab.run"))}
+    bad = {m for m in imports_of(path) if m.split(".")[0] == "mitmproxy" or m.startswith(("toolvocab.addons", "toolvocab.cli", "toolvocab.run", "toolvocab.replay"))}
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
 @pytest.mark.parametrize("path", modules_under(PACKAGE / "addons") + [harness.SCRIPT], ids=lambda p: p.name)
 def test_no_addon_imports_the_command_line(path: Path) -> None:
-    bad = {m for m in imports_of(path) if m.startswith(("toolvocab.cli", "toolvocab.run"))}
+    bad = {m for m in imports_of(path) if m.startswith(("toolvocab.cli", "toolvocab.run", "toolvocab.replay", "toolvocab.demo"))}
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
