@@ -185,13 +185,19 @@ def run_cli(func: Callable[[list[str]], int], args: list[str]) -> int:
 def _start(tool: str, args: list[str]) -> int:
     from mitmproxy.tools import main as tools
 
+    start = tools.mitmweb if tool == "mitmweb" else tools.mitmdump
     if "--version" in args:
         print(f"toolvocab: {version()}")
     elif any(a in ("-h", "--help") for a in args):
         print_help(tool)
+        sys.stdout.flush()
+        try:
+            start(argv_for(args))
+        except SystemExit:  # mitmproxy exits 1 after printing its help (tools/main.py)
+            pass
+        return 0
     else:
         args = with_local_default(args)
-    start = tools.mitmweb if tool == "mitmweb" else tools.mitmdump
     return start(argv_for(args)) or 0
 
 

@@ -29,3 +29,23 @@ def test_options_lists_every_toolvocab_option_with_its_default() -> None:
         assert line in out.stdout.splitlines(), (line, out.stdout)
     assert "Valid values are 'auto', 'repair', 'observe', 'off'." in " ".join(out.stdout.replace("#", " ").split())
     assert "listen_port" not in out.stdout  # mitmproxy's own: mitmdump --options
+
+
+def test_the_listen_host_defaults_to_127_0_0_1_unless_the_user_chose_one(tmp_path, capsys) -> None:
+    confdir = tmp_path / "conf"
+    confdir.mkdir()
+    assert tvrun.with_local_default(["--mode", "reverse:https://x"]) == ["--listen-host", "127.0.0.1", "--mode", "reverse:https://x"]
+    assert "toolvocab: listening on 127.0.0.1 only" in capsys.readouterr().err
+    for chosen in (["--listen-host", "0.0.0.0"], ["--listen-host=::"], ["--set", "listen_host=10.0.0.1"], ["--set=listen_host=x"]):
+        assert tvrun.with_local_default(chosen) == chosen, chosen
+    assert capsys.readouterr().err == ""
+    # listen_host in mitmproxy's config.yaml (in --set confdir=...) is the user's choice too
+    args = ["--set", f"confdir={confdir}"]
+    assert not tvrun.chooses_listen_host(args)
+    (confdir / "config.yaml").write_text("ssl_insecure: true\nlisten_host: 192.0.2.1\n")
+    assert tvrun.chooses_listen_host(args)
+
+
+def test_subcommands_are_toolvocabs_and_everything_else_is_mitmdumps() -> None:
+    assert set(tvrun.SUBCOMMANDS) == {"demo", "replay", "explain", "stats", "tools"}
+    assert tvrun.version() == __import__("toolvocab").__version__

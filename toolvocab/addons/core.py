@@ -9,6 +9,7 @@ Options: ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``,
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections import OrderedDict
@@ -117,10 +118,11 @@ class ToolVocab(Configurable):
             typespec=str | None,
             default=None,
             help=(
-                "Regex matched (re.search) against the upstream host; only matching hosts are handled, and in "
-                "regular (forward) mode only TLS to matching hosts is intercepted. Default: in regular mode the "
-                "known LLM API hosts (toolvocab/hosts.py); in reverse mode any host whose POST path and JSON body "
-                "have an LLM API's shape."
+                "Regex matched (re.search) against the upstream host. Set: only requests to matching hosts are "
+                "handled, in every mode, and in regular (forward) mode only TLS to matching hosts is intercepted. "
+                "Unset: regular mode intercepts TLS only to the known LLM API hosts (toolvocab/hosts.py), and every "
+                "request toolvocab can read (reverse mode, or plain HTTP through regular mode, to any host) is "
+                "handled when its POST path and JSON body have an LLM API's shape."
             ),
         )
         loader.add_option(
@@ -171,6 +173,23 @@ class ToolVocab(Configurable):
             if not 0 <= value < float("inf"):  # NaN fails too
                 raise exceptions.OptionsError(f"toolvocab_hold_timeout: {text!r} is not a number of seconds >= 0")
             self.hold_timeout = value
+
+    def running(self) -> None:
+        """Report a ``toolvocab_*`` option mitmproxy does not know (``--set toolvocab_mdoe=observe``,
+        a line of ``config.yaml``) as an error: mitmproxy keeps an unknown name aside without a
+        word (``OptManager.deferred``: applied if an addon ever declares it), and an error logged
+        at start makes mitmdump exit (its ``errorcheck`` addon) — as a bad value does."""
+        from mitmproxy import ctx
+
+        try:
+            unknown = sorted(n for n in getattr(ctx.options, "deferred", {}) if n.startswith("toolvocab"))
+            ours = sorted(n for n in ctx.options.keys() if n.startswith("toolvocab_"))
+        except Exception:
+            return
+        for name in unknown:
+            close = difflib.get_close_matches(name, ours, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            logger.error("toolvocab: unknown option %s%s; toolvocab's options are %s", name, hint, ", ".join(ours))
 
     # -- hooks --------------------------------------------------------------------------------
 
