@@ -1,7 +1,7 @@
 """The saved-flow corpus in ``flows/`` as tests (docs/flows.md).
 
 Every ``flows/*.mitm`` and ``flows/*/*.mitm`` is replayed through the real addon the way
-mitmproxy drives it (tests/flowreplay/replay.py): the client's original request through the request
+mitmproxy drives it (toolvocab/replay/, via tests/flowreplay/): the client's original request through the request
 hook, the upstream's original bytes through the stream callable in random 1–64-byte pieces
 (several seeds, and once byte by byte) and the response hook. What the upstream would receive
 and what the client would receive must equal the recording, and so must the addon's record

@@ -1,8 +1,8 @@
 """toolvocab's command line, over saved flow files (``mitmdump -w``, ``toolvocab_record``, ``flows/``).
 
     toolvocab tools FLOWFILE [--as SHAPE] [--upstream]      (or: python -m toolvocab.cli tools …)
-    toolvocab stats FLOWFILE...
-    toolvocab explain FLOWFILE...
+    toolvocab stats FLOWFILE|DIR...
+    toolvocab explain FLOWFILE|DIR...
 
 ``tools`` prints the tools each flow's client declared, normalized or in one API's shape
 (``normalized``, ``anthropic``, ``openai_chat``, ``openai_responses``, ``gemini``,
@@ -26,11 +26,14 @@ from toolvocab.report import tools_text
 
 
 def read_flows(paths: list[str]) -> Iterator[Any]:
-    """Every HTTP flow in the given flow files (mitmproxy's ``io.FlowReader``)."""
+    """Every HTTP flow in the given flow files, and in every ``*.mitm`` under the directories
+    given (mitmproxy's ``io.FlowReader``)."""
     from mitmproxy import http
     from mitmproxy import io
 
-    for path in paths:
+    from toolvocab.replay import flow_files
+
+    for path in flow_files(paths):
         with open(path, "rb") as fp:
             for flow in io.FlowReader(fp).stream():
                 if isinstance(flow, http.HTTPFlow):
