@@ -135,39 +135,42 @@ MUTATIONS = {
 }
 
 
-def _scratch_corpus(root, mutation=None):
-    """A corpus of one flow of flows/ with its manifest table, changed by ``mutation``."""
+def _scratch_corpus(root):
+    """A corpus of one flow of flows/ three times: as it is (the control) and under each mutation
+    of its manifest table (``harness/<mutation>.mitm``)."""
     (root / "harness").mkdir(parents=True)
-    (root / MUTATED).write_bytes((fr.REPO / "flows" / MUTATED).read_bytes())
     manifest = fr.read_manifest(fr.REPO / "flows" / "MANIFEST.toml")
-    entry = dict(manifest["flows"][MUTATED])
-    if mutation:
-        key, value = MUTATIONS[mutation]
-        assert entry[key] != value
-        entry[key] = value
-    fr.write_manifest({"flows": {MUTATED: entry}}, root / "MANIFEST.toml", header=fr.MANIFEST_HEADER)
+    tables = {}
+    for mutation in (None, *MUTATIONS):
+        name = MUTATED if mutation is None else f"harness/{mutation}.mitm"
+        (root / name).write_bytes((fr.REPO / "flows" / MUTATED).read_bytes())
+        entry = dict(manifest["flows"][MUTATED])
+        if mutation:
+            key, value = MUTATIONS[mutation]
+            assert entry[key] != value
+            entry[key] = value
+        tables[name] = entry
+    fr.write_manifest({"flows": tables}, root / "MANIFEST.toml", header=fr.MANIFEST_HEADER)
 
 
-def _pytest_flows(root) -> subprocess.CompletedProcess:
-    """tests/test_flows.py's per-file checks over the scratch corpus, in a pytest of its own."""
-    env = dict(os.environ, TOOLVOCAB_FLOWS_DIR=str(root))
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(fr.REPO / "tests" / "test_flows.py"),
-                           "-k", "replays_as_recorded or manifest_says or credentials or neutral_text"],
-                          cwd=fr.REPO, env=env, capture_output=True, text=True, timeout=300)
-
-
-@pytest.mark.parametrize("mutation", [None, *MUTATIONS])
-def test_replay_fails_where_test_flows_fails(corpus, mutation, capsys):
-    _scratch_corpus(corpus, mutation)
-    status = flowtool.main(["replay", str(corpus / MUTATED)])
-    out = capsys.readouterr().out
-    run = _pytest_flows(corpus)
-    assert "4 passed" in run.stdout or "failed" in run.stdout, run.stdout[-3000:]  # the 4 checks ran on the one file
-    if mutation is None:  # the control: both pass
-        assert status == 0 and out.startswith(f"PASS {MUTATED}\n"), out
-        assert run.returncode == 0 and "4 passed" in run.stdout, run.stdout[-3000:]
-    else:
-        assert status == 1 and out.startswith(f"FAIL {MUTATED}\n"), out
-        assert run.returncode == 1 and "1 failed, 3 passed" in run.stdout, run.stdout[-3000:]
-        why = "the client receives" if mutation == "client_calls" else "expected the answer to reach the client unchanged"
-        assert why in out and why in run.stdout, (out, run.stdout[-3000:])
+def test_replay_fails_where_test_flows_fails(corpus, capsys):
+    _scratch_corpus(corpus)
+    # tests/test_flows.py's per-file checks over the scratch corpus, in a pytest of its own
+    env = dict(os.environ, TOOLVOCAB_FLOWS_DIR=str(corpus))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", str(fr.REPO / "tests" / "test_flows.py"),
+                          "-k", "replays_as_recorded or manifest_says or credentials or neutral_text"],
+                         cwd=fr.REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert "2 failed, 10 passed" in run.stdout, run.stdout[-3000:]  # 4 checks x 3 files: the 2 mutated tables fail
+    for mutation in (None, *MUTATIONS):
+        name = MUTATED if mutation is None else f"harness/{mutation}.mitm"
+        status = flowtool.main(["replay", str(corpus / name)])
+        out = capsys.readouterr().out
+        failed = [line for line in run.stdout.splitlines() if line.startswith("FAILED") and f"[{name}]" in line]
+        if mutation is None:  # the control: both pass
+            assert status == 0 and out.startswith(f"PASS {name}\n"), out
+            assert not failed, run.stdout[-3000:]
+        else:
+            assert status == 1 and out.startswith(f"FAIL {name}\n"), out
+            assert [f.split("::")[1].split("[")[0] for f in failed] == ["test_flow_does_what_the_manifest_says"], run.stdout[-3000:]
+            why = "the client receives" if mutation == "client_calls" else "expected the answer to reach the client unchanged"
+            assert f"{name}:\n      {why}" in out and f"{name}:\n  {why}" in run.stdout, (out, run.stdout[-3000:])

@@ -23,8 +23,10 @@ from toolvocab.report import METADATA_DIFF
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import METADATA_REQUEST
 from toolvocab.report import METADATA_UPSTREAM
+from toolvocab.report import CHANGED
 from toolvocab.report import LEFT
 from toolvocab.report import MARKERS
+from toolvocab.report import OBSERVED
 from toolvocab.report import PASSED
 from toolvocab.report import change_kind
 from toolvocab.report import comment
@@ -40,8 +42,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MARK_CHANGED = MARKERS["changed"]
-MARK_OBSERVED = MARKERS["would change"]
+MARK_CHANGED = MARKERS[CHANGED]
+MARK_OBSERVED = MARKERS[OBSERVED]
 #: The markers and comment beginnings toolvocab sets (so that it clears only its own).
 OWN_MARKERS = tuple(m for m in MARKERS.values() if m)
 OWN_COMMENTS = ("changed: ", "left: ", "passed through: ", "prompt sentence only: ", "would change (observe): ", "toolvocab")
