@@ -237,7 +237,8 @@ def comment(record: dict | None) -> str:
     renamed = record.get("rename_map") or {}
     if renamed and (record.get("request_changed") or record.get("mode") == "observe"):
         tools.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
-    sentence = f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}" if record.get("prompt_sentence") else None
+    sent = record.get("request_changed") or record.get("mode") == "observe"  # a sentence not sent is no change
+    sentence = f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}" if record.get("prompt_sentence") and sent else None
     changes = tools + ([sentence] if sentence else [])
     left = left_decisions(record)
     left_text = ", ".join(f"{_qualified(d.get('namespace'), d.get('name'))} ({left_reason(d)})" for d in left)

@@ -135,3 +135,11 @@ def test_a_bad_option_is_logged_as_an_error_before_mitmproxy_prints_the_tracebac
         tctx.configure(script, toolvocab_mode="maybe")
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors == ["toolvocab_mode: 'maybe' is not one of auto, repair, observe, off"], errors
+
+
+def test_a_sentence_that_was_not_sent_is_not_in_the_comment() -> None:
+    record = {"mode": "auto", "dialect": "anthropic", "prompt_sentence": "Call tools only by …", "prompt_names": ["Bash"],
+              "request_changed": False, "response_changed": False,
+              "decisions": [{"name": "frobnicate", "action": "leave", "step": "none", "candidates": []}]}
+    assert tvui.comment(record) == "left: frobnicate (not declared) — the client will reject this call"
+    assert tvui.comment({**record, "request_changed": True}).endswith(" · prompt sentence added (names 1 tool)")
