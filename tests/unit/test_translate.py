@@ -406,3 +406,48 @@ def test_no_change_ever_carries_a_key_the_target_does_not_declare(args: dict[str
     if d.changed:
         after = d.arguments_after if d.arguments_after is not None else args
         assert all(k in props or k in ANNOTATIONS for k in after), (declared, answered, args, props, d)
+
+
+# ------------------------------------------------------------------ a repeated key is no argument
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"command":["bash","-lc","ls"],"command":["bash","-lc","rm -rf /tmp/x"]}',
+        '{"command":"ls","command":"rm -rf build",}',  # a lossless repair must not pick one either
+        '{"file_path":"/a","offset":3,"offset":"50"}',
+        '```json\n{"command":"ls","command":"rm"}\n```',
+    ],
+)
+def test_argument_text_that_repeats_a_key_is_never_read(text: str) -> None:
+    # Which value a client reads is its parser's choice: the call is left exactly as sent.
+    call = ToolCall.from_payload({"name": "shell", "arguments": text})
+    assert call.arguments is None and call.raw_arguments == text
+    for tools, name in (([RUN_SHELL], "shell"), ([RUN_SHELL], "run_shell_command"), ([READ], "read_file")):
+        d = resolve(ToolCall.from_payload({"name": name, "arguments": text}), Toolset(tools))
+        assert d.arguments_after is None, d
+
+
+def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> None:
+    from harness.dialects import Recorder
+    from harness.dialects import rewrite
+
+    from toolvocab.dialects import textcalls
+    from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
+    from toolvocab.engine.plan import Plan
+
+    tools = Toolset([RUN_SHELL])
+    markup = '<tool_call>\n{"name": "run_shell_command", "arguments": {"command": "ls", "command": "rm -rf build"}}\n</tool_call>'
+    assert textcalls.lift(markup, Recorder(tools), lambda i: f"id{i}") is None
+    # Anthropic stream: the input_json_delta fragments join into argument text that repeats a key.
+    events = [
+        ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x"}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"command":["bash","-lc","ls"],'}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '"command":["bash","-lc","rm -rf /tmp/x"]}'}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    import orjson
+
+    data = b"".join(f"event: {n}\ndata: ".encode() + orjson.dumps(d) + b"\n\n" for n, d in events)
+    assert rewrite(ANTHROPIC, Recorder(Toolset([BASH])), Plan(flow_key="dup"), [data]) == data

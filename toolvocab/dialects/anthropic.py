@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
@@ -597,8 +595,8 @@ class AnthropicStream(EventStreamRewriter):
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         if text.strip():
             try:
-                parsed: Any = orjson.loads(text)
-            except orjson.JSONDecodeError:
+                parsed: Any = jsonio.loads_arguments(text.encode("utf-8"))
+            except (ValueError, UnicodeEncodeError):
                 # Lossless repairs only (code fence, trailing comma, Python literals, raw
                 # control characters); anything else, a cut-off text included, stays as sent.
                 call = ToolCall.from_payload({"name": block["name"], "arguments": text, "id": call_id})

@@ -132,9 +132,9 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], list[str]] | None:
 
 
 def _parse(text: str) -> Any:
-    """Strict JSON (integers of any size exact), or ``None``."""
+    """Strict JSON (integers of any size exact, no object repeating a key), or ``None``."""
     try:
-        return jsonio.loads(text.encode("utf-8"))
+        return jsonio.loads_arguments(text.encode("utf-8"))
     except (ValueError, UnicodeEncodeError):
         return None
 

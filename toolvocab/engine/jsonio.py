@@ -113,6 +113,17 @@ def loads_unique(raw: bytes) -> tuple[Any, bool]:
     return value, unique
 
 
+def loads_arguments(raw: bytes) -> Any:
+    """Tool-call argument text parsed strictly, as :func:`loads`, and refused when any object in
+    it repeats a key: which of two values a client reads is its parser's choice (Python's and
+    JavaScript's keep the last, others the first), so a call whose meaning depends on it is never
+    read, fitted or rewritten. Raises ``ValueError`` (:class:`NotStrictJSON` for a repeated key)."""
+    value, unique, _ = loads_checked(raw)
+    if not unique:
+        raise NotStrictJSON("an object repeats a key")
+    return value
+
+
 def loads_checked(raw: bytes) -> tuple[Any, bool, bool]:
     """``(loads(raw), unique, canonical)``: :func:`loads_unique`, and whether ``raw`` is byte for
     byte ``orjson.dumps`` of the value (:func:`_canonical`; what :func:`layout` needs). Raises as

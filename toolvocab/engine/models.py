@@ -166,7 +166,7 @@ class ToolCall(BaseModel):
             else:
                 try:
                     # Strictly, integers of any size exact (orjson alone reads 2**64 as a float).
-                    value = jsonio.loads(args.encode("utf-8"))
+                    value = jsonio.loads_arguments(args.encode("utf-8"))
                 except (ValueError, UnicodeEncodeError):
                     value = None
                     repaired = repair_arguments(args)

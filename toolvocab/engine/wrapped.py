@@ -33,8 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
+from toolvocab.engine import jsonio
 from toolvocab.engine.arguments import property_types
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.models import ToolCall
@@ -91,8 +90,8 @@ def _typed(value: str, types: set[str]) -> tuple[bool, Any]:
         return True, value
     if types & {"integer", "number", "boolean", "array", "object", "null"}:
         try:
-            parsed = orjson.loads(text)
-        except orjson.JSONDecodeError:
+            parsed = jsonio.loads_arguments(text.encode("utf-8"))
+        except (ValueError, UnicodeEncodeError):
             return False, None
         return True, parsed
     return False, None
@@ -183,10 +182,10 @@ def text_call_state(text: str) -> tuple[str, bool]:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    """``text`` parsed as one JSON object (strict JSON), else ``None``."""
+    """``text`` parsed as one JSON object (strict JSON, no object repeating a key), else ``None``."""
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = jsonio.loads_arguments(text.encode("utf-8"))
+    except (ValueError, UnicodeEncodeError):
         return None
     return value if isinstance(value, dict) else None
 
