@@ -80,20 +80,46 @@ def pytest_runtest_makereport(item, call):
     return rep
 
 
+#: The integration tests the README's test command runs (the quick profile), one parametrization
+#: each: a repair through a real mitmdump for every SDK and wire, the stream bounds, the request
+#: layout, the first-minute commands and what mitmweb shows. Each starts mitmdump (~2 s of imports
+#: and startup on 2 cores), so the rest run as their own ``.ci/run`` step (``TOOLVOCAB_INTEGRATION=rest``).
+SMOKE = frozenset({
+    "tests/integration/test_anthropic_sdk.py::test_foreign_bash_is_renamed_to_declared_Bash",
+    "tests/integration/test_anthropic_sdk.py::test_shell_with_argv_becomes_Bash_command_string",
+    "tests/integration/test_argjson_mitmdump.py::test_chat",
+    "tests/integration/test_demo.py::test_demo_shows_a_repair_with_no_agent_and_no_key",
+    "tests/integration/test_empty_arguments_sdk.py::test_chat_empty_arguments_reach_the_sdk_as_an_empty_object_with_finish_reason_tool_calls",
+    "tests/integration/test_genai_sdk.py::test_foreign_names_become_declared_names",
+    "tests/integration/test_leaked_calls_sdk.py::test_markup_alone_reaches_the_sdk_as_a_call",
+    "tests/integration/test_meaning_mitmdump.py::test_the_client_runs_what_the_model_meant",
+    "tests/integration/test_mitmweb_debugging.py::test_mitmweb_shows_each_state_its_reason_readable_commands_and_a_truthful_replay",
+    "tests/integration/test_openai_sdk.py::test_chat_foreign_Bash_becomes_run_shell_command",
+    "tests/integration/test_openai_sdk.py::test_responses_shell_argv_becomes_exec_command",
+    "tests/integration/test_openai_sdk.py::test_websocket_frames_are_repaired_in_order",
+    "tests/integration/test_rename_upstream.py::test_chat_long_name_succeeds_and_the_sdk_sees_the_original",
+    "tests/integration/test_request_cost_mitmdump.py::test_large_changed_request_through_the_sdk_is_a_whole_write",
+    "tests/integration/test_safe_defaults.py::test_the_console_script_listens_on_127_0_0_1_unless_told",
+    "tests/integration/test_stream_faults.py::test_every_received_byte_reaches_the_client_when_the_upstream_dies",
+    "tests/integration/test_stream_stall.py::test_a_held_block_reaches_the_client_while_the_upstream_stalls",
+    "tests/integration/test_text_calls_sdk.py::test_chat_text_that_is_only_markup_becomes_a_call",
+})  # fmt: skip
+
+
 def pytest_collection_modifyitems(config, items):
-    """Quick profile (the README's test command): an integration test function with several
-    parametrizations runs its first one only (each starts a real mitmdump: seconds apiece).
-    ``TOOLVOCAB_INTEGRATION=full`` runs every parametrization; ``rest`` only the ones the quick
-    profile leaves out (``.ci/run`` runs those as its own step, after the README command)."""
+    """Integration profiles: by default (``quick``, the README's test command) only the first
+    parametrization of each :data:`SMOKE` test; ``TOOLVOCAB_INTEGRATION=full`` runs every
+    integration test; ``rest`` the ones the quick profile leaves out (``.ci/run`` runs those as
+    its own step, after the README command)."""
     profile = os.environ.get("TOOLVOCAB_INTEGRATION", "quick").strip().lower()
     if profile == "full":
         return
     seen: set[str] = set()
     keep, drop = [], []
     for item in items:
-        if item.get_closest_marker("integration") is not None and getattr(item, "callspec", None) is not None:
+        if item.get_closest_marker("integration") is not None:
             function = item.nodeid.split("[", 1)[0]
-            if function in seen:
+            if function not in SMOKE or function in seen:
                 drop.append(item)
                 continue
             seen.add(function)
