@@ -276,8 +276,9 @@ SCENARIOS: list[Scenario] = [
          Tool("write_file", obj("file_path", "content", file_path=STR, content=STR)), Tool("read_file", obj("absolute_path", absolute_path=STR)), QWEN_SHELL],
         [Call("str_replace_editor", {"file_path": "src/main.rs", "old_string": "use clap::Parser;", "new_string": "use clap::Parser;\nuse rand::Rng;"}),
          Call("str_replace_editor", {"command": "str_replace", "path": "src/lib.rs", "old_str": "fn a()", "new_str": "fn b()"})],
-        [("edit", {"file_path": "src/main.rs", "old_string": "use clap::Parser;", "new_string": "use clap::Parser;\nuse rand::Rng;"}),
-         ("edit", {"file_path": "src/lib.rs", "old_string": "fn a()", "new_string": "fn b()"})],
+        ["str_replace_editor", "str_replace_editor"], expected="leave",
+        note="the text editor needs the literal; Qwen Code's edit falls back to whitespace-trimmed line matching, so an exact "
+             "edit is left for the client to report (it reaches an exact Edit: see test_bug_reports.py)",
     ),
     Scenario(
         "br05-lowercase-bash", ["BR-05"], "What is the git status?", CLAUDE_TOOLS,

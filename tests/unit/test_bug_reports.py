@@ -180,19 +180,28 @@ def test_br03_grep_is_left_for_a_grep_that_ignores_case() -> None:
 # --- BR-04: str_replace_editor answered to Qwen Code ------------------------------------------
 
 
-@pytest.mark.parametrize("answered", ["str_replace_editor", "str_replace_based_edit_tool"])
-def test_br04_editor_with_client_keys_and_no_command_renames_to_edit(answered: str) -> None:
-    args = {"file_path": "/repo/src/main.rs", "old_string": "use clap::Parser;", "new_string": "use clap::Parser;\nuse rand::Rng;"}
-    d = run(QWEN, openai(answered, args))
-    renamed(d, "edit", Step.CAPABILITY)
-    assert d.arguments_after is None
-
-
 @pytest.mark.parametrize("answered", ["str_replace_editor", "str_replace_based_edit_tool", "StrReplaceEditor"])
-def test_br04_editor_with_text_editor_keys_renames_and_fits(answered: str) -> None:
-    args = {"command": "str_replace", "path": "/repo/src/main.rs", "old_str": "a", "new_str": "b"}
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"file_path": "/repo/src/main.rs", "old_string": "use clap::Parser;", "new_string": "use clap::Parser;\nuse rand::Rng;"},
+        {"command": "str_replace", "path": "/repo/src/main.rs", "old_str": "a", "new_str": "b"},
+    ],
+)
+def test_br04_an_exact_editor_call_never_reaches_qwen_codes_normalising_edit(answered: str, args: dict[str, Any]) -> None:
+    # Anthropic's text editor and trae's str_replace need the literal, exactly once. Qwen Code
+    # 0.15.10's edit, where the literal is missing, matches whitespace-trimmed lines and writes
+    # new_string over them as given: a call the editor would refuse could land as another edit.
+    # Left: the client reports the unknown tool and the model retries with `edit`.
     d = run(QWEN, openai(answered, args))
-    renamed(d, "edit", Step.CAPABILITY)
+    left(d)
+    assert "normalized" in d.reason
+
+
+def test_br04_an_exact_editor_call_reaches_an_exact_edit() -> None:
+    exact = [fn("Edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL))]
+    d = run(exact, openai("str_replace_editor", {"command": "str_replace", "path": "/repo/src/main.rs", "old_str": "a", "new_str": "b"}))
+    renamed(d, "Edit", Step.CAPABILITY)
     assert d.arguments_after == {"file_path": "/repo/src/main.rs", "old_string": "a", "new_string": "b"}
     renames = {(c.key, c.to) for c in d.arg_changes if c.op == "rename_key"}
     assert renames == {("path", "file_path"), ("old_str", "old_string"), ("new_str", "new_string")}

@@ -86,6 +86,16 @@ def test_milliseconds_to_seconds_only_when_exact() -> None:
     assert decide([TERMINAL], "run_shell_command", {"command": "make", "timeout": 1500}).action is Action.LEAVE
 
 
+@pytest.mark.parametrize(("seconds", "ms"), [(1.005, 1005), (2.5, 2500), (0.001, 1), (30, 30000)])
+def test_seconds_become_a_whole_number_of_milliseconds(seconds: float, ms: int) -> None:
+    d = decide([BASH], "terminal", {"command": "make", "timeout": seconds})
+    assert d.arguments_after == {"command": "make", "timeout": ms} and type(d.arguments_after["timeout"]) is int
+
+
+def test_a_fraction_of_a_millisecond_has_no_exact_value() -> None:
+    assert decide([BASH], "terminal", {"command": "make", "timeout": 1.0005}).action is Action.LEAVE
+
+
 def test_a_timeout_whose_unit_the_name_does_not_settle_is_left() -> None:
     # `bash` is OpenCode's (ms) and pi's (s): 600 is ten minutes or ten seconds.
     d = decide([RUN_SHELL], "bash", {"command": "make", "timeout": 600})
@@ -150,9 +160,20 @@ def test_an_exact_edit_never_reaches_a_fuzzy_matcher() -> None:
     assert d.action is Action.LEAVE and "fuzzy" in d.reason
 
 
-def test_an_exact_edit_reaches_qwen_codes_normalising_edit() -> None:
-    d = decide([QWEN_EDIT], "str_replace_editor", {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"})
-    assert d.action is Action.RENAME and d.arguments_after == {"file_path": "/a", "old_string": "x", "new_string": "y"}
+@pytest.mark.parametrize(("name", "args"), [
+    ("str_replace_editor", {"command": "str_replace", "path": "/a", "old_str": "    x = 1", "new_str": "    x = 2"}),
+    ("Edit", {"file_path": "/a", "old_string": "    x = 1", "new_string": "    x = 2"}),
+])  # fmt: skip
+def test_an_exact_edit_never_reaches_qwen_codes_normalising_edit(name: str, args: dict[str, Any]) -> None:
+    # Where the literal is missing, Qwen Code 0.15.10 matches whitespace-trimmed lines and writes
+    # new_string over them as given: an exact tool would have refused (found by the adversarial pass).
+    d = decide([QWEN_EDIT], name, args, client="Qwen Code")
+    assert d.action is Action.LEAVE and "normalized" in d.reason
+
+
+def test_a_normalising_edit_reaches_an_exact_one() -> None:
+    d = decide([EDIT], "edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit"
 
 
 @pytest.mark.parametrize("extra", [{"mode": "append"}, {"append": True}])
@@ -273,12 +294,11 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
 
 def _same_form(source: Any, target: Any, what: str) -> bool:
     if what == "edit.old":
-        # A target that matches exactly refuses what it cannot find; Qwen Code's normalising
-        # matcher takes an exact source's text; a source that matched fuzzily may reach any
-        # matcher; an exact or normalising source never reaches a fuzzy one.
+        # A target that matches exactly refuses what it cannot find; a source that matched
+        # fuzzily may reach any matcher; no source reaches a looser matcher than its own.
         if str(source).startswith("fuzzy"):
             return True
-        return source == target or target == "exact" or (source == "exact" and target == "normalized")
+        return source == target or target == "exact"
     return source == target
 
 

@@ -248,7 +248,8 @@ TABLES: tuple[ArgTable, ...] = (
     _t("read_file", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
         "file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit"), "pages": m("read.pages", base=1),
     }),
-    # edit: a missing literal falls back to quote/dash-normalised and trimmed-whitespace matching.
+    # edit: a missing literal falls back to quote/dash-normalised and trimmed-whitespace line
+    # matching, the matched lines replaced by new_string as written.
     _t("edit", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
         "file_path": m("edit.path"), "old_string": m("edit.old", form="normalized"), "new_string": m("edit.new"),
         "replace_all": _EDIT_ALL,

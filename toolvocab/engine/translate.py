@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from dataclasses import field
 from functools import lru_cache
 from typing import Any
@@ -53,19 +54,16 @@ _LOCATIONS = frozenset(
 #: Operands whose value is a command line (a string for some shell, or an argv).
 _COMMANDS = frozenset({"shell.command", "monitor.command"})
 
-#: Old-text matching: an exact target refuses a missing literal (the client reports it) where a
-#: looser source would have matched; Qwen Code's normalisation (Unicode quotes/dashes, trimmed
-#: whitespace per line) is taken for an exact source's text; a source that already matched
-#: fuzzily may reach any matcher. A fuzzy matcher (Levenshtein, similarity anchors) never receives
-#: text an exact or normalising tool would have matched: it may edit a place the model did not name.
-_MATCHING = frozenset({"exact", "normalized"})
-
-
 def _matching_allows(src: str | None, dst: str | None) -> bool:
-    """An edit's old text meant for ``src``'s matching may be matched with ``dst``'s."""
+    """An edit's old text meant for ``src``'s matching may be matched with ``dst``'s: an exact
+    target refuses a missing literal (the client reports it) where a looser source would have
+    matched, and a source that already matched fuzzily may reach any matcher. A looser matcher
+    never receives text an exact tool would have refused: Qwen Code's fallback to trimmed-whitespace
+    lines replaces the matched lines with the model's text, indentation and all, and a fuzzy one
+    (Levenshtein, similarity anchors) may edit a place the model did not name."""
     if (src or "").startswith("fuzzy"):
         return True
-    return dst == src or dst == "exact" or (src == "exact" and dst in _MATCHING)
+    return dst == src or dst == "exact"
 
 
 # ------------------------------------------------------------------ the table, indexed
@@ -197,7 +195,7 @@ def convert(value: Any, src: Meaning, dst: Meaning) -> Any:
     """``value`` as meant by ``src``, written for ``dst``; raises :class:`_Unusable` when no exact
     conversion exists.
 
-    Listed conversions: seconds ↔ milliseconds (×1000, ÷1000 only when exact), 1-based ↔ 0-based
+    Listed conversions: seconds ↔ milliseconds (to a whole number of the target's unit only), 1-based ↔ 0-based
     numbers (±1, never below the base), a command between shells (:func:`_command`), an exact edit
     text to a normalising matcher. Everything else must be equal: operand, form, unit, base. A
     number past ``dst.most`` (the largest the target honours) is refused: the tool would clamp or
@@ -217,13 +215,13 @@ def convert(value: Any, src: Meaning, dst: Meaning) -> Any:
             # Not a number in any unit: the value passes as sent, the client reports its type.
             raise _Unusable(f"{value!r} is not a number to convert", applicable=False)
         if src.unit != dst.unit:
-            if (src.unit, dst.unit) == ("s", "ms"):
-                scaled = number * 1000
-                number = int(scaled) if float(scaled).is_integer() else scaled
-            elif (src.unit, dst.unit) == ("ms", "s") and float(number).is_integer() and int(number) % 1000 == 0:
-                number = int(number) // 1000
-            else:
-                raise _Unusable(f"{value!r} {src.unit} has no exact value in {dst.unit}")
+            # Decimal, so 1.005 s is 1005 ms (a float product gives 1004.9999999999999); only a
+            # whole number of milliseconds or seconds is exact for every target.
+            exact = Decimal(str(number))
+            scaled = exact * 1000 if (src.unit, dst.unit) == ("s", "ms") else exact / 1000 if (src.unit, dst.unit) == ("ms", "s") else None
+            if scaled is None or scaled != scaled.to_integral_value():
+                raise _Unusable(f"{value!r} {src.unit} has no exact whole value in {dst.unit}")
+            number = int(scaled)
         if src.base != dst.base:
             if src.base is None or dst.base is None or not float(number).is_integer() or number < src.base:
                 raise _Unusable(f"{value!r} is not a {src.base}-based number to rebase")
