@@ -753,3 +753,56 @@ def test_anthropic_stream_long_reasoning_lead_then_markup(cut: str, monkeypatch:
     assert view["text"] == "".join(reasoning) + "</think>"[len(cut) :]
     assert read_by_the_rewriter <= 1, read_by_the_rewriter  # the one right after "<think>" (a "<" is near)
     assert view["stop_reason"] == "tool_use"
+
+
+# -- an answer cut off is never lifted -------------------------------------------------------------
+# Markup at a token-limit stop, or in a stream that ended before its answer did, may be the start of
+# more (prose, another call): it reaches the client as the text it was.
+
+
+def test_chat_json_at_the_token_limit_is_not_lifted() -> None:
+    body = chat_json(HERMES)
+    body["choices"][0]["finish_reason"] = "length"
+    before = orjson.dumps(body)
+    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("ending", ["length", "no-finish-reason", "no-done"])
+def test_chat_stream_cut_off_is_not_lifted(seed: int, ending: str) -> None:
+    rnd = random.Random(seed)
+    data = chat_sse(split_text(HERMES, rnd))
+    if ending == "length":
+        data = data.replace(b'"finish_reason":"stop"', b'"finish_reason":"length"')
+    elif ending == "no-finish-reason":
+        data = data.replace(b',"finish_reason":"stop"', b',"finish_reason":null')
+    else:
+        data = data[: data.index(b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"')]
+    assert run_stream(CHAT, split_bytes(data, rnd)) == data
+
+
+def test_anthropic_at_max_tokens_is_not_lifted() -> None:
+    body = anthropic_json(HERMES)
+    body["stop_reason"] = "max_tokens"
+    before = orjson.dumps(body)
+    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    data = anthropic_sse([HERMES]).replace(b'"stop_reason":"end_turn"', b'"stop_reason":"max_tokens"')
+    assert run_stream(ANTHROPIC, split_bytes(data, random.Random(1))) == data
+
+
+def test_responses_incomplete_is_not_lifted() -> None:
+    body = responses_json(HERMES)
+    body["status"] = "incomplete"
+    before = orjson.dumps(body)
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    data = responses_sse([HERMES]).replace(b"response.completed", b"response.incomplete").replace(b'"status":"completed"}', b'"status":"incomplete"}')
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(2))) == data
+
+
+def test_gemini_at_max_tokens_is_not_lifted() -> None:
+    body = gemini_json(HERMES)
+    body["candidates"][0]["finishReason"] = "MAX_TOKENS"
+    before = orjson.dumps(body)
+    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    data = gemini_sse(split_text(HERMES, random.Random(3))).replace(b'"finishReason":"STOP"', b'"finishReason":"MAX_TOKENS"')
+    assert run_stream(GEMINI, split_bytes(data, random.Random(3))) == data

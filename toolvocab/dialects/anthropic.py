@@ -232,7 +232,7 @@ class AnthropicMessages:
             content.append(block)
         if changed:
             body["content"] = content
-        lifted = lift_text_block(content, resolve, ids)
+        lifted = lift_text_block(content, resolve, ids) if body.get("stop_reason") != "max_tokens" else None
         if lifted is not None:
             index, blocks = lifted
             body["content"] = content[:index] + blocks + content[index + 1 :]
@@ -541,6 +541,9 @@ class AnthropicStream(EventStreamRewriter):
         assert self._watch is not None and self._text_held is not None
         held = self._text_held
         text = self._watch.text
+        delta = message_delta.get("delta") if isinstance(message_delta, dict) else None
+        if isinstance(delta, dict) and delta.get("stop_reason") == "max_tokens":
+            return [e.raw for e in held]  # cut off at the token limit: perhaps mid-answer, never lifted
         found = textcalls.lift(text, self._resolve, lambda i: self._ids.fix(None) or "")
         if found is None:
             return [e.raw for e in held]

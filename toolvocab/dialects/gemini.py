@@ -390,7 +390,8 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                 new_parts.append(part)
         if isinstance(content, dict) and new_parts != parts:
             content["parts"] = new_parts
-        if lift_text and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
+        cut = isinstance(candidate, dict) and candidate.get("finishReason") == "MAX_TOKENS"
+        if lift_text and not cut and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
             lifted = lift_text_parts(new_parts, resolve)
             if lifted is not None:
                 content["parts"] = lifted
@@ -559,6 +560,8 @@ class GeminiStream(EventStreamRewriter):
                 self._watch = None
             return out
         if done:
+            if candidate.get("finishReason") == "MAX_TOKENS":
+                return self._give_up()  # cut off at the token limit: never lifted
             return self._lift_held()
         return []
 

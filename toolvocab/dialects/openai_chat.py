@@ -284,7 +284,7 @@ class OpenAIChat:
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
                 changed |= _apply_function(legacy, resolve, legacy_id=None, truncated=_cut_off(choice.get("finish_reason")))
-            if not message.get("tool_calls") and isinstance(message.get("content"), str):
+            if not message.get("tool_calls") and isinstance(message.get("content"), str) and not _cut_off(choice.get("finish_reason")):
                 lifted = lift_text_calls(message["content"], resolve, plan, position)
                 if lifted is not None:
                     text, entries = lifted
@@ -659,8 +659,9 @@ class ChatStream(EventStreamRewriter):
         return _hold_to_end_of_choice(self._held, event, choices, self._release)
 
     def at_end(self) -> list[bytes]:
-        """End of stream: resolve what was held (the calls are as complete as they will get)."""
-        out = self._release_text(final=True) if self._text else []
+        """End of stream: resolve what was held (the calls are as complete as they will get);
+        held text goes out as it came (the stream ended before its choice did: never lifted)."""
+        out = self._release_text(final=True, lift=False) if self._text else []
         out += self._release_legacy() if self._legacy is not None else []
         return out + (self._release() if self._held else [])
 
@@ -782,9 +783,11 @@ class ChatStream(EventStreamRewriter):
         if state != MARKUP:
             # Prose (never a lift), or a reasoning block turned out to open the text: release.
             return self._release_text(final=False, lift=False)
-        done = not isinstance(choices, list) or not choices or any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
-        if done:
-            return self._release_text(final=True)
+        reasons = [c["finish_reason"] for c in choices if isinstance(c, dict) and c.get("finish_reason")] if isinstance(choices, list) else []
+        if not isinstance(choices, list) or not choices or reasons:
+            # Lifted only at a proper end: a usage chunk or [DONE] with no finish_reason, or a
+            # token-limit stop, may have cut the answer short (more prose, another call).
+            return self._release_text(final=True, lift=bool(reasons) and not any(_cut_off(r) for r in reasons))
         return []  # markup only so far: hold to the end of the choice (prose may still follow)
 
     def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:

@@ -463,7 +463,8 @@ class ResponsesCore:
                     changed = True
         elif isinstance(output, list) and not self.streaming:
             changed |= self.expand_parallel_items(output)
-            changed |= self.lift_output(output)
+            if response.get("status") != "incomplete":  # cut off (max_output_tokens): never lifted
+                changed |= self.lift_output(output)
         old_items = set(before)
         for item in as_list(response.get("output")):
             # Items made here are already decided (and their ids counted).
@@ -706,7 +707,9 @@ class ResponsesStream(EventStreamRewriter):
                 self._released = len(self._watch.text)
                 return out
             return []
-        if kind in _TERMINAL_EVENTS and kind != "response.failed" and self._text_held is not None:
+        if kind in _TERMINAL_EVENTS and kind not in ("response.failed", "response.incomplete") and self._text_held is not None:
+            # Lifted at a complete answer only: an incomplete one (max_output_tokens) may have
+            # stopped mid-answer, and its held text goes out as it came below.
             return self._lift_held(event, data)
         if kind == "error" or kind in _TERMINAL_EVENTS or kind == "response.output_item.added" or (
             kind == "response.content_part.added" and index == self._msg_index and data.get("content_index", 0) != 0
