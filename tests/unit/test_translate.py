@@ -471,3 +471,25 @@ def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> N
 
     data = b"".join(f"event: {n}\ndata: ".encode() + orjson.dumps(d) + b"\n\n" for n, d in events)
     assert rewrite(ANTHROPIC, Recorder(Toolset([BASH])), Plan(flow_key="dup"), [data]) == data
+
+
+# ------------------------------------------------------------------ a bare name that is an MCP operation
+MCP_EXEC = fn("mcp__ssh__execute_command", schema("command", command=STR))
+MCP_BASH = fn("mcp__remote__Bash", schema("command", command=STR))
+MCP_READ = fn("mcp__fs__read_file", schema("path", path=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args"),
+    [
+        ([BASH, MCP_EXEC], "execute_command", {"command": "rm -rf /var/www/cache"}),  # capability step
+        ([BASH, MCP_BASH], "bash", {"command": "ls"}),  # lossless step
+        ([READ, MCP_READ], "read_file", {"file_path": "/a"}),
+        ([BASH, MCP_EXEC], "EXECUTE_COMMAND", {"command": "ls"}),
+    ],
+)
+def test_a_bare_name_that_is_an_mcp_tools_operation_is_left(tools: list[Any], name: str, args: dict[str, Any]) -> None:
+    # Found by the adversarial pass: `execute_command` ran locally as Bash with the remote
+    # server's mcp__ssh__execute_command declared. The MCP tool is a candidate: two, not guessing.
+    d = decide(tools, name, args)
+    assert d.action is Action.LEAVE and any(c.startswith("mcp__") for c in d.candidates), d

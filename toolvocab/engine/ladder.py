@@ -599,6 +599,20 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
                 if tool not in matches:
                     matches.append(tool)
                 break
+    if not named_servers:
+        # A bare name may be an MCP tool's own operation (`execute_command` for
+        # mcp__ssh__execute_command): that tool is a candidate too, and a bare name never enters
+        # a namespace, so with it the call names two tools (or one it cannot reach).
+        twins = [t for t in tools.tools if t.server is not None and t.kind is call.kind and any(name_key(op) == name_key(t.server_tool or t.name) for _, _, op in readings)]
+        if twins:
+            names = [t.qualified for t in matches + twins]
+            return _leave(
+                call,
+                Step.NORMALIZED if matches else Step.NONE,
+                f"{call.qualified} is also the operation of {', '.join(t.qualified for t in twins)}"
+                + (f" as well as {', '.join(t.qualified for t in matches)}; not guessing" if matches else "; a bare name never enters a namespace"),
+                names,
+            )
     if len(matches) == 1:
         tool = matches[0]
         why = "only by case, separators, prefix or notation"
