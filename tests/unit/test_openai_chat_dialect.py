@@ -881,3 +881,15 @@ def test_output_does_not_depend_on_chunking(fixture, request_name):
         assert [d.model_dump() for d in rec.decisions] == [d.model_dump() for d in rec_whole.decisions]
     # every event of the answer survives, in order
     assert len(events_of(whole)) == len(events_of(upstream))
+
+
+@pytest.mark.parametrize("finish_reason", [["length"], {"reason": "length"}, 1, True, None])
+def test_a_finish_reason_of_any_json_type_is_read_without_error(finish_reason):
+    # A finish_reason that is no string (a list, an object, a number) is no limit reason: the
+    # call is decided as for any complete answer, and nothing raises on the value's type.
+    body = load_json("response-foreign.json")
+    body["choices"][0]["finish_reason"] = finish_reason
+    rec = Recorder(QWEN)
+    assert DIALECT.rewrite_response(body, rec, Plan(flow_key="flow-json-1")) is True
+    assert body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "run_shell_command"
+    assert body["choices"][0]["finish_reason"] == finish_reason

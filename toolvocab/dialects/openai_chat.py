@@ -418,8 +418,9 @@ _LIMIT_REASONS = frozenset({"length", "max_tokens"})
 
 def _cut_off(finish_reason: Any, *, streamed: bool = False) -> bool:
     """True when a choice ended at the token limit, or — streamed — ended with no
-    ``finish_reason`` at all (the stream stopped before the choice did)."""
-    return finish_reason in _LIMIT_REASONS or (streamed and not finish_reason)
+    ``finish_reason`` at all (the stream stopped before the choice did). A value of another
+    type (a list, an object) is no limit reason."""
+    return (isinstance(finish_reason, str) and finish_reason in _LIMIT_REASONS) or (streamed and not finish_reason)
 
 
 def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None, *, truncated: bool = False) -> bool:
