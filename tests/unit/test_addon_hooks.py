@@ -172,6 +172,20 @@ def test_auto_mode_stream_repaired_and_sentence_added(env, seed):
     assert f.comment.startswith("changed: ") and "shell→Bash (capability)" in f.comment
 
 
+def test_a_shell_call_is_left_when_the_agent_says_it_runs_on_windows(env):
+    """Claude Code's environment block says Platform: win32: each agent runs its own shell there
+    (Git Bash, PowerShell, cmd.exe), so Codex's shell argv is not made a Bash command line."""
+    upstream = fixture_bytes("response-foreign-tool.json")
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    body["system"].append({"type": "text", "text": "<env>\nWorking directory: C:\\repo\nPlatform: win32\nOS Version: Windows 11 Pro\n</env>"})
+    f = make_flow(body, upstream=upstream, resp_type="application/json")
+    r = replay(env, f)
+    assert r.out == upstream
+    [decision] = [d for d in r.record["decisions"] if d["name"] == "shell"]
+    assert decision["action"] == "leave" and "Windows" in decision["reason"]
+
+
 def test_auto_mode_json_answer_repaired(env):
     upstream = fixture_bytes("response-foreign-tool.json")
     body = fixture_json("request-claude-code.json")

@@ -95,9 +95,25 @@ POSIX_SHELLS = {"bash", "/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"}
 SEPARATORS = "_-.:/ "
 
 
+def _sourced_groups() -> list[set[str]]:
+    """Keys that name one operand in the sourced table (data, not the translation code): every
+    key of every row of a capability whose Meaning names the same operand (``replaceAll`` and
+    ``allow_multiple`` both ``edit.all``)."""
+    from toolvocab.engine.semantics import TABLES
+
+    by_what: dict[str, set[str]] = {}
+    for table in TABLES:
+        for key, meaning in list(table.args.items()) + [kv for listed in table.by_command.values() for kv in listed.items()]:
+            by_what.setdefault(meaning.what, set()).add(key)
+    return [keys for keys in by_what.values() if len(keys) > 1]
+
+
+SOURCED_GROUPS = _sourced_groups()
+
+
 def synonyms(key: str) -> set[str]:
     out = {key}
-    for group in SYNONYM_GROUPS:
+    for group in SYNONYM_GROUPS + SOURCED_GROUPS:
         if key in group:
             out |= group
     return out

@@ -247,29 +247,28 @@ def _effective(meaning: Meaning, value: Any) -> Any:
     return value
 
 
-def _runs(meaning: Meaning, value: Any) -> tuple[str, Any]:
-    """What a shell runs for a command value: the portable text, bash's text, or the user shell's."""
+_BASH = ("bash", "/bin/bash")
+_OPS = ("&&", "||", ";", "|")
+
+
+def _runs(form: str | None, value: Any) -> tuple[str, Any]:
+    """What a shell runs for a command value: an argv, a portable line (the same in bash, zsh and
+    dash: checked against the real shells in test_shellwords.py), or a line only one shell reads."""
     if isinstance(value, list):
-        if len(value) == 3 and value[0] in ("bash", "/bin/bash") and value[1] in ("-c", "-lc"):
-            return _runs(Meaning("shell.command", form="bash"), value[2])
+        if len(value) == 3 and value[0] in _BASH and value[1] in ("-c", "-lc"):
+            return _runs("bash", value[2])
         return ("argv", tuple(value))
-    words = shlex.split(value) if value.count("'") % 2 == 0 else None
-    if words and len(words) == 3 and words[0] == "bash" and words[1] in ("-c", "-lc"):
-        return _runs(Meaning("shell.command", form="bash"), words[2])
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        words = None
+    if words and len(words) == 3 and words[0] in _BASH and words[1] in ("-c", "-lc"):
+        return _runs("bash", words[2])
     if is_portable(value):
-        try:
-            return ("argv-or-portable", tuple(shlex.split(value)) if all(op not in value for op in ("&&", "||", ";", "|")) else value)
-        except ValueError:
-            return ("portable", value)
-    return (meaning.form, value)
-
-
-def _runs_argv(run: tuple[str, Any]) -> tuple[str, Any]:
-    """An argv and the portable command line that runs it are one intent."""
-    kind, what = run
-    if kind == "argv":
-        return ("argv-or-portable", what)
-    return run
+        if words is not None and not any(op in value for op in _OPS):
+            return ("argv", tuple(words))
+        return ("portable", value)
+    return (form or "?", value)
 
 
 def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
@@ -281,7 +280,13 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             continue
         meaning = listed[key]
         if meaning.what in ("shell.command", "monitor.command"):
-            out[meaning.what] = _runs_argv(_runs(meaning, value))
+            out[meaning.what] = _runs(meaning.form, value)
+        elif meaning.what.endswith((".path", ".cwd")) and isinstance(value, str) and value.startswith("~"):
+            # ~ is the home directory for some tools, a folder of the project for others: a
+            # home-relative path means something only in its own tool.
+            out[meaning.what] = (value, f"{table.clients} {table.name}")
+        elif meaning.form == "rg-glob-list" and isinstance(value, str) and not any(c.isspace() or c == "," for c in value):
+            out[meaning.what] = (value, "rg-glob")  # a list of one glob is that glob
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
     for what, value in table.fixed.items():
@@ -493,3 +498,71 @@ def test_a_bare_name_that_is_an_mcp_tools_operation_is_left(tools: list[Any], na
     # server's mcp__ssh__execute_command declared. The MCP tool is a candidate: two, not guessing.
     d = decide(tools, name, args)
     assert d.action is Action.LEAVE and any(c.startswith("mcp__") for c in d.candidates), d
+
+
+# ------------------------------------------------------------------ Windows
+EXEC_COMMAND = fn("exec_command", schema("cmd", cmd=STR, workdir=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args"),
+    [
+        ([EXEC_COMMAND], "Bash", {"command": "echo a b > notes.txt"}),  # PowerShell would write two lines
+        ([EXEC_COMMAND], "Bash", {"command": "git status"}),
+        ([RUN_SHELL], "terminal", {"command": "git status"}),  # Qwen Code: cmd.exe on Windows
+        ([BASH], "shell", {"command": ["git", "status"]}),  # a POSIX join means nothing to PowerShell
+        ([BASH], "Bash", {"command": ["git", "status"]}),  # not even respelled for the client's own tool
+    ],
+)
+def test_on_windows_no_command_moves_between_tools_or_is_respelled(tools: list[Any], name: str, args: dict[str, Any]) -> None:
+    # Found by the adversarial pass: a POSIX redirection reached Codex's exec_command, which runs
+    # PowerShell on Windows. The same calls off Windows still repair.
+    d = resolve(ToolCall(name=name, arguments=args), Toolset(tools), windows=True)
+    assert d.arguments_after is None and d.target in (None, name), d
+    assert resolve(ToolCall(name=name, arguments=args), Toolset(tools)).changed
+
+
+@pytest.mark.parametrize(
+    ("text", "windows"),
+    [
+        ("Platform: win32\nOS Version: Windows 11 Pro", True),
+        ("My operating system is: win32", True),
+        ("<environment_context><cwd>C:\\\\repo</cwd><shell>powershell</shell></environment_context>", True),
+        ("Platform: linux\nOS Version: Linux 6.8", False),
+        ("My operating system is: darwin", False),
+        ("<environment_context><shell>zsh</shell></environment_context>", False),
+    ],
+)
+def test_windows_is_read_from_the_agents_own_words(text: str, windows: bool) -> None:
+    from toolvocab.engine.clients import announces_windows
+
+    assert announces_windows([text]) is windows
+
+
+# ------------------------------------------------------------------ paths and globs
+OC_WRITE = fn("write", schema("filePath", "content", filePath=STR, content=STR))
+OC_READ = fn("read", schema("filePath", filePath=STR, offset=INT, limit=INT))
+CC_GREP = fn("Grep", schema("pattern", additional=False, pattern=STR, path=STR, glob=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        ([OC_WRITE], "write_file", {"path": "~/notes.md", "content": "x"}, "OpenCode"),
+        ([OC_READ], "Read", {"file_path": "~/.bashrc"}, "OpenCode"),
+    ],
+)
+def test_a_home_relative_path_never_moves_between_tools(tools: list[Any], name: str, args: dict[str, Any], client: str) -> None:
+    # Found by the adversarial pass: OpenCode resolves ~ against the project, pi, Hermes and
+    # Claude Code's Read against the home directory.
+    d = decide(tools, name, args, client=client)
+    assert not d.changed, d
+    plain = {k: (v.replace("~", "/home/u") if isinstance(v, str) else v) for k, v in args.items()}
+    assert decide(tools, name, plain, client=client).changed
+
+
+@pytest.mark.parametrize(("include", "moves"), [("*.md", True), ("docs/My Notes/*.md", False), ("a,b.py", False)])
+def test_one_glob_reaches_claude_codes_grep_and_a_list_does_not(include: str, moves: bool) -> None:
+    # Claude Code's Grep splits glob on whitespace and commas; OpenCode's grep reads one glob.
+    d = decide([CC_GREP], "grep", {"pattern": "TODO", "include": include}, client="Claude Code")
+    assert d.changed is moves, d

@@ -33,6 +33,7 @@ from toolvocab.addons.stream import rewriter_note
 from toolvocab.addons.stream import send_to_client
 from toolvocab.dialects.base import Dialect
 from toolvocab.engine import jsonio
+from toolvocab.engine.clients import announces_windows
 from toolvocab.engine.clients import client_headers
 from toolvocab.engine.clients import identify_client
 from toolvocab.engine.errors import classify_tool_results
@@ -333,6 +334,7 @@ class ToolVocab(Configurable):
             plan=plan,
             record=record,
             wants_stream=dialect.wants_stream(req.path, body),
+            windows=announces_windows(dialect.platform_texts(body)),
         )
         if self.mode in ("auto", "repair"):
             # The plan is applied to the parsed copy; the wire gets it only as a complete body

@@ -26,8 +26,9 @@ class FlowState:
     as their resolver (``state(call) -> Decision``).
     """
 
-    def __init__(self, dialect: Dialect, tools: Toolset, plan: Plan, record: FlowRecord, wants_stream: bool) -> None:
+    def __init__(self, dialect: Dialect, tools: Toolset, plan: Plan, record: FlowRecord, wants_stream: bool, windows: bool = False) -> None:
         self.dialect = dialect
+        self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
         self.tools = tools
         self.plan = plan
         self.record = record
@@ -45,6 +46,6 @@ class FlowState:
         return self.resolver(call)
 
     def resolver(self, call: ToolCall) -> Decision:
-        decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client)
+        decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client, windows=self.windows)
         self.record.decisions.append(decision)
         return decision

@@ -18,6 +18,7 @@ from toolvocab.addons.stream import note_unrepaired
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.engine import jsonio
+from toolvocab.engine.clients import announces_windows
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import passed_note
 
@@ -84,7 +85,7 @@ class ToolVocabWebSocket:
                 record.request_changed = previous.record.request_changed
                 record.response_changed = previous.record.response_changed
             record.streamed = True
-            state = FlowState(dialect, tools, plan, record, wants_stream=True)
+            state = FlowState(dialect, tools, plan, record, wants_stream=True, windows=announces_windows(dialect.platform_texts(frame)))
             state.ws_rewriter = dialect.stream_rewriter(state, plan)
             self._ws[flow.id] = state
             if self.core.mode in ("auto", "repair") and dialect.apply_request(frame, plan):

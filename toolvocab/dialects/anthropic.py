@@ -136,6 +136,10 @@ class AnthropicMessages:
         m = re.search(r"/models?/([^/:?]+)", path_only(path))
         return m.group(1) if m else None
 
+    def platform_texts(self, body: JSON) -> list[str]:
+        """The system texts (where this agent family describes its machine)."""
+        return self.system_texts(body)
+
     def system_texts(self, body: JSON) -> list[str]:
         """``system`` (string or text blocks) and every ``role: "system"`` message's text."""
         texts = content_texts(body.get("system"))

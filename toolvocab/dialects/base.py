@@ -78,6 +78,12 @@ class Dialect(Protocol):
         """The system prompt texts the model reads (system field and system-role messages)."""
         ...
 
+    def platform_texts(self, body: JSON) -> list[str]:
+        """The texts where the agent describes the machine it runs on (its system prompt, and
+        where the agent puts it, its environment context): read for
+        :func:`toolvocab.engine.clients.announces_windows`."""
+        ...
+
     def transcript_names(self, body: JSON) -> list[str]:
         """Tool names of the earlier calls the request replays (flat names)."""
         ...

@@ -218,6 +218,10 @@ class Gemini:
             return m.group(1)
         return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
 
+    def platform_texts(self, body: JSON) -> list[str]:
+        """The system texts (where this agent family describes its machine)."""
+        return self.system_texts(body)
+
     def system_texts(self, body: JSON) -> list[str]:
         """The text parts of ``systemInstruction``."""
         req = _unwrap(body)

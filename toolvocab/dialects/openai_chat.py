@@ -188,6 +188,10 @@ class OpenAIChat:
         """``model`` from the body."""
         return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
 
+    def platform_texts(self, body: JSON) -> list[str]:
+        """The system texts (where this agent family describes its machine)."""
+        return self.system_texts(body)
+
     def system_texts(self, body: JSON) -> list[str]:
         """Text of every ``system`` and ``developer`` message."""
         texts: list[str] = []

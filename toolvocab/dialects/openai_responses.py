@@ -136,6 +136,16 @@ class OpenAIResponses:
         """``model`` from the body."""
         return body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
 
+    def platform_texts(self, body: JSON) -> list[str]:
+        """The system texts, and the text of an early input message holding Codex's
+        ``<environment_context>`` (it names the shell Codex runs commands in)."""
+        texts = self.system_texts(body)
+        items = body.get("input") if isinstance(body, dict) else None
+        for item in items[:8] if isinstance(items, list) else ():
+            if isinstance(item, dict) and item.get("type", "message") == "message":
+                texts += [t for t in content_texts(item.get("content")) if "<environment_context>" in t]
+        return texts
+
     def system_texts(self, body: JSON) -> list[str]:
         """``instructions`` and the text of every ``system`` / ``developer`` input message."""
         texts = content_texts(body.get("instructions"))

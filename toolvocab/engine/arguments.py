@@ -159,10 +159,12 @@ def fit_arguments(
     closed: bool = False,
     drop_annotations: bool = False,
     target_capability: str | None = None,
+    posix: bool = True,
 ) -> Fit:
     """Fit ``arguments`` to ``schema``: translate them under every one of ``readings`` into
     ``target``'s keys (:func:`~toolvocab.engine.translate.translate`), then respell values
-    (:func:`respell`). ``arguments`` is not modified.
+    (:func:`respell`). ``posix`` False: the agent runs on Windows, where no command line is moved
+    between tools or an argv joined with POSIX quoting. ``arguments`` is not modified.
 
     Annotation keys (:data:`~toolvocab.engine.translate.ANNOTATION_KEYS`) the schema does not
     declare are dropped only with ``drop_annotations`` (the call came in *another agent's
@@ -178,10 +180,10 @@ def fit_arguments(
         if extra:
             return Fit(None, reason=f"its schema declares no argument, and the call carries {', '.join(map(repr, extra))}")
         return Fit(dict(arguments))
-    translation = translate(arguments, readings, target, consumed=consumed)
+    translation = translate(arguments, readings, target, consumed=consumed, posix=posix)
     if translation.arguments is None:
         return Fit(None, reason=translation.reason)
-    out, changes = respell(translation.arguments, schema, target_capability=target_capability)  # type: ignore[arg-type]
+    out, changes = respell(translation.arguments, schema, target_capability=target_capability if posix else None)  # type: ignore[arg-type]
     changes = translation.changes + changes
     drop = drop_annotations and (closed or schema.get("additionalProperties") is False)  # type: ignore[union-attr]
     for key in list(out):

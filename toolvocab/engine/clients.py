@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Mapping
 
 #: (client, header, regex) — first match wins; header names lower-case.
@@ -60,3 +61,18 @@ def identify_client(headers: Mapping[str, str]) -> str:
         if value and re.search(pattern, value):
             return client
     return "unknown"
+
+
+#: What the agents write about the machine they run on, when it is Windows: Claude Code's
+#: environment block (``Platform: win32``, ``OS Version: Windows …``), Gemini CLI's and Qwen
+#: Code's ``My operating system is: win32``, Codex's ``<environment_context>`` (``<shell>powershell``
+#: / ``pwsh`` / ``cmd``). Each names Node's ``process.platform`` or the shell Codex runs commands in.
+_WINDOWS = re.compile(r"\bwin32\b|OS Version: Windows|<shell>\s*(?:powershell|pwsh|cmd)\b|Windows_NT", re.IGNORECASE)
+
+
+def announces_windows(texts: Iterable[str]) -> bool:
+    """True when any of ``texts`` (a request's system prompt and environment context,
+    :meth:`toolvocab.dialects.base.Dialect.platform_texts`) says the agent runs on Windows. There,
+    each agent runs commands in its own shell (Claude Code in Git Bash, Codex and Gemini CLI in
+    PowerShell, Qwen Code in cmd.exe or Git Bash): a command line never moves between tools."""
+    return any(_WINDOWS.search(text) for text in texts if isinstance(text, str))

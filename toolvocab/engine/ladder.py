@@ -296,7 +296,10 @@ def _unparsed(call: ToolCall) -> str:
     return "its arguments are not a JSON object and are left as sent"
 
 
-def _fit(call: ToolCall, tool: DeclaredTool, readings: list[Reading], client: str | None, *, consumed: frozenset[str] = frozenset(), foreign: bool = False, closed: bool = False) -> Fit:
+def _fit(
+    call: ToolCall, tool: DeclaredTool, readings: list[Reading], client: str | None, *, consumed: frozenset[str] = frozenset(),
+    foreign: bool = False, closed: bool = False, posix: bool = True,
+) -> Fit:
     """The call's arguments translated for ``tool`` under ``readings`` (:func:`fit_arguments`)."""
     target = target_for(tool.name, tool.capability, declared_properties(tool.input_schema), client)
     return fit_arguments(
@@ -308,6 +311,7 @@ def _fit(call: ToolCall, tool: DeclaredTool, readings: list[Reading], client: st
         closed=closed,
         drop_annotations=foreign,
         target_capability=tool.capability,
+        posix=posix,
     )
 
 
@@ -336,7 +340,8 @@ def spelled_readings(names: Iterable[str], tool: DeclaredTool, client: str | Non
 
 
 def _decide_lossless(
-    call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, foreign: bool, client: str | None = None, spellings: Iterable[str] = ()
+    call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, foreign: bool, client: str | None = None, spellings: Iterable[str] = (),
+    posix: bool = True,
 ) -> Decision:
     """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
 
@@ -362,7 +367,7 @@ def _decide_lossless(
     if call.arguments is None:
         return Decision(action=Action.RENAME, reason=f"{reason}; {_unparsed(call)}", **target, **base)
     readings = [own_reading(tool.name, tool.capability), *spelled_readings(spellings, tool, client)]
-    fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign)
+    fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign, posix=posix)
     if fit.arguments is None:
         return _leave(call, step, f"{reason}, but {fit.reason}: renaming would change what the call means", [tool.qualified])
     changes = _json_repaired(call) + fit.changes
@@ -380,7 +385,8 @@ def _decide_lossless(
 
 
 def _decide_capability(
-    call: ToolCall, tool: DeclaredTool, *, reason: str, candidates: list[str], consumed: frozenset[str], readings: list[Reading], client: str | None = None
+    call: ToolCall, tool: DeclaredTool, *, reason: str, candidates: list[str], consumed: frozenset[str], readings: list[Reading],
+    client: str | None = None, posix: bool = True,
 ) -> Decision:
     """Rename ``call`` to ``tool`` by capability, only if every reading of the answered name (one
     per agent that declares it) translates every argument to the same counterpart in the target
@@ -392,7 +398,7 @@ def _decide_capability(
     empty = _empty_to_object(call, tool)
     if call.empty_arguments and empty is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but {_empty_left(call, tool)}", **base)
-    fit = _fit(call, tool, readings, client, consumed=consumed, foreign=True) if empty is None else Fit({})
+    fit = _fit(call, tool, readings, client, consumed=consumed, foreign=True, posix=posix) if empty is None else Fit({})
     if fit.arguments is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but {fit.reason}; renaming would change the call's meaning", arg_changes=fit.changes, **base)
     error = validation_error(fit.arguments, tool.input_schema)
@@ -415,7 +421,7 @@ def _decide_capability(
     )
 
 
-def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = None) -> Decision:
+def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = None, posix: bool = True) -> Decision:
     """Keep a call to a declared tool; change its arguments only to make them valid, and only when
     every key keeps its meaning (no key the tool does not declare survives a change: the client
     would ignore it)."""
@@ -439,7 +445,7 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
     error = validation_error(call.arguments, tool.input_schema)
     if error is None and not repaired:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)
-    fit = _fit(call, tool, [own_reading(tool.name, tool.capability), *spelled_readings([tool.name], tool, client, same_name=True)], client)
+    fit = _fit(call, tool, [own_reading(tool.name, tool.capability), *spelled_readings([tool.name], tool, client, same_name=True)], client, posix=posix)
     if repaired:
         # The argument text only parsed after lossless repairs: the parsed object is written back,
         # fitted when fitting makes it valid — and never with a key the client would not read.
@@ -492,7 +498,7 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str
     return None
 
 
-def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str], client: str | None) -> Decision | None:
+def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str], client: str | None, posix: bool = True) -> Decision | None:
     found = _reverse_lookup(call, reverse_map)
     if found is None:
         return None
@@ -527,12 +533,12 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
     alias_name = split_flat(call.namespace, alias)
     foreign = bool(vocabulary.entries_for(alias_name))
     if foreign:
-        return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, foreign=True, client=client, spellings=[alias_name])
+        return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, foreign=True, client=client, spellings=[alias_name], posix=posix)
     # A grammar or duplicate alias is the client's own tool under a transport name this flow gave
     # it: the model saw the client's schema and meant the client's tool. Its name always goes back
     # (the client sees what it would have seen without the alias); its arguments change only as a
     # call to the declared name would (:func:`_decide_declared`).
-    own = _decide_declared(call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client)
+    own = _decide_declared(call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client, posix)
     said_of_arguments = own.reason.partition("; ")[2] if own.action is Action.FIT or own.arguments_after is None and "; " in own.reason else ""
     return own.model_copy(
         update={
@@ -545,7 +551,9 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
     )
 
 
-def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None, *, client: str | None = None) -> Decision:
+def resolve(
+    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None, *, client: str | None = None, windows: bool = False
+) -> Decision:
     """Decide what ``call`` must mean among ``tools``.
 
     ``reverse_map`` maps an upstream alias this flow sent (flat name) to the declared tool's flat
@@ -553,15 +561,22 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
     under such an alias — read losslessly (:func:`lossless_readings`) — gets the client's name back
     whenever its arguments keep their meaning. ``client`` is the agent that sent the request, as
     :func:`toolvocab.engine.clients.identify_client` names it: its own table then says what the
-    declared tools' keys mean (:func:`toolvocab.engine.translate.target_for`). Returns a
-    :class:`Decision`; never raises for well-typed input. Only a tool in ``tools`` is ever a target.
+    declared tools' keys mean (:func:`toolvocab.engine.translate.target_for`). ``windows``: the
+    request says the agent runs on Windows (:func:`toolvocab.engine.clients.announces_windows`),
+    where each agent runs commands in its own shell: no command line is then moved between tools
+    or respelled. Returns a :class:`Decision`; never raises for well-typed input. Only a tool in
+    ``tools`` is ever a target.
     """
+    return _resolve(call, tools, reverse_map, client, not windows)
+
+
+def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool) -> Decision:
     exact = tools.find(call.name, call.namespace)
     if exact is not None:
-        return _decide_declared(call, exact, client)
+        return _decide_declared(call, exact, client, posix)
 
     if reverse_map:
-        decision = _resolve_reverse(call, tools, reverse_map, client)
+        decision = _resolve_reverse(call, tools, reverse_map, client, posix)
         if decision is not None:
             return decision
 
@@ -628,6 +643,7 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             foreign=False,
             client=client,
             spellings=probes if tool.server is None else (),
+            posix=posix,
         )
     if len(matches) > 1:
         names = [t.qualified for t in matches]
@@ -692,6 +708,7 @@ def resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | Non
             consumed=consumed,
             readings=readings_of(answered, capability, _EDITOR_COMMAND.get(capability) if by_command is not None and command is None else command if isinstance(command, str) else None),
             client=client,
+            posix=posix,
         )
     if not candidates:
         return _leave(

@@ -169,7 +169,8 @@ TABLES: tuple[ArgTable, ...] = (
     # Glob and Grep use ripgrep: rg --files --glob, and rg's Rust regex (case-sensitive; -i).
     _t("Glob", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
     _t("Grep", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "glob": m("grep.include", form="rg-glob"),
+        # glob is split on whitespace and commas into several --glob arguments
+        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "glob": m("grep.include", form="rg-glob-list"),
         "output_mode": _own("claude.grep", "output_mode"), "-A": _own("claude.grep", "-A"), "-B": _own("claude.grep", "-B"),
         "-C": _own("claude.grep", "-C"), "context": _own("claude.grep", "context"), "-n": _own("claude.grep", "-n"),
         "-i": m("grep.ignore_case", default=False), "-o": _own("claude.grep", "-o"), "type": _own("claude.grep", "type"),

@@ -16,6 +16,7 @@ Pure functions over plain data; no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -50,6 +51,15 @@ ANNOTATION_KEYS: frozenset[str] = frozenset({"instruction", "explanation", "just
 _LOCATIONS = frozenset(
     {"read.path", "write.path", "edit.path", "list.path", "glob.path", "grep.path", "shell.command", "shell.cwd"}
 )
+
+#: Where Claude Code's Grep splits its ``glob`` into several (whitespace, commas).
+_LIST_SEPARATORS = re.compile(r"[\s,]")
+
+
+def _is_path(what: str) -> bool:
+    """An operand naming a file or a directory."""
+    return what.endswith((".path", ".cwd"))
+
 
 #: Operands whose value is a command line (a string for some shell, or an argv).
 _COMMANDS = frozenset({"shell.command", "monitor.command"})
@@ -162,7 +172,11 @@ def _number(value: Any) -> int | float | None:
     return None
 
 
-def _command(value: Any, src: Meaning, dst: Meaning) -> Any:
+def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
+    if not posix:
+        if src is dst and isinstance(value, str):
+            return value  # the target's own command, as sent
+        raise _Unusable("the agent runs on Windows, where each tool runs its own shell (PowerShell, cmd.exe, Git Bash): the command stays as sent")
     if isinstance(value, list):
         if not all(isinstance(a, str) for a in value):
             # Not a command any tool runs: the value passes as sent, the client reports its type.
@@ -191,20 +205,29 @@ def _command(value: Any, src: Meaning, dst: Meaning) -> Any:
     raise _Unusable(f"the command is read one way by {src.form!r}'s shell and another by {dst.form!r}'s, and it is not portable")
 
 
-def convert(value: Any, src: Meaning, dst: Meaning) -> Any:
+def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> Any:
     """``value`` as meant by ``src``, written for ``dst``; raises :class:`_Unusable` when no exact
     conversion exists.
 
     Listed conversions: seconds ↔ milliseconds (to a whole number of the target's unit only), 1-based ↔ 0-based
     numbers (±1, never below the base), a command between shells (:func:`_command`), an exact edit
-    text to a normalising matcher. Everything else must be equal: operand, form, unit, base. A
+    text to a normalising matcher. Everything else must be equal: operand, form, unit, base. With
+    ``posix`` False (the agent runs on Windows) a command never changes form or tool. A
     number past ``dst.most`` (the largest the target honours) is refused: the tool would clamp or
     reject it.
     """
     if src.what != dst.what:
         raise _Unusable(f"it means {src.what}, the target's {dst.what}")
     if src.what in _COMMANDS:
-        return _command(value, src, dst)
+        return _command(value, src, dst, posix)
+    if _is_path(src.what) and isinstance(value, str) and value.startswith("~") and src is not dst:
+        # Hermes, pi, OpenClaw and Claude Code's Read expand ~ to the home directory; OpenCode and
+        # Gemini CLI resolve it against the project (<project>/~/…): another file.
+        raise _Unusable(f"{value!r} is the home directory for some tools and a folder named ~ for others")
+    if {src.form, dst.form} == {"rg-glob", "rg-glob-list"}:
+        if isinstance(value, str) and not _LIST_SEPARATORS.search(value):
+            return value  # one glob: the same in a tool that reads a list of them
+        raise _Unusable(f"{value!r} is split into several globs by one tool and read as one by the other")
     if src.form != dst.form and not (src.what == "edit.old" and _matching_allows(src.form, dst.form)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
     if src.unit == dst.unit and src.base == dst.base:
@@ -416,7 +439,7 @@ class Translation:
     readings: int = 0
 
 
-def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Meaning]) -> Any:
+def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Meaning], posix: bool = True) -> Any:
     """The value every (source, target) meaning pair gives, or :class:`_Unusable`."""
     results: list[Any] = []
     applicable = False
@@ -424,7 +447,7 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
     for src in srcs:
         for dst in dsts:
             try:
-                results.append(convert(value, src, dst))
+                results.append(convert(value, src, dst, posix=posix))
                 applicable = True
             except _Unusable as exc:
                 if exc.applicable:
@@ -439,7 +462,7 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
     return first
 
 
-def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consumed: frozenset[str]) -> tuple[dict[str, Any], list[ArgChange]]:
+def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consumed: frozenset[str], posix: bool = True) -> tuple[dict[str, Any], list[ArgChange]]:
     out: dict[str, Any] = {}
     changes: list[ArgChange] = []
     placed: dict[str, str] = {}  # target key -> the source key that filled it
@@ -469,7 +492,7 @@ def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consum
                 # The target's own command, spelled as another value form (an argv for a string);
                 # a value no shell runs stays as sent, for the client to report.
                 try:
-                    value = _one_value(key, value, meanings, meanings)
+                    value = _one_value(key, value, meanings, meanings, posix)
                 except _Unusable as exc:
                     if exc.applicable:
                         raise
@@ -503,7 +526,7 @@ def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consum
                     continue
                 raise _Unusable(f"{target.name} has no argument for {key!r} ({what})")
             dst_key = found
-            new = _one_value(key, value, srcs, target.meanings[dst_key])
+            new = _one_value(key, value, srcs, target.meanings[dst_key], posix)
         if dst_key in out:
             current = out[dst_key]
             if what in _LOCATIONS and current == "" and new not in ("", None):
@@ -593,6 +616,7 @@ def translate(
     target: Target,
     *,
     consumed: frozenset[str] = frozenset(),
+    posix: bool = True,
 ) -> Translation:
     """Translate ``arguments`` under each of ``readings`` into ``target``'s keys.
 
@@ -600,13 +624,14 @@ def translate(
     least one applies); else a :class:`Translation` whose ``arguments`` is ``None`` and whose
     ``reason`` names the key that could not be placed. ``consumed`` keys (a text editor's
     ``command`` once it chose the operation) are dropped unless the target declares them.
-    Annotation keys stay as they are (the caller decides whether one may be dropped).
+    Annotation keys stay as they are (the caller decides whether one may be dropped). ``posix``
+    False: the agent runs on Windows (no command line changes form or tool).
     """
     results: list[tuple[Reading, dict[str, Any], list[ArgChange]]] = []
     unusable: list[tuple[Reading, _Unusable]] = []
     for reading in readings:
         try:
-            out, changes = _read(arguments, reading, target, consumed)
+            out, changes = _read(arguments, reading, target, consumed, posix)
         except _NotThisTool as exc:
             # The target's own reading is never set aside: the call names the target.
             unusable.append((reading, _Unusable(str(exc), applicable=reading.own)))
