@@ -157,7 +157,7 @@ def test_replay_fails_where_test_flows_fails(corpus, capsys):
     _scratch_corpus(corpus)
     # tests/test_flows.py's per-file checks over the scratch corpus, in a pytest of its own
     env = dict(os.environ, TOOLVOCAB_FLOWS_DIR=str(corpus))
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", str(fr.REPO / "tests" / "test_flows.py"),
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-n", "0", str(fr.REPO / "tests" / "test_flows.py"),
                           "-k", "replays_as_recorded or manifest_says or credentials or neutral_text"],
                          cwd=fr.REPO, env=env, capture_output=True, text=True, timeout=300)
     assert "2 failed, 10 passed" in run.stdout, run.stdout[-3000:]  # 4 checks x 3 files: the 2 mutated tables fail
