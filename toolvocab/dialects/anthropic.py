@@ -11,6 +11,7 @@ anywhere. In a stream a tool name appears only in ``content_block_start``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from toolvocab.dialects.base import JSON
@@ -30,6 +31,7 @@ from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -151,7 +153,8 @@ class AnthropicMessages:
     def apply_request(self, body: JSON, plan: Plan) -> bool:
         """Rename per ``plan.rename_map`` in ``tools[].name`` (client tools only),
         ``tool_choice.name``, transcript ``tool_use.name`` and ``tool_reference.tool_name``
-        inside ``tool_result`` content; add the prompt sentence to ``system``."""
+        inside ``tool_result`` content; alias replayed call ids the upstream rejects
+        (``plan.call_ids``); add the prompt sentence to ``system``."""
         changed = False
         rename = plan.rename_map
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
@@ -183,6 +186,7 @@ class AnthropicMessages:
                         for inner in block["content"]:
                             if isinstance(inner, dict) and inner.get("type") == "tool_reference":
                                 changed |= _rename_key(inner, "tool_name", rename)
+        changed |= _alias_call_ids(body, plan)
         if plan.prompt_sentence:
             system = body.get("system")
             if system is None or system == "":
@@ -200,7 +204,7 @@ class AnthropicMessages:
         """``tools`` and ``tool_choice``; ``messages`` when names are renamed (earlier
         ``tool_use`` blocks, ``tool_reference``); ``system`` for the prompt sentence."""
         keys = {"tools", "tool_choice"}
-        if plan.rename_map:
+        if plan.rename_map or _history_ids(body, id_aliases):
             keys.add("messages")
         if plan.prompt_sentence:
             keys.add("system")
@@ -217,7 +221,7 @@ class AnthropicMessages:
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return False
         changed = False
-        ids = CallIds(plan.flow_key)
+        ids = CallIds(plan.flow_key, {v: k for k, v in plan.call_ids.items()})
         content: list[Any] = []
         for block in body["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
@@ -252,6 +256,43 @@ class AnthropicMessages:
     def stream_rewriter(self, resolve: Resolver, plan: Plan) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
         return AnthropicStream(resolve, plan)
+
+
+def _id_blocks(body: JSON) -> list[tuple[dict[str, Any], str]]:
+    """Every replayed ``(block, key)`` holding a client tool-call id in ``messages``:
+    ``tool_use.id`` and ``tool_result.tool_use_id``."""
+    out: list[tuple[dict[str, Any], str]] = []
+    for message in as_list(body.get("messages") if isinstance(body, dict) else None):
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                out.append((block, "id"))
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                out.append((block, "tool_use_id"))
+    return out
+
+
+def _history_ids(body: JSON, aliases: Callable[[list[str]], dict[str, str]]) -> dict[str, str]:
+    """The aliases for the replayed ids the upstream rejects (``{}``: none)."""
+    return aliases([block[key] for block, key in _id_blocks(body)])
+
+
+def _alias_call_ids(body: JSON, plan: Plan) -> bool:
+    """Send each replayed ``tool_use.id`` / ``tool_result.tool_use_id`` the upstream rejects as
+    its alias (:func:`toolvocab.engine.ids.id_aliases`), recorded in ``plan.call_ids``. Anthropic
+    checks ``tool_use.id`` against ``^[a-zA-Z0-9_-]+$`` (maximhq/bifrost#5097); a pair keeps
+    pairing because both ends get the same alias."""
+    blocks = _id_blocks(body)
+    aliases = id_aliases([block[key] for block, key in blocks])
+    if not aliases:
+        return False
+    for block, key in blocks:
+        if block[key] in aliases:
+            block[key] = aliases[block[key]]
+    plan.call_ids.update(aliases)
+    return True
 
 
 def _is_invalid_sink(name: Any, arguments: Any) -> bool:
@@ -391,7 +432,7 @@ class AnthropicStream(EventStreamRewriter):
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
         self._resolve = resolve
-        self._ids = CallIds(plan.flow_key if plan is not None else "")
+        self._ids = CallIds(plan.flow_key if plan is not None else "", {v: k for k, v in plan.call_ids.items()} if plan is not None else None)
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
         self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up

@@ -125,17 +125,24 @@ class CallIds:
     """Deterministic ids for one answer's tool calls that have none, an empty one, or one
     already used in the answer (:func:`toolvocab.engine.ids.stable_call_id` from the flow and the
     call's position). ``fix(call_id)`` counts every call and returns the id to use instead, or
-    ``None`` when ``call_id`` is fine as it is."""
+    ``None`` when ``call_id`` is fine as it is. ``restore`` maps an alias the request side sent
+    for a rejected id back to that id (:attr:`Plan.call_ids` inverted): the client never sees an
+    alias."""
 
-    def __init__(self, flow_key: str) -> None:
+    def __init__(self, flow_key: str, restore: dict[str, str] | None = None) -> None:
         self._flow_key = flow_key
         self._seen: set[str] = set()
         self._position = 0
+        self._restore = restore or {}
 
     def fix(self, call_id: Any) -> str | None:
         """The replacement for ``call_id`` (``None``: keep it)."""
         position = self._position
         self._position += 1
+        if isinstance(call_id, str) and call_id in self._restore and self._restore[call_id] not in self._seen:
+            original = self._restore[call_id]
+            self._seen.add(original)
+            return original
         if isinstance(call_id, str) and call_id and call_id not in self._seen:
             self._seen.add(call_id)
             return None

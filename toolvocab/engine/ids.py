@@ -7,6 +7,8 @@ router of seed 004 does with ``generate_tool_call_id(plan_id, sequence)`` → ``
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterable
 
 
 def stable_call_id(flow_key: str, position: int) -> str:
@@ -18,3 +20,36 @@ def stable_call_id(flow_key: str, position: int) -> str:
     """
     digest = hashlib.sha256(f"{flow_key}:{position}".encode()).hexdigest()
     return "tc_" + digest[:24]
+
+
+#: The tool-call id pattern Anthropic enforces on ``tool_use.id`` in a request's history: a 400
+#: ``tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`` (maximhq/bifrost#5097,
+#: microsoft/vscode#327597) for ids another model produced, such as Kimi's ``functions.Bash:0``.
+UPSTREAM_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def id_aliases(ids: Iterable[str]) -> dict[str, str]:
+    """Aliases for the ids in ``ids`` that :data:`UPSTREAM_ID` rejects: original → alias.
+
+    An alias is ``tvid_`` + 24 hex chars of SHA-256 over the id (29 characters), the same for the
+    same id in every request, so a transcript replayed turn after turn sends the same alias.
+    Collision-free: an alias never equals an id in ``ids`` or another alias (on a clash the hash
+    is taken over ``"<id>#<n>"``, ``n`` = 1, 2, …). Valid ids and empty strings (which nothing
+    can pair unambiguously) get no alias; an empty input gives ``{}``.
+    """
+    seen = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+    taken = set(seen)
+    out: dict[str, str] = {}
+    for original in seen:
+        if not original or UPSTREAM_ID.fullmatch(original):
+            continue
+        n = 0
+        while True:
+            text = original if n == 0 else f"{original}#{n}"
+            new = "tvid_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+            if new not in taken:
+                break
+            n += 1
+        taken.add(new)
+        out[original] = new
+    return out

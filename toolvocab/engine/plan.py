@@ -53,6 +53,9 @@ class Plan(BaseModel):
     lists the (upstream) names it names. ``renames`` explains every rename; ``skipped`` every
     rename a profile asked for and the plan declined (collision, ambiguity). ``flow_key``
     identifies the flow (for deterministic call ids, :mod:`toolvocab.engine.ids`).
+    ``call_ids`` maps a replayed tool-call id the upstream rejects to the alias sent in its place
+    (filled by a dialect's ``apply_request``, :func:`toolvocab.engine.ids.id_aliases`); an answer
+    that carries an alias gets the original back.
     """
 
     rename_map: dict[str, str] = Field(default_factory=dict)
@@ -64,6 +67,7 @@ class Plan(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     profile: str | None = None
     grammar: str | None = None
+    call_ids: dict[str, str] = Field(default_factory=dict)
 
     @property
     def reverse_map(self) -> dict[str, str]:
@@ -353,4 +357,5 @@ class PlanCache:
             skipped=list(template.skipped),
             profile=template.profile,
             grammar=template.grammar,
+            call_ids={},
         )
