@@ -566,3 +566,35 @@ def test_one_glob_reaches_claude_codes_grep_and_a_list_does_not(include: str, mo
     # Claude Code's Grep splits glob on whitespace and commas; OpenCode's grep reads one glob.
     d = decide([CC_GREP], "grep", {"pattern": "TODO", "include": include}, client="Claude Code")
     assert d.changed is moves, d
+
+
+# ------------------------------------------------------------------ Crush (charmbracelet/crush v0.90.0)
+CRUSH_VIEW = fn("view", schema("file_path", file_path=STR, offset=INT, limit=INT))
+CRUSH_BASH = fn("bash", schema("description", "command", description=STR, command=STR, working_dir=STR,
+                               run_in_background=BOOL, auto_background_after=INT))
+
+
+def test_a_claude_read_reaches_crushs_view_with_its_offset_rebased() -> None:
+    # Claude Code's Read offset is a 1-based line; Crush's view skips `offset` lines (0-based).
+    d = decide([CRUSH_VIEW], "Read", {"file_path": "/a", "offset": 10, "limit": 5})
+    assert d.action is Action.RENAME and d.target == "view"
+    assert d.arguments_after == {"file_path": "/a", "offset": 9, "limit": 5}
+
+
+def test_a_read_to_a_client_declaring_no_view_or_a_different_view_is_left() -> None:
+    # negative twins: Crush's view not declared; a `view` whose offset is not a line.
+    assert decide([CRUSH_BASH], "Read", {"file_path": "/a"}).action is not Action.RENAME
+    other = fn("view", schema("file_path", file_path=STR, offset=STR))
+    d = decide([other], "Read", {"file_path": "/a", "offset": 10})
+    assert d.action is not Action.RENAME or d.arguments_after.get("offset") != 10
+
+
+def test_a_bash_call_without_the_description_crush_requires_is_not_given_one() -> None:
+    # The case step renames Bash -> bash (a missing key is reported by the client), but the
+    # arguments go as the model wrote them: no description is made up.
+    d = decide([CRUSH_BASH], "Bash", {"command": "ls"})
+    assert d.arguments_after is None or "description" not in d.arguments_after
+    assert not any(c.after is not None and "description" in str(c) for c in d.arg_changes)
+    # The twin: a call that carries one keeps it.
+    d = decide([CRUSH_BASH], "Bash", {"command": "ls", "description": "List files"})
+    assert d.target == "bash" and (d.arguments_after or {"description": "List files"})["description"] == "List files"

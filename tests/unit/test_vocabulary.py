@@ -248,6 +248,7 @@ def test_codex_typed_tool_types_still_resolve_through_other_clients() -> None:
         ("enter_plan_mode", "plan_mode"),
         ("EnterPlanMode", "plan_mode"),
         ("ExitPlanMode", "plan_mode_exit"),
+        ("view", "read"),  # Crush v0.90.0 internal/agent/tools/view.go
     ],
 )
 def test_capability_of(name: str, capability: str) -> None:
@@ -256,7 +257,7 @@ def test_capability_of(name: str, capability: str) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["", "frobnicate", "applypatch_v2", "mcp__github__Bash", "mcp__fs__read_file", "local_shell", "view"],
+    ["", "frobnicate", "applypatch_v2", "mcp__github__Bash", "mcp__fs__read_file", "local_shell", "view_range"],
 )
 def test_unknown_names_have_no_capability(name: str) -> None:
     assert capability_of(name) is None

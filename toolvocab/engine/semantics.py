@@ -98,6 +98,7 @@ _OPENCLAW = "OpenClaw"
 _HERMES = "Hermes Agent"
 _TRAE = "trae-agent"
 _PI = "pi"
+_CRUSH = "Crush"
 _ANTHROPIC = "Anthropic text editor tool"
 
 # --- where -----------------------------------------------------------------------------------------
@@ -108,6 +109,7 @@ _GEM_SRC = "@google/gemini-cli 0.61.0 bundle; google-gemini/gemini-cli packages/
 _GEM_OLD_SRC = "google-gemini/gemini-cli v0.1.9 (34935d6) .. v0.10.0 packages/core/src/tools/{read-file,ls,grep,shell,edit,write-file,glob}.ts"
 _OC_SRC = "opencode-ai 1.18.33 binary (packages/opencode/src/tool/*.ts, Effect Schema decode)"
 _PI_SRC = "badlogic/pi-mono v0.58.3 packages/coding-agent/src/core/tools/*.ts"
+_CRUSH_SRC = "charmbracelet/crush v0.90.0 internal/agent/tools/view.go (ViewParams; readTextFile skips offset lines)"
 _TRAE_SRC = "bytedance/trae-agent e839e55 trae_agent/tools/ (bash_tool.py, edit_tool.py)"
 _HERMES_SRC = "hermes-agent 0.19.0 wheel: tools/terminal_tool.py, tools/file_tools.py"
 _OPENCLAW_SRC = "openclaw 2026.9.6 (npm, commit eb377ac5): the exec, read, write and edit agent tools"
@@ -369,6 +371,10 @@ TABLES: tuple[ArgTable, ...] = (
     # bash runs /bin/bash -c; timeout in seconds, none by default.
     _t("bash", _PI, None, "0.58.3", _PI_SRC, args={"command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="s")}, fixed={"shell.background": False}),
     _t("read", _PI, None, "0.58.3", _PI_SRC, args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
+    # --- Crush 0.90.0 (Go encoding/json: unknown keys ignored) ----------------------------------------
+    # view: offset a 0-based line ("The line number to start reading from (0-based)"; readTextFile
+    # skips `offset` lines, numbering from offset+1), limit a count of lines (default 200).
+    _t("view", _CRUSH, None, "0.90.0", _CRUSH_SRC, args={"file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit")}),
     _t("write", _PI, None, "0.58.3", _PI_SRC, args={"path": m("write.path"), "content": m("write.content")}),
     # edit: exactly one match; a fuzzy fallback rewrites the whole file normalised.
     _t("edit", _PI, None, "0.58.3", _PI_SRC, args={"path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-pi"), "newText": m("edit.new")}, fixed={"edit.all": False}),

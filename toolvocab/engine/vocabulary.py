@@ -133,6 +133,7 @@ _OPENCLAW = "OpenClaw"
 _HERMES = "Hermes Agent"
 _TRAE = "trae-agent"
 _PI = "pi"
+_CRUSH = "Crush"
 _ANTHROPIC = "Anthropic text editor tool"
 _CONVENTION = "open-agent convention"
 
@@ -147,6 +148,7 @@ _QWEN_DECL = "declared by Qwen Code 0.15.10 (captured request)"
 _GEM_DECL = "declared by Gemini CLI 0.61.0 (captured request)"
 _CLINE_SRC = "Cline's declared tools in askalf/dario#40 (BR-06)"
 _PI_SRC = "pi's declared tools in apmantza/pi-free#544 (BR-28)"
+_CRUSH_SRC = "charmbracelet/crush v0.90.0 internal/agent/tools/view.go (ViewToolName, ViewParams)"
 _CC_OLD = (
     "earlier Claude Code tool list "
     "(x1xhlol/system-prompts-and-models-of-ai-tools, Anthropic/Claude Code/Tools.json)"
@@ -188,6 +190,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("read_file", "read", _HERMES, "NousResearch/hermes-agent#8259 (BR-18)"),
     _row("read", "read", _OPENCLAW, "openclaw/openclaw PR #39328 (BR-10)"),
     _row("read", "read", _PI, _PI_SRC),
+    _row("view", "read", _CRUSH, _CRUSH_SRC),
     # --- write: whole file ------------------------------------------------------------------
     _row("Write", "write", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
     _row("write", "write", _OC, f"{_OC_DECL}; {_OC_DOCS}"),
