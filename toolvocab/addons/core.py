@@ -266,7 +266,7 @@ class ToolVocab(Configurable):
 
     def _deliver_rest(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """The upstream (or the client) ended a streamed answer mid-stream: send the client every
-        byte received and not yet sent, unchanged (issue 13). mitmproxy calls the stream callable
+        byte received and not yet sent, unchanged. mitmproxy calls the stream callable
         no more (G3); this ``error`` hook is the last code that runs before it closes the client
         connection (``HttpStream.handle_protocol_error``: the hook, then the error to the
         client; 11.0.2 and 12.x), so the bytes are written to the client connection here."""
@@ -367,7 +367,7 @@ class ToolVocab(Configurable):
         declarations section (``dialect.declarations(body)``, keyed by its ``orjson`` text: a
         dict compares keys whole, so two sections never share an entry) among the last
         :data:`TOOLSET_CACHE`: an agent declares the same tools every turn, and reading 20
-        declarations into models costs more than the rest of the request hook (issue 11). A
+        declarations into models costs more than the rest of the request hook. A
         Toolset is never changed after it is built (its schemas are read, never written), so
         flows may share one. A section orjson cannot write (an integer beyond 64 bits, a lone
         surrogate) or longer than :data:`TOOLSET_CACHE_BYTES` is read afresh each time."""
@@ -428,7 +428,7 @@ class ToolVocab(Configurable):
         if self.recorder.saves_bodies():
             # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
             # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
-            # result (issue 11).
+            # result.
             try:
                 record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
             except Exception as exc:  # classification is for the record only: never fatal

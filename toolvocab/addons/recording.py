@@ -90,8 +90,8 @@ class ToolVocabRecorder(Configurable):
         """Whether something saves or shows flows: ``toolvocab_record``, ``-w``
         (``save_stream_file``), ``hardump``, or any master but mitmdump's (mitmweb and the
         console show flows; test masters inspect them). Then a streamed answer's bytes are kept
-        for the flow and the transcript's tool errors are classified for the record (issue 11:
-        nothing proportional to a body is kept or computed unless someone reads it)."""
+        for the flow and the transcript's tool errors are classified for the record
+        (nothing proportional to a body is kept or computed unless someone reads it)."""
         from mitmproxy import ctx
 
         if self.record_dir:

@@ -34,14 +34,14 @@ class StreamCallable:
     client gets the upstream bytes as they came. A body that turns out to be JSON (a
     ``stream: true`` request answered without SSE) is buffered and rewritten whole at the end.
 
-    Memory (issue 11): the whole upstream and sent streams are kept only when ``keep`` (something
+    Memory: the whole upstream and sent streams are kept only when ``keep`` (something
     saves flows: ``-w``, ``toolvocab_record``, a UI); otherwise only the bytes received and not
     yet sent (a held tool-call block, the unfinished last event) and, while the first bytes are
     sniffed or a JSON body is buffered, that body. Whether the client's bytes differ from the
     upstream's is tracked as they pass (:attr:`differs`). :meth:`drain` hands out what was
-    received and not sent when the upstream ends mid-stream (issue 13).
+    received and not sent when the upstream ends mid-stream.
 
-    Stall bound (issue 13): while the rewriter holds a block (:meth:`has_held`), a timer on
+    Stall bound: while the rewriter holds a block (:meth:`has_held`), a timer on
     mitmproxy's event loop watches the upstream; when no byte has arrived for
     ``hold_timeout`` seconds, everything received and not sent goes to the client unchanged
     through ``send`` (:func:`send_to_client`: there is no stream callable call to return it

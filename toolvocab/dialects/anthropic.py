@@ -391,7 +391,7 @@ def _cannot_close(raw: bytes) -> bool:
 #: Events that carry a block ``index``.
 _BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_stop")
 
-#: Events after which a held tool_use block can no longer complete (issue 13).
+#: Events after which a held tool_use block can no longer complete.
 _BLOCK_BREAKERS = ("content_block_start", "message_delta", "message_stop", "error")
 
 
@@ -414,7 +414,7 @@ class AnthropicStream(EventStreamRewriter):
     A block still open at end of stream goes out unchanged. A ``multi_tool_use.parallel`` block
     goes out as one block per call (BR-08); later blocks' indexes shift to stay contiguous.
 
-    Tool calls left in text (issue 14, :func:`lift_text_block`): text deltas go out at once
+    Tool calls left in text (:func:`lift_text_block`): text deltas go out at once
     while the text is whitespace or a leading reasoning block, and for good once it is prose.
     From the delta where markup may start, the block is held to ``message_delta``; then it is
     lifted when the text is nothing but markup that resolves — the text block (already started)
@@ -426,7 +426,7 @@ class AnthropicStream(EventStreamRewriter):
     #: A ``tool_use`` block is changed; a text block may be lifted (its start names its type).
     #: Both begin with a content_block_start, the only event on_event acts on while nothing is
     #: held or watched: one marker, one scan per chunk. Other events (text and thinking deltas
-    #: included) pass unparsed (issue 11).
+    #: included) pass unparsed.
     MARKERS = (b"content_block_start",)
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
@@ -509,7 +509,7 @@ class AnthropicStream(EventStreamRewriter):
                 self._released = 0
         return [event.raw]
 
-    # -- tool calls left in text (issue 14) ------------------------------------------------------
+    # -- tool calls left in text ------------------------------------------------------
 
     def _end_watch(self, *, lift_possible: bool) -> list[bytes]:
         """Stop watching the text block; what is held goes out as it came."""
@@ -649,7 +649,7 @@ class AnthropicStream(EventStreamRewriter):
                 # control characters); anything else, a cut-off text included, stays as sent.
                 call = ToolCall.from_payload({"name": block["name"], "arguments": text, "id": call_id})
             else:
-                # A delta spelling null / [] / "" is an empty form (issue 10).
+                # A delta spelling null / [] / "" is an empty form.
                 call = object_arguments_call(block["name"], {"input": parsed}, "input", call_id, absent=None)
                 if isinstance(parsed, str) and not call.empty_arguments:
                     # JSON encoded twice: from_payload reads the object inside, losslessly.

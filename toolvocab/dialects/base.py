@@ -250,7 +250,7 @@ def object_arguments_call(name: str, container: dict[str, Any], key: str, call_i
 
     An object is the arguments. An empty form (``""`` or blanks, ``null``, ``[]``, or a string
     holding ``null`` / ``[]``) goes through :meth:`ToolCall.from_payload`, which marks it
-    ``empty_arguments`` so the engine writes ``{}`` back (issue 10). Any other value is not an
+    ``empty_arguments`` so the engine writes ``{}`` back. Any other value is not an
     object: ``arguments=None`` (never parsed out of a string). An absent key gives ``absent``
     (absence is not an empty form on the wire).
     """

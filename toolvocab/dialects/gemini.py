@@ -376,7 +376,7 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                     continue
                 new_parts.append(part)
                 # args null / "" / [] reach the engine as empty arguments and come back as {}
-                # (issue 10); an absent args is a call without arguments and stays absent.
+                #; an absent args is a call without arguments and stays absent.
                 decision = resolve(
                     object_arguments_call(
                         call["name"], call, "args", call.get("id") if isinstance(call.get("id"), str) else None, absent={}
@@ -432,7 +432,7 @@ def _is_text_part(part: Any) -> bool:
 
 def lift_text_parts(parts: list[Any], resolve: Resolver) -> list[Any] | None:
     """``parts`` with the answer's text lifted into ``functionCall`` parts, or ``None`` to leave
-    them as they are (issue 14).
+    them as they are.
 
     Lifted only when no part is a ``functionCall`` and the text parts (``thought`` parts aside),
     joined, are nothing but tool-call markup whose calls resolve and validate
@@ -472,7 +472,7 @@ class GeminiStream(EventStreamRewriter):
     whole, rewritten only when a ``functionCall`` in it changes; everything between elements
     (brackets, commas, whitespace) passes through as received. Never buffers the whole body.
 
-    Tool calls left in text (issue 14; a single-candidate answer): events go out at
+    Tool calls left in text (a single-candidate answer): events go out at
     once while the text so far is whitespace or a leading reasoning block, and for good once it
     is prose. From the event where markup may start, events are held to the one carrying the
     candidate's ``finishReason``; then the held text is lifted into ``functionCall`` parts, sent
@@ -484,7 +484,7 @@ class GeminiStream(EventStreamRewriter):
     """
 
     #: A ``functionCall`` is changed; text events are read only while a lift is possible
-    #: (:meth:`holding`). Other SSE events pass unparsed (issue 11).
+    #: (:meth:`holding`). Other SSE events pass unparsed.
     MARKERS = (b'"functionCall"',)
 
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
@@ -687,7 +687,7 @@ class GeminiStream(EventStreamRewriter):
             return raw
         if (b'"functionCall"' in raw or b"\\u" in raw) and jsonio.has_duplicate_keys(raw, data):
             # Which value the client reads is its parser's choice: this element and the rest
-            # pass as they came (issue 13).
+            # pass as they came.
             self.error = f"RepeatedKey: {RepeatedKey.NOTE}"
             return raw
         try:

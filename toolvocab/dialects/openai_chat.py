@@ -400,7 +400,7 @@ def lift_text_calls(
     text: str, resolve: Resolver, plan: Plan, position: int
 ) -> tuple[str, list[dict[str, Any]]] | None:
     """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24;
-    Hermes JSON, Llama ``<function=…>``, DeepSeek markers, issue 14) as ``tool_calls`` entries,
+    Hermes JSON, Llama ``<function=…>``, DeepSeek markers) as ``tool_calls`` entries,
     with the text that remains (the leading reasoning block, or ``""``;
     :func:`toolvocab.dialects.textcalls.lift`); ``None`` to leave the text as it came (any prose around
     the markup, markup incomplete, a function or parameter not declared, a call that does not
@@ -585,7 +585,7 @@ class ChatStream(EventStreamRewriter):
     (:func:`lift_text_calls`).
     """
 
-    #: Streamed calls carry ``tool_calls`` (legacy: ``function_call``) (issue 11: other events
+    #: Streamed calls carry ``tool_calls`` (legacy: ``function_call``) (other events
     #: pass unparsed, except while :meth:`holding`).
     MARKERS = (b"tool_calls", b"function_call")
 
@@ -741,7 +741,7 @@ class ChatStream(EventStreamRewriter):
     def _may_start_text_call(self, choices: Any) -> bool:
         """Add this chunk's content to what was said so far; True when the text is still only
         a lead (whitespace, reasoning) followed by tool-call markup that has started — only then
-        is the chunk held. Once the content is prose it is never held again (issue 10, kind 5):
+        is the chunk held. Once the content is prose it is never held again:
         a lift needs the whole text to be markup."""
         if self._prose or declared_toolset(self._resolve) is None:
             return False
@@ -862,7 +862,7 @@ class ChatStream(EventStreamRewriter):
             return []
         if _odd_indices(held):
             # A choice or tool-call index that is not an integer: the calls cannot be told apart
-            # with certainty, so the block goes out exactly as it came (issue 13).
+            # with certainty, so the block goes out exactly as it came.
             self._held = None
             self.unrepaired.append("a choice or tool-call index is not an integer, so the tool calls cannot be told apart")
             return [e.raw for e in held]
@@ -977,7 +977,7 @@ class ChatStream(EventStreamRewriter):
             call = ToolCall(name=slot.name, raw_arguments=text, id=final_id, kind=ToolKind.FREEFORM)
         else:
             payload: dict[str, Any] = {"name": slot.name, "id": final_id}
-            if slot.fragments:  # "" / null / [] in all fragments together is an empty form (issue 10)
+            if slot.fragments:  # "" / null / [] in all fragments together is an empty form
                 payload["arguments"] = text
             call = ToolCall.from_payload(payload)
         if truncated:

@@ -323,7 +323,7 @@ class ResponsesCore:
         self.stream_lifts: dict[str, list[dict[str, Any]]] = {}
         self._item_ids = 0
 
-    # tool calls left in text (issue 14) ------------------------------------------------------
+    # tool calls left in text ------------------------------------------------------
 
     def new_item_id(self) -> str:
         """A stable id for a ``function_call`` item this answer gains (``fc_`` + 24 hex)."""
@@ -552,7 +552,7 @@ class ResponsesStream(EventStreamRewriter):
     """
 
     #: A call starts with ``output_item.added``; echoes sit in events with a ``response``
-    #: object (issue 11: other events pass unparsed).
+    #: object (other events pass unparsed).
     MARKERS = (b"output_item.added", b'"response"')
 
     def __init__(self, resolve: Resolver, plan: Plan) -> None:
@@ -561,7 +561,7 @@ class ResponsesStream(EventStreamRewriter):
         self.core.streaming = True
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
-        # Tool calls left in text (issue 14): the message item being watched and its hold.
+        # Tool calls left in text: the message item being watched and its hold.
         self._no_lift = declared_toolset(resolve) is None
         self._watch: textcalls.TextWatch | None = None
         self._msg_index: Any = None
@@ -685,7 +685,7 @@ class ResponsesStream(EventStreamRewriter):
             self._seq_shift += len(events) - len(data_units)
         return out
 
-    # -- tool calls left in text (issue 14) ------------------------------------------------------
+    # -- tool calls left in text ------------------------------------------------------
 
     def _give_up(self) -> list[Any]:
         """No lift in this answer: the held text events go out as they came."""
@@ -803,7 +803,7 @@ class ResponsesStream(EventStreamRewriter):
                 return expanded
         decision, new_args, new_id = self.core._decide(item)
         # Only the call's own argument events count: an unknown event between them may carry a
-        # "delta" object of its own (issue 13: that made a call needing no repair get its
+        # "delta" object of its own (that made a call needing no repair get its
         # argument fragments rewritten).
         objects = isinstance(item.get("arguments"), (dict, list)) or any(
             isinstance(d, dict) and d.get("type") in _ARGUMENT_EVENTS and isinstance(d.get(k), (dict, list))

@@ -244,7 +244,7 @@ class EventStreamRewriter:
     :meth:`on_event` raises, the held events and the failing event go out unchanged and the rest
     of the stream passes through untouched; ``error`` keeps the exception text.
 
-    Cost follows what can change, not the bytes (issue 11). A subclass names in :attr:`MARKERS`
+    Cost follows what can change, not the bytes. A subclass names in :attr:`MARKERS`
     byte strings one of which is in every event it may change or must see to keep its state
     (``\\u`` is added: an escape can spell any marker); while it holds events,
     :meth:`holding` is True and every event goes to :meth:`on_event`. Otherwise an event

@@ -1,4 +1,4 @@
-"""Tool calls a model left in answer text, lifted for any dialect (issue 14).
+"""Tool calls a model left in answer text, lifted for any dialect.
 
 :func:`lift` is the one decision every dialect makes on an answer's text: the text is nothing
 but tool-call markup (:func:`toolvocab.engine.wrapped.extract_text_calls`, the families listed in

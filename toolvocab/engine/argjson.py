@@ -14,9 +14,9 @@ Never: closing a truncated string, object or array, guessing a missing quote or 
 single quotes into double quotes, dropping any content. A text that still does not parse after these
 rewrites is left exactly as sent (the record says why: :func:`describe_unparsed`).
 
-Source: the list of transforms and the rule "never close truncated JSON" are issue 14's (open
-models served by vLLM, SGLang, Ollama, LM Studio; json-repair based middlewares turn a cut-off
-command into a shorter, valid and wrong one); a value encoded as a JSON string once too often is
+Source: the transforms are what open models served by vLLM, SGLang, Ollama and LM Studio write
+(docs/never.md lists them with their tests); "never close truncated JSON" because json-repair based
+middlewares turn a cut-off command into a shorter, valid and wrong one; a value encoded as a JSON string once too often is
 the same habit as BR-25 (openai/codex#3913), there for one argument.
 """
 

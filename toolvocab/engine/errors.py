@@ -109,7 +109,7 @@ class ToolResult:
     the wire carries none.
 
     A plain frozen dataclass, not a pydantic model: a transcript holds hundreds of results, one
-    object each per request, and the dialects give the types (issue 11). It is never stored.
+    object each per request, and the dialects give the types. It is never stored.
     """
 
     call_id: str | None = None

@@ -61,7 +61,7 @@ PROVIDER_PREFIXES: tuple[str, ...] = ("functions.", "functions:", "tools/", "def
 #: ``command`` ∈ view / create / str_replace / insert / undo_edit (BR-04). ``view`` reads and
 #: ``str_replace`` is an old/new-string edit. ``create`` maps to nothing: it refuses to
 #: overwrite an existing file in its reference implementations (Anthropic's text-editor tool
-#: docs; trae-agent's ``str_replace_editor``) while every write tool overwrites (issue 10).
+#: docs; trae-agent's ``str_replace_editor``) while every write tool overwrites.
 #: ``insert`` and ``undo_edit`` have no counterpart in any client's tools either.
 COMMAND_CAPABILITY: dict[str, dict[str, str]] = {
     name_key("str_replace_editor"): {"view": "read", "str_replace": "edit"},
@@ -167,7 +167,7 @@ _SERVER_JOINS: tuple[str, ...] = ("__", ":", ".", "/")
 
 #: Responses ``namespace`` values a model invents for a top-level function (the provider
 #: prefixes of :data:`PROVIDER_PREFIXES` written as a namespace): dropped when the client
-#: declares no such namespace and the name is one of its top-level functions (issue 10).
+#: declares no such namespace and the name is one of its top-level functions.
 INVENTED_NAMESPACES: frozenset[str] = frozenset({"default", "default_api", "functions", "function", "tools"})
 
 
@@ -488,7 +488,7 @@ def _leave(call: ToolCall, step: Step, reason: str, candidates: list[str] | None
 
 
 def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str, str] | None:
-    """``(alias as found, original)`` for the call's name read losslessly (issue 10: a model
+    """``(alias as found, original)`` for the call's name read losslessly (a model
     writing ``functions.<alias>`` must not leak the alias to the client)."""
     for probe in lossless_readings(call.name):
         flat = join_namespace(call.namespace, probe)

@@ -99,7 +99,7 @@ class ToolCall(BaseModel):
     ``raw_arguments``), else ``function``. ``empty_arguments`` is True when the wire carried
     an empty form for the arguments — ``""`` (or blanks), JSON ``null``, ``[]``, or a string
     holding ``null`` / ``[]`` — which :meth:`from_payload` reads as ``{}``; the ladder then
-    writes ``{}`` back for a tool whose schema is an object (issue 10: clients reject the empty forms).
+    writes ``{}`` back for a tool whose schema is an object (clients reject the empty forms).
     ``json_repairs`` names the lossless rewrites (:mod:`toolvocab.engine.argjson`) that made argument
     text strict JSON refuses parse (empty when none were needed); the ladder then writes the
     parsed object back.

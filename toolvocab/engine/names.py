@@ -18,7 +18,7 @@ ASCII_BLANKS = " \t\r\n"
 
 def ascii_lower(text: str) -> str:
     """``text`` with ASCII letters lower-cased and every other character kept: ``ſ`` (long s)
-    or ``K`` (Kelvin sign) never fold into ``s`` / ``k`` (issue 10: resemblance is not spelling)."""
+    or ``K`` (Kelvin sign) never fold into ``s`` / ``k`` (resemblance is not spelling)."""
     return text.translate(_ASCII_LOWER)
 
 

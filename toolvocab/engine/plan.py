@@ -128,7 +128,7 @@ def mentions(text: str, name: str) -> bool:
     if not name:
         return re.search(r"(?<![A-Za-z0-9_])(?![A-Za-z0-9_])", text) is not None
     # str.find, not a regex: a pattern that opens with a lookbehind is tried at every position
-    # of the text (one pass per declared tool over a long system prompt: issue 11).
+    # of the text (one pass per declared tool over a long system prompt).
     end = len(name)
     at = text.find(name)
     while at >= 0:

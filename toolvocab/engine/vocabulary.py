@@ -161,7 +161,7 @@ def _row(name: str, capability: str, clients: str, source: str) -> VocabEntry:
 
 _ROWS: tuple[VocabEntry, ...] = (
     # --- shell: run a command ---------------------------------------------------------------
-    # POSIX shells only. PowerShell runs another language (issue 10): it is its own capability
+    # POSIX shells only. PowerShell runs another language: it is its own capability
     # below, so a POSIX command (``bash``, ``sh -c``, a ``shell`` argv) never lands on it.
     _row("Bash", "shell", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
     _row("shell", "shell", _CODEX, "openai/codex#2072 (BR-01), openai/codex#3913 (BR-25); " + _CODEX_GUIDE_SRC),

@@ -1,6 +1,6 @@
 """Tool calls that arrive wrapped: OpenAI's ``multi_tool_use.parallel`` and calls left in text.
 
-Shapes models leak (bug reports BR-08, BR-23, BR-24; issue 14):
+Shapes models leak (bug reports BR-08, BR-23, BR-24):
 
 - ``multi_tool_use.parallel`` with ``{"tool_uses": [{"recipient_name": "functions.X",
   "parameters": {...}}, ...]}`` (vercel/ai#1922): N calls in one wrapper;
@@ -315,7 +315,7 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
     docstring) — separated only by whitespace. Any other text before, between
     or after the blocks (an example in backticks, "I will not run <tool_call>…", a closing
     sentence) means the model is writing *about* a call: ``None``, and the text stays text,
-    byte for byte (issue 10, kind 5). Markup inside the reasoning block is never read.
+    byte for byte. Markup inside the reasoning block is never read.
 
     Also ``None`` unless every block is closed and holds exactly the documented shape, every
     XML and Kimi function is declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix
