@@ -62,7 +62,10 @@ CASES: list[tuple[str, list[tuple[str, dict]], str, dict[str, Any], tuple[str, d
     ("other-server", [CI_RUN_JOB, BASH], "mcp__ci__run_job", {"id": "7"}, ("mcp__ci__run_job", {"id": "7"})),
     ("doubled-prefix", [WIKI_ASK, BASH], "mcp__wiki__mcp__wiki__ask", {"q": "x"}, ("mcp__wiki__ask", {"q": "x"})),
     # kind 3: one shell's syntax never sent to another
-    ("posix-to-bash", [BASH, POWERSHELL, READ], "shell", {"command": ["bash", "-lc", "ls -la | wc -l"]}, ("Bash", {"command": "ls -la | wc -l"})),
+    # Bash and PowerShell both declared: a generic shell name names two tools, whatever the argv says
+    ("generic-shell-two-shells", [BASH, POWERSHELL, READ], "shell", {"command": ["bash", "-lc", "ls -la | wc -l"]},
+     ("shell", {"command": ["bash", "-lc", "ls -la | wc -l"]})),
+    ("posix-to-bash", [BASH, READ], "shell", {"command": ["bash", "-lc", "ls -la | wc -l"]}, ("Bash", {"command": "ls -la | wc -l"})),
     ("posix-not-to-powershell", [POWERSHELL, READ], "shell", {"command": ["bash", "-lc", "ls"]}, ("shell", {"command": ["bash", "-lc", "ls"]})),
     ("bash-not-to-powershell", [POWERSHELL, READ], "bash", {"command": "ls"}, ("bash", {"command": "ls"})),
     # kind 4: create is not a write
