@@ -75,7 +75,6 @@ SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
     database=None,
-    derandomize=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 
