@@ -410,6 +410,53 @@ SCENARIOS: list[Scenario] = [
         note="DeepSeek V3/R1 markers (its chat template's shape) with two calls become two calls",
     ),
     Scenario(
+        "i14-minimax-invoke", ["I14"], "Read the README and list the files.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), Tool("list_files", obj("path", path=STR), "List a directory.")],
+        [], [("read_file", {"path": "README.md"}), ("list_files", {"path": "."})],
+        text=('<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">README.md</parameter>\n</invoke>\n'
+              '<invoke name="list_files">\n<parameter name="path">.</parameter>\n</invoke>\n</minimax:tool_call>'),
+        note="MiniMax M2 <minimax:tool_call> with two invokes (MiniMax-AI/MiniMax-M2.5 docs/tool_calling_guide.md) becomes "
+             "two calls",
+    ),
+    Scenario(
+        "i14-dsml", ["I14"], "Read the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
+        [], [("read_file", {"path": "README.md"})],
+        text=('<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+              '<｜DSML｜parameter name="path" string="true">README.md</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+              "</｜DSML｜function_calls>"),
+        note="DeepSeek V3.2 DSML (ochafik/minja PR #11) is lifted into the dialect's call",
+    ),
+    Scenario(
+        "i14-harmony", ["I14"], "Read the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
+        [], [("read_file", {"path": "README.md"})],
+        text='<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{"path":"README.md"}<|call|>',
+        note="gpt-oss harmony leaked with its special tokens (kekzl/imp#1716) is lifted into the dialect's call",
+    ),
+    Scenario(
+        "i14-harmony-tokens-dropped", ["I14"], "Read the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
+        [], [("read_file", {"path": "README.md"})],
+        text='commentary to=functions.read_file json{"path":"README.md"}',
+        note="gpt-oss harmony whose special tokens the server dropped (raullenchai/Rapid-MLX#480) is lifted",
+    ),
+    Scenario(
+        "i14-harmony-then-prose", ["I14"], "Read the README.",
+        [Tool("read_file", obj("path", path=STR), "Read a file.")],
+        [], [], expected="leave",
+        text='commentary to=functions.read_file json{"path":"README.md"} and then I summarize it.',
+        note="harmony markup followed by prose stays text, byte for byte (it has no closing tag: it must be the whole answer)",
+    ),
+    Scenario(
+        "i14-qwen-xml-opener-dropped", ["I14"], "Square 1024.",
+        [Tool("square_the_number", obj("input_num", input_num=INT), "Square a number.")],
+        [], [("square_the_number", {"input_num": 1024})],
+        text="<function=square_the_number>\n<parameter=input_num>\n1024\n</parameter>\n</function>\n</tool_call>",
+        note="Qwen3-Coder XML whose <tool_call> opener the server consumed (ollama/ollama#16686): the whole, closed "
+             "function block is lifted (docs/never.md)",
+    ),
+    Scenario(
         "i14-markup-undeclared", ["I14"], "Delete the README.",
         [Tool("read_file", obj("path", path=STR), "Read a file.")],
         [], [], expected="leave",
@@ -929,13 +976,20 @@ def record_all(planned: list[Planned], workdir: Path) -> dict[str, Any]:
     return flows
 
 
-def write_harness(planned: list[Planned], flows: dict[str, Any]) -> list[str]:
+def write_harness(planned: list[Planned], flows: dict[str, Any], only: bool = False) -> list[str]:
+    """Write the planned flows and their manifest entries; with ``only``, the other harness
+    flows and entries stay as they are (else every harness flow is written anew)."""
     problems: list[str] = []
+    names = {p.name for p in planned}
     if HARNESS_DIR.exists():
         for old in HARNESS_DIR.glob("*.mitm"):
-            old.unlink()
+            if not only or old.stem in names:
+                old.unlink()
     manifest = fr.read_manifest()
-    manifest["flows"] = {k: v for k, v in manifest["flows"].items() if v.get("source") != "harness"}
+    manifest["flows"] = {
+        k: v for k, v in manifest["flows"].items()
+        if v.get("source") != "harness" or (only and Path(k).stem not in names)
+    }
     with fr.Replayer() as r:
         for p in planned:
             f = flows[p.name]
@@ -1023,17 +1077,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("what", nargs="?", default="harness", choices=("harness", "agents"))
     p.add_argument("agents", nargs="*", help="with 'agents': which ones (default all)")
     p.add_argument("--list", action="store_true", help="list the harness flows and exit")
+    p.add_argument("--only", action="append", default=[], metavar="SCENARIO",
+                   help="record only these scenarios (their key, e.g. i14-dsml; repeatable); the other flows stay")
     ns = p.parse_args(argv)
     if ns.what == "agents":
         return make_agents(ns.agents)
     planned = plan_all()
+    if ns.only:
+        unknown = set(ns.only) - {sc.key for sc in SCENARIOS}
+        if unknown:
+            p.error(f"no scenario {sorted(unknown)}")
+        planned = [pl for pl in planned if pl.sc.key in ns.only]
     if ns.list:
         for pl in planned:
             print(f"{pl.name:55} {pl.sc.expected:7} {','.join(pl.sc.bugs):6} want {pl.want}")
         return 0
     with tempfile.TemporaryDirectory(prefix="toolvocab-make-flows-") as tmp:
         flows = record_all(planned, Path(tmp))
-        problems = write_harness(planned, flows)
+        problems = write_harness(planned, flows, only=bool(ns.only))
     print(f"wrote {len(planned)} harness flows to {HARNESS_DIR.relative_to(REPO)} and flows/MANIFEST.toml")
     for problem in problems:
         print("PROBLEM:", problem)

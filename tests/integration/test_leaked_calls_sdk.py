@@ -35,14 +35,34 @@ DEEPSEEK = (
     "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n"
     '{"path": "README.md"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'
 )
-LIFTED = {"hermes": HERMES, "llama": LLAMA, "deepseek": DEEPSEEK}
+MINIMAX = '<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">README.md</parameter>\n</invoke>\n</minimax:tool_call>'
+DSML = (
+    '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+    '<｜DSML｜parameter name="path" string="true">README.md</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'
+)
+HARMONY = '<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{"path":"README.md"}<|call|>'
+HARMONY_BARE = 'commentary to=functions.read_file json{"path":"README.md"}'
+QWEN_NO_OPENER = "<function=read_file>\n<parameter=path>\nREADME.md\n</parameter>\n</function>\n</tool_call>"
+LIFTED = {
+    "hermes": HERMES,
+    "llama": LLAMA,
+    "deepseek": DEEPSEEK,
+    "minimax": MINIMAX,
+    "dsml": DSML,
+    "harmony": HARMONY,
+    "harmony-bare": HARMONY_BARE,
+    "qwen-no-opener": QWEN_NO_OPENER,
+}
 KEPT = {
     "prose-quotes-markup": "Here is the format: " + HERMES,
     "undeclared-name": HERMES.replace("read_file", "delete_file"),
     "truncated": DEEPSEEK[:-12],
+    "minimax-quoted": "MiniMax writes " + MINIMAX,
+    "dsml-undeclared": DSML.replace("read_file", "delete_file"),
+    "harmony-then-prose": HARMONY_BARE + " and then I read it.",
 }
 WANT = [("read_file", {"path": "README.md"})]
-REASONING = {"hermes": "", "llama": "<think>\nThe README first.\n</think>", "deepseek": ""}
+REASONING = {"llama": "<think>\nThe README first.\n</think>"}
 
 
 # -- answers -------------------------------------------------------------------------------------
@@ -176,7 +196,7 @@ def test_markup_alone_reaches_the_sdk_as_a_call(fake_and_proxy, dialect, family,
     assert [(name, args) for name, args, _ in calls] == WANT
     if dialect != "gemini":
         assert all(call_id for _, _, call_id in calls)
-    assert text.strip() == REASONING[family]
+    assert text.strip() == REASONING.get(family, "")
     assert end == lifted_end
 
 

@@ -72,6 +72,24 @@ KIMI = (
     "<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>"
     '{"path":"README.md"}<|tool_call_end|><|tool_calls_section_end|>'
 )
+#: MiniMax M2 (MiniMax-AI/MiniMax-M2.5 docs/tool_calling_guide.md): values typed by the schema.
+MINIMAX = (
+    '<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">README.md</parameter>\n</invoke>\n'
+    '<invoke name="square_the_number">\n<parameter name="input_num">1024</parameter>\n</invoke>\n</minimax:tool_call>'
+)
+#: DeepSeek V3.2 DSML (U+FF5C bars): string="true" is text, string="false" a JSON value.
+DSML = (
+    '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+    '<｜DSML｜parameter name="path" string="true">README.md</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    '<｜DSML｜invoke name="square_the_number">\n'
+    '<｜DSML｜parameter name="input_num" string="false">1024</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    "</｜DSML｜function_calls>"
+)
+#: gpt-oss harmony with its special tokens, and with the server having dropped them.
+HARMONY = '<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{"path":"README.md"}<|call|>'
+HARMONY_BARE = 'commentary to=functions.read_file json{"path":"README.md"}'
+#: Qwen3-Coder XML whose <tool_call> opener the server consumed (its closer still there).
+XML_NO_OPENER = XML[len("<tool_call>") :]
 THINK = "<think>\nI read the README first.\n</think>"
 PARALLEL = (
     '<tool_call>\n{"name": "multi_tool_use.parallel", "arguments": {"tool_uses": ['
@@ -96,6 +114,15 @@ POSITIVE = [
     pytest.param(KIMI, [READ], "", id="kimi"),
     pytest.param(HERMES + "\n" + LLAMA + "\n" + XML, [READ, READ, SQUARE], "", id="mixed-families"),
     pytest.param(PARALLEL, [READ, SQUARE], "", id="hermes-parallel-wrapper"),
+    pytest.param(MINIMAX, [READ, SQUARE], "", id="minimax"),
+    pytest.param(THINK + "\n" + MINIMAX, [READ, SQUARE], THINK, id="minimax-after-think"),
+    pytest.param(DSML, [READ, SQUARE], "", id="dsml"),
+    pytest.param(DSML.replace('"read_file"', '"functions.read_file"'), [READ, SQUARE], "", id="dsml-prefixed-name-resolves"),
+    pytest.param(HARMONY, [READ], "", id="harmony-tokens"),
+    pytest.param("<|start|>assistant" + HARMONY.replace(" <|constrain|>json", " json"), [READ], "", id="harmony-start-no-constrain"),
+    pytest.param(HARMONY_BARE, [READ], "", id="harmony-tokens-dropped"),
+    pytest.param(XML_NO_OPENER, [SQUARE], "", id="qwen3-coder-xml-opener-dropped"),
+    pytest.param(XML_NO_OPENER[: -len("</tool_call>")], [SQUARE], "", id="qwen3-coder-xml-function-only"),
 ]
 
 #: Text that must stay exactly as sent.
@@ -125,6 +152,27 @@ NEGATIVE = [
     pytest.param(DS31.replace("<｜tool▁call▁end｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜> then <｜tool▁call▁begin｜>"), id="deepseek-v3.1-prose-between-calls"),
     pytest.param("<think>" + HERMES + "</think>", id="markup-only-inside-think"),
     pytest.param(PARALLEL.replace("functions.square_the_number", "functions.cube"), id="parallel-with-an-undeclared-part"),
+    pytest.param("The format is " + MINIMAX, id="minimax-quoted"),
+    pytest.param(MINIMAX[: -len("</minimax:tool_call>")], id="minimax-cut-off"),
+    pytest.param(MINIMAX.replace('"square_the_number"', '"cube_the_number"'), id="minimax-undeclared-name"),
+    pytest.param(MINIMAX.replace('name="path"', 'name="file_path"'), id="minimax-undeclared-parameter"),
+    pytest.param(MINIMAX.replace(">README.md<", "> README.md <"), id="minimax-string-read-two-ways"),
+    pytest.param(MINIMAX.replace(">1024<", ">ten<"), id="minimax-not-its-type"),
+    pytest.param(MINIMAX.replace("</invoke>\n<invoke", "</invoke>\nand\n<invoke"), id="minimax-prose-between-invokes"),
+    pytest.param("Example: " + DSML, id="dsml-quoted"),
+    pytest.param(DSML[: -len("</｜DSML｜function_calls>")], id="dsml-cut-off"),
+    pytest.param(DSML.replace('"square_the_number"', '"cube_the_number"'), id="dsml-undeclared-name"),
+    pytest.param(DSML.replace('string="false">1024', 'string="true">ten'), id="dsml-text-for-an-integer"),
+    pytest.param(DSML.replace('string="false">1024', 'string="false">10 24'), id="dsml-not-json"),
+    pytest.param(DSML.replace(">README.md<", ">README.md\n<"), id="dsml-string-with-edge-whitespace"),
+    pytest.param(HARMONY_BARE + " and then I summarize it.", id="harmony-then-prose"),
+    pytest.param("I would send " + HARMONY_BARE, id="harmony-quoted"),
+    pytest.param(HARMONY[: HARMONY.index('"README')], id="harmony-cut-off"),
+    pytest.param(HARMONY.replace("read_file", "delete_file"), id="harmony-undeclared-name"),
+    pytest.param(HARMONY_BARE.replace(" json", "json"), id="harmony-json-glued-to-the-name"),
+    pytest.param(XML_NO_OPENER.replace("</function>", ""), id="qwen3-coder-xml-opener-and-closer-dropped"),
+    pytest.param(XML_NO_OPENER + " Done.", id="qwen3-coder-xml-opener-dropped-then-prose"),
+    pytest.param(XML_NO_OPENER.replace("square_the_number", "cube_the_number"), id="qwen3-coder-xml-opener-dropped-undeclared"),
 ]
 
 

@@ -65,6 +65,16 @@ KIMI = (
     '{"path":"README.md"}<|tool_call_end|><|tool_calls_section_end|>'
 )
 THINK = "<think>\nThe user wants the square; I call the tool.\n</think>"
+MINIMAX = (
+    '<minimax:tool_call>\n<invoke name="square_the_number">\n<parameter name="input_num">1024</parameter>\n</invoke>\n'
+    "</minimax:tool_call>"
+)
+DSML = (
+    '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+    '<｜DSML｜parameter name="path" string="true">README.md</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'
+)
+HARMONY = '<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>{"path":"README.md"}<|call|>'
+HARMONY_BARE = 'commentary to=functions.read_file json{"path":"README.md"}'
 
 #: Hypothesis examples for the property (``TOOLVOCAB_PROPERTY_EXAMPLES``; quick default 300).
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
@@ -152,6 +162,19 @@ def test_kimi_id_is_kept_and_xml_calls_have_none() -> None:
         (XML + " ok", PROSE),
         ("<b>", PROSE),
         (THINK + "Now", PROSE),
+        ("comm", MARKUP),  # may be starting harmony with its tokens dropped
+        ("commit the change", PROSE),
+        ("Commentary", PROSE),
+        (HARMONY_BARE[:30], MARKUP),
+        (HARMONY_BARE + " and more", MARKUP),  # no closing tag: held to the end, then read whole
+        ("<|channel|>final<|message|>Hi", PROSE),
+        ("<minimax:tool", MARKUP),
+        (MINIMAX + "\n", MARKUP),
+        (MINIMAX + " ok", PROSE),
+        (DSML[:40], MARKUP),
+        (XML[len("<tool_call>") :], MARKUP),
+        (XML[len("<tool_call>") : -3], MARKUP),
+        (XML[len("<tool_call>") :] + " ok", PROSE),
     ],
 )
 def test_text_call_state_of_a_growing_text(text: str, state: str) -> None:
@@ -344,12 +367,17 @@ PIECES = st.sampled_from(
         " ", "\n", "\t", "`", "```", "ok", "Run", ".", "<", ">", "</", "<b>", "<tool_call>", "</tool_call>",
         "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_end|>",
         "functions.read_file:0", '{"path":"x"}', "<parameter=path>", "</function>", "é", "调用",
+        "<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="read_file">', "</invoke>",
+        "<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<|call|>", "commentary to=functions.", "json", "}",
     ]
 )
 FILLER = st.lists(PIECES, max_size=6).map("".join)
 #: One non-whitespace character that sits outside any markup block in the prose.
 CORE = st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc", "Cs"))
-MARKUP_TEXTS = st.sampled_from([XML, KIMI, XML + "\n" + XML_READ, "\n" + XML + "\n", KIMI + "\n" + XML])
+MARKUP_TEXTS = st.sampled_from(
+    [XML, KIMI, XML + "\n" + XML_READ, "\n" + XML + "\n", KIMI + "\n" + XML, MINIMAX, DSML, HARMONY, HARMONY_BARE,
+     XML[len("<tool_call>") :], MINIMAX + "\n" + XML]
+)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])

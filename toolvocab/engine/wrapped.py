@@ -22,6 +22,24 @@ Shapes models leak (bug reports BR-08, BR-23, BR-24):
   parser reads the same): the same section, each call ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{json}
   <｜tool▁call▁end｜>`` (no type, no fence).
 
+- MiniMax M2 / M2.5 (MiniMax-AI/MiniMax-M2.5 ``docs/tool_calling_guide.md``, "Model Output
+  Format"; MiniMax-AI/MiniMax-M2.5#10): ``<minimax:tool_call>\n<invoke name="NAME">\n<parameter
+  name="KEY">VALUE</parameter>…</invoke>…</minimax:tool_call>``, values typed by the declared
+  schema as in the Qwen3-Coder XML;
+- DeepSeek V3.2 "DSML" (ochafik/minja PR #11; sglang's ``deepseekv32_detector.py``):
+  ``<｜DSML｜function_calls>\n<｜DSML｜invoke name="NAME">\n<｜DSML｜parameter name="KEY"
+  string="true|false">VALUE</｜DSML｜parameter>…</｜DSML｜invoke>…</｜DSML｜function_calls>``
+  (U+FF5C bars); ``string="true"`` is the text itself, ``string="false"`` a JSON value;
+- gpt-oss "harmony" (openai/harmony's format; raullenchai/Rapid-MLX#480, kekzl/imp#1716,
+  ggml-org/llama.cpp PR #15158): ``[<|start|>assistant]<|channel|>commentary to=functions.NAME
+  [<|constrain|>]json<|message|>{json}[<|call|>]``, or the same with its special tokens dropped by
+  the server, ``commentary to=functions.NAME json{json}``; it has no closing tag, so it must be
+  the whole rest of the text;
+- Qwen3-Coder's XML whose ``<tool_call>`` opener the server consumed as a special token
+  (ollama/ollama#16686, #18530): ``<function=NAME>\n<parameter=…>…</parameter>\n</function>``
+  with or without the wrapper's ``</tool_call>`` after it: the function block is itself whole and
+  closed (docs/never.md says why that is still nothing but markup).
+
 Each is lifted into ordinary calls only when it is whole (and, for the XML and Kimi shapes, every
 call names a declared tool and every XML parameter is declared); text is lifted only when it is
 nothing but such markup (a leading reasoning block aside): anything else is left as it came. The
@@ -31,7 +49,9 @@ JSON shapes' names are checked by the caller (the ladder, :mod:`toolvocab.dialec
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
+from typing import NamedTuple
 
 from toolvocab.engine import jsonio
 from toolvocab.engine.arguments import property_types
@@ -115,6 +135,26 @@ _DS31_CALL = re.compile(
     re.DOTALL,
 )
 _LLAMA_BODY = re.compile(r"^([^>\s]+)>\s*(\{.*\})\s*$", re.DOTALL)
+_MM_OPEN, _MM_CLOSE = "<minimax:tool_call>", "</minimax:tool_call>"
+_MM_INVOKE = re.compile(r'<invoke name="(?P<name>[^"<>\s]+)">(?P<body>.*?)</invoke>', re.DOTALL)
+_MM_PARAM = re.compile(r'<parameter name="(?P<key>[^"<>\s]+)">(?P<value>.*?)</parameter>', re.DOTALL)
+_DSML = "\uff5cDSML\uff5c"
+_DSML_OPEN, _DSML_CLOSE = f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"
+_DSML_INVOKE = re.compile(f'<{_DSML}invoke name="(?P<name>[^"<>\\s]+)">(?P<body>.*?)</{_DSML}invoke>', re.DOTALL)
+_DSML_PARAM = re.compile(
+    f'<{_DSML}parameter name="(?P<key>[^"<>\\s]+)" string="(?P<string>true|false)">(?P<value>.*?)</{_DSML}parameter>',
+    re.DOTALL,
+)
+#: gpt-oss harmony: the whole rest of the text, with its special tokens or with them dropped.
+_HARMONY = (
+    re.compile(
+        r"(?:<\|start\|>assistant)?<\|channel\|>commentary to=functions\.(?P<name>[^\s<{]+)\s*(?:<\|constrain\|>)?json"
+        r"<\|message\|>(?P<args>\{.*\})(?:<\|call\|>)?\s*",
+        re.DOTALL,
+    ),
+    re.compile(r"commentary to=functions\.(?P<name>[^\s<{]+)\s+json\s*(?P<args>\{.*\})\s*", re.DOTALL),
+)
+_HARMONY_END = "<|call|>"
 
 #: :func:`text_call_state` results.
 LEAD = "lead"  # only whitespace and (part of) one leading reasoning block so far
@@ -167,12 +207,20 @@ def text_call_state(text: str) -> tuple[str, bool]:
         i = _skip_ws(text, i)
         if i == len(text):
             return (MARKUP if seen else LEAD), False
-        for opener, closer in MARKUP_OPENERS:
-            if text.startswith(opener, i):
-                close = text.find(closer, i + len(opener))
+        for block in _BLOCKS:
+            if text.startswith(block.opener, i):
+                if block.to_end:
+                    return MARKUP, True  # no closing tag: the rest of the text is the block
+                close = text.find(block.closer, i + len(block.opener))
                 if close < 0:
                     return MARKUP, True
-                i, seen = close + len(closer), True
+                i, seen = close + len(block.closer), True
+                if block.trailer:
+                    j = _skip_ws(text, i)
+                    if text.startswith(block.trailer, j):
+                        i = j + len(block.trailer)
+                    elif j < len(text) and block.trailer.startswith(text[j:]):
+                        return MARKUP, False
                 break
         else:
             rest = text[i:]
@@ -286,22 +334,153 @@ def _kimi_calls(section: str, tools: Toolset) -> list[ToolCall] | None:
     return calls or None
 
 
+def _function_call(inside: str, tools: Toolset) -> ToolCall | None:
+    """A ``<function=…>…</function>`` block's inside: Llama 3.1 / Functionary JSON, or a
+    Qwen3-Coder XML function whose ``<tool_call>`` opener the server consumed (read exactly as
+    inside ``<tool_call>``)."""
+    if _LLAMA_BODY.match(inside):
+        return _llama_call(inside)
+    if _LLAMA_OPEN in inside:
+        return None
+    return _xml_call(_LLAMA_OPEN + inside + _LLAMA_CLOSE, tools)
+
+
+def _sequence(body: str, pattern: re.Pattern[str]) -> list[re.Match[str]] | None:
+    """The matches of ``pattern`` that make up ``body`` whole, separated only by whitespace
+    (none is an empty list), else ``None``."""
+    out: list[re.Match[str]] = []
+    i = _skip_ws(body, 0)
+    while i < len(body):
+        m = pattern.match(body, i)
+        if m is None:
+            return None
+        out.append(m)
+        i = _skip_ws(body, m.end())
+    return out
+
+
+def _minimax_value(value: str, types: set[str]) -> tuple[bool, Any]:
+    """A MiniMax parameter's text as the declared type; (ok, value).
+
+    MiniMax's own parser (``docs/tool_calling_guide.md``, ``parse_tool_calls``) strips the text
+    and reads ``null`` as null whatever the type; the Qwen3-Coder reading (one newline off each
+    end) is the template's. Only a value both read alike is taken: a string with other leading
+    or trailing whitespace, a ``null`` for a string, or a type that is not exactly one is unknown."""
+    if len(types) != 1:
+        return False, None
+    stripped = value.strip()
+    ok, typed = _typed(value, types)
+    if not ok:
+        return False, None
+    if "string" in types:
+        if typed != stripped or stripped.lower() == "null":
+            return False, None
+    return True, typed
+
+
+def _minimax_calls(section: str, tools: Toolset) -> list[ToolCall] | None:
+    """The calls of one ``<minimax:tool_call>`` block's inside: whole ``<invoke>`` elements of a
+    declared tool, each parameter declared once and read as its declared type, else ``None``."""
+    invokes = _sequence(section, _MM_INVOKE)
+    if not invokes:
+        return None
+    calls: list[ToolCall] = []
+    for inv in invokes:
+        tool = tools.find(inv.group("name"))
+        if tool is None or tool.input_schema is None:
+            return None
+        props = tool.input_schema.get("properties") or {}
+        params = _sequence(inv.group("body"), _MM_PARAM)
+        if params is None:
+            return None
+        args: dict[str, Any] = {}
+        for pm in params:
+            key = pm.group("key")
+            if key not in props or key in args:
+                return None
+            ok, value = _minimax_value(pm.group("value"), property_types(tool.input_schema, key))
+            if not ok:
+                return None
+            args[key] = value
+        calls.append(ToolCall(name=inv.group("name"), arguments=args))
+    return calls
+
+
+def _dsml_calls(section: str, _tools: Toolset) -> list[ToolCall] | None:
+    """The calls of one DSML ``function_calls`` block's inside: whole ``invoke`` elements, each
+    parameter once, ``string="true"`` the text itself (no whitespace at its ends: whether a
+    server strips it is unknown), ``string="false"`` one JSON value; else ``None``. Names are the
+    model's spelling, for the ladder (the values carry their own types)."""
+    invokes = _sequence(section, _DSML_INVOKE)
+    if not invokes:
+        return None
+    calls: list[ToolCall] = []
+    for inv in invokes:
+        params = _sequence(inv.group("body"), _DSML_PARAM)
+        if params is None:
+            return None
+        args: dict[str, Any] = {}
+        for pm in params:
+            key, text = pm.group("key"), pm.group("value")
+            if key in args:
+                return None
+            if pm.group("string") == "true":
+                if text != text.strip():
+                    return None
+                args[key] = text
+                continue
+            try:
+                args[key] = jsonio.loads_arguments(text.strip().encode("utf-8"))
+            except (ValueError, UnicodeEncodeError):
+                return None
+        calls.append(ToolCall(name=inv.group("name"), arguments=args))
+    return calls
+
+
+def _harmony_call(rest: str, _tools: Toolset) -> list[ToolCall] | None:
+    """The rest of the text as one gpt-oss harmony call (either form in :data:`_HARMONY`), else
+    ``None``. The name after ``functions.`` is the model's spelling, for the ladder."""
+    for pattern in _HARMONY:
+        m = pattern.fullmatch(rest)
+        if m is not None:
+            args = _json_object(m.group("args"))
+            return None if args is None else [ToolCall(name=m.group("name"), arguments=args)]
+    return None
+
+
 def _one(call: ToolCall | None) -> list[ToolCall] | None:
     return None if call is None else [call]
 
 
-#: Each kind of markup block: opener, closer and reader (the block's inside, between opener and
-#: closer, and the declared tools -> the block's calls, or ``None`` when it is not exactly the
-#: documented shape), in the order :func:`extract_text_calls` tries them.
+class _Block(NamedTuple):
+    """One kind of markup block. ``read(inside, tools)`` gives the block's calls, or ``None``
+    when it is not exactly the documented shape; ``inside`` is the text between opener and
+    closer, or, for a block with ``to_end``, the rest of the text from the opener on (it has no
+    closing tag: ``closer`` is only the token it may end with). ``trailer`` is a closing tag
+    that may follow the block (a wrapper whose opener the server consumed)."""
+
+    opener: str
+    closer: str
+    read: Callable[[str, Toolset], list[ToolCall] | None]
+    to_end: bool = False
+    trailer: str = ""
+
+
+#: Each kind of markup block, in the order :func:`extract_text_calls` tries them.
 _BLOCKS = (
-    (_XML_OPEN, _XML_CLOSE, lambda inside, tools: _one(_xml_call(inside, tools))),
-    (_KIMI_OPEN, _KIMI_CLOSE, _kimi_calls),
-    (_LLAMA_OPEN, _LLAMA_CLOSE, lambda inside, _tools: _one(_llama_call(inside))),
-    (_DS_OPEN, _DS_CLOSE, lambda inside, _tools: _deepseek_calls(inside)),
+    _Block(_XML_OPEN, _XML_CLOSE, lambda inside, tools: _one(_xml_call(inside, tools))),
+    _Block(_KIMI_OPEN, _KIMI_CLOSE, _kimi_calls),
+    _Block(_LLAMA_OPEN, _LLAMA_CLOSE, lambda inside, tools: _one(_function_call(inside, tools)), trailer=_XML_CLOSE),
+    _Block(_DS_OPEN, _DS_CLOSE, lambda inside, _tools: _deepseek_calls(inside)),
+    _Block(_MM_OPEN, _MM_CLOSE, _minimax_calls),
+    _Block(_DSML_OPEN, _DSML_CLOSE, _dsml_calls),
+    _Block("<|start|>assistant<|channel|>commentary to=", _HARMONY_END, _harmony_call, to_end=True),
+    _Block("<|channel|>commentary to=", _HARMONY_END, _harmony_call, to_end=True),
+    _Block("commentary to=functions.", _HARMONY_END, _harmony_call, to_end=True),
 )
 #: What can open tool-call markup in text, with its closer (Kimi and DeepSeek calls count only
 #: inside their section). ``<tool_call>`` opens both the Qwen3-Coder XML and the Hermes JSON.
-MARKUP_OPENERS = tuple((opener, closer) for opener, closer, _ in _BLOCKS)
+MARKUP_OPENERS = tuple((b.opener, b.closer) for b in _BLOCKS)
 
 
 def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] | None:
@@ -337,16 +516,25 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
         i = _skip_ws(text, i)
         if i == len(text):
             break
-        for opener, closer, read in _BLOCKS:
-            if text.startswith(opener, i):
-                close = text.find(closer, i + len(opener))
+        for block in _BLOCKS:
+            if text.startswith(block.opener, i):
+                if block.to_end:
+                    found = block.read(text[i:], tools)
+                    if found is None:
+                        return None
+                    calls.extend(found)
+                    i = len(text)
+                    break
+                close = text.find(block.closer, i + len(block.opener))
                 if close < 0:
                     return None
-                found = read(text[i + len(opener) : close], tools)
+                found = block.read(text[i + len(block.opener) : close], tools)
                 if found is None:
                     return None
                 calls.extend(found)
-                i = close + len(closer)
+                i = close + len(block.closer)
+                if block.trailer and text.startswith(block.trailer, _skip_ws(text, i)):
+                    i = _skip_ws(text, i) + len(block.trailer)
                 break
         else:
             return None  # prose around or between the blocks
