@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 from schemas import BOOL
 from schemas import INT
 from schemas import STR
@@ -768,6 +771,35 @@ def test_server_matched_case_insensitively_only_when_one_server_matches() -> Non
     assert d.action is Action.LEAVE and d.target is None, d.reason
     d = decide([wiki_a], "mcp__WIKI__ask", {"q": "x"})
     assert_renamed(d, "mcp__Wiki__ask", Step.NORMALIZED)
+
+
+def test_a_name_that_splits_into_two_servers_is_left() -> None:
+    # Server `github` + `enterprise__list_issues`, or server `github__enterprise` (declared as
+    # github_enterprise) + `list_issues`: the model's name is evidence for neither.
+    a = fn("mcp__github_enterprise__list_issues", schema(repo=STR))
+    b = fn("mcp__github__enterprise_list_issues", schema(repo=STR))
+    d = decide([a, b], "mcp__github__enterprise__list_issues", {"repo": "x"})
+    assert d.action is Action.LEAVE and d.target is None, d.reason
+    assert set(d.candidates) == {a.name, b.name}
+    # With one of the two servers declared, the name reads one way.
+    d = decide([b], "mcp__github__enterprise__list_issues", {"repo": "x"})
+    assert_renamed(d, b.name, Step.NORMALIZED)
+
+
+WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(server=WORD, middle=WORD, op=WORD, sep=st.sampled_from(["_", "-", ""]), prefixed=st.booleans())
+def test_no_split_of_a_name_between_two_servers_is_ever_chosen(server: str, middle: str, op: str, sep: str, prefixed: bool) -> None:
+    # Two declared servers, `server` and `server<sep>middle`; the answered name splits into either.
+    long_server = f"{server}{sep}{middle}"
+    if long_server == server:
+        return
+    tools = [fn(f"mcp__{long_server}__{op}", schema(q=STR)), fn(f"mcp__{server}__{middle}_{op}", schema(q=STR))]
+    answered = ("mcp__" if prefixed else "") + f"{server}__{middle}__{op}"
+    d = decide(tools, answered, {"q": "x"})
+    assert d.action is Action.LEAVE and d.target is None, (answered, d.reason)
 
 
 @pytest.mark.parametrize("answered", ["mcp__wiki__mcp__wiki__ask", "mcp__wiki__mcp__wiki__mcp__wiki__ask", "wiki.mcp__wiki__ask"])

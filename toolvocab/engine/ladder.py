@@ -234,6 +234,24 @@ def _server_parts(probe: str, namespace: str | None, servers: _Servers) -> tuple
     return None, None, probe
 
 
+def _split_servers(probe: str, servers: _Servers) -> set[str]:
+    """Every declared server that a split of ``probe`` at one of its ``__`` names, compared by
+    :func:`name_key` (case and separators folded). ``mcp__github__enterprise__list_issues`` names
+    ``github`` and, read with its separators folded, ``github_enterprise`` too: a name that more
+    than one split could give to more than one server is not evidence for either."""
+    body = probe[5:] if probe[:5].lower() == "mcp__" else probe
+    keys: dict[str, list[str]] = {}
+    for name in servers.names:
+        keys.setdefault(name_key(name), []).append(name)
+    out: set[str] = set()
+    start = body.find("__")
+    while start > 0:
+        if body[start + 2 :]:
+            out.update(keys.get(name_key(body[:start]), ()))
+        start = body.find("__", start + 1)
+    return out
+
+
 def _base(call: ToolCall, step: Step, candidates: list[str]) -> dict[str, Any]:
     return dict(
         name=call.name,
@@ -595,6 +613,17 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
     )
     if invented:
         namespace = None
+
+    if namespace is None:
+        split = set().union(*(_split_servers(probe, servers) for probe in probes))
+        if len(split) > 1:
+            names = [t.qualified for t in tools.tools if t.server in split]
+            return _leave(
+                call,
+                Step.NORMALIZED,
+                f"{call.qualified} splits at more than one '__' into declared servers ({', '.join(sorted(split))}); not guessing",
+                names,
+            )
 
     # Each reading of the name, split into (server, operation) when it names a server.
     readings = [_server_parts(probe, namespace, servers) for probe in probes]
