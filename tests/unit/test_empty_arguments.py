@@ -636,3 +636,17 @@ def test_responses_json_incomplete_item_keeps_empty_arguments(arguments: str) ->
             "output": [{"id": "fc_1", "type": "function_call", "status": "incomplete", "call_id": "call_1", "name": "list_files", "arguments": arguments}]}
     RESPONSES.rewrite_response(body, Resolver(), PLAN)
     assert body["output"][0]["arguments"] == arguments
+
+
+@pytest.mark.parametrize("arguments", ["", "null"])
+def test_responses_json_incomplete_response_keeps_empty_arguments_of_a_completed_item(arguments: str) -> None:
+    # The response was cut off (max_output_tokens) although the item says completed: the answer
+    # may have stopped short of more input for it; {} is never written then.
+    body = {"id": "resp_1", "object": "response", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+            "output": [{"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1", "name": "list_files", "arguments": arguments}]}
+    RESPONSES.rewrite_response(body, Resolver(), PLAN)
+    assert body["output"][0]["arguments"] == arguments
+    complete = {**body, "status": "completed", "incomplete_details": None}
+    complete["output"] = [{**body["output"][0]}]
+    RESPONSES.rewrite_response(complete, Resolver(), PLAN)
+    assert complete["output"][0]["arguments"] == "{}"  # the control: a complete answer's empty input is {}

@@ -322,6 +322,9 @@ class ResponsesCore:
         self.streaming = False
         self.stream_lifts: dict[str, list[dict[str, Any]]] = {}
         self._item_ids = 0
+        #: The response says ``status: incomplete`` (max_output_tokens): its calls' empty
+        #: arguments are never completed, whatever an item's own status says.
+        self.cut_off = False
 
     # tool calls left in text ------------------------------------------------------
 
@@ -422,7 +425,7 @@ class ResponsesCore:
                 # "" / null / "null" / [] are empty forms: "{}" for a tool that requires nothing.
                 payload["arguments"] = raw_args
             call = ToolCall.from_payload(payload)
-            if item.get("status") == "incomplete":
+            if item.get("status") == "incomplete" or self.cut_off:
                 call = call.model_copy(update={"truncated": True})  # cut off: never completed
         decision = self.resolve(call)
         new_args = None
@@ -462,6 +465,8 @@ class ResponsesCore:
     def rewrite_response_object(self, response: dict[str, Any]) -> bool:
         """Rewrite ``output[]`` calls and the ``tools`` / ``tool_choice`` echo in place."""
         changed = False
+        if response.get("status") == "incomplete":
+            self.cut_off = True
         output = response.get("output")
         before = [id(i) for i in output] if isinstance(output, list) else []
         if isinstance(output, list) and self.stream_lifts:
