@@ -31,6 +31,9 @@ CASES = [
     ("code-fence", '```json\n{"command": "ls"}\n```', {"command": "ls"}),
     ("control-character", '{"command": "printf \'a\nb\'"}', {"command": "printf 'a\nb'"}),
     ("double-encoded", json.dumps('{"command": "ls"}'), {"command": "ls"}),
+    ("control-token-after-json", '{"command": "ls"}<|call|>', {"command": "ls"}),  # mastra-ai/mastra PR #12823
+    ("control-token-glued-to-a-key", '{"command</arg_key>": "ls"}', {"command": "ls"}),  # vllm-project/vllm PR #54971
+    ("control-token-inside-a-value", '{"command": "ls <|call|>"}', None),
     ("truncated", '{"command": "rm -rf build/cac', None),
     ("single-quotes", "{'command': 'ls'}", None),
 ]
@@ -132,3 +135,24 @@ def test_anthropic_stream(fake_and_proxy, case, args, want):
         assert partial == args
     else:
         assert json.loads(partial) == want
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(("name", "want"), [("Bash</arg_value>", "Bash"), ("Bash</foo>", "Bash</foo>"), ("Bash <|call|>x", "Bash <|call|>x")])
+def test_chat_name_with_a_glued_control_token(fake_and_proxy, stream, name, want):
+    # GLM's "name": "tool_12</arg_value>" (fw-ai-external/python-sdk#119): the family's token goes
+    # when one declared name remains; another tag, or text after the token, stays as sent.
+    fake, px = fake_and_proxy
+    body, headers = chat_answer('{"command": "ls"}', stream)
+    fake.enqueue(body.replace(b'"Bash"', json.dumps(name).encode()), headers=headers, chunk_size=5)
+    client = openai_client(px.url)
+    kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
+    if stream:
+        got = ""
+        for chunk in client.chat.completions.create(stream=True, **kwargs):
+            for choice in chunk.choices:
+                for tc in choice.delta.tool_calls or []:
+                    got += (tc.function.name or "") if tc.function else ""
+    else:
+        got = client.chat.completions.create(**kwargs).choices[0].message.tool_calls[0].function.name
+    assert got == want

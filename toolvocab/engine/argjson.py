@@ -8,7 +8,9 @@ repair here rewrites only *spelling* — the value a reader sees is the value th
 - ``trailing_comma``: a ``,`` directly before ``}`` or ``]`` (outside strings);
 - ``python_literal``: ``True`` / ``False`` / ``None`` outside strings (a Python ``repr``);
 - ``control_character``: a raw newline, tab or other control character inside a string, escaped;
-- ``double_encoded``: the text is a JSON string whose content is the object (encoded twice).
+- ``double_encoded``: the text is a JSON string whose content is the object (encoded twice);
+- ``control_token``: a model family's control token after the complete object
+  (``{"command": "ls"}<|call|>``, mastra-ai/mastra PR #12823; :mod:`toolvocab.engine.tokens`).
 
 Never: closing a truncated string, object or array, guessing a missing quote or comma, turning
 single quotes into double quotes, dropping any content. A text that still does not parse after these
@@ -26,11 +28,12 @@ import re
 from typing import Any
 
 from toolvocab.engine import jsonio
+from toolvocab.engine.tokens import strip_after_json
 
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?[ \t]*```\s*\Z", re.DOTALL)
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 #: The order repairs are reported in (stable whatever the text's order).
-_ORDER = ("code_fence", "trailing_comma", "python_literal", "control_character", "double_encoded")
+_ORDER = ("control_token", "code_fence", "trailing_comma", "python_literal", "control_character", "double_encoded")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 
 
@@ -95,7 +98,7 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], list[str]] | None:
     """Parse tool-call argument ``text`` that strict JSON refuses, by lossless rewrites only.
 
     Returns ``(object, repairs)`` — ``repairs`` names each rewrite applied, in order
-    (``code_fence``, ``trailing_comma``, ``python_literal``, ``control_character``,
+    (``control_token``, ``code_fence``, ``trailing_comma``, ``python_literal``, ``control_character``,
     ``double_encoded``) — or ``None`` when no lossless rewrite yields a JSON object (truncated or
     otherwise broken text is never completed). Text that already parses is not this function's
     business: it returns ``None`` for it too. Never raises.
@@ -110,6 +113,10 @@ def repair_arguments(text: str) -> tuple[dict[str, Any], list[str]] | None:
             if isinstance(inner, dict):
                 return inner, ["double_encoded"]
         return None
+    unglued = strip_after_json(body)
+    if unglued is not None:
+        body = unglued
+        repairs.append("control_token")
     m = _FENCE.match(body)
     if m:
         body = m.group("body")

@@ -28,6 +28,7 @@ import orjson
 from toolvocab.engine.models import ArgChange
 from toolvocab.engine.shellwords import argv_to_command
 from toolvocab.engine.shellwords import command_to_argv
+from toolvocab.engine.tokens import strip_glued
 from toolvocab.engine.translate import ANNOTATION_KEYS
 from toolvocab.engine.translate import Reading
 from toolvocab.engine.translate import Target
@@ -149,6 +150,31 @@ def declared_properties(schema: dict[str, Any] | None) -> dict[str, Any]:
     return {}
 
 
+def unglue_keys(arguments: dict[str, Any], schema: dict[str, Any] | None) -> tuple[dict[str, Any], list[ArgChange]]:
+    """Top-level keys with a model family's control token glued to their end (``"path</arg_key>"``,
+    :func:`toolvocab.engine.tokens.strip_glued`) renamed to the declared key that remains;
+    ``(arguments, changes)``, ``arguments`` itself (and no change) when there is none.
+
+    Only a key the schema does not declare, only when what remains is a declared key the call
+    does not already carry and no other key cleans to (a collision leaves both as sent). Values are
+    never touched. ``arguments`` is not modified.
+    """
+    props = declared_properties(schema)
+    renames: dict[str, str] = {}
+    for key in arguments:
+        if key in props:
+            continue
+        clean = strip_glued(key)
+        if clean is not None and clean in props:
+            renames[key] = clean
+    targets = list(renames.values())
+    renames = {k: c for k, c in renames.items() if c not in arguments and targets.count(c) == 1}
+    if not renames:
+        return arguments, []
+    out = {renames.get(k, k): v for k, v in arguments.items()}
+    return out, [ArgChange(op="unglue_key", key=k, to=c) for k, c in renames.items()]
+
+
 def fit_arguments(
     arguments: dict[str, Any],
     schema: dict[str, Any] | None,
@@ -175,6 +201,7 @@ def fit_arguments(
     the reason when a key cannot keep its meaning.
     """
     props = declared_properties(schema)
+    arguments, unglued = unglue_keys(arguments, schema)
     if not props:
         extra = [k for k in arguments if k not in ANNOTATION_KEYS]
         if extra:
@@ -184,7 +211,7 @@ def fit_arguments(
     if translation.arguments is None:
         return Fit(None, reason=translation.reason)
     out, changes = respell(translation.arguments, schema, target_capability=target_capability if posix else None)  # type: ignore[arg-type]
-    changes = translation.changes + changes
+    changes = unglued + translation.changes + changes
     drop = drop_annotations and (closed or schema.get("additionalProperties") is False)  # type: ignore[union-attr]
     for key in list(out):
         if key in props:

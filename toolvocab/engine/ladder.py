@@ -32,6 +32,7 @@ from toolvocab.engine.argjson import describe_unparsed
 from toolvocab.engine.arguments import Fit
 from toolvocab.engine.arguments import declared_properties
 from toolvocab.engine.arguments import fit_arguments
+from toolvocab.engine.arguments import unglue_keys
 from toolvocab.engine.arguments import undeclared_keys
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.models import Action
@@ -47,6 +48,7 @@ from toolvocab.engine.names import join_namespace
 from toolvocab.engine.names import name_key
 from toolvocab.engine.names import split_flat
 from toolvocab.engine.names import split_mcp
+from toolvocab.engine.tokens import strip_glued
 from toolvocab.engine.translate import Reading
 from toolvocab.engine.translate import own_reading
 from toolvocab.engine.translate import readings_of
@@ -149,11 +151,18 @@ def _undouble(name: str) -> str | None:
 def lossless_readings(name: str) -> list[str]:
     """Every lossless reading of an answered name, the name itself first: surrounding
     whitespace trimmed, provider prefixes stripped (:data:`PROVIDER_PREFIXES`), a name written
-    twice undoubled (BR-18). Used before the reverse map and before normalization alike."""
+    twice undoubled (BR-18), a model family's control token glued to its end removed
+    (:func:`toolvocab.engine.tokens.strip_glued`: GLM's ``tool_12</arg_value>``). Used before the
+    reverse map and before normalization alike."""
     trimmed = name.strip(ASCII_BLANKS)
     stripped = _strip_prefixes(trimmed)
+    forms = [name, trimmed, stripped]
+    for form in (trimmed, stripped):
+        unglued = strip_glued(form)
+        if unglued is not None:
+            forms.append(_strip_prefixes(unglued))
     out: list[str] = []
-    for form in (name, trimmed, stripped):
+    for form in forms:
         for probe in (form, _undouble(form)):
             if probe and probe not in out:
                 out.append(probe)
@@ -459,7 +468,9 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_empty_left(call, tool)}", **base)
     if call.arguments is None:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_unparsed(call)}", **base)
-    repaired = _json_repaired(call)
+    # Argument text that parsed only after lossless repairs, or a key with a control token glued
+    # to it: the arguments are written back (fitted, never with a key the client would not read).
+    repaired = _json_repaired(call) + unglue_keys(call.arguments, tool.input_schema)[1]
     error = validation_error(call.arguments, tool.input_schema)
     if error is None and not repaired:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)
@@ -467,20 +478,22 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
     if repaired:
         # The argument text only parsed after lossless repairs: the parsed object is written back,
         # fitted when fitting makes it valid — and never with a key the client would not read.
+        what = [f"its argument JSON parsed only after lossless repairs ({', '.join(call.json_repairs)})"] if call.json_repairs else []
+        what += [f"a control token is glued to its key {c.key!r}" for c in repaired if c.op == "unglue_key"]
         if fit.arguments is not None and fit.changes and validation_error(fit.arguments, tool.input_schema) is None:
-            final, changes = fit.arguments, fit.changes
+            final, changes = fit.arguments, [c for c in fit.changes if c not in repaired]
         elif not undeclared_keys(call.arguments, tool.input_schema):
             final, changes = call.arguments, []
         else:
             extra = ", ".join(map(repr, undeclared_keys(call.arguments, tool.input_schema)))
             return Decision(
                 action=Action.KEEP,
-                reason=f"{tool.qualified} is declared; its argument JSON parses only after lossless repairs, but it carries {extra}, which {tool.qualified} does not declare: left as sent",
+                reason=f"{tool.qualified} is declared; {'; '.join(what)}, but it carries {extra}, which {tool.qualified} does not declare: left as sent",
                 **base,
             )
         return Decision(
             action=Action.FIT,
-            reason=f"{tool.qualified} is declared; its argument JSON parsed only after lossless repairs ({', '.join(call.json_repairs)})",
+            reason=f"{tool.qualified} is declared; {'; '.join(what)}",
             arg_changes=repaired + changes,
             arguments_after=final,
             **base,
@@ -660,6 +673,8 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
     if len(matches) == 1:
         tool = matches[0]
         why = "only by case, separators, prefix or notation"
+        if strip_glued(_strip_prefixes(call.name.strip(ASCII_BLANKS))) is not None:
+            why += " (a model's control token glued to its end removed)"
         if invented:
             why = f"only by an invented namespace ({call.namespace!r}, which the client does not declare)"
             if not (call.name == tool.name):

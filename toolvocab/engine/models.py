@@ -236,7 +236,8 @@ class ArgChange(BaseModel):
     not declare), ``drop_key`` (a consumed key: ``str_replace_editor``'s ``command``),
     ``drop_default`` (a key whose value is what the target always does: ``is_background: false``
     for a tool that has no background), ``fill_empty``, ``empty_to_object`` (``""`` / ``null`` /
-    ``[]`` arguments written as ``{}``; ``key`` is ``""``). ``key`` is the argument key
+    ``[]`` arguments written as ``{}``; ``key`` is ``""``), ``unglue_key`` (a model family's control
+    token glued to a key removed: ``path</arg_key>`` → ``path``). ``key`` is the argument key
     changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.
     """
 
