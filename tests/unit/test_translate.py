@@ -232,7 +232,9 @@ def test_each_shell_tool_names_the_shell_that_runs_its_command() -> None:
     for table in TABLES:
         for key, meaning in table.args.items():
             if meaning.what == "shell.command":
-                assert meaning.form in ("argv", "bash", "user"), (table.name, key)
+                # mvdan-sh: Crush's bash, mvdan.cc/sh's POSIX interpreter (no bash, no zsh): only a
+                # portable line (words, && || ; |: one reading in every POSIX shell) reaches it.
+                assert meaning.form in ("argv", "bash", "user", "mvdan-sh"), (table.name, key)
 
 
 # ------------------------------------------------------------------ the oracle, from the table alone
@@ -598,3 +600,47 @@ def test_a_bash_call_without_the_description_crush_requires_is_not_given_one() -
     # The twin: a call that carries one keeps it.
     d = decide([CRUSH_BASH], "Bash", {"command": "ls", "description": "List files"})
     assert d.target == "bash" and (d.arguments_after or {"description": "List files"})["description"] == "List files"
+
+
+CRUSH_TOOLS = [
+    CRUSH_VIEW,
+    CRUSH_BASH,
+    fn("edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL)),
+    fn("write", schema("file_path", "content", file_path=STR, content=STR)),
+    fn("grep", schema("pattern", pattern=STR, path=STR, include=STR, literal_text=BOOL)),
+    fn("glob", schema("pattern", pattern=STR, path=STR)),
+    fn("ls", schema(path=STR, ignore={"type": "array", "items": STR}, depth=INT)),
+    fn("fetch", schema("url", "format", url=STR, format=STR, timeout=INT)),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "target", "after"),
+    [
+        ("Write", {"file_path": "/a", "content": "x"}, "write", None),
+        ("write_file", {"file_path": "/a", "content": "x"}, "write", None),  # Qwen Code's
+        ("list_directory", {"path": "src"}, "ls", None),  # Qwen Code's
+        ("Bash", {"command": "go test ./... && go vet ./...", "description": "Test"}, "bash", None),  # portable
+    ],
+)
+def test_other_agents_calls_reach_crushs_tools_as_meant(name: str, args: dict, target: str, after: dict | None) -> None:
+    d = decide(CRUSH_TOOLS, name, args)
+    assert d.action is Action.RENAME and d.target == target, d.reason
+    assert d.arguments_after == after
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "why"),
+    [
+        ("Edit", {"file_path": "/a", "old_string": "    x = 1", "new_string": "y"}, "an exact edit never reaches Crush's whitespace-normalising matcher"),
+        ("Bash", {"command": "rm -f **/*.orig", "description": "Clean"}, "a line zsh and bash read apart never reaches mvdan.cc/sh"),
+        ("terminal", {"command": "make", "timeout": 600}, "Crush's bash has no kill timeout"),
+        ("WebFetch", {"url": "https://a.example", "prompt": "summarize"}, "Crush's fetch has no prompt and requires format"),
+        ("webfetch", {"url": "https://a.example", "format": "markdown"}, "OpenCode's format is not Crush's (sourced apart)"),
+        ("list_directory", {"path": "src", "ignore": ["*.log"]}, "Crush's ls ignore is not sourced as the same globs"),
+        ("Glob", {"pattern": "**/*.go"}, "a declared glob of an agent not identified is Qwen Code's and Gemini CLI's too (node-glob)"),
+    ],
+)
+def test_calls_crushs_tools_would_read_otherwise_are_left(name: str, args: dict, why: str) -> None:
+    d = decide(CRUSH_TOOLS, name, args)
+    assert not d.changed, (why, d.reason)

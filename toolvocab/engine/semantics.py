@@ -110,6 +110,7 @@ _GEM_OLD_SRC = "google-gemini/gemini-cli v0.1.9 (34935d6) .. v0.10.0 packages/co
 _OC_SRC = "opencode-ai 1.18.33 binary (packages/opencode/src/tool/*.ts, Effect Schema decode)"
 _PI_SRC = "badlogic/pi-mono v0.58.3 packages/coding-agent/src/core/tools/*.ts"
 _CRUSH_SRC = "charmbracelet/crush v0.90.0 internal/agent/tools/view.go (ViewParams; readTextFile skips offset lines)"
+_CRUSH_TOOLS = "charmbracelet/crush v0.90.0 internal/agent/tools/{bash,edit,edit_whitespace,write,grep,rg,glob,ls,fetch,fetch_types}.go"
 _TRAE_SRC = "bytedance/trae-agent e839e55 trae_agent/tools/ (bash_tool.py, edit_tool.py)"
 _HERMES_SRC = "hermes-agent 0.19.0 wheel: tools/terminal_tool.py, tools/file_tools.py"
 _OPENCLAW_SRC = "openclaw 2026.9.6 (npm, commit eb377ac5): the exec, read, write and edit agent tools"
@@ -375,6 +376,33 @@ TABLES: tuple[ArgTable, ...] = (
     # view: offset a 0-based line ("The line number to start reading from (0-based)"; readTextFile
     # skips `offset` lines, numbering from offset+1), limit a count of lines (default 200).
     _t("view", _CRUSH, None, "0.90.0", _CRUSH_SRC, args={"file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit")}),
+    # bash: mvdan.cc/sh's POSIX interpreter with Go builtins, not bash or the user's shell.
+    # run_in_background starts a background job at once. What happens to a long command the call
+    # sets nothing for is each tool's default, as default timeouts are (not compared): Crush moves
+    # it to the background after auto_background_after seconds (default 60) and never kills it.
+    _t("bash", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
+        "command": m("shell.command", form="mvdan-sh"), "working_dir": m("shell.cwd"), "run_in_background": _BG_FALSE,
+        "auto_background_after": _own("crush.bash", "auto_background_after"),
+    }),
+    # edit: exact first, then whitespace-normalised whole lines (edit_whitespace.go).
+    _t("edit", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
+        "file_path": m("edit.path"), "old_string": m("edit.old", form="normalized"), "new_string": m("edit.new"), "replace_all": _EDIT_ALL,
+    }),
+    _t("write", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={"file_path": m("write.path"), "content": m("write.content")}),
+    # grep: `rg PATTERN --glob INCLUDE PATH` (case-sensitive; Go regexp without rg); literal_text
+    # escapes the pattern.
+    _t("grep", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
+        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "include": m("grep.include", form="rg-glob"),
+        "literal_text": _own("crush.grep", "literal_text"),
+    }, fixed={"grep.ignore_case": False}),
+    _t("glob", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
+    _t("ls", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
+        "path": m("list.path"), "ignore": _own("crush.ls", "ignore"), "depth": _own("crush.ls", "depth"),
+    }),
+    # fetch: timeout in seconds, clamped to 120; format text, markdown or html (required).
+    _t("fetch", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
+        "url": m("web_fetch.url"), "format": _own("crush.fetch", "format"), "timeout": m("web_fetch.timeout", unit="s", most=120),
+    }),
     _t("write", _PI, None, "0.58.3", _PI_SRC, args={"path": m("write.path"), "content": m("write.content")}),
     # edit: exactly one match; a fuzzy fallback rewrites the whole file normalised.
     _t("edit", _PI, None, "0.58.3", _PI_SRC, args={"path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-pi"), "newText": m("edit.new")}, fixed={"edit.all": False}),

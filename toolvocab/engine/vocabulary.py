@@ -149,6 +149,7 @@ _GEM_DECL = "declared by Gemini CLI 0.61.0 (captured request)"
 _CLINE_SRC = "Cline's declared tools in askalf/dario#40 (BR-06)"
 _PI_SRC = "pi's declared tools in apmantza/pi-free#544 (BR-28)"
 _CRUSH_SRC = "charmbracelet/crush v0.90.0 internal/agent/tools/view.go (ViewToolName, ViewParams)"
+_CRUSH_TOOLS = "charmbracelet/crush v0.90.0 internal/agent/tools/*.go (each tool's ToolName constant and Params)"
 _CC_OLD = (
     "earlier Claude Code tool list "
     "(x1xhlol/system-prompts-and-models-of-ai-tools, Anthropic/Claude Code/Tools.json)"
@@ -178,6 +179,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("terminal", "shell", _HERMES, "NousResearch/hermes-agent#8259 (BR-18)"),
     _row("bash", "shell", _TRAE, "bytedance/trae-agent trae_agent/tools/__init__.py (tools_registry)"),
     _row("bash", "shell", _PI, _PI_SRC),
+    _row("bash", "shell", _CRUSH, _CRUSH_TOOLS),
     # --- powershell: run a command in PowerShell ---------------------------------------------
     _row("PowerShell", "powershell", _CC, f"{_CC_DOCS} (Windows, opt-in)"),
     # --- read -------------------------------------------------------------------------------
@@ -197,6 +199,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("write_file", "write", _QWEN, _QWEN_DECL),
     _row("write_file", "write", _GEM, _GEM_DECL),
     _row("write_to_file", "write", _CLINE, _CLINE_SRC),
+    _row("write", "write", _CRUSH, _CRUSH_TOOLS),
     _row("write_file", "write", _HERMES, "hermes-agent 0.19.0 tools/file_tools.py (write_file)"),
     _row("write", "write", _OPENCLAW, "openclaw 2026.9.6 (npm), the write agent tool"),
     _row("write", "write", _PI, _PI_SRC),
@@ -227,6 +230,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     ),
     _row("edit", "edit", _OPENCLAW, "openclaw/openclaw#20229, PR #50232 (BR-27)"),
     _row("edit", "edit", _PI, _PI_SRC),
+    _row("edit", "edit", _CRUSH, _CRUSH_TOOLS),
     # --- multi_edit / diff_edit: change files, but not an Edit call -------------------------
     _row("MultiEdit", "multi_edit", _CC, _CC_OLD),
     _row("replace_in_file", "diff_edit", _CLINE, _CLINE_SRC),
@@ -242,11 +246,13 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("search_files", "grep", _CLINE, f"{_CLINE_SRC} (regex search)"),
     _row("rg", "grep", _CODEX_GUIDE, _CODEX_GUIDE_SRC),
     _row("grep", "grep", _PI, _PI_SRC),
+    _row("grep", "grep", _CRUSH, _CRUSH_TOOLS),
     # --- glob: find files by name -----------------------------------------------------------
     _row("Glob", "glob", _CC, _CC_DOCS),
     _row("glob", "glob", _OC, f"{_OC_DECL}; {_OC_DOCS}"),
     _row("glob", "glob", _QWEN, _QWEN_DECL),
     _row("glob", "glob", _GEM, _GEM_DECL),
+    _row("glob", "glob", _CRUSH, _CRUSH_TOOLS),
     _row("glob_file_search", "glob", _CODEX_GUIDE, _CODEX_GUIDE_SRC),
     _row("file_search", "glob", _CONVENTION, "llm-switcher 1.4.0 docs/tool-vocabulary.md, 'Other agents'"),
     _row("find", "glob", _PI, _PI_SRC),
@@ -257,9 +263,11 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("list_dir", "list", _CODEX_GUIDE, _CODEX_GUIDE_SRC),
     _row("list_files", "list", _CLINE, _CLINE_SRC),
     _row("ls", "list", _PI, _PI_SRC),
+    _row("ls", "list", _CRUSH, _CRUSH_TOOLS),
     # --- web --------------------------------------------------------------------------------
     _row("WebFetch", "web_fetch", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
     _row("webfetch", "web_fetch", _OC, f"{_OC_DECL}; {_OC_DOCS}"),
+    _row("fetch", "web_fetch", _CRUSH, _CRUSH_TOOLS),
     _row("web_fetch", "web_fetch", _QWEN, _QWEN_DECL),
     _row("web_fetch", "web_fetch", _GEM, _GEM_DECL),
     _row("WebSearch", "web_search", _CC, f"{_CC_DECL}; {_CC_DOCS}"),
