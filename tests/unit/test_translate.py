@@ -644,3 +644,42 @@ def test_other_agents_calls_reach_crushs_tools_as_meant(name: str, args: dict, t
 def test_calls_crushs_tools_would_read_otherwise_are_left(name: str, args: dict, why: str) -> None:
     d = decide(CRUSH_TOOLS, name, args)
     assert not d.changed, (why, d.reason)
+
+
+# ------------------------------------------------------------------ Roo Code (RooCodeInc/Roo-Code v3.52.1)
+ROO_TOOLS = [
+    fn("execute_command", schema("command", command=STR, cwd={"type": ["string", "null"]}, timeout={"type": ["number", "null"]})),
+    fn("read_file", schema("path", path=STR, mode={"type": "string", "enum": ["slice", "indentation"]}, offset=INT, limit=INT,
+                          indentation={"type": "object"})),
+    fn("write_to_file", schema("path", "content", path=STR, content=STR)),
+    fn("search_files", schema("path", "regex", path=STR, regex=STR, file_pattern={"type": ["string", "null"]})),
+    fn("list_files", schema("path", "recursive", path=STR, recursive=BOOL)),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "target", "after"),
+    [
+        ("Write", {"file_path": "/a", "content": "x"}, "write_to_file", {"path": "/a", "content": "x"}),
+        ("shell", {"command": ["bash", "-lc", "ls"]}, "execute_command", {"command": "ls"}),
+    ],
+)
+def test_other_agents_calls_reach_roo_codes_tools_as_meant(name: str, args: dict, target: str, after: dict) -> None:
+    d = decide(ROO_TOOLS, name, args)
+    assert d.action is Action.RENAME and d.target == target, d.reason
+    assert d.arguments_after == after
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "why"),
+    [
+        ("Bash", {"command": "make", "timeout": 60000}, "Roo's timeout (s) moves the command to the background, it does not kill it"),
+        ("terminal", {"command": "make", "timeout": 60}, "the same in seconds: still not a kill timeout"),
+        ("Read", {"file_path": "/a", "offset": 10}, "read_file's offset is 0-based in Qwen Code and 1-based in Roo Code: the agent is not identified"),
+        ("list_directory", {"path": "src"}, "Roo's list_files requires recursive, which is never invented"),
+        ("Grep", {"pattern": "foo", "path": "src", "glob": "*.py"}, "search_files is Cline's too, whose case-sensitivity is not recorded: unknown"),
+    ],
+)
+def test_calls_roo_codes_tools_would_read_otherwise_are_left(name: str, args: dict, why: str) -> None:
+    d = decide(ROO_TOOLS, name, args)
+    assert not d.changed, (why, d.reason)

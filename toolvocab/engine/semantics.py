@@ -99,6 +99,7 @@ _HERMES = "Hermes Agent"
 _TRAE = "trae-agent"
 _PI = "pi"
 _CRUSH = "Crush"
+_ROO = "Roo Code"
 _ANTHROPIC = "Anthropic text editor tool"
 
 # --- where -----------------------------------------------------------------------------------------
@@ -115,6 +116,10 @@ _TRAE_SRC = "bytedance/trae-agent e839e55 trae_agent/tools/ (bash_tool.py, edit_
 _HERMES_SRC = "hermes-agent 0.19.0 wheel: tools/terminal_tool.py, tools/file_tools.py"
 _OPENCLAW_SRC = "openclaw 2026.9.6 (npm, commit eb377ac5): the exec, read, write and edit agent tools"
 _CLINE_SRC = "cline/cline v3.89.2 src/core/prompts (tool specs) and src/core/task (handlers)"
+_ROO_SRC = (
+    "RooCodeInc/Roo-Code v3.52.1 src/core/prompts/tools/native-tools/*.ts (schemas), src/core/tools/*Tool.ts (handlers), "
+    "src/core/assistant-message/NativeToolCallParser.ts (only known keys are read), src/services/ripgrep/index.ts"
+)
 _ANTHROPIC_SRC = "platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool (text_editor_20250124/20250728)"
 
 # --- shared meanings -------------------------------------------------------------------------------
@@ -447,6 +452,23 @@ TABLES: tuple[ArgTable, ...] = (
         "path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-openclaw"), "newText": m("edit.new"),
         "edits": _own("openclaw.edit", "edits"),
     }, fixed={"edit.all": False}),
+    # --- Roo Code 3.52.1 (native tools: the parser copies known keys, others never read) --------------
+    # execute_command: timeout in seconds, after which the command keeps running in the background
+    # and the output so far is returned: not a kill timeout (its own meaning).
+    _t("execute_command", _ROO, None, "3.52.1", _ROO_SRC, args={
+        "command": m("shell.command", form="user"), "cwd": m("shell.cwd"), "timeout": _own("roo.execute_command", "timeout"),
+    }, fixed={"shell.background": False}),
+    # read_file: offset a 1-based line (slice mode), limit lines; mode and indentation its own.
+    _t("read_file", _ROO, None, "3.52.1", _ROO_SRC, args={
+        "path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
+        "mode": _own("roo.read_file", "mode"), "indentation": _own("roo.read_file", "indentation"),
+    }),
+    _t("write_to_file", _ROO, None, "3.52.1", _ROO_SRC, args={"path": m("write.path"), "content": m("write.content")}),
+    # search_files: `rg --json -e REGEX [--glob FILE_PATTERN] PATH` (case-sensitive).
+    _t("search_files", _ROO, None, "3.52.1", _ROO_SRC, args={
+        "path": m("grep.path"), "regex": m("grep.pattern", form="rg"), "file_pattern": m("grep.include", form="rg-glob"),
+    }, fixed={"grep.ignore_case": False}),
+    _t("list_files", _ROO, None, "3.52.1", _ROO_SRC, args={"path": m("list.path"), "recursive": _own("roo.list_files", "recursive")}),
     # --- Cline 3.89.2 (classic tools: unknown parameters never read) ----------------------------------
     # execute_command: the VS Code terminal's shell (the user's); timeout in seconds.
     _t("execute_command", _CLINE, None, "3.89.2", _CLINE_SRC, args={

@@ -411,6 +411,7 @@ def target_for(name: str, capability: str | None, properties: Iterable[str], cli
         meanings[key] = listed if listed else capability_meanings(capability, key)
     fixed: dict[str, Any] = {}
     conflicting: set[str] = set()
+    recorded: dict[str, int] = {}
     for table in tables:
         # What the tool does when a call leaves an effect out: its fixed behaviour, or the default
         # of its key for it (declared in this request or not).
@@ -422,6 +423,10 @@ def target_for(name: str, capability: str | None, properties: Iterable[str], cli
             if what in fixed and not _same(fixed[what], value):
                 conflicting.add(what)
             fixed.setdefault(what, value)
+            recorded[what] = recorded.get(what, 0) + 1
+    # An effect is the target's only when every table the target may be records it alike: one
+    # table's silence is unknown, and unknown is no agreement.
+    conflicting.update(what for what, n in recorded.items() if n < len(tables))
     for what in conflicting:
         del fixed[what]
     return Target(name=name, declared=declared, meanings=meanings, tables=tables, fixed=fixed)

@@ -134,6 +134,7 @@ _HERMES = "Hermes Agent"
 _TRAE = "trae-agent"
 _PI = "pi"
 _CRUSH = "Crush"
+_ROO = "Roo Code"
 _ANTHROPIC = "Anthropic text editor tool"
 _CONVENTION = "open-agent convention"
 
@@ -147,6 +148,7 @@ _OC_DOCS = "opencode.ai/docs/tools (packages/web/src/content/docs/tools.mdx)"
 _QWEN_DECL = "declared by Qwen Code 0.15.10 (captured request)"
 _GEM_DECL = "declared by Gemini CLI 0.61.0 (captured request)"
 _CLINE_SRC = "Cline's declared tools in askalf/dario#40 (BR-06)"
+_ROO_SRC = "RooCodeInc/Roo-Code v3.52.1 src/core/prompts/tools/native-tools/*.ts (each tool's name)"
 _PI_SRC = "pi's declared tools in apmantza/pi-free#544 (BR-28)"
 _CRUSH_SRC = "charmbracelet/crush v0.90.0 internal/agent/tools/view.go (ViewToolName, ViewParams)"
 _CRUSH_TOOLS = "charmbracelet/crush v0.90.0 internal/agent/tools/*.go (each tool's ToolName constant and Params)"
@@ -175,6 +177,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("run_shell_command", "shell", _QWEN, f"{_QWEN_DECL}; QwenLM/qwen-code docs/developers/tools/shell.md"),
     _row("run_shell_command", "shell", _GEM, _GEM_DECL),
     _row("execute_command", "shell", _CLINE, _CLINE_SRC),
+    _row("execute_command", "shell", _ROO, _ROO_SRC),
     _row("exec", "shell", _OPENCLAW, "openclaw/openclaw PR #39328 (BR-10), openclaw/openclaw#20229 (BR-27)"),
     _row("terminal", "shell", _HERMES, "NousResearch/hermes-agent#8259 (BR-18)"),
     _row("bash", "shell", _TRAE, "bytedance/trae-agent trae_agent/tools/__init__.py (tools_registry)"),
@@ -189,6 +192,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("read_file", "read", _GEM, _GEM_DECL),
     _row("read_file", "read", _CODEX_GUIDE, _CODEX_GUIDE_SRC),
     _row("read_file", "read", _CLINE, _CLINE_SRC),
+    _row("read_file", "read", _ROO, _ROO_SRC),
     _row("read_file", "read", _HERMES, "NousResearch/hermes-agent#8259 (BR-18)"),
     _row("read", "read", _OPENCLAW, "openclaw/openclaw PR #39328 (BR-10)"),
     _row("read", "read", _PI, _PI_SRC),
@@ -199,6 +203,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("write_file", "write", _QWEN, _QWEN_DECL),
     _row("write_file", "write", _GEM, _GEM_DECL),
     _row("write_to_file", "write", _CLINE, _CLINE_SRC),
+    _row("write_to_file", "write", _ROO, _ROO_SRC),
     _row("write", "write", _CRUSH, _CRUSH_TOOLS),
     _row("write_file", "write", _HERMES, "hermes-agent 0.19.0 tools/file_tools.py (write_file)"),
     _row("write", "write", _OPENCLAW, "openclaw 2026.9.6 (npm), the write agent tool"),
@@ -244,6 +249,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("grep_search", "grep", _GEM, _GEM_DECL),
     _row("search_file_content", "grep", _GEM, "earlier Gemini CLI, gemini-cli-extensions/conductor#39 (BR-30)"),
     _row("search_files", "grep", _CLINE, f"{_CLINE_SRC} (regex search)"),
+    _row("search_files", "grep", _ROO, _ROO_SRC),
     _row("rg", "grep", _CODEX_GUIDE, _CODEX_GUIDE_SRC),
     _row("grep", "grep", _PI, _PI_SRC),
     _row("grep", "grep", _CRUSH, _CRUSH_TOOLS),
@@ -262,6 +268,7 @@ _ROWS: tuple[VocabEntry, ...] = (
     _row("list_directory", "list", _GEM, _GEM_DECL),
     _row("list_dir", "list", _CODEX_GUIDE, _CODEX_GUIDE_SRC),
     _row("list_files", "list", _CLINE, _CLINE_SRC),
+    _row("list_files", "list", _ROO, _ROO_SRC),
     _row("ls", "list", _PI, _PI_SRC),
     _row("ls", "list", _CRUSH, _CRUSH_TOOLS),
     # --- web --------------------------------------------------------------------------------
