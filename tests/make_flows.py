@@ -337,6 +337,15 @@ SCENARIOS: list[Scenario] = [
         note="names outside the upstream grammar go up as aliases and come back from the map (Gemini allows the dot)",
     ),
     Scenario(
+        "replayed-kimi-id", [], "And the git status?",
+        [CLAUDE_TOOLS[0], CLAUDE_TOOLS[1]],
+        [Call("Bash", {"command": "git status"})], [("Bash", {"command": "git status"})],
+        transcript=[(Call("Bash", {"command": "ls"}, id="functions.Bash:0"), "a.txt")],
+        dialects=("anthropic",), expected="leave",
+        note="a replayed tool_use id Anthropic refuses (Kimi's functions.Bash:0, maximhq/bifrost#5097) goes up as one "
+             "valid alias in the tool_use and its tool_result (the request's change); the answer reaches the client unchanged",
+    ),
+    Scenario(
         "br17-dotted-hallucination", ["BR-17"], "Search the evidence again.",
         [Tool("search_evidence", obj("query", query=STR), "Search the evidence store."), Tool("fetch_doc", obj("id", id=STR), "Fetch a document.")],
         [Call("search.evidence", {"query": "q"})], [("search_evidence", {"query": "q"})],

@@ -93,7 +93,7 @@ def change_kind(record: dict | None) -> str | None:
         return "tools"
     if not request:
         return None
-    names_changed = bool(record.get("rename_map") or record.get("duplicates") or record.get("renames"))
+    names_changed = bool(record.get("rename_map") or record.get("duplicates") or record.get("renames") or record.get("id_aliases"))
     if record.get("prompt_sentence") and not names_changed:
         return "prompt"
     return "tools"
@@ -237,6 +237,9 @@ def comment(record: dict | None) -> str:
     renamed = record.get("rename_map") or {}
     if renamed and (record.get("request_changed") or record.get("mode") == "observe"):
         tools.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
+    aliased = record.get("id_aliases") or {}
+    if aliased and record.get("request_changed"):
+        tools.append(f"{_plural(len(aliased), 'replayed id')} aliased upstream")
     sent = record.get("request_changed") or record.get("mode") == "observe"  # a sentence not sent is no change
     sentence = f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}" if record.get("prompt_sentence") and sent else None
     changes = tools + ([sentence] if sentence else [])

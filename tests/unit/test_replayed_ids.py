@@ -194,6 +194,9 @@ def test_the_upstream_gets_the_alias_and_the_client_its_own_ids(env):
     assert use == result and PATTERN.match(use) and use != "functions.Bash:0"
     assert r.out == upstream
     assert r.record["request_changed"] is True
+    # What a user debugging the flow sees: the alias in the record, the change in the comment.
+    assert r.record["id_aliases"] == {"functions.Bash:0": use}
+    assert "1 replayed id aliased upstream" in f.comment and f.comment.startswith("changed:")
 
 
 def test_observe_mode_sends_the_clients_ids(env):

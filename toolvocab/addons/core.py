@@ -357,6 +357,7 @@ class ToolVocab(Configurable):
                     state.original_request = content
                     req.content = new
                     record.request_changed = True
+                    record.id_aliases = dict(plan.call_ids)
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             req.anticomp()
         self._states[flow.id] = state

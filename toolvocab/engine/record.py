@@ -25,7 +25,8 @@ class FlowRecord(BaseModel):
     (flat); ``rename_map``: declared name → upstream name, ``duplicates``: a name declared more
     than once → the upstream names of its later declarations (``None``: dropped), ``renames``:
     why each name changed (grammar, profile, duplicate, transcript; declined profile renames are
-    in ``notes``), ``profile`` / ``grammar``: what was in force; ``prompt_sentence``: the sentence
+    in ``notes``), ``id_aliases``: a replayed tool-call id the upstream rejects → the alias sent in
+    its place, ``profile`` / ``grammar``: what was in force; ``prompt_sentence``: the sentence
     added (or, in ``observe``, that would be added) and ``prompt_names`` the names it lists; ``request_changed`` / ``response_changed``:
     whether bytes were changed on each side; ``streamed``: the answer was rewritten as a stream;
     ``decisions``: one per tool call in the answer; ``tool_errors``: every tool result in the
@@ -54,6 +55,7 @@ class FlowRecord(BaseModel):
     rename_map: dict[str, str] = Field(default_factory=dict)
     duplicates: dict[str, list[str | None]] = Field(default_factory=dict)
     renames: list[Rename] = Field(default_factory=list)
+    id_aliases: dict[str, str] = Field(default_factory=dict)
     profile: str | None = None
     grammar: str | None = None
     prompt_sentence: str | None = None
@@ -126,6 +128,8 @@ class FlowRecord(BaseModel):
             parts.append(f"prompt names {n} tool{'' if n == 1 else 's'}")
         if self.rename_map and self.request_changed:
             parts.append(f"{len(self.rename_map)} tools renamed upstream")
+        if self.id_aliases and self.request_changed:
+            parts.append(f"{len(self.id_aliases)} replayed ids aliased upstream")
         return "toolvocab: " + ("; ".join(parts) if parts else "no change")
 
 
