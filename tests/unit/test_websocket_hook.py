@@ -433,3 +433,20 @@ def test_a_call_that_would_lose_an_argument_reaches_the_socket_unchanged(env, ar
     assert parsed(s.delivered()) == frames
     [decision] = s.record["decisions"]
     assert decision["action"] == "leave" and decision["name"] == "shell"
+
+
+def test_a_response_create_frame_repeating_a_key_is_passed_through_as_an_http_body_is(env):
+    # Which of two "instructions" (or "tools") the server reads is its parser's choice: the HTTP
+    # request hook passes such a body through untouched, and so does the WebSocket path — the
+    # frame, and the turn's server frames, which no plan built on a guess may rewrite.
+    create, frames = load_frames()
+    raw = orjson.dumps(create)
+    repeated = raw[:-1] + b',"instructions":"Be brief."}'
+    s = Session(env)
+    step = s.create(repeated)
+    assert step.message.content == repeated and not step.message.dropped
+    steps = s.server(frames)
+    assert all(not st.message.dropped and st.injected == [] and st.message.content == st.original for st in steps)
+    assert s.flow.id not in harness.websocket(env.module)._ws
+    record = s.record or {}
+    assert "repeats a key" in " ".join(record.get("notes") or []) + (record.get("skipped") or "")

@@ -66,7 +66,7 @@ class ToolVocabWebSocket:
 
         if message.from_client:
             try:
-                frame = jsonio.loads(message.content)
+                frame, unique, _ = jsonio.loads_checked(message.content)
             except ValueError:
                 return
             if not isinstance(frame, dict) or frame.get("type") != "response.create":
@@ -74,6 +74,17 @@ class ToolVocabWebSocket:
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
+                return
+            if not unique:
+                # As the HTTP request hook does: which repeated key the server reads is its
+                # parser's choice, so neither the frame nor this turn's answer is touched.
+                previous = self._ws.pop(flow.id, None)
+                reason = "a response.create frame repeats a key; it and its turn's frames went as they came"
+                if previous is not None:
+                    previous.record.notes.append(reason)
+                    flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
+                else:
+                    self.core._skip(flow, reason, dialect.name)
                 return
             tools = self.core.toolset(dialect, frame)
             plan, record = self.core._plan(flow, dialect, tools, frame, f"{flow.id}:{len(flow.websocket.messages)}")
@@ -89,7 +100,7 @@ class ToolVocabWebSocket:
             state.ws_rewriter = dialect.stream_rewriter(state, plan)
             self._ws[flow.id] = state
             if self.core.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
-                new = jsonio.rewrite(message.content, frame)
+                new = jsonio.rewrite(message.content, frame, unique_keys=True, finite=True)
                 if new is None:
                     record.notes.append("rewritten response.create frame could not be written back exactly; sent as it came")
                 else:
