@@ -206,3 +206,46 @@ def test_observe_mode_sends_the_clients_ids(env):
     raw = f.request.content
     harness.replay(env, f)
     assert f.request.content == raw
+
+
+# -- OpenAI Responses: a call_id over 64 characters --------------------------------------------
+# "Invalid 'input[8].call_id': string too long. Expected max 64, got 86." (AstrBotDevs/AstrBot#7735)
+
+from toolvocab.dialects.openai_responses import DIALECT as RESPONSES  # noqa: E402
+
+LONG_ID = "call_" + "0123456789" * 8  # 85 characters
+
+
+def responses_history(*ids: str) -> dict:
+    items: list[dict] = [{"role": "user", "content": "look"}]
+    for i in ids:
+        items.append({"type": "function_call", "call_id": i, "name": "Bash", "arguments": "{\"command\":\"ls\"}"})
+        items.append({"type": "function_call_output", "call_id": i, "output": "a.txt"})
+    return {"model": "gpt-5", "input": items, "tools": [{"type": "function", "name": "Bash", "parameters": BASH["input_schema"]}]}
+
+
+def test_a_responses_call_id_over_64_characters_is_aliased_at_both_ends():
+    body = responses_history(LONG_ID, "call_ok")
+    plan = Plan(flow_key="k")
+    assert "input" in RESPONSES.request_keys(body, plan)
+    assert RESPONSES.apply_request(body, plan)
+    sent = [i["call_id"] for i in body["input"] if "call_id" in i]
+    assert sent[0] == sent[1] != LONG_ID and len(sent[0]) <= 64 and sent[2:] == ["call_ok", "call_ok"]
+    assert plan.call_ids == {LONG_ID: sent[0]}
+
+
+def test_responses_ids_of_64_characters_or_fewer_leave_the_request_as_it_came():
+    body = responses_history("c" * 64, "call_ok")
+    before = copy.deepcopy(body)
+    plan = Plan(flow_key="k")
+    assert not RESPONSES.apply_request(body, plan)
+    assert body == before and plan.call_ids == {}
+
+
+def test_a_responses_answer_naming_the_alias_gives_the_client_its_own_id():
+    alias = id_aliases([LONG_ID], lambda i: len(i) <= 64)[LONG_ID]
+    plan = Plan(flow_key="k", call_ids={LONG_ID: alias})
+    body = {"id": "resp_1", "object": "response", "status": "completed", "output": [
+        {"type": "function_call", "id": "fc_1", "call_id": alias, "name": "Bash", "arguments": "{\"command\":\"ls\"}", "status": "completed"}]}
+    assert RESPONSES.rewrite_response(body, resolver, plan)
+    assert body["output"][0]["call_id"] == LONG_ID

@@ -32,6 +32,8 @@ from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import id_aliases
+from toolvocab.engine.ids import responses_accepts
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import DUPLICATE_MARK
 from toolvocab.engine.models import DeclaredTool
@@ -188,15 +190,17 @@ class OpenAIResponses:
                 for item in items:
                     if isinstance(item, dict) and item.get("type") in ("function_call", "function_call_output") and isinstance(item.get("name"), str):
                         changed |= _rename_named(item, item.get("namespace"), rename)
+        changed |= _alias_call_ids(body, plan)
         if plan.prompt_sentence:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
 
     def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
         """``tools`` and ``tool_choice``; ``input`` when names are renamed (earlier
-        ``function_call`` items); ``instructions`` and ``input`` for the prompt sentence."""
+        ``function_call`` items) or a replayed ``call_id`` is aliased; ``instructions`` and
+        ``input`` for the prompt sentence."""
         keys = {"tools", "tool_choice"}
-        if plan.rename_map:
+        if plan.rename_map or _history_aliases(body):
             keys.add("input")
         if plan.prompt_sentence:
             keys |= {"instructions", "input"}
@@ -316,7 +320,7 @@ class ResponsesCore:
         # For the echo: a duplicate's alias goes back to the plain name the client declared.
         self.reverse = {k: v.split(DUPLICATE_MARK, 1)[0] for k, v in plan.reverse_map.items()}
         self.decided: dict[str, tuple[Decision, str | None, str | None]] = {}  # item id / call_id → (decision, new args, new call_id)
-        self.ids = CallIds(plan.flow_key)
+        self.ids = CallIds(plan.flow_key, {v: k for k, v in plan.call_ids.items()})
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
         self.streaming = False
@@ -495,6 +499,32 @@ class ResponsesCore:
             response["instructions"] = instructions.replace("\n\n" + sentence, "").replace(sentence, "")
             changed = True
         return changed
+
+
+def _call_id_items(body: JSON) -> list[dict[str, Any]]:
+    """Every ``input`` item carrying a string ``call_id`` (calls and their outputs, of any type)."""
+    items = body.get("input") if isinstance(body, dict) else None
+    return [i for i in items if isinstance(i, dict) and isinstance(i.get("call_id"), str)] if isinstance(items, list) else []
+
+
+def _history_aliases(body: JSON) -> dict[str, str]:
+    """Aliases for the replayed ``call_id`` values the Responses API rejects (over 64
+    characters: :func:`toolvocab.engine.ids.responses_accepts`); ``{}`` for none."""
+    return id_aliases([i["call_id"] for i in _call_id_items(body)], responses_accepts)
+
+
+def _alias_call_ids(body: JSON, plan: Plan) -> bool:
+    """Send each replayed ``call_id`` the upstream rejects as its alias in every input item that
+    carries it (a call and its output keep pairing), recorded in ``plan.call_ids`` so an answer
+    naming the alias gives the client its own id back."""
+    aliases = _history_aliases(body)
+    if not aliases:
+        return False
+    for item in _call_id_items(body):
+        if item["call_id"] in aliases:
+            item["call_id"] = aliases[item["call_id"]]
+    plan.call_ids.update(aliases)
+    return True
 
 
 def _message_text(item: dict[str, Any]) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from collections.abc import Iterable
 
 
@@ -27,11 +28,27 @@ def stable_call_id(flow_key: str, position: int) -> str:
 #: microsoft/vscode#327597) for ids another model produced, such as Kimi's ``functions.Bash:0``.
 UPSTREAM_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
+#: The longest ``call_id`` OpenAI's Responses API takes in a request's input: a 400 ``Invalid
+#: 'input[8].call_id': string too long. Expected max 64, got 86.`` (AstrBotDevs/AstrBot#7735).
+RESPONSES_CALL_ID_MAX = 64
 
-def id_aliases(ids: Iterable[str]) -> dict[str, str]:
-    """Aliases for the ids in ``ids`` that :data:`UPSTREAM_ID` rejects: original → alias.
 
-    An alias is ``tvid_`` + 24 hex chars of SHA-256 over the id (29 characters), the same for the
+def anthropic_accepts(call_id: str) -> bool:
+    """True for an id Anthropic takes in ``tool_use.id`` (:data:`UPSTREAM_ID`)."""
+    return UPSTREAM_ID.fullmatch(call_id) is not None
+
+
+def responses_accepts(call_id: str) -> bool:
+    """True for a ``call_id`` OpenAI's Responses API takes (:data:`RESPONSES_CALL_ID_MAX` characters)."""
+    return len(call_id) <= RESPONSES_CALL_ID_MAX
+
+
+def id_aliases(ids: Iterable[str], accepts: Callable[[str], bool] = anthropic_accepts) -> dict[str, str]:
+    """Aliases for the ids in ``ids`` that ``accepts`` (the upstream's rule; Anthropic's pattern by
+    default) rejects: original → alias.
+
+    An alias is ``tvid_`` + 24 hex chars of SHA-256 over the id (29 characters, which every rule
+    here accepts), the same for the
     same id in every request, so a transcript replayed turn after turn sends the same alias.
     Collision-free: an alias never equals an id in ``ids`` or another alias (on a clash the hash
     is taken over ``"<id>#<n>"``, ``n`` = 1, 2, …). Valid ids and empty strings (which nothing
@@ -41,7 +58,7 @@ def id_aliases(ids: Iterable[str]) -> dict[str, str]:
     taken = set(seen)
     out: dict[str, str] = {}
     for original in seen:
-        if not original or UPSTREAM_ID.fullmatch(original):
+        if not original or accepts(original):
             continue
         n = 0
         while True:
