@@ -66,3 +66,29 @@ def test_an_id_anthropic_rejects_goes_up_as_one_alias_and_comes_back_as_sent(fak
     message = anthropic_client(px.url).messages.create(model="m", max_tokens=64, tools=TOOLS, messages=transcript())
     assert fake.wait_requests(before + 1)[before]["body"]["messages"][1]["content"][0]["id"] == alias
     assert [(b.name, b.id) for b in message.content if b.type == "tool_use"] == [("Bash", KIMI_ID)]
+
+
+def test_a_responses_call_id_over_64_characters_goes_up_as_one_alias(fake_and_proxy):
+    # OpenAI's Responses API: "Invalid 'input[8].call_id': string too long. Expected max 64, got 86."
+    # (AstrBotDevs/AstrBot#7735).
+    from sdk import openai_client
+
+    fake, px = fake_and_proxy
+    long_id = "call_" + "0123456789" * 8
+    before = len(fake.requests())
+    answer = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}], "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    fake.enqueue(json.dumps(answer).encode(), headers={"Content-Type": "application/json"})
+    tools = [{"type": "function", "name": "Bash", "parameters": TOOLS[0]["input_schema"], "strict": False}]
+    items = [
+        {"role": "user", "content": "List the files."},
+        {"type": "function_call", "call_id": long_id, "name": "Bash", "arguments": "{\"command\": \"ls\"}"},
+        {"type": "function_call_output", "call_id": long_id, "output": "a.txt"},
+    ]
+    response = openai_client(px.url).responses.create(model="m", input=items, tools=tools)
+    assert response.output_text == "Done."
+    sent = fake.wait_requests(before + 1)[before]["body"]["input"]
+    call, output = sent[1]["call_id"], sent[2]["call_id"]
+    assert call == output and len(call) <= 64 and call != long_id
+    assert long_id not in json.dumps(sent)
