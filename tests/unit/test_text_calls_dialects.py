@@ -854,3 +854,52 @@ def test_gemini_at_max_tokens_is_not_lifted() -> None:
     assert GEMINI.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
     data = gemini_sse(split_text(HERMES, random.Random(3))).replace(b'"finishReason":"STOP"', b'"finishReason":"MAX_TOKENS"')
     assert run_stream(GEMINI, split_bytes(data, random.Random(3))) == data
+
+
+# -- only a natural end is lifted --------------------------------------------------------------------
+# Any stop but the model ending its turn may have cut the text short or withheld what followed (a
+# stop sequence, a content filter, a refusal, a paused turn, a safety stop): the markup stays text,
+# whichever family it is, JSON and streamed. Harmony has no closing tag: only a natural end shows
+# it was the whole answer.
+
+ABNORMAL = {
+    "openai_chat": ["content_filter", "length", "insufficient_system_resource"],
+    "anthropic": ["stop_sequence", "refusal", "pause_turn", "max_tokens"],
+    "gemini": ["SAFETY", "RECITATION", "OTHER", "BLOCKLIST", "MAX_TOKENS"],
+}
+FAMILIES = {"hermes": HERMES, "minimax": MINIMAX, "harmony": HARMONY_BARE, "dsml": DSML}
+
+
+def _with_stop(dialect: str, text: str, stop: str) -> tuple[dict, bytes]:
+    if dialect == "openai_chat":
+        body = chat_json(text)
+        body["choices"][0]["finish_reason"] = stop
+        return body, chat_sse(split_text(text, random.Random(5))).replace(b'"finish_reason":"stop"', f'"finish_reason":"{stop}"'.encode())
+    if dialect == "anthropic":
+        body = anthropic_json(text)
+        body["stop_reason"] = stop
+        return body, anthropic_sse([text[:7], text[7:]]).replace(b'"stop_reason":"end_turn"', f'"stop_reason":"{stop}"'.encode())
+    body = gemini_json(text)
+    body["candidates"][0]["finishReason"] = stop
+    return body, gemini_sse(split_text(text, random.Random(5))).replace(b'"finishReason":"STOP"', f'"finishReason":"{stop}"'.encode())
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize(("dialect", "stop"), [(d, s) for d, stops in ABNORMAL.items() for s in stops])
+def test_markup_at_a_stop_that_is_not_a_natural_end_is_never_lifted(dialect: str, stop: str, family: str) -> None:
+    module = {"openai_chat": CHAT, "anthropic": ANTHROPIC, "gemini": GEMINI}[dialect]
+    body, data = _with_stop(dialect, FAMILIES[family], stop)
+    before = orjson.dumps(body)
+    assert module.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert stop.encode() in data
+    assert run_stream(module, split_bytes(data, random.Random(4))) == data
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_responses_failed_is_never_lifted(family: str) -> None:
+    body = responses_json(FAMILIES[family])
+    body["status"] = "failed"
+    before = orjson.dumps(body)
+    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    data = responses_sse([FAMILIES[family]]).replace(b"response.completed", b"response.failed").replace(b'"status":"completed"}', b'"status":"failed"}')
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(2))) == data

@@ -351,8 +351,10 @@ def test_stream_scans_a_long_block_once_not_per_chunk(monkeypatch: pytest.Monkey
     assert len(pieces) > 1400 and len(calls) < 20, len(calls)
 
 
-@pytest.mark.parametrize("finish", ["content_filter"])  # "length": cut off, never lifted (test_text_calls_dialects)
-def test_lift_keeps_a_finish_reason_other_than_stop(finish: str) -> None:
+@pytest.mark.parametrize("finish", ["tool_calls", "function_call"])
+def test_lift_keeps_a_natural_finish_reason_other_than_stop(finish: str) -> None:
+    # A server whose parser saw the call but left it in the text ends with tool_calls: lifted, the
+    # reason kept. content_filter, length…: never lifted (test_text_calls_dialects).
     body = chat_json(XML, finish)
     assert DIALECT.rewrite_response(body, Resolver(), PLAN) is True
     assert body["choices"][0]["finish_reason"] == finish

@@ -38,6 +38,12 @@ from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 
+#: ``stop_reason`` values after which a text block may be lifted: the model ended its turn itself
+#: (``end_turn``; ``tool_use`` from a gateway that saw the call but left it in the text). Any other
+#: — ``max_tokens``, ``stop_sequence``, ``refusal``, ``pause_turn`` — may have cut the text short or
+#: withheld what followed (Messages API docs, "Handling stop reasons"): the text stays text.
+_LIFT_REASONS = frozenset({"end_turn", "tool_use"})
+
 _PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
 
 
@@ -240,7 +246,7 @@ class AnthropicMessages:
             content.append(block)
         if changed:
             body["content"] = content
-        lifted = lift_text_block(content, resolve, ids) if body.get("stop_reason") != "max_tokens" else None
+        lifted = lift_text_block(content, resolve, ids) if body.get("stop_reason") in _LIFT_REASONS else None
         if lifted is not None:
             index, blocks = lifted
             body["content"] = content[:index] + blocks + content[index + 1 :]
@@ -587,8 +593,9 @@ class AnthropicStream(EventStreamRewriter):
         held = self._text_held
         text = self._watch.text
         delta = message_delta.get("delta") if isinstance(message_delta, dict) else None
-        if isinstance(delta, dict) and delta.get("stop_reason") == "max_tokens":
-            return [e.raw for e in held]  # cut off at the token limit: perhaps mid-answer, never lifted
+        if not isinstance(delta, dict) or delta.get("stop_reason") not in _LIFT_REASONS:
+            # max_tokens, stop_sequence, refusal, pause_turn…: perhaps cut short, never lifted
+            return [e.raw for e in held]
         found = textcalls.lift(text, self._resolve, lambda i: self._ids.fix(None) or "")
         if found is None:
             return [e.raw for e in held]

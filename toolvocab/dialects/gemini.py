@@ -394,7 +394,7 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                 new_parts.append(part)
         if isinstance(content, dict) and new_parts != parts:
             content["parts"] = new_parts
-        cut = isinstance(candidate, dict) and candidate.get("finishReason") == "MAX_TOKENS"
+        cut = not isinstance(candidate, dict) or candidate.get("finishReason") != "STOP"  # only a natural end is lifted
         if lift_text and not cut and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
             lifted = lift_text_parts(new_parts, resolve)
             if lifted is not None:
@@ -564,8 +564,9 @@ class GeminiStream(EventStreamRewriter):
                 self._watch = None
             return out
         if done:
-            if candidate.get("finishReason") == "MAX_TOKENS":
-                return self._give_up()  # cut off at the token limit: never lifted
+            if candidate.get("finishReason") != "STOP":
+                # MAX_TOKENS, SAFETY, RECITATION, OTHER…: perhaps cut short or withheld, never lifted
+                return self._give_up()
             return self._lift_held()
         return []
 

@@ -288,7 +288,7 @@ class OpenAIChat:
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
                 changed |= _apply_function(legacy, resolve, legacy_id=None, truncated=_cut_off(choice.get("finish_reason")))
-            if not message.get("tool_calls") and isinstance(message.get("content"), str) and not _cut_off(choice.get("finish_reason")):
+            if not message.get("tool_calls") and isinstance(message.get("content"), str) and _natural_end(choice.get("finish_reason")):
                 lifted = lift_text_calls(message["content"], resolve, plan, position)
                 if lifted is not None:
                     text, entries = lifted
@@ -418,6 +418,17 @@ def lift_text_calls(
 
 #: ``finish_reason`` values that say the answer stopped at the token limit, mid-call perhaps.
 _LIMIT_REASONS = frozenset({"length", "max_tokens"})
+
+#: ``finish_reason`` values after which a text may be lifted: the model ended its turn itself
+#: (``stop``; ``tool_calls`` / ``function_call`` from a server whose parser saw the call but left it
+#: in the text). Any other — a token limit, ``content_filter``, a server's own — may have cut the
+#: text short or withheld what followed: the text stays text.
+_LIFT_REASONS = frozenset({"stop", "tool_calls", "function_call"})
+
+
+def _natural_end(finish_reason: Any) -> bool:
+    """True for a ``finish_reason`` after which an answer's text may be lifted (:data:`_LIFT_REASONS`)."""
+    return isinstance(finish_reason, str) and finish_reason in _LIFT_REASONS
 
 
 def _cut_off(finish_reason: Any, *, streamed: bool = False) -> bool:
@@ -792,7 +803,7 @@ class ChatStream(EventStreamRewriter):
         if not isinstance(choices, list) or not choices or reasons:
             # Lifted only at a proper end: a usage chunk or [DONE] with no finish_reason, or a
             # token-limit stop, may have cut the answer short (more prose, another call).
-            return self._release_text(final=True, lift=bool(reasons) and not any(_cut_off(r) for r in reasons))
+            return self._release_text(final=True, lift=bool(reasons) and all(_natural_end(r) for r in reasons))
         return []  # markup only so far: hold to the end of the choice (prose may still follow)
 
     def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:

@@ -482,7 +482,7 @@ class ResponsesCore:
                     changed = True
         elif isinstance(output, list) and not self.streaming:
             changed |= self.expand_parallel_items(output)
-            if response.get("status") != "incomplete":  # cut off (max_output_tokens): never lifted
+            if response.get("status") == "completed":  # incomplete, failed…: perhaps cut short, never lifted
                 changed |= self.lift_output(output)
         old_items = set(before)
         for item in as_list(response.get("output")):
