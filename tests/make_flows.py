@@ -466,6 +466,20 @@ SCENARIOS: list[Scenario] = [
              "function block is lifted (docs/never.md)",
     ),
     Scenario(
+        "glued-control-tokens", [], "Read the README.",
+        [Tool("read_file", {**obj("path", path=STR), "additionalProperties": False}, "Read a file."), CLINE_TOOLS[0]],
+        [Call("read_file</arg_value>", {"path</arg_key>": "README.md"})], [("read_file", {"path": "README.md"})],
+        note="GLM's control tokens glued to the name and to a key (fw-ai-external/python-sdk#119, vllm-project/vllm PR #54971) "
+             "are removed: one declared name and one declared key remain",
+    ),
+    Scenario(
+        "glued-call-token-after-json", [], "Read the README.",
+        [Tool("read_file", {**obj("path", path=STR), "additionalProperties": False}, "Read a file."), CLINE_TOOLS[0]],
+        [Call("read_file", '{"path": "README.md"}<|call|>')], [("read_file", {"path": "README.md"})],
+        dialects=("openai_chat", "openai_responses"),
+        note="gpt-oss's <|call|> after complete argument JSON (mastra-ai/mastra PR #12823) is removed; the JSON is whole",
+    ),
+    Scenario(
         "i14-markup-undeclared", ["I14"], "Delete the README.",
         [Tool("read_file", obj("path", path=STR), "Read a file.")],
         [], [], expected="leave",
