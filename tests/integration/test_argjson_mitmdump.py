@@ -72,22 +72,28 @@ def anthropic_stream(args: str) -> tuple[bytes, dict]:
     return sse_bytes(message_events(message, json_pieces=2, json_text=str, ping=False)), SSE
 
 
+def chat_call(px, stream: bool, field: str) -> str:
+    """The first tool call's ``field`` (``name`` or ``arguments``) as the ``openai`` SDK gives it:
+    the message's, or the stream's deltas joined."""
+    client = openai_client(px.url)
+    kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
+    if not stream:
+        return getattr(client.chat.completions.create(**kwargs).choices[0].message.tool_calls[0].function, field)
+    got = ""
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        for choice in chunk.choices:
+            for tc in choice.delta.tool_calls or []:
+                got += (getattr(tc.function, field) or "") if tc.function else ""
+    return got
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize(("case", "args", "want"), CASES, ids=[c[0] for c in CASES])
 def test_chat(fake_and_proxy, stream, case, args, want):
     fake, px = fake_and_proxy
     body, headers = chat_answer(args, stream)
     fake.enqueue(body, headers=headers, chunk_size=5)
-    client = openai_client(px.url)
-    kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
-    if stream:
-        got = ""
-        for chunk in client.chat.completions.create(stream=True, **kwargs):
-            for choice in chunk.choices:
-                for tc in choice.delta.tool_calls or []:
-                    got += (tc.function.arguments or "") if tc.function else ""
-    else:
-        got = client.chat.completions.create(**kwargs).choices[0].message.tool_calls[0].function.arguments
+    got = chat_call(px, stream, "arguments")
     if want is None:
         assert got == args  # left exactly as sent
     else:
@@ -145,14 +151,4 @@ def test_chat_name_with_a_glued_control_token(fake_and_proxy, stream, name, want
     fake, px = fake_and_proxy
     body, headers = chat_answer('{"command": "ls"}', stream)
     fake.enqueue(body.replace(b'"Bash"', json.dumps(name).encode()), headers=headers, chunk_size=5)
-    client = openai_client(px.url)
-    kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
-    if stream:
-        got = ""
-        for chunk in client.chat.completions.create(stream=True, **kwargs):
-            for choice in chunk.choices:
-                for tc in choice.delta.tool_calls or []:
-                    got += (tc.function.name or "") if tc.function else ""
-    else:
-        got = client.chat.completions.create(**kwargs).choices[0].message.tool_calls[0].function.name
-    assert got == want
+    assert chat_call(px, stream, "name") == want
