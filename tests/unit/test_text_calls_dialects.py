@@ -903,3 +903,22 @@ def test_responses_failed_is_never_lifted(family: str) -> None:
     assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
     data = responses_sse([FAMILIES[family]]).replace(b"response.completed", b"response.failed").replace(b'"status":"completed"}', b'"status":"failed"}')
     assert run_stream(RESPONSES, split_bytes(data, random.Random(2))) == data
+
+
+ODD_TYPES = [["end_turn"], {"reason": "stop"}, 1, None, True]
+
+
+@pytest.mark.parametrize("value", ODD_TYPES, ids=repr)
+@pytest.mark.parametrize("dialect", ["openai_chat", "anthropic", "gemini"])
+def test_a_stop_reason_of_any_json_type_is_no_natural_end_and_never_raises(dialect: str, value: Any) -> None:
+    # A mutated or odd server's stop reason (a list, an object, a number) is no natural end: the
+    # text stays text, JSON and streamed, and nothing raises on the value's type.
+    module = {"openai_chat": CHAT, "anthropic": ANTHROPIC, "gemini": GEMINI}[dialect]
+    body, data = _with_stop(dialect, HERMES, "X")
+    field = {"openai_chat": "finish_reason", "anthropic": "stop_reason", "gemini": "finishReason"}[dialect]
+    where = body["choices"][0] if dialect == "openai_chat" else body["candidates"][0] if dialect == "gemini" else body
+    where[field] = value
+    before = orjson.dumps(body)
+    assert module.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    data = data.replace(f'"{field}":"X"'.encode(), f'"{field}":'.encode() + orjson.dumps(value))
+    assert run_stream(module, split_bytes(data, random.Random(6))) == data

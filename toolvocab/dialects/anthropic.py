@@ -44,6 +44,12 @@ from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 #: withheld what followed (Messages API docs, "Handling stop reasons"): the text stays text.
 _LIFT_REASONS = frozenset({"end_turn", "tool_use"})
 
+
+def _natural_end(stop_reason: object) -> bool:
+    """True for a ``stop_reason`` after which a text block may be lifted (:data:`_LIFT_REASONS`);
+    a value of another JSON type (a list, an object) is none, and never raises."""
+    return isinstance(stop_reason, str) and stop_reason in _LIFT_REASONS
+
 _PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
 
 
@@ -246,7 +252,7 @@ class AnthropicMessages:
             content.append(block)
         if changed:
             body["content"] = content
-        lifted = lift_text_block(content, resolve, ids) if body.get("stop_reason") in _LIFT_REASONS else None
+        lifted = lift_text_block(content, resolve, ids) if _natural_end(body.get("stop_reason")) else None
         if lifted is not None:
             index, blocks = lifted
             body["content"] = content[:index] + blocks + content[index + 1 :]
@@ -593,7 +599,7 @@ class AnthropicStream(EventStreamRewriter):
         held = self._text_held
         text = self._watch.text
         delta = message_delta.get("delta") if isinstance(message_delta, dict) else None
-        if not isinstance(delta, dict) or delta.get("stop_reason") not in _LIFT_REASONS:
+        if not isinstance(delta, dict) or not _natural_end(delta.get("stop_reason")):
             # max_tokens, stop_sequence, refusal, pause_turn…: perhaps cut short, never lifted
             return [e.raw for e in held]
         found = textcalls.lift(text, self._resolve, lambda i: self._ids.fix(None) or "")
