@@ -28,7 +28,9 @@ from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.plan import Plan
 
-PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+#: The upstream's pattern as its validator applies it: the whole string (Python's ``$`` would also
+#: match before a final newline, which Anthropic's pattern does not let through).
+PATTERN = re.compile(r"[a-zA-Z0-9_-]+\Z")
 TOOLS = Toolset([declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}})])
 BASH = {"name": "Bash", "description": "Run a command", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}
 
