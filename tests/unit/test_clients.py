@@ -38,3 +38,22 @@ def test_known_clients_are_named() -> None:
     assert identify_client(client_headers(http.Headers(**{"User-Agent": "claude-cli/2.0.1 (external, cli)"}).get)) == "Claude Code"
     assert identify_client(client_headers(http.Headers(originator="codex_cli_rs").get)) == "Codex"
     assert identify_client(client_headers(http.Headers(accept="*/*").get)) == "unknown"
+
+
+# -- Windows, read fast --------------------------------------------------------------------------
+
+_WIN_CHARS = st.sampled_from(list("winWIN32dowsDOWS<>shel lpowershcmdt_NTOS:VersiorVERSION")
+                             + ["\u0130", "\u0131", "\u017f", "\u212a", "\ufb05", "\uff37", "\u2170", "\u00df"])
+_WIN_WORDS = st.sampled_from(["win32", "Windows", "WINDOWS_NT", "<shell>", "<shell> pwsh", "OS Version: Windows", "powershell",
+                              "w\u0131n32", "w\u0130n32", "OS Ver\u017fion: Window\u017f", "window\u017f_nt", "<\u017fhell>cmd"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_WIN_CHARS | _WIN_WORDS, max_size=12).map("".join))
+def test_the_windows_words_look_is_the_case_insensitive_search(text: str) -> None:
+    """``announces_windows`` searches only a text holding one of its words, case-folded as
+    ``re.IGNORECASE`` folds (dotless ı, İ, long ſ among them): it says what the search says."""
+    from toolvocab.engine.clients import _WINDOWS
+    from toolvocab.engine.clients import announces_windows
+
+    assert announces_windows([text]) is bool(_WINDOWS.search(text))

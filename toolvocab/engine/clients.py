@@ -70,9 +70,25 @@ def identify_client(headers: Mapping[str, str]) -> str:
 _WINDOWS = re.compile(r"\bwin32\b|OS Version: Windows|<shell>\s*(?:powershell|pwsh|cmd)\b|Windows_NT", re.IGNORECASE)
 
 
+#: Case-folded words one of which every :data:`_WINDOWS` match holds: a text without any is not
+#: searched (``in`` is a C loop over the characters; the case-insensitive alternation costs a
+#: Python ``re`` step per character, 0.3 ms over a 16 KB system prompt).
+_WINDOWS_WORDS = ("win32", "windows", "<shell>")
+#: The characters beyond ASCII that ``re.IGNORECASE`` takes for an ASCII letter and
+#: ``str.casefold`` does not fold to that one letter (every such character below U+30000 but the
+#: Kelvin sign, which folds to k: İ, dotless ı, long ſ).
+_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+
+
 def announces_windows(texts: Iterable[str]) -> bool:
     """True when any of ``texts`` (a request's system prompt and environment context,
     :meth:`toolvocab.dialects.base.Dialect.platform_texts`) says the agent runs on Windows. There,
     each agent runs commands in its own shell (Claude Code in Git Bash, Codex and Gemini CLI in
     PowerShell, Qwen Code in cmd.exe or Git Bash): a command line never moves between tools."""
-    return any(_WINDOWS.search(text) for text in texts if isinstance(text, str))
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        lower = text.translate(_FOLD_TO_ASCII).casefold()
+        if any(word in lower for word in _WINDOWS_WORDS) and _WINDOWS.search(text):
+            return True
+    return False
