@@ -5,7 +5,8 @@ mitmproxy drives it (toolvocab/replay/, via tests/flowreplay/): the client's ori
 hook, the upstream's original bytes through the stream callable in random 1–64-byte pieces
 (several seeds, and once byte by byte) and the response hook. What the upstream would receive
 and what the client would receive must equal the recording, and so must the addon's record
-(timings aside), diff text, marker and comment. A mismatch fails with a readable tool-call
+(timings aside), diff text, marker and comment; the bytes must match again as plain mitmdump
+runs the addon (nothing saving flows, so requests left as sent are only peeked). A mismatch fails with a readable tool-call
 diff; ``uv run python tests/flowtool.py bless FILE`` re-records an intended change.
 
 ``flows/MANIFEST.toml`` describes each file (dialect, streamed, bug ids, source, expected, the
@@ -52,6 +53,21 @@ def test_the_corpus_is_not_empty():
 @pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
 def test_flow_replays_as_recorded(replayer, path):
     _fail(checks.replay_problems(replayer, path))
+
+
+@pytest.fixture(scope="module")
+def plain_replayer():
+    """The addon as plain mitmdump runs it, nothing saving flows: a request the plan leaves as
+    sent is only peeked (toolvocab.dialects.pipeline). The record then carries no tool errors,
+    so only what the upstream and the client receive is compared."""
+    with fr.Replayer(strict=False) as r:
+        r.addon.recorder.saves_bodies = lambda: False
+        yield r
+
+
+@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+def test_flow_sends_the_recorded_bytes_when_nothing_saves_it(plain_replayer, path):
+    _fail(checks.replay_problems(plain_replayer, path))
 
 
 @pytest.mark.parametrize("path", FILES, ids=_ids(FILES))

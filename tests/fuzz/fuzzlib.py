@@ -247,6 +247,10 @@ class Mutated:
     chunk_hi: int = 64
     labels: list[str] = dataclasses.field(default_factory=list)
     blanks: float = 0.0  # probability of an empty chunk b"" after each piece (an empty HTTP/2 DATA frame)
+    #: Something saves the flow (-w, a UI: the request is read whole); False as plain mitmdump
+    #: runs, where a request the plan leaves as sent is only peeked (toolvocab.dialects.pipeline).
+    saves: bool = True
+    mode: str | None = None  # the mode to run in instead of the seed's
 
 
 def mutate_json(raw: bytes, paths: list[tuple[str, ...]], rnd: Any, labels: list[str], n: int = 1) -> bytes:
@@ -444,7 +448,14 @@ def mutate(seed: Seed, rnd: Any) -> Mutated:
     blanks = rnd.choice([0.0, 0.0, 0.0, 0.02, 0.3])
     if blanks:
         labels.append("empty_chunks")
-    return Mutated(seed, request, answer, status, resp_headers, lo, hi, labels, blanks)
+    saves = rnd.random() < 0.5
+    mode = None
+    if not saves:
+        labels.append("nothing_saves")
+        if seed.options.get("mode") == "auto" and rnd.random() < 0.5:
+            mode = "repair"  # no prompt sentence: a request the plan leaves as sent, only peeked
+            labels.append("repair_mode")
+    return Mutated(seed, request, answer, status, resp_headers, lo, hi, labels, blanks, saves, mode)
 
 
 def compress(data: bytes, encoding: str) -> bytes:
@@ -511,10 +522,20 @@ def drive(replayer: Any, m: Mutated, rnd: random.Random, counter: ErrorCounter) 
     callable over chunks of ``m.chunk_lo..m.chunk_hi`` bytes, some followed by an empty chunk
     ``b""`` (``m.blanks``), then ``b""`` → response)."""
     f = build_flow(m)
-    replayer.configure(m.seed.options)
+    replayer.configure(m.seed.options if m.mode is None else {**m.seed.options, "mode": m.mode})
     before = len(counter.records)
+    recorder = replayer.addon.recorder
+    kept = recorder.__dict__.get("saves_bodies")
+    if not m.saves:
+        recorder.saves_bodies = lambda: False  # as plain mitmdump: no -w, no UI
     start = time.perf_counter()
-    out, kind = asyncio.run(replayer._drive(f, rnd, m.chunk_lo, m.chunk_hi, m.blanks))
+    try:
+        out, kind = asyncio.run(replayer._drive(f, rnd, m.chunk_lo, m.chunk_hi, m.blanks))
+    finally:
+        if kept is None:
+            recorder.__dict__.pop("saves_bodies", None)
+        else:
+            recorder.saves_bodies = kept
     seconds = time.perf_counter() - start
     errors = [f"{r.levelname} {r.getMessage()} {_trace(r)}" for r in counter.records[before:]]
     if f.id in replayer.addon._states:

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -24,24 +25,41 @@ import fuzzlib as fz  # noqa: E402
 import flowreplay as fr  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def harness():
+@pytest.fixture(scope="module", params=["saved", "plain"])
+def harness(request):
+    """The hooks as mitmproxy drives them: ``saved`` as when something saves or shows flows (every
+    request read whole), ``plain`` as plain mitmdump (a request the plan leaves as sent only
+    peeked, and read whole at its answer's first change: toolvocab.dialects.pipeline)."""
     counter = fz.ErrorCounter()
     logging.getLogger().addHandler(counter)
     seeds = fz.load_seeds()
     try:
         with fr.Replayer() as replayer:
+            if request.param == "plain":
+                replayer.addon.recorder.saves_bodies = lambda: False
             yield replayer, seeds, counter
     finally:
         logging.getLogger().removeHandler(counter)
 
 
-def repaired_seed(seeds, dialect: str) -> fz.Seed:
-    """A JSON-answer flow of ``dialect`` in auto mode whose answer the addon repairs."""
+def repaired_seed(seeds, dialect: str, sse: bool = False) -> fz.Seed:
+    """A flow of ``dialect`` in auto mode whose answer (JSON, or with ``sse`` streamed) the addon repairs."""
     for seed in seeds[dialect]:
-        if not seed.sse and seed.options.get("mode") == "auto" and not seed.options.get("profiles") and "br05" in seed.name:
+        if seed.sse == sse and seed.options.get("mode") == "auto" and not seed.options.get("profiles") and "br05" in seed.name:
             return seed
-    raise AssertionError(f"no br05 JSON seed for {dialect}")
+    raise AssertionError(f"no br05 {'streamed' if sse else 'JSON'} seed for {dialect}")
+
+
+#: Where each dialect's transcript starts in a request: a value put in its first entry lies where
+#: the peek skips it.
+TRANSCRIPT = {"anthropic": b"messages", "openai_chat": b"messages", "openai_responses": b"input", "gemini": b"contents"}
+
+
+def in_transcript(raw: bytes, dialect: str, token: bytes) -> bytes:
+    """``raw`` with ``"x_fuzz": <token>`` as the first key of the transcript's first entry."""
+    m = re.search(rb'"' + TRANSCRIPT[dialect] + rb'"\s*:\s*\[\s*\{', raw)
+    assert m is not None
+    return raw[: m.end()] + b'"x_fuzz":' + token + b"," + raw[m.end():]
 
 
 def drive(harness, seed: fz.Seed, request: bytes, answer: bytes) -> fz.Outcome:
@@ -177,3 +195,35 @@ def test_an_unknown_event_with_a_delta_object_inside_a_call_changes_nothing(harn
         o = drive(harness, seed, seed.request, answer)
         assert o.answer_out == answer, seed.name
         assert not o.errors
+
+
+@pytest.mark.parametrize("dialect", fz.DIALECTS)
+@pytest.mark.parametrize("sse", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize(
+    "token,why",
+    [(b'{"a":1,"a":2}', "repeats a key"), (b"1e400", "not JSON"), (b'"\xff"', "not JSON"),
+     (b"[" * 401 + b"]" * 401, "not JSON"), (b"123456789012345678901234567890", None)],
+    ids=["repeated-key", "1e400", "invalid-utf8", "depth401", "bigint"],
+)
+def test_what_a_strict_reader_refuses_deep_in_a_transcript_leaves_the_answer(harness, dialect, sse, token, why):
+    """A request the plan leaves as sent (repair mode), with a value deep in its transcript that
+    a strict reader refuses: the request goes as sent, and so does its answer, whether the
+    request was read whole at once or only peeked (then read whole at the answer's first change,
+    for JSON and streamed answers in pieces of 1-64 bytes). A big integer is strict JSON: the
+    answer is repaired."""
+    seed = dataclasses.replace(repaired_seed(harness[1], dialect, sse=sse))
+    seed.options = {**seed.options, "mode": "repair"}
+    control = drive(harness, seed, seed.request, seed.answer)
+    assert control.request_out == seed.request and control.answer_out != seed.answer and not control.errors
+    request = in_transcript(seed.request, dialect, token)
+    from toolvocab import dialects
+
+    # the peek reads it: the check is left for later
+    assert dialects.by_name(dialect).peek("POST", seed.flow.request.path, request) is not None
+    o = drive(harness, seed, request, seed.answer)
+    assert o.request_out == request and not o.errors
+    if why is None:
+        assert o.answer_out == control.answer_out
+    else:
+        assert o.answer_out == seed.answer
+        assert o.record and why in (o.record.get("skipped") or "")

@@ -555,10 +555,14 @@ def _boom(*args, **kwargs):
     raise RuntimeError("injected")
 
 
-@pytest.mark.parametrize("where", ["declarations", "declared_tools", "transcript_names"])
+@pytest.mark.parametrize("where", ["peek", "declarations", "declared_tools", "transcript_names"])
 def test_exception_in_request_side_dialect_is_contained(env, monkeypatch, where):
     monkeypatch.setattr(anthropic_dialect.DIALECT, where, _boom)
-    env.addon._toolsets.clear()  # declared_tools runs only for a tools section not seen yet
+    if where == "peek":
+        # the peek is taken when nothing saves the flow and the request stays as sent
+        monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+        env.configure(toolvocab_mode="repair")
+    env.addon.caches.toolsets.clear()  # declared_tools runs only for a tools section not seen yet
     f = foreign_flow()
     raw_request = f.request.raw_content
     r = replay(env, f)

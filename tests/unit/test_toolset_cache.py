@@ -1,6 +1,6 @@
-"""The request hook builds a request's :class:`Toolset` once per distinct declarations section
-(``ToolVocab.toolset``, issue 11): whatever else the bodies hold, the tools a flow gets are
-exactly the tools its own body declares."""
+"""The request pipeline builds a request's :class:`Toolset` once per distinct declarations section
+(``pipeline.Caches``), from the whole parsed body or from the sections a peek kept as sent:
+whatever else the bodies hold, the tools a flow gets are exactly the tools its own body declares."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from toolvocab import dialects
-from toolvocab.addons import core as core_module
-from toolvocab.addons.core import ToolVocab
+from toolvocab.dialects import pipeline
+from toolvocab.dialects import pipeline as core_module
 from toolvocab.engine.ladder import Toolset
 
 NAMES = st.sampled_from(["Read", "Bash", "read_file", "shell", "mcp__files__read", "Edit"])
@@ -72,6 +72,8 @@ def gemini_body(draw: Any) -> dict:
     return request
 
 
+PATHS = {"anthropic": "/v1/messages", "openai_chat": "/v1/chat/completions", "openai_responses": "/v1/responses",
+         "gemini": "/v1beta/models/gemini-2.5-pro:generateContent"}
 BODIES = {"anthropic": anthropic_body(), "openai_chat": chat_body(), "openai_responses": responses_body(), "gemini": gemini_body()}
 
 
@@ -86,14 +88,19 @@ def test_each_flow_gets_the_tools_its_own_body_declares(data: Any) -> None:
     """A run of requests (tools drawn from a small pool, so sections repeat; system, transcript
     and model differ every time; all four dialects interleaved): the Toolset the hook builds
     equals one built afresh from that body."""
-    core = ToolVocab(recorder=None)  # type: ignore[arg-type]  # toolset() needs no recorder
+    core = pipeline.Caches()
     for _ in range(data.draw(st.integers(min_value=2, max_value=12))):
         name = data.draw(st.sampled_from(sorted(BODIES)))
         body = data.draw(BODIES[name])
         dialect = dialects.by_name(name)
         assert dialect is not None
-        got = core.toolset(dialect, body)
-        assert _shape(got) == _shape(Toolset(dialect.declared_tools(body)))
+        expected = _shape(Toolset(dialect.declared_tools(body)))
+        assert _shape(core.toolset(dialect, body)) == expected
+        peek = dialect.peek("POST", PATHS[name], orjson.dumps(body))
+        if name == "gemini" and "request" in body:
+            assert peek is None  # a Code Assist envelope is read whole
+        else:
+            assert peek is not None and _shape(core.peeked_toolset(dialect, peek)) == expected
 
 
 def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: Any) -> None:
@@ -106,7 +113,7 @@ def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: A
     reads = []
     real = type(dialect).declared_tools
     monkeypatch.setattr(type(dialect), "declared_tools", lambda self, body: reads.append(1) or real(self, body))
-    core = ToolVocab(recorder=None)  # type: ignore[arg-type]
+    core = pipeline.Caches()
     tools = [{"name": "Read", "input_schema": {"type": "object"}}]
     for turn in range(5):
         body = {"model": "m", "system": f"turn {turn}", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
@@ -114,7 +121,7 @@ def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: A
     assert len(reads) == 1
     for k in range(core_module.TOOLSET_CACHE + 10):
         core.toolset(dialect, {"tools": [{"name": f"T{k}"}], "messages": []})
-    assert len(core._toolsets) == core_module.TOOLSET_CACHE
+    assert len(core.toolsets) == core_module.TOOLSET_CACHE
     reads.clear()
     monkeypatch.setattr(core_module, "TOOLSET_CACHE_BYTES", 40)
     long = {"tools": [{"name": "Read", "description": "x" * 40}], "messages": []}
@@ -132,21 +139,18 @@ def test_a_toolset_the_cache_does_not_hold_is_planned_uncached(monkeypatch: Any)
     """A tools section over :data:`TOOLSET_CACHE_BYTES` gets a new Toolset on every request: its
     plan is made afresh and no plan-cache entry keeps that Toolset alive; a cached one is planned
     once."""
-    from mitmproxy.test import tflow
-    from mitmproxy.test import tutils
-
-    from toolvocab.addons.recording import ToolVocabRecorder
-
     monkeypatch.setattr(core_module, "TOOLSET_CACHE_BYTES", 200)
-    recorder = ToolVocabRecorder()
-    monkeypatch.setattr(recorder, "saves_bodies", lambda: False)
-    core = ToolVocab(recorder=recorder)
-    dialect = dialects.by_name("anthropic")
-    assert dialect is not None
-    for tools, kept in (([{"name": "Read", "description": "x" * 300}], 0), ([{"name": "Read"}], 1)):
+    caches = pipeline.Caches()
+    settings_ = pipeline.Settings(mode="auto")
+    # kept: one plan per cached Toolset, and a section read whole and one peeked are two entries
+    for tools, kept in (([{"name": "Read", "description": "x" * 300}], 0), ([{"name": "Read"}], 2)):
         for turn in range(3):
-            body = {"model": "m", "system": "s", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
-            flow = tflow.tflow(req=tutils.treq(host="api.anthropic.com", path=b"/v1/messages"))
-            plan, _ = core._plan(flow, dialect, core.toolset(dialect, body), body, f"f{turn}")
-            assert plan.flow_key == f"f{turn}"
-        assert len(core._plans._plans) == kept
+            body = {"model": "m", "system": "s Read", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
+            request = pipeline.Request(orjson.dumps(body), "POST", "/v1/messages", "api.anthropic.com",
+                                       lambda name: None, f"f{turn}")
+            for peek in (True, False):
+                settings_.peek = peek
+                handled = pipeline.handle(request, settings_, caches)
+                assert isinstance(handled, pipeline.Handled) and handled.verified is not peek
+                assert handled.plan.flow_key == f"f{turn}"
+        assert len(caches.plans._plans) == kept

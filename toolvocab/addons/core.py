@@ -12,16 +12,12 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections import OrderedDict
 from typing import Any
-
-import orjson
 
 from mitmproxy import exceptions
 from mitmproxy import http
 
 from toolvocab.addons.options import Configurable
-from toolvocab import dialects
 from toolvocab.addons.recording import OWN_COMMENTS
 from toolvocab.addons.recording import OWN_MARKERS
 from toolvocab.addons.recording import ToolVocabRecorder
@@ -31,20 +27,10 @@ from toolvocab.addons.stream import StreamCallable
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.addons.stream import rewriter_note
 from toolvocab.addons.stream import send_to_client
-from toolvocab.dialects.base import Dialect
+from toolvocab.dialects import pipeline
 from toolvocab.engine import jsonio
-from toolvocab.engine.clients import announces_windows
-from toolvocab.engine.clients import client_headers
-from toolvocab.engine.clients import identify_client
-from toolvocab.engine.errors import classify_tool_results
-from toolvocab.engine.grammar import grammar_for
-from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.plan import Plan
-from toolvocab.engine.plan import PlanCache
-from toolvocab.engine.plan import make_plan
 from toolvocab.engine.profiles import ProfileError
 from toolvocab.engine.profiles import ProfileSet
-from toolvocab.engine.profiles import is_access_gate
 from toolvocab.engine.profiles import load_profiles
 from toolvocab.engine.record import FlowRecord
 from toolvocab.report import METADATA_DIFF
@@ -57,13 +43,6 @@ from toolvocab.report import passed_note
 logger = logging.getLogger(__name__)
 
 MODES = ("auto", "repair", "observe", "off")
-
-#: How many distinct tool sections :meth:`ToolVocab.toolset` keeps built (an agent sends the same
-#: tools every turn; a proxy in front of a few agents sees a few sections), and the longest
-#: section (bytes of its orjson text) it keeps: a longer one is read afresh every time.
-TOOLSET_CACHE = 16
-TOOLSET_CACHE_BYTES = 1 << 20
-
 
 def _forget(flow: http.HTTPFlow) -> None:
     """Drop what toolvocab wrote on ``flow`` before a replay of it: the record, the diff, the
@@ -90,8 +69,7 @@ class ToolVocab(Configurable):
         self.profiles: ProfileSet | None = None
         self.hold_timeout = DEFAULT_HOLD_TIMEOUT
         self._states: dict[str, FlowState] = {}
-        self._toolsets: OrderedDict[tuple[str, bytes], Toolset] = OrderedDict()
-        self._plans = PlanCache()
+        self.caches = pipeline.Caches()
 
     def load(self, loader: Any) -> None:
         """Register ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``, ``toolvocab_hold_timeout``."""
@@ -253,7 +231,7 @@ class ToolVocab(Configurable):
             state.record.notes.append(passed_note(
                 f"internal error in the response hook ({type(exc).__name__}: {exc})",
                 "the client got the answer as it stood then (as the upstream sent it, unless a repair came first)"))
-        self.recorder.finish(flow, state)
+        self._finish(flow, state)
 
     def error(self, flow: http.HTTPFlow) -> None:
         """A flow that ended without a response (client or upstream gone): keep what we know."""
@@ -262,7 +240,18 @@ class ToolVocab(Configurable):
             state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
             if state.stream is not None:
                 self._deliver_rest(flow, state)
+            self._finish(flow, state)
+
+    def _finish(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """The flow's record, marker and comment (:meth:`ToolVocabRecorder.finish`); for a flow
+        whose request the whole read refused once its answer would have changed
+        (:meth:`FlowState.may_change`), the record the request hook gives such a request."""
+        if state.refused is None:
             self.recorder.finish(flow, state)
+            return
+        if state.stream is not None:
+            state.stream.release()
+        flow.metadata[METADATA_KEY] = state.record.dump()
 
     def _deliver_rest(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """The upstream (or the client) ended a streamed answer mid-stream: send the client every
@@ -306,135 +295,30 @@ class ToolVocab(Configurable):
         if not content:
             self._skip(flow, "request has no body")
             return
-        try:
-            body, unique, canonical = jsonio.loads_checked(content)
-        except ValueError:
-            # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
-            # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
-            self._skip(flow, "request body is not JSON")
+        result = pipeline.handle(
+            pipeline.Request(content, req.method, req.path, req.pretty_host, req.headers.get, flow.id),
+            self.settings(), self.caches)
+        if result is None:
             return
-        if not unique:
-            # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
-            # Looked at here, on every request: the answer's rewrite changes more than the
-            # resolver's decisions (ids, lifted calls), and a stream's first change cannot wait.
-            self._skip(flow, "request body repeats a key; passed through")
+        if isinstance(result, pipeline.Skipped):
+            self._skip(flow, result.reason, result.dialect)
             return
-        dialect = dialects.detect(req.method, req.path, body)
-        if dialect is None:
-            self._skip(flow, f"not an LLM API request this addon knows (POST {req.path.split('?', 1)[0]})")
-            return
-        tools = self.toolset(dialect, body)
-        if not len(tools):
-            self._skip(flow, "the request declares no tools", dialect.name)
-            return
-        plan, record = self._plan(flow, dialect, tools, body, flow.id)
-        state = FlowState(
-            dialect=dialect,
-            tools=tools,
-            plan=plan,
-            record=record,
-            wants_stream=dialect.wants_stream(req.path, body),
-            windows=announces_windows(dialect.platform_texts(body)),
-        )
+        state = FlowState(result.dialect, result.tools, result.plan, result.record,
+                          wants_stream=result.wants_stream, windows=result.windows)
+        if not result.verified:
+            state.unverified = content
         if self.mode in ("auto", "repair"):
-            # The plan is applied to the parsed copy; the wire gets it only as a complete body
-            # that reads back strictly, else the client's bytes stay.
-            touched = dialect.request_keys(body, plan)
-            layout = None
-            if canonical and touched is not None and plan.changes_request:
-                # where the values the plan leaves alone lie: copied, not written again
-                layout = jsonio.layout(content, body, touched)
-            if dialect.apply_request(body, plan):
-                # loads refused any NaN or infinity, and a plan changes names, strings and tool
-                # entries only: no walk for non-finite floats. Top-level values the plan cannot
-                # touch (a transcript, when only the system prompt changes) are copied as sent.
-                new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout)
-                if new is None:
-                    record.notes.append(passed_note(
-                        "the rewritten request body could not be written back exactly",
-                        "the upstream got the client's request as it came"))
-                else:
-                    state.original_request = content
-                    req.content = new
-                    record.request_changed = True
-                    record.id_aliases = dict(plan.call_ids)
+            if result.content is not None:
+                state.original_request = content
+                req.content = result.content
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             req.anticomp()
         self._states[flow.id] = state
-        flow.metadata[METADATA_KEY] = record.dump()
+        flow.metadata[METADATA_KEY] = state.record.dump()
 
-    def toolset(self, dialect: Dialect, body: Any) -> Toolset:
-        """The :class:`Toolset` of ``dialect.declared_tools(body)``, built once per distinct
-        declarations section (``dialect.declarations(body)``, keyed by its ``orjson`` text: a
-        dict compares keys whole, so two sections never share an entry) among the last
-        :data:`TOOLSET_CACHE`: an agent declares the same tools every turn, and reading 20
-        declarations into models costs more than the rest of the request hook. A
-        Toolset is never changed after it is built (its schemas are read, never written), so
-        flows may share one. A section orjson cannot write (an integer beyond 64 bits, a lone
-        surrogate) or longer than :data:`TOOLSET_CACHE_BYTES` is read afresh each time."""
-        try:
-            text = orjson.dumps(dialect.declarations(body))
-        except orjson.JSONEncodeError:
-            return Toolset(dialect.declared_tools(body))
-        if len(text) > TOOLSET_CACHE_BYTES:
-            return Toolset(dialect.declared_tools(body))
-        key = (dialect.name, text)
-        tools = self._toolsets.get(key)
-        if tools is None:
-            tools = self._toolsets[key] = Toolset(dialect.declared_tools(body))
-            if len(self._toolsets) > TOOLSET_CACHE:
-                self._toolsets.popitem(last=False)
-        else:
-            self._toolsets.move_to_end(key)
-        return tools
-
-    def _plan(self, flow: http.HTTPFlow, dialect: Dialect, tools: Toolset, body: Any, flow_key: str) -> tuple[Plan, FlowRecord]:
-        """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
-        record that starts with it."""
-        host = flow.request.pretty_host
-        path = flow.request.path
-        model = dialect.model_of(path, body)
-        profile = self.profiles.select(host, path, model) if self.profiles else None
-        gate_note = "profiles are never applied at an access gate (" + host + ")" if self.profiles and is_access_gate(host) else None
-        grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
-        # A Toolset the cache does not hold (too large, or not writable by orjson) is new on every
-        # request: a plan cached under it could never be found again, and would keep it alive.
-        planner = self._plans.plan if any(t is tools for t in self._toolsets.values()) else make_plan
-        plan = planner(
-            tools,
-            dialect.system_texts(body),
-            add_sentence=self.mode in ("auto", "observe"),
-            flow_key=flow_key,
-            grammar=grammar,
-            profile=profile,
-            transcript_names=dialect.transcript_names(body),
-        )
-        record = FlowRecord(
-            mode=self.mode,
-            dialect=dialect.name,
-            host=host,
-            path=path.split("?", 1)[0],
-            model=model,
-            client=identify_client(client_headers(flow.request.headers.get)),
-            declared=tools.names(),
-            rename_map=plan.rename_map,
-            duplicates=plan.duplicates,
-            renames=plan.renames,
-            profile=plan.profile,
-            grammar=plan.grammar,
-            prompt_sentence=plan.prompt_sentence,
-            prompt_names=plan.unmentioned,
-            notes=list(plan.skipped) + ([gate_note] if gate_note else []),
-        )
-        if self.recorder.saves_bodies():
-            # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
-            # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
-            # result.
-            try:
-                record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
-            except Exception as exc:  # classification is for the record only: never fatal
-                record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
-        return plan, record
+    def settings(self) -> pipeline.Settings:
+        """The options as :func:`toolvocab.dialects.pipeline.handle` takes them."""
+        return pipeline.Settings(mode=self.mode, profiles=self.profiles, classify_results=self.recorder.saves_bodies())
 
     def _responseheaders(self, flow: http.HTTPFlow, state: FlowState) -> None:
         resp = flow.response
@@ -507,6 +391,8 @@ class ToolVocab(Configurable):
             return
         unique = not jsonio.has_duplicate_keys(content, body)  # before the rewrite changes body
         if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
+            if not state.may_change():
+                return
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
             if new is None:
                 state.record.notes.append(passed_note(
@@ -523,7 +409,7 @@ class ToolVocab(Configurable):
         if getattr(rewriter, "error", None):
             state.record.notes.append(rewriter_note(rewriter.error))
         note_unrepaired(rewriter, state.record, 0)
-        if out != content and self.mode != "observe":
+        if out != content and self.mode != "observe" and state.may_change():
             assert flow.response is not None
             state.upstream_raw = flow.response.raw_content
             flow.response.content = out

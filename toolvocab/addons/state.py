@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from typing import Any
 
+from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import Dialect
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
@@ -39,6 +40,27 @@ class FlowState:
         self.logged: set[str] = set()  # log lines already written for this flow (a WebSocket's turns)
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
+        self.unverified: bytes | None = None  # the client's body, while only peeked (pipeline.Handled.verified)
+        self.refused: str | None = None  # why the whole read refused the request (may_change)
+
+    def may_change(self) -> bool:
+        """True when the answer may change on the strength of this flow's request: at once for a
+        request read whole; for one only peeked, once :func:`toolvocab.dialects.pipeline.verify`
+        of the whole body finds nothing against it (run here, once, at the first change). When
+        it does, the record becomes the one the request hook gives a request it leaves as sent
+        (:attr:`refused`: why), and this and every later answer byte must go as the upstream
+        sent it."""
+        if self.refused is not None:
+            return False
+        if self.unverified is None:
+            return True
+        content, self.unverified = self.unverified, None
+        reason = pipeline.verify(content)
+        if reason is None:
+            return True
+        self.refused = reason
+        self.record = FlowRecord(mode=self.record.mode, skipped=reason)
+        return False
 
     def __call__(self, call: ToolCall) -> Decision:
         """The dialects' ``Resolver``: the ladder over this flow's tools; records the decision.

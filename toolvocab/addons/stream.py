@@ -117,6 +117,8 @@ class StreamCallable:
         if self._carry:
             out = [self._carry + b"".join(out)]
             self._carry = b""
+        if self.state.unverified is not None and not self.observe and not self.drained:
+            out = self._confirm(chunk, out)
         self._track(chunk, out)
         if not chunk:
             self.ended = True
@@ -198,6 +200,23 @@ class StreamCallable:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def _confirm(self, chunk: bytes, out: list[bytes]) -> list[bytes]:
+        """``out``, unless it would be the first bytes to differ from the upstream's and the
+        flow's request, read whole now, refuses any change (:meth:`FlowState.may_change`): then
+        every byte received and not yet sent, as it came, and the rest of the stream passes
+        through. Before the first difference the client got a prefix of the upstream's bytes,
+        so what it has not got is ``_lag`` and this chunk."""
+        if self._differs or not out:
+            return out
+        data = out[0] if len(out) == 1 else b"".join(out)
+        pending = bytes(self._lag) + chunk if self._lag else chunk
+        if pending.startswith(data) or self.state.may_change():
+            return out
+        self.drained = True  # every later chunk passes through as it came
+        self.changed = False
+        self._cancel_timer()
+        return [pending] if pending else []
 
     def _track(self, chunk: bytes, out: list[bytes]) -> None:
         if self.keep:

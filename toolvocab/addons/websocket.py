@@ -15,10 +15,9 @@ from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.recording import _storable
 from toolvocab.addons.state import FlowState
 from toolvocab.addons.stream import note_unrepaired
+from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.sse import RepeatedKey
-from toolvocab.engine import jsonio
-from toolvocab.engine.clients import announces_windows
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import passed_note
 
@@ -65,17 +64,18 @@ class ToolVocabWebSocket:
         from mitmproxy import ctx
 
         if message.from_client:
-            try:
-                frame, unique, _ = jsonio.loads_checked(message.content)
-            except ValueError:
-                return
-            if not isinstance(frame, dict) or frame.get("type") != "response.create":
+            if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
-            if not flow.request.path.split("?", 1)[0].endswith("/responses"):
+            result = pipeline.handle(
+                pipeline.Request(message.content, "POST", flow.request.path, flow.request.pretty_host,
+                                 flow.request.headers.get, f"{flow.id}:{len(flow.websocket.messages)}"),
+                self.core.settings(), self.core.caches, dialect=dialect,
+                accept=lambda frame: isinstance(frame, dict) and frame.get("type") == "response.create")
+            if result is None:
                 return
-            if not unique:
+            if isinstance(result, pipeline.Skipped):
                 # As the HTTP request hook does: which repeated key the server reads is its
                 # parser's choice, so neither the frame nor this turn's answer is touched.
                 previous = self._ws.pop(flow.id, None)
@@ -86,8 +86,7 @@ class ToolVocabWebSocket:
                 else:
                     self.core._skip(flow, reason, dialect.name)
                 return
-            tools = self.core.toolset(dialect, frame)
-            plan, record = self.core._plan(flow, dialect, tools, frame, f"{flow.id}:{len(flow.websocket.messages)}")
+            record = result.record
             previous = self._ws.get(flow.id)
             if previous is not None:
                 # One record per WebSocket: keep the earlier turns' decisions and notes.
@@ -96,16 +95,12 @@ class ToolVocabWebSocket:
                 record.request_changed = previous.record.request_changed
                 record.response_changed = previous.record.response_changed
             record.streamed = True
-            state = FlowState(dialect, tools, plan, record, wants_stream=True, windows=announces_windows(dialect.platform_texts(frame)))
-            state.ws_rewriter = dialect.stream_rewriter(state, plan)
+            state = FlowState(dialect, result.tools, result.plan, record, wants_stream=True, windows=result.windows)
+            state.ws_rewriter = dialect.stream_rewriter(state, result.plan)
             self._ws[flow.id] = state
-            if self.core.mode in ("auto", "repair") and dialect.apply_request(frame, plan):
-                new = jsonio.rewrite(message.content, frame, unique_keys=True, finite=True)
-                if new is None:
-                    record.notes.append("rewritten response.create frame could not be written back exactly; sent as it came")
-                else:
-                    message.content = new
-                    record.request_changed = True
+            if result.content is not None:
+                message.content = result.content
+                record.request_changed = True
             self.recorder.finish(flow, state)
             return
         state = self._ws.get(flow.id)

@@ -14,7 +14,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import Peek
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
@@ -31,6 +37,7 @@ from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import anthropic_accepts_all
 from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
@@ -53,19 +60,77 @@ def _natural_end(stop_reason: object) -> bool:
 _PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
 
 
+class _Block(msgspec.Struct, gc=False):
+    """A content block as the peek reads it: ``input`` and a result's ``content`` skipped,
+    ``text`` kept as sent (read only in a ``role: "system"`` message)."""
+
+    type: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    tool_use_id: Any = msgspec.UNSET
+    text: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Message(msgspec.Struct, gc=False):
+    role: Any = msgspec.UNSET
+    content: str | list[_Block] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Request(msgspec.Struct, gc=False):
+    """The keys the request readers read (:meth:`AnthropicMessages.peek`)."""
+
+    model: Any = msgspec.UNSET
+    stream: Any = msgspec.UNSET
+    system: Any = msgspec.UNSET
+    messages: list[_Message] | msgspec.UnsetType = msgspec.UNSET
+    tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_PEEK = msgspec.json.Decoder(_Request)
+
+
 class AnthropicMessages:
     """The Anthropic Messages dialect (first-party, Vertex ``rawPredict`` and Bedrock paths)."""
 
     name = "anthropic"
 
+    def path_matches(self, method: str, path: str) -> bool:
+        """POST to ``…/messages`` (or the Vertex/Bedrock equivalents)."""
+        return method == "POST" and _PATH.search(path_only(path)) is not None
+
     def matches(self, method: str, path: str, body: JSON) -> bool:
         """POST to ``…/messages`` (or the Vertex/Bedrock equivalents) with a ``messages`` list."""
-        return (
-            method == "POST"
-            and isinstance(body, dict)
-            and isinstance(body.get("messages"), list)
-            and _PATH.search(path_only(path)) is not None
-        )
+        return isinstance(body, dict) and isinstance(body.get("messages"), list) and self.path_matches(method, path)
+
+    def peek(self, method: str, path: str, content: bytes) -> Peek | None:
+        """``model``, ``stream``, ``system``, and of ``messages`` each role and the ``type``,
+        ``name``, ``id`` and ``tool_use_id`` of its blocks, and the text of ``role: "system"``
+        messages; ``tools`` as sent. ``None`` for a body with a replayed id the upstream rejects
+        (only the whole read aliases ids)."""
+        request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
+        if request is None or request.messages is msgspec.UNSET:
+            return None
+        small = present(request, "model", "stream", "system")
+        texts = content_texts(small.get("system"))
+        messages = request.messages
+        for message in [m for m in messages if m.role == "system"]:
+            if type(message.content) is str:
+                texts.append(message.content)
+            elif type(message.content) is list:
+                try:
+                    texts += [t for b in message.content if b.text is not msgspec.UNSET and type(t := jsonio.loads(bytes(b.text))) is str]
+                except ValueError:
+                    return None
+        # comprehensions: the loop over every block runs in C-level list building
+        blocks = [b for m in messages if type(m.content) is list for b in m.content]
+        uses = [b for b in blocks if b.type == "tool_use"]
+        names = [b.name for b in uses if type(b.name) is str]
+        ids = [b.id for b in uses if type(b.id) is str]
+        ids += [b.tool_use_id for b in blocks if b.type == "tool_result" and type(b.tool_use_id) is str]
+        if not anthropic_accepts_all(ids):
+            return None
+        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts, names,
+                    sections_of(request, "tools"))
 
     # -- request ------------------------------------------------------------------------------
 

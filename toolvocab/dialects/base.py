@@ -8,9 +8,11 @@ this flow's declared tools and plan) and writes back what the decision says.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from typing import Protocol
 
+import msgspec
 import orjson
 
 from toolvocab.dialects.sse import RepeatedKey
@@ -62,6 +64,19 @@ class Dialect(Protocol):
     def matches(self, method: str, path: str, body: JSON) -> bool:
         """True when a request with this method, path (query included) and parsed body is this
         dialect's tool-bearing call."""
+        ...
+
+    def path_matches(self, method: str, path: str) -> bool:
+        """True when a request with this method and path (query included) is this dialect's,
+        should its body fit: :meth:`matches` is this and a test of the body."""
+        ...
+
+    def peek(self, method: str, path: str, content: bytes) -> Peek | None:
+        """What planning reads of a request (a :class:`Peek`), read by a typed decoder that
+        skips the rest, or ``None`` when it cannot read it or :meth:`matches` would say no
+        (the caller then parses the whole body). A body whose replayed ids :meth:`apply_request`
+        would alias is not read (``None``): a plan that renames nothing leaves a peeked body as
+        sent."""
         ...
 
     def declared_tools(self, body: JSON) -> list[DeclaredTool]:
@@ -219,6 +234,58 @@ def mark_repeats(tools: list[DeclaredTool], raws: list[Any]) -> list[DeclaredToo
         tool.model_copy(update={"declaration": declaration_text(raw)}) if counts[tool.qualified] > 1 else tool
         for tool, raw in zip(tools, raws, strict=True)
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """What a dialect's typed decoder read of a request body (``Dialect.peek``): what planning
+    reads, each value what the dialect's reader gives on the whole parsed body
+    (``tests/unit/test_pipeline.py`` holds that over generated bodies).
+
+    ``model``: ``Dialect.model_of``; ``stream``: ``Dialect.wants_stream``; ``system_texts``,
+    ``platform_texts``, ``transcript_names``: the readers of those names; ``sections``: the
+    top-level declarations keys and their values' bytes as sent, in the order of
+    ``Dialect.declarations``.
+
+    A peek says nothing about the parts it skipped: a repeated key, an integer beyond 64 bits or
+    an invalid byte there is found only by reading the whole body
+    (:func:`toolvocab.engine.jsonio.loads_checked`), which a caller must do before it changes
+    anything on the strength of this request.
+    """
+
+    model: str | None
+    stream: bool
+    system_texts: list[str]
+    platform_texts: list[str]
+    transcript_names: list[str]
+    sections: tuple[tuple[str, bytes], ...]
+
+    def declarations_body(self) -> dict[str, Any]:
+        """The declarations sections parsed (``jsonio.loads``; ``ValueError`` for what a strict
+        parser refuses) as a body: what ``Dialect.declared_tools`` reads."""
+        return {key: jsonio.loads(raw) for key, raw in self.sections}
+
+
+def typed_decode(decoder: msgspec.json.Decoder, content: bytes) -> Any:
+    """``decoder.decode(content)`` (a typed decoder of a ``msgspec.Struct`` whose fields are the
+    keys a dialect reads, unread fields skipped without being built), or ``None`` when it cannot
+    read the body: not JSON, another shape than the Struct's, a lone surrogate, nesting beyond
+    msgspec's limit. Never raises."""
+    try:
+        return decoder.decode(content)
+    except (msgspec.MsgspecError, RecursionError, ValueError, TypeError):
+        return None
+
+
+def present(struct: Any, *names: str) -> dict[str, Any]:
+    """The fields of ``struct`` among ``names`` that the body holds (not ``msgspec.UNSET``), as a
+    body of those keys: what a reader of small top-level values reads."""
+    return {name: value for name in names if (value := getattr(struct, name)) is not msgspec.UNSET}
+
+
+def sections_of(struct: Any, *names: str) -> tuple[tuple[str, bytes], ...]:
+    """The ``msgspec.Raw`` fields ``names`` of ``struct`` that the body holds, as :attr:`Peek.sections`."""
+    return tuple((name, bytes(value)) for name in names if (value := getattr(struct, name)) is not msgspec.UNSET)
 
 
 def as_list(value: Any) -> list[Any]:

@@ -18,7 +18,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
+
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import Peek
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Resolver
@@ -114,17 +120,74 @@ def _allowed_names(req: dict[str, Any]) -> list[list[Any]]:
     return found
 
 
+class _Ref(msgspec.Struct, gc=False):
+    """A ``functionCall`` / ``functionResponse`` as the request readers see it: ``args`` and ``response`` skipped."""
+
+    name: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+
+
+class _Part(msgspec.Struct, gc=False):
+    functionCall: _Ref | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 (the wire's spelling)
+    functionResponse: _Ref | msgspec.UnsetType = msgspec.UNSET  # noqa: N815
+
+
+class _Content(msgspec.Struct, gc=False):
+    role: Any = msgspec.UNSET
+    parts: list[_Part] | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Request(msgspec.Struct, gc=False):
+    """The keys the request readers read (:meth:`Gemini.peek`); ``request`` / ``response``
+    only to see a Code Assist envelope."""
+
+    model: Any = msgspec.UNSET
+    systemInstruction: Any = msgspec.UNSET  # noqa: N815
+    system_instruction: Any = msgspec.UNSET
+    contents: list[_Content] | msgspec.UnsetType = msgspec.UNSET
+    tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    request: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    response: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_PEEK = msgspec.json.Decoder(_Request)
+
+
 class Gemini:
     """The Gemini dialect (Gemini API, Vertex AI publisher models, Code Assist)."""
 
     name = "gemini"
 
+    def path_matches(self, method: str, path: str) -> bool:
+        """POST to ``…:generateContent`` / ``…:streamGenerateContent``."""
+        return method == "POST" and _PATH.search(path_only(path)) is not None
+
     def matches(self, method: str, path: str, body: JSON) -> bool:
         """POST to ``…:generateContent`` / ``…:streamGenerateContent`` with ``contents``."""
-        if method != "POST" or not _PATH.search(path_only(path)):
+        if not self.path_matches(method, path):
             return False
         inner = _unwrap(body)
         return isinstance(inner, dict) and isinstance(inner.get("contents"), list)
+
+    def peek(self, method: str, path: str, content: bytes) -> Peek | None:
+        """``model``, the system instruction (either spelling), and of ``contents`` the names of
+        the ``functionCall`` / ``functionResponse`` parts; ``tools`` as sent. A Code Assist
+        envelope (a ``request`` or ``response`` key) is not read: ``None``."""
+        request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
+        if request is None or request.contents is msgspec.UNSET:
+            return None
+        if request.request is not msgspec.UNSET or request.response is not msgspec.UNSET:
+            return None
+        names: list[str] = []
+        for entry in request.contents:
+            for part in entry.parts if entry.parts is not msgspec.UNSET else ():
+                for ref in (part.functionCall, part.functionResponse):
+                    if ref is not msgspec.UNSET and type(ref.name) is str:
+                        names.append(ref.name)
+        small = present(request, "model", "systemInstruction", "system_instruction")
+        texts = self.system_texts(small)
+        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts, names,
+                    sections_of(request, "tools"))
 
     # -- request ------------------------------------------------------------------------------
 

@@ -15,9 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import Peek
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import Resolver
@@ -88,19 +93,79 @@ def _function_tool(fn: dict[str, Any]) -> DeclaredTool:
         description=desc if isinstance(desc, str) else None,
     )
 
+class _Named(msgspec.Struct, gc=False):
+    """A ``function`` / ``function_call`` object as the request readers see it: ``arguments`` skipped."""
+
+    name: Any = msgspec.UNSET
+
+
+class _Call(msgspec.Struct, gc=False):
+    type: Any = msgspec.UNSET
+    function: _Named | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Message(msgspec.Struct, gc=False):
+    """A message as the peek reads it: ``content`` kept as sent (read only for the prompt's roles)."""
+
+    role: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    tool_calls: list[_Call] | msgspec.UnsetType = msgspec.UNSET
+    function_call: _Named | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Request(msgspec.Struct, gc=False):
+    """The keys the request readers read (:meth:`OpenAIChat.peek`)."""
+
+    model: Any = msgspec.UNSET
+    stream: Any = msgspec.UNSET
+    messages: list[_Message] | msgspec.UnsetType = msgspec.UNSET
+    tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    functions: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_PEEK = msgspec.json.Decoder(_Request)
+
+
 class OpenAIChat:
     """The Chat Completions dialect (OpenAI and OpenAI-compatible upstreams)."""
 
     name = "openai_chat"
 
+    def path_matches(self, method: str, path: str) -> bool:
+        """POST to ``…/chat/completions``."""
+        return method == "POST" and path_only(path).endswith("/chat/completions")
+
     def matches(self, method: str, path: str, body: JSON) -> bool:
         """POST to ``…/chat/completions`` with a ``messages`` list."""
-        return (
-            method == "POST"
-            and path_only(path).endswith("/chat/completions")
-            and isinstance(body, dict)
-            and isinstance(body.get("messages"), list)
-        )
+        return isinstance(body, dict) and isinstance(body.get("messages"), list) and self.path_matches(method, path)
+
+    def peek(self, method: str, path: str, content: bytes) -> Peek | None:
+        """``model``, ``stream``, and of ``messages`` each role, name, legacy ``function_call``
+        and the ``function`` names of its ``tool_calls``, and the content of the ``system`` and
+        ``developer`` messages; ``tools`` and ``functions`` as sent."""
+        request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
+        if request is None or request.messages is msgspec.UNSET:
+            return None
+        names: list[str] = []
+        texts: list[str] = []
+        for message in request.messages:
+            if message.tool_calls is not msgspec.UNSET:
+                for call in message.tool_calls:
+                    if call.function is not msgspec.UNSET and type(call.function.name) is str:
+                        names.append(call.function.name)
+            if message.function_call is not msgspec.UNSET and type(message.function_call.name) is str:
+                names.append(message.function_call.name)
+            if message.role == "function" and type(message.name) is str:
+                names.append(message.name)
+            if message.role in ("system", "developer") and message.content is not msgspec.UNSET:
+                try:
+                    texts += content_texts(jsonio.loads(bytes(message.content)))
+                except ValueError:
+                    return None
+        small = present(request, "model", "stream")
+        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts, names,
+                    sections_of(request, "tools", "functions"))
 
     # -- request ------------------------------------------------------------------------------
 

@@ -16,9 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import orjson
 
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import Peek
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
@@ -32,6 +37,7 @@ from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
+from toolvocab.engine.ids import RESPONSES_CALL_ID_MAX
 from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.ids import responses_accepts
 from toolvocab.engine.ids import stable_call_id
@@ -55,19 +61,77 @@ def _flat(namespace: Any, name: str) -> str:
     return join_namespace(namespace if isinstance(namespace, str) else None, name)
 
 
+class _Item(msgspec.Struct, gc=False):
+    """An input item as the peek reads it: ``content`` kept as sent (read only for the prompt and
+    the environment context); ``arguments``, ``output`` and reasoning skipped."""
+
+    type: Any = msgspec.UNSET
+    role: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    namespace: Any = msgspec.UNSET
+    call_id: Any = msgspec.UNSET
+    content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Request(msgspec.Struct, gc=False):
+    """The keys the request readers read (:meth:`OpenAIResponses.peek`)."""
+
+    model: Any = msgspec.UNSET
+    stream: Any = msgspec.UNSET
+    instructions: Any = msgspec.UNSET
+    input: str | list[_Item] | msgspec.UnsetType = msgspec.UNSET
+    tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_PEEK = msgspec.json.Decoder(_Request)
+
+
 class OpenAIResponses:
     """The Responses dialect (HTTP and the WebSocket frames Codex sends)."""
 
     name = "openai_responses"
 
+    def path_matches(self, method: str, path: str) -> bool:
+        """POST to ``…/responses``."""
+        return method == "POST" and path_only(path).endswith("/responses")
+
     def matches(self, method: str, path: str, body: JSON) -> bool:
         """POST to ``…/responses`` with an ``input`` or ``tools`` field."""
-        return (
-            method == "POST"
-            and path_only(path).endswith("/responses")
-            and isinstance(body, dict)
-            and ("input" in body or "tools" in body)
-        )
+        return isinstance(body, dict) and ("input" in body or "tools" in body) and self.path_matches(method, path)
+
+    def peek(self, method: str, path: str, content: bytes) -> Peek | None:
+        """``model``, ``stream``, ``instructions``, and of ``input`` each item's type, role,
+        name, namespace and ``call_id``, and the content of the prompt's messages and of the
+        first items (the environment context); ``tools`` as sent. ``None`` for a body with a
+        ``call_id`` the upstream rejects (only the whole read aliases ids)."""
+        request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
+        if request is None or (request.input is msgspec.UNSET and request.tools is msgspec.UNSET):
+            return None
+        small = present(request, "model", "stream", "instructions")
+        texts = content_texts(small.get("instructions"))
+        platform: list[str] = []
+        names: list[str] = []
+        longest = 0
+        for position, item in enumerate(request.input if type(request.input) is list else ()):
+            if type(item.call_id) is str:
+                longest = max(longest, len(item.call_id))
+            if item.type == "function_call" and type(item.name) is str:
+                names.append(_flat(item.namespace, item.name))
+            message = item.type is msgspec.UNSET or item.type == "message"
+            if not message or item.content is msgspec.UNSET or (position >= 8 and item.role not in ("system", "developer")):
+                continue
+            try:
+                parts = content_texts(jsonio.loads(bytes(item.content)))
+            except ValueError:
+                return None
+            if item.role in ("system", "developer"):
+                texts += parts
+            if position < 8:
+                platform += [t for t in parts if "<environment_context>" in t]
+        if longest > RESPONSES_CALL_ID_MAX:
+            return None
+        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts + platform, names,
+                    sections_of(request, "tools"))
 
     # -- request ------------------------------------------------------------------------------
 

@@ -38,6 +38,14 @@ def anthropic_accepts(call_id: str) -> bool:
     return UPSTREAM_ID.fullmatch(call_id) is not None
 
 
+def anthropic_accepts_all(ids: Iterable[str]) -> bool:
+    """True when :func:`id_aliases` of ``ids`` (strings) gives ``{}`` under Anthropic's rule:
+    every non-empty id matches :data:`UPSTREAM_ID`. One regex call: the pattern is one character
+    class repeated, so the ids joined match it exactly when each does."""
+    joined = "".join(ids)
+    return not joined or UPSTREAM_ID.fullmatch(joined) is not None
+
+
 def responses_accepts(call_id: str) -> bool:
     """True for a ``call_id`` OpenAI's Responses API takes (:data:`RESPONSES_CALL_ID_MAX` characters)."""
     return len(call_id) <= RESPONSES_CALL_ID_MAX

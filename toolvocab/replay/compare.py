@@ -173,7 +173,9 @@ class Replayer:
             raise AssertionError(f"per-flow state of {f.id} outlived the flow")
         got = Outcome.of(f, response=out)
         problems = mismatches(expected, got, self.strict)
-        if kind == "callable" and f.response is not None and f.response.raw_content != out:
+        # the stream is kept in the flow only when something saves it (ToolVocabRecorder.saves_bodies)
+        keeps = self.addon.recorder.saves_bodies()
+        if keeps and kind == "callable" and f.response is not None and f.response.raw_content != out:
             problems.append("saved response.raw_content differs from the bytes the stream callable emitted")
         return Replay(flow=f, expected=expected, got=got, streamed=kind, seed=seed, problems=problems)
 

@@ -1,0 +1,296 @@
+"""The request pipeline (``toolvocab.dialects.pipeline``) reads a request two ways, and they must
+agree: a *peek* (each dialect's typed decoder, which skips what planning does not read) and the
+whole strict parse. What must hold, over generated bodies of every dialect (well-typed, wrong-typed
+anywhere, extra keys anywhere, compact or spaced):
+
+* a peek reads a body only when ``matches`` says yes, and then gives what every request reader
+  (``system_texts``, ``platform_texts``, ``transcript_names``, ``model_of``, ``wants_stream``,
+  ``declarations``) gives on the whole body; and ``apply_request`` with a plan that renames
+  nothing leaves a body the peek reads as it is (the peek reads no body whose replayed ids the
+  upstream rejects);
+* :func:`pipeline.handle` that peeks hands out a request only when the whole read would send it
+  unchanged, with the same plan, record, stream flag and Windows flag;
+* a peek never claims a body the whole read leaves to another dialect or to nobody.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from toolvocab import dialects
+from toolvocab.dialects import pipeline
+from toolvocab.engine import jsonio
+from toolvocab.engine.plan import Plan
+
+#: Hypothesis examples per property (``TOOLVOCAB_PROPERTY_EXAMPLES``: ``.ci/run``'s long profile
+#: sets 2000; quick default 300).
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
+
+PATHS = {
+    "anthropic": "/v1/messages",
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "gemini": "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+}
+
+LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6)
+ANY = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8)
+#: Mostly names every upstream takes as they are; now and then one a grammar renames.
+NAMES = st.one_of(st.sampled_from(["Read", "Bash", "shell", "mcp__files__read", "read_file"]), st.sampled_from(["Read", "Bash"]),
+                  st.sampled_from(["functions.Bash:0", "x" * 70, ""]) | st.text(max_size=6))
+#: Mostly ids every upstream takes; now and then one Anthropic (pattern) or Responses (length) rejects.
+IDS = st.one_of(st.sampled_from(["toolu_01", "toolu_02", "call_1", "call_2", "c" * 64]), st.sampled_from(["toolu_01", "call_1"]),
+                st.sampled_from(["functions.Bash:0", "0\n", "c" * 65, ""]) | st.text(max_size=6))
+TEXT = st.sampled_from(["Use Read and Bash.", "<environment_context><shell>powershell</shell></environment_context>",
+                        "You run on Windows.", "Tools: shell"]) | st.text(max_size=12)
+
+
+@st.composite
+def maybe(draw: st.DrawFn, strategy: st.SearchStrategy) -> Any:
+    """A value of ``strategy``, or one time in twelve any JSON value in its place (a wrong type)."""
+    return draw(ANY) if draw(st.integers(0, 11)) == 0 else draw(strategy)
+
+
+@st.composite
+def obj(draw: st.DrawFn, fields: dict[str, st.SearchStrategy], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """An object with the ``required`` fields, a random subset of the others, and now and then
+    extra keys; any field may hold a wrong type (:func:`maybe`)."""
+    out = {k: draw(maybe(v)) for k, v in fields.items() if k in required or draw(st.booleans())}
+    if draw(st.integers(0, 4)) == 0:
+        out.update(draw(st.dictionaries(st.sampled_from(["extra", "input", "content", "cache_control", "a"]), ANY, max_size=2)))
+    return out
+
+
+def parts(text_key: str = "text") -> st.SearchStrategy:
+    return st.lists(obj({"type": st.sampled_from(["text", "input_text", "image"]), text_key: TEXT}), max_size=3)
+
+
+def anthropic() -> st.SearchStrategy:
+    block = st.one_of(
+        obj({"type": st.just("text"), "text": TEXT}, required=("type", "text")),
+        obj({"type": st.just("tool_use"), "id": IDS, "name": NAMES, "input": ANY}, required=("type", "id", "name")),
+        obj({"type": st.just("tool_result"), "tool_use_id": IDS, "content": TEXT | parts(), "is_error": st.booleans()},
+            required=("type", "tool_use_id")),
+        obj({"type": st.sampled_from(["image", "thinking", "server_tool_use"]), "id": IDS, "name": NAMES, "text": TEXT}),
+    )
+    message = obj({"role": st.sampled_from(["user", "assistant", "system"]), "content": TEXT | st.lists(block, min_size=1, max_size=4)},
+                  required=("role", "content"))
+    tool = obj({"name": NAMES, "type": st.sampled_from(["custom", "bash_20250124"]), "input_schema": ANY, "description": TEXT},
+               required=("name",))
+    return obj({"model": TEXT, "stream": st.booleans(), "system": TEXT | parts(), "messages": st.lists(message, max_size=5),
+                "tools": st.lists(tool, min_size=1, max_size=3), "tool_choice": ANY}, required=("messages", "tools"))
+
+
+def chat() -> st.SearchStrategy:
+    function = obj({"name": NAMES, "arguments": ANY}, required=("name",))
+    call = obj({"type": st.just("function"), "id": IDS, "function": function}, required=("id", "function"))
+    message = st.one_of(
+        obj({"role": st.sampled_from(["system", "developer", "user"]), "content": TEXT | parts() | st.none(), "name": NAMES},
+            required=("role", "content")),
+        obj({"role": st.just("assistant"), "content": TEXT | st.none(), "tool_calls": st.lists(call, min_size=1, max_size=2),
+             "function_call": function}, required=("role",)),
+        obj({"role": st.sampled_from(["tool", "function"]), "tool_call_id": IDS, "name": NAMES, "content": TEXT | parts()},
+            required=("role", "content")),
+    )
+    tool = obj({"type": st.just("function"), "function": obj({"name": NAMES, "parameters": ANY}, required=("name",))},
+               required=("function",))
+    return obj({"model": TEXT, "stream": st.booleans(), "messages": st.lists(message, max_size=5),
+                "tools": st.lists(tool, min_size=1, max_size=3), "functions": st.lists(obj({"name": NAMES}), max_size=2)},
+               required=("messages", "tools"))
+
+
+def responses() -> st.SearchStrategy:
+    item = st.one_of(
+        obj({"type": st.just("message"), "role": st.sampled_from(["system", "developer", "user", "assistant"]),
+             "content": TEXT | parts("text")}, required=("role", "content")),
+        obj({"type": st.sampled_from(["function_call", "custom_tool_call"]), "call_id": IDS, "name": NAMES,
+             "namespace": st.sampled_from(["mcp__files__", "mcp__git__"]), "arguments": ANY}, required=("type", "call_id", "name")),
+        obj({"type": st.sampled_from(["function_call_output", "custom_tool_call_output"]), "call_id": IDS, "output": ANY},
+            required=("type", "call_id")),
+        obj({"type": st.just("reasoning"), "encrypted_content": TEXT}, required=("type",)),
+    )
+    tool = obj({"type": st.sampled_from(["function", "function", "custom", "namespace", "web_search"]), "name": NAMES,
+                "parameters": ANY}, required=("type", "name"))
+    return obj({"model": TEXT, "stream": st.booleans(), "instructions": TEXT | parts(), "input": TEXT | st.lists(item, max_size=6),
+                "tools": st.lists(tool, min_size=1, max_size=3)}, required=("tools",))
+
+
+def gemini() -> st.SearchStrategy:
+    ref = obj({"name": NAMES, "id": IDS, "args": ANY, "response": ANY}, required=("name",))
+    part = st.one_of(obj({"text": TEXT}, required=("text",)), obj({"functionCall": ref}, required=("functionCall",)),
+                     obj({"functionResponse": ref}, required=("functionResponse",)), obj({"function_call": ref, "text": TEXT}))
+    content = obj({"role": st.sampled_from(["user", "model"]), "parts": st.lists(part, min_size=1, max_size=3)}, required=("parts",))
+    system = TEXT | obj({"parts": st.lists(obj({"text": TEXT}), max_size=2)})
+    declarations = st.lists(obj({"name": NAMES, "parametersJsonSchema": ANY}, required=("name",)), min_size=1, max_size=2)
+    tools = st.lists(obj({"functionDeclarations": declarations}, required=("functionDeclarations",)), min_size=1, max_size=2)
+    inner = obj({"contents": st.lists(content, max_size=4), "systemInstruction": system, "system_instruction": system,
+                 "tools": tools, "model": TEXT}, required=("contents", "tools"))
+    return inner | st.builds(lambda request, model: {"model": model, "request": request}, inner, TEXT)
+
+
+BODIES = {"anthropic": anthropic(), "openai_chat": chat(), "openai_responses": responses(), "gemini": gemini()}
+
+
+def spellings(body: Any) -> st.SearchStrategy:
+    """``body`` as clients write it (compact) and as ``json.dumps`` does (spaces, ASCII escapes)."""
+    return st.sampled_from([orjson.dumps(body), json.dumps(body).encode(), json.dumps(body, indent=1, ensure_ascii=False).encode()])
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(BODIES)))
+def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) -> None:
+    body = data.draw(BODIES[name], label="body")
+    raw = data.draw(spellings(body), label="raw")
+    whole = jsonio.loads(raw)
+    for dialect in dialects.DIALECTS:
+        path = PATHS[name]
+        peek = dialect.peek("POST", path, raw)
+        if peek is None:
+            continue
+        assert dialect.matches("POST", path, whole)
+        assert peek.model == dialect.model_of(path, whole)
+        assert peek.stream == dialect.wants_stream(path, whole)
+        assert peek.system_texts == dialect.system_texts(whole)
+        assert peek.platform_texts == dialect.platform_texts(whole)
+        assert peek.transcript_names == dialect.transcript_names(whole)
+        assert dialect.declarations(peek.declarations_body()) == dialect.declarations(whole)
+        # a plan that renames nothing leaves a body the peek reads as sent (no replayed id to alias)
+        assert not dialect.apply_request(copy.deepcopy(whole), Plan())
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(BODIES)), mode=st.sampled_from(["auto", "repair"]))
+def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataObject, name: str, mode: str) -> None:
+    body = data.draw(BODIES[name], label="body")
+    raw = data.draw(spellings(body), label="raw")
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "claude-cli/2.0.1"}.get, "flow-1")
+    peeked = pipeline.handle(request, pipeline.Settings(mode=mode, peek=True), pipeline.Caches())
+    whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
+    if isinstance(peeked, pipeline.Handled) and not peeked.verified:
+        assert isinstance(whole, pipeline.Handled) and whole.content is None
+        assert whole.dialect is peeked.dialect
+        assert whole.plan.model_dump() == peeked.plan.model_dump()
+        assert whole.record.dump() == peeked.record.dump()
+        assert (whole.wants_stream, whole.windows) == (peeked.wants_stream, peeked.windows)
+        assert whole.tools.names() == peeked.tools.names()
+    else:
+        assert summary(peeked) == summary(whole)
+
+
+@settings(max_examples=max(50, EXAMPLES // 3), deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(BODIES)), mode=st.sampled_from(["auto", "repair"]))
+def test_a_run_of_requests_gets_what_each_whole_read_gives(data: st.DataObject, name: str, mode: str) -> None:
+    """One client's requests in a row through one :class:`pipeline.Caches` (toolsets, plans,
+    and which of the client's requests were written, which decides whether the next is peeked):
+    each gets what a whole read of it alone gives."""
+    shared = pipeline.Caches()
+    for turn in range(data.draw(st.integers(2, 6), label="turns")):
+        body = data.draw(BODIES[name], label=f"body {turn}")
+        raw = data.draw(spellings(body), label=f"raw {turn}")
+        request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "agent/1"}.get, f"flow-{turn}")
+        got = pipeline.handle(request, pipeline.Settings(mode=mode), shared)
+        whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
+        if isinstance(got, pipeline.Handled) and not got.verified:
+            assert isinstance(whole, pipeline.Handled) and whole.content is None
+            assert summary(got)[:-1] == summary(whole)[:-1]
+        else:
+            assert summary(got) == summary(whole)
+
+
+def summary(result: pipeline.Handled | pipeline.Skipped | None) -> Any:
+    """What a caller of :func:`pipeline.handle` acts on, comparable across calls."""
+    if isinstance(result, pipeline.Handled):
+        return (result.dialect.name, result.tools.names(), result.plan.model_dump(), result.record.dump(),
+                result.wants_stream, result.windows, result.content, result.verified)
+    return result
+
+
+def test_the_five_agents_requests_are_peeked() -> None:
+    """Every request of the five real agents in ``flows/agents`` is read by its dialect's peek
+    (a Code Assist envelope excepted: read whole), and the pipeline hands out by peeking every one
+    whose plan leaves it as sent, with the plan and record the whole read gives."""
+    from mitmproxy import io as mio
+
+    import harness
+    from toolvocab.replay.flows import original_request
+
+    peeked = handled = 0
+    for path in sorted((harness.ROOT / "flows" / "agents").glob("*.mitm")):
+        with path.open("rb") as fh:
+            flows = [f for f in mio.FlowReader(fh).stream() if hasattr(f, "request")]
+        for f in flows:
+            raw = original_request(f)
+            req = pipeline.Request(raw, f.request.method, f.request.path, f.request.pretty_host, f.request.headers.get, f.id)
+            whole = pipeline.handle(req, pipeline.Settings(mode="repair", peek=False), pipeline.Caches())
+            if not isinstance(whole, pipeline.Handled):
+                continue
+            handled += 1
+            if "request" in jsonio.loads(raw):
+                continue  # Code Assist
+            assert whole.dialect.peek(f.request.method, f.request.path, raw) is not None, path.name
+            got = pipeline.handle(req, pipeline.Settings(mode="repair"), pipeline.Caches())
+            assert isinstance(got, pipeline.Handled)
+            if whole.content is None:
+                assert not got.verified, path.name
+                assert got.record.dump() == whole.record.dump()
+                peeked += 1
+    assert handled >= 20 and peeked >= 10, (handled, peeked)
+
+
+@pytest.mark.parametrize("name", sorted(PATHS))
+def test_a_body_the_typed_decoder_cannot_read_is_read_whole(name: str) -> None:
+    """Not JSON, a lone surrogate, a transcript of another type than a list: the peek says
+    ``None`` and the whole read decides (here: left as sent, or read)."""
+    dialect = dialects.by_name(name)
+    assert dialect is not None
+    for raw in (b"{", b'{"model":"\\ud800"}', b"[1]", b'{"messages":{},"input":5,"contents":"x"}', b"NaN"):
+        assert dialect.peek("POST", PATHS[name], raw) is None, raw
+
+
+@pytest.mark.parametrize(
+    "name,body,peeked",
+    [
+        ("anthropic", {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash"}]}]}, True),
+        ("anthropic", {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "functions.Bash:0", "name": "Bash"}]}]}, False),
+        ("anthropic", {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "0\n"}]}]}, False),
+        ("openai_responses", {"input": [{"type": "function_call", "call_id": "c" * 64, "name": "Bash"}]}, True),
+        ("openai_responses", {"input": [{"type": "function_call_output", "call_id": "c" * 65}]}, False),
+    ],
+    ids=["anthropic-ok", "anthropic-kimi-id", "anthropic-newline", "responses-64", "responses-65"],
+)
+def test_a_replayed_id_the_upstream_rejects_is_aliased_by_the_whole_read(name: str, body: dict, peeked: bool) -> None:
+    """The peek reads no body with a replayed id the upstream rejects: the whole read writes the
+    body with the id aliased (``Plan.call_ids``), whichever way the pipeline was asked to read."""
+    body = {**body, "tools": [{"name": "Bash"} if name == "anthropic" else {"type": "function", "name": "Bash"}]}
+    raw = orjson.dumps(body)
+    dialect = dialects.by_name(name)
+    assert dialect is not None and (dialect.peek("POST", PATHS[name], raw) is not None) is peeked
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {}.get, "flow-1")
+    got = pipeline.handle(request, pipeline.Settings(mode="repair"), pipeline.Caches())
+    assert isinstance(got, pipeline.Handled) and got.verified is not peeked
+    assert (got.content is None) is peeked and bool(got.plan.call_ids) is not peeked
+
+
+@pytest.mark.parametrize("at", [0, 7, 8, 9])
+def test_the_environment_context_is_read_from_the_first_eight_items_only(at: int) -> None:
+    """Responses: Codex's ``<environment_context>`` counts in the first eight input items, as the
+    whole read counts it (the peek decodes a later item's content only for the prompt's roles)."""
+    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"turn {k}"}]}
+                         for k in range(10)]
+    items[at]["content"] = [{"type": "input_text", "text": "<environment_context><shell>powershell</shell></environment_context>"}]
+    body = {"input": items, "tools": [{"type": "function", "name": "shell"}]}
+    raw = orjson.dumps(body)
+    dialect = dialects.by_name("openai_responses")
+    assert dialect is not None
+    peek = dialect.peek("POST", PATHS["openai_responses"], raw)
+    assert peek is not None and peek.platform_texts == dialect.platform_texts(body)
+    assert bool(peek.platform_texts) is (at < 8)

@@ -1,0 +1,324 @@
+"""The request pipeline: a request's bytes in, "not ours", "left as sent (why)" or "handled (the
+plan, the record, the bytes to send)" out. No mitmproxy: the HTTP request hook and the Codex
+WebSocket transport (``toolvocab.addons``) both call :func:`handle`, so a body is read, planned
+and written the same way whichever way it came.
+
+Two ways to read a body:
+
+* **whole** (:func:`toolvocab.engine.jsonio.loads_checked`): a strict parse of everything, a
+  body that repeats a key or holds what a strict reader refuses left as sent;
+* **peeked** (``Dialect.peek``): a typed decode of only the fields planning reads (declared tools
+  as the client's bytes, prompts, the transcript's call names, model, stream flag; replayed ids
+  only checked to be ones the upstream takes), every other value skipped without being built.
+  Taken when nothing needs the whole body: the plan changes nothing in the request, and the
+  record wants no tool results. The result is
+  :attr:`Handled.verified` ``False``: the skipped parts were not checked, so before anything
+  changes *on the strength of this request* (the answer's first changed byte) the caller
+  runs :func:`verify`, which gives what the whole read would have said. Anything the peek cannot
+  read, or a plan that writes the request, goes the whole way.
+
+Either way the plan, the record and the bytes sent are those the whole read gives
+(``tests/unit/test_pipeline.py`` holds that over generated bodies).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+import orjson
+
+from toolvocab import dialects as _dialects
+from toolvocab.dialects.base import Dialect
+from toolvocab.dialects.base import Peek
+from toolvocab.dialects.base import path_only
+from toolvocab.engine import jsonio
+from toolvocab.engine.clients import announces_windows
+from toolvocab.engine.clients import client_headers
+from toolvocab.engine.clients import identify_client
+from toolvocab.engine.errors import classify_tool_results
+from toolvocab.engine.grammar import grammar_for
+from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.plan import Plan
+from toolvocab.engine.plan import PlanCache
+from toolvocab.engine.plan import make_plan
+from toolvocab.engine.profiles import ProfileSet
+from toolvocab.engine.profiles import is_access_gate
+from toolvocab.engine.record import FlowRecord
+from toolvocab.report import passed_note
+
+#: How many distinct tool sections :class:`Caches` keeps built (an agent sends the same tools
+#: every turn; a proxy in front of a few agents sees a few sections), and the longest section
+#: (bytes) it keeps: a longer one is read afresh every time.
+TOOLSET_CACHE = 16
+TOOLSET_CACHE_BYTES = 1 << 20
+
+NOT_JSON = "request body is not JSON"
+REPEATED_KEY = "request body repeats a key; passed through"
+
+
+class Caches:
+    """What the pipeline keeps between requests: built :class:`Toolset` objects by declarations
+    section (the last :data:`TOOLSET_CACHE`) and plans (:class:`PlanCache`). A Toolset is never
+    changed after it is built, so flows may share one."""
+
+    def __init__(self) -> None:
+        self.toolsets: OrderedDict[tuple[Any, ...], Toolset] = OrderedDict()
+        self.plans = PlanCache()
+        #: Clients (host, path, user agent) whose last request was written: an agent sends the
+        #: same tools and prompt every turn, so its next one will be too, and a peek before the
+        #: whole read would be wasted. The way a request is read costs time, never changes what
+        #: it gets (:func:`handle`). The last :data:`TOOLSET_CACHE` kept.
+        self.writes: OrderedDict[tuple[str, str, str | None], None] = OrderedDict()
+
+    def remember(self, key: tuple[str, str, str | None], written: bool) -> None:
+        """Note whether the last request of client ``key`` was written (:attr:`writes`)."""
+        if written:
+            self.writes[key] = None
+            self.writes.move_to_end(key)
+            if len(self.writes) > TOOLSET_CACHE:
+                self.writes.popitem(last=False)
+        else:
+            self.writes.pop(key, None)
+
+    def _cached(self, key: tuple[Any, ...], size: int, build: Callable[[], Toolset]) -> Toolset:
+        if size > TOOLSET_CACHE_BYTES:
+            return build()
+        tools = self.toolsets.get(key)
+        if tools is None:
+            tools = self.toolsets[key] = build()
+            if len(self.toolsets) > TOOLSET_CACHE:
+                self.toolsets.popitem(last=False)
+        else:
+            self.toolsets.move_to_end(key)
+        return tools
+
+    def toolset(self, dialect: Dialect, body: Any) -> Toolset:
+        """The :class:`Toolset` of ``dialect.declared_tools(body)`` for a whole parsed body, keyed
+        by the ``orjson`` text of ``dialect.declarations(body)`` (a dict compares keys whole, so
+        two sections never share an entry). A section orjson cannot write (an integer beyond 64
+        bits, a lone surrogate) is read afresh each time."""
+        try:
+            text = orjson.dumps(dialect.declarations(body))
+        except orjson.JSONEncodeError:
+            return Toolset(dialect.declared_tools(body))
+        return self._cached((dialect.name, text), len(text), lambda: Toolset(dialect.declared_tools(body)))
+
+    def peeked_toolset(self, dialect: Dialect, peek: Peek) -> Toolset:
+        """The :class:`Toolset` of a peeked body, keyed by its declarations sections as sent.
+        ``ValueError`` when a section is not JSON a strict parser accepts."""
+        key = (dialect.name, "peeked", *peek.sections)
+        size = sum(len(raw) for _, raw in peek.sections)
+        return self._cached(key, size, lambda: Toolset(dialect.declared_tools(peek.declarations_body())))
+
+    def holds(self, tools: Toolset) -> bool:
+        """True when ``tools`` is one this cache keeps (a plan cached under another could
+        never be found again, and would keep it alive)."""
+        return any(t is tools for t in self.toolsets.values())
+
+
+@dataclass
+class Request:
+    """One request as the pipeline reads it. ``content``: the body (bytes, decoded of any
+    content-encoding); ``path`` with its query; ``header``: a header's value by lower-case
+    name, or ``None``; ``flow_key``: the flow's id (for the ids an answer's calls get)."""
+
+    content: bytes
+    method: str
+    path: str
+    host: str
+    header: Callable[[str], str | None]
+    flow_key: str
+
+
+@dataclass
+class Settings:
+    """The addon's options as the pipeline uses them. ``mode``: ``auto``, ``repair`` or
+    ``observe``; ``classify_results``: the record wants the transcript's tool errors (something
+    saves or shows the flow); ``peek``: read only what planning needs when that is enough."""
+
+    mode: str
+    profiles: ProfileSet | None = None
+    classify_results: bool = False
+    peek: bool = True
+
+
+@dataclass
+class Skipped:
+    """Left as sent: ``reason`` for the record, ``dialect`` when known."""
+
+    reason: str
+    dialect: str | None = None
+
+
+@dataclass
+class Handled:
+    """A request this addon handles. ``content``: the bytes to send upstream instead of the
+    client's, or ``None`` to send the client's; ``verified``: the whole body was read strictly
+    (else call :func:`verify` before changing the answer); ``wants_stream``, ``windows``: from
+    the request (``Dialect.wants_stream``, :func:`announces_windows`)."""
+
+    dialect: Dialect
+    tools: Toolset
+    plan: Plan
+    record: FlowRecord
+    wants_stream: bool
+    windows: bool
+    content: bytes | None = None
+    verified: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def verify(content: bytes) -> str | None:
+    """What a whole strict read of a request body says against changing anything for it: the
+    :class:`Skipped` reason (:data:`NOT_JSON`: NaN, ``1e400``, invalid UTF-8, nesting deeper than
+    :data:`toolvocab.engine.jsonio.MAX_DEPTH`; :data:`REPEATED_KEY`), or ``None``."""
+    try:
+        _, unique, _ = jsonio.loads_checked(content)
+    except ValueError:
+        return NOT_JSON
+    return None if unique else REPEATED_KEY
+
+
+def handle(request: Request, settings: Settings, caches: Caches, *, dialect: Dialect | None = None,
+           accept: Callable[[Any], bool] | None = None) -> Handled | Skipped | None:
+    """Read, plan and (modes ``auto`` and ``repair``) rewrite one request.
+
+    ``dialect``: the dialect of a body whose shape the caller has checked (the WebSocket
+    transport's frames are Responses; planned even with no tools declared); ``accept(body)``: a
+    test of the whole parsed body, ``None`` (not ours, nothing recorded) when it fails. Returns ``None`` for a request that is not ours to record, :class:`Skipped` for one
+    left as sent with its reason, else :class:`Handled`. Raises only on a fault of its own.
+    """
+    if not (settings.peek and dialect is None and accept is None and settings.mode in ("auto", "repair")
+            and not settings.classify_results):
+        return _whole(request, settings, caches, dialect, accept)
+    client = (request.host, path_only(request.path), request.header("user-agent"))
+    if client not in caches.writes:
+        handled = _peeked(request, settings, caches)
+        if handled is not None:
+            return handled
+    result = _whole(request, settings, caches, dialect, accept)
+    caches.remember(client, isinstance(result, Handled) and result.content is not None)
+    return result
+
+
+def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | None:
+    """The peeked way (module docstring), or ``None`` to go the whole way."""
+    for dialect in _dialects.DIALECTS:
+        if not dialect.path_matches(request.method, request.path):
+            continue
+        peek = dialect.peek(request.method, request.path, request.content)
+        if peek is None:
+            return None  # this dialect may claim the body, or another: only the whole read can say
+        try:
+            tools = caches.peeked_toolset(dialect, peek)
+        except ValueError:
+            return None
+        if not len(tools):
+            return None  # left as sent either way; the whole read gives the record its reason
+        plan, record = _plan(request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names)
+        if plan.changes_request:
+            return None  # the body is written: only the whole read writes it
+        return Handled(dialect, tools, plan, record, peek.stream, announces_windows(peek.platform_texts), verified=False)
+    return None
+
+
+def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect | None,
+           accept: Callable[[Any], bool] | None) -> Handled | Skipped | None:
+    content = request.content
+    try:
+        body, unique, canonical = jsonio.loads_checked(content)
+    except ValueError:
+        # Not JSON a strict parser accepts (NaN, 1e400, invalid UTF-8, nesting deeper than
+        # jsonio.MAX_DEPTH): neither the request nor its answer is touched.
+        return None if accept is not None else Skipped(NOT_JSON)
+    if accept is not None and not accept(body):
+        return None
+    if not unique:
+        # Which of the repeated keys the upstream reads is its own choice: not ours to guess.
+        # Looked at here, on every request read whole: the answer's rewrite changes more than
+        # the resolver's decisions (ids, lifted calls), and a stream's first change cannot wait.
+        return Skipped(REPEATED_KEY, only.name if only is not None else None)
+    # A caller that names the dialect has seen the shape itself (a WebSocket frame).
+    dialect = only if only is not None else _dialects.detect(request.method, request.path, body)
+    if dialect is None:
+        return Skipped(f"not an LLM API request this addon knows (POST {path_only(request.path)})")
+    tools = caches.toolset(dialect, body)
+    if not len(tools) and only is None:
+        return Skipped("the request declares no tools", dialect.name)
+    plan, record = _plan(request, settings, caches, dialect, tools, dialect.model_of(request.path, body),
+                         dialect.system_texts(body), dialect.transcript_names(body))
+    if settings.classify_results:
+        # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
+        # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
+        # result.
+        try:
+            record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
+        except Exception as exc:  # classification is for the record only: never fatal
+            record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
+    handled = Handled(dialect, tools, plan, record, dialect.wants_stream(request.path, body),
+                      announces_windows(dialect.platform_texts(body)))
+    if settings.mode in ("auto", "repair"):
+        # The plan is applied to the parsed copy; the wire gets it only as a complete body
+        # that reads back strictly, else the client's bytes stay.
+        touched = dialect.request_keys(body, plan)
+        layout = None
+        if canonical and touched is not None and plan.changes_request:
+            # where the values the plan leaves alone lie: copied, not written again
+            layout = jsonio.layout(content, body, touched)
+        if dialect.apply_request(body, plan):
+            # loads refused any NaN or infinity, and a plan changes names, strings and tool
+            # entries only: no walk for non-finite floats. Top-level values the plan cannot
+            # touch (a transcript, when only the system prompt changes) are copied as sent.
+            new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout)
+            if new is None:
+                record.notes.append(passed_note(
+                    "the rewritten request body could not be written back exactly",
+                    "the upstream got the client's request as it came"))
+            else:
+                handled.content = new
+                record.request_changed = True
+                record.id_aliases = dict(plan.call_ids)
+    return handled
+
+
+def _plan(request: Request, settings: Settings, caches: Caches, dialect: Dialect, tools: Toolset, model: str | None,
+          system_texts: list[str], transcript_names: list[str]) -> tuple[Plan, FlowRecord]:
+    """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
+    record that starts with it, from what the dialect's readers give."""
+    host, path = request.host, request.path
+    profiles = settings.profiles
+    profile = profiles.select(host, path, model) if profiles else None
+    gate_note = "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
+    grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
+    planner = caches.plans.plan if caches.holds(tools) else make_plan
+    plan = planner(
+        tools,
+        system_texts,
+        add_sentence=settings.mode in ("auto", "observe"),
+        flow_key=request.flow_key,
+        grammar=grammar,
+        profile=profile,
+        transcript_names=transcript_names,
+    )
+    record = FlowRecord(
+        mode=settings.mode,
+        dialect=dialect.name,
+        host=host,
+        path=path_only(path),
+        model=model,
+        client=identify_client(client_headers(request.header)),
+        declared=tools.names(),
+        rename_map=plan.rename_map,
+        duplicates=plan.duplicates,
+        renames=plan.renames,
+        profile=plan.profile,
+        grammar=plan.grammar,
+        prompt_sentence=plan.prompt_sentence,
+        prompt_names=plan.unmentioned,
+        notes=list(plan.skipped) + ([gate_note] if gate_note else []),
+    )
+    return plan, record
