@@ -102,6 +102,13 @@ class Toolset:
             self._pairs.setdefault((tool.namespace, tool.name), tool)
             self._flat.setdefault(tool.qualified, tool)
         self._servers: _Servers | None = None
+        #: Per tool, in order, what the ladder compares a call with: (tool, its MCP server or
+        #: ``None``, ``name_key`` of its name, ``name_key`` of its operation — the tool part of an
+        #: MCP name, else the name). Computed once: a Toolset serves every call of every flow
+        #: that declares the same section.
+        self.keys: list[tuple[DeclaredTool, str | None, str, str]] = [
+            (t, t.server, name_key(t.name), name_key(t.server_tool or t.name)) for t in self.tools
+        ]
 
     @property
     def servers(self) -> "_Servers":
@@ -630,7 +637,7 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
     if namespace is None:
         split = set().union(*(_split_servers(probe, servers) for probe in probes))
         if len(split) > 1:
-            names = [t.qualified for t in tools.tools if t.server in split]
+            names = [t.qualified for t, tserver, _, _ in tools.keys if tserver in split]
             return _leave(
                 call,
                 Step.NORMALIZED,
@@ -641,17 +648,17 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
     # Each reading of the name, split into (server, operation) when it names a server.
     readings = [_server_parts(probe, namespace, servers) for probe in probes]
     named_servers = {raw for raw, _, _ in readings if raw is not None}
+    op_keys = [(raw, declared, name_key(op)) for raw, declared, op in readings]
     matches: list[DeclaredTool] = []
-    for tool in tools.tools:
+    for tool, tserver, key, op_key in tools.keys:
         if tool.kind is not call.kind:
             continue
-        tserver = tool.server
-        for raw, declared, op in readings:
+        for raw, declared, wanted in op_keys:
             if raw is not None:
                 # A namespaced reading moves only within its own (declared) server.
-                hit = tserver is not None and declared == tserver and name_key(op) == name_key(tool.server_tool or tool.name)
+                hit = tserver is not None and declared == tserver and wanted == op_key
             else:
-                hit = tserver is None and not named_servers and name_key(op) == name_key(tool.name)
+                hit = tserver is None and not named_servers and wanted == key
             if hit:
                 if tool not in matches:
                     matches.append(tool)
@@ -660,7 +667,8 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
         # A bare name may be an MCP tool's own operation (`execute_command` for
         # mcp__ssh__execute_command): that tool is a candidate too, and a bare name never enters
         # a namespace, so with it the call names two tools (or one it cannot reach).
-        twins = [t for t in tools.tools if t.server is not None and t.kind is call.kind and any(name_key(op) == name_key(t.server_tool or t.name) for _, _, op in readings)]
+        wanted_keys = {wanted for _, _, wanted in op_keys}
+        twins = [t for t, tserver, _, op_key in tools.keys if tserver is not None and t.kind is call.kind and op_key in wanted_keys]
         if twins:
             names = [t.qualified for t in matches + twins]
             return _leave(
@@ -739,7 +747,7 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
     held = {capability}
     if capability == "shell" and not vocabulary.names_a_posix_shell(answered):
         held.add("powershell")
-    candidates = [t for t in tools.tools if t.kind is ToolKind.FUNCTION and t.server is None and t.capability in held]
+    candidates = [t for t, tserver, _, _ in tools.keys if t.kind is ToolKind.FUNCTION and tserver is None and t.capability in held]
     if capability == "shell" and not any(t.capability == "shell" for t in candidates):
         candidates = []  # only PowerShell declared: a shell-named call never lands on it alone
     names = [t.qualified for t in candidates]
