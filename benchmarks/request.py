@@ -85,10 +85,14 @@ def tools() -> list[dict]:
             f"arg{j}": {"type": "string" if j % 3 else "integer", "description": filler(120, k * 10 + j)}
             for j in range(4)
         }
+        required = ["arg0"]
+        if name == "Bash":  # the tool the repaired answer's call goes to (REPAIR_ANSWER)
+            props = {"command": {"type": "string", "description": filler(120, k)}, **props}
+            required = ["command"]
         out.append({
             "name": name,
             "description": filler(600, k),
-            "input_schema": {"type": "object", "properties": props, "required": ["arg0"], "additionalProperties": False,
+            "input_schema": {"type": "object", "properties": props, "required": required, "additionalProperties": False,
                              "$schema": "http://json-schema.org/draft-07/schema#"},
         })
     return out
@@ -137,6 +141,14 @@ ANSWER = json.dumps({
     "usage": {"input_tokens": 10, "output_tokens": 2},
 }).encode()
 
+#: An answer the addon repairs (``?repair``): a call in another agent's vocabulary (``shell`` with
+#: an argv, which Claude Code's ``Bash`` takes as one command line).
+REPAIR_ANSWER = json.dumps({
+    "id": "msg_2", "type": "message", "role": "assistant", "model": "m",
+    "content": [{"type": "tool_use", "id": "toolu_01", "name": "shell", "input": {"command": ["git", "status"]}}],
+    "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 2},
+}).encode()
+
 
 SSE_HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}) + ev(
@@ -152,7 +164,8 @@ async def _answer(path: str, writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(0.05)
         writer.write(chunk(SSE_TAIL) + b"0\r\n\r\n")
     else:
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(ANSWER), ANSWER))
+        answer = REPAIR_ANSWER if "repair" in path else ANSWER
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer))
 
 
 def make_handler():
@@ -164,18 +177,26 @@ def make_handler():
 HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-bench"}
 
 
-def latencies(port: int, body: bytes, n: int) -> list[float]:
-    """Seconds per request for ``n`` POSTs of ``body`` on one keep-alive connection."""
+def latencies(port: int, body: bytes, n: int, *, repair: bool = False, repaired: bool = False) -> list[float]:
+    """Seconds per request for ``n`` POSTs of ``body`` on one keep-alive connection; ``repair``:
+    the upstream answers :data:`REPAIR_ANSWER`, which must arrive repaired (``repaired``: the
+    addon) or as sent."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     out = []
     try:
         for _ in range(n):
             t = time.perf_counter()
-            conn.request("POST", "/v1/messages", body=body, headers=HEADERS)
+            conn.request("POST", "/v1/messages?repair" if repair else "/v1/messages", body=body, headers=HEADERS)
             resp = conn.getresponse()
             data = resp.read()
             out.append(time.perf_counter() - t)
-            assert resp.status == 200 and data == ANSWER, (resp.status, data[:200])
+            assert resp.status == 200, (resp.status, data[:200])
+            if not repair:
+                assert data == ANSWER, data[:200]
+            elif repaired:
+                assert json.loads(data)["content"][0]["name"] == "Bash", data[:200]
+            else:
+                assert data == REPAIR_ANSWER, data[:200]
     finally:
         conn.close()
     return out
@@ -197,49 +218,121 @@ def ttfb(port: int, body: bytes) -> float:
         conn.close()
 
 
-#: The floor: a script that only reads the body with ``orjson`` (and streams event streams, as the
-#: addon does): what any addon that looks at the request pays in mitmdump.
-FLOOR_SCRIPT = """
+#: What every floor does with an answer: an event stream goes out as it comes (mitmproxy
+#: buffers a response whose stream is not set), each chunk searched for the Anthropic tool-call
+#: marker as a rewriter that looks at the bytes must.
+_FLOOR_STREAM = """
+MARKERS = (b"content_block_start", b"\\\\u")
+
+
+def _search(chunk):
+    for marker in MARKERS:
+        if marker in chunk:
+            break
+    return chunk
+
+
+class Streams:
+    def responseheaders(self, flow):
+        if "text/event-stream" in flow.response.headers.get("content-type", ""):
+            flow.response.stream = _search
+"""
+
+#: The floors: scripts that do the least an addon reading requests can do, each with
+#: :data:`_FLOOR_STREAM`. ``noop``: no hook reads the request; ``orjson``: the body parsed whole
+#: (``orjson.loads``); ``typed``: only what planning reads decoded with msgspec typed Structs
+#: (the tools section as bytes, the system text, the transcript's ``tool_use`` names; every other
+#: value skipped unbuilt).
+FLOORS = {
+    "noop": _FLOOR_STREAM + """
+
+class Noop(Streams):
+    def request(self, flow):
+        pass
+
+
+addons = [Noop()]
+""",
+    "orjson": _FLOOR_STREAM + """
 import orjson
 
 
-class Floor:
+class Parse(Streams):
     def request(self, flow):
         if flow.request.method == "POST" and flow.request.content:
             orjson.loads(flow.request.content)
 
-    def responseheaders(self, flow):
-        if "text/event-stream" in flow.response.headers.get("content-type", ""):
-            flow.response.stream = True
+
+addons = [Parse()]
+""",
+    "typed": _FLOOR_STREAM + """
+from typing import Any
+
+import msgspec
 
 
-addons = [Floor()]
-"""
+class Block(msgspec.Struct, gc=False):
+    type: Any = None
+    name: Any = None
 
 
-def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_stream: bytes) -> None:
-    """The figures through real mitmdump processes; prints the table."""
+class Message(msgspec.Struct, gc=False):
+    content: str | list[Block] = ""
+
+
+class Request(msgspec.Struct, gc=False):
+    system: Any = None
+    messages: list[Message] = []
+    tools: msgspec.Raw = msgspec.Raw(b"[]")
+
+
+DECODER = msgspec.json.Decoder(Request)
+
+
+class Typed(Streams):
+    def request(self, flow):
+        if flow.request.method == "POST" and flow.request.content:
+            body = DECODER.decode(flow.request.content)
+            [b.name for m in body.messages if type(m.content) is list for b in m.content if b.type == "tool_use"]
+
+
+addons = [Typed()]
+""",
+}
+
+#: The columns, in order: bare mitmdump, the floors, the addon.
+PROXIES = ("bare", *FLOORS, "addon")
+
+
+def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_stream: bytes) -> dict[str, float]:
+    """The figures through real mitmdump processes; prints the table and returns the addon's
+    ratios against bare mitmdump by figure."""
     import tempfile
 
     upstream = UpstreamProcess(make_handler)
     url = upstream.url
     proxies: dict[str, procs.MitmdumpHandle] = {}
     streaming = None
-    with tempfile.NamedTemporaryFile("w", suffix="_floor.py", delete=False) as fp:
-        fp.write(FLOOR_SCRIPT)
+    scripts: dict[str, str] = {}
+    for name, text in FLOORS.items():
+        with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as fp:
+            fp.write(text)
+        scripts[name] = fp.name
     try:
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
-        proxies["floor"] = procs.start_mitmdump(url, script=fp.name, options={"flow_detail": "0"})
+        for name in FLOORS:
+            proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
         proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
         # bare mitmdump buffers a whole answer: its time to first byte is taken with streaming on
         streaming = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
         ttfb_port = {name: (streaming.port if name == "bare" else p.port) for name, p in proxies.items()}
-        keys = ("small", "big", "ttfb")
+        keys = ("small", "big", "repair", "ttfb")
         lat: dict[str, dict[str, list[float]]] = {k: {f: [] for f in keys} for k in proxies}
         cpu = {k: {"small": [0.0, 0], "big": [0.0, 0]} for k in proxies}
-        for name, p in proxies.items():  # warm up (imports, caches, first allocations)
+        for name, p in proxies.items():  # warm up (imports, caches, first allocations, jsonschema)
             latencies(p.port, small, 5)
             latencies(p.port, big, 3)
+            latencies(p.port, small, 3, repair=True, repaired=name == "addon")
             ttfb(ttfb_port[name], small_stream)
         rss_start = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         nbig = max(1, args.requests // 2)
@@ -254,38 +347,50 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
                 lat[name]["big"].append(statistics.median(latencies(p.port, big, nbig)))
                 cpu[name]["big"][0] += cpu_seconds(pid) - c
                 cpu[name]["big"][1] += nbig
+                lat[name]["repair"].append(statistics.median(
+                    latencies(p.port, small, args.requests, repair=True, repaired=name == "addon")))
                 lat[name]["ttfb"].append(statistics.median(ttfb(ttfb_port[name], small_stream) for _ in range(5)))
         time.sleep(0.5)
         rss_end = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         hwm = {k: status_mib(p.process.proc.pid, "VmHWM") for k, p in proxies.items()}
-        flows = 8 + args.runs * (args.requests + nbig)
+        flows = 11 + args.runs * (2 * args.requests + nbig + 5)
     finally:
         for p in [*proxies.values(), *([streaming] if streaming else [])]:
             p.stop()
         upstream.stop()
-        os.unlink(fp.name)
+        for path in scripts.values():
+            os.unlink(path)
 
     med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in lat.items()}
-    names = ("bare", "floor", "addon")
-    print(f"requests through mitmdump, median of {args.runs} runs; addon = {args.script}")
-    print(f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); "
-          "floor = mitmdump + a script that only orjson-parses the request body")
-    print(f"{'figure':36s} {'bare':>8s} {'floor':>8s} {'addon':>8s}  addon/bare  addon/floor")
+    print(f"requests through mitmdump, median of {args.runs} interleaved runs; addon = {args.script}")
+    print(f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); floors: noop = a script "
+          "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
+          "reads (msgspec); each streams event streams, searching each chunk for the tool-call marker")
+    print(f"{'figure':38s}" + "".join(f"{k:>8s}" for k in PROXIES) + "  addon/bare  addon/typed")
     rows = [
-        (f"{len(small) // 1000} KB request p50 latency", [med[k]["small"] for k in names], "ms"),
-        (f"{len(small) // 1000} KB request proxy CPU/request", [cpu[k]["small"][0] / cpu[k]["small"][1] for k in names], "ms"),
-        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", [med[k]["big"] for k in names], "ms"),
-        (f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request", [cpu[k]["big"][0] / cpu[k]["big"][1] for k in names], "ms"),
-        ("streamed answer: time to first byte*", [med[k]["ttfb"] for k in names], "ms"),
+        (f"{len(small) // 1000} KB request p50 latency", "small", [med[k]["small"] for k in PROXIES], "ms"),
+        (f"{len(small) // 1000} KB request proxy CPU/request", "small_cpu",
+         [cpu[k]["small"][0] / cpu[k]["small"][1] for k in PROXIES], "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", "big", [med[k]["big"] for k in PROXIES], "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request", "big_cpu",
+         [cpu[k]["big"][0] / cpu[k]["big"][1] for k in PROXIES], "ms"),
+        (f"{len(small) // 1000} KB request, answer repaired, p50", "repair", [med[k]["repair"] for k in PROXIES], "ms"),
+        ("streamed answer: time to first byte*", "ttfb", [med[k]["ttfb"] for k in PROXIES], "ms"),
     ]
-    for label, (b, f, a), unit in rows:
-        print(f"{label:36s} {b * 1e3:8.2f} {f * 1e3:8.2f} {a * 1e3:8.2f}  {a / b:9.2f}x  {a / f:10.2f}x  ({unit})")
-    b, f, a = (hwm[k] for k in names)
-    print(f"{'peak RSS (VmHWM)':36s} {b:8.1f} {f:8.1f} {a:8.1f}  {a / b:9.2f}x  {a / f:10.2f}x  (MiB)")
+    ratios: dict[str, float] = {}
+    for label, key, values, unit in rows:
+        bare, typed, addon = values[0], values[PROXIES.index("typed")], values[-1]
+        ratios[key] = addon / bare
+        print(f"{label:38s}" + "".join(f"{v * 1e3:8.2f}" for v in values) + f"  {addon / bare:9.2f}x  {addon / typed:10.2f}x  ({unit})")
+    values = [hwm[k] for k in PROXIES]
+    ratios["rss"] = values[-1] / values[0]
+    print(f"{'peak RSS (VmHWM)':38s}" + "".join(f"{v:8.1f}" for v in values)
+          + f"  {values[-1] / values[0]:9.2f}x  {values[-1] / values[PROXIES.index('typed')]:10.2f}x  (MiB)")
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
-    for k in names:
+    for k in PROXIES:
         print(f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
               f"({rss_end[k] / rss_start[k]:.2f}x)")
+    return ratios
 
 
 def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spaced: bytes) -> None:
@@ -362,13 +467,21 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20, help="200 KB requests per run (half as many 2 MB)")
     parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
     parser.add_argument("--skip-proxies", action="store_true", help="only the in-process figures")
+    parser.add_argument("--skip-in-process", action="store_true", help="only the figures through mitmdump")
     args = parser.parse_args()
 
     small = transcript(200_000)
     big = transcript(2_000_000)
+    ratios = None
     if not args.skip_proxies:
-        through_proxies(args, small, big, transcript(200_000, stream=True))
-    in_process(args, transcript(2_000_000, mention_all=False), big, transcript(2_000_000, spaced=True))
+        ratios = through_proxies(args, small, big, transcript(200_000, stream=True))
+    if not args.skip_in_process:
+        in_process(args, transcript(2_000_000, mention_all=False), big, transcript(2_000_000, spaced=True))
+    if ratios is not None:
+        print("\nsummary, addon / bare mitmdump: " + ", ".join(
+            f"{label} {ratios[key]:.2f}x" for key, label in (
+                ("small", "200 KB latency"), ("small_cpu", "CPU"), ("big", "2 MB latency"), ("big_cpu", "CPU"),
+                ("repair", "repaired answer latency"), ("ttfb", "TTFB"), ("rss", "peak RSS"))))
     return 0
 
 

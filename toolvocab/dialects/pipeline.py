@@ -73,6 +73,21 @@ class Caches:
         #: whole read would be wasted. The way a request is read costs time, never changes what
         #: it gets (:func:`handle`). The last :data:`TOOLSET_CACHE` kept.
         self.writes: OrderedDict[tuple[str, str, str | None], None] = OrderedDict()
+        self._windows: OrderedDict[tuple[str, ...], bool] = OrderedDict()
+
+    def windows(self, texts: list[str]) -> bool:
+        """:func:`announces_windows` of ``texts``, kept for the last :data:`TOOLSET_CACHE` distinct
+        texts (an agent's system prompt is the same every turn; the dict compares keys whole).
+        Texts longer than :data:`TOOLSET_CACHE_BYTES` characters in all are read afresh."""
+        key = tuple(texts)
+        if sum(map(len, key)) > TOOLSET_CACHE_BYTES:
+            return announces_windows(key)
+        found = self._windows.get(key)
+        if found is None:
+            found = self._windows[key] = announces_windows(key)
+            if len(self._windows) > TOOLSET_CACHE:
+                self._windows.popitem(last=False)
+        return found
 
     def remember(self, key: tuple[str, str, str | None], written: bool) -> None:
         """Note whether the last request of client ``key`` was written (:attr:`writes`)."""
@@ -222,7 +237,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
         plan, record = _plan(request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names)
         if plan.changes_request:
             return None  # the body is written: only the whole read writes it
-        return Handled(dialect, tools, plan, record, peek.stream, announces_windows(peek.platform_texts), verified=False)
+        return Handled(dialect, tools, plan, record, peek.stream, caches.windows(peek.platform_texts), verified=False)
     return None
 
 
@@ -260,7 +275,7 @@ def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect |
         except Exception as exc:  # classification is for the record only: never fatal
             record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
     handled = Handled(dialect, tools, plan, record, dialect.wants_stream(request.path, body),
-                      announces_windows(dialect.platform_texts(body)))
+                      caches.windows(dialect.platform_texts(body)))
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
         # that reads back strictly, else the client's bytes stay.
