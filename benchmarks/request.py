@@ -1,24 +1,25 @@
-"""What the addon costs on requests, as ratios against bare mitmdump in the same run.
+"""What the addon costs on requests, as ratios against bare mitmdump and the floors in the same run.
 
-    uv run --extra test python benchmarks/request.py [--runs 5] [--requests 20] [--script PATH]
+    uv run --extra test python benchmarks/request.py [--runs 9] [--requests 20] [--script PATH]
+                                                      [--skip-proxies | --skip-in-process]
 
 A raw asyncio upstream (a process of its own) on 127.0.0.1 reads each POST body and answers a
-small Anthropic JSON message (``?sse``: a short event stream). It does not parse or log the body:
-``tests/fake_upstream.py`` parses and logs every request (base64 and all), a per-request cost that
-would sit in both columns and shrink every ratio, and a log that grows with every 2 MB body.
-Real ``mitmdump`` processes run side by side in reverse mode in front of it:
+small Anthropic JSON message (``?sse``: a short event stream; ``?repair``: a call the addon repairs,
+:data:`REPAIR_ANSWER`). It does not parse or log the body: ``tests/fake_upstream.py`` parses and logs
+every request, a per-request cost that would sit in every column and shrink every ratio.
+Real ``mitmdump`` processes run side by side in reverse mode in front of it (:data:`PROXIES`):
 
 * ``bare``: plain mitmdump;
-* ``floor``: mitmdump with a script (:data:`FLOOR_SCRIPT`) that only reads each request body with
-  ``orjson.loads`` and streams event streams: what any addon that looks at requests pays;
+* the floors (:data:`FLOORS`), each streaming event streams and searching each chunk for the
+  tool-call marker: ``noop`` (no-op hooks), ``orjson`` (the body parsed whole), ``typed`` (only what
+  planning reads decoded with msgspec: the least an addon that plans from the request pays);
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``.
 
-The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`), written
-compactly as Claude Code writes them:
-a long system prompt that names every declared tool, 20 tools with descriptions and schemas,
-and a transcript of turns, each an assistant ``text`` + ``tool_use`` and a user ``tool_result``
-(some ``is_error``, some a JSON file read back, whose quotes are escaped in the body). Nothing in them is for the addon to change: the request goes out as the
-client's bytes and the answer is a plain text message.
+The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`),
+written compactly as Claude Code writes them: a long system prompt that names every declared tool,
+20 tools with descriptions and schemas, and a transcript of turns, each an assistant ``text`` +
+``tool_use`` and a user ``tool_result`` (some ``is_error``, some a JSON file read back). Nothing in
+them is for the addon to change.
 
 Figures, each the median over ``--runs`` runs, the runs interleaved across the proxies (this
 machine is noisy: only the ratios within one run mean anything):
@@ -27,17 +28,20 @@ machine is noisy: only the ratios within one run mean anything):
   ``--requests`` requests per run, and proxy CPU per request (user+system CPU of the mitmdump
   process from ``/proc/<pid>/stat`` before and after, summed over all runs);
 * 2 MB transcript: p50 latency (``--requests`` // 2 per run) and proxy CPU per request;
+* 200 KB request whose answer is repaired (the addon's client gets ``Bash``; the others the answer
+  as sent): p50 latency;
 * time to first byte of a streamed answer to the 200 KB request (a new connection each; the
   upstream writes the first events at once and the rest 50 ms later); bare mitmdump buffers
   whole answers, so the ``bare`` figure here comes from another process, plain mitmdump with
   ``--set stream_large_bodies=1``;
 * peak RSS (``VmHWM``) of each proxy after all runs, and its RSS (``VmRSS``) after the warm-up
-  and at the end (flat RSS: no growth with the number of flows).
+  and at the end.
 
-Then, in process (``mitmproxy.test.taddons``, the addon loaded as mitmdump loads it), the
-``request`` hook alone on a 2 MB transcript that changes (one tool the system prompt does not
-mention: the prompt sentence is added and the body re-serialized) and on the unchanged one,
-against ``orjson.loads`` + ``orjson.dumps`` of the same body (median of ``--runs`` × 5 calls).
+Each is printed against bare and against the ``typed`` floor, and a one-line summary of the
+addon against bare ends the output. Then, in process (``mitmproxy.test.taddons``, the addon loaded
+as mitmdump loads it), the ``request`` hook alone on a 2 MB transcript that changes (one tool the
+system prompt does not mention: the prompt sentence is added and the body written) and on the
+unchanged one, against ``orjson.loads`` + ``orjson.dumps`` of the same body.
 """
 
 from __future__ import annotations
