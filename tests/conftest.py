@@ -97,6 +97,7 @@ SMOKE = frozenset({
     "tests/integration/test_openai_sdk.py::test_chat_foreign_Bash_becomes_run_shell_command",
     "tests/integration/test_openai_sdk.py::test_responses_shell_argv_becomes_exec_command",
     "tests/integration/test_openai_sdk.py::test_websocket_frames_are_repaired_in_order",
+    "tests/integration/test_peek_mitmdump.py::test_a_key_repeated_deep_in_the_transcript_leaves_the_answer_as_sent",
     "tests/integration/test_rename_upstream.py::test_chat_long_name_succeeds_and_the_sdk_sees_the_original",
     "tests/integration/test_request_cost_mitmdump.py::test_large_changed_request_through_the_sdk_is_a_whole_write",
     "tests/integration/test_safe_defaults.py::test_the_console_script_listens_on_127_0_0_1_unless_told",
