@@ -105,8 +105,8 @@ def in_process(repeat: int) -> None:
     print(f"SSE answer: {len(data) / 1e6:.2f} MB in {len(pieces)} pieces")
     print(f"  join (floor)            {base * 1e3:8.2f} ms   1.00x")
     print(f"  SSE parser only         {parse * 1e3:8.2f} ms   {parse / base:6.1f}x the floor")
-    # The parser parses every event; the rewriter parses only events with a tool marker
-    # (issue 11), so "x the parser" is no floor: compare with the join. Against bare mitmdump
+    # The parser parses every event; the rewriter parses only events with a tool marker,
+    # so "x the parser" is no floor: compare with the join. Against bare mitmdump
     # (with and without stream_large_bodies): benchmarks/stream.py.
     print(f"  addon stream rewrite    {full * 1e3:8.2f} ms   {full / base:6.1f}x the floor, {full / parse:.2f}x the full parser")
     print(f"  throughput              {len(data) / full / 1e6:8.1f} MB/s")

@@ -1,4 +1,4 @@
-"""Per-event delay of ordinary streamed text, with and without lifting leaked tool calls (issue 14).
+"""Per-event delay of ordinary streamed text, with and without lifting leaked tool calls.
 
     uv run --extra test python benchmarks/text_delay.py [--runs 3] [--events 400] --baseline DIR
 

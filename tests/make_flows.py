@@ -391,7 +391,7 @@ SCENARIOS: list[Scenario] = [
         note="Kimi's markers become a call read_file in every dialect (Chat, the report's wire, and Responses keep the id "
              "functions.read_file:0; Anthropic gets a stable tc_ id, its id pattern refuses the dot and colon; Gemini none)",
     ),
-    # --- issue 14: tool calls leaked into text, every family in every dialect --------------------
+    # --- tool calls leaked into text, every family in every dialect --------------------
     Scenario(
         "i14-hermes-json", ["I14"], "Read the README.",
         [Tool("read_file", obj("path", path=STR), "Read a file."), CLINE_TOOLS[0]],
@@ -525,7 +525,7 @@ SCENARIOS: list[Scenario] = [
         variants=("json", "sse", "array"),
         note="no declared tool can run a command: the call is left for the client to reject",
     ),
-    # --- issue 10: a repair changes spelling, never meaning --------------------------------------
+    # --- a repair changes spelling, never meaning --------------------------------------
     Scenario(
         "i10-operational-key", ["I10"], "Run the tests in pkg/b.",
         [Tool("Bash", {**obj("command", command=STR, description=STR, timeout=NUM), "additionalProperties": False}, "Run a shell command."),

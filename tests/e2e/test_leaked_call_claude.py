@@ -1,4 +1,4 @@
-"""End to end: a tool call leaked into the answer text, real Claude Code (issue 14).
+"""End to end: a tool call leaked into the answer text, real Claude Code.
 
 The fake upstream plays an open model behind an Anthropic-format server that writes its call as
 Hermes / Qwen2.5 markup in a text block — ``<tool_call>{"name": "Bash", "arguments": {"command":

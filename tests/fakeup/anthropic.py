@@ -73,7 +73,7 @@ def anthropic_messages(req: Request, cfg: dict) -> Reply:
     blocks: list[dict] = [{"type": "text", "text": plan["text"]}]
     if plan["kind"] == "tool" and cfg.get("leak_as_text"):
         # An open model behind an Anthropic-format server that left its call in the text
-        # (Hermes / Qwen2.5 JSON markup, issue 14): no tool_use block, stop_reason end_turn.
+        # (Hermes / Qwen2.5 JSON markup): no tool_use block, stop_reason end_turn.
         blocks = [{"type": "text", "text": leaked_call_text(plan["name"], plan["args"])}]
         plan = {**plan, "kind": "leaked"}
     elif plan["kind"] == "tool":

@@ -680,7 +680,7 @@ def _object_arguments(answer: bytes) -> bool:
 
 def _empty_call_field(key: Any, value: Any) -> bool:
     """An empty name fragment or empty arguments, which the dialects write as ``""`` / ``{}``
-    (issue 10: empty arguments on the wire become ``{}``; a call whose first piece came late
+    (empty arguments on the wire become ``{}``; a call whose first piece came late
     gets an empty name fragment)."""
     return key in FREE_KEYS and value in ("", None, "{}")
 
@@ -854,7 +854,7 @@ def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
                 lost = _allowed_loss(before - after, after, None)
                 dupes = {x for x in lost if x[0] == "__raw__" and strict_json(x[1], allow_duplicates=True)[0]}
                 if dupes:
-                    # issue 13: such an event passes as it came (toolvocab.dialects.sse.RepeatedKey)
+                    # such an event passes as it came (toolvocab.dialects.sse.RepeatedKey)
                     found.append("an event whose data repeats a key was rewritten (the last one kept)")
                     lost -= dupes
                 if (extra or lost) and not (lifts and lift_explains(extra, lost, decisions, answer_in)):

@@ -22,9 +22,9 @@ command; ``.ci/run`` runs 10000). ``TOOLVOCAB_FUZZ_REPORT=FILE`` writes the figu
 altered, not handled, stalls, tracebacks, findings) as JSON; they are printed with ``-s`` too.
 
 Findings marked ``known:`` are counted and reported, not failed on: a request whose rewrite
-dropped a repeated tool declaration (now only a byte-for-byte repeat is dropped, issue 13, so its
+dropped a repeated tool declaration (now only a byte-for-byte repeat is dropped, so its
 leaves are the first declaration's; the finding stays reported for what the oracle cannot tell).
-An SSE event whose data repeats a key and that comes out changed is a failure (issue 13: such an
+An SSE event whose data repeats a key and that comes out changed is a failure (such an
 event, what is held and the rest pass as they came).
 
 :func:`test_rewriters_do_not_depend_on_how_the_stream_is_cut` feeds each dialect's stream

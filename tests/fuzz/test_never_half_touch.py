@@ -1,4 +1,4 @@
-"""Never half-touch a body (issue 13, item 2): each shape the independent fuzz run found, by name.
+"""Never half-touch a body: each shape the independent fuzz run found, by name.
 
 A recorded flow of each dialect (flows/, mode auto, JSON answer needing a repair) is driven
 through the hooks with one targeted change to its request or its answer. Expectations are

@@ -1,4 +1,4 @@
-"""Saved flows carry no credential, whatever state the flow ended in (issue 13, item 5).
+"""Saved flows carry no credential, whatever state the flow ended in.
 
 Flows in every state mitmproxy can save — an aborted request body (the client went away
 mid-body: the request hook never ran), request and response trailers, an error, WebSocket

@@ -353,7 +353,7 @@ def test_declared_Read_with_path_gets_file_path(fake_upstream, proxy, transport)
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ambiguous_shell_is_left_alone(fake_upstream, proxy, transport):
     """``shell`` could be Bash or run_shell_command: guessing would be worse than leaving it.
-    (PowerShell is not a candidate at all: it runs another shell's syntax, issue 10.)"""
+    (PowerShell is not a candidate at all: it runs another shell's syntax.)"""
     other_shell = {**BASH, "name": "run_shell_command", "description": "Run a command in the shell."}
     tools = [BASH, other_shell, POWERSHELL, READ, WRITE]
     px = proxy()

@@ -1,4 +1,4 @@
-"""Malformed argument JSON through a real mitmdump (issue 14, part 3): lossless repairs reach the
+"""Malformed argument JSON through a real mitmdump: lossless repairs reach the
 SDK client as strict JSON; truncated arguments reach it exactly as the upstream sent them.
 
 The fake upstream answers with hand-written bytes (``enqueue``), in 5-byte transport chunks so

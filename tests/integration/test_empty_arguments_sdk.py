@@ -1,4 +1,4 @@
-"""Empty arguments on the wire through a real mitmdump with the addon (issue 10): an upstream
+"""Empty arguments on the wire through a real mitmdump with the addon: an upstream
 Chat answer whose call carries ``"arguments": ""`` and ``finish_reason: "stop"`` reaches the
 official ``openai`` SDK as ``"{}"`` with ``finish_reason: "tool_calls"`` — JSON, streamed
 (``create(stream=True)`` and the ``stream()`` helper), in transport chunks of 1, 7 and 64 bytes.

@@ -296,7 +296,7 @@ def test_bare_json_array_elements_arrive_before_the_upstream_finishes(fake_upstr
 def test_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transport):
     px = proxy()
     client = genai_client(px.url)
-    # Two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name, issue 10).
+    # Two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name).
     execute = types.FunctionDeclaration(name="execute_command", description="Runs a CLI command.", parameters_json_schema=RUN_SHELL_SCHEMA)
     cases = [("Bash", [RUN_SHELL, execute, POWERSHELL, READ_FILE]), ("frobnicate", DECLS),
              ("mcp_github_create_issue", DECLS)]

@@ -1,5 +1,5 @@
 """Tool calls leaked into answer text, through a real mitmdump with the addon, read by the
-official SDKs (issue 14): ``anthropic`` (Messages), ``openai`` (Chat Completions and Responses)
+official SDKs: ``anthropic`` (Messages), ``openai`` (Chat Completions and Responses)
 and ``google-genai`` (Gemini). An answer that is nothing but tool-call markup (Hermes JSON,
 Llama ``<function=…>``, DeepSeek markers) reaches the SDK as the dialect's structured call; an
 answer that quotes the same markup in prose, or names a tool nobody declared, reaches it

@@ -1,4 +1,4 @@
-"""A repair changes spelling, never meaning (issue 10), through a real mitmdump with the addon.
+"""A repair changes spelling, never meaning, through a real mitmdump with the addon.
 
 One fake upstream and one ``mitmdump -s addon/toolvocab.py`` (reverse mode) serve the module;
 the official SDKs (``anthropic`` for Messages, ``openai`` for Chat Completions and Responses)

@@ -443,7 +443,7 @@ def test_chat_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transpo
     px = proxy()
     client = openai_client(px.url)
     cases = [
-        # two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name, issue 10)
+        # two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name)
         ("Bash", [RUN_SHELL, fn_tool("execute_command", "Runs a CLI command.", {"command": {"type": "string"}}, ["command"]), POWERSHELL, READ_FILE], ECHO_HI),
         ("frobnicate", CHAT_TOOLS, '{"x":1}'),  # no capability
         ("mcp__github__create_issue", CHAT_TOOLS, '{"owner":"acme","repo":"widgets","title":"t"}'),

@@ -1,4 +1,4 @@
-"""Issue 11 through a real mitmdump: what the request hook skips when nothing saves flows.
+"""Through a real mitmdump: what the request hook skips when nothing saves flows.
 
 The transcript's tool errors are classified for whoever reads the record; plain mitmdump shows
 no record, so it classifies nothing. With ``-w`` the saved record carries them, as before, and

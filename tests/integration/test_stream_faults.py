@@ -1,4 +1,4 @@
-"""An upstream that dies mid-stream, through a real mitmdump with the addon (issue 13, item 4).
+"""An upstream that dies mid-stream, through a real mitmdump with the addon.
 
 A raw-socket upstream on 127.0.0.1 answers an Anthropic streaming request with HTTP/1.1 chunked
 SSE, then closes (FIN) or resets (RST) the connection in the middle: inside a held tool_use

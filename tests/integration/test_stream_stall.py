@@ -1,5 +1,5 @@
 """An upstream that stalls inside a held tool block, through a real mitmdump with the addon
-(issue 13, the stall bound ``toolvocab_hold_timeout``).
+(the stall bound ``toolvocab_hold_timeout``).
 
 A raw-socket upstream on 127.0.0.1 answers an Anthropic streaming request with HTTP/1.1 chunked
 SSE: text, then a ``tool_use`` block's start and first argument fragment (the addon holds the

@@ -1,5 +1,4 @@
-"""Tool-call markup in a Chat answer's text through a real mitmdump with the addon (issue 10,
-kind 5): an answer that only *mentions* a ``<tool_call>`` block (a sentence before it, an
+"""Tool-call markup in a Chat answer's text through a real mitmdump with the addon: an answer that only *mentions* a ``<tool_call>`` block (a sentence before it, an
 example in backticks) reaches the ``openai`` SDK byte-identical, JSON and streamed; an answer
 that is nothing but the markup becomes a real call with ``finish_reason: "tool_calls"``.
 

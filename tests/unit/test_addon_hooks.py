@@ -714,7 +714,7 @@ def test_stream_failing_after_a_repair_still_records_the_change(env, monkeypatch
         return original(self, event)
 
     monkeypatch.setattr(anthropic_dialect.AnthropicStream, "on_event", fail_at_message_delta)
-    # on_event sees only marker-bearing events (issue 11): make message_delta one of them
+    # on_event sees only marker-bearing events: make message_delta one of them
     markers = anthropic_dialect.AnthropicStream.MARKERS
     monkeypatch.setattr(anthropic_dialect.AnthropicStream, "MARKERS", markers + (b'"type":"message_delta"',))
     f = foreign_flow()
@@ -741,7 +741,7 @@ def test_gzip_json_answer_to_non_stream_request_is_repaired_and_stays_gzip(env):
     assert r.record["response_changed"] is True
 
 
-# -- issue 13: empty chunks, the stall bound, repeated keys -------------------------------------
+# -- empty chunks, the stall bound, repeated keys -------------------------------------
 
 
 async def _drive_parts(env: Env, f: http.HTTPFlow, parts: list[bytes | float]) -> bytes:

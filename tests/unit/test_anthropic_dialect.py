@@ -415,7 +415,7 @@ def test_stream_text_goes_out_at_once_and_tool_block_is_held_until_stop():
         if not in_block:
             assert got == [event.raw], kind  # text, ping, message events: immediately, unchanged
         elif kind == "content_block_stop":
-            # the whole block goes out as one piece (issue 11: one piece per input chunk)
+            # the whole block goes out as one piece (one piece per input chunk)
             assert len(got) == 1 and got[0].endswith(event.raw)
             in_block = False
         else:

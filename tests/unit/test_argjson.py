@@ -1,4 +1,4 @@
-"""Malformed argument JSON: lossless repairs only (issue 14, part 3), and never a completion of
+"""Malformed argument JSON: lossless repairs only, and never a completion of
 truncated text. Each transform has its negative case next to it."""
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def test_argv_converted_for_string_or_null_union() -> None:
 @pytest.mark.parametrize("capability", [None, "powershell", "read"])
 def test_argv_never_quoted_for_a_tool_that_is_not_a_posix_shell(capability: str | None) -> None:
     # POSIX quoting (shlex.join) and "bash -lc X" → X mean nothing to PowerShell or an unknown
-    # tool: one shell's syntax is never sent to another (issue 10, kind 3).
+    # tool: one shell's syntax is never sent to another.
     for argv in (["bash", "-lc", "echo $HOME"], ["ls", "-la", "my dir"]):
         out, changes = fit({"command": argv}, schema("command", command=STR), target_capability=capability)
         assert out == {"command": argv} and changes == []

@@ -223,7 +223,7 @@ def test_br04_view_and_create_map_only_when_exactly_one_tool_fits(
 
 
 def test_br04_create_is_never_a_write() -> None:
-    # issue 10, kind 4: `create` refuses to overwrite an existing file; every write tool
+    # `create` refuses to overwrite an existing file; every write tool
     # overwrites. The call stays as sent and the client reports the unknown tool.
     d = run(QWEN, openai("str_replace_editor", {"command": "create", "path": "/a", "file_text": "x"}))
     left(d)

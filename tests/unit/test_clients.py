@@ -1,5 +1,5 @@
 """Which client sent a request (:func:`identify_client`), read from all headers or only from the
-few it needs (:func:`client_headers`, what the request hook passes: issue 11)."""
+few it needs (:func:`client_headers`, what the request hook passes)."""
 
 from __future__ import annotations
 

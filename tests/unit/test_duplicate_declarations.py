@@ -1,4 +1,4 @@
-"""A repeated tool name is dropped only when its declaration repeats byte for byte (issue 13).
+"""A repeated tool name is dropped only when its declaration repeats byte for byte.
 
 ``make_plan`` used to compare the engine's ``DeclaredTool`` models, which hold only what the
 model reads (name, schema, description): two declarations of one name that differ in a field

@@ -1,4 +1,4 @@
-"""Empty arguments on the wire (issue 10, refinement): ``""``, ``null`` and ``[]`` arguments for a
+"""Empty arguments on the wire: ``""``, ``null`` and ``[]`` arguments for a
 tool whose schema is an object reach the client as ``"{}"`` (``{}`` where the dialect carries
 objects), JSON and streamed, in every dialect; and a Chat answer that carries tool calls ends
 with ``finish_reason: "tool_calls"``.

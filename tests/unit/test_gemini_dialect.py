@@ -1335,7 +1335,7 @@ def test_addon_exception_in_sse_rewrite_passes_the_rest_through(env, monkeypatch
     original = gemini_module.GeminiStream.on_event
 
     def flaky(self, event):
-        # on_event sees only events that can carry a functionCall (issue 11): fail on the
+        # on_event sees only events that can carry a functionCall: fail on the
         # first, before anything was rewritten
         calls["n"] += 1
         if calls["n"] == 1:

@@ -298,7 +298,7 @@ def test_mcp_notation_variants_of_the_same_server(answered: str) -> None:
         "gitlab:create_issue",
         "gitlab__create_issue",
         "mcp__gitlab__create_issue",
-        # Server and operation cannot be told apart once the joins are folded (issue 10):
+        # Server and operation cannot be told apart once the joins are folded:
         # server "github_create" + "issue" is as likely as "github" + "create_issue".
         "mcp_github_create_issue",
         "mcp__git_hub__create_issue",
@@ -519,7 +519,7 @@ def test_undeclared_call_with_array_arguments_is_left() -> None:
 
 
 def test_lossless_rename_does_not_depend_on_the_arguments() -> None:
-    # issue 10: `bash` is the client's Bash modulo case; the name goes back, the arguments as
+    # `bash` is the client's Bash modulo case; the name goes back, the arguments as
     # sent, and the client reports their problem against the right tool.
     call = ToolCall.from_payload({"name": "bash", "arguments": "[1, 2]"})
     d = resolve(call, Toolset(CLAUDE))
@@ -703,7 +703,7 @@ def test_target_is_always_declared(answered: str) -> None:
         assert (d.target_namespace, d.target) in {(t.namespace, t.name) for t in tools}
 
 
-# --- issue 10: a repair changes spelling, never meaning -----------------------------------------
+# --- a repair changes spelling, never meaning -----------------------------------------
 
 BASH_CLOSED = fn(
     "Bash",

@@ -1,4 +1,4 @@
-""":class:`PlanCache` plans each distinct request once (issue 11) and must give every request the
+""":class:`PlanCache` plans each distinct request once and must give every request the
 plan :func:`make_plan` gives it: a wrong cache key would send one request's renames or prompt
 sentence with another's."""
 

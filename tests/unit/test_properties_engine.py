@@ -317,7 +317,7 @@ def test_rename_and_fit_validate_against_the_target_schema(scenario: Any) -> Non
     tools, call, reverse_map = scenario
     toolset, d = _decide(tools, call, reverse_map)
     if d.action not in (Action.RENAME, Action.FIT) or d.step in (Step.REVERSE_MAP, Step.NORMALIZED):
-        # Lossless name steps rename whatever the arguments (issue 10): the client reports an
+        # Lossless name steps rename whatever the arguments: the client reports an
         # argument problem against the right tool. Their arguments are checked by the
         # meaning-preservation properties (test_properties_meaning.py).
         return

@@ -1,4 +1,4 @@
-"""Meaning-preservation properties: a repair changes spelling, never meaning (issue 10).
+"""Meaning-preservation properties: a repair changes spelling, never meaning.
 
 For every call the engine changes (``rename`` or ``fit``), over generated tool lists and the five
 agents' real tool lists (the captured requests in ``tests/fixtures``, parsed by each dialect):

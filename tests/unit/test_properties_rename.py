@@ -1705,7 +1705,7 @@ def test_was_bug_chat_legacy_functions_repeat_is_deduplicated(env: Env, where: s
 
 
 # Was a bug: an answer to this flow's alias was fitted with closed=True and lost keys its own
-# schema accepts. Since issue 10 only annotation keys are dropped on that path.
+# schema accepts. Only annotation keys are dropped on that path.
 @pytest.mark.parametrize("dialect", ["openai_chat", "anthropic"])
 def test_was_bug_alias_answer_loses_keys_the_schema_allows(env: Env, dialect: str) -> None:
     open_schema = {"type": "object", "properties": {"template_path": STR}, "required": ["template_path"]}

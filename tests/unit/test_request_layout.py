@@ -1,5 +1,5 @@
 """A changed request body goes up with every top-level value the plan cannot touch copied from the
-client's bytes (issue 11: a 2 MB transcript whose system prompt gains a sentence writes only the
+client's bytes (a 2 MB transcript whose system prompt gains a sentence writes only the
 prompt). Two things must hold for that to change nothing but cost:
 
 * :func:`jsonio.rewrite` with a layout gives exactly the bytes ``orjson.dumps`` gives of the

@@ -337,7 +337,7 @@ def test_rewriter_emits_whole_events_only_and_finish_releases_held_then_remainde
     assert all(chunk.endswith(b"\n\n") for chunk in rest)
     tail = rw.finish()
     # the held events go out unchanged at the end, then the unterminated remainder, as ONE
-    # piece (issue 11: mitmproxy frames and writes every returned piece separately)
+    # piece (mitmproxy frames and writes every returned piece separately)
     assert len(tail) == 1
     assert tail[0].endswith(b"data: partial")
     assert [e.event for e in SSEParser().feed(tail[0])] == ["e2", "e3"]
@@ -355,7 +355,7 @@ def test_rewriter_after_error_is_pure_passthrough():
     assert rw.finish() == []
 
 
-# -- cost: linear work, marker prefilter, one piece per chunk (issues 11 and 13) ------------------
+# -- cost: linear work, marker prefilter, one piece per chunk ------------------
 
 
 def test_parser_searches_every_byte_once_whatever_the_piece_sizes():

@@ -1,4 +1,4 @@
-"""A stream event whose JSON data repeats a key passes as it came (issue 13).
+"""A stream event whose JSON data repeats a key passes as it came.
 
 Which of two values under one key a client reads is its JSON parser's choice; a rewrite keeps
 only the last. So an event the rewriter reads (marker-bearing, or any event while a block is

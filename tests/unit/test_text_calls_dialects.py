@@ -1,7 +1,7 @@
-"""Tool calls leaked into answer text, every markup family in every dialect (issue 14).
+"""Tool calls leaked into answer text, every markup family in every dialect.
 
 Families: Hermes/Qwen JSON, Llama/Functionary ``<function=…>{json}</function>``, DeepSeek V3/R1
-markers (plus the Qwen3-Coder XML and Kimi markers of issue 10). Each is lifted only when the
+markers (plus the Qwen3-Coder XML and Kimi markers). Each is lifted only when the
 text is nothing but markup, the name resolves through the ladder to a declared tool and the
 arguments validate; each negative (prose quoting the markup, truncated markup, an undeclared
 name, arguments that fail the schema) sits next to its positive, on the engine, on JSON answers

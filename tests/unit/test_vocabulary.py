@@ -157,7 +157,7 @@ def test_every_declared_tool_resolves_to_a_capability(client: str) -> None:
 
 
 def test_no_posix_shell_name_has_the_powershell_capability() -> None:
-    # issue 10, kind 3: one shell's syntax is never sent to another. Every row whose capability
+    # one shell's syntax is never sent to another. Every row whose capability
     # is powershell names PowerShell; no POSIX shell name shares it.
     from toolvocab.engine.vocabulary import ENTRIES
 
@@ -169,7 +169,7 @@ def test_no_posix_shell_name_has_the_powershell_capability() -> None:
 @pytest.mark.parametrize("client", sorted(DECLARED))
 def test_no_captured_client_declares_two_tools_of_one_capability(client: str) -> None:
     # So a foreign name of any capability has at most one target in these sessions. (A Claude Code
-    # session with PowerShell enabled declares Bash and PowerShell: two capabilities, issue 10.)
+    # session with PowerShell enabled declares Bash and PowerShell: two capabilities.)
     caps = Counter(capability_of(n) for n in DECLARED[client])
     assert [c for c, n in caps.items() if n > 1] == []
 

@@ -384,7 +384,7 @@ def test_error_frame_in_the_middle_of_a_call_reaches_the_client(env, ending):
 
 def test_a_frame_repeating_a_key_and_the_rest_of_the_turn_pass_as_they_came(env):
     # Which of two values the client reads is its parser's choice: the held call, the frame and
-    # every later frame of the turn go out as they came (issue 13); without the repeat the call
+    # every later frame of the turn go out as they came; without the repeat the call
     # is renamed (test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order).
     s = Session(env)
     s.create()

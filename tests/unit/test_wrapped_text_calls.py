@@ -1,4 +1,4 @@
-"""Tool-call markup in a Chat answer's text (issue 10, kind 5; BR-23, BR-24).
+"""Tool-call markup in a Chat answer's text (BR-23, BR-24).
 
 Lifted only when the text is nothing but markup — whitespace and one leading reasoning block
 aside; an answer that *mentions* a call (an example in backticks, a call the model says it will
