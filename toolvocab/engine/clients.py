@@ -1,7 +1,7 @@
 """Which coding agent (or SDK) sent a request, from its headers.
 
-Signals as captured from the clients' own requests (project research notes, wire-formats §7 and
-real-clients.md): Claude Code ``User-Agent: claude-cli/<ver> (…)`` and ``x-app: cli``; Codex
+Signals as captured from the clients' own requests (wire-formats §7 in ``docs/references.md``;
+the e2e tests run the real agents): Claude Code ``User-Agent: claude-cli/<ver> (…)`` and ``x-app: cli``; Codex
 ``originator: codex_cli_rs`` / ``codex_exec`` / ``codex-tui`` and a UA starting with that
 originator; OpenCode ``opencode/<ver>``; Qwen Code ``QwenCode/<ver>``; Gemini CLI
 ``GeminiCLI/<ver>`` (also ``GeminiCLI-tui/…``); the official SDKs' Stainless headers

@@ -50,7 +50,7 @@ class NameGrammar(BaseModel):
         return out
 
 
-#: The grammars toolvocab knows (wire-formats §5 of the project's research notes).
+#: The grammars toolvocab knows (wire-formats §5 in ``docs/references.md``; each cites its source).
 GRAMMARS: dict[str, NameGrammar] = {
     g.name: g
     for g in (

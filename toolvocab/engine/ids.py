@@ -1,7 +1,7 @@
 """Deterministic tool-call ids for answers whose calls carry none (or a duplicate).
 
-Same inputs, same id: a replay of the same flow gives the client the same ids, as the tool-call
-router of seed 004 does with ``generate_tool_call_id(plan_id, sequence)`` → ``tc_<24 hex>``.
+Same inputs, same id: a replay of the same flow gives the client the same ids (``tc_`` and 24
+hex characters of a hash of the flow and the call's position).
 """
 
 from __future__ import annotations
