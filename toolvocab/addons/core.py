@@ -406,7 +406,7 @@ class ToolVocab(Configurable):
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes) -> None:
         rewriter = state.dialect.stream_rewriter(state, state.plan)
         out = b"".join(rewriter.feed(content) + rewriter.finish())
-        if getattr(rewriter, "error", None):
+        if rewriter.error:
             state.record.notes.append(rewriter_note(rewriter.error))
         note_unrepaired(rewriter, state.record, 0)
         if out != content and self.mode != "observe" and state.may_change():

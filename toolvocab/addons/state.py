@@ -4,10 +4,10 @@ resolver the dialects call for every tool call in the answer."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from typing import Any
 
 from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import Dialect
+from toolvocab.dialects.base import FrameRewriter
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Decision
@@ -35,7 +35,7 @@ class FlowState:
         self.record = record
         self.wants_stream = wants_stream
         self.stream: StreamCallable | None = None
-        self.ws_rewriter: Any = None
+        self.ws_rewriter: FrameRewriter | None = None  # the WebSocket turn's rewriter (Responses frames)
         self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
         self.logged: set[str] = set()  # log lines already written for this flow (a WebSocket's turns)
         self.original_request: bytes | None = None  # the client's body, when it was changed

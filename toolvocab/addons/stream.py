@@ -12,8 +12,10 @@ from typing import Any
 from mitmproxy import http
 
 from toolvocab.addons.state import FlowState
+from toolvocab.dialects.base import StreamRewriter
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.engine import jsonio
+from toolvocab.engine.record import FlowRecord
 from toolvocab.report import passed_note
 
 logger = logging.getLogger(__name__)
@@ -72,7 +74,7 @@ class StreamCallable:
         self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
         self.ended = False  # the first b"" came
         self.stalled = False
-        self.rewriter = state.dialect.stream_rewriter(state, state.plan)
+        self.rewriter: StreamRewriter | None = state.dialect.stream_rewriter(state, state.plan)  # None once released
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
         self.sent = bytearray()  # what the client got, when keep
         self.json_mode: bool | None = None  # decided on the first non-blank byte
@@ -272,7 +274,7 @@ class StreamCallable:
         self.state = None  # type: ignore[assignment]
 
     def _consumed(self) -> int:
-        return int(getattr(self.rewriter, "consumed", 0))
+        return self.rewriter.consumed if self.rewriter is not None else 0
 
     def _salvage(self, chunk: bytes, consumed_before: int) -> list[bytes]:
         """Every upstream byte not yet sent, unchanged, after an internal error."""
@@ -285,9 +287,8 @@ class StreamCallable:
             return [data] if data else []
         out: list[bytes] = []
         try:
-            salvage = getattr(self.rewriter, "salvage", None)
-            if salvage is not None:
-                out = list(salvage())
+            if self.rewriter is not None:
+                out = list(self.rewriter.salvage())
         except Exception:
             logger.exception("toolvocab: salvage failed")
         if chunk and self._consumed() == consumed_before:
@@ -330,7 +331,7 @@ class StreamCallable:
     def _emit(self, out: list[bytes], chunk: bytes, sniffed: bytes | None = None) -> list[bytes]:
         # A rewriter that contained an error of its own keeps being fed: it passes the rest
         # through itself, after the bytes it still holds.
-        if getattr(self.rewriter, "error", None) and not self.noted:
+        if self.rewriter.error and not self.noted:
             self.noted = True
             self.state.record.notes.append(rewriter_note(self.rewriter.error))
         self._unrepaired = note_unrepaired(self.rewriter, self.state.record, self._unrepaired)
@@ -384,11 +385,11 @@ def rewriter_note(error: str) -> str:
                        "the client got what was held and the rest of the stream as the upstream sent them")
 
 
-def note_unrepaired(rewriter: Any, record: Any, seen: int) -> int:
+def note_unrepaired(rewriter: StreamRewriter, record: FlowRecord, seen: int) -> int:
     """Note each tool call the stream rewriter let go unresolved since the ``seen`` first
     (its ``unrepaired`` list, :class:`toolvocab.dialects.sse.EventStreamRewriter`: a held call that
     could not complete — events out of order, the stream's end); how many it has noted now."""
-    unrepaired = getattr(rewriter, "unrepaired", None) or ()
+    unrepaired = rewriter.unrepaired
     for why in unrepaired[seen:]:
         record.notes.append(passed_note(why, "the client got the call as the upstream sent it"))
     return max(seen, len(unrepaired))

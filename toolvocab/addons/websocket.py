@@ -16,6 +16,7 @@ from toolvocab.addons.recording import _storable
 from toolvocab.addons.state import FlowState
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.dialects import pipeline
+from toolvocab.dialects.base import FrameRewriter
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.report import METADATA_KEY
@@ -96,7 +97,9 @@ class ToolVocabWebSocket:
                 record.response_changed = previous.record.response_changed
             record.streamed = True
             state = FlowState(dialect, result.tools, result.plan, record, wants_stream=True, windows=result.windows)
-            state.ws_rewriter = dialect.stream_rewriter(state, result.plan)
+            rewriter = dialect.stream_rewriter(state, result.plan)
+            assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
+            state.ws_rewriter = rewriter
             self._ws[flow.id] = state
             if result.content is not None:
                 message.content = result.content

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from typing import Protocol
+from typing import runtime_checkable
 
 import msgspec
-import orjson
 
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import parse_checked
@@ -44,20 +44,47 @@ JSON = Any
 
 
 class StreamRewriter(Protocol):
-    """Per-flow stream state: raw upstream bytes in, bytes for the client out.
+    """Per-flow stream state: raw upstream bytes in, bytes for the client out — all the addon's
+    stream callable (``toolvocab.addons.stream``) uses. Every dialect's rewriter is a
+    :class:`toolvocab.dialects.sse.EventStreamRewriter`.
 
     ``feed(chunk)`` returns a list of byte strings to send now (possibly empty, never a lone
     ``b""``); ``finish()`` returns what is left at end of stream. Implementations must keep
-    every byte they do not deliberately change.
+    every byte they do not deliberately change. ``salvage()``: every byte taken in and not yet
+    sent, unchanged (afterwards everything passes through); ``has_held()``: whole events are
+    held back (what a stall releases); ``consumed``: bytes taken in so far; ``error``: what the
+    rewriter contained (it then passes the rest through), or ``None``; ``unrepaired``: one
+    sentence per tool call it let go as it came.
     """
+
+    error: str | None
+    unrepaired: list[str]
+
+    @property
+    def consumed(self) -> int: ...
 
     def feed(self, chunk: bytes) -> list[bytes]: ...
 
     def finish(self) -> list[bytes]: ...
 
+    def salvage(self) -> list[bytes]: ...
+
+    def has_held(self) -> bool: ...
+
+
+@runtime_checkable
+class FrameRewriter(StreamRewriter, Protocol):
+    """A stream rewriter that also takes whole units (Codex's Responses-over-WebSocket frames,
+    :class:`JSONFrame`): ``on_unit(unit)`` returns the units to send now, in order;
+    ``held_units()`` the held ones themselves (clearing them), when the turn gives up."""
+
+    def on_unit(self, unit: Any) -> list[Any]: ...
+
+    def held_units(self) -> list[Any]: ...
+
 
 class Dialect(Protocol):
-    """A wire format. Module-level functions of each dialect module satisfy this protocol."""
+    """A wire format: each dialect module's ``DIALECT`` instance (``toolvocab.dialects.DIALECTS``)."""
 
     name: str
 

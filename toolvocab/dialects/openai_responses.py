@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import orjson
 
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import Peek

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from dataclasses import field
 
-import orjson
 
 from toolvocab.engine import jsonio
 
