@@ -16,7 +16,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
+from typing import Awaitable
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "tests") not in sys.path:
@@ -61,7 +63,9 @@ def serve(answer: Answer) -> Callable[[asyncio.StreamReader, asyncio.StreamWrite
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 path = lines[0].split(" ")[1]
-                length = next((int(x.split(":", 1)[1]) for x in lines[1:] if x.lower().startswith("content-length:")), 0)
+                length = next(
+                    (int(x.split(":", 1)[1]) for x in lines[1:] if x.lower().startswith("content-length:")), 0
+                )
                 await reader.readexactly(length)
                 await answer(path, writer)
                 await writer.drain()

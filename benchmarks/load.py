@@ -36,11 +36,23 @@ import threading
 import time
 from typing import Any
 
-from common import cpu_seconds, status_kb  # first: puts tests/ on sys.path
+# common first: importing it puts tests/ on sys.path (for procs)
+from common import cpu_seconds
+from common import status_kb
 
+# isort: split
 import procs
 
-SHELLS = ["Bash", "run_shell_command", "execute_command", "exec_command", "bash", "shell_command", "terminal", "run_terminal_cmd"]
+SHELLS = [
+    "Bash",
+    "run_shell_command",
+    "execute_command",
+    "exec_command",
+    "bash",
+    "shell_command",
+    "terminal",
+    "run_terminal_cmd",
+]
 SHELL_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 PATH_SCHEMA = {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}
 FLOW_TOOL = re.compile(r"flowtool_(\d+)_[ab]")
@@ -68,22 +80,31 @@ def tools_for(i: int) -> list[dict]:
 
 
 def request_body(i: int, stream: bool) -> bytes:
-    return json.dumps({
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 1024,
-        "stream": stream,
-        "system": [{"type": "text", "text": "You are a coding agent."}],
-        "tools": tools_for(i),
-        "messages": [{"role": "user", "content": f"Task {i}: list the files."}],
-    }).encode()
+    return json.dumps(
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1024,
+            "stream": stream,
+            "system": [{"type": "text", "text": "You are a coding agent."}],
+            "tools": tools_for(i),
+            "messages": [{"role": "user", "content": f"Task {i}: list the files."}],
+        }
+    ).encode()
 
 
 def post(port: int, i: int, stream: bool, timeout: float = 60.0) -> bytes:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=remaining(timeout))
     try:
-        conn.request("POST", "/v1/messages", body=request_body(i, stream), headers={
-            "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "dummy",
-        })
+        conn.request(
+            "POST",
+            "/v1/messages",
+            body=request_body(i, stream),
+            headers={
+                "content-type": "application/json",
+                "anthropic-version": "2023-06-01",
+                "x-api-key": "dummy",
+            },
+        )
         resp = conn.getresponse()
         data = resp.read()
         if resp.status != 200:
@@ -117,7 +138,11 @@ def check_flow(i: int, answer: bytes, stream: bool) -> tuple[bool, list[str], bo
     declared = {t["name"] for t in tools_for(i)}
     names = tool_names(answer, stream)
     leaks = [f"flow {i} got tool {n!r}" for n in names if n not in declared]
-    leaks += [f"flow {i} answer mentions flow {m}" for m in FLOW_TOOL.findall(answer.decode("utf-8", "replace")) if int(m) != i]
+    leaks += [
+        f"flow {i} answer mentions flow {m}"
+        for m in FLOW_TOOL.findall(answer.decode("utf-8", "replace"))
+        if int(m) != i
+    ]
     return complete, leaks, names == [SHELLS[i % len(SHELLS)]]
 
 
@@ -198,11 +223,20 @@ def concurrent_run(n: int, script: Any) -> dict[str, Any]:
     for line in (leaks + errors)[:10]:
         print("    ", line)
     return {
-        "streams": n, "completed": complete, "repaired": repaired, "cross_flow_leaks": len(leaks),
-        "errors": len(errors), "upstream_requests": seen, "wall_s": round(wall, 2),
-        "flows_per_s": round(n / wall, 1), "client_mb_per_s": round(total_bytes / wall / 1e6, 3),
-        "proxy_cpu_s": round(cpu, 2), "proxy_cpu_ms_per_mb": round(cpu * 1000 / max(total_bytes / 1e6, 1e-9), 1),
-        "rss_mb_before": mb(rss_before), "rss_mb_peak": mb(peak[0]), "rss_mb_after": mb(rss_after),
+        "streams": n,
+        "completed": complete,
+        "repaired": repaired,
+        "cross_flow_leaks": len(leaks),
+        "errors": len(errors),
+        "upstream_requests": seen,
+        "wall_s": round(wall, 2),
+        "flows_per_s": round(n / wall, 1),
+        "client_mb_per_s": round(total_bytes / wall / 1e6, 3),
+        "proxy_cpu_s": round(cpu, 2),
+        "proxy_cpu_ms_per_mb": round(cpu * 1000 / max(total_bytes / 1e6, 1e-9), 1),
+        "rss_mb_before": mb(rss_before),
+        "rss_mb_peak": mb(peak[0]),
+        "rss_mb_after": mb(rss_after),
     }
 
 
@@ -210,19 +244,25 @@ def part_concurrent(n: int) -> dict[str, Any]:
     """Part 1: ``n`` concurrent streams through the addon, then the same through bare mitmdump
     (``stream_large_bodies=1``) in the same run; the ratios are addon / bare."""
     out = concurrent_run(n, procs.DEFAULT_SCRIPT)
-    print(f"[1] {n} concurrent streams through the addon: {out['completed']} completed, {out['repaired']} repaired to their own tool, "
-          f"{out['cross_flow_leaks']} cross-flow leaks, {out['errors']} errors; {out['wall_s']} s, {out['flows_per_s']} flows/s, "
-          f"{out['client_mb_per_s']} MB/s to the clients; proxy CPU {out['proxy_cpu_s']} s ({out['proxy_cpu_ms_per_mb']} ms/MB); "
-          f"mitmdump RSS {out['rss_mb_before']} -> peak {out['rss_mb_peak']} -> {out['rss_mb_after']} MB")
+    print(
+        f"[1] {n} concurrent streams through the addon: {out['completed']} completed, {out['repaired']} repaired to their own tool, "
+        f"{out['cross_flow_leaks']} cross-flow leaks, {out['errors']} errors; {out['wall_s']} s, {out['flows_per_s']} flows/s, "
+        f"{out['client_mb_per_s']} MB/s to the clients; proxy CPU {out['proxy_cpu_s']} s ({out['proxy_cpu_ms_per_mb']} ms/MB); "
+        f"mitmdump RSS {out['rss_mb_before']} -> peak {out['rss_mb_peak']} -> {out['rss_mb_after']} MB"
+    )
     bare = concurrent_run(n, None)
     out["bare"] = bare
     out["throughput_vs_bare"] = round(out["client_mb_per_s"] / max(bare["client_mb_per_s"], 1e-9), 2)
     out["cpu_vs_bare"] = round(out["proxy_cpu_s"] / max(bare["proxy_cpu_s"], 1e-9), 2)
     out["peak_rss_vs_bare"] = round(out["rss_mb_peak"] / max(bare["rss_mb_peak"], 1e-9), 2)
-    print(f"[1] the same {n} streams through bare mitmdump (stream_large_bodies=1): {bare['completed']} completed, "
-          f"{bare['errors']} errors; {bare['wall_s']} s, {bare['client_mb_per_s']} MB/s; proxy CPU {bare['proxy_cpu_s']} s; "
-          f"peak RSS {bare['rss_mb_peak']} MB")
-    print(f"[1] addon / bare: throughput {out['throughput_vs_bare']}x, proxy CPU {out['cpu_vs_bare']}x, peak RSS {out['peak_rss_vs_bare']}x")
+    print(
+        f"[1] the same {n} streams through bare mitmdump (stream_large_bodies=1): {bare['completed']} completed, "
+        f"{bare['errors']} errors; {bare['wall_s']} s, {bare['client_mb_per_s']} MB/s; proxy CPU {bare['proxy_cpu_s']} s; "
+        f"peak RSS {bare['rss_mb_peak']} MB"
+    )
+    print(
+        f"[1] addon / bare: throughput {out['throughput_vs_bare']}x, proxy CPU {out['cpu_vs_bare']}x, peak RSS {out['peak_rss_vs_bare']}x"
+    )
     return out
 
 
@@ -254,7 +294,9 @@ def part_rss(total: int, marks: list[int], concurrency: int = 20) -> dict[str, A
                     fake.reset()  # the fake keeps every request: keep its memory out of the way
                     time.sleep(1.0)  # let mitmdump settle (connections closed, flows freed)
                     rss[mark] = mb(status_kb(pid))
-                    print(f"[2] {mark} flows: mitmdump RSS {rss[mark]} MB ({round(mark / (time.monotonic() - start), 1)} flows/s)")
+                    print(
+                        f"[2] {mark} flows: mitmdump RSS {rss[mark]} MB ({round(mark / (time.monotonic() - start), 1)} flows/s)"
+                    )
             wall = time.monotonic() - start
         finally:
             mitm.stop()
@@ -262,48 +304,97 @@ def part_rss(total: int, marks: list[int], concurrency: int = 20) -> dict[str, A
         fake.stop()
     first, last = rss[marks[0]], rss[marks[-1]]
     change = round((last - first) / first * 100, 1)
-    print(f"[2] RSS {first} MB at {marks[0]} flows -> {last} MB at {marks[-1]} flows: {change:+} % "
-          f"({'flat' if abs(change) <= 10 else 'NOT flat'}, bound ±10 %); {bad} flows not repaired/complete, {leaks} leaks; {round(wall, 1)} s")
-    return {"flows": total, "rss_mb": rss, "change_pct_first_to_last": change, "bad": bad, "leaks": leaks, "wall_s": round(wall, 1)}
+    print(
+        f"[2] RSS {first} MB at {marks[0]} flows -> {last} MB at {marks[-1]} flows: {change:+} % "
+        f"({'flat' if abs(change) <= 10 else 'NOT flat'}, bound ±10 %); {bad} flows not repaired/complete, {leaks} leaks; {round(wall, 1)} s"
+    )
+    return {
+        "flows": total,
+        "rss_mb": rss,
+        "change_pct_first_to_last": change,
+        "bad": bad,
+        "leaks": leaks,
+        "wall_s": round(wall, 1),
+    }
 
 
 def big_json_answer(size: int) -> bytes:
     text = "lorem ipsum dolor sit amet " * (size // 27 + 1)
-    return json.dumps({
-        "id": "msg_big", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": text[:size]},
-                    {"type": "tool_use", "id": "toolu_big", "name": "shell", "input": {"command": "ls"}}],
-        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
-    }).encode()
+    return json.dumps(
+        {
+            "id": "msg_big",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [
+                {"type": "text", "text": text[:size]},
+                {"type": "tool_use", "id": "toolu_big", "name": "shell", "input": {"command": "ls"}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    ).encode()
 
 
 def big_sse_answer(size: int) -> bytes:
     def ev(obj: dict) -> bytes:
         return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n".encode()
 
-    parts = [ev({"type": "message_start", "message": {"id": "msg_big", "type": "message", "role": "assistant", "content": [], "model": "m"}}),
-             ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})]
-    delta = ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lorem ipsum dolor sit amet " * 150}})
+    parts = [
+        ev(
+            {
+                "type": "message_start",
+                "message": {"id": "msg_big", "type": "message", "role": "assistant", "content": [], "model": "m"},
+            }
+        ),
+        ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    delta = ev(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "text_delta", "text": "lorem ipsum dolor sit amet " * 150},
+        }
+    )
     parts += [delta] * (size // len(delta))
-    parts += [ev({"type": "content_block_stop", "index": 0}),
-              ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_big", "name": "shell", "input": {}}}),
-              ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"command\": \"ls\"}"}}),
-              ev({"type": "content_block_stop", "index": 1}),
-              ev({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}}),
-              ev({"type": "message_stop"})]
+    parts += [
+        ev({"type": "content_block_stop", "index": 0}),
+        ev(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_big", "name": "shell", "input": {}},
+            }
+        ),
+        ev(
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls"}'},
+            }
+        ),
+        ev({"type": "content_block_stop", "index": 1}),
+        ev({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}}),
+        ev({"type": "message_stop"}),
+    ]
     return b"".join(parts)
 
 
 def part_big(size_mb: int) -> dict[str, Any]:
     size = size_mb * 1_000_000
-    answers = {"json": (big_json_answer(size), "application/json", False),
-               "sse": (big_sse_answer(size), "text/event-stream", True)}
+    answers = {
+        "json": (big_json_answer(size), "application/json", False),
+        "sse": (big_sse_answer(size), "text/event-stream", True),
+    }
     out: dict[str, Any] = {"answer_mb": size_mb}
     for kind, (body, ctype, stream) in answers.items():
         for label, script in (("addon", procs.DEFAULT_SCRIPT), ("bare", None)):
             fake = procs.start_fake_upstream()
             try:
-                mitm = procs.start_mitmdump(fake.url, script=script, options={"toolvocab_mode": "auto"} if script else None)
+                mitm = procs.start_mitmdump(
+                    fake.url, script=script, options={"toolvocab_mode": "auto"} if script else None
+                )
                 try:
                     pid = mitm.process.pid
                     idle = status_kb(pid)
@@ -317,10 +408,18 @@ def part_big(size_mb: int) -> dict[str, Any]:
                     mitm.stop()
             finally:
                 fake.stop()
-            out[f"{kind}_{label}"] = {"idle_mb": mb(idle), "peak_mb": mb(peak), "peak_minus_idle_mb": mb(peak - idle),
-                                      "wall_s": round(wall, 2), "client_bytes": len(answer), "tool_names": names}
-            print(f"[3] {size_mb} MB {kind} answer through {label} mitmdump: peak RSS {mb(peak)} MB "
-                  f"(idle {mb(idle)} MB, +{mb(peak - idle)} MB), {round(wall, 2)} s, client got tools {names}")
+            out[f"{kind}_{label}"] = {
+                "idle_mb": mb(idle),
+                "peak_mb": mb(peak),
+                "peak_minus_idle_mb": mb(peak - idle),
+                "wall_s": round(wall, 2),
+                "client_bytes": len(answer),
+                "tool_names": names,
+            }
+            print(
+                f"[3] {size_mb} MB {kind} answer through {label} mitmdump: peak RSS {mb(peak)} MB "
+                f"(idle {mb(idle)} MB, +{mb(peak - idle)} MB), {round(wall, 2)} s, client got tools {names}"
+            )
         a, b = out[f"{kind}_addon"], out[f"{kind}_bare"]
         ratio = round(a["peak_minus_idle_mb"] / max(b["peak_minus_idle_mb"], 1.0), 2)
         per_answer = round(a["peak_minus_idle_mb"] / (len(body) / 1e6), 2)

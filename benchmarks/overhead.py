@@ -42,27 +42,76 @@ from toolvocab.engine.ladder import resolve  # noqa: E402
 from toolvocab.engine.plan import Plan  # noqa: E402
 
 TOOLS = [
-    {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"], "additionalProperties": False}},
-    {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}},
-    {"name": "Edit", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"}}, "required": ["file_path", "old_string", "new_string"]}},
-    {"name": "Write", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}, "required": ["file_path", "content"]}},
+    {
+        "name": "Bash",
+        "input_schema": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "Read",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+    },
+    {
+        "name": "Edit",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string"},
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+            },
+            "required": ["file_path", "old_string", "new_string"],
+        },
+    },
+    {
+        "name": "Write",
+        "input_schema": {
+            "type": "object",
+            "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["file_path", "content"],
+        },
+    },
 ]
 
 
 def sse_answer(text_events: int) -> bytes:
     """An Anthropic stream: ``text_events`` text deltas, then a ``shell`` tool call in 4 pieces."""
+
     def ev(obj: dict) -> str:
         return f"event: {obj['type']}\ndata: {json.dumps(obj)}\n\n"
 
     parts = [ev({"type": "message_start", "message": {"id": "m", "content": []}})]
     parts.append(ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
     chunk = "The quick brown fox jumps over the lazy dog. " * 4
-    parts += [ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": chunk}}) for _ in range(text_events)]
+    parts += [
+        ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": chunk}})
+        for _ in range(text_events)
+    ]
     parts.append(ev({"type": "content_block_stop", "index": 0}))
-    parts.append(ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}}))
+    parts.append(
+        ev(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+            }
+        )
+    )
     args = json.dumps({"command": ["bash", "-lc", "echo hi"]})
     for i in range(0, len(args), len(args) // 4 + 1):
-        parts.append(ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": args[i : i + len(args) // 4 + 1]}}))
+        parts.append(
+            ev(
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": args[i : i + len(args) // 4 + 1]},
+                }
+            )
+        )
     parts.append(ev({"type": "content_block_stop", "index": 1}))
     parts.append(ev({"type": "message_stop"}))
     return "".join(parts).encode()
@@ -108,10 +157,19 @@ def in_process(repeat: int) -> None:
     # The parser parses every event; the rewriter parses only events with a tool marker,
     # so "x the parser" is no floor: compare with the join. Against bare mitmdump
     # (with and without stream_large_bodies): benchmarks/stream.py.
-    print(f"  addon stream rewrite    {full * 1e3:8.2f} ms   {full / base:6.1f}x the floor, {full / parse:.2f}x the full parser")
+    print(
+        f"  addon stream rewrite    {full * 1e3:8.2f} ms   {full / base:6.1f}x the floor, {full / parse:.2f}x the full parser"
+    )
     print(f"  throughput              {len(data) / full / 1e6:8.1f} MB/s")
 
-    answer = {"id": "m", "type": "message", "content": [{"type": "text", "text": "x" * 200_000}, {"type": "tool_use", "id": "t", "name": "shell", "input": {"command": ["bash", "-lc", "echo hi"]}}]}
+    answer = {
+        "id": "m",
+        "type": "message",
+        "content": [
+            {"type": "text", "text": "x" * 200_000},
+            {"type": "tool_use", "id": "t", "name": "shell", "input": {"command": ["bash", "-lc", "echo hi"]}},
+        ],
+    }
     raw = orjson.dumps(answer)
 
     def json_floor() -> None:
@@ -129,7 +187,9 @@ def in_process(repeat: int) -> None:
 
 
 def post(url: str, body: bytes) -> float:
-    req = urllib.request.Request(url + "/v1/messages", data=body, headers={"content-type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        url + "/v1/messages", data=body, headers={"content-type": "application/json"}, method="POST"
+    )
     t = time.perf_counter()
     with urllib.request.urlopen(req, timeout=30) as resp:
         resp.read()
@@ -143,7 +203,15 @@ def through_processes(n: int) -> None:
         plain = procs.start_mitmdump(fake.url, script=None, save_path=None)
         addon = procs.start_mitmdump(fake.url, save_path=None)
         for stream in (False, True):
-            body = orjson.dumps({"model": "m", "max_tokens": 100, "stream": stream, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]})
+            body = orjson.dumps(
+                {
+                    "model": "m",
+                    "max_tokens": 100,
+                    "stream": stream,
+                    "tools": TOOLS,
+                    "messages": [{"role": "user", "content": "hi"}],
+                }
+            )
             times: dict[str, list[float]] = {"direct": [], "mitmdump": [], "mitmdump + toolvocab": []}
             for _ in range(3):  # warm up
                 post(plain.url, body), post(addon.url, body)

@@ -55,18 +55,45 @@ import os
 import statistics
 import time
 
-from common import CHUNKED_SSE_HEAD, UpstreamProcess, chunk, cpu_seconds, ev, serve, status_mib  # first: puts tests/ on sys.path
+# common first: importing it puts tests/ on sys.path (for procs)
+from common import CHUNKED_SSE_HEAD
+from common import UpstreamProcess
+from common import chunk
+from common import cpu_seconds
+from common import ev
+from common import serve
+from common import status_mib
 
+# isort: split
 import procs
 
 #: Tool names of the kind a coding agent declares; descriptions and schemas are filler written here.
 TOOL_NAMES = [
-    "Task", "Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "MultiEdit", "Write", "NotebookEdit",
-    "WebFetch", "TodoWrite", "WebSearch", "BashOutput", "KillShell", "SlashCommand",
-    "mcp__ide__getDiagnostics", "mcp__ide__executeCode", "mcp__files__list_directory", "mcp__files__search_files",
+    "Task",
+    "Bash",
+    "Glob",
+    "Grep",
+    "ExitPlanMode",
+    "Read",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "NotebookEdit",
+    "WebFetch",
+    "TodoWrite",
+    "WebSearch",
+    "BashOutput",
+    "KillShell",
+    "SlashCommand",
+    "mcp__ide__getDiagnostics",
+    "mcp__ide__executeCode",
+    "mcp__files__list_directory",
+    "mcp__files__search_files",
 ]
-WORDS = ("the quick brown fox jumps over the lazy dog while a tool reads files and writes patches "
-         "to the repository under test then runs the suite again and reports what failed ").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog while a tool reads files and writes patches "
+    "to the repository under test then runs the suite again and reports what failed "
+).split()
 
 
 def filler(n: int, seed: int) -> str:
@@ -93,12 +120,19 @@ def tools() -> list[dict]:
         if name == "Bash":  # the tool the repaired answer's call goes to (REPAIR_ANSWER)
             props = {"command": {"type": "string", "description": filler(120, k)}, **props}
             required = ["command"]
-        out.append({
-            "name": name,
-            "description": filler(600, k),
-            "input_schema": {"type": "object", "properties": props, "required": required, "additionalProperties": False,
-                             "$schema": "http://json-schema.org/draft-07/schema#"},
-        })
+        out.append(
+            {
+                "name": name,
+                "description": filler(600, k),
+                "input_schema": {
+                    "type": "object",
+                    "properties": props,
+                    "required": required,
+                    "additionalProperties": False,
+                    "$schema": "http://json-schema.org/draft-07/schema#",
+                },
+            }
+        )
     return out
 
 
@@ -111,25 +145,48 @@ def transcript(size: int, *, mention_all: bool = True, stream: bool = False, spa
     names = TOOL_NAMES if mention_all else TOOL_NAMES[:-1]
     system = [
         {"type": "text", "text": "You are a coding agent working in a terminal."},
-        {"type": "text", "text": filler(12000, 1) + "\nTools: " + ", ".join(names) + ".\n" + filler(4000, 2),
-         "cache_control": {"type": "ephemeral"}},
+        {
+            "type": "text",
+            "text": filler(12000, 1) + "\nTools: " + ", ".join(names) + ".\n" + filler(4000, 2),
+            "cache_control": {"type": "ephemeral"},
+        },
     ]
-    body = {"model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": stream, "system": system, "tools": tools(),
-            "metadata": {"user_id": "user_0123456789abcdef"}, "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Fix the failing test. " + filler(2000, 3)}]}]}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 32000,
+        "stream": stream,
+        "system": system,
+        "tools": tools(),
+        "metadata": {"user_id": "user_0123456789abcdef"},
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Fix the failing test. " + filler(2000, 3)}]}
+        ],
+    }
     n = 0
     while len(json.dumps(body)) < size:
         n += 1
         name = TOOL_NAMES[n % 16]  # the plain (non-MCP) tools
         tid = f"toolu_{n:020d}"
-        body["messages"].append({"role": "assistant", "content": [
-            {"type": "text", "text": filler(300, n)},
-            {"type": "tool_use", "id": tid, "name": name, "input": {"arg0": filler(200, n + 1), "arg1": n}},
-        ]})
+        body["messages"].append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": filler(300, n)},
+                    {"type": "tool_use", "id": tid, "name": name, "input": {"arg0": filler(200, n + 1), "arg1": n}},
+                ],
+            }
+        )
         result: dict = {"type": "tool_result", "tool_use_id": tid, "content": filler(3000, n + 2)}
         if n % 5 == 0:  # a file of JSON read back: escaped quotes before colons in the body
-            result["content"] = json.dumps({"name": f"pkg{n}", "version": "1.0.0", "scripts": {"test": filler(80, n)},
-                                            "dependencies": {f"dep{j}": f"^{j}.0.0" for j in range(20)}}, indent=2)
+            result["content"] = json.dumps(
+                {
+                    "name": f"pkg{n}",
+                    "version": "1.0.0",
+                    "scripts": {"test": filler(80, n)},
+                    "dependencies": {f"dep{j}": f"^{j}.0.0" for j in range(20)},
+                },
+                indent=2,
+            )
         if n % 7 == 0:
             result["is_error"] = True
             result["content"] = "Error: command failed with exit code 1\n" + filler(800, n)
@@ -139,26 +196,43 @@ def transcript(size: int, *, mention_all: bool = True, stream: bool = False, spa
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-ANSWER = json.dumps({
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-    "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
-    "usage": {"input_tokens": 10, "output_tokens": 2},
-}).encode()
+ANSWER = json.dumps(
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+).encode()
 
 #: An answer the addon repairs (``?repair``): a call in another agent's vocabulary (``shell`` with
 #: an argv, which Claude Code's ``Bash`` takes as one command line).
-REPAIR_ANSWER = json.dumps({
-    "id": "msg_2", "type": "message", "role": "assistant", "model": "m",
-    "content": [{"type": "tool_use", "id": "toolu_01", "name": "shell", "input": {"command": ["git", "status"]}}],
-    "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 2},
-}).encode()
+REPAIR_ANSWER = json.dumps(
+    {
+        "id": "msg_2",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": "shell", "input": {"command": ["git", "status"]}}],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+).encode()
 
 
-SSE_HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}) + ev(
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "first"}})
-SSE_TAIL = ev({"type": "content_block_stop", "index": 0}) + ev(
-    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}) + ev({"type": "message_stop"})
+SSE_HEAD = (
+    ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}})
+    + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    + ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "first"}})
+)
+SSE_TAIL = (
+    ev({"type": "content_block_stop", "index": 0})
+    + ev({"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+    + ev({"type": "message_stop"})
+)
 
 
 async def _answer(path: str, writer: asyncio.StreamWriter) -> None:
@@ -169,7 +243,9 @@ async def _answer(path: str, writer: asyncio.StreamWriter) -> None:
         writer.write(chunk(SSE_TAIL) + b"0\r\n\r\n")
     else:
         answer = REPAIR_ANSWER if "repair" in path else ANSWER
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(answer), answer)
+        )
 
 
 def make_handler():
@@ -248,7 +324,8 @@ class Streams:
 #: (the tools section as bytes, the system text, the transcript's ``tool_use`` names; every other
 #: value skipped unbuilt).
 FLOORS = {
-    "noop": _FLOOR_STREAM + """
+    "noop": _FLOOR_STREAM
+    + """
 
 class Noop(Streams):
     def request(self, flow):
@@ -257,7 +334,8 @@ class Noop(Streams):
 
 addons = [Noop()]
 """,
-    "orjson": _FLOOR_STREAM + """
+    "orjson": _FLOOR_STREAM
+    + """
 import orjson
 
 
@@ -269,7 +347,8 @@ class Parse(Streams):
 
 addons = [Parse()]
 """,
-    "typed": _FLOOR_STREAM + """
+    "typed": _FLOOR_STREAM
+    + """
 from typing import Any
 
 import msgspec
@@ -351,8 +430,9 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
                 lat[name]["big"].append(statistics.median(latencies(p.port, big, nbig)))
                 cpu[name]["big"][0] += cpu_seconds(pid) - c
                 cpu[name]["big"][1] += nbig
-                lat[name]["repair"].append(statistics.median(
-                    latencies(p.port, small, args.requests, repair=True, repaired=name == "addon")))
+                lat[name]["repair"].append(
+                    statistics.median(latencies(p.port, small, args.requests, repair=True, repaired=name == "addon"))
+                )
                 lat[name]["ttfb"].append(statistics.median(ttfb(ttfb_port[name], small_stream) for _ in range(5)))
         time.sleep(0.5)
         rss_end = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
@@ -367,17 +447,27 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
 
     med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in lat.items()}
     print(f"requests through mitmdump, median of {args.runs} interleaved runs; addon = {args.script}")
-    print(f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); floors: noop = a script "
-          "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
-          "reads (msgspec); each streams event streams, searching each chunk for the tool-call marker")
+    print(
+        f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); floors: noop = a script "
+        "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
+        "reads (msgspec); each streams event streams, searching each chunk for the tool-call marker"
+    )
     print(f"{'figure':38s}" + "".join(f"{k:>8s}" for k in PROXIES) + "  addon/bare  addon/typed")
     rows = [
         (f"{len(small) // 1000} KB request p50 latency", "small", [med[k]["small"] for k in PROXIES], "ms"),
-        (f"{len(small) // 1000} KB request proxy CPU/request", "small_cpu",
-         [cpu[k]["small"][0] / cpu[k]["small"][1] for k in PROXIES], "ms"),
+        (
+            f"{len(small) // 1000} KB request proxy CPU/request",
+            "small_cpu",
+            [cpu[k]["small"][0] / cpu[k]["small"][1] for k in PROXIES],
+            "ms",
+        ),
         (f"{len(big) / 1e6:.1f} MB transcript p50 latency", "big", [med[k]["big"] for k in PROXIES], "ms"),
-        (f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request", "big_cpu",
-         [cpu[k]["big"][0] / cpu[k]["big"][1] for k in PROXIES], "ms"),
+        (
+            f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request",
+            "big_cpu",
+            [cpu[k]["big"][0] / cpu[k]["big"][1] for k in PROXIES],
+            "ms",
+        ),
         (f"{len(small) // 1000} KB request, answer repaired, p50", "repair", [med[k]["repair"] for k in PROXIES], "ms"),
         ("streamed answer: time to first byte*", "ttfb", [med[k]["ttfb"] for k in PROXIES], "ms"),
     ]
@@ -385,15 +475,24 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     for label, key, values, unit in rows:
         bare, typed, addon = values[0], values[PROXIES.index("typed")], values[-1]
         ratios[key] = addon / bare
-        print(f"{label:38s}" + "".join(f"{v * 1e3:8.2f}" for v in values) + f"  {addon / bare:9.2f}x  {addon / typed:10.2f}x  ({unit})")
+        print(
+            f"{label:38s}"
+            + "".join(f"{v * 1e3:8.2f}" for v in values)
+            + f"  {addon / bare:9.2f}x  {addon / typed:10.2f}x  ({unit})"
+        )
     values = [hwm[k] for k in PROXIES]
     ratios["rss"] = values[-1] / values[0]
-    print(f"{'peak RSS (VmHWM)':38s}" + "".join(f"{v:8.1f}" for v in values)
-          + f"  {values[-1] / values[0]:9.2f}x  {values[-1] / values[PROXIES.index('typed')]:10.2f}x  (MiB)")
+    print(
+        f"{'peak RSS (VmHWM)':38s}"
+        + "".join(f"{v:8.1f}" for v in values)
+        + f"  {values[-1] / values[0]:9.2f}x  {values[-1] / values[PROXIES.index('typed')]:10.2f}x  (MiB)"
+    )
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
     for k in PROXIES:
-        print(f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
-              f"({rss_end[k] / rss_start[k]:.2f}x)")
+        print(
+            f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
+            f"({rss_end[k] / rss_start[k]:.2f}x)"
+        )
     return ratios
 
 
@@ -406,9 +505,16 @@ def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spac
     from mitmproxy.test import tutils
 
     def flow(body: bytes) -> http.HTTPFlow:
-        req = tutils.treq(method=b"POST", host="api.anthropic.com", port=443, scheme=b"https", authority=b"",
-                          path=b"/v1/messages", headers=http.Headers([(k.encode(), v.encode()) for k, v in HEADERS.items()]),
-                          content=body)
+        req = tutils.treq(
+            method=b"POST",
+            host="api.anthropic.com",
+            port=443,
+            scheme=b"https",
+            authority=b"",
+            path=b"/v1/messages",
+            headers=http.Headers([(k.encode(), v.encode()) for k, v in HEADERS.items()]),
+            content=body,
+        )
         return tflow.tflow(req=req, resp=False)
 
     def once(body: bytes, fn) -> float:
@@ -425,15 +531,19 @@ def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spac
         addon = module.addons[0]
         tctx.configure(addon, toolvocab_mode="auto")
         saves = addon.recorder.saves_bodies
-        print(f"\nin process: the request hook (mode auto) against orjson.loads + dumps of the same body, timed "
-              f"back to back {n} times;\nmedians of the times, and the median of the {n} per-round ratios (steadier "
-              "on a noisy machine than a ratio of medians).\n'mitmdump': as in plain mitmdump, nothing saves flows; "
-              "'-w': something saves or shows them (-w, toolvocab_record, mitmweb), so the transcript's tool errors "
-              "are classified too")
+        print(
+            f"\nin process: the request hook (mode auto) against orjson.loads + dumps of the same body, timed "
+            f"back to back {n} times;\nmedians of the times, and the median of the {n} per-round ratios (steadier "
+            "on a noisy machine than a ratio of medians).\n'mitmdump': as in plain mitmdump, nothing saves flows; "
+            "'-w': something saves or shows them (-w, toolvocab_record, mitmweb), so the transcript's tool errors "
+            "are classified too"
+        )
         print(f"{'body':36s} {'orjson':>8s} {'mitmdump':>9s} {'-w':>9s}   ratios")
-        for label, body, want_change in (("2 MB transcript that changes", changing, True),
-                                          ("2 MB transcript, nothing to change", unchanged, False),
-                                          ("same, spaced (json.dumps default)", spaced, False)):
+        for label, body, want_change in (
+            ("2 MB transcript that changes", changing, True),
+            ("2 MB transcript, nothing to change", unchanged, False),
+            ("same, spaced (json.dumps default)", spaced, False),
+        ):
             f = flow(body)
             addon.request(f)
             record = f.metadata["toolvocab"]
@@ -461,8 +571,10 @@ def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spac
                 times["saving"].append(once(body, hook))
             med = {k: statistics.median(v) for k, v in times.items()}
             ratio = {k: statistics.median(t / b for t, b in zip(times[k], times["base"])) for k in ("plain", "saving")}
-            print(f"{label:36s} {med['base'] * 1e3:8.2f} {med['plain'] * 1e3:9.2f} {med['saving'] * 1e3:9.2f}   "
-                  f"{ratio['plain']:4.2f}x  {ratio['saving']:4.2f}x  (ms)")
+            print(
+                f"{label:36s} {med['base'] * 1e3:8.2f} {med['plain'] * 1e3:9.2f} {med['saving'] * 1e3:9.2f}   "
+                f"{ratio['plain']:4.2f}x  {ratio['saving']:4.2f}x  (ms)"
+            )
 
 
 def main() -> int:
@@ -482,10 +594,21 @@ def main() -> int:
     if not args.skip_in_process:
         in_process(args, transcript(2_000_000, mention_all=False), big, transcript(2_000_000, spaced=True))
     if ratios is not None:
-        print("\nsummary, addon / bare mitmdump: " + ", ".join(
-            f"{label} {ratios[key]:.2f}x" for key, label in (
-                ("small", "200 KB latency"), ("small_cpu", "CPU"), ("big", "2 MB latency"), ("big_cpu", "CPU"),
-                ("repair", "repaired answer latency"), ("ttfb", "TTFB"), ("rss", "peak RSS"))))
+        print(
+            "\nsummary, addon / bare mitmdump: "
+            + ", ".join(
+                f"{label} {ratios[key]:.2f}x"
+                for key, label in (
+                    ("small", "200 KB latency"),
+                    ("small_cpu", "CPU"),
+                    ("big", "2 MB latency"),
+                    ("big_cpu", "CPU"),
+                    ("repair", "repaired answer latency"),
+                    ("ttfb", "TTFB"),
+                    ("rss", "peak RSS"),
+                )
+            )
+        )
     return 0
 
 

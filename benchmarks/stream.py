@@ -44,22 +44,38 @@ import statistics
 import tempfile
 import time
 
-from common import CHUNKED_SSE_HEAD, UpstreamProcess, chunk, cpu_seconds, ev, pct, read_delays, serve, status_mib  # first: puts tests/ on sys.path
+# common first: importing it puts tests/ on sys.path (for procs)
+from common import CHUNKED_SSE_HEAD
+from common import UpstreamProcess
+from common import chunk
+from common import cpu_seconds
+from common import ev
+from common import pct
+from common import read_delays
+from common import serve
+from common import status_mib
 
+# isort: split
 import procs
 
 TOOLS = [
-    {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
-    {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}},
+    {
+        "name": "Bash",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
+    {
+        "name": "Read",
+        "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+    },
 ]
 REQUEST = json.dumps(
     {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
 ).encode()
 
 
-HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-)
+HEAD = ev(
+    {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}
+) + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
 
 
 def text_event(text: str) -> bytes:
@@ -68,8 +84,20 @@ def text_event(text: str) -> bytes:
 
 TAIL = (
     ev({"type": "content_block_stop", "index": 0})
-    + ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}})
-    + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"command": "echo hi"}'}})
+    + ev(
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+        }
+    )
+    + ev(
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"command": "echo hi"}'},
+        }
+    )
     + ev({"type": "content_block_stop", "index": 1})
     + ev({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
     + ev({"type": "message_stop"})
@@ -123,7 +151,9 @@ def make_handler(mb: int):
 
 def request(port: int, path: str) -> http.client.HTTPResponse:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", path, body=REQUEST, headers={"content-type": "application/json", "anthropic-version": "2023-06-01"})
+    conn.request(
+        "POST", path, body=REQUEST, headers={"content-type": "application/json", "anthropic-version": "2023-06-01"}
+    )
     return conn.getresponse()
 
 
@@ -169,10 +199,14 @@ def main() -> int:
         fp.write(FLOOR_SCRIPT)
     try:
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
-        proxies["bare+stream"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
+        proxies["bare+stream"] = procs.start_mitmdump(
+            url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"}
+        )
         proxies["floor"] = procs.start_mitmdump(url, script=fp.name, options={"flow_detail": "0"})
         proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
-        figures: dict[str, dict[str, list[float]]] = {k: {"ttfb": [], "mbps": [], "cpu_ms_per_mb": [], "p50": [], "p99": []} for k in proxies}
+        figures: dict[str, dict[str, list[float]]] = {
+            k: {"ttfb": [], "mbps": [], "cpu_ms_per_mb": [], "p50": [], "p99": []} for k in proxies
+        }
         totals = {k: [0.0, 0] for k in proxies}  # CPU seconds, bytes: the clock ticks in 10 ms
         for name, p in proxies.items():  # warm up
             ttfb(p.port)
@@ -200,7 +234,6 @@ def main() -> int:
     med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in figures.items()}
     for k, (cpu, n) in totals.items():  # CPU per MB over all runs (finer than a per-run median)
         med[k]["cpu_ms_per_mb"] = cpu * 1e3 / (n / 1e6)
-    base = med["bare+stream"]
     rows = [
         ("time to first byte", "ttfb", 1e3, "ms"),
         (f"bulk throughput ({args.mb} MB)", "mbps", 1, "MB/s"),
@@ -210,14 +243,20 @@ def main() -> int:
     ]
     print(f"streamed answers, median of {args.runs} runs; addon = {args.script}")
     names = ("bare", "bare+stream", "floor", "addon")
-    print(f"{'figure':28s} {'bare':>10s} {'bare+stream':>12s} {'floor':>10s} {'addon':>10s}  addon/bare+stream  addon/floor")
+    print(
+        f"{'figure':28s} {'bare':>10s} {'bare+stream':>12s} {'floor':>10s} {'addon':>10s}  addon/bare+stream  addon/floor"
+    )
     for label, key, scale, unit in rows:
         vals = [med[k][key] * scale for k in names]
-        print(f"{label:28s} {vals[0]:10.2f} {vals[1]:12.2f} {vals[2]:10.2f} {vals[3]:10.2f}  {vals[3] / vals[1]:10.2f}x  "
-              f"{vals[3] / vals[2]:10.2f}x   ({unit})")
+        print(
+            f"{label:28s} {vals[0]:10.2f} {vals[1]:12.2f} {vals[2]:10.2f} {vals[3]:10.2f}  {vals[3] / vals[1]:10.2f}x  "
+            f"{vals[3] / vals[2]:10.2f}x   ({unit})"
+        )
     vals = [rss[k] for k in names]
-    print(f"{'peak RSS after all runs':28s} {vals[0]:10.1f} {vals[1]:12.1f} {vals[2]:10.1f} {vals[3]:10.1f}  "
-          f"{vals[3] / vals[1]:10.2f}x  {vals[3] / vals[2]:10.2f}x   (MiB)")
+    print(
+        f"{'peak RSS after all runs':28s} {vals[0]:10.1f} {vals[1]:12.1f} {vals[2]:10.1f} {vals[3]:10.1f}  "
+        f"{vals[3] / vals[1]:10.2f}x  {vals[3] / vals[2]:10.2f}x   (MiB)"
+    )
     return 0
 
 

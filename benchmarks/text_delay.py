@@ -32,21 +32,55 @@ import statistics
 import time
 from pathlib import Path
 
-from common import CHUNKED_SSE_HEAD, UpstreamProcess, chunk, pct, read_delays, serve  # first: puts tests/ on sys.path
+# common first: importing it puts tests/ on sys.path (for procs)
+from common import CHUNKED_SSE_HEAD
+from common import UpstreamProcess
+from common import chunk
+from common import pct
+from common import read_delays
+from common import serve
 from common import sse as _sse
 
+# isort: split
 import procs
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 REQUESTS = {
-    "anthropic": ("/v1/messages", {"model": "m", "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": "hi"}],
-                                   "tools": [{"name": "read_file", "input_schema": SCHEMA}]}),
-    "openai_chat": ("/v1/chat/completions", {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}],
-                                             "tools": [{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}]}),
-    "openai_responses": ("/v1/responses", {"model": "m", "stream": True, "input": "hi",
-                                           "tools": [{"type": "function", "name": "read_file", "parameters": SCHEMA}]}),
-    "gemini": ("/v1beta/models/g:streamGenerateContent?alt=sse", {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
-                                                                  "tools": [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": SCHEMA}]}]}),
+    "anthropic": (
+        "/v1/messages",
+        {
+            "model": "m",
+            "max_tokens": 100,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"name": "read_file", "input_schema": SCHEMA}],
+        },
+    ),
+    "openai_chat": (
+        "/v1/chat/completions",
+        {
+            "model": "m",
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}],
+        },
+    ),
+    "openai_responses": (
+        "/v1/responses",
+        {
+            "model": "m",
+            "stream": True,
+            "input": "hi",
+            "tools": [{"type": "function", "name": "read_file", "parameters": SCHEMA}],
+        },
+    ),
+    "gemini": (
+        "/v1beta/models/g:streamGenerateContent?alt=sse",
+        {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "tools": [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": SCHEMA}]}],
+        },
+    ),
 }
 
 
@@ -64,23 +98,58 @@ class Frames:
     def head(self) -> bytes:
         d = self.dialect
         if d == "anthropic":
-            return _sse("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + _sse(
-                "content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+            return _sse(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {"id": "m", "type": "message", "role": "assistant", "content": []},
+                },
+            ) + _sse(
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            )
         if d == "openai_chat":
-            return _sse(None, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+            return _sse(
+                None,
+                {
+                    "id": "c",
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+                },
+            )
         if d == "openai_responses":
             self.seq = 0
-            return (self._r("response.created", response={"id": "r", "object": "response", "status": "in_progress", "output": []})
-                    + self._r("response.output_item.added", output_index=0, item={"id": "msg", "type": "message", "role": "assistant", "status": "in_progress", "content": []})
-                    + self._r("response.content_part.added", item_id="msg", output_index=0, content_index=0, part={"type": "output_text", "text": ""}))
+            return (
+                self._r(
+                    "response.created",
+                    response={"id": "r", "object": "response", "status": "in_progress", "output": []},
+                )
+                + self._r(
+                    "response.output_item.added",
+                    output_index=0,
+                    item={"id": "msg", "type": "message", "role": "assistant", "status": "in_progress", "content": []},
+                )
+                + self._r(
+                    "response.content_part.added",
+                    item_id="msg",
+                    output_index=0,
+                    content_index=0,
+                    part={"type": "output_text", "text": ""},
+                )
+            )
         return b""
 
     def text(self, t: str) -> bytes:
         d = self.dialect
         if d == "anthropic":
-            return _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}})
+            return _sse(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+            )
         if d == "openai_chat":
-            return _sse(None, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": t}}]})
+            return _sse(
+                None, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": t}}]}
+            )
         if d == "openai_responses":
             return self._r("response.output_text.delta", item_id="msg", output_index=0, content_index=0, delta=t)
         return _sse(None, {"candidates": [{"content": {"role": "model", "parts": [{"text": t}]}, "index": 0}]})
@@ -88,26 +157,57 @@ class Frames:
     def tail(self) -> bytes:
         d = self.dialect
         if d == "anthropic":
-            return (_sse("content_block_stop", {"type": "content_block_stop", "index": 0})
-                    + _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}) + _sse("message_stop", {"type": "message_stop"}))
+            return (
+                _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+                + _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}})
+                + _sse("message_stop", {"type": "message_stop"})
+            )
         if d == "openai_chat":
-            return _sse(None, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"data: [DONE]\n\n"
+            return (
+                _sse(
+                    None,
+                    {
+                        "id": "c",
+                        "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    },
+                )
+                + b"data: [DONE]\n\n"
+            )
         if d == "openai_responses":
-            return self._r("response.completed", response={"id": "r", "object": "response", "status": "completed", "output": []})
-        return _sse(None, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]})
+            return self._r(
+                "response.completed", response={"id": "r", "object": "response", "status": "completed", "output": []}
+            )
+        return _sse(
+            None,
+            {
+                "candidates": [
+                    {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}
+                ]
+            },
+        )
 
 
 MARKUP = '<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>'
 #: What each dialect's structured call looks like on the wire (the lift happened).
-LIFTED = {"anthropic": b'"tool_use"', "openai_chat": b'"tool_calls"', "openai_responses": b'"function_call"', "gemini": b'"functionCall"'}
+LIFTED = {
+    "anthropic": b'"tool_use"',
+    "openai_chat": b'"tool_calls"',
+    "openai_responses": b'"function_call"',
+    "gemini": b'"functionCall"',
+}
 
 
 def lifted(port: int, dialect: str) -> bool:
     """True when a stream whose text is one leaked call reaches the client as a structured call."""
     path, body = REQUESTS[dialect]
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", path + ("&" if "?" in path else "?") + "markup=1", body=json.dumps(body),
-                 headers={"content-type": "application/json", "x-api-key": "k", "authorization": "Bearer k"})
+    conn.request(
+        "POST",
+        path + ("&" if "?" in path else "?") + "markup=1",
+        body=json.dumps(body),
+        headers={"content-type": "application/json", "x-api-key": "k", "authorization": "Bearer k"},
+    )
     data = conn.getresponse().read()
     conn.close()
     return LIFTED[dialect] in data
@@ -154,7 +254,12 @@ def delays(port: int, dialect: str, reasoning: bool) -> list[float]:
     path, body = REQUESTS[dialect]
     path += ("&" if "?" in path else "?") + ("reasoning=1" if reasoning else "prose=1")
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    conn.request("POST", path, body=json.dumps(body), headers={"content-type": "application/json", "x-api-key": "k", "authorization": "Bearer k"})
+    conn.request(
+        "POST",
+        path,
+        body=json.dumps(body),
+        headers={"content-type": "application/json", "x-api-key": "k", "authorization": "Bearer k"},
+    )
     resp = conn.getresponse()
     assert resp.status == 200, (dialect, resp.status)
     out = read_delays(resp)
@@ -166,15 +271,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--events", type=int, default=400)
-    parser.add_argument("--baseline", required=True, help="folder with the addon without the feature (toolvocab.py inside)")
+    parser.add_argument(
+        "--baseline", required=True, help="folder with the addon without the feature (toolvocab.py inside)"
+    )
     args = parser.parse_args()
 
     upstream = UpstreamProcess(make_handler, args.events)
     url = upstream.url
     proxies = {}
     try:
-        proxies["bare+stream"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
-        proxies["baseline"] = procs.start_mitmdump(url, script=str(Path(args.baseline) / "toolvocab.py"), options={"flow_detail": "0"})
+        proxies["bare+stream"] = procs.start_mitmdump(
+            url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"}
+        )
+        proxies["baseline"] = procs.start_mitmdump(
+            url, script=str(Path(args.baseline) / "toolvocab.py"), options={"flow_detail": "0"}
+        )
         proxies["addon"] = procs.start_mitmdump(url, script=str(procs.ADDON_SCRIPT), options={"flow_detail": "0"})
         cases = [(d, r) for d in REQUESTS for r in (False, True)]
         figures: dict[tuple, dict[str, list[float]]] = {}
@@ -195,7 +306,9 @@ def main() -> int:
             p.stop()
         upstream.stop()
 
-    print(f"per-event delay of streamed text, ms (median of {args.runs} runs, {args.events} events 2 ms apart); baseline = {args.baseline}")
+    print(
+        f"per-event delay of streamed text, ms (median of {args.runs} runs, {args.events} events 2 ms apart); baseline = {args.baseline}"
+    )
     print("leaked call lifted by: " + "; ".join(f"{k}: {', '.join(v) or 'none'}" for k, v in feature.items()))
     print(f"{'dialect':18s} {'text':10s} {'bare+stream p50/p99':>20s} {'baseline p50/p99':>18s} {'addon p50/p99':>15s}")
     for dialect, reasoning in cases:

@@ -52,14 +52,18 @@ def proxy(request, tmp_path):
     started: list[procs.MitmdumpHandle] = []
     counter = itertools.count(1)
 
-    def factory(upstream_url: str | None = None, *, options: dict[str, str] | None = None,
-                save: bool = True, script: str | os.PathLike | None = procs.DEFAULT_SCRIPT,
-                **kwargs) -> procs.MitmdumpHandle:
+    def factory(
+        upstream_url: str | None = None,
+        *,
+        options: dict[str, str] | None = None,
+        save: bool = True,
+        script: str | os.PathLike | None = procs.DEFAULT_SCRIPT,
+        **kwargs,
+    ) -> procs.MitmdumpHandle:
         if upstream_url is None:
             upstream_url = request.getfixturevalue("fake_upstream").url
         save_path = str(tmp_path / f"flows-{next(counter)}.mitm") if save else None
-        handle = procs.start_mitmdump(upstream_url, options=options, save_path=save_path,
-                                      script=script, **kwargs)
+        handle = procs.start_mitmdump(upstream_url, options=options, save_path=save_path, script=script, **kwargs)
         started.append(handle)
         return handle
 

@@ -16,7 +16,9 @@ import json
 import sys
 
 import fakeup
-from fakeup.policy import DEFAULT_FINAL_TEXT, DEFAULT_TOOL_ARGS, DEFAULT_TOOL_NAME
+from fakeup.policy import DEFAULT_FINAL_TEXT
+from fakeup.policy import DEFAULT_TOOL_ARGS
+from fakeup.policy import DEFAULT_TOOL_NAME
 from fakeup.server import make_server
 
 
@@ -29,12 +31,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=0, help="bytes per transport chunk (0: Content-Length)")
     ap.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between chunks")
     ap.add_argument("--final-text", default=DEFAULT_FINAL_TEXT)
-    ap.add_argument("--reject-long-names", action="store_true",
-                    help="answer OpenAI's 400 string_above_max_length for declared tool names over 64 chars")
+    ap.add_argument(
+        "--reject-long-names",
+        action="store_true",
+        help="answer OpenAI's 400 string_above_max_length for declared tool names over 64 chars",
+    )
     a = ap.parse_args(argv)
-    server = make_server(a.port, tool_name=a.tool_name, tool_args=json.loads(a.tool_args),
-                         chunk_size=a.chunk_size, chunk_delay=a.chunk_delay, final_text=a.final_text,
-                         reject_long_names=a.reject_long_names, log_dir=a.log_dir)
+    server = make_server(
+        a.port,
+        tool_name=a.tool_name,
+        tool_args=json.loads(a.tool_args),
+        chunk_size=a.chunk_size,
+        chunk_delay=a.chunk_delay,
+        final_text=a.final_text,
+        reject_long_names=a.reject_long_names,
+        log_dir=a.log_dir,
+    )
     print(f"READY {server.server_address[1]}", flush=True)
     try:
         server.serve_forever()

@@ -69,7 +69,9 @@ def cmd_replay(ns: argparse.Namespace) -> int:
     if not ns.files:
         problems = fr.checks.corpus_checks(paths, manifest)
         failed += bool(problems)
-        print("\n".join(f"FAIL corpus: {p}" for p in problems) or "PASS corpus: manifest, dialects, bug reports, agents")
+        print(
+            "\n".join(f"FAIL corpus: {p}" for p in problems) or "PASS corpus: manifest, dialects, bug reports, agents"
+        )
     return 1 if failed else 0
 
 
@@ -117,14 +119,27 @@ def bless_flows(r: fr.Replayer, flows: list, label: str) -> tuple[list, list[str
         res = r.replay(f, 0)
         for seed in SEEDS[1:]:  # the new expectation must not depend on chunk boundaries
             again = r.replay(f, seed)
-            if (again.got.request, again.got.response, again.got.record) != (res.got.request, res.got.response, res.got.record):
-                raise SystemExit(f"{label}: flow {f.id[:8]}: the addon's output depends on chunk boundaries "
-                                 f"(seed 0 vs {seed}); not blessing\n" + fr.render_failure(f, again))
+            if (again.got.request, again.got.response, again.got.record) != (
+                res.got.request,
+                res.got.response,
+                res.got.record,
+            ):
+                raise SystemExit(
+                    f"{label}: flow {f.id[:8]}: the addon's output depends on chunk boundaries "
+                    f"(seed 0 vs {seed}); not blessing\n" + fr.render_failure(f, again)
+                )
         if res.ok:
             report.append(f"  unchanged: flow {f.id[:8]}")
         else:
-            before = [c.label() for c in fr.tool_calls(res.expected.record and res.expected.record.get("dialect"), res.expected.response)]
-            after = [c.label() for c in fr.tool_calls(res.got.record and res.got.record.get("dialect"), res.got.response)]
+            before = [
+                c.label()
+                for c in fr.tool_calls(
+                    res.expected.record and res.expected.record.get("dialect"), res.expected.response
+                )
+            ]
+            after = [
+                c.label() for c in fr.tool_calls(res.got.record and res.got.record.get("dialect"), res.got.response)
+            ]
             report.append(f"  re-blessed: flow {f.id[:8]} ({', '.join(res.problems)})")
             if before != after:
                 report.append("    client tool calls: " + " | ".join(before) + "  →  " + " | ".join(after))
@@ -163,7 +178,9 @@ def cmd_bless(ns: argparse.Namespace) -> int:
                 problems = [p for f in flows for p in fr.semantic_problems(f, entry)]
             if problems:
                 status = 1
-                print("  manifest: the flow no longer does what flows/MANIFEST.toml says:\n    " + "\n    ".join(problems))
+                print(
+                    "  manifest: the flow no longer does what flows/MANIFEST.toml says:\n    " + "\n    ".join(problems)
+                )
                 print("  check the change; --manifest takes the new tool calls; edit 'expected' by hand if it changed")
     if ns.manifest:
         fr.write_manifest(manifest, header=fr.MANIFEST_HEADER)
@@ -228,8 +245,10 @@ def cmd_add(ns: argparse.Namespace) -> int:
                 if res.ok:
                     print(f"round-trip: {source.name} flow {f.id[:8]} replays as recorded")
                 else:
-                    print(f"round-trip: {source.name} flow {f.id[:8]} DIFFERS from its recording "
-                          f"(re-blessed below with the current addon)\n" + _indent(fr.render_failure(f, res)))
+                    print(
+                        f"round-trip: {source.name} flow {f.id[:8]} DIFFERS from its recording "
+                        f"(re-blessed below with the current addon)\n" + _indent(fr.render_failure(f, res))
+                    )
                 if ns.mode:
                     f.metadata[fr.META_REPLAY] = {**fr.replay_options(f), "mode": ns.mode}
                 if ns.profiles:
@@ -258,7 +277,9 @@ def cmd_add(ns: argparse.Namespace) -> int:
                 print("\n".join(report))
     if added:
         fr.write_manifest(manifest, header=fr.MANIFEST_HEADER)
-        print(f"{len(added)} flow(s) added to flows/ and flows/MANIFEST.toml; run: uv run --extra test pytest tests/test_flows.py")
+        print(
+            f"{len(added)} flow(s) added to flows/ and flows/MANIFEST.toml; run: uv run --extra test pytest tests/test_flows.py"
+        )
         return 0
     print("no toolvocab flow to adopt")
     return 1
@@ -269,13 +290,19 @@ def _indent(text: str, by: str = "    ") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="flowtool", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="flowtool", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("replay", help="check flows as tests/test_flows.py does; PASS or a readable diff")
     s.add_argument("files", nargs="*")
-    s.add_argument("--seeds", type=int, default=0,
-                   help="a file outside flows/: this many random chunk splits (default 3), plus byte by byte")
+    s.add_argument(
+        "--seeds",
+        type=int,
+        default=0,
+        help="a file outside flows/: this many random chunk splits (default 3), plus byte by byte",
+    )
     s.set_defaults(func=cmd_replay)
 
     s = sub.add_parser("diff", help="print what the addon did in each flow (and any replay difference)")

@@ -26,7 +26,9 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
+from typing import Iterable
+from typing import Sequence
 
 TESTS_DIR = Path(__file__).resolve().parent
 REPO = TESTS_DIR.parent
@@ -63,8 +65,15 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
 class ManagedProcess:
     """A ``Popen`` in its own session with stdout/stderr in files under ``workdir``."""
 
-    def __init__(self, argv: Sequence[str], *, name: str, workdir: str | None = None,
-                 stdout_pipe: bool = False, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str,
+        workdir: str | None = None,
+        stdout_pipe: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.name = name
         self.argv = [str(a) for a in argv]
         self.workdir = workdir or tempfile.mkdtemp(prefix=f"toolvocab-{name}-")
@@ -163,8 +172,9 @@ class FakeUpstreamHandle:
 
     def _call(self, method: str, path: str, payload: Any = None, timeout: float = 10.0) -> Any:
         data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # ignore *_PROXY env
         with opener.open(req, timeout=timeout) as resp:
             return json.loads(resp.read() or b"null")
@@ -181,8 +191,7 @@ class FakeUpstreamHandle:
             if len(recs) >= n and (not finished or all("finished_at" in r["reply"] for r in recs[:n])):
                 return recs
             if time.monotonic() > deadline:
-                raise TimeoutError(f"fake upstream: wanted {n} requests, have {len(recs)}: "
-                                   f"{[r['path'] for r in recs]}")
+                raise TimeoutError(f"fake upstream: wanted {n} requests, have {len(recs)}: {[r['path'] for r in recs]}")
             time.sleep(0.05)
 
     def config(self, **changes: Any) -> dict:
@@ -192,10 +201,16 @@ class FakeUpstreamHandle:
             return self._call("POST", "/__fake/config", changes)
         return self._call("GET", "/__fake/config")
 
-    def enqueue(self, body: bytes = b"", *, status: int = 200,
-                headers: dict[str, str] | Iterable[tuple[str, str]] | None = None,
-                chunks: Sequence[bytes] | None = None, chunk_size: int | None = None,
-                chunk_delay: float | None = None) -> int:
+    def enqueue(
+        self,
+        body: bytes = b"",
+        *,
+        status: int = 200,
+        headers: dict[str, str] | Iterable[tuple[str, str]] | None = None,
+        chunks: Sequence[bytes] | None = None,
+        chunk_size: int | None = None,
+        chunk_delay: float | None = None,
+    ) -> int:
         """Answer the next request with exactly these bytes (``chunks``: one transport chunk
         each, otherwise ``body`` split by ``chunk_size`` or the fake's config). Returns the
         queue length."""
@@ -229,10 +244,16 @@ class FakeUpstreamHandle:
         self.stop()
 
 
-def start_fake_upstream(*, tool_name: str | None = None, tool_args: Any = None,
-                        chunk_size: int | None = None, chunk_delay: float | None = None,
-                        log_dir: str | os.PathLike | None = None, port: int = 0,
-                        timeout: float = 10.0) -> FakeUpstreamHandle:
+def start_fake_upstream(
+    *,
+    tool_name: str | None = None,
+    tool_args: Any = None,
+    chunk_size: int | None = None,
+    chunk_delay: float | None = None,
+    log_dir: str | os.PathLike | None = None,
+    port: int = 0,
+    timeout: float = 10.0,
+) -> FakeUpstreamHandle:
     """Start ``tests/fake_upstream.py`` and wait (bounded) for its ``READY <port>`` line."""
     argv: list[str] = [sys.executable, str(FAKE_UPSTREAM_SCRIPT), "--port", str(port)]
     if tool_name is not None:
@@ -253,7 +274,8 @@ def start_fake_upstream(*, tool_name: str | None = None, tool_args: Any = None,
             if line is None:
                 raise ProcessStartError(
                     f"fake upstream did not print READY within {timeout}s "
-                    f"(exit code {process.proc.poll()})\n{process.output()}")
+                    f"(exit code {process.proc.poll()})\n{process.output()}"
+                )
             if line.startswith(b"READY "):
                 return FakeUpstreamHandle(process, int(line.split()[1]))
     except BaseException:
@@ -297,11 +319,16 @@ class MitmdumpHandle:
         self.stop()
 
 
-def start_mitmdump(upstream_url: str, *, options: dict[str, str] | None = None,
-                   save_path: str | os.PathLike | None = None,
-                   script: str | os.PathLike | None = DEFAULT_SCRIPT,
-                   extra_args: Sequence[str] = (), timeout: float = 20.0,
-                   attempts: int = 3) -> MitmdumpHandle:
+def start_mitmdump(
+    upstream_url: str,
+    *,
+    options: dict[str, str] | None = None,
+    save_path: str | os.PathLike | None = None,
+    script: str | os.PathLike | None = DEFAULT_SCRIPT,
+    extra_args: Sequence[str] = (),
+    timeout: float = 20.0,
+    attempts: int = 3,
+) -> MitmdumpHandle:
     """Run ``mitmdump [-s script] --mode reverse:<upstream_url>`` on a free local port.
 
     ``options`` become ``--set k=v``; ``save_path`` becomes ``-w``; ``script=None`` runs
@@ -318,8 +345,16 @@ def start_mitmdump(upstream_url: str, *, options: dict[str, str] | None = None,
         argv: list[str] = [str(MITMDUMP)]
         if script is not None:
             argv += ["-s", str(script)]
-        argv += ["--mode", f"reverse:{upstream_url}", "--listen-host", "127.0.0.1",
-                 "--listen-port", str(port), "--set", "termlog_verbosity=info"]
+        argv += [
+            "--mode",
+            f"reverse:{upstream_url}",
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            str(port),
+            "--set",
+            "termlog_verbosity=info",
+        ]
         for key, value in (options or {}).items():
             argv += ["--set", f"{key}={value}"]
         if save_path is not None:
@@ -363,6 +398,5 @@ def _wait_mitmdump_ready(process: ManagedProcess, port: int, timeout: float) -> 
         time.sleep(0.05)
     bad = [m for m in STARTUP_ERROR_MARKERS if m in process.output()]
     if bad or process.proc.poll() is not None:
-        return (f"mitmdump failed at startup ({', '.join(bad) or 'exited'}; "
-                f"exit code {process.proc.poll()})")
+        return f"mitmdump failed at startup ({', '.join(bad) or 'exited'}; exit code {process.proc.poll()})"
     return None

@@ -40,7 +40,9 @@ def openai_client(url: str) -> openai.OpenAI:
 def genai_client(url: str) -> genai.Client:
     """The ``google-genai`` client sending Gemini API (``v1beta``) requests to ``url``; its
     ``HttpOptions.timeout`` is in milliseconds."""
-    return genai.Client(api_key="x-test-key", http_options=types.HttpOptions(base_url=url, api_version="v1beta", timeout=30_000))
+    return genai.Client(
+        api_key="x-test-key", http_options=types.HttpOptions(base_url=url, api_version="v1beta", timeout=30_000)
+    )
 
 
 def parse_sse(data: bytes) -> list[tuple[str | None, str]]:

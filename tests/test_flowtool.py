@@ -33,8 +33,17 @@ SAMPLES = {
 def _dirty_body(dialect: str, body: dict) -> dict:
     body = json.loads(json.dumps(body))
     if dialect == "anthropic":
-        body["system"] = [{"type": "text", "text": PROMPT}, {"type": "text", "text": PROMPT + " 2", "cache_control": {"type": "ephemeral"}}]
-        body["messages"].insert(0, {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nPROPRIETARY context\n</system-reminder>"}]})
+        body["system"] = [
+            {"type": "text", "text": PROMPT},
+            {"type": "text", "text": PROMPT + " 2", "cache_control": {"type": "ephemeral"}},
+        ]
+        body["messages"].insert(
+            0,
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "<system-reminder>\nPROPRIETARY context\n</system-reminder>"}],
+            },
+        )
         body["metadata"] = {"user_id": "device-1234"}
         for t in body["tools"]:
             t["description"] = "PROPRIETARY-CLIENT-PROMPT " * 20
@@ -43,11 +52,31 @@ def _dirty_body(dialect: str, body: dict) -> dict:
         body["messages"].insert(1, {"role": "developer", "content": [{"type": "text", "text": PROMPT}]})
     elif dialect == "openai_responses":
         body["instructions"] = PROMPT
-        body["input"].insert(0, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": PROMPT}]})
-        body["input"].insert(1, {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n<cwd>/home/someone</cwd>\n</environment_context>"}]})
+        body["input"].insert(
+            0, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": PROMPT}]}
+        )
+        body["input"].insert(
+            1,
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "input_text",
+                        "text": "<environment_context>\n<cwd>/home/someone</cwd>\n</environment_context>",
+                    }
+                ],
+            },
+        )
     else:
         body["systemInstruction"] = {"parts": [{"text": PROMPT}, {"text": PROMPT}]}
-        body["contents"].insert(0, {"role": "user", "parts": [{"text": "This is the Gemini CLI. We are setting up the context for our chat."}]})
+        body["contents"].insert(
+            0,
+            {
+                "role": "user",
+                "parts": [{"text": "This is the Gemini CLI. We are setting up the context for our chat."}],
+            },
+        )
     return body
 
 
@@ -94,7 +123,9 @@ def test_add_adopts_a_dirty_user_flow_in_one_step(corpus, tmp_path, dialect, cap
             record = f.metadata[fr.META_RECORD]
             body = fr.parse_json(fr.original_request(f))
             assert not fr.system_text_problems(dialect, body, None)
-            assert not fr.system_text_problems(dialect, fr.parse_json(fr.request_body(f.request)), record.get("prompt_sentence"))
+            assert not fr.system_text_problems(
+                dialect, fr.parse_json(fr.request_body(f.request)), record.get("prompt_sentence")
+            )
     entry = fr.read_manifest()["flows"][fr.rel(out)]
     assert entry["source"] == "user" and entry["dialect"] == dialect and entry["bugs"] == ["BR-05"]
     assert entry["client_calls"] == fr.client_call_keys(fr.load_flows(out)[0])
@@ -131,7 +162,7 @@ def test_replay_prints_a_readable_diff_when_the_recording_is_wrong(tmp_path, cap
 MUTATED = "harness/br05-lowercase-bash-anthropic-sse.mitm"
 MUTATIONS = {
     "client_calls": ("client_calls", ['bash {"command":"git status"}']),  # what the client must get
-    "expected": ("expected", "leave"),                                    # repaired, said left
+    "expected": ("expected", "leave"),  # repaired, said left
 }
 
 
@@ -157,9 +188,27 @@ def test_replay_fails_where_test_flows_fails(corpus, capsys):
     _scratch_corpus(corpus)
     # tests/test_flows.py's per-file checks over the scratch corpus, in a pytest of its own
     env = dict(os.environ, TOOLVOCAB_FLOWS_DIR=str(corpus))
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-n", "0", str(fr.REPO / "tests" / "test_flows.py"),
-                          "-k", "replays_as_recorded or manifest_says or credentials or neutral_text"],
-                         cwd=fr.REPO, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rf",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            str(fr.REPO / "tests" / "test_flows.py"),
+            "-k",
+            "replays_as_recorded or manifest_says or credentials or neutral_text",
+        ],
+        cwd=fr.REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "2 failed, 10 passed" in run.stdout, run.stdout[-3000:]  # 4 checks x 3 files: the 2 mutated tables fail
     for mutation in (None, *MUTATIONS):
         name = MUTATED if mutation is None else f"harness/{mutation}.mitm"
@@ -171,6 +220,12 @@ def test_replay_fails_where_test_flows_fails(corpus, capsys):
             assert not failed, run.stdout[-3000:]
         else:
             assert status == 1 and out.startswith(f"FAIL {name}\n"), out
-            assert [f.split("::")[1].split("[")[0] for f in failed] == ["test_flow_does_what_the_manifest_says"], run.stdout[-3000:]
-            why = "the client receives" if mutation == "client_calls" else "expected the answer to reach the client unchanged"
+            assert [f.split("::")[1].split("[")[0] for f in failed] == ["test_flow_does_what_the_manifest_says"], (
+                run.stdout[-3000:]
+            )
+            why = (
+                "the client receives"
+                if mutation == "client_calls"
+                else "expected the answer to reach the client unchanged"
+            )
             assert f"{name}:\n      {why}" in out and f"{name}:\n  {why}" in run.stdout, (out, run.stdout[-3000:])

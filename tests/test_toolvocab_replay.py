@@ -17,7 +17,9 @@ TOOLVOCAB = Path(sys.executable).parent / "toolvocab"
 SAMPLE = fr.REPO / "flows" / "harness" / "br05-lowercase-bash-anthropic-sse.mitm"
 OBSERVED = fr.REPO / "flows" / "harness" / "br05-lowercase-bash-observe-anthropic-sse.mitm"
 
-pytestmark = pytest.mark.skipif(not TOOLVOCAB.exists(), reason=f"the toolvocab console script is not next to {sys.executable}")
+pytestmark = pytest.mark.skipif(
+    not TOOLVOCAB.exists(), reason=f"the toolvocab console script is not next to {sys.executable}"
+)
 
 
 def toolvocab(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -36,18 +38,31 @@ def recordings(tmp_path: Path) -> dict[str, Path]:
     commented.comment = "changed: something else"
     fr.write_flows(tmp_path / "comment.mitm", [commented])
     (tmp_path / "notes.mitm").write_text("not a flow file")
-    return {"dir": tmp_path / "rec", "tampered": tmp_path / "tampered.mitm", "comment": tmp_path / "comment.mitm",
-            "notes": tmp_path / "notes.mitm"}
+    return {
+        "dir": tmp_path / "rec",
+        "tampered": tmp_path / "tampered.mitm",
+        "comment": tmp_path / "comment.mitm",
+        "notes": tmp_path / "notes.mitm",
+    }
 
 
 def test_pass_a_readable_diff_and_exit_1_on_any_difference(tmp_path):
     paths = recordings(tmp_path)
-    run = toolvocab("replay", str(paths["dir"]), str(OBSERVED), str(paths["comment"]), str(paths["tampered"]),
-                    str(paths["notes"]), cwd=tmp_path)
+    run = toolvocab(
+        "replay",
+        str(paths["dir"]),
+        str(OBSERVED),
+        str(paths["comment"]),
+        str(paths["tampered"]),
+        str(paths["notes"]),
+        cwd=tmp_path,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     out, lines = run.stdout, run.stdout.splitlines()
     # recordings that match (the comment is not the bytes: only --strict compares it)
-    assert lines[0].startswith(f"PASS {paths['dir'] / 'a.mitm'} flow ") and lines[1].startswith(f"PASS {OBSERVED} flow ")
+    assert lines[0].startswith(f"PASS {paths['dir'] / 'a.mitm'} flow ") and lines[1].startswith(
+        f"PASS {OBSERVED} flow "
+    )
     assert lines[2].startswith(f"PASS {paths['comment']} flow ")
     # what the client would receive now differs from the recording: the tool calls, side by side
     assert lines[3] == f"FAIL {paths['tampered']}" and "differs in: response the client receives" in out

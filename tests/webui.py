@@ -48,8 +48,15 @@ class Mitmweb:
     """``mitmweb -s addon/toolvocab.py --mode reverse:<upstream_url>`` on free local ports, with
     ``web_columns`` set to ``columns`` (``None``: not set) and ``options`` as ``--set k=v``."""
 
-    def __init__(self, upstream_url: str, workdir: Path, timeout: float = 30.0, *,
-                 columns: tuple[str, ...] | None = COLUMNS, options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        upstream_url: str,
+        workdir: Path,
+        timeout: float = 30.0,
+        *,
+        columns: tuple[str, ...] | None = COLUMNS,
+        options: dict[str, str] | None = None,
+    ) -> None:
         self.password = secrets.token_hex(12)
         # mitmweb >= 11.1.2 wants a token or web_password; 11.0.2 has neither option
         self.needs_auth = _mitmproxy_version() >= (11, 1, 2)
@@ -57,9 +64,20 @@ class Mitmweb:
         self.web_port = procs.free_port()
         argv = [str(MITMWEB), "-s", str(procs.ADDON_SCRIPT)]  # its addons include ToolVocabUI
         argv += [
-            "--mode", f"reverse:{upstream_url}", "--listen-host", "127.0.0.1", "--listen-port", str(self.port),
-            "--web-host", "127.0.0.1", "--web-port", str(self.web_port),
-            "--set", "web_open_browser=false", "--set", "termlog_verbosity=info",
+            "--mode",
+            f"reverse:{upstream_url}",
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            str(self.port),
+            "--web-host",
+            "127.0.0.1",
+            "--web-port",
+            str(self.web_port),
+            "--set",
+            "web_open_browser=false",
+            "--set",
+            "termlog_verbosity=info",
         ]
         for column in columns or ():
             argv += ["--set", f"web_columns={column}"]  # a Sequence[str] option: one --set each
@@ -127,11 +145,23 @@ class Chromium:
         self.profile.mkdir(parents=True, exist_ok=True)
         (self.profile / "DevToolsActivePort").unlink(missing_ok=True)  # a stale one names a dead port
         argv = [
-            str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-dev-shm-usage", "--no-proxy-server", "--hide-scrollbars",
-            f"--user-data-dir={self.profile}", f"--window-size={WINDOW[0]},{WINDOW[1]}",
-            "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank",
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--no-proxy-server",
+            "--hide-scrollbars",
+            f"--user-data-dir={self.profile}",
+            f"--window-size={WINDOW[0]},{WINDOW[1]}",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            "about:blank",
         ]
         self.process = procs.ManagedProcess(argv, name="chromium", workdir=str(workdir), env=_no_proxy_env())
         self.ws = None
@@ -141,11 +171,17 @@ class Chromium:
             port = self._devtools_port(timeout)
             page_ws = self._page_target(port, timeout)
             self.ws = self._stack.enter_context(
-                connect(page_ws, max_size=None, open_timeout=10, proxy=None, compression=None))
+                connect(page_ws, max_size=None, open_timeout=10, proxy=None, compression=None)
+            )
             self.call("Page.enable")
             self.call("Runtime.enable")
-            self.call("Emulation.setDeviceMetricsOverride", width=WINDOW[0], height=WINDOW[1],
-                      deviceScaleFactor=1, mobile=False)
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=WINDOW[0],
+                height=WINDOW[1],
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         except BaseException:
             self.stop()
             raise
@@ -221,21 +257,24 @@ class Chromium:
         """Click the flow-detail tab called ``label`` (Request, Response, Comment...) as a user would."""
         found = self.evaluate(
             "(() => { const a = Array.from(document.querySelectorAll('a'))"
-            f".find(e => e.textContent.trim() === {json.dumps(label)}); if (a) a.click(); return !!a; }})()")
+            f".find(e => e.textContent.trim() === {json.dumps(label)}); if (a) a.click(); return !!a; }})()"
+        )
         assert found, f"no {label!r} tab on the page: {self.text()[:2000]}"
 
     def click_text(self, label: str, selector: str = "a, button") -> None:
         """Click the first element matching ``selector`` whose text is ``label`` (a menu tab, a button)."""
         found = self.evaluate(
             f"(() => {{ const a = Array.from(document.querySelectorAll({json.dumps(selector)}))"
-            f".find(e => e.textContent.trim() === {json.dumps(label)}); if (a) a.click(); return !!a; }})()")
+            f".find(e => e.textContent.trim() === {json.dumps(label)}); if (a) a.click(); return !!a; }})()"
+        )
         assert found, f"no {label!r} ({selector}) on the page: {self.text()[:2000]}"
 
     def click_row(self, needle: str) -> None:
         """Click the flow-list row whose text holds ``needle`` (it opens the flow's details)."""
         found = self.evaluate(
             "(() => { const r = Array.from(document.querySelectorAll('tr'))"
-            f".find(e => e.textContent.includes({json.dumps(needle)})); if (r) r.click(); return !!r; }})()")
+            f".find(e => e.textContent.includes({json.dumps(needle)})); if (r) r.click(); return !!r; }})()"
+        )
         assert found, f"no row with {needle!r}: {self.text()[:2000]}"
 
     def check_option(self, label: str) -> None:
@@ -243,7 +282,8 @@ class Chromium:
         found = self.evaluate(
             "(() => { const a = Array.from(document.querySelectorAll('input[type=checkbox]'))"
             f".find(e => e.parentElement.textContent.trim() === {json.dumps(label)}); "
-            "if (a && !a.checked) a.click(); return !!a; })()")
+            "if (a && !a.checked) a.click(); return !!a; })()"
+        )
         assert found, f"no {label!r} checkbox on the page: {self.text()[:2000]}"
 
     def type_into(self, selector: str, text: str, *, enter: bool = False, clear: bool = True) -> None:
@@ -251,23 +291,38 @@ class Chromium:
         which React's inputs take like typing), then press Enter when ``enter``."""
         focused = self.evaluate(
             f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return false; e.focus(); "
-            + ("e.select(); " if clear else "") + "return true; })()")
+            + ("e.select(); " if clear else "")
+            + "return true; })()"
+        )
         assert focused, f"no {selector!r} on the page: {self.text()[:2000]}"
         if clear:
             for kind in ("keyDown", "keyUp"):
-                self.call("Input.dispatchKeyEvent", type=kind, key="Backspace", code="Backspace",
-                          windowsVirtualKeyCode=8, nativeVirtualKeyCode=8)
+                self.call(
+                    "Input.dispatchKeyEvent",
+                    type=kind,
+                    key="Backspace",
+                    code="Backspace",
+                    windowsVirtualKeyCode=8,
+                    nativeVirtualKeyCode=8,
+                )
         if text:
             self.call("Input.insertText", text=text)
         if enter:
             for kind in ("keyDown", "keyUp"):
-                self.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
-                          windowsVirtualKeyCode=13, nativeVirtualKeyCode=13)
+                self.call(
+                    "Input.dispatchKeyEvent",
+                    type=kind,
+                    key="Enter",
+                    code="Enter",
+                    windowsVirtualKeyCode=13,
+                    nativeVirtualKeyCode=13,
+                )
 
     def scroll_to_bottom(self, selector: str) -> None:
         """Scroll the element ``selector`` (the event log's ``pre``) to its end, as a user would to read the last lines."""
         found = self.evaluate(
-            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (e) e.scrollTop = e.scrollHeight; return !!e; }})()")
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (e) e.scrollTop = e.scrollHeight; return !!e; }})()"
+        )
         assert found, f"no {selector!r} on the page"
 
     def scroll_to_line(self, prefix: str) -> None:
@@ -276,7 +331,8 @@ class Chromium:
         found = self.evaluate(
             f"(() => {{ const r = document.evaluate({xpath}, document, null, "
             "XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue; "
-            "if (r) r.scrollIntoView({block: 'start'}); return !!r; })()")
+            "if (r) r.scrollIntoView({block: 'start'}); return !!r; })()"
+        )
         assert found, f"no line starting with {prefix!r} on the page"
 
     def screenshot(self, path: Path) -> tuple[bytes, str]:

@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     p_tools.add_argument("files", nargs="+")
     p_tools.add_argument("--as", dest="shape", choices=SHAPES, default="normalized")
     p_tools.add_argument("--upstream", action="store_true", help="show the names sent upstream")
-    for name, text in (("stats", "counts per decision, client, upstream"), ("explain", "why each name was or was not repaired")):
+    for name, text in (
+        ("stats", "counts per decision, client, upstream"),
+        ("explain", "why each name was or was not repaired"),
+    ):
         p = sub.add_parser(name, help=text)
         p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)

@@ -114,13 +114,27 @@ def run(out=None, timeout: float = 30.0) -> int:
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="toolvocab-demo-", suffix=".log", delete=False)
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    argv = [sys.executable, "-c", "from mitmproxy.tools.main import mitmdump; mitmdump()",
-            "-s", addon_path(), "--mode", f"reverse:http://127.0.0.1:{up_port}",
-            "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", "termlog_verbosity=info"]
+    argv = [
+        sys.executable,
+        "-c",
+        "from mitmproxy.tools.main import mitmdump; mitmdump()",
+        "-s",
+        addon_path(),
+        "--mode",
+        f"reverse:http://127.0.0.1:{up_port}",
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        str(port),
+        "--set",
+        "termlog_verbosity=info",
+    ]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        print(f"toolvocab demo: a fake Anthropic upstream on 127.0.0.1:{up_port} answers with Codex's shell tool call;",
-              file=out)
+        print(
+            f"toolvocab demo: a fake Anthropic upstream on 127.0.0.1:{up_port} answers with Codex's shell tool call;",
+            file=out,
+        )
         print(f"mitmdump with toolvocab in front of it on 127.0.0.1:{port} (reverse mode, pid {proc.pid}).", file=out)
         deadline = time.monotonic() + timeout
         while not _listening(port):
@@ -128,13 +142,25 @@ def run(out=None, timeout: float = 30.0) -> int:
                 print(f"mitmdump did not start (exit {proc.poll()}):\n{_read(log.name)}", file=out)
                 return 1
             time.sleep(0.1)
-        request = {"model": "claude-demo", "max_tokens": 256, "tools": [BASH],
-                   "messages": [{"role": "user", "content": "What changed in the repository?"}]}
+        request = {
+            "model": "claude-demo",
+            "max_tokens": 256,
+            "tools": [BASH],
+            "messages": [{"role": "user", "content": "What changed in the repository?"}],
+        }
         print(f"\nrequest:           POST /v1/messages as Claude Code sends it, declaring {_declared(BASH)}", file=out)
         print(f"upstream answered: {_call_text(FOREIGN_CALL)}", file=out)
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=json.dumps(request).encode(), method="POST",
-                                     headers={"content-type": "application/json", "user-agent": USER_AGENT,
-                                              "anthropic-version": "2023-06-01", "x-api-key": "no-key-needed"})
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/messages",
+            data=json.dumps(request).encode(),
+            method="POST",
+            headers={
+                "content-type": "application/json",
+                "user-agent": USER_AGENT,
+                "anthropic-version": "2023-06-01",
+                "x-api-key": "no-key-needed",
+            },
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(req, timeout=timeout) as resp:
             answer = json.loads(resp.read())
@@ -143,10 +169,20 @@ def run(out=None, timeout: float = 30.0) -> int:
         line = _wait_line(log.name, "toolvocab: ", "→", deadline=time.monotonic() + 10)
         print(f"mitmdump printed:  {line or '(no toolvocab line)'}", file=out)
         repaired = [(c.get("name"), c.get("input")) for c in calls] == [("Bash", {"command": "git status"})]
-        print("\n" + ("The client got its own tool, Bash, with a command line: the call it can run." if repaired
-                      else "The client did not get the repaired call."), file=out)
-        print("With an agent: toolvocab --mode reverse:https://api.anthropic.com, then "
-              "ANTHROPIC_BASE_URL=http://127.0.0.1:8080 claude (README: reverse mode).", file=out)
+        print(
+            "\n"
+            + (
+                "The client got its own tool, Bash, with a command line: the call it can run."
+                if repaired
+                else "The client did not get the repaired call."
+            ),
+            file=out,
+        )
+        print(
+            "With an agent: toolvocab --mode reverse:https://api.anthropic.com, then "
+            "ANTHROPIC_BASE_URL=http://127.0.0.1:8080 claude (README: reverse mode).",
+            file=out,
+        )
         return 0 if repaired else 1
     finally:
         _stop(proc)
@@ -178,7 +214,7 @@ def _wait_line(path: str, *needles: str, deadline: float) -> str | None:
     while True:
         for line in _read(path).splitlines():
             if all(n in line for n in needles):
-                return line[line.index("toolvocab: "):] if "toolvocab: " in line else line
+                return line[line.index("toolvocab: ") :] if "toolvocab: " in line else line
         if time.monotonic() > deadline:
             return None
         time.sleep(0.1)

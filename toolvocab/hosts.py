@@ -40,40 +40,88 @@ _OPENAI = ("openai_chat", "openai_responses")
 #: agents' own code (the versions pinned in tests/e2e/install_clients.sh).
 KNOWN_HOSTS: tuple[KnownHost, ...] = (
     # --- Anthropic Messages
-    KnownHost(r"api\.anthropic\.com", ("anthropic",), "Anthropic",
-              "anthropic SDK default base_url https://api.anthropic.com; Claude Code's default"),
+    KnownHost(
+        r"api\.anthropic\.com",
+        ("anthropic",),
+        "Anthropic",
+        "anthropic SDK default base_url https://api.anthropic.com; Claude Code's default",
+    ),
     # --- OpenAI Chat Completions / Responses
-    KnownHost(r"api\.openai\.com", _OPENAI, "OpenAI",
-              "openai SDK default base_url https://api.openai.com/v1; Codex with an API key"),
-    KnownHost(r"chatgpt\.com", ("openai_responses",), "OpenAI (ChatGPT login)",
-              "Codex with ChatGPT login: https://chatgpt.com/backend-api/codex (codex-rs model provider)"),
-    KnownHost(r"[a-z0-9-]+\.openai\.azure\.com", _OPENAI, "Azure OpenAI",
-              "openai SDK AzureOpenAI: https://{resource}.openai.azure.com"),
+    KnownHost(
+        r"api\.openai\.com",
+        _OPENAI,
+        "OpenAI",
+        "openai SDK default base_url https://api.openai.com/v1; Codex with an API key",
+    ),
+    KnownHost(
+        r"chatgpt\.com",
+        ("openai_responses",),
+        "OpenAI (ChatGPT login)",
+        "Codex with ChatGPT login: https://chatgpt.com/backend-api/codex (codex-rs model provider)",
+    ),
+    KnownHost(
+        r"[a-z0-9-]+\.openai\.azure\.com",
+        _OPENAI,
+        "Azure OpenAI",
+        "openai SDK AzureOpenAI: https://{resource}.openai.azure.com",
+    ),
     # --- Gemini (generateContent) and Vertex AI (Gemini and Anthropic publishers)
-    KnownHost(r"generativelanguage\.googleapis\.com", ("gemini",), "Google Gemini API",
-              "google-genai SDK default; Gemini CLI with GEMINI_API_KEY"),
-    KnownHost(r"(?:[a-z0-9-]+-)?aiplatform\.googleapis\.com", ("gemini", "anthropic"), "Google Vertex AI",
-              "google-genai SDK (vertexai=True): https://{location}-aiplatform.googleapis.com, "
-              "global https://aiplatform.googleapis.com; anthropic SDK AnthropicVertex"),
-    KnownHost(r"cloudcode-pa\.googleapis\.com", ("gemini",), "Google Code Assist",
-              "Gemini CLI CODE_ASSIST_ENDPOINT https://cloudcode-pa.googleapis.com (login with Google)"),
+    KnownHost(
+        r"generativelanguage\.googleapis\.com",
+        ("gemini",),
+        "Google Gemini API",
+        "google-genai SDK default; Gemini CLI with GEMINI_API_KEY",
+    ),
+    KnownHost(
+        r"(?:[a-z0-9-]+-)?aiplatform\.googleapis\.com",
+        ("gemini", "anthropic"),
+        "Google Vertex AI",
+        "google-genai SDK (vertexai=True): https://{location}-aiplatform.googleapis.com, "
+        "global https://aiplatform.googleapis.com; anthropic SDK AnthropicVertex",
+    ),
+    KnownHost(
+        r"cloudcode-pa\.googleapis\.com",
+        ("gemini",),
+        "Google Code Assist",
+        "Gemini CLI CODE_ASSIST_ENDPOINT https://cloudcode-pa.googleapis.com (login with Google)",
+    ),
     # --- OpenAI-compatible providers
-    KnownHost(r"openrouter\.ai", ("openai_chat", "openai_responses", "anthropic"), "OpenRouter",
-              "https://openrouter.ai/api/v1 (OpenCode and Qwen Code provider lists)"),
-    KnownHost(r"api\.deepseek\.com", ("openai_chat", "anthropic"), "DeepSeek",
-              "https://api.deepseek.com (Qwen Code provider list); /anthropic speaks Messages"),
-    KnownHost(r"api\.moonshot\.(?:ai|cn)", ("openai_chat", "anthropic"), "Moonshot (Kimi)",
-              "https://api.moonshot.ai/v1 and api.moonshot.cn (toolvocab/engine/grammar.py)"),
-    KnownHost(r"(?:[a-z0-9-]+\.)?dashscope(?:-intl|-us)?\.aliyuncs\.com", _CHAT, "Alibaba DashScope (Qwen)",
-              "Qwen Code: https://dashscope.aliyuncs.com/compatible-mode/v1, dashscope-intl, dashscope-us"),
+    KnownHost(
+        r"openrouter\.ai",
+        ("openai_chat", "openai_responses", "anthropic"),
+        "OpenRouter",
+        "https://openrouter.ai/api/v1 (OpenCode and Qwen Code provider lists)",
+    ),
+    KnownHost(
+        r"api\.deepseek\.com",
+        ("openai_chat", "anthropic"),
+        "DeepSeek",
+        "https://api.deepseek.com (Qwen Code provider list); /anthropic speaks Messages",
+    ),
+    KnownHost(
+        r"api\.moonshot\.(?:ai|cn)",
+        ("openai_chat", "anthropic"),
+        "Moonshot (Kimi)",
+        "https://api.moonshot.ai/v1 and api.moonshot.cn (toolvocab/engine/grammar.py)",
+    ),
+    KnownHost(
+        r"(?:[a-z0-9-]+\.)?dashscope(?:-intl|-us)?\.aliyuncs\.com",
+        _CHAT,
+        "Alibaba DashScope (Qwen)",
+        "Qwen Code: https://dashscope.aliyuncs.com/compatible-mode/v1, dashscope-intl, dashscope-us",
+    ),
     KnownHost(r"api\.z\.ai", ("openai_chat", "anthropic"), "Z.ai (GLM)", "Qwen Code provider list"),
     KnownHost(r"api\.x\.ai", _OPENAI, "xAI", "OpenCode provider list: https://api.x.ai/v1"),
     KnownHost(r"api\.groq\.com", _CHAT, "Groq", "OpenCode provider list: https://api.groq.com/openai/v1"),
     KnownHost(r"api\.cerebras\.ai", _CHAT, "Cerebras", "OpenCode provider list: https://api.cerebras.ai/v1"),
     KnownHost(r"api\.together\.xyz", _CHAT, "Together AI", "OpenCode provider list: https://api.together.xyz/v1"),
     KnownHost(r"api\.mistral\.ai", _CHAT, "Mistral", "Qwen Code provider list: https://api.mistral.ai/v1"),
-    KnownHost(r"opencode\.ai", ("openai_chat", "openai_responses", "anthropic"), "OpenCode Zen",
-              "OpenCode: https://opencode.ai/zen (an access gate: profiles never apply there)"),
+    KnownHost(
+        r"opencode\.ai",
+        ("openai_chat", "openai_responses", "anthropic"),
+        "OpenCode Zen",
+        "OpenCode: https://opencode.ai/zen (an access gate: profiles never apply there)",
+    ),
 )
 
 INTERCEPT_CHOICES = ("known", "all")
@@ -150,8 +198,7 @@ def connection_host(sni: str | None, address: tuple | None) -> str | None:
     return None
 
 
-def start_line(modes: list[str] | tuple[str, ...], toolvocab_mode: str, profiles: str | None,
-               rule: HostRule) -> str:
+def start_line(modes: list[str] | tuple[str, ...], toolvocab_mode: str, profiles: str | None, rule: HostRule) -> str:
     """The one line the addon logs when mitmproxy is running, e.g. ``toolvocab: mode auto ·
     proxy regular · profiles none · intercepting TLS only to 18 known LLM API hosts; …``.
 
@@ -160,8 +207,7 @@ def start_line(modes: list[str] | tuple[str, ...], toolvocab_mode: str, profiles
     """
     modes = list(modes) or ["regular"]
     forward = [m for m in modes if not m.startswith("reverse:")]
-    parts = [f"toolvocab: mode {toolvocab_mode}", "proxy " + ", ".join(modes),
-             f"profiles {profiles or 'none'}"]
+    parts = [f"toolvocab: mode {toolvocab_mode}", "proxy " + ", ".join(modes), f"profiles {profiles or 'none'}"]
     if forward:
         parts.append(rule.describe())
     if rule.hosts is not None and len(forward) < len(modes):

@@ -93,7 +93,9 @@ def change_kind(record: dict | None) -> str | None:
         return "tools"
     if not request:
         return None
-    names_changed = bool(record.get("rename_map") or record.get("duplicates") or record.get("renames") or record.get("id_aliases"))
+    names_changed = bool(
+        record.get("rename_map") or record.get("duplicates") or record.get("renames") or record.get("id_aliases")
+    )
     if record.get("prompt_sentence") and not names_changed:
         return "prompt"
     return "tools"
@@ -127,7 +129,11 @@ def passed_note(why: str, got: str) -> str:
 
 def passed_reasons(record: dict | None) -> list[str]:
     """The give-ups of a flow (its notes that start with :data:`PASSED_PREFIX`), prefix removed."""
-    return [n[len(PASSED_PREFIX):] for n in (record or {}).get("notes") or [] if isinstance(n, str) and n.startswith(PASSED_PREFIX)]
+    return [
+        n[len(PASSED_PREFIX) :]
+        for n in (record or {}).get("notes") or []
+        if isinstance(n, str) and n.startswith(PASSED_PREFIX)
+    ]
 
 
 def left_decisions(record: dict | None) -> list[dict]:
@@ -139,7 +145,8 @@ def left_decisions(record: dict | None) -> list[dict]:
 def would_change(record: dict) -> bool:
     """In ``observe`` mode: whether the flow would have changed (a decision, a rename, the sentence)."""
     return bool(record.get("prompt_sentence") or record.get("renames")) or any(
-        d.get("action") in ("rename", "fit") for d in record.get("decisions") or [])
+        d.get("action") in ("rename", "fit") for d in record.get("decisions") or []
+    )
 
 
 def outcome(record: dict | None) -> str | None:
@@ -179,8 +186,10 @@ def _changes(record: dict) -> list[str]:
     parts = []
     for d in record.get("decisions") or []:
         if d.get("action") == "rename":
-            parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}→"
-                         f"{_qualified(d.get('target_namespace'), d.get('target'))} ({d.get('step')})")
+            parts.append(
+                f"{_qualified(d.get('namespace'), d.get('name'))}→"
+                f"{_qualified(d.get('target_namespace'), d.get('target'))} ({d.get('step')})"
+            )
         elif d.get("action") == "fit":
             parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}: arguments fitted")
     return parts
@@ -241,7 +250,11 @@ def comment(record: dict | None) -> str:
     if aliased and record.get("request_changed"):
         tools.append(f"{_plural(len(aliased), 'replayed id')} aliased upstream")
     sent = record.get("request_changed") or record.get("mode") == "observe"  # a sentence not sent is no change
-    sentence = f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}" if record.get("prompt_sentence") and sent else None
+    sentence = (
+        f"prompt names {_plural(len(record.get('prompt_names') or []), 'tool')}"
+        if record.get("prompt_sentence") and sent
+        else None
+    )
     changes = tools + ([sentence] if sentence else [])
     left = left_decisions(record)
     left_text = ", ".join(f"{_qualified(d.get('namespace'), d.get('name'))} ({left_reason(d)})" for d in left)
@@ -249,7 +262,10 @@ def comment(record: dict | None) -> str:
     verb = "would change" if record.get("mode") == "observe" else "changed"
     # what else the flow did, after its state: tool changes, then the sentence
     extra = ([f"{verb}: {'; '.join(tools)}"] if tools else []) + (
-        [f"prompt sentence {'would be ' if verb == 'would change' else ''}added ({sentence.removeprefix('prompt ')})"] if sentence else [])
+        [f"prompt sentence {'would be ' if verb == 'would change' else ''}added ({sentence.removeprefix('prompt ')})"]
+        if sentence
+        else []
+    )
     if state == PASSED:
         extra = ([f"left: {left_text}"] if left else []) + extra
         return PASSED_PREFIX + " | ".join(passed_reasons(record)) + "".join(f" · {e}" for e in extra)
@@ -305,8 +321,14 @@ def _arg_change_text(change: dict) -> str:
 
 def _wrap(text: str, indent: str, first: str = "") -> list[str]:
     """``first + text`` wrapped at :data:`WIDTH`, later lines indented by ``indent`` + 2."""
-    return textwrap.wrap(first + text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_long_words=False, break_on_hyphens=False) or [indent + first.rstrip()]
+    return textwrap.wrap(
+        first + text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [indent + first.rstrip()]
 
 
 def _decision_lines(d: dict, *, observe: bool, indent: str = "") -> list[str]:
@@ -357,7 +379,9 @@ def _request_lines(record: dict, *, observe: bool, indent: str = "  ") -> list[s
         lines.append(f"{indent}name grammar: {record['grammar']}")
     for r in record.get("renames") or []:
         upstream = r.get("upstream") if r.get("upstream") is not None else "(dropped)"
-        lines += _wrap(f"{r.get('caller')} → {upstream} ({r.get('why')}: {r.get('detail')})", indent, "renamed upstream: ")
+        lines += _wrap(
+            f"{r.get('caller')} → {upstream} ({r.get('why')}: {r.get('detail')})", indent, "renamed upstream: "
+        )
     for caller, upstream in (record.get("rename_map") or {}).items():
         if not any(r.get("caller") == caller for r in record.get("renames") or []):
             lines.append(f"{indent}renamed upstream: {caller} → {upstream}")
@@ -366,8 +390,11 @@ def _request_lines(record: dict, *, observe: bool, indent: str = "  ") -> list[s
         lines.append(f"{indent}declared more than once: {name} → later declarations {shown}")
     sentence = record.get("prompt_sentence")
     if sentence:
-        verb = "added to the system prompt" if record.get("request_changed") else (
-            "would add to the system prompt" if observe else "system prompt sentence (not sent)")
+        verb = (
+            "added to the system prompt"
+            if record.get("request_changed")
+            else ("would add to the system prompt" if observe else "system prompt sentence (not sent)")
+        )
         lines.append(f"{indent}{verb}:")
         lines += _wrap(sentence, indent + "  ")
         if record.get("prompt_names"):
@@ -392,8 +419,14 @@ def _tool_error_lines(record: dict) -> list[str]:
 # -- the record, rendered -----------------------------------------------------------------------
 
 
-def render_record(record: dict | None, *, side: str | None = None, diff: str | None = None,
-                  original_size: int | None = None, replay: bool = False) -> str:
+def render_record(
+    record: dict | None,
+    *,
+    side: str | None = None,
+    diff: str | None = None,
+    original_size: int | None = None,
+    replay: bool = False,
+) -> str:
     """The toolvocab record as text, as the contentview shows it above the body.
 
     ``side`` (``"request"``/``"response"``) says which message the body below belongs to; that
@@ -410,7 +443,9 @@ def render_record(record: dict | None, *, side: str | None = None, diff: str | N
         head = f"toolvocab: not handled — {record['skipped']}"
         if record.get("dialect"):
             head += f" (dialect {record['dialect']})"
-        return "\n".join([head, f"mode: {record.get('mode') or '–'}", *(f"note: {n}" for n in record.get("notes") or [])])
+        return "\n".join(
+            [head, f"mode: {record.get('mode') or '–'}", *(f"note: {n}" for n in record.get("notes") or [])]
+        )
     changed = [s for s in ("request", "response") if record.get(f"{s}_changed")]
     lines = [
         f"toolvocab — {record.get('dialect') or '?'} · mode {record.get('mode') or '?'} · "
@@ -451,7 +486,9 @@ def render_record(record: dict | None, *, side: str | None = None, diff: str | N
     if side == "request" and replay:
         below = ["Body below: the request as sent upstream at the replay."]
         if original_size is not None:
-            below.append(f"The replayed request before toolvocab changed it ({original_size} bytes) is in metadata {METADATA_REQUEST}.")
+            below.append(
+                f"The replayed request before toolvocab changed it ({original_size} bytes) is in metadata {METADATA_REQUEST}."
+            )
     elif side == "request":
         below = ["Body below: the request as sent upstream."]
         if original_size is not None:
@@ -521,8 +558,12 @@ def _label(item: Any, record: dict, index: int) -> str:
     else:
         where = f"{record['host']}{record.get('path') or ''}" if record.get("host") else "(host not recorded)"
         ident = f"flow {index}"
-    bits = [record.get("dialect"), f"model {record.get('model')}" if record.get("model") else None,
-            f"client {record.get('client')}" if record.get("client") else None, f"mode {record.get('mode') or '?'}"]
+    bits = [
+        record.get("dialect"),
+        f"model {record.get('model')}" if record.get("model") else None,
+        f"client {record.get('client')}" if record.get("client") else None,
+        f"mode {record.get('mode') or '?'}",
+    ]
     return f"{ident}: {where} ({', '.join(b for b in bits if b)})"
 
 
@@ -536,8 +577,11 @@ def explain_record(record: dict) -> list[str]:
         lines.append(f"state: {comment(record)}")
     decisions = record.get("decisions") or []
     if not decisions:
-        lines.append("no tool call resolved before toolvocab gave up (see the notes)" if passed_reasons(record)
-                     else "no tool calls in the answer")
+        lines.append(
+            "no tool call resolved before toolvocab gave up (see the notes)"
+            if passed_reasons(record)
+            else "no tool calls in the answer"
+        )
     for d in decisions:
         action, step = d.get("action", "?"), d.get("step", "?")
         name = _qualified(d.get("namespace"), d.get("name"))

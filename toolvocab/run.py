@@ -95,8 +95,11 @@ def with_local_default(args: list[str], out=None) -> list[str]:
     the user chose a listen host (:func:`chooses_listen_host`)."""
     if chooses_listen_host(args):
         return args
-    print(f"toolvocab: listening on {LOCAL_HOST} only (mitmdump's default would be every interface); "
-          "--listen-host 0.0.0.0 accepts other machines", file=out or sys.stderr)
+    print(
+        f"toolvocab: listening on {LOCAL_HOST} only (mitmdump's default would be every interface); "
+        "--listen-host 0.0.0.0 accepts other machines",
+        file=out or sys.stderr,
+    )
     return ["--listen-host", LOCAL_HOST, *args]
 
 
@@ -110,8 +113,8 @@ def dump_options(out=None) -> None:
 
 def toolvocab_options():
     """An ``OptManager`` holding only the options toolvocab's addons declare."""
-    from mitmproxy import optmanager
     from mitmproxy import options
+    from mitmproxy import optmanager
 
     from toolvocab.addons import default_addons
 
@@ -137,10 +140,16 @@ def print_help(tool: str, out=None) -> None:
     out = out or sys.stdout
     web = tool == "mitmweb"
     name = "toolvocab-web" if web else "toolvocab"
-    print(f"{name} {version()}: {tool} with the toolvocab addon (repairs tool calls between coding agents and LLM APIs).", file=out)
+    print(
+        f"{name} {version()}: {tool} with the toolvocab addon (repairs tool calls between coding agents and LLM APIs).",
+        file=out,
+    )
     print(f"\nusage: {name} [{tool} options]   listens on {LOCAL_HOST} unless --listen-host is given", file=out)
     if not web:
-        print("       toolvocab SUBCOMMAND …       (toolvocab SUBCOMMAND --help for its arguments)\n\nsubcommands:", file=out)
+        print(
+            "       toolvocab SUBCOMMAND …       (toolvocab SUBCOMMAND --help for its arguments)\n\nsubcommands:",
+            file=out,
+        )
         for sub, text in SUBCOMMANDS.items():
             print(f"  {sub:<9} {text}", file=out)
     print("\ntoolvocab options (--set NAME=VALUE):", file=out)

@@ -21,6 +21,7 @@ e2e conftest, whose module name ``conftest`` tests/conftest.py shares.
 * ``client_binary(key)``: the agent's binary under ``$TOOLVOCAB_CLIENTS`` (installed when
   missing; skips the calling test when it cannot be).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,7 +36,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
 import pytest
 
@@ -62,10 +64,42 @@ ECHO_ARGS = {"command": "echo " + MARKER}
 #: Lower-cased words that no HOME/work path may contain: the agents copy the cwd (and memory
 #: paths) into their prompts, and a path that names a tool would make the prompt mention it.
 TOOL_WORDS = (
-    "agent", "apply", "bash", "cron", "edit", "enter", "exec", "exit", "fetch", "file", "glob", "goal",
-    "grep", "image", "invalid", "list", "monitor", "notebook", "patch", "plan", "read", "replace",
-    "report", "schedule", "search", "send", "shell", "skill", "stdin", "task", "todo", "topic", "view",
-    "web", "workflow", "write",
+    "agent",
+    "apply",
+    "bash",
+    "cron",
+    "edit",
+    "enter",
+    "exec",
+    "exit",
+    "fetch",
+    "file",
+    "glob",
+    "goal",
+    "grep",
+    "image",
+    "invalid",
+    "list",
+    "monitor",
+    "notebook",
+    "patch",
+    "plan",
+    "read",
+    "replace",
+    "report",
+    "schedule",
+    "search",
+    "send",
+    "shell",
+    "skill",
+    "stdin",
+    "task",
+    "todo",
+    "topic",
+    "view",
+    "web",
+    "workflow",
+    "write",
 )
 
 PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
@@ -122,8 +156,15 @@ def run_client(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 
     """Run one agent (own session, stdin /dev/null, at most ``timeout`` seconds); kill its whole
     process group afterwards (whatever its tools left behind lives there: pgid == pid)."""
     start = time.monotonic()
-    popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             env=env, cwd=cwd, start_new_session=True)
+    popen = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
     rc: int | None
     try:
         out, err = popen.communicate(timeout=timeout)
@@ -136,8 +177,9 @@ def run_client(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(popen.pid, signal.SIGKILL)
-    return ClientRun(cmd, Path(env["HOME"]), rc, out.decode(errors="replace"), err.decode(errors="replace"),
-                     time.monotonic() - start)
+    return ClientRun(
+        cmd, Path(env["HOME"]), rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - start
+    )
 
 
 # --------------------------------------------------------------------------- per-agent settings
@@ -151,11 +193,19 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2) + "\n")
 
 
-_QUIET = {"privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-          "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
+_QUIET = {
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+}
 
-_CLAUDE_ENV = {"ANTHROPIC_API_KEY": "sk-ant-dummy", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-               "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1"}
+_CLAUDE_ENV = {
+    "ANTHROPIC_API_KEY": "sk-ant-dummy",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+}
 
 
 def _claude_reverse(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
@@ -183,8 +233,18 @@ def _qwen_regular(home: Path, work: Path, ca: str, prompt: str) -> tuple[list[st
     return ["--auth-type", "openai", "--approval-mode", "yolo", prompt], env
 
 
-_OPENCODE_ENV = {f"OPENCODE_DISABLE_{k}": "1" for k in (
-    "MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "SHARE", "CLAUDE_CODE", "EXTERNAL_SKILLS")}
+_OPENCODE_ENV = {
+    f"OPENCODE_DISABLE_{k}": "1"
+    for k in (
+        "MODELS_FETCH",
+        "AUTOUPDATE",
+        "DEFAULT_PLUGINS",
+        "LSP_DOWNLOAD",
+        "SHARE",
+        "CLAUDE_CODE",
+        "EXTERNAL_SKILLS",
+    )
+}
 
 
 def _opencode_setup(home: Path, work: Path, config: dict[str, Any]) -> None:
@@ -192,28 +252,54 @@ def _opencode_setup(home: Path, work: Path, config: dict[str, Any]) -> None:
     (cfg / "node_modules").mkdir(parents=True, exist_ok=True)
     # stub: without it OpenCode runs `npm install @opencode-ai/plugin` into its config dir
     _write_json(cfg / "package.json", {"dependencies": {"@opencode-ai/plugin": "*"}})
-    _write_json(cfg / "package-lock.json",
-                {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}})
-    _write_json(cfg / "opencode.json", {
-        "$schema": "https://opencode.ai/config.json", **config, "autoupdate": False, "share": "disabled",
-        "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
-    })
+    _write_json(
+        cfg / "package-lock.json",
+        {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}},
+    )
+    _write_json(
+        cfg / "opencode.json",
+        {
+            "$schema": "https://opencode.ai/config.json",
+            **config,
+            "autoupdate": False,
+            "share": "disabled",
+            "permission": {"bash": "allow", "edit": "allow", "webfetch": "allow"},
+        },
+    )
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(["git", "init", "-q", "."], cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
-                       timeout=30, env={"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)})
+        subprocess.run(
+            ["git", "init", "-q", "."],
+            cwd=work,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            env={"PATH": os.environ.get("PATH", os.defpath), "HOME": str(home)},
+        )
 
 
 def _opencode_reverse(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
-    _opencode_setup(home, work, {
-        "model": "fake/fake-model", "small_model": "fake/fake-model",
-        "provider": {"fake": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Fake",
-            "options": {"baseURL": base_url + "/v1", "apiKey": "sk-dummy"},
-            "models": {"fake-model": {"name": "Fake Model", "tool_call": True,
-                                      "limit": {"context": 200000, "output": 8192}}},
-        }},
-    })
+    _opencode_setup(
+        home,
+        work,
+        {
+            "model": "fake/fake-model",
+            "small_model": "fake/fake-model",
+            "provider": {
+                "fake": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Fake",
+                    "options": {"baseURL": base_url + "/v1", "apiKey": "sk-dummy"},
+                    "models": {
+                        "fake-model": {
+                            "name": "Fake Model",
+                            "tool_call": True,
+                            "limit": {"context": 200000, "output": 8192},
+                        }
+                    },
+                }
+            },
+        },
+    )
     return ["run", prompt], dict(_OPENCODE_ENV)
 
 
@@ -228,7 +314,7 @@ def _codex_config(home: Path, provider_key: str = "", provider_table: str = "") 
     ``provider_table`` (a TOML table) pick a provider other than the built-in OpenAI one."""
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
-    (codex_home / "config.toml").write_text(f'''\
+    (codex_home / "config.toml").write_text(f"""\
 model = "gpt-5.5"
 {provider_key}approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -247,19 +333,23 @@ apps = false
 remote_plugin = false
 plugin_sharing = false
 tool_suggest = false
-''')
+""")
     return codex_home
 
 
 def _codex_reverse(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
-    codex_home = _codex_config(home, 'model_provider = "fake"\n', f'''\
+    codex_home = _codex_config(
+        home,
+        'model_provider = "fake"\n',
+        f'''\
 [model_providers.fake]
 name = "Fake"
 base_url = "{base_url}/v1"
 env_key = "FAKE_OPENAI_API_KEY"
 wire_api = "responses"
 
-''')
+''',
+    )
     return ["exec", "--skip-git-repo-check", prompt], {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_API_KEY": "sk-dummy"}
 
 
@@ -276,7 +366,9 @@ def _codex_regular(home: Path, work: Path, ca: str, prompt: str) -> tuple[list[s
 
 
 def _gemini_settings(home: Path) -> None:
-    _write_json(home / ".gemini" / "settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}, **_QUIET})
+    _write_json(
+        home / ".gemini" / "settings.json", {"security": {"auth": {"selectedType": "gemini-api-key"}}, **_QUIET}
+    )
 
 
 def _gemini_reverse(home: Path, work: Path, base_url: str, prompt: str) -> tuple[list[str], dict[str, str]]:
@@ -309,15 +401,33 @@ class Agent:
     tunnel_loopback: bool = False
 
 
-AGENTS: dict[str, Agent] = {a.key: a for a in (
-    Agent("claude", "Claude Code", "anthropic", _claude_reverse, _claude_regular, "api.anthropic.com", "Bash"),
-    Agent("codex", "Codex CLI", "responses", _codex_reverse, _codex_regular, "api.openai.com", "exec_command"),
-    Agent("opencode", "OpenCode", "chat", _opencode_reverse, _opencode_regular, "api.anthropic.com", "bash"),
-    Agent("qwen", "Qwen Code", "chat", _qwen_reverse, _qwen_regular, "dashscope.aliyuncs.com", "run_shell_command",
-          tunnel_loopback=True),
-    Agent("gemini", "Gemini CLI", "gemini", _gemini_reverse, _gemini_regular, "generativelanguage.googleapis.com",
-          "run_shell_command"),
-)}
+AGENTS: dict[str, Agent] = {
+    a.key: a
+    for a in (
+        Agent("claude", "Claude Code", "anthropic", _claude_reverse, _claude_regular, "api.anthropic.com", "Bash"),
+        Agent("codex", "Codex CLI", "responses", _codex_reverse, _codex_regular, "api.openai.com", "exec_command"),
+        Agent("opencode", "OpenCode", "chat", _opencode_reverse, _opencode_regular, "api.anthropic.com", "bash"),
+        Agent(
+            "qwen",
+            "Qwen Code",
+            "chat",
+            _qwen_reverse,
+            _qwen_regular,
+            "dashscope.aliyuncs.com",
+            "run_shell_command",
+            tunnel_loopback=True,
+        ),
+        Agent(
+            "gemini",
+            "Gemini CLI",
+            "gemini",
+            _gemini_reverse,
+            _gemini_regular,
+            "generativelanguage.googleapis.com",
+            "run_shell_command",
+        ),
+    )
+}
 
 
 @dataclasses.dataclass
@@ -347,10 +457,18 @@ def client_binary(key: str) -> ClientBinary:
     binary = CLIENTS_DIR / key / "node_modules" / ".bin" / key
     if not binary.exists():
         try:
-            res = subprocess.run(["bash", str(INSTALL_SCRIPT), key], stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, timeout=INSTALL_TIMEOUT + 30,
-                                 env={**os.environ, "TOOLVOCAB_CLIENTS": str(CLIENTS_DIR),
-                                      "TOOLVOCAB_INSTALL_TIMEOUT": str(int(INSTALL_TIMEOUT))})
+            res = subprocess.run(
+                ["bash", str(INSTALL_SCRIPT), key],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=INSTALL_TIMEOUT + 30,
+                env={
+                    **os.environ,
+                    "TOOLVOCAB_CLIENTS": str(CLIENTS_DIR),
+                    "TOOLVOCAB_INSTALL_TIMEOUT": str(int(INSTALL_TIMEOUT)),
+                },
+            )
             problem = None if res.returncode == 0 else f"rc={res.returncode}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
         except subprocess.TimeoutExpired:
             problem = f"timed out after {INSTALL_TIMEOUT + 30:.0f}s"
@@ -359,8 +477,15 @@ def client_binary(key: str) -> ClientBinary:
     home = neutral_home("tv-e2e-version-")
     try:
         (home / "tmp").mkdir()
-        res = subprocess.run([str(binary), "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                             timeout=60, env=agent_env(home, "http://127.0.0.1:9"), cwd=home)
+        res = subprocess.run(
+            [str(binary), "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=agent_env(home, "http://127.0.0.1:9"),
+            cwd=home,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{binary} --version timed out")
     finally:

@@ -22,6 +22,7 @@ tunnels ``CONNECT`` to mitmdump's port and still refuses everything else.
 
 Every wait has a deadline; failure messages carry the processes' output.
 """
+
 from __future__ import annotations
 
 import base64
@@ -35,14 +36,28 @@ import socket
 import socketserver
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
+from typing import Callable
+from typing import Iterable
+from typing import Iterator
 
 import pytest
 
 import procs
-
-from e2e.agents import (AGENTS, ECHO_ARGS, FOREIGN_ARGS, FOREIGN_TOOL, MARKER, MARKER_OUTPUT,
-                        PROMPT, Agent, ClientBinary, ClientRun, agent_env, client_binary, neutral_home, run_client)
+from e2e.agents import AGENTS
+from e2e.agents import ECHO_ARGS
+from e2e.agents import FOREIGN_ARGS
+from e2e.agents import FOREIGN_TOOL
+from e2e.agents import MARKER
+from e2e.agents import MARKER_OUTPUT
+from e2e.agents import PROMPT
+from e2e.agents import Agent
+from e2e.agents import ClientBinary
+from e2e.agents import ClientRun
+from e2e.agents import agent_env
+from e2e.agents import client_binary
+from e2e.agents import neutral_home
+from e2e.agents import run_client
 
 TUNNEL_IDLE = 300.0
 
@@ -70,8 +85,10 @@ class TrapProxy:
             try:
                 upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
             except OSError as exc:
-                client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n"
-                               f"Connection: close\r\nX-Trap-Error: {exc}\r\n\r\n".encode())
+                client.sendall(
+                    f"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n"
+                    f"Connection: close\r\nX-Trap-Error: {exc}\r\n\r\n".encode()
+                )
                 return
             with lock:
                 open_socks.update((client, upstream))
@@ -130,8 +147,9 @@ class TrapProxy:
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._lock = lock
-        self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="e2e-trap-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, name="e2e-trap-proxy", daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -184,12 +202,17 @@ def system_text(wire: str, body: dict) -> str:
     """Every system prompt text: system fields and system/developer messages."""
     parts: list[str] = []
     if wire == "chat":
-        parts += [_text(m.get("content")) for m in body.get("messages") or [] if m.get("role") in ("system", "developer")]
+        parts += [
+            _text(m.get("content")) for m in body.get("messages") or [] if m.get("role") in ("system", "developer")
+        ]
     elif wire == "responses":
         parts.append(_text(body.get("instructions")))
         items = body.get("input") if isinstance(body.get("input"), list) else []
-        parts += [_text(it.get("content")) for it in items
-                  if it.get("type", "message") == "message" and it.get("role") in ("system", "developer")]
+        parts += [
+            _text(it.get("content"))
+            for it in items
+            if it.get("type", "message") == "message" and it.get("role") in ("system", "developer")
+        ]
     elif wire == "gemini":
         parts.append(_text((body.get("systemInstruction") or {}).get("parts")))
     elif wire == "anthropic":
@@ -201,8 +224,9 @@ def system_text(wire: str, body: dict) -> str:
 def unmentioned_tool_names(wire: str, body: dict) -> list[str]:
     """Declared names the system text does not mention (whole word, case-sensitive)."""
     text = system_text(wire, body)
-    return [n for n in declared_tool_names(wire, body)
-            if not re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text)]
+    return [
+        n for n in declared_tool_names(wire, body) if not re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text)
+    ]
 
 
 def _is_model_call(wire: str, record: dict) -> bool:
@@ -263,8 +287,11 @@ class AgentRun:
     @property
     def tool_calls(self) -> list[dict]:
         """Model calls that declare tools (the agent's main loop), in order."""
-        return [r for r in self.model_calls
-                if isinstance(r.get("body"), dict) and declared_tool_names(self.agent.wire, self._inner(r["body"]))]
+        return [
+            r
+            for r in self.model_calls
+            if isinstance(r.get("body"), dict) and declared_tool_names(self.agent.wire, self._inner(r["body"]))
+        ]
 
     def _inner(self, body: dict) -> dict:
         return body["request"] if self.agent.wire == "gemini" and isinstance(body.get("request"), dict) else body
@@ -308,8 +335,10 @@ class AgentRun:
     def second_tool_call(self) -> dict:
         calls = self.tool_calls
         if len(calls) < 2:
-            pytest.fail(f"expected {self.agent.label} to make at least 2 tool-bearing model calls, "
-                        f"got {len(calls)}\n{self.describe()}")
+            pytest.fail(
+                f"expected {self.agent.label} to make at least 2 tool-bearing model calls, "
+                f"got {len(calls)}\n{self.describe()}"
+            )
         return self.body(calls[1])
 
     def call_and_result(self, body: dict | None = None) -> tuple[dict, dict]:
@@ -324,13 +353,22 @@ class AgentRun:
         wire, where = self.agent.wire, "second model call"
         if wire == "anthropic":
             messages = body.get("messages") or []
-            uses = [b for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+            uses = [
+                b
+                for m in messages
+                if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+                for b in m["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
             assert uses, f"{where} carries no assistant tool_use\n{self.describe()}"
             call = uses[-1]
-            answers = [b for m in messages if m.get("role") == "user" and isinstance(m.get("content"), list)
-                       for b in m["content"]
-                       if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call.get("id")]
+            answers = [
+                b
+                for m in messages
+                if m.get("role") == "user" and isinstance(m.get("content"), list)
+                for b in m["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call.get("id")
+            ]
             assert answers, f"no tool_result for tool_use id {call.get('id')!r} in the {where}\n{self.describe()}"
             return call, answers[-1]
         if wire == "chat":
@@ -346,7 +384,11 @@ class AgentRun:
             calls = [it for it in items if it.get("type") == "function_call"]
             assert calls, f"{where} carries no function_call item\n{self.describe()}"
             call = calls[-1]
-            answers = [it for it in items if it.get("type") == "function_call_output" and it.get("call_id") == call.get("call_id")]
+            answers = [
+                it
+                for it in items
+                if it.get("type") == "function_call_output" and it.get("call_id") == call.get("call_id")
+            ]
             assert answers, f"no function_call_output for call_id {call.get('call_id')!r}\n{self.describe()}"
             return call, answers[-1]
         parts = [(c.get("role"), p) for c in body.get("contents") or [] for p in c.get("parts") or []]
@@ -361,8 +403,9 @@ class AgentRun:
         if c.rc != 0:
             why = f"was killed after {c.seconds:.0f}s (timeout)" if c.rc is None else f"exited rc={c.rc}"
             pytest.fail(f"{self.agent.label} {why}\n{self.describe()}")
-        assert not self.stray, f"{self.agent.label} tried to reach something other than the proxy: " \
-                               f"{self.stray}\n{self.describe()}"
+        assert not self.stray, (
+            f"{self.agent.label} tried to reach something other than the proxy: {self.stray}\n{self.describe()}"
+        )
 
     def describe(self) -> str:
         c = self.client
@@ -377,14 +420,20 @@ class AgentRun:
         ]
         for i, r in enumerate(self.tool_calls, 1):
             body = self.body(r)
-            key = {"anthropic": "messages", "chat": "messages", "responses": "input", "gemini": "contents"}[self.agent.wire]
+            key = {"anthropic": "messages", "chat": "messages", "responses": "input", "gemini": "contents"}[
+                self.agent.wire
+            ]
             hist = body.get(key) if isinstance(body.get(key), list) else []
-            lines.append(f"tool-bearing model call #{i} ({r.get('path')}), last 2 history items: "
-                         f"{json.dumps(hist[-2:], indent=1)[:3000]}")
+            lines.append(
+                f"tool-bearing model call #{i} ({r.get('path')}), last 2 history items: "
+                f"{json.dumps(hist[-2:], indent=1)[:3000]}"
+            )
             reply = base64.b64decode(r["reply"].get("body_b64") or "").decode("utf-8", "replace")
             lines.append(f"  upstream answered {r['reply'].get('status')}: {reply[:1500]}")
         try:
-            lines.append("--- mitmdump flows (what the agent got; toolvocab records) ---\n" + _flow_report(self.flows()))
+            lines.append(
+                "--- mitmdump flows (what the agent got; toolvocab records) ---\n" + _flow_report(self.flows())
+            )
         except Exception as exc:  # noqa: BLE001 - diagnostics only
             lines.append(f"(could not read saved flows: {exc!r})")
         lines.append("--- mitmdump output ---\n" + self.mitm.output()[-6000:])
@@ -395,13 +444,14 @@ class AgentRun:
 @pytest.fixture
 def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
     """Factory: ``run(key, mode, *, tool, args, prompt, files=None, fake_config=None,
-    configure=None, addon=True) -> AgentRun``.
+    configure=None, addon=True, save=True) -> AgentRun``.
 
     Installs the agent when missing (skips when it cannot), starts the fake upstream answering
     ``tool``/``args`` (``args`` may be a callable ``work_dir -> args``; ``fake_config``: more
     ``/__fake/config`` settings, e.g. ``{"reject_long_names": True}``), mitmdump with
     ``toolvocab_mode=<mode>`` in reverse mode in front of it (``addon=False``: plain mitmdump, no
-    ``-s``, ``mode`` None), and the stray-traffic trap; writes
+    ``-s``, ``mode`` None; ``save=False``: no ``-w``, as a user runs it, so nothing saves flows and
+    requests the plan leaves as sent are only peeked), and the stray-traffic trap; writes
     ``files`` (name -> text) into the agent's work dir; after the agent's offline settings are
     written, ``configure(home, work)`` may add to them (an MCP server, say); runs the agent once
     (fresh HOME, bounded timeout) and returns what the upstream saw.  Everything is stopped by
@@ -410,9 +460,19 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
     stack = contextlib.ExitStack()
     counter = iter(range(1, 1000))
 
-    def run(key: str, mode: str | None, *, tool: str, args: Any, prompt: str,
-            files: dict[str, str] | None = None, fake_config: dict[str, Any] | None = None,
-            configure: Callable[[Path, Path], None] | None = None, addon: bool = True) -> AgentRun:
+    def run(
+        key: str,
+        mode: str | None,
+        *,
+        tool: str,
+        args: Any,
+        prompt: str,
+        files: dict[str, str] | None = None,
+        fake_config: dict[str, Any] | None = None,
+        configure: Callable[[Path, Path], None] | None = None,
+        addon: bool = True,
+        save: bool = True,
+    ) -> AgentRun:
         agent = AGENTS[key]
         binary = client_binary(key)
         if addon and not procs.ADDON_SCRIPT.exists():
@@ -435,8 +495,10 @@ def agent_e2e(tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
         options = {"confdir": str(confdir)}
         if addon:
             options["toolvocab_mode"] = str(mode)
-        mitm = procs.start_mitmdump(fake.url, options=options, save_path=tmp_path / f"flows-{key}-{mode}-{n}.mitm",
-                                    script=procs.ADDON_SCRIPT if addon else None)
+        save_path = tmp_path / f"flows-{key}-{mode}-{n}.mitm" if save else None
+        mitm = procs.start_mitmdump(
+            fake.url, options=options, save_path=save_path, script=procs.ADDON_SCRIPT if addon else None
+        )
         stack.callback(mitm.stop)  # LIFO: mitmdump stops before the fake upstream
         trap = TrapProxy(allow_ports=[mitm.port] if agent.tunnel_loopback else ())
         stack.callback(trap.close)
@@ -464,7 +526,15 @@ def claude_e2e(agent_e2e: Callable[..., AgentRun]) -> Callable[..., AgentRun]:
     ``fake_config``: ``/__fake/config`` settings (e.g. ``{"leak_as_text": True}``)."""
 
     def run(mode: str | None, addon: bool = True, fake_config: dict[str, Any] | None = None) -> AgentRun:
-        return agent_e2e("claude", mode, tool=FOREIGN_TOOL, args=FOREIGN_ARGS, prompt=PROMPT,
-                         files={"notes.txt": "hello\n"}, fake_config=fake_config, addon=addon)
+        return agent_e2e(
+            "claude",
+            mode,
+            tool=FOREIGN_TOOL,
+            args=FOREIGN_ARGS,
+            prompt=PROMPT,
+            files={"notes.txt": "hello\n"},
+            fake_config=fake_config,
+            addon=addon,
+        )
 
     return run

@@ -62,11 +62,17 @@ def main() -> int:
             continue  # a notification (notifications/initialized, cancelled, ...)
         if method == "initialize":
             version = (msg.get("params") or {}).get("protocolVersion") or "2025-06-18"
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "toolvocab-stub", "version": "1.0.0"},
-            }})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": False}},
+                        "serverInfo": {"name": "toolvocab-stub", "version": "1.0.0"},
+                    },
+                }
+            )
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [tool]}})
         elif method == "tools/call":
@@ -74,12 +80,24 @@ def main() -> int:
             args = params.get("arguments") or {}
             log({"call": params.get("name"), "arguments": args})
             if params.get("name") != a.tool:
-                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": f"unknown tool {params.get('name')!r}"}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": mid,
+                        "error": {"code": -32602, "message": f"unknown tool {params.get('name')!r}"},
+                    }
+                )
                 continue
-            send({"jsonrpc": "2.0", "id": mid, "result": {
-                "content": [{"type": "text", "text": f"{a.marker} path={args.get('path')}"}],
-                "isError": False,
-            }})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": mid,
+                    "result": {
+                        "content": [{"type": "text", "text": f"{a.marker} path={args.get('path')}"}],
+                        "isError": False,
+                    },
+                }
+            )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": mid, "result": {}})
         else:

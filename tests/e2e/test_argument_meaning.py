@@ -8,6 +8,7 @@
 * ``terminal {command, timeout: 30}`` (Hermes Agent: seconds) reaches Claude Code's ``Bash`` with
   ``timeout: 30000`` (milliseconds).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,28 +23,52 @@ LINES = "first line\nsecond line\nthird line\n"
 
 
 def test_a_1_based_offset_reaches_qwen_code_0_based(agent_e2e):
-    run = agent_e2e("qwen", "auto", tool="Read", args=lambda work: {"file_path": str(work / "notes.txt"), "offset": 2, "limit": 1},
-                    prompt="Read the second line of notes.txt.", files={"notes.txt": LINES})
+    run = agent_e2e(
+        "qwen",
+        "auto",
+        tool="Read",
+        args=lambda work: {"file_path": str(work / "notes.txt"), "offset": 2, "limit": 1},
+        prompt="Read the second line of notes.txt.",
+        files={"notes.txt": LINES},
+    )
     run.check_common()
     call, message = run.call_and_result()
     args = json.loads(call["function"]["arguments"])
-    assert call["function"]["name"] == "read_file" and args["offset"] == 1 and args["limit"] == 1, f"{call!r}\n{run.describe()}"
+    assert call["function"]["name"] == "read_file" and args["offset"] == 1 and args["limit"] == 1, (
+        f"{call!r}\n{run.describe()}"
+    )
     result = run.text(message.get("content"))
-    assert "second line" in result and "first line" not in result and "third line" not in result, f"{result!r}\n{run.describe()}"
+    assert "second line" in result and "first line" not in result and "third line" not in result, (
+        f"{result!r}\n{run.describe()}"
+    )
 
 
 def test_an_append_is_never_made_an_overwrite(agent_e2e):
-    run = agent_e2e("qwen", "auto", tool="write_file", args=lambda work: {"path": str(work / "log.txt"), "content": "new\n", "mode": "append"},
-                    prompt="Append a line to log.txt.", files={"log.txt": "keep\n"})
+    run = agent_e2e(
+        "qwen",
+        "auto",
+        tool="write_file",
+        args=lambda work: {"path": str(work / "log.txt"), "content": "new\n", "mode": "append"},
+        prompt="Append a line to log.txt.",
+        files={"log.txt": "keep\n"},
+    )
     run.check_common()
     call, message = run.call_and_result()
-    assert json.loads(call["function"]["arguments"]).get("mode") == "append", f"the call changed: {call!r}\n{run.describe()}"
+    assert json.loads(call["function"]["arguments"]).get("mode") == "append", (
+        f"the call changed: {call!r}\n{run.describe()}"
+    )
     assert (run.work / "log.txt").read_text() == "keep\n", f"log.txt was overwritten\n{run.describe()}"
     assert any(d.get("name") == "write_file" and d.get("action") == "keep" for d in run.decisions()), run.describe()
 
 
 def test_a_timeout_in_seconds_reaches_bash_in_milliseconds(agent_e2e):
-    run = agent_e2e("claude", "auto", tool="terminal", args={"command": "echo " + MARKER, "timeout": 30}, prompt="Run echo " + MARKER)
+    run = agent_e2e(
+        "claude",
+        "auto",
+        tool="terminal",
+        args={"command": "echo " + MARKER, "timeout": 30},
+        prompt="Run echo " + MARKER,
+    )
     run.check_common()
     call, answer = run.call_and_result()
     assert call.get("name") == "Bash" and call.get("input", {}).get("timeout") == 30000, f"{call!r}\n{run.describe()}"

@@ -14,7 +14,9 @@ from __future__ import annotations
 import pytest
 
 import flowreplay as fr
-from e2e.agents import ECHO_ARGS, FOREIGN_ARGS, PROMPT
+from e2e.agents import ECHO_ARGS
+from e2e.agents import FOREIGN_ARGS
+from e2e.agents import PROMPT
 
 pytestmark = pytest.mark.e2e
 
@@ -22,20 +24,28 @@ RUNS = {
     "qwen": dict(tool="Bash", args=ECHO_ARGS, prompt=PROMPT),
     "gemini": dict(tool="Bash", args=ECHO_ARGS, prompt=PROMPT),
     "codex": dict(tool="shell", args=FOREIGN_ARGS, prompt=PROMPT),
-    "opencode": dict(tool="Read", args=lambda work: {"file_path": str(work / "notes.txt")},
-                     prompt="Show me what the notes say", files={"notes.txt": "first line\nlast line\n"}),
+    "opencode": dict(
+        tool="Read",
+        args=lambda work: {"file_path": str(work / "notes.txt")},
+        prompt="Show me what the notes say",
+        files={"notes.txt": "first line\nlast line\n"},
+    ),
 }
 
 
 def _roundtrip(flows: list, describe) -> None:
-    handled = [f for f in flows if fr.replayable(f) is None and not (f.metadata.get(fr.META_RECORD) or {}).get("skipped")]
+    handled = [
+        f for f in flows if fr.replayable(f) is None and not (f.metadata.get(fr.META_RECORD) or {}).get("skipped")
+    ]
     assert handled, f"no flow handled by the addon was saved\n{describe()}"
     with fr.Replayer() as r:
         for f in handled:
             for seed in range(3):
                 res = r.replay(f, seed)
                 if not res.ok:
-                    pytest.fail("a saved agent flow does not replay as recorded:\n" + fr.render_failure(f, res), pytrace=False)
+                    pytest.fail(
+                        "a saved agent flow does not replay as recorded:\n" + fr.render_failure(f, res), pytrace=False
+                    )
             adopted = fr.clone(f)
             fr.scrub_flow(adopted)
             blessed = r.replay(adopted, 0).flow

@@ -40,13 +40,22 @@ import ssl
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from typing import Iterator
 
 import pytest
 
 import procs
-from e2e.agents import AGENTS, FOREIGN_ARGS, FOREIGN_TOOL, MARKER, MARKER_OUTPUT, PROMPT, agent_env, client_binary
-from e2e.agents import neutral_home, run_client
+from e2e.agents import AGENTS
+from e2e.agents import FOREIGN_ARGS
+from e2e.agents import FOREIGN_TOOL
+from e2e.agents import MARKER
+from e2e.agents import MARKER_OUTPUT
+from e2e.agents import PROMPT
+from e2e.agents import agent_env
+from e2e.agents import client_binary
+from e2e.agents import neutral_home
+from e2e.agents import run_client
 
 pytestmark = pytest.mark.e2e
 
@@ -58,19 +67,42 @@ FOREIGN = FOREIGN_TOOL
 class ForwardProxy:
     """``mitmdump -s addon/toolvocab.py -s route_known_hosts.py`` in regular mode on a free port."""
 
-    def __init__(self, confdir: Path, save_path: Path, fake_url: str, tunnels: dict[str, int] | None = None,
-                 options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        confdir: Path,
+        save_path: Path,
+        fake_url: str,
+        tunnels: dict[str, int] | None = None,
+        options: dict[str, str] | None = None,
+    ) -> None:
         self.save_path = save_path
         self.confdir = confdir
         last = None
         for _ in range(3):
             port = procs.free_port()
-            argv = [str(procs.MITMDUMP), "-s", str(procs.ADDON_SCRIPT), "-s", str(ROUTE_SCRIPT),
-                    "--listen-host", "127.0.0.1", "--listen-port", str(port),
-                    "--set", f"confdir={confdir}", "--set", "connection_strategy=lazy",
-                    "--set", f"route_upstream={fake_url}", "--set", "termlog_verbosity=debug",
-                    "--set", "route_tunnels=" + ",".join(f"{k}={v}" for k, v in (tunnels or {}).items()),
-                    "-w", str(save_path)]
+            argv = [
+                str(procs.MITMDUMP),
+                "-s",
+                str(procs.ADDON_SCRIPT),
+                "-s",
+                str(ROUTE_SCRIPT),
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(port),
+                "--set",
+                f"confdir={confdir}",
+                "--set",
+                "connection_strategy=lazy",
+                "--set",
+                f"route_upstream={fake_url}",
+                "--set",
+                "termlog_verbosity=debug",
+                "--set",
+                "route_tunnels=" + ",".join(f"{k}={v}" for k, v in (tunnels or {}).items()),
+                "-w",
+                str(save_path),
+            ]
             for key, value in (options or {}).items():
                 argv += ["--set", f"{key}={value}"]
             env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -112,8 +144,11 @@ class ForwardProxy:
 
     def full_output(self) -> str:
         """Everything mitmdump printed (``output()`` keeps only the last 20,000 characters)."""
-        return "\n".join(Path(p).read_text("utf-8", "replace") for p in (self.process.stdout_path, self.process.stderr_path)
-                         if Path(p).exists())
+        return "\n".join(
+            Path(p).read_text("utf-8", "replace")
+            for p in (self.process.stdout_path, self.process.stderr_path)
+            if Path(p).exists()
+        )
 
     def stop(self) -> None:
         self.process.stop(timeout=15)
@@ -162,32 +197,47 @@ def test_agent_with_default_url_through_regular_mode(key: str, stack: contextlib
     flows = proxy.flows()
 
     def describe() -> str:
-        return "\n".join([
-            f"{label}: rc={rc} in {seconds:.1f}s; cmd {binary} {argv}",
-            f"stdout:\n{out[-3000:]}", f"stderr:\n{err[-3000:]}",
-            "fake upstream saw: " + repr([(r.get("method"), (r.get("headers") or {}).get("Host"), r.get("path"))
-                                          for r in requests]),
-            "toolvocab records: " + json.dumps([f.metadata.get("toolvocab") for f in flows if f.metadata.get("toolvocab")])[:6000],
-            "--- mitmdump ---\n" + proxy.output()[-8000:],
-        ])
+        return "\n".join(
+            [
+                f"{label}: rc={rc} in {seconds:.1f}s; cmd {binary} {argv}",
+                f"stdout:\n{out[-3000:]}",
+                f"stderr:\n{err[-3000:]}",
+                "fake upstream saw: "
+                + repr([(r.get("method"), (r.get("headers") or {}).get("Host"), r.get("path")) for r in requests]),
+                "toolvocab records: "
+                + json.dumps([f.metadata.get("toolvocab") for f in flows if f.metadata.get("toolvocab")])[:6000],
+                "--- mitmdump ---\n" + proxy.output()[-8000:],
+            ]
+        )
 
     assert rc == 0, f"{label} did not exit 0\n{describe()}"
     # the agent asked its default host; toolvocab intercepted it and the flow reached the fake
-    hosts = {((r.get("headers") or {}).get("Host") or (r.get("headers") or {}).get("host") or "").split(":")[0]
-             for r in requests if r.get("method") == "POST"}
+    hosts = {
+        ((r.get("headers") or {}).get("Host") or (r.get("headers") or {}).get("host") or "").split(":")[0]
+        for r in requests
+        if r.get("method") == "POST"
+    }
     assert host in hosts, f"{label} never reached {host} through the proxy\n{describe()}"
     # toolvocab repaired the foreign call for that host
-    decisions = [d for f in flows for d in ((f.metadata.get("toolvocab") or {}).get("decisions") or [])
-                 if (f.metadata.get("toolvocab") or {}).get("host") == host]
-    assert any(d.get("name") == FOREIGN and d.get("action") == "rename" and d.get("target") == shell_tool
-               for d in decisions), f"no rename {FOREIGN} -> {shell_tool} recorded for {host}\n{describe()}"
+    decisions = [
+        d
+        for f in flows
+        for d in ((f.metadata.get("toolvocab") or {}).get("decisions") or [])
+        if (f.metadata.get("toolvocab") or {}).get("host") == host
+    ]
+    assert any(
+        d.get("name") == FOREIGN and d.get("action") == "rename" and d.get("target") == shell_tool for d in decisions
+    ), f"no rename {FOREIGN} -> {shell_tool} recorded for {host}\n{describe()}"
     # ... and the agent ran it: a later model call carries the command's output
-    assert any(MARKER_OUTPUT.search(s) for r in requests if r.get("method") == "POST" for s in strings_in(r.get("body"))), \
-        f"no model call carries the output {MARKER!r}\n{describe()}"
+    assert any(
+        MARKER_OUTPUT.search(s) for r in requests if r.get("method") == "POST" for s in strings_in(r.get("body"))
+    ), f"no model call carries the output {MARKER!r}\n{describe()}"
     # one info line for the repair, naming the client and the host
     client = {"codex": "Codex"}.get(key, label)  # as toolvocab.engine.clients names it
-    assert re.search(rf"toolvocab: {FOREIGN}→{re.escape(shell_tool)} \(capability\).* · {re.escape(client)} → {re.escape(host)}",
-                     proxy.full_output()), f"no log line for the repair\n{describe()}"
+    assert re.search(
+        rf"toolvocab: {FOREIGN}→{re.escape(shell_tool)} \(capability\).* · {re.escape(client)} → {re.escape(host)}",
+        proxy.full_output(),
+    ), f"no log line for the repair\n{describe()}"
 
 
 # --------------------------------------------------------------------- tunnelled host
@@ -205,16 +255,23 @@ def self_signed(tmp: Path, name: str) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = tmp / f"{name}.pem", tmp / f"{name}.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return cert_path, key_path
 
 

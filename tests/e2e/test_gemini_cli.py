@@ -11,11 +11,14 @@ complexity_score}``) and gets a JSON answer.  What Gemini CLI did shows up in th
   and the response's output shows ``toolvocab-ok``.
 * ``toolvocab_mode=off``: the response is the error ``Tool "Bash" not found``.
 """
+
 from __future__ import annotations
 
 import pytest
 
-from e2e.agents import ECHO_ARGS, MARKER, PROMPT
+from e2e.agents import ECHO_ARGS
+from e2e.agents import MARKER
+from e2e.agents import PROMPT
 
 pytestmark = pytest.mark.e2e
 
@@ -30,9 +33,12 @@ def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
     assert response.get("name") == "run_shell_command", f"unexpected functionResponse {response!r}\n{run.describe()}"
     output = run.text((response.get("response") or {}).get("output"))
     assert run.shows_marker_output(output), f"output does not show {MARKER!r}: {response!r}\n{run.describe()}"
-    assert "error" not in (response.get("response") or {}), f"functionResponse is an error: {response!r}\n{run.describe()}"
-    assert any(d.get("name") == FOREIGN and d.get("target") == "run_shell_command" for d in run.decisions()), \
+    assert "error" not in (response.get("response") or {}), (
+        f"functionResponse is an error: {response!r}\n{run.describe()}"
+    )
+    assert any(d.get("name") == FOREIGN and d.get("target") == "run_shell_command" for d in run.decisions()), (
         f"no toolvocab decision Bash -> run_shell_command recorded\n{run.describe()}"
+    )
 
 
 def test_off_mode_bash_call_is_rejected_by_client(agent_e2e):

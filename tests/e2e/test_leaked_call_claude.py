@@ -9,13 +9,14 @@ as Claude Code asks.
   Bash and its second model call carries the ``tool_result`` holding ``toolvocab-ok``.
 * Without it (plain mitmdump) Claude Code shows the markup as its answer text and runs nothing.
 """
+
 from __future__ import annotations
 
 import pytest
+from test_claude_code import _second_call
 
 from e2e.agents import ECHO_ARGS as ARGS
 from e2e.agents import MARKER
-from test_claude_code import _second_call
 
 pytestmark = pytest.mark.e2e
 
@@ -35,8 +36,13 @@ def test_leaked_call_in_text_runs_with_the_addon(claude_e2e):
 def test_leaked_call_in_text_is_shown_as_text_without_the_addon(claude_e2e):
     run = claude_e2e(None, addon=False, fake_config=LEAK)
     run.check_common()
-    results = [block for r in run.model_calls for m in (r.get("body") or {}).get("messages", [])
-               if isinstance(m, dict) and isinstance(m.get("content"), list)
-               for block in m["content"] if isinstance(block, dict) and block.get("type") == "tool_result"]
+    results = [
+        block
+        for r in run.model_calls
+        for m in (r.get("body") or {}).get("messages", [])
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
     assert results == [], f"Claude Code ran a tool without the addon: {results!r}\n{run.describe()}"
     assert "<tool_call>" in run.client.stdout and '"name": "Bash"' in run.client.stdout, run.describe()

@@ -16,6 +16,7 @@ call to the declared tool whose name starts ``toolvocab_stub_`` — the name it 
   OpenCode prints the upstream's error text (``Error: Invalid 'tools[8].function.name': string too
   long. ...``) and exits non-zero.
 """
+
 from __future__ import annotations
 
 import base64
@@ -36,19 +37,22 @@ MARKER = "stub-result-7c41e2"
 ARGS = {"path": "cfn.yaml"}
 PROMPT = "Check cfn.yaml for compliance"
 LOG_NAME = "mcp-stub.jsonl"
-TOO_LONG = (f"string too long. Expected a string with maximum length 64, but got a string with length "
-            f"{len(DECLARED)} instead.")
+TOO_LONG = (
+    f"string too long. Expected a string with maximum length 64, but got a string with length {len(DECLARED)} instead."
+)
 
 
 def add_mcp_server(home: Path, work: Path) -> None:
     """Declare the stub MCP server in OpenCode's config (written by the harness just before)."""
     path = home / ".config" / "opencode" / "opencode.json"
     config = json.loads(path.read_text())
-    config["mcp"] = {SERVER: {
-        "type": "local",
-        "command": [sys.executable, str(STUB), "--tool", TOOL, "--marker", MARKER, "--log", str(home / LOG_NAME)],
-        "enabled": True,
-    }}
+    config["mcp"] = {
+        SERVER: {
+            "type": "local",
+            "command": [sys.executable, str(STUB), "--tool", TOOL, "--marker", MARKER, "--log", str(home / LOG_NAME)],
+            "enabled": True,
+        }
+    }
     path.write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -60,8 +64,15 @@ def stub_calls(run) -> list[dict]:
 
 
 def start(agent_e2e, mode: str):
-    return agent_e2e("opencode", mode, tool=f"re:^{SERVER}_", args=ARGS, prompt=PROMPT,
-                     fake_config={"reject_long_names": True}, configure=add_mcp_server)
+    return agent_e2e(
+        "opencode",
+        mode,
+        tool=f"re:^{SERVER}_",
+        args=ARGS,
+        prompt=PROMPT,
+        fake_config={"reject_long_names": True},
+        configure=add_mcp_server,
+    )
 
 
 def declared_names(body: dict) -> list[str]:
@@ -74,15 +85,17 @@ def test_auto_mode_long_mcp_tool_runs(agent_e2e):
     calls = run.tool_calls
     assert len(calls) >= 2, f"expected two tool-bearing model calls\n{run.describe()}"
     first, second = run.body(calls[0]), run.body(calls[1])
-    assert all(r["reply"]["status"] == 200 for r in run.requests), \
-        f"the upstream rejected a request\n{run.describe()}"
+    assert all(r["reply"]["status"] == 200 for r in run.requests), f"the upstream rejected a request\n{run.describe()}"
     upstream = [n for n in declared_names(first) if n.startswith(SERVER)]
-    assert len(upstream) == 1, f"the MCP tool is not among the declared tools: {declared_names(first)}\n{run.describe()}"
+    assert len(upstream) == 1, (
+        f"the MCP tool is not among the declared tools: {declared_names(first)}\n{run.describe()}"
+    )
     alias = upstream[0]
     assert alias != DECLARED and len(alias) <= 64 and alias.startswith(DECLARED[:40]), alias
     assert all(len(n) <= 64 for n in declared_names(first))
-    assert DECLARED not in json.dumps(first) and DECLARED not in json.dumps(second), \
+    assert DECLARED not in json.dumps(first) and DECLARED not in json.dumps(second), (
         f"the upstream received the long name\n{run.describe()}"
+    )
     # the MCP tool really ran, with the model's arguments
     got = stub_calls(run)
     assert [(c["call"], c["arguments"]) for c in got] == [(TOOL, ARGS)], f"stub log: {got}\n{run.describe()}"
@@ -93,8 +106,10 @@ def test_auto_mode_long_mcp_tool_runs(agent_e2e):
     results = [m for m in messages if m.get("role") == "tool" and m.get("tool_call_id") == replayed[-1].get("id")]
     assert results and MARKER in run.text(results[-1].get("content")), f"no stub result\n{run.describe()}"
     # what OpenCode itself saw: its own long name, resolved from the alias
-    assert any(d.get("name") == alias and d.get("target") == DECLARED and d.get("step") == "reverse_map"
-               for d in run.decisions()), f"no reverse_map decision\n{run.describe()}"
+    assert any(
+        d.get("name") == alias and d.get("target") == DECLARED and d.get("step") == "reverse_map"
+        for d in run.decisions()
+    ), f"no reverse_map decision\n{run.describe()}"
     assert MARKER in run.client.stdout, f"OpenCode's final answer lacks the tool result\n{run.describe()}"
     print(f"OpenCode {run.binary.version}: {DECLARED} ({len(DECLARED)}) went upstream as {alias} ({len(alias)})")
 

@@ -33,8 +33,9 @@ def _check(records: list[dict], flows, foreign: str, target: str, client: str, d
     first = next((r for r in records if r.get("decisions")), None)
     assert first is not None, f"no flow with a decision\n{describe()}"
     would = [d for d in first["decisions"] if d["name"] == foreign]
-    assert would and would[0]["action"] == "rename" and would[0]["target"] == target, \
+    assert would and would[0]["action"] == "rename" and would[0]["target"] == target, (
         f"expected a would-be rename {foreign} -> {target}, got {first['decisions']}\n{describe()}"
+    )
     assert not first["response_changed"] and not first["request_changed"], "observe mode changed bytes"
     marked = [f.marked for f in flows if (f.metadata.get("toolvocab") or {}).get("decisions")]
     assert ":eyes:" in marked, f"the would-change flow is not marked :eyes: ({marked})"

@@ -14,6 +14,7 @@ its *second* tool-bearing model call:
 
 Its title-generation side call (no tools) goes first and gets plain text.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ def test_auto_mode_read_call_runs_as_read_with_file_path(agent_e2e):
     args = json.loads(call["function"]["arguments"])
     assert args.get("filePath") == str(run.work / FILE_NAME), f"unexpected arguments {args!r}\n{run.describe()}"
     assert FILE_MARKER in result, f"tool message does not carry the file's marker: {result!r}\n{run.describe()}"
-    assert any(d.get("name") == FOREIGN and d.get("target") == "read" for d in run.decisions()), \
+    assert any(d.get("name") == FOREIGN and d.get("target") == "read" for d in run.decisions()), (
         f"no toolvocab decision Read -> read recorded\n{run.describe()}"
+    )
 
 
 def test_off_mode_read_call_fails_on_arguments(agent_e2e):
@@ -53,9 +55,11 @@ def test_off_mode_read_call_fails_on_arguments(agent_e2e):
     result = run.text(message.get("content"))
     # OpenCode itself lowercases "Read" to its "read" tool, then rejects the argument key.
     assert call["function"]["name"] == "read", f"unexpected call in history {call!r}\n{run.describe()}"
-    assert "file_path" in json.loads(call["function"]["arguments"]), \
+    assert "file_path" in json.loads(call["function"]["arguments"]), (
         f"mode off must not change the arguments, got {call!r}\n{run.describe()}"
-    assert "The read tool was called with invalid arguments" in result and "filePath" in result, \
+    )
+    assert "The read tool was called with invalid arguments" in result and "filePath" in result, (
         f"unexpected tool message: {result!r}\n{run.describe()}"
+    )
     assert FILE_MARKER not in result, f"the file was read anyway: {result!r}\n{run.describe()}"
     print(f"OpenCode {run.binary.version}: declared tools the system text does not mention: {run.unmentioned()}")

@@ -12,13 +12,16 @@ names case-sensitively.  What it did shows up in its *second* model call:
 Qwen Code's OpenAI client ignores ``NO_PROXY``: it tunnels its loopback base URL through the trap
 proxy with ``CONNECT``, which the trap allows for mitmdump's port only.
 """
+
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from e2e.agents import ECHO_ARGS, MARKER, PROMPT
+from e2e.agents import ECHO_ARGS
+from e2e.agents import MARKER
+from e2e.agents import PROMPT
 
 pytestmark = pytest.mark.e2e
 
@@ -30,13 +33,18 @@ def test_auto_mode_bash_call_runs_as_run_shell_command(agent_e2e):
     run.check_common()
     call, message = run.call_and_result()
     result = run.text(message.get("content"))
-    assert call["function"]["name"] == "run_shell_command", \
+    assert call["function"]["name"] == "run_shell_command", (
         f"Qwen Code's history should hold the repaired call, got {call!r}\n{run.describe()}"
-    assert json.loads(call["function"]["arguments"]).get("command") == ECHO_ARGS["command"], \
+    )
+    assert json.loads(call["function"]["arguments"]).get("command") == ECHO_ARGS["command"], (
         f"unexpected arguments {call!r}\n{run.describe()}"
-    assert run.shows_marker_output(result), f"tool message does not show {MARKER!r} as output: {result!r}\n{run.describe()}"
-    assert any(d.get("name") == FOREIGN and d.get("target") == "run_shell_command" for d in run.decisions()), \
+    )
+    assert run.shows_marker_output(result), (
+        f"tool message does not show {MARKER!r} as output: {result!r}\n{run.describe()}"
+    )
+    assert any(d.get("name") == FOREIGN and d.get("target") == "run_shell_command" for d in run.decisions()), (
         f"no toolvocab decision Bash -> run_shell_command recorded\n{run.describe()}"
+    )
 
 
 def test_off_mode_bash_call_is_rejected_by_client(agent_e2e):
@@ -47,5 +55,4 @@ def test_off_mode_bash_call_is_rejected_by_client(agent_e2e):
     assert call["function"]["name"] == FOREIGN, f"mode off must not rename the call, got {call!r}\n{run.describe()}"
     assert f'Tool "{FOREIGN}" not found in registry' in result, f"unexpected tool message: {result!r}\n{run.describe()}"
     assert not run.shows_marker_output(result)
-    print(f"Qwen Code {run.binary.version}: declared tools the system text does not mention: "
-          f"{run.unmentioned()}")
+    print(f"Qwen Code {run.binary.version}: declared tools the system text does not mention: {run.unmentioned()}")

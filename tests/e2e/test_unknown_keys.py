@@ -15,6 +15,7 @@ agent's next model call shows what it did:
 
 Each expectation is the ``unknown_keys`` fact of that tool's row in ``toolvocab/engine/semantics.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,17 +34,46 @@ EXTRA = {"zz_unknown": "value"}
 
 #: (agent, tool, arguments, "ran" | "refused", what the refusal or the run shows)
 CASES = [
-    pytest.param("claude", "Bash", {"command": ECHO}, "refused", r"(?i)unexpected parameter .?zz_unknown", id="claude-Bash-closed"),
+    pytest.param(
+        "claude",
+        "Bash",
+        {"command": ECHO},
+        "refused",
+        r"(?i)unexpected parameter .?zz_unknown",
+        id="claude-Bash-closed",
+    ),
     pytest.param("claude", "Skill", {"skill": "tv-probe"}, "ran", r"(?i)skill", id="claude-Skill-open"),
     pytest.param("codex", "exec_command", {"cmd": ECHO}, "ran", None, id="codex-exec_command-closed"),
     pytest.param("qwen", "run_shell_command", {"command": ECHO}, "ran", None, id="qwen-run_shell_command-open"),
-    pytest.param("qwen", "task_stop", {"task_id": "bg_00000000"}, "refused", r"(?i)additional propert", id="qwen-task_stop-closed"),
+    pytest.param(
+        "qwen",
+        "task_stop",
+        {"task_id": "bg_00000000"},
+        "refused",
+        r"(?i)additional propert",
+        id="qwen-task_stop-closed",
+    ),
     pytest.param("gemini", "run_shell_command", {"command": ECHO}, "ran", None, id="gemini-run_shell_command-open"),
-    pytest.param("gemini", "activate_skill", {"name": "skill-creator"}, "refused", r"(?i)additional propert", id="gemini-activate_skill-closed"),
-    pytest.param("opencode", "bash", {"command": ECHO, "description": "print the marker"}, "ran", None, id="opencode-bash-open"),
+    pytest.param(
+        "gemini",
+        "activate_skill",
+        {"name": "skill-creator"},
+        "refused",
+        r"(?i)additional propert",
+        id="gemini-activate_skill-closed",
+    ),
+    pytest.param(
+        "opencode", "bash", {"command": ECHO, "description": "print the marker"}, "ran", None, id="opencode-bash-open"
+    ),
 ]
 
-_CLIENT = {"claude": "Claude Code", "codex": "Codex", "qwen": "Qwen Code", "gemini": "Gemini CLI", "opencode": "OpenCode"}
+_CLIENT = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "qwen": "Qwen Code",
+    "gemini": "Gemini CLI",
+    "opencode": "OpenCode",
+}
 
 
 def _result_text(run: Any, answer: dict) -> str:
@@ -72,16 +102,22 @@ def _sent_arguments(run: Any, call: dict) -> dict:
 
 
 @pytest.mark.parametrize(("key", "tool", "args", "outcome", "shows"), CASES)
-def test_an_undeclared_key_on_the_agents_own_tool(agent_e2e, key: str, tool: str, args: dict, outcome: str, shows: str | None) -> None:
+def test_an_undeclared_key_on_the_agents_own_tool(
+    agent_e2e, key: str, tool: str, args: dict, outcome: str, shows: str | None
+) -> None:
     run = agent_e2e(key, "auto", tool=tool, args={**args, **EXTRA}, prompt="Run the tool you are asked to run.")
     run.check_common()
     call, answer = run.call_and_result()
     text = _result_text(run, answer)
     print(f"{run.agent.label} {run.binary.version} {tool} + zz_unknown -> {text[:300]!r}")
     # The addon left the call as the upstream sent it: the key is still there.
-    assert _sent_arguments(run, call).get("zz_unknown") == "value", f"the call reached {run.agent.label} changed: {call!r}\n{run.describe()}"
+    assert _sent_arguments(run, call).get("zz_unknown") == "value", (
+        f"the call reached {run.agent.label} changed: {call!r}\n{run.describe()}"
+    )
     mine = [d for d in run.decisions() if d.get("name") == tool]
-    assert mine and all(d.get("action") == "keep" for d in mine), f"expected keep decisions, got {mine}\n{run.describe()}"
+    assert mine and all(d.get("action") == "keep" for d in mine), (
+        f"expected keep decisions, got {mine}\n{run.describe()}"
+    )
     # What the client did with the key, as its table row records it.
     row = next(t for t in TABLES if t.name == tool and t.client == _CLIENT[key])
     if outcome == "refused":
@@ -93,5 +129,6 @@ def test_an_undeclared_key_on_the_agents_own_tool(agent_e2e, key: str, tool: str
         if shows is None:
             assert run.shows_marker_output(text), f"{run.agent.label} did not run {tool}: {text!r}\n{run.describe()}"
         else:
-            assert re.search(shows, text) and not re.search(r"(?i)unexpected parameter|additional propert", text), \
+            assert re.search(shows, text) and not re.search(r"(?i)unexpected parameter|additional propert", text), (
                 f"{run.agent.label} refused the key: {text!r}\n{run.describe()}"
+            )

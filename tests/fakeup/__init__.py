@@ -87,4 +87,3 @@ raw text, ``body_b64`` the exact bytes received, ``reply`` = ``{"source": "gener
 "finished_at"}`` (``finished_at`` appears once the last byte was written; wall-clock
 ``time.time()``). With ``--log-dir`` each record is also written to ``DIR/NNNN.json``.
 """
-

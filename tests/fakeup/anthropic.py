@@ -4,10 +4,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any
+from typing import Callable
 
-from fakeup.policy import TITLE_TEXT, pick_tool_name
-from fakeup.wire import Reply, Request, json_reply, new_id, split_evenly, sse_reply
+from fakeup.policy import TITLE_TEXT
+from fakeup.policy import pick_tool_name
+from fakeup.wire import Reply
+from fakeup.wire import Request
+from fakeup.wire import json_reply
+from fakeup.wire import new_id
+from fakeup.wire import split_evenly
+from fakeup.wire import sse_reply
 
 
 def _tool_result_text(block: dict) -> str:
@@ -15,9 +22,7 @@ def _tool_result_text(block: dict) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text"
-        )
+        return "".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
     return ""
 
 
@@ -60,16 +65,17 @@ def anthropic_messages(req: Request, cfg: dict) -> Reply:
     if not isinstance(body, dict):
         return json_reply(
             400,
-            {"type": "error", "error": {"type": "invalid_request_error",
-                                        "message": "fake_upstream: body is not a JSON object"}},
+            {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": "fake_upstream: body is not a JSON object"},
+            },
             summary="400 body not JSON",
         )
     plan = anthropic_plan(body, cfg)
     stream = cfg["force_stream"] if cfg.get("force_stream") is not None else bool(body.get("stream"))
     model = body.get("model") or "claude-fake"
     msg_id = new_id("msg_")
-    usage = {"input_tokens": 100, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-             "output_tokens": 10}
+    usage = {"input_tokens": 100, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 10}
     blocks: list[dict] = [{"type": "text", "text": plan["text"]}]
     if plan["kind"] == "tool" and cfg.get("leak_as_text"):
         # An open model behind an Anthropic-format server that left its call in the text
@@ -87,17 +93,31 @@ def anthropic_messages(req: Request, cfg: dict) -> Reply:
     return sse_reply(message_events(message), summary=summary)
 
 
-def anthropic_message(msg_id: str, model: str, blocks: list[dict], stop_reason: str | None,
-                      usage: dict[str, int]) -> dict:
+def anthropic_message(
+    msg_id: str, model: str, blocks: list[dict], stop_reason: str | None, usage: dict[str, int]
+) -> dict:
     """A complete Messages answer (the non-streamed JSON body): ``blocks`` are its ``content``
     (``text`` / ``tool_use`` blocks); ``usage`` needs ``output_tokens``."""
-    return {"id": msg_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
-            "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
-def message_events(message: dict, *, text_pieces: int = 3, json_pieces: int = 4,
-                   json_text: Callable[[Any], str] = lambda v: json.dumps(v, ensure_ascii=False),
-                   ping: bool = True) -> list[tuple[str | None, Any]]:
+def message_events(
+    message: dict,
+    *,
+    text_pieces: int = 3,
+    json_pieces: int = 4,
+    json_text: Callable[[Any], str] = lambda v: json.dumps(v, ensure_ascii=False),
+    ping: bool = True,
+) -> list[tuple[str | None, Any]]:
     """The SSE events that stream ``message`` (an ``anthropic_message``), as the Messages API
     sends them: message_start (empty content, ``output_tokens`` 1), ping, per block
     content_block_start / content_block_delta x N / content_block_stop, message_delta (stop
@@ -111,22 +131,52 @@ def message_events(message: dict, *, text_pieces: int = 3, json_pieces: int = 4,
         ev.append(("ping", {"type": "ping"}))
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
-            ev.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {"type": "text", "text": ""}}))
+            ev.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                )
+            )
             for piece in split_evenly(block["text"], text_pieces):
-                ev.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                   "delta": {"type": "text_delta", "text": piece}}))
+                ev.append(
+                    (
+                        "content_block_delta",
+                        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}},
+                    )
+                )
         else:
-            ev.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {"type": "tool_use", "id": block["id"],
-                                                                 "name": block["name"], "input": {}}}))
+            ev.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
+                    },
+                )
+            )
             fragments = [""] + split_evenly(json_text(block["input"]), json_pieces)
             for piece in fragments:
-                ev.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                   "delta": {"type": "input_json_delta", "partial_json": piece}}))
+                ev.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": piece},
+                        },
+                    )
+                )
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
-    ev.append(("message_delta", {"type": "message_delta",
-                                 "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                 "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+    ev.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            },
+        )
+    )
     ev.append(("message_stop", {"type": "message_stop"}))
     return ev

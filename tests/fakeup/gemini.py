@@ -9,11 +9,17 @@ import uuid
 from typing import Any
 
 from fakeup.policy import decide
-from fakeup.wire import Reply, Request, json_reply, new_id, split_evenly, sse_bytes
+from fakeup.wire import Reply
+from fakeup.wire import Request
+from fakeup.wire import json_reply
+from fakeup.wire import new_id
+from fakeup.wire import split_evenly
+from fakeup.wire import sse_bytes
 
-
-GEMINI_PATH = re.compile(r"/(?:v1(?:alpha|beta|beta1)?(?:/projects/[^/]+/locations/[^/]+/publishers/google)?"
-                         r"/models/(?P<model>[^/:]+)|v1internal):(?P<method>\w+)")
+GEMINI_PATH = re.compile(
+    r"/(?:v1(?:alpha|beta|beta1)?(?:/projects/[^/]+/locations/[^/]+/publishers/google)?"
+    r"/models/(?P<model>[^/:]+)|v1internal):(?P<method>\w+)"
+)
 
 
 def _gemini_inner(body: dict, code_assist: bool) -> dict:
@@ -23,14 +29,21 @@ def _gemini_inner(body: dict, code_assist: bool) -> dict:
 
 
 def gemini_plan(inner: dict, cfg: dict) -> dict:
-    tools = [d.get("name") for t in inner.get("tools") or [] if isinstance(t, dict)
-             for d in t.get("functionDeclarations") or t.get("function_declarations") or []
-             if isinstance(d, dict)]
+    tools = [
+        d.get("name")
+        for t in inner.get("tools") or []
+        if isinstance(t, dict)
+        for d in t.get("functionDeclarations") or t.get("function_declarations") or []
+        if isinstance(d, dict)
+    ]
     contents = [c for c in inner.get("contents") or [] if isinstance(c, dict)]
 
     def responses_in(c: dict) -> list[dict]:
-        return [p["functionResponse"] for p in c.get("parts") or []
-                if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        return [
+            p["functionResponse"]
+            for p in c.get("parts") or []
+            if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)
+        ]
 
     pending = bool(contents) and contents[-1].get("role", "user") == "user" and bool(responses_in(contents[-1]))
     found = [r for c in contents for r in responses_in(c)]
@@ -71,8 +84,9 @@ def json_array_chunks(responses: list[dict], sep: bytes = b"\n,\r\n", close: byt
 
 
 def gemini_error(status: int, message: str, reason: str = "INVALID_ARGUMENT") -> Reply:
-    return json_reply(status, {"error": {"code": status, "message": message, "status": reason}},
-                      summary=f"{status} {message[:40]}")
+    return json_reply(
+        status, {"error": {"code": status, "message": message, "status": reason}}, summary=f"{status} {message[:40]}"
+    )
 
 
 def gemini_generate(req: Request, cfg: dict) -> Reply:
@@ -98,13 +112,15 @@ def gemini_generate(req: Request, cfg: dict) -> Reply:
     response_id = new_id("")
 
     def response(parts: list[dict], last: bool) -> dict:
-        return {"candidates": [gemini_candidate(parts, last)],
-                "usageMetadata": usage if last else {"promptTokenCount": 100, "totalTokenCount": 100},
-                "modelVersion": model, "responseId": response_id}
+        return {
+            "candidates": [gemini_candidate(parts, last)],
+            "usageMetadata": usage if last else {"promptTokenCount": 100, "totalTokenCount": 100},
+            "modelVersion": model,
+            "responseId": response_id,
+        }
 
     if plan["kind"] == "tool":
-        pieces = [[{"text": plan["text"]}],
-                  [{"functionCall": {"name": plan["name"], "args": plan["args"]}}]]
+        pieces = [[{"text": plan["text"]}], [{"functionCall": {"name": plan["name"], "args": plan["args"]}}]]
     elif plan.get("json"):
         pieces = [[{"text": plan["text"]}]]
     else:
@@ -117,9 +133,18 @@ def gemini_generate(req: Request, cfg: dict) -> Reply:
         return json_reply(200, wrap(response(parts, True)), summary=summary + " json")
     objs = [wrap(response(parts, i == len(pieces) - 1)) for i, parts in enumerate(pieces)]
     if (req.query.get("alt") or [""])[0] == "sse":
-        return Reply(200, [("Content-Type", "text/event-stream"), ("x-request-id", new_id("req_"))], gemini_sse(objs),
-                     summary=summary + " sse")
+        return Reply(
+            200,
+            [("Content-Type", "text/event-stream"), ("x-request-id", new_id("req_"))],
+            gemini_sse(objs),
+            summary=summary + " sse",
+        )
     # no alt: one JSON array, written element by element (unless a chunk size is configured)
     chunks = json_array_chunks(objs)
-    return Reply(200, [("Content-Type", "application/json; charset=UTF-8")], b"".join(chunks),
-                 chunks=None if cfg.get("chunk_size") else chunks, summary=summary + " json-array")
+    return Reply(
+        200,
+        [("Content-Type", "application/json; charset=UTF-8")],
+        b"".join(chunks),
+        chunks=None if cfg.get("chunk_size") else chunks,
+        summary=summary + " json-array",
+    )

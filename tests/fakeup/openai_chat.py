@@ -6,8 +6,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fakeup.policy import args_text, decide, summary_of, text_of, want_stream
-from fakeup.wire import Reply, Request, json_reply, long_name_error, new_id, openai_bad_body, openai_sse_reply
+from fakeup.policy import args_text
+from fakeup.policy import decide
+from fakeup.policy import summary_of
+from fakeup.policy import text_of
+from fakeup.policy import want_stream
+from fakeup.wire import Reply
+from fakeup.wire import Request
+from fakeup.wire import json_reply
+from fakeup.wire import long_name_error
+from fakeup.wire import new_id
+from fakeup.wire import openai_bad_body
+from fakeup.wire import openai_sse_reply
 from fakeup.wire import split_evenly
 
 
@@ -55,37 +65,65 @@ def openai_chat_completions(req: Request, cfg: dict) -> Reply:
     usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
     call = None
     if plan["kind"] == "tool":
-        call = {"id": new_id("call_"), "type": "function",
-                "function": {"name": plan["name"], "arguments": args_text(plan["args"])}}
+        call = {
+            "id": new_id("call_"),
+            "type": "function",
+            "function": {"name": plan["name"], "arguments": args_text(plan["args"])},
+        }
     finish = "tool_calls" if call else "stop"
     summary = summary_of(plan, "sse" if stream else "json")
     if not stream:
-        message: dict[str, Any] = {"role": "assistant", "content": None if call else plan["text"],
-                                   "refusal": None}
+        message: dict[str, Any] = {"role": "assistant", "content": None if call else plan["text"], "refusal": None}
         if call:
             message["tool_calls"] = [call]
-        return json_reply(200, {
-            "id": cid, "object": "chat.completion", "created": created, "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": usage, "system_fingerprint": "fp_fake"}, summary=summary,
-            extra_headers=[("x-request-id", new_id("req_"))])
+        return json_reply(
+            200,
+            {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+                "usage": usage,
+                "system_fingerprint": "fp_fake",
+            },
+            summary=summary,
+            extra_headers=[("x-request-id", new_id("req_"))],
+        )
 
     with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
 
     def chunk(delta: dict, finish_reason: str | None = None) -> tuple[None, dict]:
-        c: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                             "system_fingerprint": "fp_fake",
-                             "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                          "finish_reason": finish_reason}]}
+        c: dict[str, Any] = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+        }
         if with_usage:
             c["usage"] = None
         return (None, c)
 
     ev: list[tuple[str | None, Any]] = []
     if call:
-        ev.append(chunk({"role": "assistant", "content": None, "tool_calls": [{
-            "index": 0, "id": call["id"], "type": "function",
-            "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        ev.append(
+            chunk(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ],
+                }
+            )
+        )
         for piece in split_evenly(call["function"]["arguments"], 4):
             ev.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
     else:
@@ -94,7 +132,19 @@ def openai_chat_completions(req: Request, cfg: dict) -> Reply:
             ev.append(chunk({"content": piece}))
     ev.append(chunk({}, finish))
     if with_usage:
-        ev.append((None, {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                          "system_fingerprint": "fp_fake", "choices": [], "usage": usage}))
+        ev.append(
+            (
+                None,
+                {
+                    "id": cid,
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "system_fingerprint": "fp_fake",
+                    "choices": [],
+                    "usage": usage,
+                },
+            )
+        )
     ev.append((None, "[DONE]"))
     return openai_sse_reply(ev, summary)

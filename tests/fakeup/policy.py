@@ -89,13 +89,23 @@ def pick_tool_name(configured: str, declared: list) -> str:
     return configured
 
 
-def decide(cfg: dict, tools: list[str], pending_result: bool, last_result: str | None,
-           schema: Any = None, wants_json: bool = False) -> dict:
+def decide(
+    cfg: dict,
+    tools: list[str],
+    pending_result: bool,
+    last_result: str | None,
+    schema: Any = None,
+    wants_json: bool = False,
+) -> dict:
     """The stateless policy shared by every dialect (see the module docstring)."""
     if tools and not pending_result:
         name = pick_tool_name(cfg["tool_name"], tools)
-        return {"kind": "tool", "name": name, "args": cfg["tool_args"],
-                "text": f"Let me run that with the {name} tool."}
+        return {
+            "kind": "tool",
+            "name": name,
+            "args": cfg["tool_args"],
+            "text": f"Let me run that with the {name} tool.",
+        }
     if last_result is not None:
         return {"kind": "final", "text": f"{cfg['final_text']} {last_result}"}
     return plain_plan(cfg, schema, wants_json)

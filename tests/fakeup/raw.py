@@ -16,7 +16,12 @@ import struct
 import threading
 import time
 
-TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+TOOLS = [
+    {
+        "name": "Bash",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    }
+]
 #: A streaming Anthropic Messages request body declaring the one tool ``Bash``.
 REQUEST = json.dumps(
     {"model": "m", "max_tokens": 100, "stream": True, "tools": TOOLS, "messages": [{"role": "user", "content": "hi"}]}
@@ -99,7 +104,9 @@ class ChunkedUpstream:
                     return
                 data += more
             head, _, rest = data.partition(b"\r\n\r\n")
-            length = next(int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:"))
+            length = next(
+                int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")
+            )
             while len(rest) < length:
                 rest += conn.recv(65536)
             conn.sendall(HEAD)

@@ -10,33 +10,75 @@ import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
+from urllib.parse import urlsplit
 
 from fakeup.anthropic import anthropic_messages
-from fakeup.gemini import GEMINI_PATH, gemini_generate
+from fakeup.gemini import GEMINI_PATH
+from fakeup.gemini import gemini_generate
 from fakeup.openai_chat import openai_chat_completions
 from fakeup.openai_responses import openai_responses
 from fakeup.state import FakeState
-from fakeup.wire import Handler, Reply, Request, decode_body, json_reply
+from fakeup.wire import Handler
+from fakeup.wire import Reply
+from fakeup.wire import Request
+from fakeup.wire import decode_body
+from fakeup.wire import json_reply
 
 # ------------------------------------------------------------------------ model lists
-FAKE_MODELS = ("claude-fake", "claude-sonnet-4-5", "fake-model", "gpt-5.5", "qwen3-coder-plus",
-               "gemini-2.5-pro", "gemini-2.5-flash")
+FAKE_MODELS = (
+    "claude-fake",
+    "claude-sonnet-4-5",
+    "fake-model",
+    "gpt-5.5",
+    "qwen3-coder-plus",
+    "gemini-2.5-pro",
+    "gemini-2.5-flash",
+)
 
 
 def list_models(req: Request, cfg: dict) -> Reply:
     """One list for every dialect: ``data`` (Anthropic/OpenAI shape) and ``models`` (Gemini)."""
-    data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z",
-             "object": "model", "created": 1735689600, "owned_by": "fake"} for m in FAKE_MODELS]
-    models = [{"name": f"models/{m}", "baseModelId": m, "version": "001", "displayName": m,
-               "inputTokenLimit": 1048576, "outputTokenLimit": 65536,
-               "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"]}
-              for m in FAKE_MODELS if m.startswith("gemini")]
-    return json_reply(200, {"data": data, "object": "list", "has_more": False,
-                            "first_id": data[0]["id"], "last_id": data[-1]["id"], "models": models},
-                      summary="models")
+    data = [
+        {
+            "type": "model",
+            "id": m,
+            "display_name": m,
+            "created_at": "2025-01-01T00:00:00Z",
+            "object": "model",
+            "created": 1735689600,
+            "owned_by": "fake",
+        }
+        for m in FAKE_MODELS
+    ]
+    models = [
+        {
+            "name": f"models/{m}",
+            "baseModelId": m,
+            "version": "001",
+            "displayName": m,
+            "inputTokenLimit": 1048576,
+            "outputTokenLimit": 65536,
+            "supportedGenerationMethods": ["generateContent", "streamGenerateContent", "countTokens"],
+        }
+        for m in FAKE_MODELS
+        if m.startswith("gemini")
+    ]
+    return json_reply(
+        200,
+        {
+            "data": data,
+            "object": "list",
+            "has_more": False,
+            "first_id": data[0]["id"],
+            "last_id": data[-1]["id"],
+            "models": models,
+        },
+        summary="models",
+    )
 
 
 #: Dialect routes: ``re.fullmatch`` on the request path (query string removed) -> handler per
@@ -128,7 +170,7 @@ class FakeHandler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw.strip() else {}
         except ValueError:
             return json_reply(400, {"error": "control body is not JSON"})
-        name = path[len("/__fake/"):]
+        name = path[len("/__fake/") :]
         if name == "config":
             if self.command == "POST":
                 return json_reply(200, self.state.update_config(body))
@@ -150,13 +192,23 @@ class FakeHandler(BaseHTTPRequestHandler):
             if re.fullmatch(pattern, req.path):
                 handler = methods.get(req.method)
                 if handler is None:
-                    return json_reply(405, {"type": "error", "error": {
-                        "type": "invalid_request_error", "message": f"method {req.method} not allowed"}},
-                        summary="405")
+                    return json_reply(
+                        405,
+                        {
+                            "type": "error",
+                            "error": {"type": "invalid_request_error", "message": f"method {req.method} not allowed"},
+                        },
+                        summary="405",
+                    )
                 return handler(req, cfg)
-        return json_reply(404, {"type": "error", "error": {
-            "type": "not_found_error", "message": f"fake_upstream: no route for {req.method} {req.path}"}},
-            summary="404")
+        return json_reply(
+            404,
+            {
+                "type": "error",
+                "error": {"type": "not_found_error", "message": f"fake_upstream: no route for {req.method} {req.path}"},
+            },
+            summary="404",
+        )
 
     def _handle(self) -> None:
         raw = self._read_body()
@@ -181,8 +233,11 @@ class FakeHandler(BaseHTTPRequestHandler):
             try:
                 reply = self._route(req)
             except Exception as e:  # keep the connection alive and say what broke
-                reply = json_reply(500, {"type": "error", "error": {
-                    "type": "api_error", "message": f"fake_upstream error: {e!r}"}}, summary=f"500 {e!r}")
+                reply = json_reply(
+                    500,
+                    {"type": "error", "error": {"type": "api_error", "message": f"fake_upstream error: {e!r}"}},
+                    summary=f"500 {e!r}",
+                )
         record = {
             "time": time.time(),
             "method": self.command,
@@ -201,8 +256,11 @@ class FakeHandler(BaseHTTPRequestHandler):
             },
         }
         self.state.add_record(record)
-        print(f"[fake_upstream] #{record['n']} {self.command} {self.path} -> {reply.status} {reply.summary}",
-              file=sys.stderr, flush=True)
+        print(
+            f"[fake_upstream] #{record['n']} {self.command} {self.path} -> {reply.status} {reply.summary}",
+            file=sys.stderr,
+            flush=True,
+        )
         self._write_reply(reply, record)
 
     def do_GET(self) -> None:

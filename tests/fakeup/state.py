@@ -10,20 +10,38 @@ import threading
 from collections import deque
 from typing import Any
 
-from fakeup.policy import DEFAULT_FINAL_TEXT, DEFAULT_TOOL_ARGS, DEFAULT_TOOL_NAME
+from fakeup.policy import DEFAULT_FINAL_TEXT
+from fakeup.policy import DEFAULT_TOOL_ARGS
+from fakeup.policy import DEFAULT_TOOL_NAME
 from fakeup.wire import Reply
 
 
 class FakeState:
     """Config, request log and reply queue; shared by all handler threads."""
 
-    CONFIG_KEYS = ("tool_name", "tool_args", "chunk_size", "chunk_delay", "force_stream", "final_text",
-                   "reject_long_names", "leak_as_text")
+    CONFIG_KEYS = (
+        "tool_name",
+        "tool_args",
+        "chunk_size",
+        "chunk_delay",
+        "force_stream",
+        "final_text",
+        "reject_long_names",
+        "leak_as_text",
+    )
 
-    def __init__(self, *, tool_name: str = DEFAULT_TOOL_NAME, tool_args: Any = None,
-                 chunk_size: int = 0, chunk_delay: float = 0.0, force_stream: bool | None = None,
-                 final_text: str = DEFAULT_FINAL_TEXT, reject_long_names: bool = False,
-                 log_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tool_name: str = DEFAULT_TOOL_NAME,
+        tool_args: Any = None,
+        chunk_size: int = 0,
+        chunk_delay: float = 0.0,
+        force_stream: bool | None = None,
+        final_text: str = DEFAULT_FINAL_TEXT,
+        reject_long_names: bool = False,
+        log_dir: str | None = None,
+    ) -> None:
         self.lock = threading.Lock()
         self.config: dict[str, Any] = {
             "tool_name": tool_name,
@@ -69,9 +87,16 @@ class FakeState:
             body = b"".join(chunks)
         else:
             body = base64.b64decode(spec.get("body_b64") or "")
-        reply = Reply(int(spec.get("status", 200)), pairs, body, chunks=chunks,
-                      chunk_size=spec.get("chunk_size"), chunk_delay=spec.get("chunk_delay"),
-                      summary=f"enqueued {spec.get('status', 200)}", source="enqueued")
+        reply = Reply(
+            int(spec.get("status", 200)),
+            pairs,
+            body,
+            chunks=chunks,
+            chunk_size=spec.get("chunk_size"),
+            chunk_delay=spec.get("chunk_delay"),
+            summary=f"enqueued {spec.get('status', 200)}",
+            source="enqueued",
+        )
         with self.lock:
             self.queue.append(reply)
             return len(self.queue)

@@ -7,8 +7,10 @@ import gzip
 import json
 import uuid
 import zlib
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Callable
 
 
 @dataclass
@@ -107,19 +109,38 @@ def long_name_error(names: list[tuple[str, str]]) -> Reply | None:
     """OpenAI's 400 for the first declared name over 64 characters (``--reject-long-names``)."""
     for param, name in names:
         if isinstance(name, str) and len(name) > 64:
-            return json_reply(400, {"error": {
-                "message": (f"Invalid '{param}': string too long. Expected a string with maximum length 64, "
-                            f"but got a string with length {len(name)} instead."),
-                "type": "invalid_request_error", "param": param, "code": "string_above_max_length"}},
+            return json_reply(
+                400,
+                {
+                    "error": {
+                        "message": (
+                            f"Invalid '{param}': string too long. Expected a string with maximum length 64, "
+                            f"but got a string with length {len(name)} instead."
+                        ),
+                        "type": "invalid_request_error",
+                        "param": param,
+                        "code": "string_above_max_length",
+                    }
+                },
                 summary=f"400 long tool name ({len(name)} chars)",
-                extra_headers=[("x-request-id", new_id("req_"))])
+                extra_headers=[("x-request-id", new_id("req_"))],
+            )
     return None
 
 
 def openai_bad_body() -> Reply:
-    return json_reply(400, {"error": {"message": "fake_upstream: body is not a JSON object",
-                                      "type": "invalid_request_error", "param": None, "code": None}},
-                      summary="400 body not JSON")
+    return json_reply(
+        400,
+        {
+            "error": {
+                "message": "fake_upstream: body is not a JSON object",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        },
+        summary="400 body not JSON",
+    )
 
 
 def openai_sse_reply(events: list[tuple[str | None, Any]], summary: str) -> Reply:

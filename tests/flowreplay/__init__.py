@@ -40,111 +40,99 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowreplay import files  # noqa: F401
-from flowreplay import replay  # noqa: F401
 from flowreplay import calls  # noqa: F401
-from flowreplay import scrub  # noqa: F401
-from flowreplay import render  # noqa: F401
-from flowreplay import manifest  # noqa: F401
 from flowreplay import checks  # noqa: F401
-from flowreplay.files import (  # noqa: F401
-    REPO,
-    META_RECORD,
-    META_REQUEST,
-    META_UPSTREAM,
-    META_DIFF,
-    META_REPLAY,
-    ADDON_KEYS,
-    RUN_SPECIFIC,
-    DIALECTS,
-    NEUTRAL_SYSTEM,
-    NEUTRAL_CONTEXT,
-    NEUTRAL_DESCRIPTION,
-    NEUTRAL_TEXTS,
-    load_flows,
-    write_flows,
-    corpus_files,
-    rel,
-)
-from flowreplay.replay import (  # noqa: F401
-    clone,
-    is_toolvocab_flow,
-    replayable,
-    _as_bytes,
-    request_body,
-    original_request,
-    original_upstream,
-    comparable_record,
-    Outcome,
-    records_match,
-    mismatches,
-    random_chunks,
-    replay_options,
-    Replay,
-    Replayer,
-    prepare,
-    replay_file,
-    _replay_all,
-)
-from flowreplay.calls import (  # noqa: F401
-    Call,
-    _args,
-    sse_events,
-    _json_units,
-    _unwrap_gemini,
-    tool_calls,
-    _anthropic_calls,
-    _chat_calls,
-    _responses_item_call,
-    _responses_calls,
-    _gemini_calls,
-    parse_json,
-    _gemini_request,
-    declared_names,
-    _text_of,
-    system_slots,
-    system_text_problems,
-    client_calls,
-    client_call_keys,
-    ID_DIALECTS,
-    semantic_problems,
-)
-from flowreplay.scrub import (  # noqa: F401
-    CONTEXT_MARKERS,
-    CREDENTIAL_HEADERS,
-    COOKIE_HEADERS,
-    IDENTIFYING_HEADERS,
-    REDACTED,
-    _KEY_PARAM,
-    _neutral_content,
-    _has_context_marker,
-    _scrub_user_parts,
-    _scrub_descriptions,
-    scrub_body,
-    _scrub_headers,
-    scrub_flow,
-    _SECRETISH,
-    leaks,
-)
-from flowreplay.render import (  # noqa: F401
-    _decision_lines,
-    _side_by_side,
-    _pretty,
-    _unified,
-    _record_field_lines,
-    flow_title,
-    render_failure,
-    _answer_lines,
-    describe_flow,
-)
-from flowreplay.manifest import (  # noqa: F401
-    read_manifest,
-    _toml_value,
-    FLOW_KEYS,
-    write_manifest,
-    MANIFEST_HEADER,
-    manifest_entry,
-)
+from flowreplay import files  # noqa: F401
+from flowreplay import manifest  # noqa: F401
+from flowreplay import render  # noqa: F401
+from flowreplay import replay  # noqa: F401
+from flowreplay import scrub  # noqa: F401
+from flowreplay.calls import ID_DIALECTS  # noqa: F401
+from flowreplay.calls import Call  # noqa: F401
+from flowreplay.calls import _anthropic_calls  # noqa: F401
+from flowreplay.calls import _args  # noqa: F401
+from flowreplay.calls import _chat_calls  # noqa: F401
+from flowreplay.calls import _gemini_calls  # noqa: F401
+from flowreplay.calls import _gemini_request  # noqa: F401
+from flowreplay.calls import _json_units  # noqa: F401
+from flowreplay.calls import _responses_calls  # noqa: F401
+from flowreplay.calls import _responses_item_call  # noqa: F401
+from flowreplay.calls import _text_of  # noqa: F401
+from flowreplay.calls import _unwrap_gemini  # noqa: F401
+from flowreplay.calls import client_call_keys  # noqa: F401
+from flowreplay.calls import client_calls  # noqa: F401
+from flowreplay.calls import declared_names  # noqa: F401
+from flowreplay.calls import parse_json  # noqa: F401
+from flowreplay.calls import semantic_problems  # noqa: F401
+from flowreplay.calls import sse_events  # noqa: F401
+from flowreplay.calls import system_slots  # noqa: F401
+from flowreplay.calls import system_text_problems  # noqa: F401
+from flowreplay.calls import tool_calls  # noqa: F401
+from flowreplay.files import ADDON_KEYS  # noqa: F401
+from flowreplay.files import DIALECTS  # noqa: F401
+from flowreplay.files import META_DIFF  # noqa: F401
+from flowreplay.files import META_RECORD  # noqa: F401
+from flowreplay.files import META_REPLAY  # noqa: F401
+from flowreplay.files import META_REQUEST  # noqa: F401
+from flowreplay.files import META_UPSTREAM  # noqa: F401
+from flowreplay.files import NEUTRAL_CONTEXT  # noqa: F401
+from flowreplay.files import NEUTRAL_DESCRIPTION  # noqa: F401
+from flowreplay.files import NEUTRAL_SYSTEM  # noqa: F401
+from flowreplay.files import NEUTRAL_TEXTS  # noqa: F401
+from flowreplay.files import REPO  # noqa: F401
+from flowreplay.files import RUN_SPECIFIC  # noqa: F401
+from flowreplay.files import corpus_files  # noqa: F401
+from flowreplay.files import load_flows  # noqa: F401
+from flowreplay.files import rel  # noqa: F401
+from flowreplay.files import write_flows  # noqa: F401
+from flowreplay.manifest import FLOW_KEYS  # noqa: F401
+from flowreplay.manifest import MANIFEST_HEADER  # noqa: F401
+from flowreplay.manifest import _toml_value  # noqa: F401
+from flowreplay.manifest import manifest_entry  # noqa: F401
+from flowreplay.manifest import read_manifest  # noqa: F401
+from flowreplay.manifest import write_manifest  # noqa: F401
+from flowreplay.render import _answer_lines  # noqa: F401
+from flowreplay.render import _decision_lines  # noqa: F401
+from flowreplay.render import _pretty  # noqa: F401
+from flowreplay.render import _record_field_lines  # noqa: F401
+from flowreplay.render import _side_by_side  # noqa: F401
+from flowreplay.render import _unified  # noqa: F401
+from flowreplay.render import describe_flow  # noqa: F401
+from flowreplay.render import flow_title  # noqa: F401
+from flowreplay.render import render_failure  # noqa: F401
+from flowreplay.replay import Outcome  # noqa: F401
+from flowreplay.replay import Replay  # noqa: F401
+from flowreplay.replay import Replayer  # noqa: F401
+from flowreplay.replay import _as_bytes  # noqa: F401
+from flowreplay.replay import _replay_all  # noqa: F401
+from flowreplay.replay import clone  # noqa: F401
+from flowreplay.replay import comparable_record  # noqa: F401
+from flowreplay.replay import is_toolvocab_flow  # noqa: F401
+from flowreplay.replay import mismatches  # noqa: F401
+from flowreplay.replay import original_request  # noqa: F401
+from flowreplay.replay import original_upstream  # noqa: F401
+from flowreplay.replay import prepare  # noqa: F401
+from flowreplay.replay import random_chunks  # noqa: F401
+from flowreplay.replay import records_match  # noqa: F401
+from flowreplay.replay import replay_file  # noqa: F401
+from flowreplay.replay import replay_options  # noqa: F401
+from flowreplay.replay import replayable  # noqa: F401
+from flowreplay.replay import request_body  # noqa: F401
+from flowreplay.scrub import _KEY_PARAM  # noqa: F401
+from flowreplay.scrub import _SECRETISH  # noqa: F401
+from flowreplay.scrub import CONTEXT_MARKERS  # noqa: F401
+from flowreplay.scrub import COOKIE_HEADERS  # noqa: F401
+from flowreplay.scrub import CREDENTIAL_HEADERS  # noqa: F401
+from flowreplay.scrub import IDENTIFYING_HEADERS  # noqa: F401
+from flowreplay.scrub import REDACTED  # noqa: F401
+from flowreplay.scrub import _has_context_marker  # noqa: F401
+from flowreplay.scrub import _neutral_content  # noqa: F401
+from flowreplay.scrub import _scrub_descriptions  # noqa: F401
+from flowreplay.scrub import _scrub_headers  # noqa: F401
+from flowreplay.scrub import _scrub_user_parts  # noqa: F401
+from flowreplay.scrub import leaks  # noqa: F401
+from flowreplay.scrub import scrub_body  # noqa: F401
+from flowreplay.scrub import scrub_flow  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

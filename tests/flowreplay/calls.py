@@ -8,26 +8,27 @@ from typing import Any
 
 from mitmproxy import http
 
-from flowreplay.files import META_RECORD, NEUTRAL_TEXTS
-from flowreplay.replay import original_request, original_upstream, request_body
-from toolvocab.replay.calls import (  # noqa: F401
-    Call,
-    _anthropic_calls,
-    _args,
-    _chat_calls,
-    _gemini_calls,
-    _gemini_request,
-    _json_units,
-    _responses_calls,
-    _responses_item_call,
-    _text_of,
-    _unwrap_gemini,
-    declared_names,
-    parse_json,
-    sse_events,
-    system_slots,
-    tool_calls,
-)
+from flowreplay.files import META_RECORD
+from flowreplay.files import NEUTRAL_TEXTS
+from flowreplay.replay import original_request
+from flowreplay.replay import original_upstream
+from flowreplay.replay import request_body
+from toolvocab.replay.calls import Call  # noqa: F401
+from toolvocab.replay.calls import _anthropic_calls  # noqa: F401
+from toolvocab.replay.calls import _args  # noqa: F401
+from toolvocab.replay.calls import _chat_calls  # noqa: F401
+from toolvocab.replay.calls import _gemini_calls  # noqa: F401
+from toolvocab.replay.calls import _gemini_request  # noqa: F401
+from toolvocab.replay.calls import _json_units  # noqa: F401
+from toolvocab.replay.calls import _responses_calls  # noqa: F401
+from toolvocab.replay.calls import _responses_item_call  # noqa: F401
+from toolvocab.replay.calls import _text_of  # noqa: F401
+from toolvocab.replay.calls import _unwrap_gemini  # noqa: F401
+from toolvocab.replay.calls import declared_names  # noqa: F401
+from toolvocab.replay.calls import parse_json  # noqa: F401
+from toolvocab.replay.calls import sse_events  # noqa: F401
+from toolvocab.replay.calls import system_slots  # noqa: F401
+from toolvocab.replay.calls import tool_calls  # noqa: F401
 
 
 def system_text_problems(dialect: str | None, body: Any, sentence: str | None) -> list[str]:
@@ -77,8 +78,10 @@ def semantic_problems(f: http.HTTPFlow, entry: dict[str, Any]) -> list[str]:
     status = f.response.status_code if f.response else None
     changed = delivered != upstream
     if bool(record.get("response_changed")) != changed and record.get("mode") != "observe":
-        problems.append(f"the record says response_changed={bool(record.get('response_changed'))}, "
-                        f"but the client's bytes {'differ from' if changed else 'equal'} the upstream's")
+        problems.append(
+            f"the record says response_changed={bool(record.get('response_changed'))}, "
+            f"but the client's bytes {'differ from' if changed else 'equal'} the upstream's"
+        )
     if expected == "repair":
         if not changed:
             problems.append("expected a repaired answer, but the client receives the upstream's bytes")

@@ -13,19 +13,46 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from toolvocab.replay.compare import SEEDS, first_difference
-
 from flowreplay import files
-from flowreplay.calls import parse_json, semantic_problems, system_text_problems
-from flowreplay.files import DIALECTS, META_RECORD, load_flows, rel
+from flowreplay.calls import parse_json
+from flowreplay.calls import semantic_problems
+from flowreplay.calls import system_text_problems
+from flowreplay.files import DIALECTS
+from flowreplay.files import META_RECORD
+from flowreplay.files import load_flows
+from flowreplay.files import rel
 from flowreplay.render import render_failure
-from flowreplay.replay import Replayer, original_request, replayable, request_body
+from flowreplay.replay import Replayer
+from flowreplay.replay import original_request
+from flowreplay.replay import replayable
+from flowreplay.replay import request_body
 from flowreplay.scrub import leaks
+from toolvocab.replay.compare import SEEDS
+from toolvocab.replay.compare import first_difference
 
 #: Every bug report in the project's bug log; each needs at least one flow.
 BUG_REPORTS = (
-    "BR-01", "BR-03", "BR-04", "BR-05", "BR-06", "BR-08", "BR-10", "BR-12", "BR-14", "BR-15", "BR-17",
-    "BR-18", "BR-20", "BR-21", "BR-23", "BR-24", "BR-25", "BR-27", "BR-28", "BR-30", "BR-31",
+    "BR-01",
+    "BR-03",
+    "BR-04",
+    "BR-05",
+    "BR-06",
+    "BR-08",
+    "BR-10",
+    "BR-12",
+    "BR-14",
+    "BR-15",
+    "BR-17",
+    "BR-18",
+    "BR-20",
+    "BR-21",
+    "BR-23",
+    "BR-24",
+    "BR-25",
+    "BR-27",
+    "BR-28",
+    "BR-30",
+    "BR-31",
 )
 AGENTS = ("claude-code", "codex", "gemini-cli", "opencode", "qwen-code")
 
@@ -71,8 +98,10 @@ def manifest_problems(path: Path, manifest: dict[str, Any]) -> tuple[list[str], 
     if issue and problems:
         return [], f"known addon issue: {issue[:160]}{'…' if len(issue) > 160 else ''}"
     if issue:
-        return [f"{rel(path)} is marked known_issue but now does what the bug report asks; "
-                f"remove known_issue from flows/MANIFEST.toml ({issue})"], None
+        return [
+            f"{rel(path)} is marked known_issue but now does what the bug report asks; "
+            f"remove known_issue from flows/MANIFEST.toml ({issue})"
+        ], None
     return ([f"{rel(path)}:\n  " + "\n  ".join(problems)] if problems else []), None
 
 
@@ -166,5 +195,11 @@ def entry_problems(manifest: dict[str, Any]) -> list[str]:
 
 def corpus_checks(paths: list[Path], manifest: dict[str, Any]) -> list[str]:
     """Every corpus-wide check of tests/test_flows.py."""
-    return (size_problems(paths) + listing_problems(paths, manifest) + dialect_problems(paths)
-            + bug_problems(manifest) + agent_problems(manifest) + entry_problems(manifest))
+    return (
+        size_problems(paths)
+        + listing_problems(paths, manifest)
+        + dialect_problems(paths)
+        + bug_problems(manifest)
+        + agent_problems(manifest)
+        + entry_problems(manifest)
+    )

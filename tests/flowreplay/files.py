@@ -11,10 +11,9 @@ from pathlib import Path
 
 from mitmproxy import http
 from mitmproxy import io as mio
+
 import harness
-
 from toolvocab.replay import flows as _flows
-
 
 REPO = harness.ROOT
 
@@ -28,7 +27,12 @@ MANIFEST = FLOWS_DIR / "MANIFEST.toml"
 
 # The metadata keys, the record fields never compared and the dialects: toolvocab.replay.flows.
 META_RECORD, META_REQUEST, META_UPSTREAM, META_DIFF, META_REPLAY = (
-    _flows.META_RECORD, _flows.META_REQUEST, _flows.META_UPSTREAM, _flows.META_DIFF, _flows.META_REPLAY)
+    _flows.META_RECORD,
+    _flows.META_REQUEST,
+    _flows.META_UPSTREAM,
+    _flows.META_DIFF,
+    _flows.META_REPLAY,
+)
 ADDON_KEYS = _flows.ADDON_KEYS
 RUN_SPECIFIC = _flows.RUN_SPECIFIC
 DIALECTS = _flows.DIALECTS

@@ -12,8 +12,8 @@ from typing import Any
 from mitmproxy import http
 
 from flowreplay import files
-from flowreplay.files import META_RECORD
 from flowreplay.calls import client_call_keys
+from flowreplay.files import META_RECORD
 
 
 def read_manifest(path: Path | None = None) -> dict[str, Any]:
@@ -74,8 +74,9 @@ MANIFEST_HEADER = """\
 # Re-bless a flow: uv run python tests/flowtool.py bless flows/<file>  (see docs/flows.md)"""
 
 
-def manifest_entry(f: http.HTTPFlow, *, source: str, bugs: Iterable[str] = (), expected: str | None = None,
-                   note: str | None = None) -> dict[str, Any]:
+def manifest_entry(
+    f: http.HTTPFlow, *, source: str, bugs: Iterable[str] = (), expected: str | None = None, note: str | None = None
+) -> dict[str, Any]:
     """A manifest table for a (blessed) flow, derived from its record and saved answer."""
     record = f.metadata.get(META_RECORD) or {}
     calls = client_call_keys(f)

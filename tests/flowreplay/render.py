@@ -6,17 +6,15 @@ from __future__ import annotations
 from mitmproxy import http
 
 from toolvocab.replay import render as _render
-from toolvocab.replay.render import (  # noqa: F401
-    _answer_lines,
-    _decision_lines,
-    _pretty,
-    _record_field_lines,
-    _side_by_side,
-    _unified,
-    describe_flow,
-    flow_title,
-)
 from toolvocab.replay.compare import Replay
+from toolvocab.replay.render import _answer_lines  # noqa: F401
+from toolvocab.replay.render import _decision_lines  # noqa: F401
+from toolvocab.replay.render import _pretty  # noqa: F401
+from toolvocab.replay.render import _record_field_lines  # noqa: F401
+from toolvocab.replay.render import _side_by_side  # noqa: F401
+from toolvocab.replay.render import _unified  # noqa: F401
+from toolvocab.replay.render import describe_flow  # noqa: F401
+from toolvocab.replay.render import flow_title  # noqa: F401
 
 #: The last line of a corpus flow's failure.
 HINT = "If this change is intended: uv run python tests/flowtool.py bless <file>"

@@ -7,20 +7,23 @@ from __future__ import annotations
 from typing import Any
 
 import harness
-
 from toolvocab.replay import compare as _compare
-from toolvocab.replay.compare import Outcome, Replay, _replay_all, mismatches, prepare, records_match, replay_file  # noqa: F401
-from toolvocab.replay.flows import (  # noqa: F401
-    _as_bytes,
-    clone,
-    comparable_record,
-    is_toolvocab_flow,
-    original_request,
-    original_upstream,
-    replay_options,
-    replayable,
-    request_body,
-)
+from toolvocab.replay.compare import Outcome  # noqa: F401
+from toolvocab.replay.compare import Replay  # noqa: F401
+from toolvocab.replay.compare import _replay_all  # noqa: F401
+from toolvocab.replay.compare import mismatches  # noqa: F401
+from toolvocab.replay.compare import prepare  # noqa: F401
+from toolvocab.replay.compare import records_match  # noqa: F401
+from toolvocab.replay.compare import replay_file  # noqa: F401
+from toolvocab.replay.flows import _as_bytes  # noqa: F401
+from toolvocab.replay.flows import clone  # noqa: F401
+from toolvocab.replay.flows import comparable_record  # noqa: F401
+from toolvocab.replay.flows import is_toolvocab_flow  # noqa: F401
+from toolvocab.replay.flows import original_request  # noqa: F401
+from toolvocab.replay.flows import original_upstream  # noqa: F401
+from toolvocab.replay.flows import replay_options  # noqa: F401
+from toolvocab.replay.flows import replayable  # noqa: F401
+from toolvocab.replay.flows import request_body  # noqa: F401
 
 random_chunks = harness.random_chunks
 

@@ -12,10 +12,18 @@ from typing import Any
 
 from mitmproxy import http
 
-from flowreplay.files import META_RECORD, META_REQUEST, META_UPSTREAM, NEUTRAL_CONTEXT, NEUTRAL_DESCRIPTION, NEUTRAL_SYSTEM, load_flows
-from flowreplay.replay import _as_bytes, request_body
-from flowreplay.calls import _gemini_request, parse_json, system_text_problems
-
+from flowreplay.calls import _gemini_request
+from flowreplay.calls import parse_json
+from flowreplay.calls import system_text_problems
+from flowreplay.files import META_RECORD
+from flowreplay.files import META_REQUEST
+from flowreplay.files import META_UPSTREAM
+from flowreplay.files import NEUTRAL_CONTEXT
+from flowreplay.files import NEUTRAL_DESCRIPTION
+from flowreplay.files import NEUTRAL_SYSTEM
+from flowreplay.files import load_flows
+from flowreplay.replay import _as_bytes
+from flowreplay.replay import request_body
 
 #: Markers of client-injected context in user turns (scrubbed, and refused in committed flows).
 CONTEXT_MARKERS = (
@@ -31,8 +39,19 @@ CONTEXT_MARKERS = (
 
 #: Request headers holding credentials (value replaced), and headers dropped outright.
 CREDENTIAL_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "openai-api-key",
-     "x-auth-token", "x-access-token", "chatgpt-account-id", "openai-organization", "openai-project"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "openai-api-key",
+        "x-auth-token",
+        "x-access-token",
+        "chatgpt-account-id",
+        "openai-organization",
+        "openai-project",
+    }
 )
 
 
@@ -183,7 +202,10 @@ def scrub_flow(f: http.HTTPFlow, *, descriptions: bool = True) -> list[str]:
         f.request.path = path
         notes.append("redacted a key= query parameter")
     dialect = (f.metadata.get(META_RECORD) or {}).get("dialect")
-    for label, raw in (("saved request", request_body(f.request)), ("toolvocab_request", _as_bytes(f.metadata.get(META_REQUEST)))):
+    for label, raw in (
+        ("saved request", request_body(f.request)),
+        ("toolvocab_request", _as_bytes(f.metadata.get(META_REQUEST))),
+    ):
         body = parse_json(raw)
         if body is None:
             continue
@@ -229,7 +251,10 @@ def leaks(path: str | os.PathLike) -> list[str]:
             problems.append(f"flow {f.id[:8]}: key parameter in the path")
         dialect = (f.metadata.get(META_RECORD) or {}).get("dialect")
         sentence = (f.metadata.get(META_RECORD) or {}).get("prompt_sentence")
-        for label, data in (("saved request", request_body(f.request)), ("toolvocab_request", _as_bytes(f.metadata.get(META_REQUEST)))):
+        for label, data in (
+            ("saved request", request_body(f.request)),
+            ("toolvocab_request", _as_bytes(f.metadata.get(META_REQUEST))),
+        ):
             body = parse_json(data)
             for text in system_text_problems(dialect, body, sentence):
                 problems.append(f"flow {f.id[:8]}: {label} system slot holds client text: {text!r}")

@@ -25,10 +25,8 @@ The strictness oracle here is written independently of ``toolvocab.engine.jsonio
 from __future__ import annotations
 
 import asyncio
-import brotli  # noqa: F401  (mitmproxy's dependency; imported to fail early when absent)
 import dataclasses
 import functools
-import gzip
 import io
 import json
 import logging
@@ -38,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import brotli  # noqa: F401  (mitmproxy's dependency; imported to fail early when absent)
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -58,46 +58,155 @@ FREE_KEYS = frozenset({"name", "arguments", "input", "args", "partial_json", "id
 
 #: Fields the dialects read, by dialect (paths of keys; ``*`` is every list element).
 READ_PATHS: dict[str, list[tuple[str, ...]]] = {
-    "anthropic": [("tools",), ("tools", "*"), ("tools", "*", "name"), ("tools", "*", "input_schema"), ("tools", "*", "type"),
-                  ("messages",), ("messages", "*"), ("messages", "*", "content"), ("messages", "*", "content", "*"),
-                  ("messages", "*", "content", "*", "name"), ("messages", "*", "content", "*", "input"), ("system",),
-                  ("system", "*"), ("stream",), ("model",), ("tool_choice",)],
-    "openai_chat": [("tools",), ("tools", "*"), ("tools", "*", "function"), ("tools", "*", "function", "name"),
-                    ("tools", "*", "function", "parameters"), ("tools", "*", "type"), ("functions",), ("messages",),
-                    ("messages", "*"), ("messages", "*", "content"), ("messages", "*", "tool_calls"),
-                    ("messages", "*", "tool_calls", "*", "function"), ("messages", "*", "role"), ("stream",), ("model",),
-                    ("tool_choice",)],
-    "openai_responses": [("tools",), ("tools", "*"), ("tools", "*", "name"), ("tools", "*", "parameters"), ("tools", "*", "type"),
-                         ("tools", "*", "tools"), ("input",), ("input", "*"), ("input", "*", "name"), ("input", "*", "arguments"),
-                         ("input", "*", "content"), ("instructions",), ("stream",), ("model",), ("tool_choice",)],
-    "gemini": [("tools",), ("tools", "*"), ("tools", "*", "functionDeclarations"), ("tools", "*", "functionDeclarations", "*"),
-               ("tools", "*", "functionDeclarations", "*", "name"), ("tools", "*", "functionDeclarations", "*", "parameters"),
-               ("contents",), ("contents", "*"), ("contents", "*", "parts"), ("contents", "*", "parts", "*"),
-               ("contents", "*", "parts", "*", "functionCall"), ("systemInstruction",), ("systemInstruction", "parts"),
-               ("request",), ("request", "tools"), ("request", "contents"), ("model",)],
+    "anthropic": [
+        ("tools",),
+        ("tools", "*"),
+        ("tools", "*", "name"),
+        ("tools", "*", "input_schema"),
+        ("tools", "*", "type"),
+        ("messages",),
+        ("messages", "*"),
+        ("messages", "*", "content"),
+        ("messages", "*", "content", "*"),
+        ("messages", "*", "content", "*", "name"),
+        ("messages", "*", "content", "*", "input"),
+        ("system",),
+        ("system", "*"),
+        ("stream",),
+        ("model",),
+        ("tool_choice",),
+    ],
+    "openai_chat": [
+        ("tools",),
+        ("tools", "*"),
+        ("tools", "*", "function"),
+        ("tools", "*", "function", "name"),
+        ("tools", "*", "function", "parameters"),
+        ("tools", "*", "type"),
+        ("functions",),
+        ("messages",),
+        ("messages", "*"),
+        ("messages", "*", "content"),
+        ("messages", "*", "tool_calls"),
+        ("messages", "*", "tool_calls", "*", "function"),
+        ("messages", "*", "role"),
+        ("stream",),
+        ("model",),
+        ("tool_choice",),
+    ],
+    "openai_responses": [
+        ("tools",),
+        ("tools", "*"),
+        ("tools", "*", "name"),
+        ("tools", "*", "parameters"),
+        ("tools", "*", "type"),
+        ("tools", "*", "tools"),
+        ("input",),
+        ("input", "*"),
+        ("input", "*", "name"),
+        ("input", "*", "arguments"),
+        ("input", "*", "content"),
+        ("instructions",),
+        ("stream",),
+        ("model",),
+        ("tool_choice",),
+    ],
+    "gemini": [
+        ("tools",),
+        ("tools", "*"),
+        ("tools", "*", "functionDeclarations"),
+        ("tools", "*", "functionDeclarations", "*"),
+        ("tools", "*", "functionDeclarations", "*", "name"),
+        ("tools", "*", "functionDeclarations", "*", "parameters"),
+        ("contents",),
+        ("contents", "*"),
+        ("contents", "*", "parts"),
+        ("contents", "*", "parts", "*"),
+        ("contents", "*", "parts", "*", "functionCall"),
+        ("systemInstruction",),
+        ("systemInstruction", "parts"),
+        ("request",),
+        ("request", "tools"),
+        ("request", "contents"),
+        ("model",),
+    ],
 }
 ANSWER_PATHS: dict[str, list[tuple[str, ...]]] = {
-    "anthropic": [("content",), ("content", "*"), ("content", "*", "name"), ("content", "*", "input"), ("content", "*", "id"),
-                  ("content", "*", "type"), ("stop_reason",), ("type",), ("message",), ("content_block",), ("delta",),
-                  ("delta", "partial_json"), ("index",), ("content_block", "name")],
-    "openai_chat": [("choices",), ("choices", "*"), ("choices", "*", "message"), ("choices", "*", "message", "tool_calls"),
-                    ("choices", "*", "message", "tool_calls", "*"), ("choices", "*", "message", "tool_calls", "*", "function"),
-                    ("choices", "*", "message", "content"), ("choices", "*", "delta"), ("choices", "*", "delta", "tool_calls"),
-                    ("choices", "*", "delta", "tool_calls", "*", "index"), ("choices", "*", "delta", "tool_calls", "*", "function"),
-                    ("choices", "*", "finish_reason")],
-    "openai_responses": [("output",), ("output", "*"), ("output", "*", "name"), ("output", "*", "arguments"), ("output", "*", "type"),
-                         ("output", "*", "call_id"), ("response",), ("response", "output"), ("item",), ("item", "name"),
-                         ("output_index",), ("delta",), ("arguments",), ("type",), ("sequence_number",)],
-    "gemini": [("candidates",), ("candidates", "*"), ("candidates", "*", "content"), ("candidates", "*", "content", "parts"),
-               ("candidates", "*", "content", "parts", "*"), ("candidates", "*", "content", "parts", "*", "functionCall"),
-               ("candidates", "*", "content", "parts", "*", "functionCall", "name"),
-               ("candidates", "*", "content", "parts", "*", "functionCall", "args"), ("response",), ("response", "candidates")],
+    "anthropic": [
+        ("content",),
+        ("content", "*"),
+        ("content", "*", "name"),
+        ("content", "*", "input"),
+        ("content", "*", "id"),
+        ("content", "*", "type"),
+        ("stop_reason",),
+        ("type",),
+        ("message",),
+        ("content_block",),
+        ("delta",),
+        ("delta", "partial_json"),
+        ("index",),
+        ("content_block", "name"),
+    ],
+    "openai_chat": [
+        ("choices",),
+        ("choices", "*"),
+        ("choices", "*", "message"),
+        ("choices", "*", "message", "tool_calls"),
+        ("choices", "*", "message", "tool_calls", "*"),
+        ("choices", "*", "message", "tool_calls", "*", "function"),
+        ("choices", "*", "message", "content"),
+        ("choices", "*", "delta"),
+        ("choices", "*", "delta", "tool_calls"),
+        ("choices", "*", "delta", "tool_calls", "*", "index"),
+        ("choices", "*", "delta", "tool_calls", "*", "function"),
+        ("choices", "*", "finish_reason"),
+    ],
+    "openai_responses": [
+        ("output",),
+        ("output", "*"),
+        ("output", "*", "name"),
+        ("output", "*", "arguments"),
+        ("output", "*", "type"),
+        ("output", "*", "call_id"),
+        ("response",),
+        ("response", "output"),
+        ("item",),
+        ("item", "name"),
+        ("output_index",),
+        ("delta",),
+        ("arguments",),
+        ("type",),
+        ("sequence_number",),
+    ],
+    "gemini": [
+        ("candidates",),
+        ("candidates", "*"),
+        ("candidates", "*", "content"),
+        ("candidates", "*", "content", "parts"),
+        ("candidates", "*", "content", "parts", "*"),
+        ("candidates", "*", "content", "parts", "*", "functionCall"),
+        ("candidates", "*", "content", "parts", "*", "functionCall", "name"),
+        ("candidates", "*", "content", "parts", "*", "functionCall", "args"),
+        ("response",),
+        ("response", "candidates"),
+    ],
 }
 
 #: Raw JSON tokens a lenient reader takes and a strict one refuses (or that orjson cannot hold).
 BAD_TOKENS = [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e400"]
-ODD_TOKENS = [b"123456789012345678901234567890", b"-98765432109876543210", b'"\\ud800"', b'"a\\udfffb"',
-              b'"\\ud83d"', b'"\xff"', b'"\xed\xa0\x80"', b'"\xc3"', b"1e-400", b'"\\u0000"']
+ODD_TOKENS = [
+    b"123456789012345678901234567890",
+    b"-98765432109876543210",
+    b'"\\ud800"',
+    b'"a\\udfffb"',
+    b'"\\ud83d"',
+    b'"\xff"',
+    b'"\xed\xa0\x80"',
+    b'"\xc3"',
+    b"1e-400",
+    b'"\\u0000"',
+]
 
 
 # -- seeds --------------------------------------------------------------------------------------
@@ -133,12 +242,17 @@ def load_seeds() -> dict[str, list[Seed]]:
             flow = fr.prepare(saved)
             answer = flow.response.raw_content or b""
             ctype = flow.response.headers.get("content-type", "")
-            out[dialect].append(Seed(
-                name=f"{fr.rel(path)}#{saved.id[:8]}", dialect=dialect, flow=flow,
-                request=fr.request_body(flow.request), answer=answer,
-                sse="event-stream" in ctype or answer.lstrip()[:1] == b"[",
-                options=fr.replay_options(saved),
-            ))
+            out[dialect].append(
+                Seed(
+                    name=f"{fr.rel(path)}#{saved.id[:8]}",
+                    dialect=dialect,
+                    flow=flow,
+                    request=fr.request_body(flow.request),
+                    answer=answer,
+                    sse="event-stream" in ctype or answer.lstrip()[:1] == b"[",
+                    options=fr.replay_options(saved),
+                )
+            )
     return out
 
 
@@ -172,8 +286,12 @@ def strict_json(raw: bytes, *, allow_duplicates: bool = False) -> tuple[bool, An
     number a finite double or an integer, no repeated key unless allowed), else ``(False, None)``."""
     try:
         text = raw.decode("utf-8")
-        return True, json.loads(text, parse_constant=_refuse_constant, parse_float=_finite,
-                                object_pairs_hook=None if allow_duplicates else _no_dupes)
+        return True, json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite,
+            object_pairs_hook=None if allow_duplicates else _no_dupes,
+        )
     except (ValueError, _Refused, RecursionError):
         return False, None
 
@@ -274,7 +392,9 @@ def mutate_json(raw: bytes, paths: list[tuple[str, ...]], rnd: Any, labels: list
             continue
         at = rnd.choice(candidates)
         if kind == "wrong_type":
-            new = rnd.choice([None, True, False, 0, -1, 1.5, 2**40, "", "x", [], [1, "a"], {}, {"type": 7}, [[]], [None]])
+            new = rnd.choice(
+                [None, True, False, 0, -1, 1.5, 2**40, "", "x", [], [1, "a"], {}, {"type": 7}, [[]], [None]]
+            )
             labels.append("wrong_type")
         elif kind == "deep":
             levels = rnd.choice([100, 140, 300, 399, 401, 900, 1100, 3000])
@@ -318,7 +438,7 @@ UNKNOWN_EVENTS = [
     b"data: [DONE]\n\n",
     b"data: not json at all\n\n",
     b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":5,"function":{"arguments":"{"}}]}}]}\n\n',
-    b"event: ping\ndata: {\"type\": \"ping\"}\n\n",
+    b'event: ping\ndata: {"type": "ping"}\n\n',
     b"retry: 10\n\n",
     b"\n",
 ]
@@ -328,7 +448,9 @@ def mutate_sse(data: bytes, dialect: str, rnd: Any, labels: list[str]) -> bytes:
     """One or more event-level mutations of an SSE (or Gemini array) answer."""
     events = sse_events(data)
     for _ in range(rnd.randint(1, 3)):
-        kind = rnd.choice(["cut", "drop", "dup", "swap", "unknown", "bad_json", "framing", "crlf", "event_json", "long"])
+        kind = rnd.choice(
+            ["cut", "drop", "dup", "swap", "unknown", "bad_json", "framing", "crlf", "event_json", "long"]
+        )
         labels.append(kind)
         if kind == "cut" and events:
             joined = b"".join(events)
@@ -347,10 +469,19 @@ def mutate_sse(data: bytes, dialect: str, rnd: Any, labels: list[str]) -> bytes:
             events.insert(rnd.randrange(len(events) + 1), rnd.choice(UNKNOWN_EVENTS))
         elif kind == "bad_json" and events:
             i = rnd.randrange(len(events))
-            events[i] = events[i].replace(b"data: {", rnd.choice([b"data: {{", b"data: {\"a\":NaN,", b"data: {\"x\":1e400,", b"data: {\xff"]), 1)
+            events[i] = events[i].replace(
+                b"data: {", rnd.choice([b"data: {{", b'data: {"a":NaN,', b'data: {"x":1e400,', b"data: {\xff"]), 1
+            )
         elif kind == "framing" and events:
             i = rnd.randrange(len(events))
-            events[i] = rnd.choice([events[i].rstrip(b"\n") + b"\n", events[i].replace(b"\n", b"", 1), b"data:" + events[i], events[i] + b"\n\n\n"])
+            events[i] = rnd.choice(
+                [
+                    events[i].rstrip(b"\n") + b"\n",
+                    events[i].replace(b"\n", b"", 1),
+                    b"data:" + events[i],
+                    events[i] + b"\n\n\n",
+                ]
+            )
         elif kind == "crlf" and events:
             for i in range(len(events)):
                 if rnd.random() < 0.5:
@@ -375,7 +506,11 @@ def mutate_sse(data: bytes, dialect: str, rnd: Any, labels: list[str]) -> bytes:
             elif dialect == "openai_chat":
                 ev = b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]}).encode() + b"\n\n"
             else:
-                ev = b"data: " + json.dumps({"candidates": [{"content": {"parts": [{"text": text}]}}]}).encode() + b"\r\n\r\n"
+                ev = (
+                    b"data: "
+                    + json.dumps({"candidates": [{"content": {"parts": [{"text": text}]}}]}).encode()
+                    + b"\r\n\r\n"
+                )
             events.insert(rnd.randrange(len(events) + 1), ev)
     return b"".join(events)
 
@@ -546,8 +681,14 @@ def drive(replayer: Any, m: Mutated, rnd: random.Random, counter: ErrorCounter) 
         mio.FlowWriter(io.BytesIO()).add(f)
     except Exception as exc:
         errors.append(f"ERROR the flow cannot be saved: {type(exc).__name__}: {exc}")
-    return Outcome(request_out=f.request.raw_content or b"", answer_out=out or b"", record=f.metadata.get("toolvocab"),
-                   seconds=seconds, errors=errors, streamed=kind)
+    return Outcome(
+        request_out=f.request.raw_content or b"",
+        answer_out=out or b"",
+        record=f.metadata.get("toolvocab"),
+        seconds=seconds,
+        errors=errors,
+        streamed=kind,
+    )
 
 
 # -- the oracle ---------------------------------------------------------------------------------
@@ -558,7 +699,9 @@ def _fragment_event(value: dict) -> bool:
     Responses ``function_call_arguments.delta``): when a call's arguments are rewritten, the
     dialects send them in one such event and drop the others, with whatever else they held."""
     delta = value.get("delta")
-    return (isinstance(delta, dict) and delta.get("type") == "input_json_delta") or value.get("type") == "response.function_call_arguments.delta"
+    return (isinstance(delta, dict) and delta.get("type") == "input_json_delta") or value.get(
+        "type"
+    ) == "response.function_call_arguments.delta"
 
 
 def _leaves(value: Any, out: set, key: str | None, sentence: str | None, free: frozenset[str], ctx_type: str) -> None:
@@ -637,9 +780,19 @@ def stream_leaves(data: bytes, sentence: str | None = None, free: frozenset[str]
 
 
 #: Structural words a repair may add (the prompt sentence's block, an unwrapped or lifted call).
-ADDED_OK = {("type", "text"), ("role", "system"), ("role", "developer"), ("type", "input_text"), ("type", "message"),
-            ("type", "function"), ("type", "tool_use"), ("type", "function_call"), ("finish_reason", "tool_calls"),
-            ("stop_reason", "tool_use"), ("__event__", b"content_block_delta")}
+ADDED_OK = {
+    ("type", "text"),
+    ("role", "system"),
+    ("role", "developer"),
+    ("type", "input_text"),
+    ("type", "message"),
+    ("type", "function"),
+    ("type", "tool_use"),
+    ("type", "function_call"),
+    ("finish_reason", "tool_calls"),
+    ("stop_reason", "tool_use"),
+    ("__event__", b"content_block_delta"),
+}
 
 
 #: System slots a prompt sentence may fill when they were empty (``null`` or ``""``).
@@ -720,7 +873,11 @@ def _decoded(data: bytes, headers: dict[str, str | None]) -> bytes:
 
 
 def _dropped_duplicate(record: dict) -> bool:
-    return any(r.get("why") == "duplicate" and r.get("upstream") is None for r in record.get("renames") or () if isinstance(r, dict))
+    return any(
+        r.get("why") == "duplicate" and r.get("upstream") is None
+        for r in record.get("renames") or ()
+        if isinstance(r, dict)
+    )
 
 
 def _answer_text(answer: bytes) -> str:
@@ -772,20 +929,32 @@ def lift_explains(extra: set, lost: set, decisions: list[dict], answer_in: bytes
     event names aside). A mutated schema can make such a lift valid where the unmutated seed's was
     not (a schema of unknown keywords accepts any arguments)."""
     # Gemini calls carry no id: there, a call is new when the upstream's answer holds no call at all
-    no_calls = not any(marker in answer_in for marker in (b'"functionCall"', b'"function_call"', b'"tool_use"', b'"tool_calls"'))
-    minted = {d.get("target") or d.get("name") for d in decisions
-              if (d["call_id"].encode() not in answer_in if isinstance(d.get("call_id"), str) and d["call_id"] else no_calls)}
+    no_calls = not any(
+        marker in answer_in for marker in (b'"functionCall"', b'"function_call"', b'"tool_use"', b'"tool_calls"')
+    )
+    minted = {
+        d.get("target") or d.get("name")
+        for d in decisions
+        if (d["call_id"].encode() not in answer_in if isinstance(d.get("call_id"), str) and d["call_id"] else no_calls)
+    }
     minted.discard(None)
     texts = ("text", "content", "delta")  # where each dialect carries text
     structure = ("type", "index", "__event__", "role", "output_index", "content_index")
-    if not minted or not any(k in texts and isinstance(v, str) for k, v in lost) or any(k not in (*texts, *structure) for k, _ in lost):
+    if (
+        not minted
+        or not any(k in texts and isinstance(v, str) for k, v in lost)
+        or any(k not in (*texts, *structure) for k, _ in lost)
+    ):
         return False
     blob = _answer_text(answer_in)
     if not any(name in blob for name in minted):
         return False
-    return all(str(kk) in blob and (json.dumps(vv) in blob or str(vv) in blob)
-               for k, v in extra if k not in structure and not (k in texts and v is None)  # Chat: content null
-               for kk, vv in _flat(k, v))
+    return all(
+        str(kk) in blob and (json.dumps(vv) in blob or str(vv) in blob)
+        for k, v in extra
+        if k not in structure and not (k in texts and v is None)  # Chat: content null
+        for kk, vv in _flat(k, v)
+    )
 
 
 def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
@@ -817,7 +986,9 @@ def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
             lost = _allowed_loss(leaves(req_value, sentence) - after, after, sentence)
             if extra or lost:
                 known = "known: " if not extra and _dropped_duplicate(record) else ""
-                found.append(f"{known}request changed beyond names/arguments/ids/sentence: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}")
+                found.append(
+                    f"{known}request changed beyond names/arguments/ids/sentence: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
+                )
     if o.answer_out != m.answer:
         if m.seed.structural:
             return found
@@ -841,7 +1012,9 @@ def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
                 extra = _allowed_extra(after - leaves(a_value, None, free) - ADDED_OK)
                 lost = _allowed_loss(leaves(a_value, None, free) - after, after, None)
                 if (extra or lost) and not (lifts and lift_explains(extra, lost, decisions, answer_in)):
-                    found.append(f"answer changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}")
+                    found.append(
+                        f"answer changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
+                    )
         else:
             before = stream_leaves(answer_in, None, free)
             after = stream_leaves(answer_out, None, free)
@@ -858,7 +1031,9 @@ def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
                     found.append("an event whose data repeats a key was rewritten (the last one kept)")
                     lost -= dupes
                 if (extra or lost) and not (lifts and lift_explains(extra, lost, decisions, answer_in)):
-                    found.append(f"stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}")
+                    found.append(
+                        f"stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
+                    )
     return found
 
 

@@ -51,8 +51,8 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fuzzlib as fz  # noqa: E402
 import flowreplay as fr  # noqa: E402
+import fuzzlib as fz  # noqa: E402
 from toolvocab.dialects import pipeline  # noqa: E402
 
 EXAMPLES = int(os.environ.get("TOOLVOCAB_FUZZ_EXAMPLES", "100"))
@@ -181,7 +181,9 @@ def test_oracle_catches_what_it_must():
     m = fz.Mutated(seed, seed.request, seed.answer)
     o = fz.Outcome(b'{"a": null}', b"{}", None, 0.0, [], "buffered")
     assert any("not strict JSON was altered" in p for p in fz.problems(m, o))
-    seed = fz.Seed("x", "anthropic", None, b'{"model": "m", "n": 123456789012345678901}', b'{"content": [], "x": 1}', False, {})
+    seed = fz.Seed(
+        "x", "anthropic", None, b'{"model": "m", "n": 123456789012345678901}', b'{"content": [], "x": 1}', False, {}
+    )
     m = fz.Mutated(seed, seed.request, seed.answer)
     o = fz.Outcome(b'{"model": "m", "n": 1.2345678901234568e+20}', b'{"content": []}', {}, 0.0, [], "buffered")
     found = fz.problems(m, o)
@@ -191,7 +193,15 @@ def test_oracle_catches_what_it_must():
     found = fz.problems(m, o)
     assert any(p.startswith("stall") for p in found) and any(p.startswith("log:") for p in found)
     # a renamed tool and new arguments are allowed when the record has a call renamed or fitted
-    seed = fz.Seed("x", "anthropic", None, b'{"model": "m"}', b'{"content": [{"type": "tool_use", "name": "a", "input": {"x": 1}, "id": "1"}]}', False, {})
+    seed = fz.Seed(
+        "x",
+        "anthropic",
+        None,
+        b'{"model": "m"}',
+        b'{"content": [{"type": "tool_use", "name": "a", "input": {"x": 1}, "id": "1"}]}',
+        False,
+        {},
+    )
     m = fz.Mutated(seed, seed.request, seed.answer)
     renamed = b'{"content":[{"type":"tool_use","name":"b","input":{"y":2},"id":"2"}]}'
     o = fz.Outcome(seed.request, renamed, {"decisions": [{"action": "rename"}]}, 0.0, [], "buffered")
@@ -199,7 +209,14 @@ def test_oracle_catches_what_it_must():
     # ... and not otherwise (arguments must stay then)
     o = fz.Outcome(seed.request, renamed, {"decisions": [{"action": "keep"}]}, 0.0, [], "buffered")
     assert any("answer changed beyond" in p for p in fz.problems(m, o))
-    o = fz.Outcome(seed.request, b'{"content":[{"type":"tool_use","name":"a","input":{"x":1},"id":"2"}]}', {"decisions": []}, 0.0, [], "buffered")
+    o = fz.Outcome(
+        seed.request,
+        b'{"content":[{"type":"tool_use","name":"a","input":{"x":1},"id":"2"}]}',
+        {"decisions": []},
+        0.0,
+        [],
+        "buffered",
+    )
     assert fz.problems(m, o) == []  # only the id changed
     # a stream whose argument fragments changed with no call repaired
     sse_in = b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta","delta":"{\\"a\\""}\n\n'
@@ -211,14 +228,24 @@ def test_oracle_catches_what_it_must():
     # a call lifted out of text markup: allowed when the text names the call and writes every
     # argument it came with, under an id the upstream never sent; not when a value differs, the
     # text does not name the call, or the id is the upstream's
-    text = json.dumps({"id": "msg_1", "content": [{"type": "text", "text": '<function=read_file>{"path": 7}</function>'}]}).encode()
+    text = json.dumps(
+        {"id": "msg_1", "content": [{"type": "text", "text": '<function=read_file>{"path": 7}</function>'}]}
+    ).encode()
     seed = fz.Seed("x", "anthropic", None, b'{"model": "m"}', text, False, {})
     m = fz.Mutated(seed, seed.request, seed.answer)
     lifted = {"decisions": [{"action": "keep", "name": "read_file", "target": "read_file", "call_id": "tc_1"}]}
-    for value, record, ok in ((7, lifted, True), (8, lifted, False),
-                              (7, {"decisions": [{**lifted["decisions"][0], "target": "write_file", "name": "write_file"}]}, False),
-                              (7, {"decisions": [{**lifted["decisions"][0], "call_id": "msg_1"}]}, False)):
-        out = json.dumps({"id": "msg_1", "content": [{"type": "tool_use", "id": "tc_1", "name": "read_file", "input": {"path": value}}]}).encode()
+    for value, record, ok in (
+        (7, lifted, True),
+        (8, lifted, False),
+        (7, {"decisions": [{**lifted["decisions"][0], "target": "write_file", "name": "write_file"}]}, False),
+        (7, {"decisions": [{**lifted["decisions"][0], "call_id": "msg_1"}]}, False),
+    ):
+        out = json.dumps(
+            {
+                "id": "msg_1",
+                "content": [{"type": "tool_use", "id": "tc_1", "name": "read_file", "input": {"path": value}}],
+            }
+        ).encode()
         found = fz.problems(m, fz.Outcome(seed.request, out, record, 0.0, [], "buffered"))
         assert (found == []) is ok, (value, record, found)
 
@@ -228,18 +255,26 @@ def test_a_tool_name_with_a_lone_surrogate_is_aliased_mapped_back_and_saved(harn
     with an alias the grammar accepts, the upstream's call under that alias comes back under the
     client's exact name (escape included), and the flow can be saved."""
     replayer, seeds, counter = harness
-    seed = next(s for s in seeds["anthropic"] if not s.sse and s.options.get("mode") == "auto" and not s.options.get("profiles"))
-    body = (b'{"model":"m","stream":false,"tools":[{"name":"Bash\\ud800","input_schema":{"type":"object",'
-            b'"properties":{"command":{"type":"string"}}}},{"name":"Read","input_schema":{"type":"object"}}],'
-            b'"messages":[{"role":"user","content":"hi"}]}')
+    seed = next(
+        s for s in seeds["anthropic"] if not s.sse and s.options.get("mode") == "auto" and not s.options.get("profiles")
+    )
+    body = (
+        b'{"model":"m","stream":false,"tools":[{"name":"Bash\\ud800","input_schema":{"type":"object",'
+        b'"properties":{"command":{"type":"string"}}}},{"name":"Read","input_schema":{"type":"object"}}],'
+        b'"messages":[{"role":"user","content":"hi"}]}'
+    )
     first = fz.Mutated(seed, body, b"{}")
     o = fz.drive(replayer, first, random.Random(0), counter)
     assert not o.errors
     sent = json.loads(o.request_out)
     alias = sent["tools"][0]["name"]
     assert alias.startswith("Bash") and alias.isascii() and "\\" not in alias
-    answer = json.dumps({"content": [{"type": "tool_use", "id": "t1", "name": alias, "input": {"command": "ls"}}],
-                         "stop_reason": "tool_use"}).encode()
+    answer = json.dumps(
+        {
+            "content": [{"type": "tool_use", "id": "t1", "name": alias, "input": {"command": "ls"}}],
+            "stop_reason": "tool_use",
+        }
+    ).encode()
     o = fz.drive(replayer, fz.Mutated(seed, body, answer), random.Random(0), counter)
     assert not o.errors
     got = json.loads(o.answer_out)
@@ -259,7 +294,9 @@ def _bound(dialect: str, request: bytes) -> tuple:
     d = tvdialects.by_name(dialect)
     body = jsonio.loads(request)
     tools = Toolset(d.declared_tools(body))
-    plan = make_plan(tools, d.system_texts(body), add_sentence=False, flow_key="fuzz", transcript_names=d.transcript_names(body))
+    plan = make_plan(
+        tools, d.system_texts(body), add_sentence=False, flow_key="fuzz", transcript_names=d.transcript_names(body)
+    )
     return d, Recorder(tools, plan), plan
 
 
@@ -330,7 +367,18 @@ def test_a_stall_release_sends_every_byte_not_yet_sent_once_and_then_passes_thro
             cut = sorted({rnd.randint(1, len(text) - 1) for _ in range(3)})
             pieces = [text[a:b] for a, b in zip([0, *cut], [*cut, len(text)])]
             answer = b"".join(
-                b"data: " + json.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": p}]}, **({"finishReason": "STOP"} if k == len(pieces) - 1 else {})}]}).encode() + b"\r\n\r\n"
+                b"data: "
+                + json.dumps(
+                    {
+                        "candidates": [
+                            {
+                                "content": {"role": "model", "parts": [{"text": p}]},
+                                **({"finishReason": "STOP"} if k == len(pieces) - 1 else {}),
+                            }
+                        ]
+                    }
+                ).encode()
+                + b"\r\n\r\n"
                 for k, p in enumerate(pieces)
             )
             labels.append(f"leaked_call_in_{len(pieces)}_events")

@@ -158,8 +158,11 @@ def test_duplicate_keys_with_quotes_colons_and_backslashes_in_strings(value, dat
     """Keys and strings made of quotes, colons, backslashes, brackets and whitespace (escaped
     quotes before a colon, strings that open with a colon): :func:`jsonio.loads_unique` and
     :func:`jsonio.has_duplicate_keys` agree with ``json.loads``'s ``object_pairs_hook``."""
-    raw = json.dumps(value, indent=data.draw(st.sampled_from([None, 1])),
-                     separators=data.draw(st.sampled_from([None, (",", ":"), (", ", " : ")]))).encode()
+    raw = json.dumps(
+        value,
+        indent=data.draw(st.sampled_from([None, 1])),
+        separators=data.draw(st.sampled_from([None, (",", ":"), (", ", " : ")])),
+    ).encode()
     if value and data.draw(st.booleans()):
         key = data.draw(st.sampled_from(sorted(value)))
         raw = b"{" + json.dumps(key).encode() + b": 0, " + raw.lstrip()[1:]
@@ -210,8 +213,13 @@ def test_rewrite_refuses_a_non_finite_float_at_any_depth(bad):
 
 
 compact_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 4, max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False) | tricky_text | st.text(max_size=6),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=2**63 - 4, max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | tricky_text
+    | st.text(max_size=6),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky_text | st.text(max_size=3), inner, max_size=3),
     max_leaves=16,
 )
@@ -233,7 +241,11 @@ def test_compact_bodies_as_clients_write_them(value, data):
     elif where == "nested":
         key = data.draw(tricky_text)
         inner = json.dumps({key: 1}, ensure_ascii=False, separators=(",", ":")).encode()
-        raw = b'{"x":[' + inner[:-1] + b"," + inner[1:] + b"]," + raw[1:] if value else b'{"x":[' + inner[:-1] + b"," + inner[1:] + b"]}"
+        raw = (
+            b'{"x":[' + inner[:-1] + b"," + inner[1:] + b"]," + raw[1:]
+            if value
+            else b'{"x":[' + inner[:-1] + b"," + inner[1:] + b"]}"
+        )
     want = _has_dupes_oracle(raw)
     parsed, unique = jsonio.loads_unique(raw)
     assert parsed == json.loads(raw)  # integers exact

@@ -21,8 +21,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fuzzlib as fz  # noqa: E402
 import flowreplay as fr  # noqa: E402
+import fuzzlib as fz  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["saved", "plain"])
@@ -45,7 +45,12 @@ def harness(request):
 def repaired_seed(seeds, dialect: str, sse: bool = False) -> fz.Seed:
     """A flow of ``dialect`` in auto mode whose answer (JSON, or with ``sse`` streamed) the addon repairs."""
     for seed in seeds[dialect]:
-        if seed.sse == sse and seed.options.get("mode") == "auto" and not seed.options.get("profiles") and "br05" in seed.name:
+        if (
+            seed.sse == sse
+            and seed.options.get("mode") == "auto"
+            and not seed.options.get("profiles")
+            and "br05" in seed.name
+        ):
             return seed
     raise AssertionError(f"no br05 {'streamed' if sse else 'JSON'} seed for {dialect}")
 
@@ -59,7 +64,7 @@ def in_transcript(raw: bytes, dialect: str, token: bytes) -> bytes:
     """``raw`` with ``"x_fuzz": <token>`` as the first key of the transcript's first entry."""
     m = re.search(rb'"' + TRANSCRIPT[dialect] + rb'"\s*:\s*\[\s*\{', raw)
     assert m is not None
-    return raw[: m.end()] + b'"x_fuzz":' + token + b"," + raw[m.end():]
+    return raw[: m.end()] + b'"x_fuzz":' + token + b"," + raw[m.end() :]
 
 
 def drive(harness, seed: fz.Seed, request: bytes, answer: bytes) -> fz.Outcome:
@@ -85,8 +90,16 @@ def test_the_seed_is_repaired_as_is(harness, dialect):
 @pytest.mark.parametrize("dialect", fz.DIALECTS)
 @pytest.mark.parametrize(
     "token",
-    [b"NaN", b"Infinity", b"-Infinity", b"1e400", b"[1e400, 123456789012345678901234567890]", b'"\xff"',
-     b"[" * 1100 + b"]" * 1100, b"[" * 500 + b"]" * 500],
+    [
+        b"NaN",
+        b"Infinity",
+        b"-Infinity",
+        b"1e400",
+        b"[1e400, 123456789012345678901234567890]",
+        b'"\xff"',
+        b"[" * 1100 + b"]" * 1100,
+        b"[" * 500 + b"]" * 500,
+    ],
     ids=["NaN", "Infinity", "-Infinity", "1e400", "1e400+bigint", "invalid-utf8", "depth1100", "depth500"],
 )
 def test_a_request_a_strict_reader_refuses_is_not_touched_nor_its_answer(harness, dialect, token):
@@ -188,7 +201,9 @@ def test_an_unknown_event_with_a_delta_object_inside_a_call_changes_nothing(harn
             if drive(harness, seed, seed.request, seed.answer).answer_out == seed.answer:
                 unchanged.append(seed)
     assert unchanged, "no Responses stream that passes unchanged"
-    unknown = b'event: response.x_unknown\ndata: {"type":"response.x_unknown","output_index":0,"delta":{"partial":"{"}}\n\n'
+    unknown = (
+        b'event: response.x_unknown\ndata: {"type":"response.x_unknown","output_index":0,"delta":{"partial":"{"}}\n\n'
+    )
     for seed in unchanged:
         at = seed.answer.index(b"event: response.function_call_arguments.delta")
         answer = seed.answer[:at] + unknown + seed.answer[at:]
@@ -201,8 +216,13 @@ def test_an_unknown_event_with_a_delta_object_inside_a_call_changes_nothing(harn
 @pytest.mark.parametrize("sse", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize(
     "token,why",
-    [(b'{"a":1,"a":2}', "repeats a key"), (b"1e400", "not JSON"), (b'"\xff"', "not JSON"),
-     (b"[" * 401 + b"]" * 401, "not JSON"), (b"123456789012345678901234567890", None)],
+    [
+        (b'{"a":1,"a":2}', "repeats a key"),
+        (b"1e400", "not JSON"),
+        (b'"\xff"', "not JSON"),
+        (b"[" * 401 + b"]" * 401, "not JSON"),
+        (b"123456789012345678901234567890", None),
+    ],
     ids=["repeated-key", "1e400", "invalid-utf8", "depth401", "bigint"],
 )
 def test_what_a_strict_reader_refuses_deep_in_a_transcript_leaves_the_answer(harness, dialect, sse, token, why):

@@ -25,7 +25,6 @@ from mitmproxy.proxy.layers import http as hl
 from mitmproxy.test import tflow
 
 import flowreplay as fr
-import procs
 
 BEARER = b"sk-ant-bearer-0123456789abcdef"
 API_KEY = b"sk-apikey-fedcba9876543210"
@@ -82,7 +81,9 @@ def flows_in_every_state() -> dict[str, mflow.Flow]:
     ws = tflow.twebsocketflow()
     ws.request.headers = credential_headers()
     ws.request.path = "/v1/responses?api_key=" + QUERY.decode()
-    ws.websocket.messages.append(websocket.WebSocketMessage(1, True, b'{"type":"session.update","token":"' + BEARER + b'"}'))
+    ws.websocket.messages.append(
+        websocket.WebSocketMessage(1, True, b'{"type":"session.update","token":"' + BEARER + b'"}')
+    )
     out["websocket messages"] = ws
 
     backup = tflow.tflow(resp=True)
@@ -149,7 +150,7 @@ def test_query_names_in_any_case_and_short_values_stay_readable(replayer):
 
 
 def _send_partial(port: int) -> None:
-    body = b'{"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "key ' + API_KEY + b' and more'
+    body = b'{"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "key ' + API_KEY + b" and more"
     head = (
         b"POST /v1/messages?KEY=" + QUERY + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Authorization: Bearer " + BEARER + b"\r\nX-API-KEY: " + API_KEY + b"\r\n"

@@ -202,11 +202,19 @@ def make_flow(
     )
     if not response:
         return tflow.tflow(req=req, resp=False)
-    return tflow.tflow(req=req, resp=answer(upstream, resp_type, resp_headers, status=status, http_version=http_version))
+    return tflow.tflow(
+        req=req, resp=answer(upstream, resp_type, resp_headers, status=status, http_version=http_version)
+    )
 
 
-def answer(upstream: bytes, resp_type: str | None, resp_headers: list[tuple[str, str]] | None = None, *,
-           status: int = 200, http_version: str = "HTTP/1.1") -> http.Response:
+def answer(
+    upstream: bytes,
+    resp_type: str | None,
+    resp_headers: list[tuple[str, str]] | None = None,
+    *,
+    status: int = 200,
+    http_version: str = "HTTP/1.1",
+) -> http.Response:
     """An upstream answer (``tutils.tresp``): ``content-type: resp_type`` (none when ``None``),
     then ``resp_headers``, body ``upstream``."""
     rh = list(resp_headers or [])
@@ -231,7 +239,9 @@ def ws_flow(host: str = "api.openai.com", path: str = "/v1/responses") -> http.H
     return f
 
 
-def send_ws(e: Env, f: http.HTTPFlow, content: bytes, *, from_client: bool, text: bool = True) -> tuple[WebSocketMessage, list[bytes]]:
+def send_ws(
+    e: Env, f: http.HTTPFlow, content: bytes, *, from_client: bool, text: bool = True
+) -> tuple[WebSocketMessage, list[bytes]]:
     """Append one message to ``f`` and run ``websocket_message`` as mitmproxy's WebSocket layer
     does; ``(the message, the frames injected meanwhile)``. Every injection must go to the client
     of ``f`` as text (``capture_injections`` must be active)."""

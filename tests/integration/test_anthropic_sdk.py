@@ -11,8 +11,10 @@ import base64
 import gzip
 import json
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Iterable
 
 import anthropic
 import httpx
@@ -29,9 +31,7 @@ from sdk import reply_bytes
 
 pytestmark = pytest.mark.integration
 
-needs_addon = pytest.mark.skipif(
-    not procs.ADDON_SCRIPT.exists(), reason="addon/toolvocab.py does not exist yet"
-)
+needs_addon = pytest.mark.skipif(not procs.ADDON_SCRIPT.exists(), reason="addon/toolvocab.py does not exist yet")
 
 # ------------------------------------------------------------------------------ tools
 BASH = {
@@ -158,8 +158,9 @@ class Received:
     end_time: float = 0.0
 
 
-def ask(client: anthropic.Anthropic, transport: str, *, tools: list[dict],
-        messages: list[dict], system: str = SYSTEM) -> Received:
+def ask(
+    client: anthropic.Anthropic, transport: str, *, tools: list[dict], messages: list[dict], system: str = SYSTEM
+) -> Received:
     kwargs = dict(model=MODEL, max_tokens=256, system=system, tools=tools, messages=messages)
     if transport == "json":
         msg = client.messages.create(**kwargs)
@@ -195,8 +196,7 @@ def system_text(body: dict) -> str:
     return ""
 
 
-def check_forwarded_request(record: dict, *, tools: list[dict], messages: list[dict],
-                            md: dict | None = None) -> None:
+def check_forwarded_request(record: dict, *, tools: list[dict], messages: list[dict], md: dict | None = None) -> None:
     """The upstream got the client's request: same tools, same messages, system kept.
 
     The addon may add one sentence to the system prompt (``md["prompt_sentence"]``); nothing
@@ -234,8 +234,9 @@ def sent_messages(got: Received) -> list[dict]:
     ]
 
 
-def run_tool_turns(fake, px, transport: str, *, tools: list[dict], upstream_name: str,
-                   upstream_args: dict, chunk_sizes=CHUNK_SIZES) -> list[tuple[int, Received, dict]]:
+def run_tool_turns(
+    fake, px, transport: str, *, tools: list[dict], upstream_name: str, upstream_args: dict, chunk_sizes=CHUNK_SIZES
+) -> list[tuple[int, Received, dict]]:
     """One first turn per chunk size; returns (chunk size, what the client got, upstream record)."""
     fake.config(tool_name=upstream_name, tool_args=upstream_args)
     client = anthropic_client(px.url)
@@ -254,9 +255,15 @@ def run_tool_turns(fake, px, transport: str, *, tools: list[dict], upstream_name
 def test_harness_plain_mitmdump_passes_everything_through(fake_upstream, proxy, transport):
     """Without the addon (no ``-s``) the foreign name reaches the client unchanged."""
     px = proxy(script=None)
-    for size, got, record in run_tool_turns(fake_upstream, px, transport, tools=CODING_TOOLS,
-                                            upstream_name="bash", upstream_args={"command": "echo hi"},
-                                            chunk_sizes=(0, 7)):
+    for size, got, record in run_tool_turns(
+        fake_upstream,
+        px,
+        transport,
+        tools=CODING_TOOLS,
+        upstream_name="bash",
+        upstream_args={"command": "echo hi"},
+        chunk_sizes=(0, 7),
+    ):
         blocks, stop = upstream_message(record)
         assert got.blocks == blocks and got.stop_reason == stop == "tool_use", size
         assert got.blocks[1]["name"] == "bash"
@@ -271,16 +278,21 @@ def test_harness_plain_mitmdump_passes_everything_through(fake_upstream, proxy, 
 def test_foreign_bash_is_renamed_to_declared_Bash(fake_upstream, proxy, transport):
     px = proxy()
     client = anthropic_client(px.url)
-    results = run_tool_turns(fake_upstream, px, transport, tools=CODING_TOOLS,
-                             upstream_name="bash", upstream_args={"command": "echo hi"})
+    results = run_tool_turns(
+        fake_upstream, px, transport, tools=CODING_TOOLS, upstream_name="bash", upstream_args={"command": "echo hi"}
+    )
     followups = []
     for size, got, record in results:
         up_blocks, up_stop = upstream_message(record)
         assert up_blocks[1]["name"] == "bash"  # the fake really sent the foreign name
         assert got.stop_reason == up_stop == "tool_use", size
         assert got.blocks[0] == up_blocks[0], f"text block must be untouched (chunk {size})"
-        assert got.blocks[1] == {"type": "tool_use", "id": up_blocks[1]["id"], "name": "Bash",
-                                 "input": {"command": "echo hi"}}, f"chunk size {size}"
+        assert got.blocks[1] == {
+            "type": "tool_use",
+            "id": up_blocks[1]["id"],
+            "name": "Bash",
+            "input": {"command": "echo hi"},
+        }, f"chunk size {size}"
         assert len(got.blocks) == 2
         # Second turn: the client runs Bash and sends the result back.
         follow = sent_messages(got)
@@ -304,20 +316,32 @@ def test_foreign_bash_is_renamed_to_declared_Bash(fake_upstream, proxy, transpor
         assert decision["target"] == "Bash" and decision["action"] in ("rename", "fit"), decision
         assert_changed_flow(tool_flow)
         check_forwarded_request(record, tools=CODING_TOOLS, messages=PROMPT, md=md)
-        check_forwarded_request(final_record, tools=CODING_TOOLS, messages=follow, md=record_of(final_flow, "anthropic"))
+        check_forwarded_request(
+            final_record, tools=CODING_TOOLS, messages=follow, md=record_of(final_flow, "anthropic")
+        )
 
 
 @needs_addon
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_shell_with_argv_becomes_Bash_command_string(fake_upstream, proxy, transport):
     px = proxy()
-    results = run_tool_turns(fake_upstream, px, transport, tools=CODING_TOOLS, upstream_name="shell",
-                             upstream_args={"command": ["bash", "-lc", "echo toolvocab-ok"]})
+    results = run_tool_turns(
+        fake_upstream,
+        px,
+        transport,
+        tools=CODING_TOOLS,
+        upstream_name="shell",
+        upstream_args={"command": ["bash", "-lc", "echo toolvocab-ok"]},
+    )
     for size, got, record in results:
         up_blocks, _ = upstream_message(record)
         assert got.blocks[0] == up_blocks[0], size
-        assert got.blocks[1] == {"type": "tool_use", "id": up_blocks[1]["id"], "name": "Bash",
-                                 "input": {"command": "echo toolvocab-ok"}}, f"chunk size {size}"
+        assert got.blocks[1] == {
+            "type": "tool_use",
+            "id": up_blocks[1]["id"],
+            "name": "Bash",
+            "input": {"command": "echo toolvocab-ok"},
+        }, f"chunk size {size}"
     flows = messages_flows(px.flows())
     assert len(flows) == len(results)
     for flow, (_, _, record) in zip(flows, results):
@@ -332,13 +356,18 @@ def test_shell_with_argv_becomes_Bash_command_string(fake_upstream, proxy, trans
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_declared_Read_with_path_gets_file_path(fake_upstream, proxy, transport):
     px = proxy()
-    results = run_tool_turns(fake_upstream, px, transport, tools=CODING_TOOLS, upstream_name="Read",
-                             upstream_args={"path": "/tmp/x"})
+    results = run_tool_turns(
+        fake_upstream, px, transport, tools=CODING_TOOLS, upstream_name="Read", upstream_args={"path": "/tmp/x"}
+    )
     for size, got, record in results:
         up_blocks, _ = upstream_message(record)
         assert got.blocks[0] == up_blocks[0], size
-        assert got.blocks[1] == {"type": "tool_use", "id": up_blocks[1]["id"], "name": "Read",
-                                 "input": {"file_path": "/tmp/x"}}, f"chunk size {size}"
+        assert got.blocks[1] == {
+            "type": "tool_use",
+            "id": up_blocks[1]["id"],
+            "name": "Read",
+            "input": {"file_path": "/tmp/x"},
+        }, f"chunk size {size}"
     flows = messages_flows(px.flows())
     assert len(flows) == len(results)
     for flow, (_, _, record) in zip(flows, results):
@@ -357,8 +386,9 @@ def test_ambiguous_shell_is_left_alone(fake_upstream, proxy, transport):
     other_shell = {**BASH, "name": "run_shell_command", "description": "Run a command in the shell."}
     tools = [BASH, other_shell, POWERSHELL, READ, WRITE]
     px = proxy()
-    results = run_tool_turns(fake_upstream, px, transport, tools=tools, upstream_name="shell",
-                             upstream_args={"command": "echo hi"})
+    results = run_tool_turns(
+        fake_upstream, px, transport, tools=tools, upstream_name="shell", upstream_args={"command": "echo hi"}
+    )
     for size, got, record in results:
         up_blocks, up_stop = upstream_message(record)
         assert got.blocks == up_blocks and got.stop_reason == up_stop, f"chunk size {size}"
@@ -378,8 +408,9 @@ def test_undeclared_mcp_tool_is_left_alone(fake_upstream, proxy, transport):
     tools = [READ, EDIT, WRITE]
     args = {"owner": "acme", "repo": "widgets", "title": "Fix retry backoff"}
     px = proxy()
-    results = run_tool_turns(fake_upstream, px, transport, tools=tools,
-                             upstream_name="mcp__github__create_issue", upstream_args=args)
+    results = run_tool_turns(
+        fake_upstream, px, transport, tools=tools, upstream_name="mcp__github__create_issue", upstream_args=args
+    )
     for size, got, record in results:
         up_blocks, up_stop = upstream_message(record)
         assert got.blocks == up_blocks and got.stop_reason == up_stop, f"chunk size {size}"
@@ -399,7 +430,10 @@ def raw_json_message(name: str, tool_id: str = "toolu_01RawJsonBytes0000000000")
     return (
         b'{\n  "type": "message", "id": "msg_01RawJson",  "role": "assistant",\n'
         b'  "content": [ {"text": "Running it now \\u2014 caf\\u00e9.", "type": "text"},\n'
-        b'    {"type": "tool_use", "name": "' + name.encode() + b'", "id": "' + tool_id.encode()
+        b'    {"type": "tool_use", "name": "'
+        + name.encode()
+        + b'", "id": "'
+        + tool_id.encode()
         + b'", "input": {"command": "echo hi",   "description": "Say hi"}} ],\n'
         b'  "model": "claude-test-model", "stop_reason": "tool_use", "stop_sequence": null,\n'
         b'  "usage": {"input_tokens": 12, "output_tokens": 7}\n}\n'
@@ -409,29 +443,32 @@ def raw_json_message(name: str, tool_id: str = "toolu_01RawJsonBytes0000000000")
 def raw_sse_message(name: str, *, extra_events: bytes = b"", tool_id: str = "toolu_01RawSseBytes00000000000") -> bytes:
     """A hand-written SSE stream (spacing variants, a comment line, unicode)."""
     return (
-        b'event: message_start\n'
+        b"event: message_start\n"
         b'data: {"type":"message_start","message":{"id":"msg_01RawSse","type":"message","role":"assistant",'
         b'"model":"claude-test-model","content":[],"stop_reason":null,"stop_sequence":null,'
         b'"usage":{"input_tokens":12,"output_tokens":1}}}\n\n'
-        b': a comment line the proxy must keep\n\n'
+        b": a comment line the proxy must keep\n\n"
         b'event: ping\ndata: {"type": "ping"}\n\n'
-        b'event: content_block_start\n'
+        b"event: content_block_start\n"
         b'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
-        b'event: content_block_delta\n'
+        b"event: content_block_delta\n"
         b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Running it now \xe2\x80\x94 caf\xc3\xa9."}}\n\n'
         b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
         + extra_events
-        + b'event: content_block_start\n'
+        + b"event: content_block_start\n"
         b'data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"'
-        + tool_id.encode() + b'","name":"' + name.encode() + b'","input":{}}}\n\n'
-        b'event: content_block_delta\n'
+        + tool_id.encode()
+        + b'","name":"'
+        + name.encode()
+        + b'","input":{}}}\n\n'
+        b"event: content_block_delta\n"
         b'data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}\n\n'
-        b'event: content_block_delta\n'
+        b"event: content_block_delta\n"
         b'data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"command\\": \\"ec"}}\n\n'
-        b'event: content_block_delta\n'
+        b"event: content_block_delta\n"
         b'data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"ho hi\\", \\"description\\": \\"Say hi\\"}"}}\n\n'
         b'event: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n'
-        b'event: message_delta\n'
+        b"event: message_delta\n"
         b'data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":7}}\n\n'
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
@@ -466,8 +503,12 @@ def test_declared_name_response_is_byte_identical(fake_upstream, proxy):
             cases.append(stream)
     # The SDK parses these bytes into a Bash call (sanity check of the hand-written samples).
     blocks, _ = message_from_bytes(raw_sse_message("Bash"), "text/event-stream")
-    assert blocks[1] == {"type": "tool_use", "id": "toolu_01RawSseBytes00000000000", "name": "Bash",
-                         "input": {"command": "echo hi", "description": "Say hi"}}
+    assert blocks[1] == {
+        "type": "tool_use",
+        "id": "toolu_01RawSseBytes00000000000",
+        "name": "Bash",
+        "input": {"command": "echo hi", "description": "Say hi"},
+    }
     records = fake_upstream.requests()
     flows = messages_flows(px.flows())
     assert len(flows) == len(cases) == len(records)
@@ -530,24 +571,24 @@ def test_non_llm_traffic_passes_through_byte_identical(fake_upstream, proxy):
         odd_request = b'{"model": "claude-test-model", "tools": [{"name": "Bash"}], oops'
         odd_reply = b'{"type":"error","error":{"type":"invalid_request_error","message":"bad  json"}}'
         fake_upstream.enqueue(odd_reply, status=400, headers=JSON_HEADERS)
-        r = http.post("/v1/messages", content=odd_request,
-                      headers=dict(headers, **{"content-type": "application/json"}))
+        r = http.post(
+            "/v1/messages", content=odd_request, headers=dict(headers, **{"content-type": "application/json"})
+        )
         assert r.status_code == 400 and r.content == odd_reply
 
         # 2. A non-LLM path carrying an LLM-looking request and a foreign tool name in the reply.
-        other_request = json.dumps({"model": MODEL, "tools": CODING_TOOLS, "messages": PROMPT},
-                                   indent=3).encode()
+        other_request = json.dumps({"model": MODEL, "tools": CODING_TOOLS, "messages": PROMPT}, indent=3).encode()
         other_reply = raw_json_message("bash")
         fake_upstream.enqueue(other_reply, headers=JSON_HEADERS, chunk_size=7)
-        r = http.post("/v1/other", content=other_request,
-                      headers=dict(headers, **{"content-type": "application/json"}))
+        r = http.post("/v1/other", content=other_request, headers=dict(headers, **{"content-type": "application/json"}))
         assert r.status_code == 200 and r.content == other_reply
 
         # 3. Same on a streaming non-LLM path.
         sse_reply = raw_sse_message("bash")
         fake_upstream.enqueue(sse_reply, headers=SSE_HEADERS, chunk_size=5)
-        r = http.post("/v1/other/stream", content=other_request,
-                      headers=dict(headers, **{"content-type": "application/json"}))
+        r = http.post(
+            "/v1/other/stream", content=other_request, headers=dict(headers, **{"content-type": "application/json"})
+        )
         assert r.status_code == 200 and r.content == sse_reply
 
         # 4. HEAD / and GET /v1/models.
@@ -585,12 +626,12 @@ def test_odd_sse_streams_pass_through_byte_identical(fake_upstream, proxy):
         b'"role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,'
         b'"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
         b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_bl\n\n'
-        b'data: not json at all\n\n'
+        b"data: not json at all\n\n"
         b'event: content_block_start\r\ndata: {"type":"content_block_start","index":0,'
         b'"content_block":{"type":"text","text":""}}\r\n\r\n'
-        b'retry: 1000\nid: 7\n\n'
+        b"retry: 1000\nid: 7\n\n"
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-        b'trailing bytes without a blank line'
+        b"trailing bytes without a blank line"
     )
     error_after_200 = (
         b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_e","type":"message",'
@@ -633,8 +674,7 @@ def test_gzip_responses_stay_readable(fake_upstream, proxy):
         ("json", raw_json_message("bash"), JSON_HEADERS),
         ("create_stream", raw_sse_message("bash"), SSE_HEADERS),
     ):
-        fake_upstream.enqueue(gzip.compress(body), headers=dict(headers, **{"Content-Encoding": "gzip"}),
-                              chunk_size=11)
+        fake_upstream.enqueue(gzip.compress(body), headers=dict(headers, **{"Content-Encoding": "gzip"}), chunk_size=11)
         got = ask(client, transport, tools=CODING_TOOLS, messages=PROMPT)
         assert got.blocks[0]["text"] == "Running it now \u2014 caf\u00e9."
         assert got.blocks[1]["name"] in ("bash", "Bash"), got.blocks
@@ -657,6 +697,7 @@ def test_text_deltas_are_not_held_back(fake_upstream, proxy):
         assert got.text_delta_times, got.event_types
         assert got.text_delta_times[0] < finished - 1.0, (
             f"{transport}: first text delta arrived {finished - got.text_delta_times[0]:.2f}s before the "
-            f"upstream finished; text is being held back")
+            f"upstream finished; text is being held back"
+        )
         assert got.text_delta_times[-1] < finished - 0.5, transport
         assert got.blocks[1]["name"] == "Bash", got.blocks

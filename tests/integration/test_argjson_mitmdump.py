@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from fakeup.anthropic import anthropic_message, message_events
+from fakeup.anthropic import anthropic_message
+from fakeup.anthropic import message_events
 from fakeup.openai_responses import response_events
 from fakeup.wire import sse_bytes
 from sdk import anthropic_client
@@ -20,7 +21,11 @@ from sdk import openai_client
 
 pytestmark = pytest.mark.integration
 
-SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}, "recursive": {"type": "boolean"}}, "required": ["command"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}, "recursive": {"type": "boolean"}},
+    "required": ["command"],
+}
 SSE = {"Content-Type": "text/event-stream"}
 JSON = {"Content-Type": "application/json"}
 
@@ -41,15 +46,69 @@ CASES = [
 
 def chat_answer(args: str, stream: bool) -> tuple[bytes, dict]:
     if not stream:
-        body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}]}}]}
+        body = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": args}}
+                        ],
+                    },
+                }
+            ],
+        }
         return json.dumps(body).encode(), JSON
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     half = len(args) // 2
     events = [
-        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}}]}),
-        (None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[:half]}}]}}]}),
-        (None, {**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[half:]}}]}}]}),
+        (
+            None,
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": "Bash", "arguments": ""},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            },
+        ),
+        (
+            None,
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[:half]}}]}}
+                ],
+            },
+        ),
+        (
+            None,
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": args[half:]}}]}}
+                ],
+            },
+        ),
         (None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
         (None, "[DONE]"),
     ]
@@ -57,9 +116,25 @@ def chat_answer(args: str, stream: bool) -> tuple[bytes, dict]:
 
 
 def responses_answer(args: str, stream: bool) -> tuple[bytes, dict]:
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "Bash", "arguments": args, "status": "completed"}
-    resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [item],
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "Bash",
+        "arguments": args,
+        "status": "completed",
+    }
+    resp = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "completed",
+        "model": "m",
+        "output": [item],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
     if not stream:
         return json.dumps(resp).encode(), JSON
     return sse_bytes(response_events(resp, args_pieces=1, in_progress=False)), SSE
@@ -76,7 +151,11 @@ def chat_call(px, stream: bool, field: str) -> str:
     """The first tool call's ``field`` (``name`` or ``arguments``) as the ``openai`` SDK gives it:
     the message's, or the stream's deltas joined."""
     client = openai_client(px.url)
-    kwargs = dict(model="m", messages=[{"role": "user", "content": "go"}], tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}])
+    kwargs = dict(
+        model="m",
+        messages=[{"role": "user", "content": "go"}],
+        tools=[{"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}}],
+    )
     if not stream:
         return getattr(client.chat.completions.create(**kwargs).choices[0].message.tool_calls[0].function, field)
     got = ""
@@ -107,7 +186,9 @@ def test_responses(fake_and_proxy, stream, case, args, want):
     body, headers = responses_answer(args, stream)
     fake.enqueue(body, headers=headers, chunk_size=5)
     client = openai_client(px.url)
-    kwargs = dict(model="m", input="go", tools=[{"type": "function", "name": "Bash", "parameters": SCHEMA, "strict": False}])
+    kwargs = dict(
+        model="m", input="go", tools=[{"type": "function", "name": "Bash", "parameters": SCHEMA, "strict": False}]
+    )
     if stream:
         final = None
         deltas = ""
@@ -133,8 +214,13 @@ def test_anthropic_stream(fake_and_proxy, case, args, want):
     fake.enqueue(body, headers=headers, chunk_size=5)
     client = anthropic_client(px.url)
     partial = ""
-    for event in client.messages.create(model="m", max_tokens=64, stream=True, messages=[{"role": "user", "content": "go"}],
-                                        tools=[{"name": "Bash", "input_schema": SCHEMA}]):
+    for event in client.messages.create(
+        model="m",
+        max_tokens=64,
+        stream=True,
+        messages=[{"role": "user", "content": "go"}],
+        tools=[{"name": "Bash", "input_schema": SCHEMA}],
+    ):
         if event.type == "content_block_delta" and event.delta.type == "input_json_delta":
             partial += event.delta.partial_json
     if want is None:
@@ -144,7 +230,9 @@ def test_anthropic_stream(fake_and_proxy, case, args, want):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-@pytest.mark.parametrize(("name", "want"), [("Bash</arg_value>", "Bash"), ("Bash</foo>", "Bash</foo>"), ("Bash <|call|>x", "Bash <|call|>x")])
+@pytest.mark.parametrize(
+    ("name", "want"), [("Bash</arg_value>", "Bash"), ("Bash</foo>", "Bash</foo>"), ("Bash <|call|>x", "Bash <|call|>x")]
+)
 def test_chat_name_with_a_glued_control_token(fake_and_proxy, stream, name, want):
     # GLM's "name": "tool_12</arg_value>" (fw-ai-external/python-sdk#119): the family's token goes
     # when one declared name remains; another tag, or text after the token, stays as sent.

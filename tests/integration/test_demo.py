@@ -28,9 +28,14 @@ def test_demo_shows_a_repair_with_no_agent_and_no_key(tmp_path):
     lines = run.stdout.splitlines()
     assert 'upstream answered: shell {"command": ["bash", "-lc", "git status"]}' in lines, run.stdout
     assert 'client received:   Bash {"command": "git status"}' in lines, run.stdout
-    assert "mitmdump printed:  toolvocab: shell→Bash (capability); prompt sentence names 1 tool · Claude Code → 127.0.0.1" in lines, run.stdout
+    assert (
+        "mitmdump printed:  toolvocab: shell→Bash (capability); prompt sentence names 1 tool · Claude Code → 127.0.0.1"
+        in lines
+    ), run.stdout
     # nothing is left running: the proxy's PID and port are gone
-    pid, port = (int(x) for x in re.search(r"on 127\.0\.0\.1:(\d+) \(reverse mode, pid (\d+)\)", run.stdout).groups()[::-1])
+    pid, port = (
+        int(x) for x in re.search(r"on 127\.0\.0\.1:(\d+) \(reverse mode, pid (\d+)\)", run.stdout).groups()[::-1]
+    )
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert not procs.port_open(port)

@@ -11,14 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from sdk import assert_no_addon_errors
-from sdk import one_request
-from sdk import openai_client
-from sdk import record_of
 from test_openai_sdk import CHAT_PROMPT
-from test_openai_sdk import CHUNK_SIZES
 from test_openai_sdk import CHAT_TRANSPORTS
+from test_openai_sdk import CHUNK_SIZES
 from test_openai_sdk import DONE
 from test_openai_sdk import JSON_HEADERS
 from test_openai_sdk import MODEL
@@ -31,10 +26,16 @@ from test_openai_sdk import fn_tool
 from test_openai_sdk import needs_addon
 from test_openai_sdk import tcd
 
+from sdk import assert_no_addon_errors
+from sdk import one_request
+from sdk import openai_client
+from sdk import record_of
+
 pytestmark = pytest.mark.integration
 
-LIST_DIR = fn_tool("list_directory", "Lists a directory (the working directory by default).",
-                   {"path": {"type": "string"}}, [])
+LIST_DIR = fn_tool(
+    "list_directory", "Lists a directory (the working directory by default).", {"path": {"type": "string"}}, []
+)
 TOOLS = [LIST_DIR]
 CALL_ID = "call_tvEmpty0000000000001"
 
@@ -42,26 +43,45 @@ CALL_ID = "call_tvEmpty0000000000001"
 def upstream_reply(transport: str, size: int) -> dict:
     """The call with ``"arguments": ""`` and ``finish_reason: "stop"``, as ``transport`` wants it."""
     if transport == "json":
-        body = {"id": "chatcmpl-tvEmpty01", "object": "chat.completion", "created": 1760000000, "model": MODEL,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
-                                                     "tool_calls": [{"id": CALL_ID, "type": "function",
-                                                                     "function": {"name": "list_directory", "arguments": ""}}]},
-                             "logprobs": None, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}}
+        body = {
+            "id": "chatcmpl-tvEmpty01",
+            "object": "chat.completion",
+            "created": 1760000000,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": CALL_ID, "type": "function", "function": {"name": "list_directory", "arguments": ""}}
+                        ],
+                    },
+                    "logprobs": None,
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30},
+        }
         return dict(body=json.dumps(body, indent=2).encode() + b"\n", headers=JSON_HEADERS, chunk_size=size)
-    body = b"".join([
-        delta_chunk({"role": "assistant", "content": None}),
-        delta_chunk({"tool_calls": [tcd(0, id=CALL_ID, type="function", name="list_directory", arguments="")]}),
-        delta_chunk({}, "stop"),
-        USAGE_CHUNK,
-        DONE,
-    ])
+    body = b"".join(
+        [
+            delta_chunk({"role": "assistant", "content": None}),
+            delta_chunk({"tool_calls": [tcd(0, id=CALL_ID, type="function", name="list_directory", arguments="")]}),
+            delta_chunk({}, "stop"),
+            USAGE_CHUNK,
+            DONE,
+        ]
+    )
     return dict(body=body, headers=SSE_HEADERS, chunk_size=size)
 
 
 @needs_addon
 @pytest.mark.parametrize("transport", CHAT_TRANSPORTS)
-def test_chat_empty_arguments_reach_the_sdk_as_an_empty_object_with_finish_reason_tool_calls(fake_upstream, proxy, transport):
+def test_chat_empty_arguments_reach_the_sdk_as_an_empty_object_with_finish_reason_tool_calls(
+    fake_upstream, proxy, transport
+):
     px = proxy()
     client = openai_client(px.url)
     for size in CHUNK_SIZES:

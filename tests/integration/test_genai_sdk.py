@@ -14,7 +14,8 @@ from __future__ import annotations
 import base64
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import httpx
@@ -28,7 +29,6 @@ from sdk import decisions_named
 from sdk import genai_client
 from sdk import one_request
 from sdk import record_of
-from sdk import reply_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -45,23 +45,48 @@ SSE_HEADERS = {"Content-Type": "text/event-stream"}
 GENERATE = f"/v1beta/models/{MODEL}:generateContent"
 STREAM = f"/v1beta/models/{MODEL}:streamGenerateContent"
 
-RUN_SHELL_SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
-                    "required": ["command"]}
-RUN_SHELL = types.FunctionDeclaration(name="run_shell_command", description="Executes a given shell command.",
-                                      parameters_json_schema=RUN_SHELL_SCHEMA)
-READ_FILE = types.FunctionDeclaration(name="read_file", description="Reads a file.",
-                                      parameters=types.Schema(type="OBJECT",
-                                                              properties={"file_path": types.Schema(type="STRING")},
-                                                              required=["file_path"]))
-POWERSHELL = types.FunctionDeclaration(name="PowerShell", description="Runs a PowerShell command.",
-                                       parameters_json_schema={"type": "object", "properties": {
-                                           "command": {"type": "string"}}, "required": ["command"]})
+RUN_SHELL_SCHEMA = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
+    "required": ["command"],
+}
+RUN_SHELL = types.FunctionDeclaration(
+    name="run_shell_command", description="Executes a given shell command.", parameters_json_schema=RUN_SHELL_SCHEMA
+)
+READ_FILE = types.FunctionDeclaration(
+    name="read_file",
+    description="Reads a file.",
+    parameters=types.Schema(
+        type="OBJECT", properties={"file_path": types.Schema(type="STRING")}, required=["file_path"]
+    ),
+)
+POWERSHELL = types.FunctionDeclaration(
+    name="PowerShell",
+    description="Runs a PowerShell command.",
+    parameters_json_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
 DECLS = [RUN_SHELL, READ_FILE]
 #: The same declarations as a raw request would carry them (camelCase wire names).
-WIRE_TOOLS = [{"functionDeclarations": [
-    {"name": "run_shell_command", "description": "Executes a given shell command.", "parametersJsonSchema": RUN_SHELL_SCHEMA},
-    {"name": "read_file", "description": "Reads a file.",
-     "parameters": {"type": "OBJECT", "properties": {"file_path": {"type": "STRING"}}, "required": ["file_path"]}}]}]
+WIRE_TOOLS = [
+    {
+        "functionDeclarations": [
+            {
+                "name": "run_shell_command",
+                "description": "Executes a given shell command.",
+                "parametersJsonSchema": RUN_SHELL_SCHEMA,
+            },
+            {
+                "name": "read_file",
+                "description": "Reads a file.",
+                "parameters": {
+                    "type": "OBJECT",
+                    "properties": {"file_path": {"type": "STRING"}},
+                    "required": ["file_path"],
+                },
+            },
+        ]
+    }
+]
 
 
 def dumps(obj: Any) -> bytes:
@@ -138,8 +163,7 @@ def ask(client: genai.Client, transport: str, decls: list[types.FunctionDeclarat
         resp = client.models.generate_content(model=MODEL, contents=PROMPT, config=cfg)
         parts = resp.candidates[0].content.parts
         text = "".join(p.text for p in parts if p.text)
-        return Got([(c.name, c.args) for c in resp.function_calls or []], text,
-                   [str(resp.candidates[0].finish_reason)])
+        return Got([(c.name, c.args) for c in resp.function_calls or []], text, [str(resp.candidates[0].finish_reason)])
     got = Got([], "")
     for chunk in client.models.generate_content_stream(model=MODEL, contents=PROMPT, config=cfg):
         got.calls += [(c.name, c.args) for c in chunk.function_calls or []]
@@ -237,8 +261,13 @@ def test_bare_json_array_stream_is_rewritten_element_by_element(fake_upstream, p
     chunks = stream_chunks(FOREIGN)
     parts = array_parts(chunks)
     body = b"".join(parts)
-    request = dumps({"contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
-                     "systemInstruction": {"parts": [{"text": SYSTEM}]}, "tools": WIRE_TOOLS})
+    request = dumps(
+        {
+            "contents": [{"role": "user", "parts": [{"text": PROMPT}]}],
+            "systemInstruction": {"parts": [{"text": SYSTEM}]},
+            "tools": WIRE_TOOLS,
+        }
+    )
     headers = {"x-goog-api-key": "x-test-key", "content-type": "application/json"}
     with httpx.Client(base_url=px.url, timeout=30, trust_env=False) as http:
         for size in CHUNK_SIZES:
@@ -250,10 +279,12 @@ def test_bare_json_array_stream_is_rewritten_element_by_element(fake_upstream, p
             assert got.endswith(b"\n]"), size
             elements = json.loads(got)
             assert elements[0] == chunks[0]
-            assert [e["candidates"][0]["content"]["parts"][0]["functionCall"] for e in elements[1:]] == \
-                [{"name": n, "args": a} for n, a in WANT], (size, elements)
-            assert [{k: v for k, v in e.items() if k != "candidates"} for e in elements] == \
-                [{k: v for k, v in c.items() if k != "candidates"} for c in chunks]
+            assert [e["candidates"][0]["content"]["parts"][0]["functionCall"] for e in elements[1:]] == [
+                {"name": n, "args": a} for n, a in WANT
+            ], (size, elements)
+            assert [{k: v for k, v in e.items() if k != "candidates"} for e in elements] == [
+                {k: v for k, v in c.items() if k != "candidates"} for c in chunks
+            ]
             assert got.count(b"\n,\r\n") == 2, (size, "separators must pass unchanged")
     for flow in gemini_flows(px.flows()):
         md = record_of(flow, "gemini")
@@ -287,8 +318,9 @@ def test_bare_json_array_elements_arrive_before_the_upstream_finishes(fake_upstr
     renamed = first_time(b'"run_shell_command"')
     assert renamed < finished - 0.5, f"the first call arrived {finished - renamed:.2f}s before the upstream finished"
     assert b'"Bash"' not in seen[-1][1]
-    assert [e["candidates"][0]["content"]["parts"][0].get("functionCall", {}).get("name")
-            for e in json.loads(seen[-1][1])] == [None, "run_shell_command", "read_file"]
+    assert [
+        e["candidates"][0]["content"]["parts"][0].get("functionCall", {}).get("name") for e in json.loads(seen[-1][1])
+    ] == [None, "run_shell_command", "read_file"]
 
 
 @needs_addon
@@ -297,9 +329,14 @@ def test_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transport):
     px = proxy()
     client = genai_client(px.url)
     # Two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name).
-    execute = types.FunctionDeclaration(name="execute_command", description="Runs a CLI command.", parameters_json_schema=RUN_SHELL_SCHEMA)
-    cases = [("Bash", [RUN_SHELL, execute, POWERSHELL, READ_FILE]), ("frobnicate", DECLS),
-             ("mcp_github_create_issue", DECLS)]
+    execute = types.FunctionDeclaration(
+        name="execute_command", description="Runs a CLI command.", parameters_json_schema=RUN_SHELL_SCHEMA
+    )
+    cases = [
+        ("Bash", [RUN_SHELL, execute, POWERSHELL, READ_FILE]),
+        ("frobnicate", DECLS),
+        ("mcp_github_create_issue", DECLS),
+    ]
     for name, decls in cases:
         fake_upstream.enqueue(**reply(transport, [fcall(name, {"command": "echo hi"})], 7))
         got = ask(client, transport, decls)
@@ -324,9 +361,11 @@ def test_conformant_answers_are_byte_identical(fake_upstream, proxy):
     n = 0
     with httpx.Client(base_url=px.url, timeout=30, trust_env=False) as http:
         for calls in (declared, unknown):
-            for path, body, headers in ((GENERATE, json_body(calls), JSON_HEADERS),
-                                        (STREAM + "?alt=sse", sse_body(stream_chunks(calls)), SSE_HEADERS),
-                                        (STREAM, b"".join(array_parts(stream_chunks(calls))), JSON_HEADERS)):
+            for path, body, headers in (
+                (GENERATE, json_body(calls), JSON_HEADERS),
+                (STREAM + "?alt=sse", sse_body(stream_chunks(calls)), SSE_HEADERS),
+                (STREAM, b"".join(array_parts(stream_chunks(calls))), JSON_HEADERS),
+            ):
                 for size in (0,) + CHUNK_SIZES:
                     fake_upstream.enqueue(body, headers=headers, chunk_size=size)
                     r = raw_post(http, path, request)
@@ -344,14 +383,18 @@ def test_side_request_without_tools_passes_byte_identical(fake_upstream, proxy):
     """A title-generation style request (no tools): the answer is not touched, even if it
     holds a name the addon would otherwise repair."""
     px = proxy()
-    odd = (b'{\n  "candidates": [ {"content": {"parts": [{"text": "Fake title \\u2014 caf\\u00e9"},\n'
-           b'   {"functionCall": {"name": "Bash", "args": {"command": "echo hi"}}}], "role": "model"},\n'
-           b'   "finishReason": "STOP", "index": 0} ],\n  "modelVersion": "gemini-test"}\n')
+    odd = (
+        b'{\n  "candidates": [ {"content": {"parts": [{"text": "Fake title \\u2014 caf\\u00e9"},\n'
+        b'   {"functionCall": {"name": "Bash", "args": {"command": "echo hi"}}}], "role": "model"},\n'
+        b'   "finishReason": "STOP", "index": 0} ],\n  "modelVersion": "gemini-test"}\n'
+    )
     request = dumps({"contents": [{"role": "user", "parts": [{"text": "Title for: say hi"}]}]})
     with httpx.Client(base_url=px.url, timeout=30, trust_env=False) as http:
-        for path, body, headers in ((GENERATE, odd, JSON_HEADERS),
-                                    (STREAM + "?alt=sse", b"data: " + odd.replace(b"\n", b"") + b"\r\n\r\n", SSE_HEADERS),
-                                    (STREAM, b"[" + odd + b"]", JSON_HEADERS)):
+        for path, body, headers in (
+            (GENERATE, odd, JSON_HEADERS),
+            (STREAM + "?alt=sse", b"data: " + odd.replace(b"\n", b"") + b"\r\n\r\n", SSE_HEADERS),
+            (STREAM, b"[" + odd + b"]", JSON_HEADERS),
+        ):
             for size in (0, 7):
                 fake_upstream.enqueue(body, headers=headers, chunk_size=size)
                 r = raw_post(http, path, request)
@@ -393,7 +436,9 @@ def test_mode_off_passes_foreign_names(fake_upstream, proxy):
 @needs_addon
 def test_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
     px = proxy()
-    odd_request = b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [oops'
+    odd_request = (
+        b'{"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [oops'
+    )
     odd_reply = b'{\n  "error": {\n    "code": 400,\n    "message": "Invalid JSON payload received.",\n    "status": "INVALID_ARGUMENT"\n  }\n}\n'
     request = dumps({"contents": [{"role": "user", "parts": [{"text": PROMPT}]}], "tools": WIRE_TOOLS})
     garbage = b"upstream says: Bash is not JSON \xe2\x80\x94 <html>502</html>\n"
@@ -404,8 +449,12 @@ def test_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
         r = raw_post(http, GENERATE, odd_request)
         assert r.status_code == 400 and r.content == odd_reply
         for path in (GENERATE, STREAM + "?alt=sse", STREAM):
-            for body, ctype in ((garbage, "text/plain"), (half_json, "application/json"),
-                                (half_array, "application/json"), (garbage, "text/event-stream")):
+            for body, ctype in (
+                (garbage, "text/plain"),
+                (half_json, "application/json"),
+                (half_array, "application/json"),
+                (garbage, "text/event-stream"),
+            ):
                 for size in (0, 7):
                     fake_upstream.enqueue(body, headers={"Content-Type": ctype}, chunk_size=size)
                     r = raw_post(http, path, request)

@@ -14,10 +14,12 @@ import json
 import pytest
 from google.genai import types
 
-from fakeup.anthropic import anthropic_message, message_events
-from fakeup.openai_responses import response_events
-from fakeup.wire import split_evenly, sse_bytes
 import procs
+from fakeup.anthropic import anthropic_message
+from fakeup.anthropic import message_events
+from fakeup.openai_responses import response_events
+from fakeup.wire import split_evenly
+from fakeup.wire import sse_bytes
 from sdk import anthropic_client
 from sdk import genai_client
 from sdk import openai_client
@@ -69,8 +71,9 @@ REASONING = {"llama": "<think>\nThe README first.\n</think>"}
 
 
 def anthropic_answer(text: str, stream: bool) -> tuple[bytes, dict]:
-    message = anthropic_message("msg_1", "m", [{"type": "text", "text": text}], "end_turn",
-                                {"input_tokens": 1, "output_tokens": 5})
+    message = anthropic_message(
+        "msg_1", "m", [{"type": "text", "text": text}], "end_turn", {"input_tokens": 1, "output_tokens": 5}
+    )
     if not stream:
         return json.dumps(message).encode(), JSON
     return sse_bytes(message_events(message, text_pieces=4)), SSE
@@ -78,11 +81,18 @@ def anthropic_answer(text: str, stream: bool) -> tuple[bytes, dict]:
 
 def chat_answer(text: str, stream: bool) -> tuple[bytes, dict]:
     if not stream:
-        body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]}
+        body = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        }
         return json.dumps(body).encode(), JSON
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    events: list[tuple[str | None, dict | str]] = [(None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})]
+    events: list[tuple[str | None, dict | str]] = [
+        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
+    ]
     events += [(None, {**base, "choices": [{"index": 0, "delta": {"content": p}}]}) for p in split_evenly(text, 4)]
     events += [(None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), (None, "[DONE]")]
     return sse_bytes(events), SSE
@@ -91,8 +101,17 @@ def chat_answer(text: str, stream: bool) -> tuple[bytes, dict]:
 def responses_answer(text: str, stream: bool) -> tuple[bytes, dict]:
     part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     msg = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant", "content": [part]}
-    resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [msg],
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    resp = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "completed",
+        "model": "m",
+        "output": [msg],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
     if not stream:
         return json.dumps(resp).encode(), JSON
     return sse_bytes(response_events(resp, text_pieces=4)), SSE
@@ -103,7 +122,11 @@ def gemini_answer(text: str, stream: bool) -> tuple[bytes, dict]:
         cand: dict = {"content": {"role": "model", "parts": [{"text": t}]}, "index": 0}
         if last:
             cand["finishReason"] = "STOP"
-        return {"candidates": [cand], "modelVersion": "m", "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 9}}
+        return {
+            "candidates": [cand],
+            "modelVersion": "m",
+            "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 9},
+        }
 
     if not stream:
         return json.dumps(resp(text, True)).encode(), JSON
@@ -116,8 +139,12 @@ def gemini_answer(text: str, stream: bool) -> tuple[bytes, dict]:
 
 def ask_anthropic(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None, bytes | None]:
     client = anthropic_client(px.url)
-    kwargs = dict(model="m", max_tokens=64, messages=[{"role": "user", "content": "Read the README."}],
-                  tools=[{"name": "read_file", "input_schema": SCHEMA}])
+    kwargs = dict(
+        model="m",
+        max_tokens=64,
+        messages=[{"role": "user", "content": "Read the README."}],
+        tools=[{"name": "read_file", "input_schema": SCHEMA}],
+    )
     if stream:
         with client.messages.stream(**kwargs) as s:
             message = s.get_final_message()
@@ -130,8 +157,11 @@ def ask_anthropic(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, st
 
 def ask_chat(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
     client = openai_client(px.url)
-    kwargs = dict(model="m", messages=[{"role": "user", "content": "Read the README."}],
-                  tools=[{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}])
+    kwargs = dict(
+        model="m",
+        messages=[{"role": "user", "content": "Read the README."}],
+        tools=[{"type": "function", "function": {"name": "read_file", "parameters": SCHEMA}}],
+    )
     if stream:
         with client.beta.chat.completions.stream(**kwargs) as s:
             completion = s.get_final_completion()
@@ -144,7 +174,11 @@ def ask_chat(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | N
 
 def ask_responses(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
     client = openai_client(px.url)
-    kwargs = dict(model="m", input="Read the README.", tools=[{"type": "function", "name": "read_file", "parameters": SCHEMA, "strict": False}])
+    kwargs = dict(
+        model="m",
+        input="Read the README.",
+        tools=[{"type": "function", "name": "read_file", "parameters": SCHEMA, "strict": False}],
+    )
     if stream:
         # The SDK's stream accumulator checks output_index against what it has assembled.
         with client.responses.stream(**kwargs) as s:
@@ -160,11 +194,16 @@ def ask_responses(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, st
 def ask_gemini(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
     client = genai_client(px.url)
     decl = types.FunctionDeclaration(name="read_file", parameters_json_schema=SCHEMA)
-    cfg = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[decl])],
-                                      automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))
+    cfg = types.GenerateContentConfig(
+        tools=[types.Tool(function_declarations=[decl])],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
     text, calls, finish = "", [], None
-    chunks = client.models.generate_content_stream(model="gemini-x", contents="Read the README.", config=cfg) if stream else [
-        client.models.generate_content(model="gemini-x", contents="Read the README.", config=cfg)]
+    chunks = (
+        client.models.generate_content_stream(model="gemini-x", contents="Read the README.", config=cfg)
+        if stream
+        else [client.models.generate_content(model="gemini-x", contents="Read the README.", config=cfg)]
+    )
     for chunk in chunks:
         for cand in chunk.candidates or []:
             for part in (cand.content.parts if cand.content else None) or []:

@@ -35,43 +35,112 @@ BASH = ("Bash", schema("command", closed=True, command=STR, description=STR, tim
 POWERSHELL = ("PowerShell", schema("command", closed=True, command=STR, description=STR))
 READ = ("Read", schema("file_path", closed=True, file_path=STR))
 WRITE = ("Write", schema("file_path", "content", closed=True, file_path=STR, content=STR))
-EDIT = ("Edit", schema("file_path", "old_string", "new_string", closed=True, file_path=STR, old_string=STR, new_string=STR))
+EDIT = (
+    "Edit",
+    schema("file_path", "old_string", "new_string", closed=True, file_path=STR, old_string=STR, new_string=STR),
+)
 CI_RUN_JOB = ("mcp__ci_run__job", schema("id", id=STR))
-GH_ISSUE = ("mcp__github__create_issue", schema("owner", "repo", "title", closed=True, owner=STR, repo=STR, title=STR, body=STR))
+GH_ISSUE = (
+    "mcp__github__create_issue",
+    schema("owner", "repo", "title", closed=True, owner=STR, repo=STR, title=STR, body=STR),
+)
 WIKI_ASK = ("mcp__wiki__ask", schema("q", q=STR))
-LONG = ("mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance", schema("template_path", template_path=STR))
+LONG = (
+    "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance",
+    schema("template_path", template_path=STR),
+)
 
 # (case id, declared tools, upstream name, upstream arguments, the call the client must receive)
 # The expected call is written from the issue's rules, never produced by the addon.
 CASES: list[tuple[str, list[tuple[str, dict]], str, dict[str, Any], tuple[str, dict[str, Any]]]] = [
     # kind 1: an operational key is never dropped
-    ("declared-extra-key", [BASH, READ], "Bash", {"command": "npm test", "working_dir": "pkg/b"},
-     ("Bash", {"command": "npm test", "working_dir": "pkg/b"})),
-    ("capability-extra-key", [BASH, READ], "shell", {"command": "npm test", "working_dir": "pkg/b"},
-     ("shell", {"command": "npm test", "working_dir": "pkg/b"})),
-    ("write-append", [WRITE, READ], "write_file", {"file_path": "/a", "content": "x", "append": True},
-     ("write_file", {"file_path": "/a", "content": "x", "append": True})),
-    ("own-tool-description-kept", [GH_ISSUE, BASH], "mcp__github__create_issue",
-     {"owner": "o", "repo": "r", "title": "Crash", "description": "Steps: run X. Actual: segfault."},
-     ("mcp__github__create_issue", {"owner": "o", "repo": "r", "title": "Crash", "description": "Steps: run X. Actual: segfault."})),
-    ("zsh-body-quoted", [BASH, READ], "shell", {"command": ["zsh", "-c", "for f in $F; do rm $f; done"]},
-     ("Bash", {"command": "zsh -c 'for f in $F; do rm $f; done'"})),
-    ("annotation-dropped", [EDIT, READ], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", "instruction": "rename x"},
-     ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"})),
+    (
+        "declared-extra-key",
+        [BASH, READ],
+        "Bash",
+        {"command": "npm test", "working_dir": "pkg/b"},
+        ("Bash", {"command": "npm test", "working_dir": "pkg/b"}),
+    ),
+    (
+        "capability-extra-key",
+        [BASH, READ],
+        "shell",
+        {"command": "npm test", "working_dir": "pkg/b"},
+        ("shell", {"command": "npm test", "working_dir": "pkg/b"}),
+    ),
+    (
+        "write-append",
+        [WRITE, READ],
+        "write_file",
+        {"file_path": "/a", "content": "x", "append": True},
+        ("write_file", {"file_path": "/a", "content": "x", "append": True}),
+    ),
+    (
+        "own-tool-description-kept",
+        [GH_ISSUE, BASH],
+        "mcp__github__create_issue",
+        {"owner": "o", "repo": "r", "title": "Crash", "description": "Steps: run X. Actual: segfault."},
+        (
+            "mcp__github__create_issue",
+            {"owner": "o", "repo": "r", "title": "Crash", "description": "Steps: run X. Actual: segfault."},
+        ),
+    ),
+    (
+        "zsh-body-quoted",
+        [BASH, READ],
+        "shell",
+        {"command": ["zsh", "-c", "for f in $F; do rm $f; done"]},
+        ("Bash", {"command": "zsh -c 'for f in $F; do rm $f; done'"}),
+    ),
+    (
+        "annotation-dropped",
+        [EDIT, READ],
+        "replace",
+        {"file_path": "/a", "old_string": "x", "new_string": "y", "instruction": "rename x"},
+        ("Edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}),
+    ),
     # kind 2: namespaces
     ("other-server", [CI_RUN_JOB, BASH], "mcp__ci__run_job", {"id": "7"}, ("mcp__ci__run_job", {"id": "7"})),
     ("doubled-prefix", [WIKI_ASK, BASH], "mcp__wiki__mcp__wiki__ask", {"q": "x"}, ("mcp__wiki__ask", {"q": "x"})),
     # kind 3: one shell's syntax never sent to another
     # Bash and PowerShell both declared: a generic shell name names two tools, whatever the argv says
-    ("generic-shell-two-shells", [BASH, POWERSHELL, READ], "shell", {"command": ["bash", "-lc", "ls -la | wc -l"]},
-     ("shell", {"command": ["bash", "-lc", "ls -la | wc -l"]})),
-    ("posix-to-bash", [BASH, READ], "shell", {"command": ["bash", "-lc", "ls -la | wc -l"]}, ("Bash", {"command": "ls -la | wc -l"})),
-    ("posix-not-to-powershell", [POWERSHELL, READ], "shell", {"command": ["bash", "-lc", "ls"]}, ("shell", {"command": ["bash", "-lc", "ls"]})),
+    (
+        "generic-shell-two-shells",
+        [BASH, POWERSHELL, READ],
+        "shell",
+        {"command": ["bash", "-lc", "ls -la | wc -l"]},
+        ("shell", {"command": ["bash", "-lc", "ls -la | wc -l"]}),
+    ),
+    (
+        "posix-to-bash",
+        [BASH, READ],
+        "shell",
+        {"command": ["bash", "-lc", "ls -la | wc -l"]},
+        ("Bash", {"command": "ls -la | wc -l"}),
+    ),
+    (
+        "posix-not-to-powershell",
+        [POWERSHELL, READ],
+        "shell",
+        {"command": ["bash", "-lc", "ls"]},
+        ("shell", {"command": ["bash", "-lc", "ls"]}),
+    ),
     ("bash-not-to-powershell", [POWERSHELL, READ], "bash", {"command": "ls"}, ("bash", {"command": "ls"})),
     # kind 4: create is not a write
-    ("editor-create", [WRITE, READ, EDIT], "str_replace_editor", {"command": "create", "path": "/a", "file_text": "x"},
-     ("str_replace_editor", {"command": "create", "path": "/a", "file_text": "x"})),
-    ("editor-view", [WRITE, READ, EDIT], "str_replace_editor", {"command": "view", "path": "/a"}, ("Read", {"file_path": "/a"})),
+    (
+        "editor-create",
+        [WRITE, READ, EDIT],
+        "str_replace_editor",
+        {"command": "create", "path": "/a", "file_text": "x"},
+        ("str_replace_editor", {"command": "create", "path": "/a", "file_text": "x"}),
+    ),
+    (
+        "editor-view",
+        [WRITE, READ, EDIT],
+        "str_replace_editor",
+        {"command": "view", "path": "/a"},
+        ("Read", {"file_path": "/a"}),
+    ),
 ]
 
 
@@ -82,7 +151,9 @@ FAKE_CONFIG = {"chunk_size": 7}
 def anthropic_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
     client = anthropic_client(px.url)
     kwargs = dict(
-        model="claude-test", max_tokens=64, system="Test.",
+        model="claude-test",
+        max_tokens=64,
+        system="Test.",
         tools=[{"name": n, "description": "t", "input_schema": s} for n, s in tools],
         messages=[{"role": "user", "content": "go"}],
     )
@@ -99,7 +170,8 @@ def anthropic_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stre
 def chat_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
     client = openai_client(px.url)
     kwargs = dict(
-        model="gpt-test", messages=[{"role": "user", "content": "go"}],
+        model="gpt-test",
+        messages=[{"role": "user", "content": "go"}],
         tools=[{"type": "function", "function": {"name": n, "description": "t", "parameters": s}} for n, s in tools],
     )
     if stream:
@@ -121,7 +193,8 @@ def chat_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: b
 def responses_call(px: procs.MitmdumpHandle, tools: list[tuple[str, dict]], stream: bool) -> tuple[str, dict]:
     client = openai_client(px.url)
     kwargs = dict(
-        model="gpt-test", input="go",
+        model="gpt-test",
+        input="go",
         tools=[{"type": "function", "name": n, "description": "t", "parameters": s, "strict": False} for n, s in tools],
     )
     if stream:
@@ -175,9 +248,15 @@ def test_an_invented_responses_namespace_is_dropped(fake_and_proxy, stream):
     client = openai_client(px.url)
     tools = [{"type": "function", "name": "exec_command", "parameters": schema("cmd", cmd=STR), "strict": False}]
     if stream:
-        with client.responses.with_streaming_response.create(model="gpt-test", input="go", tools=tools, stream=True) as r:
+        with client.responses.with_streaming_response.create(
+            model="gpt-test", input="go", tools=tools, stream=True
+        ) as r:
             raw = b"".join(r.iter_bytes())
-        done = [json.loads(line[6:]) for line in raw.splitlines() if line.startswith(b"data: ") and b"response.completed" in line]
+        done = [
+            json.loads(line[6:])
+            for line in raw.splitlines()
+            if line.startswith(b"data: ") and b"response.completed" in line
+        ]
         output = done[-1]["response"]["output"]
     else:
         r = client.responses.with_raw_response.create(model="gpt-test", input="go", tools=tools)

@@ -27,11 +27,17 @@ import pytest
 
 import procs
 from sdk import anthropic_client
-from webui import CHROMIUM, MITMWEB, Chromium, Mitmweb
+from webui import CHROMIUM
+from webui import MITMWEB
+from webui import Chromium
+from webui import Mitmweb
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (/usr/bin/chromium): apt-get install -y chromium"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="Debian's chromium is not installed (/usr/bin/chromium): apt-get install -y chromium",
+    ),
     pytest.mark.skipif(not MITMWEB.exists(), reason=f"mitmweb not found next to {sys.executable}"),
 ]
 
@@ -42,7 +48,9 @@ BASH = {
 }
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 #: A streamed answer whose tool block's start event repeats "name": toolvocab passes it through.
-REPEATED_KEY = (FIXTURES / "stream-foreign-tool.sse").read_bytes().replace(b'"name":"shell"', b'"name":"Bash","name":"shell"', 1)
+REPEATED_KEY = (
+    (FIXTURES / "stream-foreign-tool.sse").read_bytes().replace(b'"name":"shell"', b'"name":"Bash","name":"shell"', 1)
+)
 COMMAND_INPUT = ".command-input input"
 SEARCH = 'input[placeholder="Search"]'
 EVENT_LOG = ".eventlog pre"
@@ -69,19 +77,23 @@ def list_rows(text: str) -> list[str]:
 def command(browser: Chromium, line: str) -> str:
     """Type ``line`` into the command bar, press Enter; the command's rendered result."""
     browser.type_into(COMMAND_INPUT, line, enter=True)
+
     def result():
         text = browser.text()
         start = text.rfind(f"$ {line}\n")
         return text[start + len(line) + 3 :].split("\n", 1)[0] if start >= 0 else None
+
     return wait_until(result, f"no result for {line!r}")
 
 
 def event_log(browser: Chromium, needle: str) -> str:
     """The event log's rendered text once it shows ``needle`` (scrolled to its end)."""
+
     def shown():
         browser.scroll_to_bottom(EVENT_LOG)
         text = browser.text()
         return text[text.rfind("Eventlog") :] if needle in text else None
+
     return wait_until(shown, f"the event log never showed {needle!r}: {browser.text()[-3000:]}")
 
 
@@ -93,8 +105,12 @@ def test_mitmweb_shows_each_state_its_reason_readable_commands_and_a_truthful_re
     try:
         web = Mitmweb(fake.url, tmp_path, columns=None)  # mitmweb's own default columns
         client = anthropic_client(web.proxy_url)
-        request = {"model": "claude-fixture-1", "max_tokens": 256, "tools": [BASH],
-                   "messages": [{"role": "user", "content": "What changed in the repository?"}]}
+        request = {
+            "model": "claude-fixture-1",
+            "max_tokens": 256,
+            "tools": [BASH],
+            "messages": [{"role": "user", "content": "What changed in the repository?"}],
+        }
         changed = client.messages.create(**request)
         assert [b.name for b in changed.content if b.type == "tool_use"] == ["Bash"]
         fake.config(tool_name="frobnicate", tool_args={"target": "x"})
@@ -102,11 +118,16 @@ def test_mitmweb_shows_each_state_its_reason_readable_commands_and_a_truthful_re
         assert [b.name for b in left.content if b.type == "tool_use"] == ["frobnicate"]
         fake.enqueue(REPEATED_KEY, headers={"content-type": "text/event-stream"})
         with httpx.Client(trust_env=False, timeout=30) as http:
-            passed = http.post(web.proxy_url + "/v1/messages", json={**request, "stream": True},
-                               headers={"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test"})
+            passed = http.post(
+                web.proxy_url + "/v1/messages",
+                json={**request, "stream": True},
+                headers={"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test"},
+            )
         assert passed.content == REPEATED_KEY  # passed through as it came
-        flows = wait_until(lambda: (lambda fs: fs if len(fs) == 3 else None)([f for f in web.api("/flows") if f.get("comment")]),
-                           "three commented flows")
+        flows = wait_until(
+            lambda: (lambda fs: fs if len(fs) == 3 else None)([f for f in web.api("/flows") if f.get("comment")]),
+            "three commented flows",
+        )
         by_state = {f["comment"].split(":", 1)[0]: f for f in flows}
         assert set(by_state) == {"changed", "left", "passed through"}, [f["comment"] for f in flows]
 
@@ -124,10 +145,15 @@ def test_mitmweb_shows_each_state_its_reason_readable_commands_and_a_truthful_re
         # 2. one filter per state, typed into the search box (README, "What to watch"): the
         # comment's first words (a marker is matched as its emoji by mitmweb 11, which filters in
         # the browser, and as its shortcode by 12, which filters in mitmproxy: not one spelling)
-        for spec, state in (("~comment ^changed:", "changed"), ("~comment ^left:", "left"),
-                            ("~comment ^passed", "passed through")):
+        for spec, state in (
+            ("~comment ^changed:", "changed"),
+            ("~comment ^left:", "left"),
+            ("~comment ^passed", "passed through"),
+        ):
             browser.type_into(SEARCH, spec)
-            shown = wait_until(lambda: (lambda rows: rows if len(rows) == 1 else None)(list_rows(browser.text())), f"{spec}: one row")
+            shown = wait_until(
+                lambda: (lambda rows: rows if len(rows) == 1 else None)(list_rows(browser.text())), f"{spec}: one row"
+            )
             assert f"\t{state}: " in shown[0], (spec, shown)
         browser.type_into(SEARCH, "~marked")
         wait_until(lambda: len(list_rows(browser.text())) == 3, "~marked: every state")
@@ -137,9 +163,13 @@ def test_mitmweb_shows_each_state_its_reason_readable_commands_and_a_truthful_re
         browser.click_text("Options")
         browser.check_option("Display Command Bar")
         browser.check_option("Display Event Log")
-        wait_until(lambda: browser.evaluate(f"!!document.querySelector({json.dumps(COMMAND_INPUT)})"), "the command bar")
+        wait_until(
+            lambda: browser.evaluate(f"!!document.querySelector({json.dumps(COMMAND_INPUT)})"), "the command bar"
+        )
         result = command(browser, "toolvocab.stats @all")
-        assert result.startswith('"toolvocab.stats: 3 flows with a record — 3 handled (0 in observe mode), 0 not handled')
+        assert result.startswith(
+            '"toolvocab.stats: 3 flows with a record — 3 handled (0 in observe mode), 0 not handled'
+        )
         assert "\\n" not in result and result.endswith('lines in the event log (Options → Display Event Log)"'), result
         log = event_log(browser, "flows by state: changed 1, left 1, passed through 1")
         assert "calls: 2 seen, 0 kept, 1 repaired, 1 left" in log and "\\n" not in log
@@ -162,11 +192,22 @@ def test_mitmweb_shows_each_state_its_reason_readable_commands_and_a_truthful_re
         fake.config(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})  # the same answer again
         browser.click_text("Flow")  # the menu of the focused flow
         browser.click_text("Replay")
-        wait_until(lambda: any(f["id"] == flow_id and f.get("is_replay") == "request" and f.get("response")
-                               and f["comment"] == "changed: shell→Bash (capability)" for f in web.api("/flows")),
-                   lambda: f"the replay's record: {[(f['id'][:8], f.get('is_replay'), f['comment']) for f in web.api('/flows')]}")
+        wait_until(
+            lambda: any(
+                f["id"] == flow_id
+                and f.get("is_replay") == "request"
+                and f.get("response")
+                and f["comment"] == "changed: shell→Bash (capability)"
+                for f in web.api("/flows")
+            ),
+            lambda: (
+                f"the replay's record: {[(f['id'][:8], f.get('is_replay'), f['comment']) for f in web.api('/flows')]}"
+            ),
+        )
         browser.click_tab("Response")  # mitmweb fetches a view again when its tab is drawn again
-        browser.wait_text(["Body below: the answer after toolvocab, at the replay (mitmproxy received it, no client did)."])
+        browser.wait_text(
+            ["Body below: the answer after toolvocab, at the replay (mitmproxy received it, no client did)."]
+        )
         browser.click_tab("Request")
         text = browser.wait_text(["Body below: the request as sent upstream at the replay."])
         assert "replay (mitmproxy's replay.client): the request replayed is the one this flow held" in text

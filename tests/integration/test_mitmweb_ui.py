@@ -20,7 +20,12 @@ import pytest
 
 import procs
 from sdk import anthropic_client
-from webui import CHROMIUM, MITMWEB, WINDOW, Chromium, Mitmweb, png_facts
+from webui import CHROMIUM
+from webui import MITMWEB
+from webui import WINDOW
+from webui import Chromium
+from webui import Mitmweb
+from webui import png_facts
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +41,9 @@ BASH = {
 
 
 # ------------------------------------------------------------------------------------ the test
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (/usr/bin/chromium): "
-                    "apt-get install -y chromium")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed (/usr/bin/chromium): apt-get install -y chromium"
+)
 @pytest.mark.skipif(not MITMWEB.exists(), reason=f"mitmweb not found next to {sys.executable}")
 def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_path):
     pytest.importorskip("websockets.sync.client", reason="the websockets package drives Chromium over CDP")
@@ -48,7 +54,9 @@ def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_
         web = Mitmweb(fake.url, tmp_path)
         client = anthropic_client(web.proxy_url)
         message = client.messages.create(
-            model="claude-fixture-1", max_tokens=256, tools=[BASH],
+            model="claude-fixture-1",
+            max_tokens=256,
+            tools=[BASH],
             messages=[{"role": "user", "content": "What changed in the repository?"}],
         )
         calls = [b for b in message.content if b.type == "tool_use"]
@@ -68,8 +76,8 @@ def test_mitmweb_shows_the_repaired_flow_its_comment_and_the_toolvocab_view(tmp_
         # 1. the response tab: the comment column in the flow list, the toolvocab view of the answer
         browser.navigate(web.page_url(f"/flows/{flow['id']}/response"))
         needles = [
-            "changed: shell→Bash (capability)",               # the comment, in the flow list
-            "Tool calls in the answer",                       # the toolvocab view
+            "changed: shell→Bash (capability)",  # the comment, in the flow list
+            "Tool calls in the answer",  # the toolvocab view
             '- shell {"command":["bash","-lc","git status"]}',
             '+ Bash {"command":"git status"}',
             "rename at capability (renamed)",

@@ -18,8 +18,10 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Iterable
 
 import httpx
 import openai
@@ -33,7 +35,6 @@ from sdk import one_request
 from sdk import openai_client
 from sdk import parse_sse
 from sdk import record_of
-from sdk import reply_bytes
 from toolvocab.engine.ids import stable_call_id
 
 pytestmark = pytest.mark.integration
@@ -63,12 +64,22 @@ def flows_on(flows: list, suffix: str) -> list:
 
 # =================================================================== Chat Completions
 def fn_tool(name: str, description: str, properties: dict, required: list[str]) -> dict:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": properties, "required": required}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
 
 
-RUN_SHELL = fn_tool("run_shell_command", "Executes a given shell command.",
-                    {"command": {"type": "string"}, "description": {"type": "string"}}, ["command"])
+RUN_SHELL = fn_tool(
+    "run_shell_command",
+    "Executes a given shell command.",
+    {"command": {"type": "string"}, "description": {"type": "string"}},
+    ["command"],
+)
 READ_FILE = fn_tool("read_file", "Reads a file.", {"file_path": {"type": "string"}}, ["file_path"])
 POWERSHELL = fn_tool("PowerShell", "Runs a PowerShell command.", {"command": {"type": "string"}}, ["command"])
 CHAT_TOOLS = [RUN_SHELL, READ_FILE]
@@ -80,9 +91,21 @@ STREAM_TRANSPORTS = ("create_stream", "stream_helper")
 
 
 def chat_chunk(choices: list, usage: Any = None) -> bytes:
-    return b"data: " + dumps({"id": "chatcmpl-tvStream01", "object": "chat.completion.chunk", "created": 1760000000,
-                              "model": MODEL, "system_fingerprint": "fp_tv", "choices": choices,
-                              "usage": usage}) + b"\n\n"
+    return (
+        b"data: "
+        + dumps(
+            {
+                "id": "chatcmpl-tvStream01",
+                "object": "chat.completion.chunk",
+                "created": 1760000000,
+                "model": MODEL,
+                "system_fingerprint": "fp_tv",
+                "choices": choices,
+                "usage": usage,
+            }
+        )
+        + b"\n\n"
+    )
 
 
 def delta_chunk(delta: dict, finish: str | None = None) -> bytes:
@@ -113,7 +136,8 @@ def split3(text: str) -> list[str]:
 def conformant_call(index: int, name: str, args: str, call_id: str) -> list[list[dict]]:
     """OpenAI's own shape: id, type and full name in the first delta, then argument pieces."""
     return [[tcd(index, id=call_id, type="function", name=name, arguments="")]] + [
-        [tcd(index, arguments=p)] for p in split3(args)]
+        [tcd(index, arguments=p)] for p in split3(args)
+    ]
 
 
 def chat_stream(tool_chunks: list[list[dict]], *, text: str | None = CHAT_TEXT, usage: bool = True) -> bytes:
@@ -130,12 +154,22 @@ def chat_stream(tool_chunks: list[list[dict]], *, text: str | None = CHAT_TEXT, 
 
 def chat_json(calls: list[dict], *, text: str | None = CHAT_TEXT) -> bytes:
     """A hand-formatted (indented, non-ASCII escaped) completion so re-serialisation shows."""
-    body = {"id": "chatcmpl-tvJson01", "object": "chat.completion", "created": 1760000000, "model": MODEL,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None,
-                                                 "tool_calls": calls},
-                         "logprobs": None, "finish_reason": "tool_calls"}],
-            "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30},
-            "system_fingerprint": "fp_tv"}
+    body = {
+        "id": "chatcmpl-tvJson01",
+        "object": "chat.completion",
+        "created": 1760000000,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None, "tool_calls": calls},
+                "logprobs": None,
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30},
+        "system_fingerprint": "fp_tv",
+    }
     return json.dumps(body, indent=2).encode() + b"\n"
 
 
@@ -158,18 +192,24 @@ class ChatGot:
 
 
 def _calls_from_message(message: Any) -> list[dict]:
-    return [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-            for c in (message.tool_calls or [])]
+    return [
+        {"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in (message.tool_calls or [])
+    ]
 
 
-def ask_chat(client: openai.OpenAI, transport: str, *, tools: list[dict],
-             messages: list[dict] = CHAT_PROMPT) -> ChatGot:
+def ask_chat(
+    client: openai.OpenAI, transport: str, *, tools: list[dict], messages: list[dict] = CHAT_PROMPT
+) -> ChatGot:
     kwargs = dict(model=MODEL, messages=messages, tools=tools)
     if transport == "json":
         resp = client.chat.completions.create(**kwargs)
         choice = resp.choices[0]
-        return ChatGot(_calls_from_message(choice.message), choice.message.content, choice.finish_reason,
-                       resp.usage.model_dump() if resp.usage else None)
+        return ChatGot(
+            _calls_from_message(choice.message),
+            choice.message.content,
+            choice.finish_reason,
+            resp.usage.model_dump() if resp.usage else None,
+        )
     if transport == "create_stream":
         acc: dict[int, dict] = {}
         text, finish, usage, chunks = "", None, None, []
@@ -195,13 +235,19 @@ def ask_chat(client: openai.OpenAI, transport: str, *, tools: list[dict],
                 types.append(event.type)
             final = stream.get_final_completion()
         choice = final.choices[0]
-        return ChatGot(_calls_from_message(choice.message), choice.message.content, choice.finish_reason,
-                       final.usage.model_dump() if final.usage else None, event_types=types)
+        return ChatGot(
+            _calls_from_message(choice.message),
+            choice.message.content,
+            choice.finish_reason,
+            final.usage.model_dump() if final.usage else None,
+            event_types=types,
+        )
     raise ValueError(transport)
 
 
-def raw_chat(client: openai.OpenAI, *, stream: bool, tools: list[dict],
-             messages: list[dict] = CHAT_PROMPT) -> tuple[int, bytes]:
+def raw_chat(
+    client: openai.OpenAI, *, stream: bool, tools: list[dict], messages: list[dict] = CHAT_PROMPT
+) -> tuple[int, bytes]:
     """(status, exact body bytes the SDK's HTTP client received)."""
     kwargs = dict(model=MODEL, messages=messages, tools=tools)
     if stream:
@@ -242,8 +288,14 @@ def test_chat_harness_plain_mitmdump_passes_foreign_name(fake_upstream, proxy, t
     """Without the addon the SDK sees the upstream's foreign name (the samples are valid)."""
     px = proxy(script=None)
     client = openai_client(px.url)
-    fake_upstream.enqueue(**chat_reply(transport, conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
-                                       [json_call("Bash", ECHO_HI, "call_tvBash01")], 7))
+    fake_upstream.enqueue(
+        **chat_reply(
+            transport,
+            conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
+            [json_call("Bash", ECHO_HI, "call_tvBash01")],
+            7,
+        )
+    )
     got = ask_chat(client, transport, tools=CHAT_TOOLS)
     assert got.calls == [{"id": "call_tvBash01", "name": "Bash", "arguments": ECHO_HI}]
     assert got.text == CHAT_TEXT and got.finish_reason == "tool_calls"
@@ -258,8 +310,14 @@ def test_chat_foreign_Bash_becomes_run_shell_command(fake_upstream, proxy, trans
     records = []
     for size in CHUNK_SIZES:
         before = len(fake_upstream.requests())
-        fake_upstream.enqueue(**chat_reply(transport, conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
-                                           [json_call("Bash", ECHO_HI, "call_tvBash01")], size))
+        fake_upstream.enqueue(
+            **chat_reply(
+                transport,
+                conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
+                [json_call("Bash", ECHO_HI, "call_tvBash01")],
+                size,
+            )
+        )
         got = ask_chat(client, transport, tools=CHAT_TOOLS)
         assert len(got.calls) == 1, (size, got.calls)
         call = got.calls[0]
@@ -284,27 +342,47 @@ def test_chat_foreign_Bash_becomes_run_shell_command(fake_upstream, proxy, trans
 NAME_SHAPES = {
     # label: (stream tool chunks, expected (id, name, arguments))
     "declared name split": (
-        [[tcd(0, id="call_tvSplit01", type="function", name="run_she", arguments="")],
-         [tcd(0, name="ll_command")], [tcd(0, arguments='{"command":')], [tcd(0, arguments='"echo hi"}')]],
-        ("call_tvSplit01", "run_shell_command", {"command": "echo hi"})),
+        [
+            [tcd(0, id="call_tvSplit01", type="function", name="run_she", arguments="")],
+            [tcd(0, name="ll_command")],
+            [tcd(0, arguments='{"command":')],
+            [tcd(0, arguments='"echo hi"}')],
+        ],
+        ("call_tvSplit01", "run_shell_command", {"command": "echo hi"}),
+    ),
     "foreign name split": (
-        [[tcd(0, id="call_tvSplit02", type="function", name="Ba", arguments="")],
-         [tcd(0, name="sh")], [tcd(0, arguments='{"command":')], [tcd(0, arguments='"echo hi"}')]],
-        ("call_tvSplit02", "run_shell_command", {"command": "echo hi"})),
+        [
+            [tcd(0, id="call_tvSplit02", type="function", name="Ba", arguments="")],
+            [tcd(0, name="sh")],
+            [tcd(0, arguments='{"command":')],
+            [tcd(0, arguments='"echo hi"}')],
+        ],
+        ("call_tvSplit02", "run_shell_command", {"command": "echo hi"}),
+    ),
     "foreign name repeated (Fireworks)": (
-        [[tcd(0, id="chatcmpl-tool-aa62", type="function", name="Bash", arguments="")],
-         [tcd(0, id="chatcmpl-tool-aa62", type="function", name="Bash", arguments='{"command":"ec')],
-         [tcd(0, id="chatcmpl-tool-aa62", type="function", name="Bash", arguments='ho hi"}')]],
-        ("chatcmpl-tool-aa62", "run_shell_command", {"command": "echo hi"})),
+        [
+            [tcd(0, id="chatcmpl-tool-aa62", type="function", name="Bash", arguments="")],
+            [tcd(0, id="chatcmpl-tool-aa62", type="function", name="Bash", arguments='{"command":"ec')],
+            [tcd(0, id="chatcmpl-tool-aa62", type="function", name="Bash", arguments='ho hi"}')],
+        ],
+        ("chatcmpl-tool-aa62", "run_shell_command", {"command": "echo hi"}),
+    ),
     "declared name repeated (Fireworks)": (
-        [[tcd(0, id="chatcmpl-tool-bb73", type="function", name="read_file", arguments="")],
-         [tcd(0, id="chatcmpl-tool-bb73", type="function", name="read_file", arguments='{"file_path":')],
-         [tcd(0, id="chatcmpl-tool-bb73", type="function", name="read_file", arguments='"/x"}')]],
-        ("chatcmpl-tool-bb73", "read_file", {"file_path": "/x"})),
+        [
+            [tcd(0, id="chatcmpl-tool-bb73", type="function", name="read_file", arguments="")],
+            [tcd(0, id="chatcmpl-tool-bb73", type="function", name="read_file", arguments='{"file_path":')],
+            [tcd(0, id="chatcmpl-tool-bb73", type="function", name="read_file", arguments='"/x"}')],
+        ],
+        ("chatcmpl-tool-bb73", "read_file", {"file_path": "/x"}),
+    ),
     "empty name after the first": (
-        [[tcd(0, id="call_tvEmpty01", type="function", name="Bash", arguments="")],
-         [tcd(0, name="", arguments='{"command":')], [tcd(0, name="", arguments='"echo hi"}')]],
-        ("call_tvEmpty01", "run_shell_command", {"command": "echo hi"})),
+        [
+            [tcd(0, id="call_tvEmpty01", type="function", name="Bash", arguments="")],
+            [tcd(0, name="", arguments='{"command":')],
+            [tcd(0, name="", arguments='"echo hi"}')],
+        ],
+        ("call_tvEmpty01", "run_shell_command", {"command": "echo hi"}),
+    ),
 }
 
 
@@ -374,10 +452,12 @@ def test_chat_missing_and_empty_ids_get_stable_tc_ids(fake_upstream, proxy, tran
     derived from the flow id and the call's position, distinct per call."""
     px = proxy()
     client = openai_client(px.url)
-    stream_calls = (
-        [[tcd(0, type="function", name="Bash", arguments="")], [tcd(0, arguments=ECHO_HI)],
-         [tcd(1, id="", type="function", name="read_file", arguments="")], [tcd(1, arguments='{"file_path":"/x"}')]]
-    )
+    stream_calls = [
+        [tcd(0, type="function", name="Bash", arguments="")],
+        [tcd(0, arguments=ECHO_HI)],
+        [tcd(1, id="", type="function", name="read_file", arguments="")],
+        [tcd(1, arguments='{"file_path":"/x"}')],
+    ]
     json_calls = [json_call("Bash", ECHO_HI, None), json_call("read_file", '{"file_path":"/x"}', "")]
     got_ids = []
     for size in CHUNK_SIZES:
@@ -408,13 +488,17 @@ def test_chat_arguments_object_becomes_string(fake_upstream, proxy, transport):
         [tcd(0, id="call_tvObj01", type="function", name="read_file", arguments={"file_path": "/x"})],
         [tcd(1, id="call_tvObj02", type="function", name="Bash", arguments={"command": "echo hi"})],
     ]
-    json_calls = [json_call("read_file", {"file_path": "/x"}, "call_tvObj01"),
-                  json_call("Bash", {"command": "echo hi"}, "call_tvObj02")]
+    json_calls = [
+        json_call("read_file", {"file_path": "/x"}, "call_tvObj01"),
+        json_call("Bash", {"command": "echo hi"}, "call_tvObj02"),
+    ]
     for size in CHUNK_SIZES:
         fake_upstream.enqueue(**chat_reply(transport, stream_calls, json_calls, size))
         got = ask_chat(client, transport, tools=CHAT_TOOLS)
-        assert [(c["id"], c["name"]) for c in got.calls] == [("call_tvObj01", "read_file"),
-                                                             ("call_tvObj02", "run_shell_command")], got.calls
+        assert [(c["id"], c["name"]) for c in got.calls] == [
+            ("call_tvObj01", "read_file"),
+            ("call_tvObj02", "run_shell_command"),
+        ], got.calls
         for c in got.calls:
             assert isinstance(c["arguments"], str), (size, c)
         assert [json.loads(c["arguments"]) for c in got.calls] == [{"file_path": "/x"}, {"command": "echo hi"}]
@@ -444,14 +528,29 @@ def test_chat_ambiguous_and_unknown_names_are_left(fake_upstream, proxy, transpo
     client = openai_client(px.url)
     cases = [
         # two POSIX shells: not guessing (PowerShell is never a candidate for a POSIX name)
-        ("Bash", [RUN_SHELL, fn_tool("execute_command", "Runs a CLI command.", {"command": {"type": "string"}}, ["command"]), POWERSHELL, READ_FILE], ECHO_HI),
+        (
+            "Bash",
+            [
+                RUN_SHELL,
+                fn_tool("execute_command", "Runs a CLI command.", {"command": {"type": "string"}}, ["command"]),
+                POWERSHELL,
+                READ_FILE,
+            ],
+            ECHO_HI,
+        ),
         ("frobnicate", CHAT_TOOLS, '{"x":1}'),  # no capability
         ("mcp__github__create_issue", CHAT_TOOLS, '{"owner":"acme","repo":"widgets","title":"t"}'),
     ]
     for name, tools, args in cases:
         for size in (1, 64):
-            fake_upstream.enqueue(**chat_reply(transport, conformant_call(0, name, args, "call_tvLeft01"),
-                                               [json_call(name, args, "call_tvLeft01")], size))
+            fake_upstream.enqueue(
+                **chat_reply(
+                    transport,
+                    conformant_call(0, name, args, "call_tvLeft01"),
+                    [json_call(name, args, "call_tvLeft01")],
+                    size,
+                )
+            )
             got = ask_chat(client, transport, tools=tools)
             assert got.calls == [{"id": "call_tvLeft01", "name": name, "arguments": args}], (name, size, got.calls)
     flows = flows_on(px.flows(), "/chat/completions")
@@ -471,15 +570,20 @@ def test_chat_conformant_answers_are_byte_identical(fake_upstream, proxy):
     px = proxy()
     client = openai_client(px.url)
     streams = {
-        "declared": chat_stream(conformant_call(0, "run_shell_command", '{"command":"echo hi","description":"Say hi"}',
-                                                "call_tvDecl01")
-                                + conformant_call(1, "read_file", '{"file_path":"/x"}', "call_tvDecl02")),
+        "declared": chat_stream(
+            conformant_call(0, "run_shell_command", '{"command":"echo hi","description":"Say hi"}', "call_tvDecl01")
+            + conformant_call(1, "read_file", '{"file_path":"/x"}', "call_tvDecl02")
+        ),
         "unknown": chat_stream(conformant_call(0, "frobnicate", '{"x":1}', "call_tvUnk01")),
         "text only": chat_stream([], usage=False).replace(b'"finish_reason":"tool_calls"', b'"finish_reason":"stop"'),
     }
     bodies = {
-        "declared": chat_json([json_call("run_shell_command", ECHO_HI, "call_tvDecl01"),
-                               json_call("read_file", '{"file_path":"/x"}', "call_tvDecl02")]),
+        "declared": chat_json(
+            [
+                json_call("run_shell_command", ECHO_HI, "call_tvDecl01"),
+                json_call("read_file", '{"file_path":"/x"}', "call_tvDecl02"),
+            ]
+        ),
         "unknown": chat_json([json_call("frobnicate", '{"x":1}', "call_tvUnk01")]),
     }
     n = 0
@@ -513,8 +617,14 @@ def test_chat_mode_off_passes_foreign_name(fake_upstream, proxy):
             record = one_request(fake_upstream, before)
             assert record["body"]["messages"] == CHAT_PROMPT and record["body"]["tools"] == CHAT_TOOLS
     for transport in CHAT_TRANSPORTS:
-        fake_upstream.enqueue(**chat_reply(transport, conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
-                                           [json_call("Bash", ECHO_HI, "call_tvBash01")], 7))
+        fake_upstream.enqueue(
+            **chat_reply(
+                transport,
+                conformant_call(0, "Bash", ECHO_HI, "call_tvBash01"),
+                [json_call("Bash", ECHO_HI, "call_tvBash01")],
+                7,
+            )
+        )
         got = ask_chat(client, transport, tools=CHAT_TOOLS)
         assert got.calls == [{"id": "call_tvBash01", "name": "Bash", "arguments": ECHO_HI}], transport
     for flow in flows_on(px.flows(), "/chat/completions"):
@@ -528,7 +638,9 @@ def test_chat_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
     px = proxy()
     headers = {"authorization": "Bearer sk-test", "content-type": "application/json"}
     odd_request = b'{"model": "gpt-test-model", "tools": [{"type": "function", "function": {"name": "Bash"}}], oops'
-    odd_reply = b'{"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error"}}'
+    odd_reply = (
+        b'{"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error"}}'
+    )
     valid_request = json.dumps({"model": MODEL, "messages": CHAT_PROMPT, "tools": CHAT_TOOLS}, indent=1).encode()
     stream_request = json.dumps({"model": MODEL, "messages": CHAT_PROMPT, "tools": CHAT_TOOLS, "stream": True}).encode()
     garbage = b"upstream says: Bash is not JSON \xe2\x80\x94 <html>502</html>\n"
@@ -537,9 +649,12 @@ def test_chat_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
         fake_upstream.enqueue(odd_reply, status=400, headers=JSON_HEADERS)
         r = http.post("/v1/chat/completions", content=odd_request, headers=headers)
         assert r.status_code == 400 and r.content == odd_reply
-        for request, reply, ctype in ((valid_request, garbage, "text/plain"), (valid_request, half_json, "application/json"),
-                                      (stream_request, garbage, "text/event-stream"),
-                                      (stream_request, half_json, "application/json")):
+        for request, reply, ctype in (
+            (valid_request, garbage, "text/plain"),
+            (valid_request, half_json, "application/json"),
+            (stream_request, garbage, "text/event-stream"),
+            (stream_request, half_json, "application/json"),
+        ):
             for size in (0, 7):
                 fake_upstream.enqueue(reply, headers={"Content-Type": ctype}, chunk_size=size)
                 r = http.post("/v1/chat/completions", content=request, headers=headers)
@@ -550,38 +665,86 @@ def test_chat_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
 
 
 # ========================================================================== Responses
-EXEC = {"type": "function", "name": "exec_command", "description": "Runs a command in a PTY and returns its output.",
-        "strict": True, "parameters": {"type": "object", "properties": {
-            "cmd": {"type": "string"}, "workdir": {"type": "string"}}, "required": ["cmd"],
-            "additionalProperties": False}}
-UPDATE_PLAN = {"type": "function", "name": "update_plan", "description": "Updates the task plan.", "strict": False,
-               "parameters": {"type": "object", "properties": {"plan": {"type": "array", "items": {"type": "object"}}},
-                              "required": ["plan"], "additionalProperties": False}}
-APPLY_PATCH = {"type": "custom", "name": "apply_patch",
-               "description": "Use the `apply_patch` tool to edit files. This is a FREEFORM tool, so do not wrap the patch in JSON.",
-               "format": {"type": "grammar", "syntax": "lark",
-                          "definition": "start: begin_patch hunk+ end_patch\nbegin_patch: \"*** Begin Patch\" LF\n"}}
-GITHUB_NS = {"type": "namespace", "name": "mcp__github__", "description": "Tools from the github MCP server.",
-             "tools": [{"type": "function", "name": "create_issue", "description": "Create a new issue", "strict": False,
-                        "parameters": {"type": "object", "properties": {
-                            "owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"}},
-                            "required": ["owner", "repo", "title"]}}]}
+EXEC = {
+    "type": "function",
+    "name": "exec_command",
+    "description": "Runs a command in a PTY and returns its output.",
+    "strict": True,
+    "parameters": {
+        "type": "object",
+        "properties": {"cmd": {"type": "string"}, "workdir": {"type": "string"}},
+        "required": ["cmd"],
+        "additionalProperties": False,
+    },
+}
+UPDATE_PLAN = {
+    "type": "function",
+    "name": "update_plan",
+    "description": "Updates the task plan.",
+    "strict": False,
+    "parameters": {
+        "type": "object",
+        "properties": {"plan": {"type": "array", "items": {"type": "object"}}},
+        "required": ["plan"],
+        "additionalProperties": False,
+    },
+}
+APPLY_PATCH = {
+    "type": "custom",
+    "name": "apply_patch",
+    "description": "Use the `apply_patch` tool to edit files. This is a FREEFORM tool, so do not wrap the patch in JSON.",
+    "format": {
+        "type": "grammar",
+        "syntax": "lark",
+        "definition": 'start: begin_patch hunk+ end_patch\nbegin_patch: "*** Begin Patch" LF\n',
+    },
+}
+GITHUB_NS = {
+    "type": "namespace",
+    "name": "mcp__github__",
+    "description": "Tools from the github MCP server.",
+    "tools": [
+        {
+            "type": "function",
+            "name": "create_issue",
+            "description": "Create a new issue",
+            "strict": False,
+            "parameters": {
+                "type": "object",
+                "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"}},
+                "required": ["owner", "repo", "title"],
+            },
+        }
+    ],
+}
 WEB_SEARCH = {"type": "web_search"}
 RESP_TOOLS = [EXEC, UPDATE_PLAN, APPLY_PATCH, GITHUB_NS, WEB_SEARCH]
 INSTRUCTIONS = "You are Codex, based on GPT-5. You are running as a coding agent in an offline test."
-RESP_INPUT = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi from the shell."}]}]
+RESP_INPUT = [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hi from the shell."}]}
+]
 RESP_TEXT = "Running it now \u2014 caf\u00e9."
 SHELL_ARGV = json.dumps({"command": ["bash", "-lc", "echo hi"]})
 ISSUE_ARGS = '{"owner":"acme","repo":"widgets","title":"Fix retry backoff"}'
 PATCH = "*** Begin Patch\n*** Update File: CHANGELOG.md\n@@\n+- fix retry backoff\n*** End Patch\n"
-RESP_USAGE = {"input_tokens": 900, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 12,
-              "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 912}
+RESP_USAGE = {
+    "input_tokens": 900,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 12,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 912,
+}
 RESP_TRANSPORTS = ("json", "create_stream", "stream_helper")
 
 
 def msg_item(text: str, item_id: str = "msg_tv01") -> dict:
-    return {"id": item_id, "type": "message", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
+    return {
+        "id": item_id,
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+    }
 
 
 def fc_item(name: str, args: str, call_id: str, item_id: str, namespace: str | None = None) -> dict:
@@ -593,60 +756,109 @@ def fc_item(name: str, args: str, call_id: str, item_id: str, namespace: str | N
 
 
 def custom_item(name: str, text: str, call_id: str, item_id: str) -> dict:
-    return {"id": item_id, "type": "custom_tool_call", "status": "completed", "call_id": call_id, "name": name,
-            "input": text}
+    return {
+        "id": item_id,
+        "type": "custom_tool_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": name,
+        "input": text,
+    }
 
 
 def response_obj(status: str, output: list[dict], *, tools: list[dict] = RESP_TOOLS, usage: Any = None) -> dict:
-    return {"id": "resp_tv01", "object": "response", "created_at": 1760000100, "status": status, "background": False,
-            "error": None, "incomplete_details": None, "instructions": INSTRUCTIONS, "max_output_tokens": None,
-            "model": MODEL, "output": output, "parallel_tool_calls": False, "previous_response_id": None,
-            "reasoning": {"effort": "medium", "summary": "auto"}, "store": False,
-            "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": "auto", "tools": tools,
-            "top_p": 1.0, "truncation": "disabled", "usage": usage, "user": None, "metadata": {}}
+    return {
+        "id": "resp_tv01",
+        "object": "response",
+        "created_at": 1760000100,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": INSTRUCTIONS,
+        "max_output_tokens": None,
+        "model": MODEL,
+        "output": output,
+        "parallel_tool_calls": False,
+        "previous_response_id": None,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "store": False,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": tools,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": None,
+        "metadata": {},
+    }
 
 
 def responses_events(output: list[dict], *, tools: list[dict] = RESP_TOOLS) -> list[dict]:
     """The event sequence the Responses API streams for ``output`` (final items)."""
-    evs: list[dict] = [{"type": "response.created", "response": response_obj("in_progress", [], tools=tools)},
-                       {"type": "response.in_progress", "response": response_obj("in_progress", [], tools=tools)}]
+    evs: list[dict] = [
+        {"type": "response.created", "response": response_obj("in_progress", [], tools=tools)},
+        {"type": "response.in_progress", "response": response_obj("in_progress", [], tools=tools)},
+    ]
     for i, item in enumerate(output):
         where = {"item_id": item["id"], "output_index": i}
         if item["type"] == "message":
-            evs.append({"type": "response.output_item.added", "output_index": i,
-                        "item": {**item, "status": "in_progress", "content": []}})
+            evs.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
             part = item["content"][0]
-            evs.append({"type": "response.content_part.added", **where, "content_index": 0,
-                        "part": {**part, "text": ""}})
+            evs.append(
+                {"type": "response.content_part.added", **where, "content_index": 0, "part": {**part, "text": ""}}
+            )
             half = len(part["text"]) // 2
             for piece in (part["text"][:half], part["text"][half:]):
-                evs.append({"type": "response.output_text.delta", **where, "content_index": 0, "delta": piece,
-                            "logprobs": []})
-            evs.append({"type": "response.output_text.done", **where, "content_index": 0, "text": part["text"],
-                        "logprobs": []})
+                evs.append(
+                    {"type": "response.output_text.delta", **where, "content_index": 0, "delta": piece, "logprobs": []}
+                )
+            evs.append(
+                {"type": "response.output_text.done", **where, "content_index": 0, "text": part["text"], "logprobs": []}
+            )
             evs.append({"type": "response.content_part.done", **where, "content_index": 0, "part": part})
         elif item["type"] == "function_call":
-            evs.append({"type": "response.output_item.added", "output_index": i,
-                        "item": {**item, "status": "in_progress", "arguments": ""}})
+            evs.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "status": "in_progress", "arguments": ""},
+                }
+            )
             for piece in split3(item["arguments"]):
                 evs.append({"type": "response.function_call_arguments.delta", **where, "delta": piece})
             evs.append({"type": "response.function_call_arguments.done", **where, "arguments": item["arguments"]})
         elif item["type"] == "custom_tool_call":
-            evs.append({"type": "response.output_item.added", "output_index": i,
-                        "item": {**item, "status": "in_progress", "input": ""}})
+            evs.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {**item, "status": "in_progress", "input": ""},
+                }
+            )
             for piece in split3(item["input"]):
                 evs.append({"type": "response.custom_tool_call_input.delta", **where, "delta": piece})
             evs.append({"type": "response.custom_tool_call_input.done", **where, "input": item["input"]})
         evs.append({"type": "response.output_item.done", "output_index": i, "item": item})
-    evs.append({"type": "response.completed",
-                "response": response_obj("completed", output, tools=tools, usage=RESP_USAGE)})
-    return [{"type": e["type"], "sequence_number": n, **{k: v for k, v in e.items() if k != "type"}}
-            for n, e in enumerate(evs)]
+    evs.append(
+        {"type": "response.completed", "response": response_obj("completed", output, tools=tools, usage=RESP_USAGE)}
+    )
+    return [
+        {"type": e["type"], "sequence_number": n, **{k: v for k, v in e.items() if k != "type"}}
+        for n, e in enumerate(evs)
+    ]
 
 
 def responses_sse(output: list[dict], **kw: Any) -> bytes:
-    return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + dumps(e) + b"\n\n"
-                    for e in responses_events(output, **kw))
+    return b"".join(
+        b"event: " + e["type"].encode() + b"\ndata: " + dumps(e) + b"\n\n" for e in responses_events(output, **kw)
+    )
 
 
 def responses_json(output: list[dict]) -> bytes:
@@ -681,8 +893,9 @@ class RespGot:
     event_types: list[str] = field(default_factory=list)
 
 
-def ask_responses(client: openai.OpenAI, transport: str, *, tools: list[dict] = RESP_TOOLS,
-                  input: list[dict] = RESP_INPUT) -> RespGot:
+def ask_responses(
+    client: openai.OpenAI, transport: str, *, tools: list[dict] = RESP_TOOLS, input: list[dict] = RESP_INPUT
+) -> RespGot:
     kwargs = dict(model=MODEL, instructions=INSTRUCTIONS, input=input, tools=tools)
     if transport == "json":
         resp = client.responses.create(**kwargs)
@@ -738,16 +951,32 @@ def check_responses_request(record: dict, tools: list[dict] = RESP_TOOLS, md: di
     assert body["tools"] == tools, "declared tools must reach the upstream unchanged"
     assert body["input"] == RESP_INPUT
     sentence = (md or {}).get("prompt_sentence")
-    assert body["instructions"] == (INSTRUCTIONS + "\n\n" + sentence if sentence else INSTRUCTIONS), body["instructions"]
+    assert body["instructions"] == (INSTRUCTIONS + "\n\n" + sentence if sentence else INSTRUCTIONS), body[
+        "instructions"
+    ]
 
 
 SHELL_OUTPUT = [msg_item(RESP_TEXT), fc_item("shell", SHELL_ARGV, "call_tvShell01", "fc_tvShell01")]
-WANT_EXEC = {"type": "function_call", "name": "exec_command", "call_id": "call_tvShell01", "arguments": {"cmd": "echo hi"}}
-MCP_OUTPUT = [fc_item("mcp__github__create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01"),
-              custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01")]
-WANT_MCP = [{"type": "function_call", "namespace": "mcp__github__", "name": "create_issue", "call_id": "call_tvMcp01",
-             "arguments": json.loads(ISSUE_ARGS)},
-            {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_tvPatch01", "input": PATCH}]
+WANT_EXEC = {
+    "type": "function_call",
+    "name": "exec_command",
+    "call_id": "call_tvShell01",
+    "arguments": {"cmd": "echo hi"},
+}
+MCP_OUTPUT = [
+    fc_item("mcp__github__create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01"),
+    custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01"),
+]
+WANT_MCP = [
+    {
+        "type": "function_call",
+        "namespace": "mcp__github__",
+        "name": "create_issue",
+        "call_id": "call_tvMcp01",
+        "arguments": json.loads(ISSUE_ARGS),
+    },
+    {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_tvPatch01", "input": PATCH},
+]
 
 
 @pytest.mark.parametrize("transport", RESP_TRANSPORTS)
@@ -756,9 +985,10 @@ def test_responses_harness_plain_mitmdump_passes_foreign_name(fake_upstream, pro
     client = openai_client(px.url)
     fake_upstream.enqueue(**resp_reply(transport, SHELL_OUTPUT, 7))
     got = ask_responses(client, transport)
-    assert got.final == [{"type": "message", "text": RESP_TEXT},
-                         {"type": "function_call", "name": "shell", "call_id": "call_tvShell01",
-                          "arguments": json.loads(SHELL_ARGV)}]
+    assert got.final == [
+        {"type": "message", "text": RESP_TEXT},
+        {"type": "function_call", "name": "shell", "call_id": "call_tvShell01", "arguments": json.loads(SHELL_ARGV)},
+    ]
 
 
 @needs_addon
@@ -841,12 +1071,16 @@ def test_responses_repair_changes_only_the_call(fake_upstream, proxy):
         assert down["tools"] == RESP_TOOLS
         assert down["output"][0] == up["output"][0] and down["output"][2] == up["output"][2], size
         assert norm_item(down["output"][1]) == WANT_EXEC, down["output"][1]
-        assert {k: v for k, v in down["output"][1].items() if k not in ("name", "arguments")} == \
-            {k: v for k, v in up["output"][1].items() if k not in ("name", "arguments")}
+        assert {k: v for k, v in down["output"][1].items() if k not in ("name", "arguments")} == {
+            k: v for k, v in up["output"][1].items() if k not in ("name", "arguments")
+        }
     body = responses_sse(SHELL_OUTPUT + [patch_item])
     up_blocks, up_events = sse_blocks(body), sse_events(body)
-    call_seqs = {e["sequence_number"] for e in up_events
-                 if e.get("item_id") == "fc_tvShell01" or (e.get("item") or {}).get("id") == "fc_tvShell01"}
+    call_seqs = {
+        e["sequence_number"]
+        for e in up_events
+        if e.get("item_id") == "fc_tvShell01" or (e.get("item") or {}).get("id") == "fc_tvShell01"
+    }
     for size in CHUNK_SIZES:
         fake_upstream.enqueue(body=body, headers=SSE_HEADERS, chunk_size=size)
         status, got = raw_responses(client, stream=True)
@@ -859,16 +1093,20 @@ def test_responses_repair_changes_only_the_call(fake_upstream, proxy):
             if seq in call_seqs:
                 if "item" in up:
                     assert down["item"]["name"] == "exec_command", down
-                    assert {k: v for k, v in down["item"].items() if k not in ("name", "arguments")} == \
-                        {k: v for k, v in up["item"].items() if k not in ("name", "arguments")}, (up, down)
+                    assert {k: v for k, v in down["item"].items() if k not in ("name", "arguments")} == {
+                        k: v for k, v in up["item"].items() if k not in ("name", "arguments")
+                    }, (up, down)
                 continue
             if up["type"] == "response.completed":
                 assert down["response"]["tools"] == RESP_TOOLS, "the tools echo must be unchanged"
-                assert {k: v for k, v in down["response"].items() if k != "output"} == \
-                    {k: v for k, v in up["response"].items() if k != "output"}
+                assert {k: v for k, v in down["response"].items() if k != "output"} == {
+                    k: v for k, v in up["response"].items() if k != "output"
+                }
                 assert [norm_item(o) for o in down["response"]["output"]] == [
-                    {"type": "message", "text": RESP_TEXT}, WANT_EXEC,
-                    {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_tvPatch01", "input": PATCH}]
+                    {"type": "message", "text": RESP_TEXT},
+                    WANT_EXEC,
+                    {"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_tvPatch01", "input": PATCH},
+                ]
                 continue
             assert down_raw == up_raw, f"chunk {size}: event {seq} ({up['type']}) changed"
     assert_no_addon_errors(px)
@@ -878,9 +1116,12 @@ def test_responses_repair_changes_only_the_call(fake_upstream, proxy):
 def test_responses_conformant_answers_are_byte_identical(fake_upstream, proxy):
     px = proxy()
     client = openai_client(px.url)
-    output = [msg_item(RESP_TEXT), fc_item("exec_command", '{"cmd":"echo hi"}', "call_tvExec01", "fc_tvExec01"),
-              fc_item("create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01", namespace="mcp__github__"),
-              custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01")]
+    output = [
+        msg_item(RESP_TEXT),
+        fc_item("exec_command", '{"cmd":"echo hi"}', "call_tvExec01", "fc_tvExec01"),
+        fc_item("create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01", namespace="mcp__github__"),
+        custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01"),
+    ]
     unknown = [fc_item("frobnicate", '{"x":1}', "call_tvUnk01", "fc_tvUnk01")]
     n = 0
     for stream in (True, False):
@@ -924,7 +1165,9 @@ def test_responses_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
     px = proxy()
     headers = {"authorization": "Bearer sk-test", "content-type": "application/json"}
     odd_request = b'{"model": "gpt-test-model", "input": [], "tools": [{"type": "function", "name": "shell"}], oops'
-    odd_reply = b'{"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error"}}'
+    odd_reply = (
+        b'{"error": {"message": "We could not parse the JSON body of your request.", "type": "invalid_request_error"}}'
+    )
     valid = {"model": MODEL, "instructions": INSTRUCTIONS, "input": RESP_INPUT, "tools": RESP_TOOLS}
     garbage = b"upstream says: shell is not JSON \xe2\x80\x94 <html>502</html>\n"
     half_json = b'{"id":"resp_x","output":[{"type":"function_call","name":"shell","arguments":"{}"'
@@ -934,8 +1177,11 @@ def test_responses_non_json_bodies_pass_byte_identical(fake_upstream, proxy):
         assert r.status_code == 400 and r.content == odd_reply
         for stream in (False, True):
             request = json.dumps({**valid, "stream": stream}).encode()
-            for reply, ctype in ((garbage, "text/plain"), (half_json, "application/json"),
-                                 (garbage, "text/event-stream")):
+            for reply, ctype in (
+                (garbage, "text/plain"),
+                (half_json, "application/json"),
+                (garbage, "text/event-stream"),
+            ):
                 for size in (0, 7):
                     fake_upstream.enqueue(reply, headers={"Content-Type": ctype}, chunk_size=size)
                     r = http.post("/v1/responses", content=request, headers=headers)
@@ -993,8 +1239,11 @@ class WSUpstream:
                 frames, delay = self.scripts.pop(0) if self.scripts else (None, 0.0)
             if frames is None:
                 self.errors.append("no script left")
-                frames = [json.dumps({"type": "error", "status_code": 500,
-                                      "error": {"type": "server_error", "message": "no script"}})]
+                frames = [
+                    json.dumps(
+                        {"type": "error", "status_code": 500, "error": {"type": "server_error", "message": "no script"}}
+                    )
+                ]
             try:
                 for i, frame in enumerate(frames):
                     if delay and i:
@@ -1023,9 +1272,18 @@ def ws_frames(output: list[dict]) -> list[str]:
 
 
 def response_create(**overrides: Any) -> dict:
-    frame = {"type": "response.create", "model": MODEL, "instructions": INSTRUCTIONS, "input": RESP_INPUT,
-             "tools": RESP_TOOLS, "tool_choice": "auto", "parallel_tool_calls": False, "store": False,
-             "stream": True, "include": ["reasoning.encrypted_content"]}
+    frame = {
+        "type": "response.create",
+        "model": MODEL,
+        "instructions": INSTRUCTIONS,
+        "input": RESP_INPUT,
+        "tools": RESP_TOOLS,
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+        "store": False,
+        "stream": True,
+        "include": ["reasoning.encrypted_content"],
+    }
     frame.update(overrides)
     return frame
 
@@ -1037,9 +1295,12 @@ def ws_turn(ws: Any, frame: dict, n: int) -> list[str]:
 
 
 # A renamed call first, then frames that pass (a message), a custom call and a flat MCP name.
-WS_OUTPUT = [fc_item("shell", SHELL_ARGV, "call_tvShell01", "fc_tvShell01"), msg_item(RESP_TEXT),
-             custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01"),
-             fc_item("mcp__github__create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01")]
+WS_OUTPUT = [
+    fc_item("shell", SHELL_ARGV, "call_tvShell01", "fc_tvShell01"),
+    msg_item(RESP_TEXT),
+    custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01"),
+    fc_item("mcp__github__create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01"),
+]
 #: How the upstream spaces its frames: all at once (as OpenAI sends ``output_item.done`` and
 #: ``response.completed``), or 50 ms apart (as tokens trickle in).
 PACING = {"back_to_back": 0.0, "paced": 0.05}
@@ -1048,10 +1309,16 @@ PACING = {"back_to_back": 0.0, "paced": 0.05}
 def ws_connect(px: procs.MitmdumpHandle, path: str = "/v1/responses") -> Any:
     from websockets.sync.client import connect
 
-    return connect(f"ws://127.0.0.1:{px.port}{path}", open_timeout=10, close_timeout=5,
-                   additional_headers={"Authorization": "Bearer sk-test",
-                                       "OpenAI-Beta": "responses_websockets=2026-02-06",
-                                       "originator": "codex_cli_rs"})
+    return connect(
+        f"ws://127.0.0.1:{px.port}{path}",
+        open_timeout=10,
+        close_timeout=5,
+        additional_headers={
+            "Authorization": "Bearer sk-test",
+            "OpenAI-Beta": "responses_websockets=2026-02-06",
+            "originator": "codex_cli_rs",
+        },
+    )
 
 
 @needs_addon
@@ -1088,10 +1355,15 @@ def test_websocket_frames_are_repaired_in_order(ws_upstream, proxy, pacing):
                 deltas[item_id] += d["delta"]
             continue
         if u["type"] == "response.completed":
-            assert {k: v for k, v in d["response"].items() if k != "output"} == \
-                {k: v for k, v in u["response"].items() if k != "output"}, "the tools echo must be unchanged"
+            assert {k: v for k, v in d["response"].items() if k != "output"} == {
+                k: v for k, v in u["response"].items() if k != "output"
+            }, "the tools echo must be unchanged"
             assert [norm_item(o) for o in d["response"]["output"]] == [
-                WANT_EXEC, {"type": "message", "text": RESP_TEXT}, WANT_MCP[1], WANT_MCP[0]]
+                WANT_EXEC,
+                {"type": "message", "text": RESP_TEXT},
+                WANT_MCP[1],
+                WANT_MCP[0],
+            ]
             continue
         assert raw_down == raw_up, f"frame {u['sequence_number']} ({u['type']}) changed"
     assert json.loads(deltas["fc_tvShell01"]) == {"cmd": "echo hi"}, deltas
@@ -1119,21 +1391,30 @@ def test_websocket_conformant_turns_pass_byte_identical_in_order(ws_upstream, pr
     """Declared names on a reused socket (Codex sends the next ``response.create`` on the same
     connection): every frame arrives exactly as sent, in order."""
     px = proxy(ws_upstream.url)
-    turns = [ws_frames([fc_item("exec_command", '{"cmd":"echo hi"}', "call_tvExec01", "fc_tvExec01"),
-                        msg_item(RESP_TEXT)]),
-             ws_frames([custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01"),
-                        fc_item("create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01", namespace="mcp__github__")])]
+    turns = [
+        ws_frames([fc_item("exec_command", '{"cmd":"echo hi"}', "call_tvExec01", "fc_tvExec01"), msg_item(RESP_TEXT)]),
+        ws_frames(
+            [
+                custom_item("apply_patch", PATCH, "call_tvPatch01", "ctc_tvPatch01"),
+                fc_item("create_issue", ISSUE_ARGS, "call_tvMcp01", "fc_tvMcp01", namespace="mcp__github__"),
+            ]
+        ),
+    ]
     for frames in turns:
         ws_upstream.script(frames, delay=PACING[pacing])
     follow_input = RESP_INPUT + [
         {"type": "function_call", "call_id": "call_tvExec01", "name": "exec_command", "arguments": '{"cmd":"echo hi"}'},
-        {"type": "function_call_output", "call_id": "call_tvExec01", "output": "hi\n"}]
+        {"type": "function_call_output", "call_id": "call_tvExec01", "output": "hi\n"},
+    ]
     with ws_connect(px) as ws:
-        got = [ws_turn(ws, response_create(), len(turns[0])),
-               ws_turn(ws, response_create(input=follow_input), len(turns[1]))]
+        got = [
+            ws_turn(ws, response_create(), len(turns[0])),
+            ws_turn(ws, response_create(input=follow_input), len(turns[1])),
+        ]
     for n, (frames, received) in enumerate(zip(turns, got)):
-        assert [json.loads(f)["sequence_number"] for f in received] == list(range(len(frames))), \
+        assert [json.loads(f)["sequence_number"] for f in received] == list(range(len(frames))), (
             f"turn {n}: frames must keep their order"
+        )
         assert received == frames, f"turn {n}: frames changed"
     assert [json.loads(m)["input"] for m in ws_upstream.received] == [RESP_INPUT, follow_input]
     assert_no_addon_errors(px)
@@ -1160,10 +1441,14 @@ def test_websocket_with_the_openai_sdk_connection(ws_upstream, proxy):
     assert done == [{"type": "message", "text": RESP_TEXT}, WANT_EXEC], done
     added = [e["item"] for e in events if e["type"] == "response.output_item.added"]
     assert added[1]["name"] == "exec_command"
-    args = added[1]["arguments"] + "".join(e["delta"] for e in events
-                                           if e["type"] == "response.function_call_arguments.delta")
+    args = added[1]["arguments"] + "".join(
+        e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta"
+    )
     assert json.loads(args) == {"cmd": "echo hi"}
-    assert [norm_item(o) for o in events[-1]["response"]["output"]] == [{"type": "message", "text": RESP_TEXT}, WANT_EXEC]
+    assert [norm_item(o) for o in events[-1]["response"]["output"]] == [
+        {"type": "message", "text": RESP_TEXT},
+        WANT_EXEC,
+    ]
     assert json.loads(ws_upstream.received[0])["type"] == "response.create"
 
 

@@ -25,13 +25,24 @@ import sdk
 
 pytestmark = pytest.mark.integration
 
-TOOLS = [{"name": "Bash", "description": "Run a command.",
-          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+TOOLS = [
+    {
+        "name": "Bash",
+        "description": "Run a command.",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    }
+]
 SYSTEM = "You are a coding agent. Use Bash for commands."
 MESSAGES = [
     {"role": "user", "content": "What is the git status?"},
-    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}}]},
-    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "README.md\nsrc\n" * 200}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}}],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "README.md\nsrc\n" * 200}],
+    },
     {"role": "assistant", "content": [{"type": "text", "text": "Two entries."}]},
     {"role": "user", "content": "Now the git status, please."},
 ]
@@ -71,9 +82,12 @@ def test_the_sdk_gets_its_declared_name_and_the_upstream_the_clients_bytes(plain
 
 
 def _raw_post(port: int, body: bytes, stream: bool) -> bytes:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=body, method="POST",
-                                 headers={"content-type": "application/json", "anthropic-version": "2023-06-01",
-                                          "x-api-key": "sk-test"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/messages",
+        data=body,
+        method="POST",
+        headers={"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-test"},
+    )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(req, timeout=20) as resp:
         assert resp.status == 200
@@ -84,8 +98,17 @@ def _raw_post(port: int, body: bytes, stream: bool) -> bytes:
 def test_a_key_repeated_deep_in_the_transcript_leaves_the_answer_as_sent(plain, stream):
     fake, px = plain
     before = len(fake.requests())
-    body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": stream, "system": SYSTEM, "tools": TOOLS,
-                       "messages": MESSAGES}, separators=(",", ":")).encode()
+    body = json.dumps(
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 100,
+            "stream": stream,
+            "system": SYSTEM,
+            "tools": TOOLS,
+            "messages": MESSAGES,
+        },
+        separators=(",", ":"),
+    ).encode()
     # the tool_result block repeats its is_error key: which one the upstream reads is its choice
     body = body.replace(b'"tool_use_id":"toolu_01"', b'"is_error":false,"tool_use_id":"toolu_01","is_error":true', 1)
     assert body.count(b'"is_error"') == 2

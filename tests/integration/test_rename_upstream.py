@@ -41,13 +41,31 @@ ALIAS = LONG[:55] + "_" + hashlib.sha256(LONG.encode()).hexdigest()[:8]
 ARGS = {"template_path": "cfn.yaml"}
 MODEL = "gpt-test-model"
 SYSTEM = "You are a careful coding agent used in an offline test."
-LONG_ERROR = (f"Invalid 'tools[1].function.name': string too long. Expected a string with maximum length 64, "
-              f"but got a string with length {len(LONG)} instead.")
+LONG_ERROR = (
+    f"Invalid 'tools[1].function.name': string too long. Expected a string with maximum length 64, "
+    f"but got a string with length {len(LONG)} instead."
+)
 CHAT_TOOLS = [
-    {"type": "function", "function": {"name": "Bash", "description": "Run a command.", "parameters": {
-        "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
-    {"type": "function", "function": {"name": LONG, "description": "Check a CloudFormation template.", "parameters": {
-        "type": "object", "properties": {"template_path": {"type": "string"}}, "required": ["template_path"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "Bash",
+            "description": "Run a command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": LONG,
+            "description": "Check a CloudFormation template.",
+            "parameters": {
+                "type": "object",
+                "properties": {"template_path": {"type": "string"}},
+                "required": ["template_path"],
+            },
+        },
+    },
 ]
 RESPONSES_TOOLS = [dict(t["function"], type="function") for t in CHAT_TOOLS]
 PROMPT = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Check cfn.yaml."}]
@@ -62,7 +80,13 @@ def rejecting(fake_upstream):
 def assert_clean(px: procs.MitmdumpHandle) -> None:
     px.stop()
     out = px.output()
-    for marker in ("Addon error", "mitmproxy has crashed", f'File "{procs.REPO / "toolvocab"}', f'File "{procs.REPO / "addon"}', "error in script"):
+    for marker in (
+        "Addon error",
+        "mitmproxy has crashed",
+        f'File "{procs.REPO / "toolvocab"}',
+        f'File "{procs.REPO / "addon"}',
+        "error in script",
+    ):
         assert marker not in out, f"{marker!r} in mitmdump output:\n{out}"
 
 
@@ -72,8 +96,9 @@ def declared(body: dict) -> list[str]:
 
 def chat_stream_call(client: openai.OpenAI, messages: list[dict]) -> dict[str, Any]:
     acc: dict[str, Any] = {"id": None, "name": "", "arguments": "", "finish": None}
-    for chunk in client.chat.completions.create(model=MODEL, messages=messages, tools=CHAT_TOOLS, stream=True,
-                                                stream_options={"include_usage": True}):
+    for chunk in client.chat.completions.create(
+        model=MODEL, messages=messages, tools=CHAT_TOOLS, stream=True, stream_options={"include_usage": True}
+    ):
         for choice in chunk.choices:
             acc["finish"] = choice.finish_reason or acc["finish"]
             for tc in choice.delta.tool_calls or []:
@@ -86,14 +111,19 @@ def chat_stream_call(client: openai.OpenAI, messages: list[dict]) -> dict[str, A
 # ====================================================================== Chat Completions
 @pytest.mark.parametrize("transport", ["json", "create_stream", "stream_helper"])
 @pytest.mark.parametrize("chunk_size", [0, 7])
-def test_chat_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy, transport: str, chunk_size: int) -> None:
+def test_chat_long_name_succeeds_and_the_sdk_sees_the_original(
+    rejecting, proxy, transport: str, chunk_size: int
+) -> None:
     rejecting.config(chunk_size=chunk_size)
     px = proxy()
     client = openai_client(px.url)
     if transport == "json":
         message = client.chat.completions.create(model=MODEL, messages=PROMPT, tools=CHAT_TOOLS).choices[0].message
-        call = {"id": message.tool_calls[0].id, "name": message.tool_calls[0].function.name,
-                "arguments": message.tool_calls[0].function.arguments}
+        call = {
+            "id": message.tool_calls[0].id,
+            "name": message.tool_calls[0].function.name,
+            "arguments": message.tool_calls[0].function.arguments,
+        }
         assert len(message.tool_calls) == 1
     elif transport == "create_stream":
         call = chat_stream_call(client, PROMPT)
@@ -120,8 +150,13 @@ def test_chat_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy,
 
     # next turn: the client replays its call under the long name; the upstream sees the alias again
     messages = PROMPT + [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call["id"], "type": "function", "function": {"name": LONG, "arguments": call["arguments"]}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call["id"], "type": "function", "function": {"name": LONG, "arguments": call["arguments"]}}
+            ],
+        },
         {"role": "tool", "tool_call_id": call["id"], "content": "compliant"},
     ]
     final = client.chat.completions.create(model=MODEL, messages=messages, tools=CHAT_TOOLS)
@@ -134,8 +169,9 @@ def test_chat_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy,
     flows = px.flows()
     records = [f.metadata["toolvocab"] for f in flows]
     assert all(r["rename_map"] == {LONG: ALIAS} for r in records)
-    assert any(d["name"] == ALIAS and d["target"] == LONG and d["step"] == "reverse_map"
-               for d in records[0]["decisions"]), records[0]["decisions"]
+    assert any(
+        d["name"] == ALIAS and d["target"] == LONG and d["step"] == "reverse_map" for d in records[0]["decisions"]
+    ), records[0]["decisions"]
     assert_clean(px)
 
 
@@ -170,8 +206,13 @@ def test_chat_without_the_addon_gets_openais_400(rejecting, proxy) -> None:
 def test_responses_long_name_succeeds_and_the_sdk_sees_the_original(rejecting, proxy, stream: bool) -> None:
     px = proxy()
     client = openai_client(px.url)
-    kwargs = dict(model=MODEL, instructions=SYSTEM, input="Check cfn.yaml.", tools=RESPONSES_TOOLS,
-                  tool_choice={"type": "function", "name": LONG})
+    kwargs = dict(
+        model=MODEL,
+        instructions=SYSTEM,
+        input="Check cfn.yaml.",
+        tools=RESPONSES_TOOLS,
+        tool_choice={"type": "function", "name": LONG},
+    )
     if stream:
         events = list(client.responses.create(stream=True, **kwargs))
         types = [e.type for e in events]
@@ -209,11 +250,27 @@ def test_responses_mode_off_gets_openais_400(rejecting, proxy) -> None:
 def run_mitmdump_expecting_exit(profiles: Path, timeout: float = 40.0) -> tuple[int, str]:
     """Start mitmdump with the addon and ``toolvocab_profiles``; (exit code, output). Killed (and
     the test failed) if it is still running after ``timeout`` seconds."""
-    argv = [str(procs.MITMDUMP), "-s", str(procs.ADDON_SCRIPT), "--mode", "reverse:http://127.0.0.1:9",
-            "--listen-host", "127.0.0.1", "--listen-port", str(procs.free_port()),
-            "--set", f"toolvocab_profiles={profiles}"]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, cwd=str(procs.REPO))
+    argv = [
+        str(procs.MITMDUMP),
+        "-s",
+        str(procs.ADDON_SCRIPT),
+        "--mode",
+        "reverse:http://127.0.0.1:9",
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        str(procs.free_port()),
+        "--set",
+        f"toolvocab_profiles={profiles}",
+    ]
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=str(procs.REPO),
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -227,7 +284,10 @@ def run_mitmdump_expecting_exit(profiles: Path, timeout: float = 40.0) -> tuple[
     ("text", "where"),
     [
         ('[[profile]]\nname = "codex"\n\nmodel = "(gpt"\n', ":4: profile.0.model: Value error, invalid regex"),
-        ('[[profile]]\nname = "codex"\n[profile.names]\nshell = 5\n', ":4: profile.0.names.shell: Input should be a valid string"),
+        (
+            '[[profile]]\nname = "codex"\n[profile.names]\nshell = 5\n',
+            ":4: profile.0.names.shell: Input should be a valid string",
+        ),
         ('[[profile]]\nname = "codex"\nmodel = "^gpt-5\n', ":3: TOML syntax error"),
     ],
     ids=["bad regex", "bad value", "TOML syntax"],
@@ -264,18 +324,47 @@ def _sse(events: list[dict]) -> bytes:
 
 def test_was_bug_responses_stream_done_event_names_the_alias(fake_upstream, proxy) -> None:
     px = proxy()
-    item = {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": json.dumps(ARGS),
-            "call_id": "call_1", "name": ALIAS}
-    fake_upstream.enqueue(_sse([
-        {"type": "response.output_item.added", "sequence_number": 0, "output_index": 0,
-         "item": dict(item, status="in_progress", arguments="")},
-        {"type": "response.function_call_arguments.delta", "sequence_number": 1, "item_id": "fc_1", "output_index": 0,
-         "delta": item["arguments"]},
-        {"type": "response.function_call_arguments.done", "sequence_number": 2, "item_id": "fc_1", "output_index": 0,
-         "name": ALIAS, "arguments": item["arguments"]},
-        {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": item},
-    ]), headers={"Content-Type": "text/event-stream"}, chunk_size=9)
-    events = list(openai_client(px.url).responses.create(model=MODEL, input="Check cfn.yaml.", tools=RESPONSES_TOOLS, stream=True))
+    item = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": json.dumps(ARGS),
+        "call_id": "call_1",
+        "name": ALIAS,
+    }
+    fake_upstream.enqueue(
+        _sse(
+            [
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": 0,
+                    "output_index": 0,
+                    "item": dict(item, status="in_progress", arguments=""),
+                },
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "sequence_number": 1,
+                    "item_id": "fc_1",
+                    "output_index": 0,
+                    "delta": item["arguments"],
+                },
+                {
+                    "type": "response.function_call_arguments.done",
+                    "sequence_number": 2,
+                    "item_id": "fc_1",
+                    "output_index": 0,
+                    "name": ALIAS,
+                    "arguments": item["arguments"],
+                },
+                {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": item},
+            ]
+        ),
+        headers={"Content-Type": "text/event-stream"},
+        chunk_size=9,
+    )
+    events = list(
+        openai_client(px.url).responses.create(model=MODEL, input="Check cfn.yaml.", tools=RESPONSES_TOOLS, stream=True)
+    )
     assert [e.item.name for e in events if e.type == "response.output_item.done"] == [LONG]
     (done,) = [e for e in events if e.type == "response.function_call_arguments.done"]
     assert done.name == LONG, f"the SDK's done event names {done.name!r}"

@@ -21,7 +21,12 @@ from sdk import anthropic_client
 pytestmark = pytest.mark.integration
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-TOOLS = [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+TOOLS = [
+    {
+        "name": "Bash",
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    }
+]
 KIMI_ID = "functions.Bash:0"
 VALID_ID = "toolu_01valid"
 
@@ -29,21 +34,29 @@ VALID_ID = "toolu_01valid"
 def transcript() -> list[dict]:
     return [
         {"role": "user", "content": "List the files, then the git status."},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": KIMI_ID, "name": "Bash", "input": {"command": "ls"}},
-            {"type": "tool_use", "id": VALID_ID, "name": "Bash", "input": {"command": "git status"}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": KIMI_ID, "content": "a.txt"},
-            {"type": "tool_result", "tool_use_id": VALID_ID, "content": "clean"},
-        ]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": KIMI_ID, "name": "Bash", "input": {"command": "ls"}},
+                {"type": "tool_use", "id": VALID_ID, "name": "Bash", "input": {"command": "git status"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": KIMI_ID, "content": "a.txt"},
+                {"type": "tool_result", "tool_use_id": VALID_ID, "content": "clean"},
+            ],
+        },
     ]
 
 
 def test_an_id_anthropic_rejects_goes_up_as_one_alias_and_comes_back_as_sent(fake_and_proxy):
     fake, px = fake_and_proxy
     before = len(fake.requests())
-    answer = anthropic_message("msg_1", "m", [{"type": "text", "text": "Done."}], "end_turn", {"input_tokens": 1, "output_tokens": 1})
+    answer = anthropic_message(
+        "msg_1", "m", [{"type": "text", "text": "Done."}], "end_turn", {"input_tokens": 1, "output_tokens": 1}
+    )
     fake.enqueue(json.dumps(answer).encode(), headers={"Content-Type": "application/json"})
     message = anthropic_client(px.url).messages.create(model="m", max_tokens=64, tools=TOOLS, messages=transcript())
     assert [b.text for b in message.content if b.type == "text"] == ["Done."]
@@ -60,8 +73,13 @@ def test_an_id_anthropic_rejects_goes_up_as_one_alias_and_comes_back_as_sent(fak
     # The same transcript next turn goes up under the same alias; an answer naming it (a
     # tool_use the upstream gives that id) reaches the client under the client's own id.
     before = len(fake.requests())
-    echo = anthropic_message("msg_2", "m", [{"type": "tool_use", "id": alias, "name": "Bash", "input": {"command": "ls"}}], "tool_use",
-                             {"input_tokens": 1, "output_tokens": 1})
+    echo = anthropic_message(
+        "msg_2",
+        "m",
+        [{"type": "tool_use", "id": alias, "name": "Bash", "input": {"command": "ls"}}],
+        "tool_use",
+        {"input_tokens": 1, "output_tokens": 1},
+    )
     fake.enqueue(json.dumps(echo).encode(), headers={"Content-Type": "application/json"})
     message = anthropic_client(px.url).messages.create(model="m", max_tokens=64, tools=TOOLS, messages=transcript())
     assert fake.wait_requests(before + 1)[before]["body"]["messages"][1]["content"][0]["id"] == alias
@@ -76,14 +94,30 @@ def test_a_responses_call_id_over_64_characters_goes_up_as_one_alias(fake_and_pr
     fake, px = fake_and_proxy
     long_id = "call_" + "0123456789" * 8
     before = len(fake.requests())
-    answer = {"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": "m", "output": [
-        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
-         "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}], "parallel_tool_calls": True, "tool_choice": "auto", "tools": []}
+    answer = {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "status": "completed",
+        "model": "m",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+            }
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
     fake.enqueue(json.dumps(answer).encode(), headers={"Content-Type": "application/json"})
     tools = [{"type": "function", "name": "Bash", "parameters": TOOLS[0]["input_schema"], "strict": False}]
     items = [
         {"role": "user", "content": "List the files."},
-        {"type": "function_call", "call_id": long_id, "name": "Bash", "arguments": "{\"command\": \"ls\"}"},
+        {"type": "function_call", "call_id": long_id, "name": "Bash", "arguments": '{"command": "ls"}'},
         {"type": "function_call_output", "call_id": long_id, "output": "a.txt"},
     ]
     response = openai_client(px.url).responses.create(model="m", input=items, tools=tools)

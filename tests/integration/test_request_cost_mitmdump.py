@@ -17,21 +17,42 @@ import procs
 
 pytestmark = pytest.mark.integration
 
-BODY = json.dumps({
-    "model": "m", "max_tokens": 10, "system": "Use Bash.",
-    "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}],
-    "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "is_error": True,
-                                      "content": "<tool_use_error>Error: No such tool available: shell</tool_use_error>"}]},
-    ],
-}, indent=1).encode()  # spaces and newlines: a re-serialized body would not be these bytes
+BODY = json.dumps(
+    {
+        "model": "m",
+        "max_tokens": 10,
+        "system": "Use Bash.",
+        "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}],
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "is_error": True,
+                        "content": "<tool_use_error>Error: No such tool available: shell</tool_use_error>",
+                    }
+                ],
+            },
+        ],
+    },
+    indent=1,
+).encode()  # spaces and newlines: a re-serialized body would not be these bytes
 
 
 def _post(port: int) -> None:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/messages", data=BODY, method="POST",
-                                 headers={"content-type": "application/json", "anthropic-version": "2023-06-01"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/messages",
+        data=BODY,
+        method="POST",
+        headers={"content-type": "application/json", "anthropic-version": "2023-06-01"},
+    )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(req, timeout=20) as resp:
         assert resp.status == 200
@@ -51,7 +72,9 @@ def test_unchanged_request_goes_up_as_sent_and_errors_are_classified_when_saved(
             flows = px.flows()
             record = flows[0].metadata["toolvocab"]
             assert record["request_changed"] is False
-            assert [(e["kind"], e["client"], e["tool"]) for e in record["tool_errors"]] == [("unknown_tool", "Claude Code", "shell")]
+            assert [(e["kind"], e["client"], e["tool"]) for e in record["tool_errors"]] == [
+                ("unknown_tool", "Claude Code", "shell")
+            ]
     finally:
         px.stop()
         fake.stop()
@@ -74,21 +97,45 @@ def test_large_changed_request_through_the_sdk_is_a_whole_write(renamed):
     import sdk
 
     second = DOTTED if renamed else "Read"
-    tools = [{"name": "Bash", "description": "Run a command.", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}},
-             {"name": second, "description": "Read a file.", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    tools = [
+        {
+            "name": "Bash",
+            "description": "Run a command.",
+            "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+        {
+            "name": second,
+            "description": "Read a file.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    ]
     system = [{"type": "text", "text": "You are a coding agent. Use Bash for commands."}]
     messages: list[dict] = [{"role": "user", "content": "Fix the test."}]
     for i in range(30):
         name = second if i % 3 == 0 else "Bash"
         args = {"path": f"src/f{i}.py"} if name == second else {"command": f"pytest -k t{i}"}
-        messages.append({"role": "assistant", "content": [{"type": "text", "text": "Looking. " * 100},
-                                                          {"type": "tool_use", "id": f"toolu_{i:04d}", "name": name, "input": args}]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i:04d}", "content": "line\n" * 200}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Looking. " * 100},
+                    {"type": "tool_use", "id": f"toolu_{i:04d}", "name": name, "input": args},
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i:04d}", "content": "line\n" * 200}],
+            }
+        )
     fake = procs.start_fake_upstream(tool_name="Bash", tool_args={"command": "ls"})
     px = procs.start_mitmdump(fake.url)
     try:
         client = sdk.anthropic_client(px.url)
-        reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=100, system=system, tools=tools, messages=messages)
+        reply = client.messages.create(
+            model="claude-sonnet-4-5", max_tokens=100, system=system, tools=tools, messages=messages
+        )
         assert reply.type == "message" and reply.content  # the SDK read the answer
         (got,) = fake.wait_requests(1)
         sent = base64.b64decode(got["body_b64"])
@@ -101,12 +148,20 @@ def test_large_changed_request_through_the_sdk_is_a_whole_write(renamed):
         if renamed:
             alias = names[1]
             assert alias != DOTTED and "." not in alias and alias in sentence
-            replayed = [b["name"] for m in up["messages"] if isinstance(m["content"], list) for b in m["content"] if b["type"] == "tool_use"]
+            replayed = [
+                b["name"]
+                for m in up["messages"]
+                if isinstance(m["content"], list)
+                for b in m["content"]
+                if b["type"] == "tool_use"
+            ]
             assert replayed == [alias if i % 3 == 0 else "Bash" for i in range(30)]
             for m_up, m_client in zip(up["messages"], messages):  # nothing else in the transcript moved
                 if isinstance(m_client["content"], list):
                     for b_up, b_client in zip(m_up["content"], m_client["content"]):
-                        assert {k: v for k, v in b_up.items() if k != "name"} == {k: v for k, v in b_client.items() if k != "name"}
+                        assert {k: v for k, v in b_up.items() if k != "name"} == {
+                            k: v for k, v in b_client.items() if k != "name"
+                        }
         else:
             assert names == ["Bash", "Read"] and "Read" in sentence
             assert up["messages"] == messages

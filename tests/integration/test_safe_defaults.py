@@ -33,14 +33,21 @@ BIN = Path(sys.executable).parent
 TOOLVOCAB = BIN / "toolvocab"
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "flows" / "agents" / "claude-code-1.mitm"
-BASH = {"name": "Bash", "description": "Run a shell command", "input_schema": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+BASH = {
+    "name": "Bash",
+    "description": "Run a shell command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
 
-needs_script = pytest.mark.skipif(not TOOLVOCAB.exists(), reason=f"the toolvocab console script is not next to {sys.executable}")
+needs_script = pytest.mark.skipif(
+    not TOOLVOCAB.exists(), reason=f"the toolvocab console script is not next to {sys.executable}"
+)
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    env = {
+        k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+    }
     return dict(env, HOME=str(tmp_path), PYTHONUNBUFFERED="1")  # a fresh ~/.mitmproxy: no config.yaml of the user's
 
 
@@ -65,8 +72,12 @@ def listening_addresses(port: int) -> set[str]:
 
 def start(tmp_path: Path, *args: str, name: str = "toolvocab") -> tuple[procs.ManagedProcess, int]:
     port = procs.free_port()
-    proc = procs.ManagedProcess([str(TOOLVOCAB), "--mode", "reverse:http://127.0.0.1:9", "--listen-port", str(port), *args],
-                                name=name, workdir=str(tmp_path), env=_env(tmp_path))
+    proc = procs.ManagedProcess(
+        [str(TOOLVOCAB), "--mode", "reverse:http://127.0.0.1:9", "--listen-port", str(port), *args],
+        name=name,
+        workdir=str(tmp_path),
+        env=_env(tmp_path),
+    )
     return proc, port
 
 
@@ -88,7 +99,10 @@ def test_the_console_script_listens_on_127_0_0_1_unless_told(tmp_path):
         while f"listening at 127.0.0.1:{port}" not in proc.output() and time.monotonic() < deadline:
             time.sleep(0.1)
         out = proc.output()
-        assert "toolvocab: listening on 127.0.0.1 only (mitmdump's default would be every interface); --listen-host 0.0.0.0 accepts other machines" in out
+        assert (
+            "toolvocab: listening on 127.0.0.1 only (mitmdump's default would be every interface); --listen-host 0.0.0.0 accepts other machines"
+            in out
+        )
         assert f"listening at 127.0.0.1:{port}" in out
     finally:
         proc.stop()
@@ -109,7 +123,10 @@ def test_a_misspelt_toolvocab_option_stops_the_proxy_at_start(tmp_path):
         proc.stop()
     out = proc.output()
     assert proc.proc.returncode == 1, out
-    assert "toolvocab: unknown option toolvocab_mdoe (did you mean toolvocab_mode?); toolvocab's options are toolvocab_hold_timeout" in out, out
+    assert (
+        "toolvocab: unknown option toolvocab_mdoe (did you mean toolvocab_mode?); toolvocab's options are toolvocab_hold_timeout"
+        in out
+    ), out
     assert "Error logged during startup" in out
 
 
@@ -122,22 +139,37 @@ def test_version_and_help_name_toolvocab(tmp_path):
     assert run.returncode == 0, run.stderr
     head, _, theirs = run.stdout.partition("mitmdump's own help follows.")
     assert head.startswith(f"toolvocab {__version__}: mitmdump with the toolvocab addon")
-    for needle in ("listens on 127.0.0.1 unless --listen-host is given", "  demo ", "  replay ",
-                   "  toolvocab_mode = 'auto' (auto, repair, observe, off)", "  toolvocab_hosts = None",
-                   "  toolvocab_hold_timeout = '30'", "  toolvocab_record = None", "  toolvocab_intercept = 'known' (known, all)"):
+    for needle in (
+        "listens on 127.0.0.1 unless --listen-host is given",
+        "  demo ",
+        "  replay ",
+        "  toolvocab_mode = 'auto' (auto, repair, observe, off)",
+        "  toolvocab_hosts = None",
+        "  toolvocab_hold_timeout = '30'",
+        "  toolvocab_record = None",
+        "  toolvocab_intercept = 'known' (known, all)",
+    ):
         assert needle in head, (needle, head)
     assert "usage: toolvocab [options] [filter]" in theirs and "--listen-host HOST" in theirs, theirs[:500]
     web = BIN / "toolvocab-web"
     run = subprocess.run([str(web), "--help"], capture_output=True, text=True, timeout=60, env=_env(tmp_path))
-    assert run.returncode == 0 and run.stdout.startswith(f"toolvocab-web {__version__}: mitmweb with the toolvocab addon")
+    assert run.returncode == 0 and run.stdout.startswith(
+        f"toolvocab-web {__version__}: mitmweb with the toolvocab addon"
+    )
     assert "toolvocab_mode = 'auto'" in run.stdout and "--web-port PORT" in run.stdout
 
 
 @pytest.mark.parametrize("command", ["tools", "explain", "stats"])
 def test_a_closed_pipe_ends_the_command_line_without_a_traceback(command):
     files = " ".join([str(FLOW)] * 60)  # more than a pipe's buffer holds
-    run = subprocess.run(f"{sys.executable} -m toolvocab.cli {command} {files} | head -n 1", shell=True,
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    run = subprocess.run(
+        f"{sys.executable} -m toolvocab.cli {command} {files} | head -n 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert run.stdout.count("\n") == 1, run.stdout
     assert run.stderr == "", run.stderr
 
@@ -150,8 +182,17 @@ def test_regular_mode_handles_plain_http_to_any_host_as_the_hosts_help_says(tmp_
     try:
         for hosts, expected in ((None, "Bash"), (r"^api\.anthropic\.com$", "shell")):
             port = procs.free_port()
-            argv = [str(procs.MITMDUMP), "-s", str(procs.ADDON_SCRIPT), "--listen-host", "127.0.0.1", "--listen-port", str(port),
-                    "--set", "termlog_verbosity=info"] + (["--set", f"toolvocab_hosts={hosts}"] if hosts else [])
+            argv = [
+                str(procs.MITMDUMP),
+                "-s",
+                str(procs.ADDON_SCRIPT),
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(port),
+                "--set",
+                "termlog_verbosity=info",
+            ] + (["--set", f"toolvocab_hosts={hosts}"] if hosts else [])
             proxy = procs.ManagedProcess(argv, name=f"regular-{expected}", workdir=str(tmp_path), env=_env(tmp_path))
             try:
                 deadline = time.monotonic() + 30
@@ -159,9 +200,16 @@ def test_regular_mode_handles_plain_http_to_any_host_as_the_hosts_help_says(tmp_
                     assert proxy.running() and time.monotonic() < deadline, proxy.output()
                     time.sleep(0.1)
                 with httpx.Client(proxy=f"http://127.0.0.1:{port}", trust_env=False, timeout=30) as client:
-                    answer = client.post(f"{fake.url}/v1/messages", headers={"anthropic-version": "2023-06-01"},
-                                         json={"model": "m", "max_tokens": 10, "tools": [BASH],
-                                               "messages": [{"role": "user", "content": "hi"}]}).json()
+                    answer = client.post(
+                        f"{fake.url}/v1/messages",
+                        headers={"anthropic-version": "2023-06-01"},
+                        json={
+                            "model": "m",
+                            "max_tokens": 10,
+                            "tools": [BASH],
+                            "messages": [{"role": "user", "content": "hi"}],
+                        },
+                    ).json()
                 names = [b["name"] for b in answer["content"] if b["type"] == "tool_use"]
                 assert names == [expected], (hosts, names, proxy.output())
             finally:

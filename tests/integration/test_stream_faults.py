@@ -18,18 +18,37 @@ import time
 import pytest
 
 import procs
-from fakeup.raw import REQUEST, ChunkedUpstream, dechunk, ev
+from fakeup.raw import REQUEST
+from fakeup.raw import ChunkedUpstream
+from fakeup.raw import dechunk
+from fakeup.raw import ev
 
 pytestmark = pytest.mark.integration
 
-HEAD = ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}) + ev(
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
-) + b"".join(ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"word {i} "}}) for i in range(20))
+HEAD = (
+    ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}})
+    + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    + b"".join(
+        ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"word {i} "}})
+        for i in range(20)
+    )
+)
 
-IN_TOOL_BLOCK = HEAD + ev({"type": "content_block_stop", "index": 0}) + ev(
-    {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}}
-) + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"comma'}})
-IN_TEXT_EVENT = HEAD + b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_'
+IN_TOOL_BLOCK = (
+    HEAD
+    + ev({"type": "content_block_stop", "index": 0})
+    + ev(
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+        }
+    )
+    + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"comma'}})
+)
+IN_TEXT_EVENT = (
+    HEAD + b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_'
+)
 IN_TOOL_EVENT = IN_TOOL_BLOCK + b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
 
 
@@ -60,7 +79,9 @@ def fetch(port: int) -> tuple[int, bytes, bool]:
 
 @pytest.mark.parametrize("reset, save", [(False, True), (True, False)], ids=["fin-saving", "rst-not-saving"])
 @pytest.mark.parametrize(
-    "body", [IN_TOOL_BLOCK, IN_TEXT_EVENT, IN_TOOL_EVENT], ids=["inside-held-tool-block", "inside-text-event", "inside-tool-event"]
+    "body",
+    [IN_TOOL_BLOCK, IN_TEXT_EVENT, IN_TOOL_EVENT],
+    ids=["inside-held-tool-block", "inside-text-event", "inside-tool-event"],
 )
 def test_every_received_byte_reaches_the_client_when_the_upstream_dies(tmp_path, body, reset, save):
     upstream = ChunkedUpstream(body, reset=reset)
@@ -97,7 +118,12 @@ def test_every_received_byte_reaches_a_tls_client_when_the_upstream_dies():
         got, ended = b"", True
         with httpx.Client(verify=False, timeout=15) as client:
             try:
-                with client.stream("POST", f"https://127.0.0.1:{proxy.port}/v1/messages", content=REQUEST, headers={"content-type": "application/json"}) as resp:
+                with client.stream(
+                    "POST",
+                    f"https://127.0.0.1:{proxy.port}/v1/messages",
+                    content=REQUEST,
+                    headers={"content-type": "application/json"},
+                ) as resp:
                     assert resp.status_code == 200
                     for data in resp.iter_raw():
                         got += data
@@ -122,9 +148,24 @@ def test_every_received_byte_reaches_an_http2_client_when_the_upstream_dies(tmp_
     out = tmp_path / "body"
     try:
         done = subprocess.run(
-            ["curl", "-sk", "--http2", "-o", str(out), "-w", "%{http_version}", "-X", "POST", "-H", "content-type: application/json",
-             "--data-binary", REQUEST.decode(), f"https://127.0.0.1:{proxy.port}/v1/messages"],
-            capture_output=True, timeout=30,
+            [
+                "curl",
+                "-sk",
+                "--http2",
+                "-o",
+                str(out),
+                "-w",
+                "%{http_version}",
+                "-X",
+                "POST",
+                "-H",
+                "content-type: application/json",
+                "--data-binary",
+                REQUEST.decode(),
+                f"https://127.0.0.1:{proxy.port}/v1/messages",
+            ],
+            capture_output=True,
+            timeout=30,
         )
         assert done.stdout == b"2"  # HTTP/2 it was
         assert done.returncode != 0  # the cut stream does not end cleanly

@@ -26,7 +26,10 @@ import time
 import pytest
 
 import procs
-from fakeup.raw import REQUEST, ChunkedUpstream, dechunk, ev
+from fakeup.raw import REQUEST
+from fakeup.raw import ChunkedUpstream
+from fakeup.raw import dechunk
+from fakeup.raw import ev
 
 pytestmark = pytest.mark.integration
 
@@ -37,8 +40,20 @@ BEFORE = (
     + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
     + ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Listing."}})
     + ev({"type": "content_block_stop", "index": 0})
-    + ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}})
-    + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls'}})
+    + ev(
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+        }
+    )
+    + ev(
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls'},
+        }
+    )
 )
 AFTER = (
     ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ' -la"}'}})
@@ -59,8 +74,10 @@ def stalling_upstream() -> ChunkedUpstream:
 def fetch_raw(port: int) -> list[tuple[float, bytes]]:
     """Plain HTTP/1.1: the de-chunked body as (monotonic time, body so far) after each read."""
     s = socket.create_connection(("127.0.0.1", port), timeout=15)
-    s.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-              b"content-length: %d\r\n\r\n%s" % (len(REQUEST), REQUEST))
+    s.sendall(
+        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\n\r\n%s" % (len(REQUEST), REQUEST)
+    )
     raw, seen = b"", []
     deadline = time.monotonic() + PAUSE + 15
     try:
@@ -88,7 +105,12 @@ def fetch_httpx(port: int) -> list[tuple[float, bytes]]:
 
     seen, body = [], b""
     with httpx.Client(verify=False, timeout=PAUSE + 15) as client:
-        with client.stream("POST", f"https://127.0.0.1:{port}/v1/messages", content=REQUEST, headers={"content-type": "application/json"}) as resp:
+        with client.stream(
+            "POST",
+            f"https://127.0.0.1:{port}/v1/messages",
+            content=REQUEST,
+            headers={"content-type": "application/json"},
+        ) as resp:
             assert resp.status_code == 200 and resp.http_version == "HTTP/1.1"
             for data in resp.iter_raw():
                 body += data
@@ -102,9 +124,25 @@ def fetch_curl_http2(port: int, tmp_path) -> list[tuple[float, bytes]]:
     version = tmp_path / "http_version"
     with open(version, "wb") as err:
         proc = subprocess.Popen(
-            ["curl", "-skN", "--http2", "-o", "-", "-w", "%{stderr}%{http_version}", "-X", "POST", "-H", "content-type: application/json",
-             "--data-binary", REQUEST.decode(), f"https://127.0.0.1:{port}/v1/messages"],
-            stdout=subprocess.PIPE, stderr=err, start_new_session=True,
+            [
+                "curl",
+                "-skN",
+                "--http2",
+                "-o",
+                "-",
+                "-w",
+                "%{stderr}%{http_version}",
+                "-X",
+                "POST",
+                "-H",
+                "content-type: application/json",
+                "--data-binary",
+                REQUEST.decode(),
+                f"https://127.0.0.1:{port}/v1/messages",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
         )
         assert proc.stdout is not None
         seen, body = [], b""
@@ -143,13 +181,17 @@ def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, cli
     if client == "tls-http2" and shutil.which("curl") is None:
         pytest.skip("needs curl")
     upstream = stalling_upstream()
-    proxy = procs.start_mitmdump(upstream.url, options={"toolvocab_hold_timeout": str(BOUND)}, save_path=tmp_path / "flows.mitm")
+    proxy = procs.start_mitmdump(
+        upstream.url, options={"toolvocab_hold_timeout": str(BOUND)}, save_path=tmp_path / "flows.mitm"
+    )
     try:
         seen = fetch_curl_http2(proxy.port, tmp_path) if client == "tls-http2" else CLIENTS[client](proxy.port)
         assert upstream.resumed is not None
         during = [body for t, body in seen if t < upstream.resumed]
         # while the upstream was silent the client got everything sent before the pause
-        assert during and during[-1] == BEFORE, f"client had {len(during[-1]) if during else 0} of {len(BEFORE)} bytes during the pause"
+        assert during and during[-1] == BEFORE, (
+            f"client had {len(during[-1]) if during else 0} of {len(BEFORE)} bytes during the pause"
+        )
         first = next(t for t, body in seen if body == BEFORE)
         assert first < upstream.resumed - 1.0  # within the bound (plus margin), well before the pause ended
         assert seen[-1][1] == BODY  # the whole answer, byte-identical (unrepaired after the stall)
@@ -159,7 +201,9 @@ def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, cli
         assert "passed through: the upstream sent no byte for " in notes, notes
         assert f"while a tool call was held (toolvocab_hold_timeout {BOUND:g}); the client got the " in notes, notes
         # the flow's state: its marker, its comment's first words, mitmdump's warn line
-        assert flows[0].marked == ":warning:" and flows[0].comment.startswith("passed through: the upstream sent no byte")
+        assert flows[0].marked == ":warning:" and flows[0].comment.startswith(
+            "passed through: the upstream sent no byte"
+        )
         assert "toolvocab: passed through (could not repair): the upstream sent no byte for " in proxy.output()
         assert flows[0].response.raw_content == BODY  # the saved flow has what the client got
     finally:
@@ -174,7 +218,11 @@ def test_control_without_a_bound_the_block_waits_and_is_repaired():
         seen = fetch_raw(proxy.port)
         assert upstream.resumed is not None
         during = [body for t, body in seen if t < upstream.resumed]
-        assert during and during[-1] == BEFORE[: BEFORE.index(b"event: content_block_start\ndata: {\"type\": \"content_block_start\", \"index\": 1")]
+        assert (
+            during
+            and during[-1]
+            == BEFORE[: BEFORE.index(b'event: content_block_start\ndata: {"type": "content_block_start", "index": 1')]
+        )
         final = seen[-1][1]
         assert final != BODY and b'"name": "Bash"' in final.replace(b'"name":"Bash"', b'"name": "Bash"')
     finally:

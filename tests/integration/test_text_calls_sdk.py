@@ -10,9 +10,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from sdk import assert_no_addon_errors
-from sdk import openai_client
 from test_openai_sdk import CHAT_TRANSPORTS
 from test_openai_sdk import CHUNK_SIZES
 from test_openai_sdk import DONE
@@ -25,6 +22,9 @@ from test_openai_sdk import delta_chunk
 from test_openai_sdk import flows_on
 from test_openai_sdk import needs_addon
 from test_openai_sdk import raw_chat
+
+from sdk import assert_no_addon_errors
+from sdk import openai_client
 
 pytestmark = pytest.mark.integration
 
@@ -39,16 +39,24 @@ PROSE = {
 
 def stream_body(text: str) -> bytes:
     pieces = [text[i : i + 9] for i in range(0, len(text), 9)]
-    return b"".join([delta_chunk({"role": "assistant", "content": ""})]
-                    + [delta_chunk({"content": p}) for p in pieces]
-                    + [delta_chunk({}, "stop"), DONE])
+    return b"".join(
+        [delta_chunk({"role": "assistant", "content": ""})]
+        + [delta_chunk({"content": p}) for p in pieces]
+        + [delta_chunk({}, "stop"), DONE]
+    )
 
 
 def json_body(text: str) -> bytes:
-    body = {"id": "chatcmpl-tvText01", "object": "chat.completion", "created": 1760000000, "model": MODEL,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30}}
+    body = {
+        "id": "chatcmpl-tvText01",
+        "object": "chat.completion",
+        "created": 1760000000,
+        "model": MODEL,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 21, "completion_tokens": 9, "total_tokens": 30},
+    }
     return json.dumps(body, indent=2).encode() + b"\n"
 
 
@@ -78,7 +86,9 @@ def test_chat_text_that_is_only_markup_becomes_a_call(fake_upstream, proxy, tran
         body = json_body(MARKUP) if transport == "json" else stream_body(MARKUP)
         fake_upstream.enqueue(body=body, headers=JSON_HEADERS if transport == "json" else SSE_HEADERS, chunk_size=size)
         got = ask_chat(client, transport, tools=TOOLS)
-        assert [(c["name"], json.loads(c["arguments"])) for c in got.calls] == [("read_file", {"file_path": "/x"})], size
+        assert [(c["name"], json.loads(c["arguments"])) for c in got.calls] == [("read_file", {"file_path": "/x"})], (
+            size
+        )
         assert all(c["id"] for c in got.calls)
         assert not got.text, (size, got.text)
         assert got.finish_reason == "tool_calls", size

@@ -8,30 +8,26 @@ chunk splits (then ``b""``) → response, as in mitmproxy's proxy core (referenc
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import gzip
 import io
 import json
-import random
 from pathlib import Path
 
 import orjson
 import pytest
-
-import toolvocab.addons.state as state_module
-
-import harness
-from harness.fixtures import env  # noqa: F401  (pytest fixtures)
-from harness.fixtures import loaded  # noqa: F401
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
 from mitmproxy import http
 from mitmproxy import io as mio
 from mitmproxy.proxy.layers import http as hl
 
-import asyncio
-
+import harness
+import toolvocab.addons.state as state_module
 import toolvocab.dialects.anthropic as anthropic_dialect
+from harness.fixtures import env  # noqa: F401  (pytest fixtures)
+from harness.fixtures import loaded  # noqa: F401
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEParser
 
@@ -62,12 +58,21 @@ Env = harness.Env
 random_chunks = harness.random_chunks
 replay = harness.replay
 #: Claude Code's request headers (after ``host``).
-ANTHROPIC_HEADERS = [("content-type", "application/json"), ("accept-encoding", "gzip, deflate, br, zstd"),
-                     ("anthropic-version", "2023-06-01")]
+ANTHROPIC_HEADERS = [
+    ("content-type", "application/json"),
+    ("accept-encoding", "gzip, deflate, br, zstd"),
+    ("anthropic-version", "2023-06-01"),
+]
 
 
-def make_flow(body: bytes | dict | list | None, *, path: str = "/v1/messages?beta=true", host: str = HOST,
-              resp_type: str | None = "text/event-stream; charset=utf-8", **kw) -> http.HTTPFlow:
+def make_flow(
+    body: bytes | dict | list | None,
+    *,
+    path: str = "/v1/messages?beta=true",
+    host: str = HOST,
+    resp_type: str | None = "text/event-stream; charset=utf-8",
+    **kw,
+) -> http.HTTPFlow:
     """An Anthropic Messages flow from Claude Code (``harness.make_flow``)."""
     return harness.make_flow(body, host=host, path=path, headers=ANTHROPIC_HEADERS, resp_type=resp_type, **kw)
 
@@ -92,7 +97,9 @@ def tool_blocks(out: bytes) -> list[dict]:
             blocks[data["index"]] = {"name": data["content_block"]["name"], "json": ""}
         elif data.get("type") == "content_block_delta" and data["delta"].get("type") == "input_json_delta":
             blocks[data["index"]]["json"] += data["delta"]["partial_json"]
-    return [{"name": b["name"], "input": orjson.loads(b["json"]) if b["json"] else {}} for _, b in sorted(blocks.items())]
+    return [
+        {"name": b["name"], "input": orjson.loads(b["json"]) if b["json"] else {}} for _, b in sorted(blocks.items())
+    ]
 
 
 FOREIGN_STREAM_TOOLS_BEFORE = [
@@ -178,7 +185,12 @@ def test_a_shell_call_is_left_when_the_agent_says_it_runs_on_windows(env):
     upstream = fixture_bytes("response-foreign-tool.json")
     body = fixture_json("request-claude-code.json")
     body["stream"] = False
-    body["system"].append({"type": "text", "text": "<env>\nWorking directory: C:\\repo\nPlatform: win32\nOS Version: Windows 11 Pro\n</env>"})
+    body["system"].append(
+        {
+            "type": "text",
+            "text": "<env>\nWorking directory: C:\\repo\nPlatform: win32\nOS Version: Windows 11 Pro\n</env>",
+        }
+    )
     f = make_flow(body, upstream=upstream, resp_type="application/json")
     r = replay(env, f)
     assert r.out == upstream
@@ -190,7 +202,9 @@ def test_auto_mode_json_answer_repaired(env):
     upstream = fixture_bytes("response-foreign-tool.json")
     body = fixture_json("request-claude-code.json")
     body["stream"] = False
-    f = make_flow(body, upstream=upstream, resp_type="application/json", resp_headers=[("content-length", str(len(upstream)))])
+    f = make_flow(
+        body, upstream=upstream, resp_type="application/json", resp_headers=[("content-length", str(len(upstream)))]
+    )
     r = replay(env, f)
     assert r.streamed == "buffered"
     answer = orjson.loads(r.out)
@@ -323,8 +337,16 @@ def test_other_messages_paths_are_handled(env, path):
         (b"", "/v1/messages", "request has no body"),
         ([1, 2, 3], "/v1/messages", "not an LLM API request"),
         ({"model": "m", "messages": "hello"}, "/v1/messages", "not an LLM API request"),
-        ({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}, "/v1/messages", "declares no tools"),
-        ({"model": "m", "messages": [], "tools": [{"name": "Bash"}]}, "/v1/messages/count_tokens", "not an LLM API request"),
+        (
+            {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]},
+            "/v1/messages",
+            "declares no tools",
+        ),
+        (
+            {"model": "m", "messages": [], "tools": [{"name": "Bash"}]},
+            "/v1/messages/count_tokens",
+            "not an LLM API request",
+        ),
         ({"model": "m", "messages": [], "tools": [{"name": "Bash"}]}, "/v1/complete", "(POST /v1/complete)"),
         ({"model": "m", "messages": [], "tools": 5}, "/v1/messages", ""),
     ],
@@ -393,7 +415,9 @@ def test_unknown_sse_event_types_pass_byte_identical(env, seed):
     assert r.record["decisions"] == [] and r.record["notes"] == [] and r.record["response_changed"] is False
 
 
-@pytest.mark.parametrize("fixture", ["stream-server-tool-use.sse", "stream-error-after-200.sse", "stream-open-tool-block.sse"])
+@pytest.mark.parametrize(
+    "fixture", ["stream-server-tool-use.sse", "stream-error-after-200.sse", "stream-open-tool-block.sse"]
+)
 @pytest.mark.parametrize("seed", range(5))
 def test_server_tools_errors_and_open_blocks_pass_byte_identical(env, fixture, seed):
     upstream = fixture_bytes(fixture)
@@ -465,11 +489,16 @@ def test_crlf_stream_repaired_with_crlf_framing(env, seed):
 
 def test_gzip_encoded_sse_passes_through_unread(env):
     upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
-    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")])
+    f = make_flow(
+        fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")]
+    )
     r = replay(env, f)
     assert r.streamed == "passthrough"
     assert r.out == upstream
-    assert "passed through: the streamed answer is gzip-encoded and cannot be read as it streams; the client got it as the upstream sent it" in r.record["notes"]
+    assert (
+        "passed through: the streamed answer is gzip-encoded and cannot be read as it streams; the client got it as the upstream sent it"
+        in r.record["notes"]
+    )
     assert r.record["decisions"] == [] and r.record["response_changed"] is False
     assert f.marked == ":warning:" and f.comment.startswith("passed through: the streamed answer is gzip-encoded")
 
@@ -619,7 +648,10 @@ def test_exception_in_buffered_json_rewrite_is_contained(env, monkeypatch):
     r = replay(env, f)
     assert r.streamed == "buffered"
     assert r.out == upstream
-    assert any(n.startswith("passed through: internal error in the response hook (RuntimeError: injected)") for n in r.record["notes"])
+    assert any(
+        n.startswith("passed through: internal error in the response hook (RuntimeError: injected)")
+        for n in r.record["notes"]
+    )
     assert f.marked == ":warning:"
 
 
@@ -647,7 +679,9 @@ def test_deeply_nested_tool_arguments_do_not_lose_stream_bytes(env):
         b'"partial_json":"{\\"cmd\\": \\"make te"', b'"partial_json":' + orjson.dumps(partial)
     )
     upstream = upstream.replace(
-        b"event: ping\n", b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\nevent: ping\n', 1
+        b"event: ping\n",
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\nevent: ping\n',
+        1,
     )
     f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream)
     r = replay(env, f)
@@ -776,7 +810,7 @@ def test_an_empty_chunk_mid_stream_loses_and_repeats_nothing(env, where):
     # mitmproxy passes an empty HTTP/2 DATA frame to the callable as b"": the rewrite ends
     # there, and every later byte passes through as it came, exactly once.
     upstream = fixture_bytes("stream-foreign-tool.sse")
-    marker = b"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+    marker = b'event: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n'
     cut = upstream.index(marker) + (len(marker) if where == "after_call" else -20)
     parts = _split(upstream[:cut], 37) + [b""] + _split(upstream[cut:], 37) + [b"", b""]
     f = foreign_flow()
@@ -831,7 +865,12 @@ def test_no_stall_release_for_pauses_shorter_than_the_bound(env):
     try:
         f = foreign_flow()
         # three pauses of 0.3 s: 0.9 s in all inside the block, but never 0.5 s without a byte
-        parts = _split(upstream[:cut], 40) + [0.3, upstream[cut : cut + 3], 0.3, upstream[cut + 3 : cut + 6], 0.3] + _split(upstream[cut + 6 :], 40) + [b""]
+        parts = (
+            _split(upstream[:cut], 40)
+            + [0.3, upstream[cut : cut + 3], 0.3, upstream[cut + 3 : cut + 6], 0.3]
+            + _split(upstream[cut + 6 :], 40)
+            + [b""]
+        )
         out = asyncio.run(_drive_parts(env, f, parts))
     finally:
         env.configure(toolvocab_hold_timeout="30")

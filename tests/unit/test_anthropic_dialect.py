@@ -11,12 +11,12 @@ import random
 
 import orjson
 import pytest
+
 from harness import dialects
 from harness import random_chunks
 from harness.dialects import Fixtures
 from harness.dialects import drive
 from harness.dialects import sse_events
-
 from toolvocab.dialects import detect
 from toolvocab.dialects.anthropic import DIALECT
 from toolvocab.dialects.anthropic import AnthropicStream
@@ -196,13 +196,17 @@ def test_apply_request_renames_tool_reference_inside_tool_result():
     assert DIALECT.apply_request(body, plan) is True
     assert body["tools"][3]["name"] == "tracker_open_ticket"
     assert body["tools"][3]["defer_loading"] is True
-    assert body["messages"][4]["content"][0]["content"] == [{"type": "tool_reference", "tool_name": "tracker_open_ticket"}]
+    assert body["messages"][4]["content"][0]["content"] == [
+        {"type": "tool_reference", "tool_name": "tracker_open_ticket"}
+    ]
 
 
 def test_apply_request_never_renames_a_provider_tool_declaration():
     body = load_json("request-provider-tools.json")
     before = copy.deepcopy(body)
-    plan = Plan(rename_map={"Grep": "grep_x", "bash": "bash_x", "web_search": "ws_x", "str_replace_based_edit_tool": "edit_x"})
+    plan = Plan(
+        rename_map={"Grep": "grep_x", "bash": "bash_x", "web_search": "ws_x", "str_replace_based_edit_tool": "edit_x"}
+    )
     assert DIALECT.apply_request(body, plan) is True
     assert body["tools"][4]["name"] == "grep_x"
     assert body["tools"][:4] == before["tools"][:4]
@@ -342,7 +346,11 @@ def check_foreign_stream_output(data: bytes, out: bytes) -> None:
     # the input: one delta with the fitted arguments
     deltas = [e.json() for e in block_out if (e.json() or {}).get("type") == "content_block_delta"]
     assert deltas == [
-        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(FITTED).decode()}}
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(FITTED).decode()},
+        }
     ]
     # held non-delta events (ping) keep their place between start and stop
     kinds_in = [e.json()["type"] for e in block_in if e.json()["type"] != "content_block_delta"]
@@ -376,7 +384,12 @@ def test_stream_foreign_name_random_splits(fixture, seed):
 
 @pytest.mark.parametrize(
     "fixture",
-    ["stream-declared-tool.sse", "stream-server-tool-use.sse", "stream-error-after-200.sse", "stream-unknown-event.sse"],
+    [
+        "stream-declared-tool.sse",
+        "stream-server-tool-use.sse",
+        "stream-error-after-200.sse",
+        "stream-unknown-event.sse",
+    ],
 )
 @pytest.mark.parametrize("seed", range(30))
 def test_stream_without_foreign_names_is_byte_identical(fixture, seed):
@@ -445,10 +458,10 @@ def test_stream_tool_block_open_at_end_goes_out_unchanged(seed):
 
 
 def test_stream_unterminated_tail_passes_through():
-    data = load_bytes("stream-foreign-tool.sse") + b"event: ping\ndata: {\"type\":\"pi"
+    data = load_bytes("stream-foreign-tool.sse") + b'event: ping\ndata: {"type":"pi'
     whole, _ = rewrite_stream(load_bytes("stream-foreign-tool.sse"))
     out, _ = rewrite_stream(data)
-    assert out == whole + b"event: ping\ndata: {\"type\":\"pi"
+    assert out == whole + b'event: ping\ndata: {"type":"pi'
 
 
 @pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
@@ -464,12 +477,21 @@ def test_stream_input_only_in_content_block_start(eol, seed):
     assert dst[0].raw == src[0].raw
     assert dst[1].json()["content_block"]["name"] == "Read"
     added = dst[2]
-    assert added.raw == (
-        f"event: content_block_delta{eol}data: "
-        + orjson.dumps({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"file_path":"/repo/src/app.py"}'}}).decode()
-        + eol
-        + eol
-    ).encode()
+    assert (
+        added.raw
+        == (
+            f"event: content_block_delta{eol}data: "
+            + orjson.dumps(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"file_path":"/repo/src/app.py"}'},
+                }
+            ).decode()
+            + eol
+            + eol
+        ).encode()
+    )
     assert [e.raw for e in dst[3:]] == [e.raw for e in src[2:]]
 
 

@@ -30,7 +30,11 @@ EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
         ('```\n{"command": "ls"}\n```\n', {"command": "ls"}, ["code_fence"]),
         ('{"command": "ls",}', {"command": "ls"}, ["trailing_comma"]),
         ('{"paths": ["a", "b",], "n": 1,\n}', {"paths": ["a", "b"], "n": 1}, ["trailing_comma"]),
-        ('{"recursive": True, "limit": None, "hidden": False}', {"recursive": True, "limit": None, "hidden": False}, ["python_literal"]),
+        (
+            '{"recursive": True, "limit": None, "hidden": False}',
+            {"recursive": True, "limit": None, "hidden": False},
+            ["python_literal"],
+        ),
         ('{"content": "line 1\nline 2\tend"}', {"content": "line 1\nline 2\tend"}, ["control_character"]),
         ('"{\\"command\\": \\"ls\\"}"', {"command": "ls"}, ["double_encoded"]),
         ('```json\n{"a": True,}\n```', {"a": True}, ["code_fence", "trailing_comma", "python_literal"]),
@@ -63,17 +67,26 @@ def test_never_repaired(text: str) -> None:
 def test_content_inside_strings_is_never_touched() -> None:
     # literals, commas and brackets inside strings are content, even when a repair happens elsewhere
     text = '{"note": "True, None, [1,], {a,}", "flag": True,}'
-    assert repair_arguments(text) == ({"note": "True, None, [1,], {a,}", "flag": True}, ["trailing_comma", "python_literal"])
+    assert repair_arguments(text) == (
+        {"note": "True, None, [1,], {a,}", "flag": True},
+        ["trailing_comma", "python_literal"],
+    )
 
 
-@pytest.mark.parametrize(("text", "cut"), [('{"command": "rm -rf /tmp/x', True), ('{"a": 1', True), ("{'a': 1}", False)])
+@pytest.mark.parametrize(
+    ("text", "cut"), [('{"command": "rm -rf /tmp/x', True), ('{"a": 1', True), ("{'a': 1}", False)]
+)
 def test_the_record_says_why_it_was_left(text: str, cut: bool) -> None:
     assert ("cut off" in describe_unparsed(text)) is cut
     assert "left exactly as sent" in describe_unparsed(text)
 
 
-JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=12))
-JSON_VALUES = st.recursive(JSON_SCALARS, lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=6), kids, max_size=3)), max_leaves=8)
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=12))
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.text(max_size=6), kids, max_size=3)),
+    max_leaves=8,
+)
 OBJECTS = st.dictionaries(st.text(max_size=8), JSON_VALUES, min_size=1, max_size=4)
 
 
@@ -125,7 +138,9 @@ def test_a_truncated_text_is_never_completed(value: dict[str, Any], data: st.Dat
 
 
 def test_declared_call_with_repaired_json_is_written_back() -> None:
-    tool = declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
+    tool = declared_tool(
+        "Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    )
     call = ToolCall.from_payload({"name": "Bash", "arguments": '{"command": "ls",}'})
     assert call.arguments == {"command": "ls"} and call.json_repairs == ["trailing_comma"]
     d = resolve(call, Toolset([tool]))
@@ -134,14 +149,18 @@ def test_declared_call_with_repaired_json_is_written_back() -> None:
 
 
 def test_renamed_call_with_repaired_json_is_written_back() -> None:
-    tool = declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
+    tool = declared_tool(
+        "Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    )
     call = ToolCall.from_payload({"name": "bash", "arguments": '```json\n{"command": "ls"}\n```'})
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.RENAME and d.target == "Bash" and d.arguments_after == {"command": "ls"}
 
 
 def test_truncated_arguments_are_left_and_the_reason_says_so() -> None:
-    tool = declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
+    tool = declared_tool(
+        "Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    )
     call = ToolCall.from_payload({"name": "Bash", "arguments": '{"command": "rm -rf build/ca'})
     assert call.arguments is None
     d = resolve(call, Toolset([tool]))

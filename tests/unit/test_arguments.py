@@ -8,13 +8,13 @@ import copy
 from typing import Any
 
 import pytest
+
 from schemas import ARGV
 from schemas import BOOL
 from schemas import INT
 from schemas import NUM
 from schemas import STR
 from schemas import schema
-
 from toolvocab.engine.arguments import argv_to_command
 from toolvocab.engine.arguments import command_to_argv
 from toolvocab.engine.arguments import declared_properties
@@ -24,15 +24,20 @@ from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.translate import own_reading
 from toolvocab.engine.translate import target_for
 
+
 def ops(changes: list[Any]) -> list[tuple[str, str, str | None]]:
     return [(c.op, c.key, c.to) for c in changes]
 
 
-def fit(args: dict[str, Any], s: Any, *, target_capability: str | None = None, **kw: Any) -> tuple[dict[str, Any] | None, list[Any]]:
+def fit(
+    args: dict[str, Any], s: Any, *, target_capability: str | None = None, **kw: Any
+) -> tuple[dict[str, Any] | None, list[Any]]:
     """Fit ``args`` as a call to an unnamed tool of ``target_capability`` with schema ``s``, read
     as the tool's own: ``(arguments, changes)``, or ``(None, [])`` when the call cannot change."""
     target = target_for("a_tool", target_capability, declared_properties(s))
-    result = fit_arguments(args, s, [own_reading("a_tool", target_capability)], target, target_capability=target_capability, **kw)
+    result = fit_arguments(
+        args, s, [own_reading("a_tool", target_capability)], target, target_capability=target_capability, **kw
+    )
     return (result.arguments, result.changes) if result.arguments is not None else (None, [])
 
 
@@ -98,7 +103,9 @@ def test_argv_is_left_when_the_schema_accepts_an_array() -> None:
 
 
 def test_argv_converted_for_string_or_null_union() -> None:
-    out, _ = fit({"command": ["bash", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell")
+    out, _ = fit(
+        {"command": ["bash", "-c", "ls"]}, schema(command={"type": ["string", "null"]}), target_capability="shell"
+    )
     assert out == {"command": "ls"}
 
 
@@ -206,7 +213,17 @@ def test_scalar_string_is_coerced_to_the_declared_type(prop: dict[str, Any], bef
 
 @pytest.mark.parametrize(
     ("prop", "value"),
-    [(INT, "1.5"), (INT, "ten"), (INT, ""), (NUM, "1,5"), (BOOL, "yes"), (BOOL, "True"), (BOOL, "1"), (INT, 3.5), (STR, 3)],
+    [
+        (INT, "1.5"),
+        (INT, "ten"),
+        (INT, ""),
+        (NUM, "1,5"),
+        (BOOL, "yes"),
+        (BOOL, "True"),
+        (BOOL, "1"),
+        (INT, 3.5),
+        (STR, 3),
+    ],
 )
 def test_scalar_that_does_not_parse_is_unchanged(prop: dict[str, Any], value: Any) -> None:
     out, changes = fit({"v": value}, schema(v=prop))
@@ -224,7 +241,9 @@ def test_value_already_of_the_declared_type_is_unchanged() -> None:
 
 def test_only_annotation_keys_are_dropped_when_the_schema_forbids_them() -> None:
     s = schema("command", additional=False, command=STR, requires_approval=BOOL)
-    out, changes = fit({"command": "npm test", "description": "Run tests"}, s, drop_annotations=True, target_capability="shell")
+    out, changes = fit(
+        {"command": "npm test", "description": "Run tests"}, s, drop_annotations=True, target_capability="shell"
+    )
     assert out == {"command": "npm test"}
     assert ops(changes) == [("drop_annotation", "description", None)]
 
@@ -261,7 +280,10 @@ def test_annotation_keys_stay_when_the_schema_allows_them() -> None:
 
 def test_consumed_key_is_dropped_even_without_additional_properties_false() -> None:
     out, changes = fit(
-        {"command": "view", "path": "/a"}, schema("file_path", file_path=STR), consumed=frozenset({"command"}), target_capability="read"
+        {"command": "view", "path": "/a"},
+        schema("file_path", file_path=STR),
+        consumed=frozenset({"command"}),
+        target_capability="read",
     )
     assert out == {"file_path": "/a"}
     assert ("drop_key", "command", None) in ops(changes)

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+
 from schemas import ARGV
 from schemas import BOOL
 from schemas import INT
@@ -19,16 +20,16 @@ from schemas import NUM
 from schemas import STR
 from schemas import fn
 from schemas import schema
-
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
+
 
 def run(tools: list[DeclaredTool], payload: dict[str, Any], reverse_map: dict[str, str] | None = None) -> Decision:
     return resolve(ToolCall.from_payload(payload), Toolset(tools), reverse_map)
@@ -86,7 +87,16 @@ def test_br01_shell_call_with_applypatch_inside_the_command_is_kept_unchanged(co
 
 
 @pytest.mark.parametrize(
-    "answered", ["applypatch", "apply-patch", "ApplyPatch", "APPLY_PATCH", "apply.patch", "functions.apply_patch", "apply_patchapply_patch"]
+    "answered",
+    [
+        "applypatch",
+        "apply-patch",
+        "ApplyPatch",
+        "APPLY_PATCH",
+        "apply.patch",
+        "functions.apply_patch",
+        "apply_patchapply_patch",
+    ],
 )
 def test_br01_function_name_variant_renames_to_the_declared_apply_patch(answered: str) -> None:
     apply_patch = fn("apply_patch", schema("input", input=STR))
@@ -105,7 +115,9 @@ def test_br01_freeform_variant_renames_to_the_declared_freeform_apply_patch(answ
 
 CC_EDIT = fn("Edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR))
 OC_EDIT = fn("edit", schema("filePath", "oldString", "newString", filePath=STR, oldString=STR, newString=STR))
-GEM_REPLACE = fn("replace", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR))
+GEM_REPLACE = fn(
+    "replace", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR)
+)
 
 
 @pytest.mark.parametrize("edit_tool", [CC_EDIT, OC_EDIT, GEM_REPLACE], ids=lambda t: t.name)
@@ -140,7 +152,18 @@ def test_br03_bash_renames_to_run_shell_command() -> None:
 
 
 @pytest.mark.parametrize(
-    "answered", ["bash", "Bash", "shell", "exec", "exec_command", "execute_command", "terminal", "run_terminal_cmd", "shell_command"]
+    "answered",
+    [
+        "bash",
+        "Bash",
+        "shell",
+        "exec",
+        "exec_command",
+        "execute_command",
+        "terminal",
+        "run_terminal_cmd",
+        "shell_command",
+    ],
 )
 def test_br03_any_foreign_shell_name_renames_to_the_one_declared_shell(answered: str) -> None:
     d = run(QWEN, openai(answered, {"command": "ls"}))
@@ -184,11 +207,17 @@ def test_br03_grep_is_left_for_a_grep_that_ignores_case() -> None:
 @pytest.mark.parametrize(
     "args",
     [
-        {"file_path": "/repo/src/main.rs", "old_string": "use clap::Parser;", "new_string": "use clap::Parser;\nuse rand::Rng;"},
+        {
+            "file_path": "/repo/src/main.rs",
+            "old_string": "use clap::Parser;",
+            "new_string": "use clap::Parser;\nuse rand::Rng;",
+        },
         {"command": "str_replace", "path": "/repo/src/main.rs", "old_str": "a", "new_str": "b"},
     ],
 )
-def test_br04_an_exact_editor_call_never_reaches_qwen_codes_normalising_edit(answered: str, args: dict[str, Any]) -> None:
+def test_br04_an_exact_editor_call_never_reaches_qwen_codes_normalising_edit(
+    answered: str, args: dict[str, Any]
+) -> None:
     # Anthropic's text editor and trae's str_replace need the literal, exactly once. Qwen Code
     # 0.15.10's edit, where the literal is missing, matches whitespace-trimmed lines and writes
     # new_string over them as given: a call the editor would refuse could land as another edit.
@@ -199,8 +228,21 @@ def test_br04_an_exact_editor_call_never_reaches_qwen_codes_normalising_edit(ans
 
 
 def test_br04_an_exact_editor_call_reaches_an_exact_edit() -> None:
-    exact = [fn("Edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL))]
-    d = run(exact, openai("str_replace_editor", {"command": "str_replace", "path": "/repo/src/main.rs", "old_str": "a", "new_str": "b"}))
+    exact = [
+        fn(
+            "Edit",
+            schema(
+                "file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL
+            ),
+        )
+    ]
+    d = run(
+        exact,
+        openai(
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/repo/src/main.rs", "old_str": "a", "new_str": "b"},
+        ),
+    )
     renamed(d, "Edit", Step.CAPABILITY)
     assert d.arguments_after == {"file_path": "/repo/src/main.rs", "old_string": "a", "new_string": "b"}
     renames = {(c.key, c.to) for c in d.arg_changes if c.op == "rename_key"}
@@ -232,7 +274,10 @@ def test_br04_create_is_never_a_write() -> None:
 
 @pytest.mark.parametrize("command", ["view"])
 def test_br04_view_and_create_with_two_fitting_tools_are_left(command: str) -> None:
-    tools = QWEN + [fn("Read", schema("file_path", file_path=STR)), fn("Write", schema("file_path", file_path=STR, content=STR))]
+    tools = QWEN + [
+        fn("Read", schema("file_path", file_path=STR)),
+        fn("Write", schema("file_path", file_path=STR, content=STR)),
+    ]
     d = run(tools, openai("str_replace_editor", {"command": command, "path": "/a", "file_text": "x"}))
     left(d)
     assert len(d.candidates) == 2
@@ -274,7 +319,9 @@ def test_br05_lowercase_bash_renames_to_bash() -> None:
         ("web_fetch", {"url": "https://x", "prompt": "p"}, "WebFetch"),
     ],
 )
-def test_br05_case_and_separator_variants_of_claude_code_tools(answered: str, args: dict[str, Any], target: str) -> None:
+def test_br05_case_and_separator_variants_of_claude_code_tools(
+    answered: str, args: dict[str, Any], target: str
+) -> None:
     d = run(CLAUDE, anthropic(answered, args))
     renamed(d, target, Step.NORMALIZED)
 
@@ -341,7 +388,12 @@ def test_br06_required_requires_approval_is_not_invented() -> None:
 @pytest.mark.parametrize(
     ("answered", "args", "target", "after"),
     [
-        ("Write", {"file_path": "/repo/a.txt", "content": "hi"}, "write_to_file", {"path": "/repo/a.txt", "content": "hi"}),
+        (
+            "Write",
+            {"file_path": "/repo/a.txt", "content": "hi"},
+            "write_to_file",
+            {"path": "/repo/a.txt", "content": "hi"},
+        ),
         ("Read", {"file_path": "/repo/a.txt"}, "read_file", {"path": "/repo/a.txt"}),
     ],
 )
@@ -531,7 +583,9 @@ def test_br18_doubled_name_collapses(declared: str, args: dict[str, Any]) -> Non
     renamed(d, declared, Step.NORMALIZED)
 
 
-@pytest.mark.parametrize("answered", ["read_fileread_fil", "read_fileread_fileread_file", "read_fileterminal", "edit_ex"])
+@pytest.mark.parametrize(
+    "answered", ["read_fileread_fil", "read_fileread_fileread_file", "read_fileterminal", "edit_ex"]
+)
 def test_br18_partial_or_other_repeats_are_left(answered: str) -> None:
     tools = [fn("read_file", schema("path", path=STR)), fn("terminal", schema("command", command=STR))]
     d = run(tools, openai(answered, {"path": "a", "command": "ls"}))
@@ -592,7 +646,9 @@ def test_br27_cmd_is_renamed_to_command() -> None:
     assert d.arguments_after == {"command": "gh repo list <USER> --limit 5"}
 
 
-@pytest.mark.parametrize(("path_key", "old_key", "new_key"), [("filePath", "oldString", "newString"), ("filePath", "old_str", "new_str")])
+@pytest.mark.parametrize(
+    ("path_key", "old_key", "new_key"), [("filePath", "oldString", "newString"), ("filePath", "old_str", "new_str")]
+)
 def test_br27_edit_keys_are_renamed(path_key: str, old_key: str, new_key: str) -> None:
     d = run(OPENCLAW_27, openai("edit", {path_key: "/a", old_key: "x", new_key: "y"}))
     assert d.action is Action.FIT
@@ -601,9 +657,15 @@ def test_br27_edit_keys_are_renamed(path_key: str, old_key: str, new_key: str) -
 
 @pytest.mark.parametrize(
     ("path_key", "old_key", "new_key"),
-    [("file_path", "oldString", "newString"), ("filePath", "old_string", "new_string"), ("file_path", "old_string", "new_string")],
+    [
+        ("file_path", "oldString", "newString"),
+        ("filePath", "old_string", "new_string"),
+        ("file_path", "old_string", "new_string"),
+    ],
 )
-def test_br27_an_edit_in_qwen_codes_spelling_never_reaches_a_fuzzy_matcher(path_key: str, old_key: str, new_key: str) -> None:
+def test_br27_an_edit_in_qwen_codes_spelling_never_reaches_a_fuzzy_matcher(
+    path_key: str, old_key: str, new_key: str
+) -> None:
     # `edit {file_path, old_string, …}` may be Qwen Code's edit, which matches the literal (or its
     # quote- and whitespace-normalised form); OpenClaw's edit falls back to fuzzy matching and
     # could edit another place: the call is left as sent and the client reports the missing key.
@@ -626,7 +688,12 @@ def test_br27_empty_path_with_a_non_empty_alias_is_filled() -> None:
     # ``path: ""`` validates against a plain string schema, so the declared call is kept as is…
     assert d.action is Action.KEEP
     # …but with ``minLength`` the empty path fails and fitting fills it.
-    strict = [fn("edit", schema("path", "oldText", "newText", path={"type": "string", "minLength": 1}, oldText=STR, newText=STR))]
+    strict = [
+        fn(
+            "edit",
+            schema("path", "oldText", "newText", path={"type": "string", "minLength": 1}, oldText=STR, newText=STR),
+        )
+    ]
     d = run(strict, openai("edit", {"path": "", "filePath": "/a", "oldText": "x", "newText": "y"}))
     assert d.action is Action.FIT
     assert d.arguments_after == {"path": "/a", "oldText": "x", "newText": "y"}
@@ -664,7 +731,9 @@ def test_br30_run_shell_command_without_a_shell_is_left() -> None:
     assert "run_shell_command" in d.reason
 
 
-@pytest.mark.parametrize("answered", ["bash", "Bash", "shell", "exec", "execute_command", "run_terminal_cmd", "terminal"])
+@pytest.mark.parametrize(
+    "answered", ["bash", "Bash", "shell", "exec", "execute_command", "run_terminal_cmd", "terminal"]
+)
 def test_br30_no_shell_name_reaches_another_tool(answered: str) -> None:
     left(run(GEMINI_HEADLESS, gemini(answered, {"command": "ls"})))
 
@@ -675,17 +744,27 @@ def test_br30_no_shell_name_reaches_another_tool(answered: str) -> None:
 def test_br14_shortened_long_name_maps_back() -> None:
     long_name = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance"
     short = long_name[:55] + "_1a2b3c4d"
-    d = run([fn(long_name, schema("template_path", template_path=STR))], openai(short, {"template_path": "cfn.yaml"}), {short: long_name})
+    d = run(
+        [fn(long_name, schema("template_path", template_path=STR))],
+        openai(short, {"template_path": "cfn.yaml"}),
+        {short: long_name},
+    )
     renamed(d, long_name, Step.REVERSE_MAP)
 
 
 def test_br15_sanitized_name_maps_back_from_the_map() -> None:
     tools = [fn("binja.get_function", schema("address", address=STR)), fn("user-profile/update", schema())]
-    d = run(tools, anthropic("binja_get_function", {"address": "0x401000"}), {"binja_get_function": "binja.get_function"})
+    d = run(
+        tools, anthropic("binja_get_function", {"address": "0x401000"}), {"binja_get_function": "binja.get_function"}
+    )
     renamed(d, "binja.get_function", Step.REVERSE_MAP)
 
 
 def test_br31_deduplicated_alias_maps_back() -> None:
-    tools = [fn("Read", schema("file_path", file_path=STR)), fn("Read", schema("path", path=STR)), fn("Bash", schema("command", command=STR))]
+    tools = [
+        fn("Read", schema("file_path", file_path=STR)),
+        fn("Read", schema("path", path=STR)),
+        fn("Bash", schema("command", command=STR)),
+    ]
     d = run(tools, anthropic("Read_2", {"file_path": "/a"}), {"Read_2": "Read"})
     renamed(d, "Read", Step.REVERSE_MAP)

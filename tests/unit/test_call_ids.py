@@ -40,7 +40,10 @@ def test_ids_are_the_same_for_the_same_flow_and_differ_between_flows():
 def _anthropic_body(ids):
     return {
         "type": "message",
-        "content": [{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}, **({"id": i} if i is not None else {})} for i in ids],
+        "content": [
+            {"type": "tool_use", "name": "Bash", "input": {"command": "ls"}, **({"id": i} if i is not None else {})}
+            for i in ids
+        ],
     }
 
 
@@ -65,24 +68,39 @@ def _sse(events):
 def test_anthropic_stream_tool_use_with_empty_id_gets_a_stable_one():
     events = [
         {"type": "message_start", "message": {"id": "m", "content": []}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "", "name": "Bash", "input": {}}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "", "name": "Bash", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"command":"ls"}'},
+        },
         {"type": "content_block_stop", "index": 0},
         {"type": "message_stop"},
     ]
     rw = ANTHROPIC.stream_rewriter(resolver, Plan(flow_key="k"))
     out = b"".join(rw.feed(_sse(events)) + rw.finish()).decode()
-    starts = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("data: ") and "content_block_start" in line]
+    starts = [
+        json.loads(line[6:]) for line in out.splitlines() if line.startswith("data: ") and "content_block_start" in line
+    ]
     assert starts[0]["content_block"]["id"] == stable_call_id("k", 0)
-    assert "\"partial_json\": \"{\\\"command\\\":\\\"ls\\\"}\"" in out  # arguments untouched
+    assert '"partial_json": "{\\"command\\":\\"ls\\"}"' in out  # arguments untouched
 
 
 def test_responses_function_call_without_call_id_gets_the_same_id_everywhere():
     item = {"id": "fc_1", "type": "function_call", "name": "Bash", "arguments": "", "status": "in_progress"}
-    done = {**item, "arguments": "{\"command\":\"ls\"}", "status": "completed"}
+    done = {**item, "arguments": '{"command":"ls"}', "status": "completed"}
     events = [
         {"type": "response.output_item.added", "output_index": 0, "item": item},
-        {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": "{\"command\":\"ls\"}"},
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": '{"command":"ls"}',
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": done},
         {"type": "response.completed", "response": {"id": "r", "output": [done]}},
     ]

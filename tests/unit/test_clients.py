@@ -11,12 +11,38 @@ from mitmproxy import http
 from toolvocab.engine.clients import client_headers
 from toolvocab.engine.clients import identify_client
 
-VALUES = st.sampled_from([
-    "claude-cli/2.0.1 (external, cli)", "cli", "codex_cli_rs", "codex-tui/0.5", "opencode/1.0.3", "QwenCode/0.1",
-    "GeminiCLI/0.9 (linux)", "GeminiCLI-tui/1", "Anthropic/Python 0.125.0", "OpenAI/Python 2.54.0", "AsyncOpenAI/Python 2",
-    "google-genai-sdk/1.2 gl-python/3.11", "curl/8.5.0", "Mozilla/5.0", "", "codex",
-])
-NAMES = st.sampled_from(["user-agent", "x-app", "originator", "x-goog-api-client", "accept", "x-stainless-lang", "content-type", "authorization"])
+VALUES = st.sampled_from(
+    [
+        "claude-cli/2.0.1 (external, cli)",
+        "cli",
+        "codex_cli_rs",
+        "codex-tui/0.5",
+        "opencode/1.0.3",
+        "QwenCode/0.1",
+        "GeminiCLI/0.9 (linux)",
+        "GeminiCLI-tui/1",
+        "Anthropic/Python 0.125.0",
+        "OpenAI/Python 2.54.0",
+        "AsyncOpenAI/Python 2",
+        "google-genai-sdk/1.2 gl-python/3.11",
+        "curl/8.5.0",
+        "Mozilla/5.0",
+        "",
+        "codex",
+    ]
+)
+NAMES = st.sampled_from(
+    [
+        "user-agent",
+        "x-app",
+        "originator",
+        "x-goog-api-client",
+        "accept",
+        "x-stainless-lang",
+        "content-type",
+        "authorization",
+    ]
+)
 
 
 def _case(draw_name: str, flips: list[bool]) -> str:
@@ -35,17 +61,36 @@ def test_the_few_headers_name_the_client_all_headers_name(pairs) -> None:
 
 
 def test_known_clients_are_named() -> None:
-    assert identify_client(client_headers(http.Headers(**{"User-Agent": "claude-cli/2.0.1 (external, cli)"}).get)) == "Claude Code"
+    assert (
+        identify_client(client_headers(http.Headers(**{"User-Agent": "claude-cli/2.0.1 (external, cli)"}).get))
+        == "Claude Code"
+    )
     assert identify_client(client_headers(http.Headers(originator="codex_cli_rs").get)) == "Codex"
     assert identify_client(client_headers(http.Headers(accept="*/*").get)) == "unknown"
 
 
 # -- Windows, read fast --------------------------------------------------------------------------
 
-_WIN_CHARS = st.sampled_from(list("winWIN32dowsDOWS<>shel lpowershcmdt_NTOS:VersiorVERSION")
-                             + ["\u0130", "\u0131", "\u017f", "\u212a", "\ufb05", "\uff37", "\u2170", "\u00df"])
-_WIN_WORDS = st.sampled_from(["win32", "Windows", "WINDOWS_NT", "<shell>", "<shell> pwsh", "OS Version: Windows", "powershell",
-                              "w\u0131n32", "w\u0130n32", "OS Ver\u017fion: Window\u017f", "window\u017f_nt", "<\u017fhell>cmd"])
+_WIN_CHARS = st.sampled_from(
+    list("winWIN32dowsDOWS<>shel lpowershcmdt_NTOS:VersiorVERSION")
+    + ["\u0130", "\u0131", "\u017f", "\u212a", "\ufb05", "\uff37", "\u2170", "\u00df"]
+)
+_WIN_WORDS = st.sampled_from(
+    [
+        "win32",
+        "Windows",
+        "WINDOWS_NT",
+        "<shell>",
+        "<shell> pwsh",
+        "OS Version: Windows",
+        "powershell",
+        "w\u0131n32",
+        "w\u0130n32",
+        "OS Ver\u017fion: Window\u017f",
+        "window\u017f_nt",
+        "<\u017fhell>cmd",
+    ]
+)
 
 
 @settings(max_examples=2000, deadline=None)

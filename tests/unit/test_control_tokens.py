@@ -34,12 +34,18 @@ EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
 STR = {"type": "string"}
 OPEN = {"type": "object", "properties": {"path": STR, "mode": STR}, "required": ["path"]}
 TOOL = DeclaredTool(name="tool_12", input_schema=OPEN)
-BASH = DeclaredTool(name="Bash", input_schema={"type": "object", "properties": {"command": STR}, "required": ["command"]})
+BASH = DeclaredTool(
+    name="Bash", input_schema={"type": "object", "properties": {"command": STR}, "required": ["command"]}
+)
 TOOLS = Toolset([TOOL, BASH])
 
 
 def decide(name: str, arguments: Any = None, raw: str | None = None, tools: Toolset = TOOLS) -> Any:
-    call = ToolCall.from_payload({"name": name, "arguments": raw}) if raw is not None else ToolCall(name=name, arguments=arguments)
+    call = (
+        ToolCall.from_payload({"name": name, "arguments": raw})
+        if raw is not None
+        else ToolCall(name=name, arguments=arguments)
+    )
     return resolve(call, tools)
 
 
@@ -144,8 +150,25 @@ def test_argument_text_a_token_does_not_end_whole_is_left(raw: str) -> None:
 
 
 def test_a_chat_answer_reaches_the_client_without_the_tokens() -> None:
-    body = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "tool_12</arg_value>", "arguments": '{"path</arg_key>": "a"}<|call|>'}}]}}]}
+    body = {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "tool_12</arg_value>", "arguments": '{"path</arg_key>": "a"}<|call|>'},
+                        }
+                    ],
+                },
+            }
+        ]
+    }
 
     class Resolver:
         tools = TOOLS
@@ -162,13 +185,18 @@ def test_a_chat_answer_reaches_the_client_without_the_tokens() -> None:
 # -- properties -----------------------------------------------------------------------------------
 
 TOKENS = st.sampled_from(CONTROL_TOKENS)
-TEXT = st.lists(st.sampled_from(list("ab /.-_x{}\"") + list(CONTROL_TOKENS)), max_size=8).map("".join)
+TEXT = st.lists(st.sampled_from(list('ab /.-_x{}"') + list(CONTROL_TOKENS)), max_size=8).map("".join)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
-@given(path=TEXT, mode=TEXT, glue_path=st.one_of(st.none(), TOKENS), glue_mode=st.one_of(st.none(), TOKENS),
-       also_plain=st.booleans())
+@given(
+    path=TEXT,
+    mode=TEXT,
+    glue_path=st.one_of(st.none(), TOKENS),
+    glue_mode=st.one_of(st.none(), TOKENS),
+    also_plain=st.booleans(),
+)
 def test_values_never_change_and_a_key_never_lands_on_one_the_call_carries(
     path: str, mode: str, glue_path: str | None, glue_mode: str | None, also_plain: bool
 ) -> None:

@@ -36,9 +36,18 @@ def entry(dialect: str, name: str, extra: dict[str, Any]) -> dict[str, Any]:
     if dialect == "anthropic":
         return {"name": name, "description": "Read a file.", "input_schema": copy.deepcopy(SCHEMA), **extra}
     if dialect == "openai_chat":
-        return {"type": "function", "function": {"name": name, "description": "Read a file.", "parameters": copy.deepcopy(SCHEMA), **extra}}
+        return {
+            "type": "function",
+            "function": {"name": name, "description": "Read a file.", "parameters": copy.deepcopy(SCHEMA), **extra},
+        }
     if dialect == "openai_responses":
-        return {"type": "function", "name": name, "description": "Read a file.", "parameters": copy.deepcopy(SCHEMA), **extra}
+        return {
+            "type": "function",
+            "name": name,
+            "description": "Read a file.",
+            "parameters": copy.deepcopy(SCHEMA),
+            **extra,
+        }
     return {"name": name, "description": "Read a file.", "parametersJsonSchema": copy.deepcopy(SCHEMA), **extra}
 
 
@@ -63,12 +72,19 @@ def sent_names(dialect: str, body: dict[str, Any]) -> list[str]:
 def plan_for(dialect: str, body: dict[str, Any]):
     d = tvdialects.by_name(dialect)
     tools = Toolset(d.declared_tools(body))
-    return make_plan(tools, d.system_texts(body), add_sentence=False, flow_key="k", transcript_names=d.transcript_names(body)), d
+    return make_plan(
+        tools, d.system_texts(body), add_sentence=False, flow_key="k", transcript_names=d.transcript_names(body)
+    ), d
 
 
 #: Fields the model does not read, per dialect, with a value a client sends.
 EXTRAS = {
-    "anthropic": [{"cache_control": {"type": "ephemeral"}}, {"defer_loading": True}, {"input_examples": [{"file_path": "/a"}]}, {"strict": True}],
+    "anthropic": [
+        {"cache_control": {"type": "ephemeral"}},
+        {"defer_loading": True},
+        {"input_examples": [{"file_path": "/a"}]},
+        {"strict": True},
+    ],
     "openai_chat": [{"strict": True}, {"x-annotations": {"readOnlyHint": True}}],
     "openai_responses": [{"strict": True}, {"defer_loading": True}],
     "gemini": [{"behavior": "NON_BLOCKING"}, {"response": {"type": "string"}}],
@@ -129,11 +145,17 @@ def test_declaration_text_is_canonical() -> None:
 # -- property -------------------------------------------------------------------------------
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=8,
 )
-EXTRA_KEYS = st.sampled_from(["strict", "cache_control", "defer_loading", "input_examples", "annotations", "x-meta", "title"])
+EXTRA_KEYS = st.sampled_from(
+    ["strict", "cache_control", "defer_loading", "input_examples", "annotations", "x-meta", "title"]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -143,12 +165,27 @@ EXTRA_KEYS = st.sampled_from(["strict", "cache_control", "defer_loading", "input
     change=st.sampled_from(["copy", "add", "alter", "remove"]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_property_only_byte_identical_repeats_are_dropped(dialect: str, extras: dict[str, Any], change: str, seed: int) -> None:
+def test_property_only_byte_identical_repeats_are_dropped(
+    dialect: str, extras: dict[str, Any], change: str, seed: int
+) -> None:
     rnd = random.Random(seed)
     first = entry(dialect, "Read", extras)
     fields = copy.deepcopy(extras)
     if change == "add":
-        key = next(k for k in ("strict", "cache_control", "defer_loading", "input_examples", "annotations", "x-meta", "title", "x-other") if k not in fields)
+        key = next(
+            k
+            for k in (
+                "strict",
+                "cache_control",
+                "defer_loading",
+                "input_examples",
+                "annotations",
+                "x-meta",
+                "title",
+                "x-other",
+            )
+            if k not in fields
+        )
         fields[key] = rnd.choice([True, 0, "", {"type": "ephemeral"}, [1]])
     elif change == "alter" and fields:
         key = rnd.choice(sorted(fields))

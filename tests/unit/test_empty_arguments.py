@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 import pytest
+
 from harness import random_chunks
 from harness.dialects import Recorder
 from harness.dialects import rewrite
-
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.gemini import DIALECT as GEMINI
@@ -32,7 +32,12 @@ from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.plan import Plan
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
-TOOLS = Toolset([DeclaredTool(name="list_files", input_schema=SCHEMA), DeclaredTool(name="get_time", input_schema={"type": "object", "properties": {}})])
+TOOLS = Toolset(
+    [
+        DeclaredTool(name="list_files", input_schema=SCHEMA),
+        DeclaredTool(name="get_time", input_schema={"type": "object", "properties": {}}),
+    ]
+)
 PLAN = Plan(flow_key="flow-empty-args")
 
 #: Empty forms as a string-carrying dialect sends them (Chat, Responses): text or JSON value.
@@ -57,7 +62,9 @@ Resolver = functools.partial(Recorder, TOOLS)
 
 
 def run(dialect: Any, data: bytes, seed: int | None) -> bytes:
-    return rewrite(dialect, Resolver(), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32))
+    return rewrite(
+        dialect, Resolver(), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32)
+    )
 
 
 def sse(events: list[tuple[str | None, dict[str, Any]]]) -> bytes:
@@ -84,8 +91,13 @@ def chat_json(arguments: Any, finish: str = "stop", legacy: bool = False) -> dic
         message["function_call"] = fn
     else:
         message["tool_calls"] = [{"id": "call_1", "type": "function", "function": fn}]
-    return {"id": "chatcmpl-e", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-e",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+    }
 
 
 @pytest.mark.parametrize("arguments", STRING_FORMS)
@@ -138,7 +150,11 @@ def test_chat_json_finish_reason_other_than_stop_is_kept(finish: str) -> None:
 
 def test_chat_json_stop_without_tool_calls_is_kept() -> None:
     for message in ({"role": "assistant", "content": "hi"}, {"role": "assistant", "content": "hi", "tool_calls": []}):
-        body = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        body = {
+            "id": "c",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
         before = orjson.dumps(body)
         assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
         assert orjson.dumps(body) == before
@@ -150,7 +166,9 @@ CHAT_HEAD = {"id": "chatcmpl-e", "object": "chat.completion.chunk", "created": 1
 def chat_stream(fragments: list[Any], finish: str = "stop", first_has_arguments: bool = True) -> bytes:
     """One call; ``fragments`` are the ``arguments`` values of its deltas (the first carries id
     and name)."""
-    events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}]
+    events = [
+        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}
+    ]
     for i, fragment in enumerate(fragments or [None]):
         tc: dict[str, Any] = {"index": 0}
         fn: dict[str, Any] = {}
@@ -236,13 +254,20 @@ def test_chat_stream_absent_arguments_are_byte_identical(seed: int | None) -> No
 def chat_legacy_stream(name: str, fragments: list[Any] | None, finish: str = "function_call") -> bytes:
     """A legacy ``delta.function_call`` stream: the name in the first delta, then the argument
     fragments (``None``: no ``arguments`` key anywhere)."""
-    events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}]
+    events = [
+        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}
+    ]
     first: dict[str, Any] = {"name": name}
     if fragments is not None:
         first["arguments"] = fragments[0] if fragments else ""
     events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {"function_call": first}, "finish_reason": None}]})
     for fragment in (fragments or [])[1:]:
-        events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {"function_call": {"arguments": fragment}}, "finish_reason": None}]})
+        events.append(
+            {
+                **CHAT_HEAD,
+                "choices": [{"index": 0, "delta": {"function_call": {"arguments": fragment}}, "finish_reason": None}],
+            }
+        )
     events.append({**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     return sse([(None, e) for e in events]) + b"data: [DONE]\n\n"
 
@@ -265,10 +290,16 @@ def chat_legacy_view(out: bytes) -> dict[str, Any]:
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize(
     "fragments",
-    [pytest.param([""], id="empty"), pytest.param(["", "nu", "ll"], id="null-split"), pytest.param([None], id="json-null"),
-     pytest.param(["[", "]"], id="list-split")],
+    [
+        pytest.param([""], id="empty"),
+        pytest.param(["", "nu", "ll"], id="null-split"),
+        pytest.param([None], id="json-null"),
+        pytest.param(["[", "]"], id="list-split"),
+    ],
 )
-def test_chat_stream_legacy_function_call_empty_arguments_become_an_empty_object(fragments: list[Any], seed: int | None) -> None:
+def test_chat_stream_legacy_function_call_empty_arguments_become_an_empty_object(
+    fragments: list[Any], seed: int | None
+) -> None:
     view = chat_legacy_view(run(CHAT, chat_legacy_stream("list_files", fragments), seed))
     assert view == {"name": "list_files", "arguments": "{}", "finish_reason": "function_call"}
 
@@ -281,16 +312,26 @@ def test_chat_stream_legacy_function_call_foreign_name_is_renamed_with_its_argum
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("fragments", [pytest.param(['{"pa', 'th": "src"}'], id="declared"), pytest.param(["{}"], id="empty-object"),
-                                       pytest.param(None, id="absent")])
-def test_chat_stream_legacy_function_call_that_needs_no_change_is_byte_identical(fragments: list[Any] | None, seed: int | None) -> None:
+@pytest.mark.parametrize(
+    "fragments",
+    [
+        pytest.param(['{"pa', 'th": "src"}'], id="declared"),
+        pytest.param(["{}"], id="empty-object"),
+        pytest.param(None, id="absent"),
+    ],
+)
+def test_chat_stream_legacy_function_call_that_needs_no_change_is_byte_identical(
+    fragments: list[Any] | None, seed: int | None
+) -> None:
     upstream = chat_legacy_stream("list_files", fragments)
     assert run(CHAT, upstream, seed) == upstream
 
 
 def test_chat_stream_text_only_answer_keeps_stop() -> None:
-    events = [{**CHAT_HEAD, "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": None}]},
-              {**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    events = [
+        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": None}]},
+        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
     upstream = sse([(None, e) for e in events]) + b"data: [DONE]\n\n"
     assert run(CHAT, upstream, None) == upstream
 
@@ -300,10 +341,22 @@ def test_chat_stream_second_choice_without_calls_keeps_stop() -> None:
     events = [
         {**CHAT_HEAD, "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]},
         {**CHAT_HEAD, "choices": [{"index": 1, "delta": {"content": "text"}, "finish_reason": None}]},
-        {**CHAT_HEAD, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}, {"index": 1, "delta": {}, "finish_reason": "stop"}]},
+        {
+            **CHAT_HEAD,
+            "choices": [
+                {"index": 0, "delta": {}, "finish_reason": "stop"},
+                {"index": 1, "delta": {}, "finish_reason": "stop"},
+            ],
+        },
     ]
     out = parsed(run(CHAT, sse([(None, e) for e in events]) + b"data: [DONE]\n\n", None))
-    finishes = {c["index"]: c["finish_reason"] for d in out if isinstance(d, dict) for c in d["choices"] if c.get("finish_reason")}
+    finishes = {
+        c["index"]: c["finish_reason"]
+        for d in out
+        if isinstance(d, dict)
+        for c in d["choices"]
+        if c.get("finish_reason")
+    }
     assert finishes == {0: "tool_calls", 1: "stop"}
 
 
@@ -324,7 +377,9 @@ def test_responses_json_empty_arguments_become_an_empty_object(arguments: Any) -
     assert body["output"][0] == {**responses_item("{}")}
 
 
-@pytest.mark.parametrize("item", [responses_item("{}"), responses_item(None, with_arguments=False), responses_item('{"path": "."}')])
+@pytest.mark.parametrize(
+    "item", [responses_item("{}"), responses_item(None, with_arguments=False), responses_item('{"path": "."}')]
+)
 def test_responses_json_empty_object_or_absent_arguments_are_left(item: dict[str, Any]) -> None:
     body = {"id": "resp_1", "object": "response", "status": "completed", "output": [item]}
     before = orjson.dumps(body)
@@ -335,22 +390,70 @@ def test_responses_json_empty_object_or_absent_arguments_are_left(item: dict[str
 def responses_stream(deltas: list[Any], done_arguments: Any) -> bytes:
     seq = iter(range(100))
     events: list[tuple[str, dict[str, Any]]] = [
-        ("response.created", {"type": "response.created", "sequence_number": next(seq),
-                              "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
-        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0,
-                                        "item": responses_item("", status="in_progress")}),
+        (
+            "response.created",
+            {
+                "type": "response.created",
+                "sequence_number": next(seq),
+                "response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []},
+            },
+        ),
+        (
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "sequence_number": next(seq),
+                "output_index": 0,
+                "item": responses_item("", status="in_progress"),
+            },
+        ),
     ]
     for delta in deltas:
-        events.append(("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
-                       "sequence_number": next(seq), "item_id": "fc_1", "output_index": 0, "delta": delta}))
+        events.append(
+            (
+                "response.function_call_arguments.delta",
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "sequence_number": next(seq),
+                    "item_id": "fc_1",
+                    "output_index": 0,
+                    "delta": delta,
+                },
+            )
+        )
     events += [
-        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": next(seq),
-                                                   "item_id": "fc_1", "output_index": 0, "arguments": done_arguments}),
-        ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq), "output_index": 0,
-                                       "item": responses_item(done_arguments)}),
-        ("response.completed", {"type": "response.completed", "sequence_number": next(seq),
-                                "response": {"id": "resp_1", "object": "response", "status": "completed",
-                                             "output": [responses_item(done_arguments)]}}),
+        (
+            "response.function_call_arguments.done",
+            {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": next(seq),
+                "item_id": "fc_1",
+                "output_index": 0,
+                "arguments": done_arguments,
+            },
+        ),
+        (
+            "response.output_item.done",
+            {
+                "type": "response.output_item.done",
+                "sequence_number": next(seq),
+                "output_index": 0,
+                "item": responses_item(done_arguments),
+            },
+        ),
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "sequence_number": next(seq),
+                "response": {
+                    "id": "resp_1",
+                    "object": "response",
+                    "status": "completed",
+                    "output": [responses_item(done_arguments)],
+                },
+            },
+        ),
     ]
     return sse(events)
 
@@ -384,7 +487,9 @@ def responses_client_view(out: bytes) -> dict[str, Any]:
         pytest.param([], None, id="json-null"),
     ],
 )
-def test_responses_stream_empty_arguments_become_an_empty_object(deltas: list[str], done: Any, seed: int | None) -> None:
+def test_responses_stream_empty_arguments_become_an_empty_object(
+    deltas: list[str], done: Any, seed: int | None
+) -> None:
     out = run(RESPONSES, responses_stream(deltas, done), seed)
     view = responses_client_view(out)
     assert view["done"] == view["item_done"] == view["completed"] == "{}"
@@ -399,7 +504,9 @@ def test_responses_stream_empty_object_is_byte_identical(seed: int | None) -> No
     assert run(RESPONSES, upstream, seed) == upstream
 
 
-@pytest.mark.parametrize(("deltas", "done"), [pytest.param([], "", id="no-delta"), pytest.param(["nu", "ll"], "null", id="null")])
+@pytest.mark.parametrize(
+    ("deltas", "done"), [pytest.param([], "", id="no-delta"), pytest.param(["nu", "ll"], "null", id="null")]
+)
 def test_responses_websocket_frames_empty_arguments_become_an_empty_object(deltas: list[str], done: Any) -> None:
     """Codex's WebSocket transport: one JSON event per frame, through the same rewriter."""
     rw = RESPONSES.stream_rewriter(Resolver(), PLAN)
@@ -422,12 +529,20 @@ def anthropic_block(value: Any, present: bool = True) -> dict[str, Any]:
 
 @pytest.mark.parametrize("value", OBJECT_FORMS)
 def test_anthropic_json_empty_input_becomes_an_empty_object(value: Any) -> None:
-    body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [anthropic_block(value)], "stop_reason": "tool_use"}
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [anthropic_block(value)],
+        "stop_reason": "tool_use",
+    }
     assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
     assert body["content"][0] == anthropic_block({})
 
 
-@pytest.mark.parametrize("block", [anthropic_block({}), anthropic_block({"path": "."}), anthropic_block('{"path": "."}')])
+@pytest.mark.parametrize(
+    "block", [anthropic_block({}), anthropic_block({"path": "."}), anthropic_block('{"path": "."}')]
+)
 def test_anthropic_json_object_and_odd_inputs_are_left(block: dict[str, Any]) -> None:
     body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [block], "stop_reason": "tool_use"}
     before = orjson.dumps(body)
@@ -437,13 +552,30 @@ def test_anthropic_json_object_and_odd_inputs_are_left(block: dict[str, Any]) ->
 
 def anthropic_stream(start_input: Any, deltas: list[str]) -> bytes:
     events: list[tuple[str, dict[str, Any]]] = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": anthropic_block(start_input)}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+            },
+        ),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": anthropic_block(start_input)},
+        ),
         ("ping", {"type": "ping"}),
     ]
     for partial in deltas:
-        events.append(("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                               "delta": {"type": "input_json_delta", "partial_json": partial}}))
+        events.append(
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": partial},
+                },
+            )
+        )
     events += [
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
@@ -545,7 +677,9 @@ def test_gemini_stream_empty_args_become_an_empty_object(value: Any, framing: st
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("framing", ["sse", "array"])
 @pytest.mark.parametrize("answer", [gemini_answer({}), gemini_answer(None, present=False)])
-def test_gemini_stream_object_or_absent_args_are_byte_identical(answer: dict[str, Any], framing: str, seed: int | None) -> None:
+def test_gemini_stream_object_or_absent_args_are_byte_identical(
+    answer: dict[str, Any], framing: str, seed: int | None
+) -> None:
     upstream = sse([(None, answer)]) if framing == "sse" else b"[" + orjson.dumps(answer) + b"]"
     assert run(GEMINI, upstream, seed) == upstream
 
@@ -562,7 +696,12 @@ def test_chat_json_undeclared_tool_with_empty_arguments_is_left() -> None:
 
 
 def test_responses_json_undeclared_tool_with_empty_arguments_is_left() -> None:
-    body = {"id": "resp_1", "object": "response", "status": "completed", "output": [{**responses_item(""), "name": "frobnicate"}]}
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": [{**responses_item(""), "name": "frobnicate"}],
+    }
     before = orjson.dumps(body)
     assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False
     assert orjson.dumps(body) == before
@@ -570,8 +709,13 @@ def test_responses_json_undeclared_tool_with_empty_arguments_is_left() -> None:
 
 @pytest.mark.parametrize("value", OBJECT_FORMS)
 def test_anthropic_and_gemini_json_undeclared_tool_with_empty_arguments_is_left(value: Any) -> None:
-    anthropic = {"id": "msg_1", "type": "message", "role": "assistant", "stop_reason": "tool_use",
-                 "content": [{**anthropic_block(value), "name": "frobnicate"}]}
+    anthropic = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "stop_reason": "tool_use",
+        "content": [{**anthropic_block(value), "name": "frobnicate"}],
+    }
     gemini = gemini_answer(value)
     gemini["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] = "frobnicate"
     for dialect, body in ((ANTHROPIC, anthropic), (GEMINI, gemini)):
@@ -610,7 +754,11 @@ def test_chat_json_empty_arguments_at_the_token_limit_stay(arguments: Any) -> No
 def test_chat_stream_cut_off_keeps_empty_arguments_as_sent(seed: int | None, ending: str) -> None:
     data = chat_stream([""], finish="length")
     if ending == "no-finish-reason":
-        data = data[: data.index(b'data: {"id":"chatcmpl-e","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"')]
+        data = data[
+            : data.index(
+                b'data: {"id":"chatcmpl-e","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"'
+            )
+        ]
     view = chat_client_view(run(CHAT, data, seed))
     assert view["arguments"] == "" and view["name"] == "list_files"
 
@@ -618,13 +766,21 @@ def test_chat_stream_cut_off_keeps_empty_arguments_as_sent(seed: int | None, end
 @pytest.mark.parametrize("seed", SEEDS)
 def test_chat_stream_empty_arguments_stay_for_a_tool_that_requires_input(seed: int | None) -> None:
     data = chat_stream([""], finish="tool_calls")
-    out = rewrite(CHAT, Recorder(REQUIRING), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32))
+    out = rewrite(
+        CHAT, Recorder(REQUIRING), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32)
+    )
     assert chat_client_view(out)["arguments"] == ""
 
 
 @pytest.mark.parametrize("value", OBJECT_FORMS)
 def test_anthropic_json_empty_input_of_the_last_block_at_max_tokens_stays(value: Any) -> None:
-    body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [anthropic_block(value)], "stop_reason": "max_tokens"}
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [anthropic_block(value)],
+        "stop_reason": "max_tokens",
+    }
     before = orjson.dumps(body)
     assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
     assert orjson.dumps(body) == before
@@ -632,8 +788,22 @@ def test_anthropic_json_empty_input_of_the_last_block_at_max_tokens_stays(value:
 
 @pytest.mark.parametrize("arguments", ["", "null"])
 def test_responses_json_incomplete_item_keeps_empty_arguments(arguments: str) -> None:
-    body = {"id": "resp_1", "object": "response", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
-            "output": [{"id": "fc_1", "type": "function_call", "status": "incomplete", "call_id": "call_1", "name": "list_files", "arguments": arguments}]}
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [
+            {
+                "id": "fc_1",
+                "type": "function_call",
+                "status": "incomplete",
+                "call_id": "call_1",
+                "name": "list_files",
+                "arguments": arguments,
+            }
+        ],
+    }
     RESPONSES.rewrite_response(body, Resolver(), PLAN)
     assert body["output"][0]["arguments"] == arguments
 
@@ -642,8 +812,22 @@ def test_responses_json_incomplete_item_keeps_empty_arguments(arguments: str) ->
 def test_responses_json_incomplete_response_keeps_empty_arguments_of_a_completed_item(arguments: str) -> None:
     # The response was cut off (max_output_tokens) although the item says completed: the answer
     # may have stopped short of more input for it; {} is never written then.
-    body = {"id": "resp_1", "object": "response", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
-            "output": [{"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_1", "name": "list_files", "arguments": arguments}]}
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [
+            {
+                "id": "fc_1",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": "call_1",
+                "name": "list_files",
+                "arguments": arguments,
+            }
+        ],
+    }
     RESPONSES.rewrite_response(body, Resolver(), PLAN)
     assert body["output"][0]["arguments"] == arguments
     complete = {**body, "status": "completed", "incomplete_details": None}

@@ -47,49 +47,275 @@ def load(name: str) -> Any:
 #: (id, text, is_error, result name, kind, client, tool)
 EXACT = [
     # Claude Code 2.1.197 (captured)
-    ("claude-unknown", "<tool_use_error>Error: No such tool available: shell</tool_use_error>", True, "shell", U, "Claude Code", "shell"),
-    ("claude-unknown-read_file", "<tool_use_error>Error: No such tool available: read_file</tool_use_error>", True, "read_file", U, "Claude Code", "read_file"),
-    ("claude-unknown-case", "<tool_use_error>Error: No such tool available: bash</tool_use_error>", True, "bash", U, "Claude Code", "bash"),
-    ("claude-unknown-mcp", "<tool_use_error>Error: No such tool available: mcp__nothing</tool_use_error>", True, None, U, "Claude Code", "mcp__nothing"),
-    ("claude-unknown-sentence", "<tool_use_error>Error: No such tool available: SendMessage. SendMessage is disabled for this session.</tool_use_error>", True, "SendMessage", U, "Claude Code", "SendMessage"),
-    ("claude-args", "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe parameter `command` type is expected as `string` but provided as `array`</tool_use_error>", True, "Bash", A, "Claude Code", "Bash"),
-    ("claude-args-plural", "<tool_use_error>InputValidationError: Edit failed due to the following issues:\nThe required parameter `old_string` is missing\nThe required parameter `new_string` is missing</tool_use_error>", True, "Edit", A, "Claude Code", "Edit"),
-    ("claude-args-unnamed", "<tool_use_error>InputValidationError: [{\"code\":\"invalid_type\"}]</tool_use_error>", True, "Read", A, "Claude Code", "Read"),
+    (
+        "claude-unknown",
+        "<tool_use_error>Error: No such tool available: shell</tool_use_error>",
+        True,
+        "shell",
+        U,
+        "Claude Code",
+        "shell",
+    ),
+    (
+        "claude-unknown-read_file",
+        "<tool_use_error>Error: No such tool available: read_file</tool_use_error>",
+        True,
+        "read_file",
+        U,
+        "Claude Code",
+        "read_file",
+    ),
+    (
+        "claude-unknown-case",
+        "<tool_use_error>Error: No such tool available: bash</tool_use_error>",
+        True,
+        "bash",
+        U,
+        "Claude Code",
+        "bash",
+    ),
+    (
+        "claude-unknown-mcp",
+        "<tool_use_error>Error: No such tool available: mcp__nothing</tool_use_error>",
+        True,
+        None,
+        U,
+        "Claude Code",
+        "mcp__nothing",
+    ),
+    (
+        "claude-unknown-sentence",
+        "<tool_use_error>Error: No such tool available: SendMessage. SendMessage is disabled for this session.</tool_use_error>",
+        True,
+        "SendMessage",
+        U,
+        "Claude Code",
+        "SendMessage",
+    ),
+    (
+        "claude-args",
+        "<tool_use_error>InputValidationError: Bash failed due to the following issue:\nThe parameter `command` type is expected as `string` but provided as `array`</tool_use_error>",
+        True,
+        "Bash",
+        A,
+        "Claude Code",
+        "Bash",
+    ),
+    (
+        "claude-args-plural",
+        "<tool_use_error>InputValidationError: Edit failed due to the following issues:\nThe required parameter `old_string` is missing\nThe required parameter `new_string` is missing</tool_use_error>",
+        True,
+        "Edit",
+        A,
+        "Claude Code",
+        "Edit",
+    ),
+    (
+        "claude-args-unnamed",
+        '<tool_use_error>InputValidationError: [{"code":"invalid_type"}]</tool_use_error>',
+        True,
+        "Read",
+        A,
+        "Claude Code",
+        "Read",
+    ),
     # Codex CLI 0.171.0
     ("codex-unknown", "unsupported call: shell", None, "shell", U, "Codex", "shell"),
     ("codex-unknown-read_file", "unsupported call: read_file", None, "read_file", U, "Codex", "read_file"),
     ("codex-unknown-custom", "unsupported custom tool call: apply_diff", None, "apply_diff", U, "Codex", "apply_diff"),
-    ("codex-args", "failed to parse function arguments: missing field `cmd` at line 1 column 21", None, "exec_command", A, "Codex", "exec_command"),
-    ("codex-args-type", "failed to parse function arguments: invalid type: sequence, expected a string at line 1 column 8", None, "exec_command", A, "Codex", "exec_command"),
+    (
+        "codex-args",
+        "failed to parse function arguments: missing field `cmd` at line 1 column 21",
+        None,
+        "exec_command",
+        A,
+        "Codex",
+        "exec_command",
+    ),
+    (
+        "codex-args-type",
+        "failed to parse function arguments: invalid type: sequence, expected a string at line 1 column 8",
+        None,
+        "exec_command",
+        A,
+        "Codex",
+        "exec_command",
+    ),
     # OpenCode 1.18.33
-    ("opencode-unknown", f"The arguments provided to the tool are invalid: Model tried to call unavailable tool 'shell'. Available tools: {OC_TOOLS}.", None, "invalid", U, "OpenCode", "shell"),
-    ("opencode-unknown-flagged", f"The arguments provided to the tool are invalid: Model tried to call unavailable tool 'read_file'. Available tools: {OC_TOOLS}.", True, "invalid", U, "OpenCode", "read_file"),
-    ("opencode-unknown-bare", f"Model tried to call unavailable tool 'shell'. Available tools: {OC_TOOLS}.", None, None, U, "OpenCode", "shell"),
-    ("opencode-args-schemaerror", "The read tool was called with invalid arguments: SchemaError(Missing key at [\"filePath\"]).\nPlease rewrite the input so it satisfies the expected schema.", None, "read", A, "OpenCode", "read"),
-    ("opencode-args-error-prefix", "Error: The todowrite tool was called with invalid arguments: SchemaError(Missing key at [\"todos\"][0][\"priority\"]).", None, "todowrite", A, "OpenCode", "todowrite"),
-    ("opencode-args-zod", "The edit tool was called with invalid arguments: [\n  {\n    \"expected\": \"string\",\n    \"code\": \"invalid_type\",\n    \"path\": [\n      \"oldString\"\n    ]\n  }\n].\nPlease rewrite the input so it satisfies the expected schema.", None, "edit", A, "OpenCode", "edit"),
-    ("opencode-args-json", "The arguments provided to the tool are invalid: Invalid input for tool bash: JSON parsing failed: Text: {\"command\":ls}.\nError message: JSON Parse error: Unexpected identifier \"ls\"", None, "invalid", A, "OpenCode", "bash"),
-    ("opencode-args-other", "The arguments provided to the tool are invalid: something else went wrong", None, "invalid", A, "OpenCode", None),
+    (
+        "opencode-unknown",
+        f"The arguments provided to the tool are invalid: Model tried to call unavailable tool 'shell'. Available tools: {OC_TOOLS}.",
+        None,
+        "invalid",
+        U,
+        "OpenCode",
+        "shell",
+    ),
+    (
+        "opencode-unknown-flagged",
+        f"The arguments provided to the tool are invalid: Model tried to call unavailable tool 'read_file'. Available tools: {OC_TOOLS}.",
+        True,
+        "invalid",
+        U,
+        "OpenCode",
+        "read_file",
+    ),
+    (
+        "opencode-unknown-bare",
+        f"Model tried to call unavailable tool 'shell'. Available tools: {OC_TOOLS}.",
+        None,
+        None,
+        U,
+        "OpenCode",
+        "shell",
+    ),
+    (
+        "opencode-args-schemaerror",
+        'The read tool was called with invalid arguments: SchemaError(Missing key at ["filePath"]).\nPlease rewrite the input so it satisfies the expected schema.',
+        None,
+        "read",
+        A,
+        "OpenCode",
+        "read",
+    ),
+    (
+        "opencode-args-error-prefix",
+        'Error: The todowrite tool was called with invalid arguments: SchemaError(Missing key at ["todos"][0]["priority"]).',
+        None,
+        "todowrite",
+        A,
+        "OpenCode",
+        "todowrite",
+    ),
+    (
+        "opencode-args-zod",
+        'The edit tool was called with invalid arguments: [\n  {\n    "expected": "string",\n    "code": "invalid_type",\n    "path": [\n      "oldString"\n    ]\n  }\n].\nPlease rewrite the input so it satisfies the expected schema.',
+        None,
+        "edit",
+        A,
+        "OpenCode",
+        "edit",
+    ),
+    (
+        "opencode-args-json",
+        'The arguments provided to the tool are invalid: Invalid input for tool bash: JSON parsing failed: Text: {"command":ls}.\nError message: JSON Parse error: Unexpected identifier "ls"',
+        None,
+        "invalid",
+        A,
+        "OpenCode",
+        "bash",
+    ),
+    (
+        "opencode-args-other",
+        "The arguments provided to the tool are invalid: something else went wrong",
+        None,
+        "invalid",
+        A,
+        "OpenCode",
+        None,
+    ),
     # Qwen Code 0.15.10 (captured), newer variants (source)
-    ("qwen-unknown", 'Tool "shell" not found in registry. Tools must use the exact names that are registered. Did you mean one of: "skill", "agent", "glob"?', None, "shell", U, "Qwen Code or Gemini CLI", "shell"),
-    ("qwen-unknown-case", 'Tool "Bash" not found in registry. Tools must use the exact names that are registered. Did you mean one of: "skill", "agent", "glob"?', None, "Bash", U, "Qwen Code or Gemini CLI", "Bash"),
-    ("qwen-unknown-skill", '"pdf" is a skill name, not a tool name. To use this skill, invoke the "skill" tool with parameter: skill: "pdf"', None, "pdf", U, "Qwen Code", "pdf"),
-    ("qwen-unknown-mcp-none", 'Tool "mcp__gh__create_issue" not found: no MCP server providing it is currently configured. If you recently removed or renamed an MCP server, its tools are no longer available.', None, "mcp__gh__create_issue", U, "Qwen Code", "mcp__gh__create_issue"),
-    ("qwen-unknown-mcp-removed", 'Tool "mcp__gh__create_issue" is unavailable: the MCP server "gh" was removed during this session, so its tools were unloaded.', None, None, U, "Qwen Code", "mcp__gh__create_issue"),
-    ("qwen-unknown-mcp-on", 'Tool "mcp__gh__open_issue" not found on MCP server "gh". The server may be disconnected, still starting up, or the tool was renamed.', None, None, U, "Qwen Code", "mcp__gh__open_issue"),
+    (
+        "qwen-unknown",
+        'Tool "shell" not found in registry. Tools must use the exact names that are registered. Did you mean one of: "skill", "agent", "glob"?',
+        None,
+        "shell",
+        U,
+        "Qwen Code or Gemini CLI",
+        "shell",
+    ),
+    (
+        "qwen-unknown-case",
+        'Tool "Bash" not found in registry. Tools must use the exact names that are registered. Did you mean one of: "skill", "agent", "glob"?',
+        None,
+        "Bash",
+        U,
+        "Qwen Code or Gemini CLI",
+        "Bash",
+    ),
+    (
+        "qwen-unknown-skill",
+        '"pdf" is a skill name, not a tool name. To use this skill, invoke the "skill" tool with parameter: skill: "pdf"',
+        None,
+        "pdf",
+        U,
+        "Qwen Code",
+        "pdf",
+    ),
+    (
+        "qwen-unknown-mcp-none",
+        'Tool "mcp__gh__create_issue" not found: no MCP server providing it is currently configured. If you recently removed or renamed an MCP server, its tools are no longer available.',
+        None,
+        "mcp__gh__create_issue",
+        U,
+        "Qwen Code",
+        "mcp__gh__create_issue",
+    ),
+    (
+        "qwen-unknown-mcp-removed",
+        'Tool "mcp__gh__create_issue" is unavailable: the MCP server "gh" was removed during this session, so its tools were unloaded.',
+        None,
+        None,
+        U,
+        "Qwen Code",
+        "mcp__gh__create_issue",
+    ),
+    (
+        "qwen-unknown-mcp-on",
+        'Tool "mcp__gh__open_issue" not found on MCP server "gh". The server may be disconnected, still starting up, or the tool was renamed.',
+        None,
+        None,
+        U,
+        "Qwen Code",
+        "mcp__gh__open_issue",
+    ),
     # Gemini CLI 0.61.0 (captured)
-    ("gemini-unknown", 'Tool "shell" not found. Did you mean one of: "glob", "replace", "read_file"?', True, "shell", U, "Gemini CLI", "shell"),
+    (
+        "gemini-unknown",
+        'Tool "shell" not found. Did you mean one of: "glob", "replace", "read_file"?',
+        True,
+        "shell",
+        U,
+        "Gemini CLI",
+        "shell",
+    ),
     ("gemini-unknown-one", 'Tool "Bash" not found. Did you mean "glob"?', True, "Bash", U, "Gemini CLI", "Bash"),
     ("gemini-unknown-no-suggestion", 'Tool "shell" not found.', True, "shell", U, "Gemini CLI", "shell"),
     # Qwen Code / Gemini CLI parameter validation (ajv, source)
-    ("ajv-required", "params must have required property 'file_path'", None, "read_file", A, "Qwen Code or Gemini CLI", "read_file"),
-    ("ajv-type", "params/command must be string", True, "run_shell_command", A, "Qwen Code or Gemini CLI", "run_shell_command"),
-    ("ajv-several", "params/todos/0/status must be equal to one of the allowed values, params must NOT have additional properties", None, "todo_write", A, "Qwen Code or Gemini CLI", "todo_write"),
+    (
+        "ajv-required",
+        "params must have required property 'file_path'",
+        None,
+        "read_file",
+        A,
+        "Qwen Code or Gemini CLI",
+        "read_file",
+    ),
+    (
+        "ajv-type",
+        "params/command must be string",
+        True,
+        "run_shell_command",
+        A,
+        "Qwen Code or Gemini CLI",
+        "run_shell_command",
+    ),
+    (
+        "ajv-several",
+        "params/todos/0/status must be equal to one of the allowed values, params must NOT have additional properties",
+        None,
+        "todo_write",
+        A,
+        "Qwen Code or Gemini CLI",
+        "todo_write",
+    ),
     ("ajv-not-object", "Value of params must be an object", None, "edit", A, "Qwen Code or Gemini CLI", "edit"),
 ]
 
 
-@pytest.mark.parametrize(("text", "is_error", "name", "kind", "client", "tool"), [e[1:] for e in EXACT], ids=[e[0] for e in EXACT])
+@pytest.mark.parametrize(
+    ("text", "is_error", "name", "kind", "client", "tool"), [e[1:] for e in EXACT], ids=[e[0] for e in EXACT]
+)
 def test_exact_client_texts(text, is_error, name, kind, client, tool):
     result = ToolResult(call_id="c1", name=name, text=text, is_error=is_error)
     error = classify_tool_result(result)
@@ -102,9 +328,21 @@ def test_exact_client_texts(text, is_error, name, kind, client, tool):
 @pytest.mark.parametrize(
     ("text", "hint", "client"),
     [
-        ('Tool "shell" not found in registry. Tools must use the exact names that are registered.', "Qwen Code", "Qwen Code"),
-        ('Tool "shell" not found in registry. Tools must use the exact names that are registered.', "Gemini CLI", "Gemini CLI"),
-        ('Tool "shell" not found in registry. Tools must use the exact names that are registered.', "OpenCode", "Qwen Code or Gemini CLI"),
+        (
+            'Tool "shell" not found in registry. Tools must use the exact names that are registered.',
+            "Qwen Code",
+            "Qwen Code",
+        ),
+        (
+            'Tool "shell" not found in registry. Tools must use the exact names that are registered.',
+            "Gemini CLI",
+            "Gemini CLI",
+        ),
+        (
+            'Tool "shell" not found in registry. Tools must use the exact names that are registered.',
+            "OpenCode",
+            "Qwen Code or Gemini CLI",
+        ),
         ("params/command must be string", "Gemini CLI", "Gemini CLI"),
         ("params/command must be string", "Qwen Code", "Qwen Code"),
         ("unsupported call: shell", "Gemini CLI", "Codex"),  # a hint never overrides a single-client text
@@ -120,7 +358,13 @@ def test_unknown_tool_texts_win_over_generic_words():
     error = classify_tool_result(ToolResult(name="shell", text='Tool "shell" not found.', is_error=True))
     assert error is not None and error.kind is ErrorKind.UNKNOWN_TOOL
     # "validation" / "json" would be schema; the exact texts say invalid_arguments.
-    error = classify_tool_result(ToolResult(name="Bash", text="<tool_use_error>InputValidationError: Bash failed due to the following issue:\nx</tool_use_error>", is_error=True))
+    error = classify_tool_result(
+        ToolResult(
+            name="Bash",
+            text="<tool_use_error>InputValidationError: Bash failed due to the following issue:\nx</tool_use_error>",
+            is_error=True,
+        )
+    )
     assert error is not None and error.kind is ErrorKind.INVALID_ARGUMENTS
 
 
@@ -178,7 +422,13 @@ def test_claude_code_wrapper_is_an_error_even_without_the_flag():
     error = classify_tool_result(ToolResult(name="Read", text="<tool_use_error>File does not exist.</tool_use_error>"))
     assert error is not None
     assert (error.kind, error.client, error.tool) == (ErrorKind.EXECUTION, "Claude Code", "Read")
-    error = classify_tool_result(ToolResult(name="Edit", text="<tool_use_error>String to replace not found in file.\nString: foo</tool_use_error>", is_error=True))
+    error = classify_tool_result(
+        ToolResult(
+            name="Edit",
+            text="<tool_use_error>String to replace not found in file.\nString: foo</tool_use_error>",
+            is_error=True,
+        )
+    )
     assert error is not None and (error.kind, error.client) == (ErrorKind.NOT_FOUND, "Claude Code")
 
 
@@ -195,7 +445,9 @@ def test_claude_code_wrapper_is_an_error_even_without_the_flag():
         ToolResult(name="bash", text="file not found in cache, rebuilding\n"),  # generic words, no flag
         ToolResult(name="x", text=""),
         # an explicit is_error: false wins over any text
-        ToolResult(name="shell", text="<tool_use_error>Error: No such tool available: shell</tool_use_error>", is_error=False),
+        ToolResult(
+            name="shell", text="<tool_use_error>Error: No such tool available: shell</tool_use_error>", is_error=False
+        ),
         ToolResult(name="shell", text="unsupported call: shell", is_error=False),
     ],
 )
@@ -214,21 +466,45 @@ def test_models_dump_to_json():
     error = classify_tool_result(ToolResult(call_id="c", name="shell", text="unsupported call: shell"))
     assert isinstance(error, ToolError)
     dumped = error.model_dump(mode="json")
-    assert dumped == {"call_id": "c", "name": "shell", "kind": "unknown_tool", "client": "Codex", "tool": "shell", "text": "unsupported call: shell"}
+    assert dumped == {
+        "call_id": "c",
+        "name": "shell",
+        "kind": "unknown_tool",
+        "client": "Codex",
+        "tool": "shell",
+        "text": "unsupported call: shell",
+    }
     assert json.loads(json.dumps(dumped)) == dumped
     assert ErrorKind("invalid_arguments") is ErrorKind.INVALID_ARGUMENTS and ErrorKind.TIMEOUT == "timeout"
     assert [k.value for k in ErrorKind] == [
-        "unknown_tool", "invalid_arguments", "permission", "not_found", "timeout", "resource", "schema", "parse", "execution", "unknown",
+        "unknown_tool",
+        "invalid_arguments",
+        "permission",
+        "not_found",
+        "timeout",
+        "resource",
+        "schema",
+        "parse",
+        "execution",
+        "unknown",
     ]
 
 
 def test_classify_tool_results_keeps_errors_in_order():
     results = [
         ToolResult(call_id="a", name="Bash", text="hi", is_error=False),
-        ToolResult(call_id="b", name="shell", text="<tool_use_error>Error: No such tool available: shell</tool_use_error>", is_error=True),
+        ToolResult(
+            call_id="b",
+            name="shell",
+            text="<tool_use_error>Error: No such tool available: shell</tool_use_error>",
+            is_error=True,
+        ),
         ToolResult(call_id="c", name="Bash", text="Exit code 2", is_error=True),
     ]
-    assert [(e.call_id, e.kind) for e in classify_tool_results(results)] == [("b", ErrorKind.UNKNOWN_TOOL), ("c", ErrorKind.EXECUTION)]
+    assert [(e.call_id, e.kind) for e in classify_tool_results(results)] == [
+        ("b", ErrorKind.UNKNOWN_TOOL),
+        ("c", ErrorKind.EXECUTION),
+    ]
 
 
 # -- dialects: tool_results over each client's second request ----------------------------------
@@ -284,14 +560,28 @@ def test_anthropic_odd_shapes():
         "messages": [
             "junk",
             {"role": "user", "content": "plain text"},
-            {"role": "user", "content": [
-                None,
-                {"type": "tool_result", "tool_use_id": "orphan", "content": [{"type": "text", "text": "a"}, {"type": "image", "source": {}}, {"type": "text", "text": "b"}]},
-                {"type": "tool_result", "content": None, "is_error": "yes"},
-            ]},
+            {
+                "role": "user",
+                "content": [
+                    None,
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "orphan",
+                        "content": [
+                            {"type": "text", "text": "a"},
+                            {"type": "image", "source": {}},
+                            {"type": "text", "text": "b"},
+                        ],
+                    },
+                    {"type": "tool_result", "content": None, "is_error": "yes"},
+                ],
+            },
         ]
     }
-    assert [(r.call_id, r.name, r.text, r.is_error) for r in ANTHROPIC.tool_results(body)] == [("orphan", None, "a\nb", None), (None, None, "", None)]
+    assert [(r.call_id, r.name, r.text, r.is_error) for r in ANTHROPIC.tool_results(body)] == [
+        ("orphan", None, "a\nb", None),
+        (None, None, "", None),
+    ]
     assert ANTHROPIC.tool_results({}) == [] and ANTHROPIC.tool_results({"messages": None}) == []
 
 
@@ -305,14 +595,24 @@ def test_chat_opencode_foreign():
 
 def test_chat_opencode_invalid_args():
     results = OPENAI_CHAT.tool_results(load("opencode-invalid-args.json"))
-    assert summary(results) == [("call_oc_2", "read", None), ("call_oc_3", "invalid", True), ("call_oc_4", "bash", None)]
-    assert results[1].text.startswith("The arguments provided to the tool are invalid: Invalid input for tool bash")  # text parts
+    assert summary(results) == [
+        ("call_oc_2", "read", None),
+        ("call_oc_3", "invalid", True),
+        ("call_oc_4", "bash", None),
+    ]
+    assert results[1].text.startswith(
+        "The arguments provided to the tool are invalid: Invalid input for tool bash"
+    )  # text parts
     assert kinds(results) == [(A, "OpenCode", "read"), (A, "OpenCode", "bash"), None]
 
 
 def test_chat_qwen_code_foreign():
     results = OPENAI_CHAT.tool_results(load("qwen-code-foreign.json"))
-    assert summary(results) == [("call_q_1", "run_shell_command", None), ("call_q_2", "shell", None), ("call_q_3", "read_file", None)]
+    assert summary(results) == [
+        ("call_q_1", "run_shell_command", None),
+        ("call_q_2", "shell", None),
+        ("call_q_3", "read_file", None),
+    ]
     assert results[0].text.startswith("Command: echo hi\n")
     assert kinds(results, "Qwen Code") == [None, (U, "Qwen Code", "shell"), (A, "Qwen Code", "read_file")]
 
@@ -320,12 +620,19 @@ def test_chat_qwen_code_foreign():
 def test_chat_odd_shapes():
     body = {
         "messages": [
-            {"role": "assistant", "tool_calls": [
-                {"id": "k1", "type": "custom", "custom": {"name": "apply_patch", "input": "x"}},
-                {"id": "k2", "type": "function", "function": {"name": "invalid", "arguments": "not json"}},
-                {"id": "k3", "type": "function", "function": {"name": "invalid", "arguments": {"tool": "x", "error": "y"}}},
-                "junk",
-            ]},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "k1", "type": "custom", "custom": {"name": "apply_patch", "input": "x"}},
+                    {"id": "k2", "type": "function", "function": {"name": "invalid", "arguments": "not json"}},
+                    {
+                        "id": "k3",
+                        "type": "function",
+                        "function": {"name": "invalid", "arguments": {"tool": "x", "error": "y"}},
+                    },
+                    "junk",
+                ],
+            },
             {"role": "tool", "tool_call_id": "k1", "content": "done"},
             {"role": "tool", "tool_call_id": "k2", "content": None},
             {"role": "tool", "tool_call_id": "k3", "content": "The arguments provided to the tool are invalid: y"},
@@ -365,12 +672,22 @@ def test_responses_codex_invalid_args():
 
 
 def test_responses_output_name_and_odd_shapes():
-    body = {"input": [
-        {"type": "function_call_output", "call_id": "x1", "name": "own_name", "output": "unsupported call: own_name"},
-        {"type": "function_call_output", "call_id": "x2", "output": {"unexpected": True}},
-        {"type": "custom_tool_call_output", "output": [{"type": "output_text", "text": "a"}, {"type": "input_image"}]},
-        "junk",
-    ]}
+    body = {
+        "input": [
+            {
+                "type": "function_call_output",
+                "call_id": "x1",
+                "name": "own_name",
+                "output": "unsupported call: own_name",
+            },
+            {"type": "function_call_output", "call_id": "x2", "output": {"unexpected": True}},
+            {
+                "type": "custom_tool_call_output",
+                "output": [{"type": "output_text", "text": "a"}, {"type": "input_image"}],
+            },
+            "junk",
+        ]
+    }
     got = [(r.call_id, r.name, r.text) for r in OPENAI_RESPONSES.tool_results(body)]
     assert got == [("x1", "own_name", "unsupported call: own_name"), ("x2", None, ""), (None, None, "a")]
     assert OPENAI_RESPONSES.tool_results({"input": "a string prompt"}) == []
@@ -387,7 +704,10 @@ def test_gemini_cli_foreign():
 
 def test_gemini_cli_invalid_args():
     results = GEMINI.tool_results(load("gemini-cli-invalid-args.json"))
-    assert summary(results) == [("read_file_1760000000001_0", "read_file", True), ("read_file_1760000000002_0", "read_file", None)]
+    assert summary(results) == [
+        ("read_file_1760000000001_0", "read_file", True),
+        ("read_file_1760000000002_0", "read_file", None),
+    ]
     assert kinds(results, "Gemini CLI") == [(A, "Gemini CLI", "read_file"), None]
 
 
@@ -395,18 +715,27 @@ def test_gemini_code_assist_envelope_and_odd_shapes():
     inner = load("gemini-cli-foreign.json")
     wrapped = {"model": "gemini-2.5-pro", "project": "p", "user_prompt_id": "u", "request": inner}
     assert summary(GEMINI.tool_results(wrapped)) == summary(GEMINI.tool_results(inner))
-    body = {"contents": [
-        {"role": "user", "parts": [
-            {"function_response": {"name": "snake", "response": {"result": 1}}},
-            {"functionResponse": {"name": "err_obj", "response": {"error": {"code": 5, "message": "boom"}}}},
-            {"functionResponse": {"name": "no_response"}},
-            {"functionResponse": "junk"},
+    body = {
+        "contents": [
+            {
+                "role": "user",
+                "parts": [
+                    {"function_response": {"name": "snake", "response": {"result": 1}}},
+                    {"functionResponse": {"name": "err_obj", "response": {"error": {"code": 5, "message": "boom"}}}},
+                    {"functionResponse": {"name": "no_response"}},
+                    {"functionResponse": "junk"},
+                    "junk",
+                ],
+            },
             "junk",
-        ]},
-        "junk",
-    ]}
+        ]
+    }
     got = [(r.name, r.text, r.is_error) for r in GEMINI.tool_results(body)]
-    assert got == [("snake", '{"result":1}', None), ("err_obj", '{"code":5,"message":"boom"}', True), ("no_response", "", None)]
+    assert got == [
+        ("snake", '{"result":1}', None),
+        ("err_obj", '{"code":5,"message":"boom"}', True),
+        ("no_response", "", None),
+    ]
     assert kinds(GEMINI.tool_results(body)) == [None, (ErrorKind.EXECUTION, None, "err_obj"), None]
     assert GEMINI.tool_results({}) == [] and GEMINI.tool_results([]) == []
 
@@ -432,10 +761,32 @@ def test_every_client_second_request_shows_the_missed_call(dialect, fixture, cli
 # -- the prefilter ---------------------------------------------------------------------------
 
 #: Pieces of the client texts and of texts that are not errors, to splice together.
-_PIECES = [" ", "\n", "<tool_use_error>", "</tool_use_error>", "Error: ", "The ", "read", " tool was called with invalid arguments: ",
-           "arguments provided to the tool are invalid: ", "unsupported ", "call: x", "failed to parse function arguments: ",
-           "Model tried to call unavailable tool 'x'. ", "Available tools: ", 'Tool "x" not found', ".", " in registry",
-           '"x" is a skill name, not a tool name.', "Value of params must be an object", "params", "/a", " must ", "ok", "X"]
+_PIECES = [
+    " ",
+    "\n",
+    "<tool_use_error>",
+    "</tool_use_error>",
+    "Error: ",
+    "The ",
+    "read",
+    " tool was called with invalid arguments: ",
+    "arguments provided to the tool are invalid: ",
+    "unsupported ",
+    "call: x",
+    "failed to parse function arguments: ",
+    "Model tried to call unavailable tool 'x'. ",
+    "Available tools: ",
+    'Tool "x" not found',
+    ".",
+    " in registry",
+    '"x" is a skill name, not a tool name.',
+    "Value of params must be an object",
+    "params",
+    "/a",
+    " must ",
+    "ok",
+    "X",
+]
 
 
 @settings(max_examples=500, deadline=None)

@@ -15,18 +15,18 @@ import json
 import random
 from typing import Any
 
-import harness
-from harness import dialects
-from harness.dialects import Fixtures
-from harness.dialects import drive
 import jsonschema
 import orjson
 import pytest
-from harness.fixtures import env  # noqa: F401  (pytest fixtures)
-from harness.fixtures import loaded  # noqa: F401
 from mitmproxy import http
 
+import harness
 import toolvocab.dialects.gemini as gemini_module
+from harness import dialects
+from harness.dialects import Fixtures
+from harness.dialects import drive
+from harness.fixtures import env  # noqa: F401  (pytest fixtures)
+from harness.fixtures import loaded  # noqa: F401
 from toolvocab.dialects import detect
 from toolvocab.dialects.gemini import DIALECT
 from toolvocab.dialects.gemini import GeminiStream
@@ -163,7 +163,9 @@ def test_oracle_sanity():
     pieces = array_pieces(load_bytes("stream-foreign-tool-array.json"))
     assert [k for k, _ in pieces].count("el") == 6
     assert b"".join(raw for _, raw in pieces) == load_bytes("stream-foreign-tool-array.json")
-    assert expected_array(load_bytes("stream-declared-tool-array.json")) == load_bytes("stream-declared-tool-array.json")
+    assert expected_array(load_bytes("stream-declared-tool-array.json")) == load_bytes(
+        "stream-declared-tool-array.json"
+    )
 
 
 # -- matches ------------------------------------------------------------------------------------
@@ -269,7 +271,10 @@ def test_declared_tools_inside_code_assist_envelope():
 def test_built_in_tools_are_ignored():
     tools = DIALECT.declared_tools(load_json("request-openapi-tools.json"))
     assert [t.name for t in tools] == ["run_shell_command", "search_notes", "ping"]
-    body = {"contents": [], "tools": [{"googleSearch": {}}, {"codeExecution": {}}, {"urlContext": {}}, {"googleSearchRetrieval": {}}]}
+    body = {
+        "contents": [],
+        "tools": [{"googleSearch": {}}, {"codeExecution": {}}, {"urlContext": {}}, {"googleSearchRetrieval": {}}],
+    }
     assert DIALECT.declared_tools(body) == []
 
 
@@ -316,7 +321,11 @@ def test_openapi_parameters_become_json_schema():
     [
         ("run_shell_command", {"command": "ls"}, True),
         ("run_shell_command", {"command": "ls", "dir_path": None, "timeout_ms": None}, True),
-        ("run_shell_command", {"command": "ls", "timeout_ms": 500, "env": [{"name": "A", "value": None}, {"name": "B"}]}, True),
+        (
+            "run_shell_command",
+            {"command": "ls", "timeout_ms": 500, "env": [{"name": "A", "value": None}, {"name": "B"}]},
+            True,
+        ),
         ("run_shell_command", {"command": None}, False),
         ("run_shell_command", {"dir_path": "/tmp"}, False),
         ("run_shell_command", {"command": "ls", "timeout_ms": "500"}, False),
@@ -380,7 +389,10 @@ def test_openapi_to_jsonschema_is_pure_and_keeps_property_names():
 
 
 def test_snake_case_declarations_are_read():
-    body = {"contents": [], "tools": [{"function_declarations": [{"name": "read_file", "parameters": {"type": "OBJECT"}}]}]}
+    body = {
+        "contents": [],
+        "tools": [{"function_declarations": [{"name": "read_file", "parameters": {"type": "OBJECT"}}]}],
+    }
     [tool] = DIALECT.declared_tools(body)
     assert tool.name == "read_file" and tool.input_schema == {"type": "object"}
 
@@ -392,8 +404,20 @@ def test_snake_case_declarations_are_read():
         ([None, "x", 3], []),
         ([{"functionDeclarations": []}], []),
         ([{"functionDeclarations": [None, "x", {"description": "no name"}, {"name": 3}]}], []),
-        ([{"functionDeclarations": [{"name": "odd", "parameters": "not a schema", "description": 7}]}], [("odd", None, None)]),
-        ([{"functionDeclarations": [{"name": "both", "parametersJsonSchema": {"type": "object"}, "parameters": {"type": "STRING"}}]}], [("both", {"type": "object"}, None)]),
+        (
+            [{"functionDeclarations": [{"name": "odd", "parameters": "not a schema", "description": 7}]}],
+            [("odd", None, None)],
+        ),
+        (
+            [
+                {
+                    "functionDeclarations": [
+                        {"name": "both", "parametersJsonSchema": {"type": "object"}, "parameters": {"type": "STRING"}}
+                    ]
+                }
+            ],
+            [("both", {"type": "object"}, None)],
+        ),
     ],
 )
 def test_declarations_of_odd_shape_are_skipped(tools, expected):
@@ -420,10 +444,20 @@ def test_int64_schema_fields_sent_as_strings_give_a_valid_schema():
 def test_rename_to_tool_with_string_int64_schema_fields():
     body = {
         "contents": [],
-        "tools": [{"functionDeclarations": [{
-            "name": "run_shell_command",
-            "parameters": {"type": "OBJECT", "properties": {"command": {"type": "STRING", "maxLength": "4096"}}, "required": ["command"]},
-        }]}],
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "run_shell_command",
+                        "parameters": {
+                            "type": "OBJECT",
+                            "properties": {"command": {"type": "STRING", "maxLength": "4096"}},
+                            "required": ["command"],
+                        },
+                    }
+                ]
+            }
+        ],
     }
     d = resolve(ToolCall(name="Bash", arguments={"command": "ls"}), Toolset(DIALECT.declared_tools(body)))
     assert (d.action, d.target) == (Action.RENAME, "run_shell_command"), d.reason
@@ -444,7 +478,18 @@ def test_system_texts_plain_and_code_assist():
     [
         (None, []),
         ("be brief", ["be brief"]),
-        ({"parts": [{"text": "one"}, {"inlineData": {"mimeType": "text/plain", "data": "eA=="}}, {"text": "two"}, "x", {"text": 3}]}, ["one", "two"]),
+        (
+            {
+                "parts": [
+                    {"text": "one"},
+                    {"inlineData": {"mimeType": "text/plain", "data": "eA=="}},
+                    {"text": "two"},
+                    "x",
+                    {"text": 3},
+                ]
+            },
+            ["one", "two"],
+        ),
         ({"role": "user"}, []),
         ({"parts": []}, []),
         (7, []),
@@ -484,7 +529,9 @@ def _renamed(names: list[str], rename: dict[str, str]) -> list[str]:
     return [rename.get(n, n) for n in names]
 
 
-@pytest.mark.parametrize("fixture", ["request-gemini-cli.json", "request-openapi-tools.json", "request-code-assist.json"])
+@pytest.mark.parametrize(
+    "fixture", ["request-gemini-cli.json", "request-openapi-tools.json", "request-code-assist.json"]
+)
 def test_rename_map_renames_every_name_slot_consistently(fixture):
     original = load_json(fixture)
     body = copy.deepcopy(original)
@@ -520,16 +567,31 @@ def test_rename_keeps_ids_signatures_and_built_ins():
     model_turn = body["contents"][1]["parts"][0]
     assert model_turn["functionCall"]["name"] == "shell_exec"
     assert model_turn["thoughtSignature"] == "c2lnLWZpeHR1cmUtMDE="
-    assert body["contents"][3]["parts"][0]["functionCall"] == {"id": "fc-fixture-0002", "name": "fs_read", "args": {"file_path": "src/[main].c", "start_line": 10}}
+    assert body["contents"][3]["parts"][0]["functionCall"] == {
+        "id": "fc-fixture-0002",
+        "name": "fs_read",
+        "args": {"file_path": "src/[main].c", "start_line": 10},
+    }
     assert body["contents"][4]["parts"][0]["functionResponse"]["id"] == "fc-fixture-0002"
     assert body["contents"][5]["parts"][0]["functionCall"]["name"] == "google_web_search"
     openapi = load_json("request-openapi-tools.json")
     DIALECT.apply_request(openapi, Plan(rename_map={"googleSearch": "x", "run_shell_command": "shell_exec"}))
     assert openapi["tools"][1:] == [{"googleSearch": {}}, {"codeExecution": {}}, {"urlContext": {}}]
-    assert openapi["toolConfig"]["functionCallingConfig"] == {"mode": "ANY", "allowedFunctionNames": ["shell_exec", "search_notes"]}
+    assert openapi["toolConfig"]["functionCallingConfig"] == {
+        "mode": "ANY",
+        "allowedFunctionNames": ["shell_exec", "search_notes"],
+    }
 
 
-@pytest.mark.parametrize("fixture", ["request-gemini-cli.json", "request-openapi-tools.json", "request-code-assist.json", "request-router-classifier.json"])
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "request-gemini-cli.json",
+        "request-openapi-tools.json",
+        "request-code-assist.json",
+        "request-router-classifier.json",
+    ],
+)
 def test_empty_plan_or_unknown_names_change_nothing(fixture):
     body = load_json(fixture)
     assert DIALECT.apply_request(body, Plan()) is False
@@ -592,7 +654,11 @@ def test_make_plan_names_the_unmentioned_tools():
 
 
 def test_sentence_goes_into_snake_case_system_instruction():
-    body = {"contents": [], "system_instruction": {"parts": [{"text": "sys"}]}, "tools": [{"function_declarations": [{"name": "glob"}]}]}
+    body = {
+        "contents": [],
+        "system_instruction": {"parts": [{"text": "sys"}]},
+        "tools": [{"function_declarations": [{"name": "glob"}]}],
+    }
     DIALECT.apply_request(body, Plan(prompt_sentence=SENTENCE))
     assert "systemInstruction" not in body
     assert body["system_instruction"]["parts"] == [{"text": "sys"}, {"text": SENTENCE}]
@@ -614,8 +680,18 @@ def test_rename_reaches_snake_case_declarations():
 @pytest.mark.parametrize(
     "body",
     [
-        {"contents": [None, 3, {"parts": None}, {"parts": [None, "x", {"functionCall": "x"}, {"functionResponse": None}]}]},
-        {"contents": [], "tools": [None, {"functionDeclarations": None}, {"functionDeclarations": [None, {"name": 3}]}]},
+        {
+            "contents": [
+                None,
+                3,
+                {"parts": None},
+                {"parts": [None, "x", {"functionCall": "x"}, {"functionResponse": None}]},
+            ]
+        },
+        {
+            "contents": [],
+            "tools": [None, {"functionDeclarations": None}, {"functionDeclarations": [None, {"name": 3}]}],
+        },
         {"contents": [], "toolConfig": {"functionCallingConfig": {"allowedFunctionNames": [3, None]}}},
         {"contents": [], "toolConfig": {"functionCallingConfig": None}},
         {"contents": [], "toolConfig": "x"},
@@ -646,7 +722,9 @@ def test_foreign_calls_in_json_answer_are_repaired():
         "functionCall": {"name": "run_shell_command", "args": {"command": "git status --short"}},
         "thoughtSignature": "c2lnLWZpeHR1cmUtMDI=",
     }
-    assert parts[2] == {"functionCall": {"id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "src/[main].c"}}}
+    assert parts[2] == {
+        "functionCall": {"id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "src/[main].c"}}
+    }
     body["candidates"][0]["content"]["parts"] = original["candidates"][0]["content"]["parts"]
     assert body == original
     assert [(c.name, c.id) for c in rec.calls] == [("Bash", None), ("Read", "fc-fixture-0003")]
@@ -678,9 +756,23 @@ def test_code_assist_json_answer_is_unwrapped():
 
 
 def test_prefixed_name_is_renamed_and_args_fitted():
-    body = {"candidates": [{"content": {"role": "model", "parts": [
-        {"functionCall": {"name": "default_api:read_file", "args": {"file_path": "a.py", "start_line": "3"}}},
-    ]}}]}
+    body = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {
+                            "functionCall": {
+                                "name": "default_api:read_file",
+                                "args": {"file_path": "a.py", "start_line": "3"},
+                            }
+                        },
+                    ],
+                }
+            }
+        ]
+    }
     rec = Recorder()
     assert DIALECT.rewrite_response(body, rec, Plan()) is True
     assert calls_in(body) == [{"name": "read_file", "args": {"file_path": "a.py", "start_line": 3}}]
@@ -801,7 +893,7 @@ def test_sse_events_go_out_as_each_completes():
         b"data: {not json}\n\n",
         b": keep-alive\r\n\r\ndata: [1, 2]\r\n\r\n",
         b'data: {"candidates": "x"}\n\n{"error": {"code": 500, "message": "raw line outside data"}}\n',
-        b"event: odd\ndata: 42\n\ndata: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"Bash\"",
+        b'event: odd\ndata: 42\n\ndata: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash"',
         b"\xff\xfe garbage \x00\n\n",
     ],
 )
@@ -873,7 +965,9 @@ def _checkpoints(data: bytes) -> list[bytes]:
     return marks
 
 
-@pytest.mark.parametrize("fixture", ["stream-foreign-tool-array.json", "stream-code-assist-array.json", "stream-truncated-array.json"])
+@pytest.mark.parametrize(
+    "fixture", ["stream-foreign-tool-array.json", "stream-code-assist-array.json", "stream-truncated-array.json"]
+)
 def test_array_elements_go_out_as_soon_as_each_closes(fixture):
     data = load_bytes(fixture)
     request = "request-code-assist.json" if "code-assist" in fixture else "request-gemini-cli.json"
@@ -929,7 +1023,7 @@ def test_truncated_array_passes_the_open_element_unchanged():
         b'[{"candidates": "\xff\xfe"}]',
         b'[{"text": "unterminated \\"string ]}',
         b'[1, 2, "{\\"candidates\\": []}", [3, [4]]]',
-        b"[[{\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"Bash\",\"args\":{\"command\":\"ls\"}}}]}}]}]]",
+        b'[[{"candidates":[{"content":{"parts":[{"functionCall":{"name":"Bash","args":{"command":"ls"}}}]}}]}]]',
     ],
 )
 def test_array_garbage_passes_unchanged(data):
@@ -1057,13 +1151,23 @@ SSE_TYPE = "text/event-stream"
 
 
 #: Gemini CLI's request headers (after ``host``).
-GEMINI_HEADERS = [("content-type", "application/json"), ("accept-encoding", "gzip, deflate"),
-                  ("x-goog-api-key", "fixture-key"), ("user-agent", "GeminiCLI/0.61.0 (linux; x64)")]
+GEMINI_HEADERS = [
+    ("content-type", "application/json"),
+    ("accept-encoding", "gzip, deflate"),
+    ("x-goog-api-key", "fixture-key"),
+    ("user-agent", "GeminiCLI/0.61.0 (linux; x64)"),
+]
 replay = harness.replay
 
 
-def make_flow(body: bytes | dict | list | None, *, path: str = STREAM_PATH, host: str = GEMINI_HOST,
-              resp_type: str | None = JSON_TYPE, **kw) -> http.HTTPFlow:
+def make_flow(
+    body: bytes | dict | list | None,
+    *,
+    path: str = STREAM_PATH,
+    host: str = GEMINI_HOST,
+    resp_type: str | None = JSON_TYPE,
+    **kw,
+) -> http.HTTPFlow:
     """A Gemini flow from Gemini CLI (``harness.make_flow``)."""
     return harness.make_flow(body, host=host, path=path, headers=GEMINI_HEADERS, resp_type=resp_type, **kw)
 
@@ -1075,7 +1179,9 @@ def request_json(f: http.HTTPFlow) -> Any:
 @pytest.mark.parametrize("seed", range(12))
 def test_addon_stream_without_alt_rewrites_the_array(env, seed):
     upstream = load_bytes("stream-foreign-tool-array.json")
-    f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream, resp_headers=[("content-length", str(len(upstream)))])
+    f = make_flow(
+        load_json("request-gemini-cli.json"), upstream=upstream, resp_headers=[("content-length", str(len(upstream)))]
+    )
     r = replay(env, f, seed)
     assert r.streamed == "callable"
     assert r.out == expected_array(upstream)
@@ -1105,7 +1211,12 @@ def test_addon_stream_without_alt_rewrites_the_array(env, seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_addon_array_after_leading_blank_bytes(env, seed):
     upstream = b"\r\n " + load_bytes("stream-code-assist-array.json")
-    f = make_flow(load_json("request-code-assist.json"), host=CODE_ASSIST_HOST, path="/v1internal:streamGenerateContent", upstream=upstream)
+    f = make_flow(
+        load_json("request-code-assist.json"),
+        host=CODE_ASSIST_HOST,
+        path="/v1internal:streamGenerateContent",
+        upstream=upstream,
+    )
     r = replay(env, f, seed)
     assert r.out == b"\r\n " + expected_array(load_bytes("stream-code-assist-array.json"))
     assert r.record["response_changed"] is True
@@ -1126,8 +1237,18 @@ def test_addon_array_elements_leave_the_callable_as_each_closes(env):
     "host,path,fixture,req",
     [
         (GEMINI_HOST, STREAM_PATH + "?alt=sse", "stream-foreign-tool.sse", "request-gemini-cli.json"),
-        (VERTEX_HOST, "/v1/projects/demo/locations/us-central1/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse", "stream-foreign-tool-crlf.sse", "request-gemini-cli.json"),
-        (CODE_ASSIST_HOST, "/v1internal:streamGenerateContent?alt=sse", "stream-code-assist.sse", "request-code-assist.json"),
+        (
+            VERTEX_HOST,
+            "/v1/projects/demo/locations/us-central1/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            "stream-foreign-tool-crlf.sse",
+            "request-gemini-cli.json",
+        ),
+        (
+            CODE_ASSIST_HOST,
+            "/v1internal:streamGenerateContent?alt=sse",
+            "stream-code-assist.sse",
+            "request-code-assist.json",
+        ),
     ],
 )
 def test_addon_stream_with_alt_sse_rewrites_events(env, seed, host, path, fixture, req):
@@ -1233,7 +1354,9 @@ def test_addon_generate_content_json_answer_repaired(env):
     expected = load_json("response-foreign-tool.json")
     expected["candidates"][0]["content"]["parts"][1]["functionCall"]["name"] = "run_shell_command"
     expected["candidates"][0]["content"]["parts"][2]["functionCall"] = {
-        "id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "src/[main].c"},
+        "id": "fc-fixture-0003",
+        "name": "read_file",
+        "args": {"file_path": "src/[main].c"},
     }
     assert body == expected
     assert f.response.headers["content-length"] == str(len(r.out))
@@ -1253,9 +1376,16 @@ def test_addon_router_classifier_passes_untouched(env):
 
 
 def test_addon_code_assist_classifier_passes_untouched(env):
-    body = {"model": "gemini-2.5-flash-lite", "project": "p", "user_prompt_id": "u", "request": load_json("request-router-classifier.json")}
+    body = {
+        "model": "gemini-2.5-flash-lite",
+        "project": "p",
+        "user_prompt_id": "u",
+        "request": load_json("request-router-classifier.json"),
+    }
     raw = orjson.dumps(body)
-    f = make_flow(raw, host=CODE_ASSIST_HOST, path="/v1internal:generateContent", upstream=b'{"response":{"candidates":[]}}')
+    f = make_flow(
+        raw, host=CODE_ASSIST_HOST, path="/v1internal:generateContent", upstream=b'{"response":{"candidates":[]}}'
+    )
     r = replay(env, f)
     assert f.request.raw_content == raw and r.out == b'{"response":{"candidates":[]}}'
     assert r.record["skipped"] == "the request declares no tools"
@@ -1344,7 +1474,9 @@ def test_addon_exception_in_sse_rewrite_passes_the_rest_through(env, monkeypatch
 
     monkeypatch.setattr(gemini_module.GeminiStream, "on_event", flaky)
     upstream = load_bytes("stream-foreign-tool-crlf.sse")
-    f = make_flow(load_json("request-gemini-cli.json"), path=STREAM_PATH + "?alt=sse", upstream=upstream, resp_type=SSE_TYPE)
+    f = make_flow(
+        load_json("request-gemini-cli.json"), path=STREAM_PATH + "?alt=sse", upstream=upstream, resp_type=SSE_TYPE
+    )
     r = replay(env, f, seed)
     assert r.out == upstream
     assert any("RuntimeError: injected" in n for n in r.record["notes"])

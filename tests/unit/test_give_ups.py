@@ -14,10 +14,9 @@ import orjson
 import pytest
 
 import harness
+import toolvocab.report as report
 from harness.fixtures import env  # noqa: F401  (pytest fixture)
 from harness.fixtures import loaded  # noqa: F401
-
-import toolvocab.report as report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ANTHROPIC_STREAM = (FIXTURES / "anthropic" / "stream-foreign-tool.sse").read_bytes()
@@ -33,18 +32,33 @@ def events(data: bytes) -> list[bytes]:
 
 
 def anthropic_flow(upstream: bytes):
-    return harness.make_flow(ANTHROPIC_REQUEST, host="api.anthropic.com", path="/v1/messages",
-                             headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")],
-                             upstream=upstream, resp_type="text/event-stream")
+    return harness.make_flow(
+        ANTHROPIC_REQUEST,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
 
 
 def responses_flow(upstream: bytes):
-    return harness.make_flow(RESPONSES_REQUEST, host="api.openai.com", path="/v1/responses",
-                             headers=[("content-type", "application/json")], upstream=upstream, resp_type="text/event-stream")
+    return harness.make_flow(
+        RESPONSES_REQUEST,
+        host="api.openai.com",
+        path="/v1/responses",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
 
 
 def warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.getMessage().startswith("toolvocab")]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.getMessage().startswith("toolvocab")
+    ]
 
 
 def assert_passed(f, record: dict, why: str, caplog) -> None:
@@ -53,7 +67,10 @@ def assert_passed(f, record: dict, why: str, caplog) -> None:
     assert report.outcome(record) == "passed through"
     assert f.marked == ":warning:"
     assert f.comment.startswith(f"passed through: {why}"), f.comment
-    assert any(line.startswith(f"toolvocab: passed through (could not repair): {why}; the client got") for line in warnings(caplog)), warnings(caplog)
+    assert any(
+        line.startswith(f"toolvocab: passed through (could not repair): {why}; the client got")
+        for line in warnings(caplog)
+    ), warnings(caplog)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -67,7 +84,12 @@ def test_anthropic_events_out_of_order_pass_the_held_call_as_it_came(env, caplog
     cut = upstream.index(b'{"type":"content_block_start","index":2')
     head = upstream[: upstream.rindex(b"event:", 0, cut)]
     assert r.out[: len(head)] == head  # the held call (shell) went out byte for byte, unrepaired
-    assert_passed(f, r.record, "a content_block_start event came before the tool call shell's content_block_stop (events out of order)", caplog)
+    assert_passed(
+        f,
+        r.record,
+        "a content_block_start event came before the tool call shell's content_block_stop (events out of order)",
+        caplog,
+    )
 
 
 def test_anthropic_stream_ending_inside_a_held_call_passes_it_as_it_came(env, caplog):
@@ -76,7 +98,9 @@ def test_anthropic_stream_ending_inside_a_held_call_passes_it_as_it_came(env, ca
     f = anthropic_flow(upstream)
     r = harness.replay(env, f, 0)
     assert r.out == upstream
-    assert_passed(f, r.record, "the rewrite reached the end of the stream before the tool call shell's content_block_stop", caplog)
+    assert_passed(
+        f, r.record, "the rewrite reached the end of the stream before the tool call shell's content_block_stop", caplog
+    )
 
 
 def test_responses_terminal_event_before_the_calls_done_passes_it_as_it_came(env, caplog):
@@ -88,7 +112,12 @@ def test_responses_terminal_event_before_the_calls_done_passes_it_as_it_came(env
     r = harness.replay(env, f, 0)
     held = b"".join(parts[:done])
     assert r.out[: len(held)] == held  # the held call (shell) went out byte for byte, unrepaired
-    assert_passed(f, r.record, "a response.completed event came before the tool call shell's response.output_item.done (events out of order)", caplog)
+    assert_passed(
+        f,
+        r.record,
+        "a response.completed event came before the tool call shell's response.output_item.done (events out of order)",
+        caplog,
+    )
 
 
 def test_a_complete_stream_is_changed_not_passed(env, caplog):

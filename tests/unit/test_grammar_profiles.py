@@ -26,10 +26,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import harness
 import orjson
 import pytest
-from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -37,7 +35,9 @@ from mitmproxy import exceptions
 from mitmproxy import http
 from mitmproxy.proxy.layers import http as hl
 
+import harness
 import toolvocab.dialects as tvdialects
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 from toolvocab.engine.grammar import DIALECT_GRAMMAR
 from toolvocab.engine.grammar import GRAMMARS
 from toolvocab.engine.grammar import alias
@@ -226,7 +226,12 @@ def test_grammar_for(dialect: str, host: str, override: str | None, expected: st
 def test_grammar_for_unknown_override_raises() -> None:
     with pytest.raises(KeyError):
         grammar_for("anthropic", "", "nope")
-    assert DIALECT_GRAMMAR == {"anthropic": "anthropic", "openai_chat": "openai", "openai_responses": "openai", "gemini": "gemini"}
+    assert DIALECT_GRAMMAR == {
+        "anthropic": "anthropic",
+        "openai_chat": "openai",
+        "openai_responses": "openai",
+        "gemini": "gemini",
+    }
 
 
 # ======================================================================== profiles
@@ -289,13 +294,25 @@ BAD = {
     # label: (text, line, words in the message)
     "unknown key": ('[[profile]]\nname = "a"\nhots = "x"\n', 3, ["hots", "Extra inputs"]),
     "missing name": ('# c\n[[profile]]\nhost = "x"\n', 2, ["profile.0.name", "Field required"]),
-    "name not a string": ('[[profile]]\nname = 5\n', 2, ["profile.0.name", "valid string"]),
+    "name not a string": ("[[profile]]\nname = 5\n", 2, ["profile.0.name", "valid string"]),
     "bad host regex": ('[[profile]]\nname = "a"\n\nhost = "("\n', 4, ["profile.0.host", "invalid regex"]),
     "bad path regex": ('[[profile]]\nname = "a"\npath = "[z-a]"\n', 3, ["profile.0.path", "invalid regex"]),
     "bad model regex": ('[[profile]]\nname = "a"\nmodel = "*gpt"\n', 3, ["profile.0.model", "invalid regex"]),
-    "unknown grammar": ('[[profile]]\nname = "a"\n\n\ngrammar = "nope"\n', 5, ["profile.0.grammar", "unknown grammar 'nope'", "openai"]),
-    "name value not a string": ('[[profile]]\nname = "a"\n[profile.names]\nshell = "shell"\nread = 5\n', 5, ["profile.0.names.read"]),
-    "error in the second profile": ('[[profile]]\nname = "a"\nhost = "ok"\n\n[[profile]]\nname = "b"\nhost = "("\n', 7, ["profile.1.host"]),
+    "unknown grammar": (
+        '[[profile]]\nname = "a"\n\n\ngrammar = "nope"\n',
+        5,
+        ["profile.0.grammar", "unknown grammar 'nope'", "openai"],
+    ),
+    "name value not a string": (
+        '[[profile]]\nname = "a"\n[profile.names]\nshell = "shell"\nread = 5\n',
+        5,
+        ["profile.0.names.read"],
+    ),
+    "error in the second profile": (
+        '[[profile]]\nname = "a"\nhost = "ok"\n\n[[profile]]\nname = "b"\nhost = "("\n',
+        7,
+        ["profile.1.host"],
+    ),
     "key in a comment is not the key": ('[[profile]]\n# host = "old"\nname = "a"\nhost = "("\n', 4, ["profile.0.host"]),
     "TOML: missing value": ('[[profile]]\nname = "a"\nhost =\n', 3, ["TOML syntax error"]),
     "TOML: duplicate key": ('[[profile]]\nname = "a"\nname = "b"\n', 3, ["TOML syntax error"]),
@@ -348,14 +365,18 @@ def test_unknown_capability_names_a_close_match_and_every_valid_name() -> None:
     with pytest.raises(ProfileError) as info:
         parse_profiles(text, "p.toml")
     message = str(info.value)
-    assert message.startswith("p.toml:4: profile.0.names.shel: unknown capability 'shel'; did you mean 'shell'?"), message
+    assert message.startswith("p.toml:4: profile.0.names.shel: unknown capability 'shel'; did you mean 'shell'?"), (
+        message
+    )
     assert "Valid capabilities: " in message
     for capability in ("shell", "read", "write", "web_fetch", "todo"):
         assert re.search(rf"\b{capability}\b", message.split("Valid capabilities: ", 1)[1]), capability
     # nothing close: no guess, still the list
     with pytest.raises(ProfileError) as info:
         parse_profiles('[[profile]]\nname = "a"\nnames = { zzzzqqq = "x" }\n', "p.toml")
-    assert str(info.value).startswith("p.toml:3: profile.0.names.zzzzqqq: unknown capability 'zzzzqqq'. Valid"), str(info.value)
+    assert str(info.value).startswith("p.toml:3: profile.0.names.zzzzqqq: unknown capability 'zzzzqqq'. Valid"), str(
+        info.value
+    )
 
 
 def test_several_names_problems_each_at_its_line_in_file_order() -> None:
@@ -396,26 +417,42 @@ def test_non_utf8_file_is_a_profile_error_naming_the_line(tmp_path: Path) -> Non
 
 
 # ======================================================================== make_plan
-def fn(name: str, schema: dict[str, Any] | None = None, *, namespace: str | None = None, description: str | None = None):
-    return declared_tool(name, namespace=namespace, input_schema=schema or {"type": "object", "properties": {}}, description=description)
+def fn(
+    name: str, schema: dict[str, Any] | None = None, *, namespace: str | None = None, description: str | None = None
+):
+    return declared_tool(
+        name, namespace=namespace, input_schema=schema or {"type": "object", "properties": {}}, description=description
+    )
 
 
 def profile_of(names: dict[str, str], **fields: str):
-    lines = ['[[profile]]', 'name = "p"'] + [f'{k} = "{v}"' for k, v in fields.items()] + ["[profile.names]"]
+    lines = ["[[profile]]", 'name = "p"'] + [f'{k} = "{v}"' for k, v in fields.items()] + ["[profile.names]"]
     lines += [f'{k} = "{v}"' for k, v in names.items()]
     return parse_profiles("\n".join(lines) + "\n", "p.toml").profile[0]
 
 
-def plan(tools: list, *, grammar: str | None = "openai", profile=None, transcript=(), system=(), sentence=False) -> Plan:
-    return make_plan(Toolset(tools), system, add_sentence=sentence, flow_key="k",
-                     grammar=GRAMMARS[grammar] if grammar else None, profile=profile, transcript_names=transcript)
+def plan(
+    tools: list, *, grammar: str | None = "openai", profile=None, transcript=(), system=(), sentence=False
+) -> Plan:
+    return make_plan(
+        Toolset(tools),
+        system,
+        add_sentence=sentence,
+        flow_key="k",
+        grammar=GRAMMARS[grammar] if grammar else None,
+        profile=profile,
+        transcript_names=transcript,
+    )
 
 
 def test_profile_renames_capabilities_and_records_why() -> None:
     p = plan([fn("Bash"), fn("Read"), fn("Grep")], profile=profile_of({"shell": "shell", "read": "read_file"}))
     assert p.rename_map == {"Bash": "shell", "Read": "read_file"}
     assert p.profile == "p" and p.skipped == []
-    assert [(r.caller, r.upstream, r.why) for r in p.renames] == [("Bash", "shell", "profile"), ("Read", "read_file", "profile")]
+    assert [(r.caller, r.upstream, r.why) for r in p.renames] == [
+        ("Bash", "shell", "profile"),
+        ("Read", "read_file", "profile"),
+    ]
     assert reverse_names(p) == {"shell": "Bash", "read_file": "Read"}
 
 
@@ -454,8 +491,14 @@ def test_profile_target_outside_the_grammar_is_then_aliased() -> None:
 
 
 def test_grammar_aliases_only_rejected_function_names() -> None:
-    tools = [fn("Bash"), fn(LONG), fn("binja.get_function"), fn("1password"),
-             declared_tool("user/update", kind=ToolKind.FREEFORM), declared_tool("web.search", kind=ToolKind.PROVIDER)]
+    tools = [
+        fn("Bash"),
+        fn(LONG),
+        fn("binja.get_function"),
+        fn("1password"),
+        declared_tool("user/update", kind=ToolKind.FREEFORM),
+        declared_tool("web.search", kind=ToolKind.PROVIDER),
+    ]
     p = plan(tools)
     assert set(p.rename_map) == {LONG, "binja.get_function"}  # 1password is a valid OpenAI name
     assert all(GRAMMARS["openai"].valid(v) for v in p.rename_map.values())
@@ -493,7 +536,13 @@ def test_duplicates_identical_dropped_different_aliased() -> None:
     assert p.rename_map == {}
     cursor = DuplicateCursor(p)
     assert [cursor.step(n) for n in ["Read", "Bash", "Read", "Bash", "Read", "Read"]] == [
-        ("keep", None), ("keep", None), ("rename", aliases[0]), ("drop", None), ("drop", None), ("drop", None)]
+        ("keep", None),
+        ("keep", None),
+        ("rename", aliases[0]),
+        ("drop", None),
+        ("drop", None),
+        ("drop", None),
+    ]
 
 
 def test_duplicate_of_a_long_name_gets_a_valid_alias_distinct_from_the_first() -> None:
@@ -513,8 +562,12 @@ def test_transcript_names_outside_the_grammar_are_aliased_once() -> None:
 
 
 def test_prompt_sentence_names_upstream_names() -> None:
-    p = plan([fn("Bash"), fn(LONG), fn("Read")], profile=profile_of({"shell": "shell"}),
-             system=["Use Bash and Read."], sentence=True)
+    p = plan(
+        [fn("Bash"), fn(LONG), fn("Read")],
+        profile=profile_of({"shell": "shell"}),
+        system=["Use Bash and Read."],
+        sentence=True,
+    )
     assert p.prompt_sentence is not None
     assert p.unmentioned == ["shell", p.rename_map[LONG]]
     assert LONG not in p.prompt_sentence and " Bash" not in p.prompt_sentence
@@ -528,14 +581,20 @@ class Flow:
     """A request through a dialect's apply_request with the plan the addon makes, and answers
     through the same dialect's rewriters, resolved as the addon resolves them."""
 
-    def __init__(self, dialect: str, body: dict[str, Any], *, host: str = "", profile=None, sentence: bool = False) -> None:
+    def __init__(
+        self, dialect: str, body: dict[str, Any], *, host: str = "", profile=None, sentence: bool = False
+    ) -> None:
         self.d = tvdialects.by_name(dialect)
         assert self.d is not None
         self.tools = Toolset(self.d.declared_tools(body))
         self.plan = make_plan(
-            self.tools, self.d.system_texts(body), add_sentence=sentence, flow_key="f",
+            self.tools,
+            self.d.system_texts(body),
+            add_sentence=sentence,
+            flow_key="f",
             grammar=grammar_for(self.d.name, host, profile.grammar if profile else None),
-            profile=profile, transcript_names=self.d.transcript_names(body),
+            profile=profile,
+            transcript_names=self.d.transcript_names(body),
         )
         self.fwd = copy.deepcopy(body)
         self.changed = self.d.apply_request(self.fwd, self.plan)
@@ -571,51 +630,152 @@ def sse(events: list[tuple[str | None, Any]]) -> bytes:
 def anthropic_answer(name: str, args: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     block = {"type": "tool_use", "id": "toolu_1", "name": name, "input": args}
     message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [block], "stop_reason": "tool_use"}
-    stream = sse([
-        ("message_start", {"type": "message_start", "message": dict(message, content=[])}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": dict(block, input={})}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(args).decode()}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_stop", {"type": "message_stop"}),
-    ])
+    stream = sse(
+        [
+            ("message_start", {"type": "message_start", "message": dict(message, content=[])}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": dict(block, input={})},
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(args).decode()},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
     return message, stream
 
 
 def chat_answer(name: str, args: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     arguments = orjson.dumps(args).decode()
-    message = {"id": "c", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}]}, "finish_reason": "tool_calls"}]}
-    chunk = lambda delta, fin=None: (None, {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": fin}]})  # noqa: E731
-    stream = sse([
-        chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:5]}}]}),
-        chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[5:]}}]}),
-        chunk({}, "tool_calls"),
-        (None, "[DONE]"),
-    ])
+    message = {
+        "id": "c",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+    }
+    chunk = lambda delta, fin=None: (
+        None,
+        {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": fin}]},
+    )  # noqa: E731
+    stream = sse(
+        [
+            chunk(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}
+                    ],
+                }
+            ),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[:5]}}]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[5:]}}]}),
+            chunk({}, "tool_calls"),
+            (None, "[DONE]"),
+        ]
+    )
     return message, stream
 
 
-def responses_answer(name: str, args: dict[str, Any], fwd: dict[str, Any], namespace: str | None = None) -> tuple[dict[str, Any], bytes]:
-    item = {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": orjson.dumps(args).decode(), "call_id": "call_1", "name": name}
+def responses_answer(
+    name: str, args: dict[str, Any], fwd: dict[str, Any], namespace: str | None = None
+) -> tuple[dict[str, Any], bytes]:
+    item = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": orjson.dumps(args).decode(),
+        "call_id": "call_1",
+        "name": name,
+    }
     if namespace:
         item["namespace"] = namespace
-    response = {"id": "resp_1", "object": "response", "status": "completed", "output": [item],
-                "tools": fwd.get("tools", []), "tool_choice": fwd.get("tool_choice", "auto")}
-    stream = sse([
-        ("response.created", {"type": "response.created", "sequence_number": 0, "response": dict(response, status="in_progress", output=[])}),
-        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": dict(item, arguments="", status="in_progress")}),
-        ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "sequence_number": 2, "item_id": "fc_1", "output_index": 0, "delta": item["arguments"]}),
-        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": 3, "item_id": "fc_1", "output_index": 0, "arguments": item["arguments"]}),
-        ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 4, "output_index": 0, "item": item}),
-        ("response.completed", {"type": "response.completed", "sequence_number": 5, "response": response}),
-    ])
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": [item],
+        "tools": fwd.get("tools", []),
+        "tool_choice": fwd.get("tool_choice", "auto"),
+    }
+    stream = sse(
+        [
+            (
+                "response.created",
+                {
+                    "type": "response.created",
+                    "sequence_number": 0,
+                    "response": dict(response, status="in_progress", output=[]),
+                },
+            ),
+            (
+                "response.output_item.added",
+                {
+                    "type": "response.output_item.added",
+                    "sequence_number": 1,
+                    "output_index": 0,
+                    "item": dict(item, arguments="", status="in_progress"),
+                },
+            ),
+            (
+                "response.function_call_arguments.delta",
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "sequence_number": 2,
+                    "item_id": "fc_1",
+                    "output_index": 0,
+                    "delta": item["arguments"],
+                },
+            ),
+            (
+                "response.function_call_arguments.done",
+                {
+                    "type": "response.function_call_arguments.done",
+                    "sequence_number": 3,
+                    "item_id": "fc_1",
+                    "output_index": 0,
+                    "arguments": item["arguments"],
+                },
+            ),
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "sequence_number": 4, "output_index": 0, "item": item},
+            ),
+            ("response.completed", {"type": "response.completed", "sequence_number": 5, "response": response}),
+        ]
+    )
     return response, stream
 
 
 def gemini_answer(name: str, args: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    response = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]}, "finishReason": "STOP"}]}
-    return response, b"data: " + orjson.dumps({"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}]}) + b"\r\n\r\ndata: " + orjson.dumps(response) + b"\r\n\r\n"
+    response = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"functionCall": {"name": name, "args": args}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    return response, b"data: " + orjson.dumps(
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}]}
+    ) + b"\r\n\r\ndata: " + orjson.dumps(response) + b"\r\n\r\n"
 
 
 def answered_names(dialect: str, answer: dict[str, Any]) -> list[str]:
@@ -638,47 +798,112 @@ def answer_for(dialect: str, name: str, args: dict[str, Any], fwd: dict[str, Any
     return gemini_answer(name, args)
 
 
-def request_for(dialect: str, tools: list[tuple[str, dict[str, Any], str | None]], *, transcript: list[tuple[str, dict[str, Any]]] = (),
-                choice: str | None = None, system: str = "You are an agent.") -> dict[str, Any]:
+def request_for(
+    dialect: str,
+    tools: list[tuple[str, dict[str, Any], str | None]],
+    *,
+    transcript: list[tuple[str, dict[str, Any]]] = (),
+    choice: str | None = None,
+    system: str = "You are an agent.",
+) -> dict[str, Any]:
     """A request declaring ``tools`` (name, schema, description), replaying ``transcript`` calls
     (each with its result) and forcing ``choice``."""
     if dialect == "anthropic":
         msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
         for k, (n, a) in enumerate(transcript):
             msgs.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": n, "input": a}]})
-            msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": [
-                {"type": "text", "text": "ok"}, {"type": "tool_reference", "tool_name": n}]}]})
-        body = {"model": "m", "max_tokens": 10, "system": system, "messages": msgs,
-                "tools": [dict({"name": n, "input_schema": s}, **({"description": d} if d else {})) for n, s, d in tools]}
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"t{k}",
+                            "content": [{"type": "text", "text": "ok"}, {"type": "tool_reference", "tool_name": n}],
+                        }
+                    ],
+                }
+            )
+        body = {
+            "model": "m",
+            "max_tokens": 10,
+            "system": system,
+            "messages": msgs,
+            "tools": [dict({"name": n, "input_schema": s}, **({"description": d} if d else {})) for n, s, d in tools],
+        }
         if choice:
             body["tool_choice"] = {"type": "tool", "name": choice}
         return body
     if dialect == "openai_chat":
         msgs = [{"role": "system", "content": system}, {"role": "user", "content": "go"}]
         for k, (n, a) in enumerate(transcript):
-            msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"t{k}", "type": "function", "function": {"name": n, "arguments": orjson.dumps(a).decode()}}]})
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"t{k}",
+                            "type": "function",
+                            "function": {"name": n, "arguments": orjson.dumps(a).decode()},
+                        }
+                    ],
+                }
+            )
             msgs.append({"role": "tool", "tool_call_id": f"t{k}", "content": "ok"})
-        body = {"model": "m", "messages": msgs, "tools": [
-            {"type": "function", "function": dict({"name": n, "parameters": s}, **({"description": d} if d else {}))} for n, s, d in tools]}
+        body = {
+            "model": "m",
+            "messages": msgs,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": dict({"name": n, "parameters": s}, **({"description": d} if d else {})),
+                }
+                for n, s, d in tools
+            ],
+        }
         if choice:
             body["tool_choice"] = {"type": "function", "function": {"name": choice}}
         return body
     if dialect == "openai_responses":
         items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "go"}]
         for k, (n, a) in enumerate(transcript):
-            items.append({"type": "function_call", "call_id": f"t{k}", "name": n, "arguments": orjson.dumps(a).decode()})
+            items.append(
+                {"type": "function_call", "call_id": f"t{k}", "name": n, "arguments": orjson.dumps(a).decode()}
+            )
             items.append({"type": "function_call_output", "call_id": f"t{k}", "output": "ok"})
-        body = {"model": "m", "instructions": system, "input": items, "tools": [
-            dict({"type": "function", "name": n, "parameters": s}, **({"description": d} if d else {})) for n, s, d in tools]}
+        body = {
+            "model": "m",
+            "instructions": system,
+            "input": items,
+            "tools": [
+                dict({"type": "function", "name": n, "parameters": s}, **({"description": d} if d else {}))
+                for n, s, d in tools
+            ],
+        }
         if choice:
-            body["tool_choice"] = {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": choice}]}
+            body["tool_choice"] = {
+                "type": "allowed_tools",
+                "mode": "required",
+                "tools": [{"type": "function", "name": choice}],
+            }
         return body
     contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "go"}]}]
     for n, a in transcript:
         contents.append({"role": "model", "parts": [{"functionCall": {"name": n, "args": a}}]})
         contents.append({"role": "user", "parts": [{"functionResponse": {"name": n, "response": {"result": "ok"}}}]})
-    body = {"contents": contents, "systemInstruction": {"parts": [{"text": system}]}, "tools": [{"functionDeclarations": [
-        dict({"name": n, "parametersJsonSchema": s}, **({"description": d} if d else {})) for n, s, d in tools]}]}
+    body = {
+        "contents": contents,
+        "systemInstruction": {"parts": [{"text": system}]},
+        "tools": [
+            {
+                "functionDeclarations": [
+                    dict({"name": n, "parametersJsonSchema": s}, **({"description": d} if d else {}))
+                    for n, s, d in tools
+                ]
+            }
+        ],
+    }
     if choice:
         body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice]}}
     return body
@@ -721,8 +946,12 @@ def forwarded_names(dialect: str, fwd: dict[str, Any]) -> dict[str, list[str]]:
 
 DIALECTS = ["anthropic", "openai_chat", "openai_responses", "gemini"]
 #: A host per dialect whose grammar rejects LONG (Anthropic's own API takes 128: DeepSeek's /anthropic takes 64).
-LIMITED_HOST = {"anthropic": "api.deepseek.com", "openai_chat": "api.openai.com", "openai_responses": "api.openai.com",
-                "gemini": "generativelanguage.googleapis.com"}
+LIMITED_HOST = {
+    "anthropic": "api.deepseek.com",
+    "openai_chat": "api.openai.com",
+    "openai_responses": "api.openai.com",
+    "gemini": "generativelanguage.googleapis.com",
+}
 
 
 def check_round_trip(flow: Flow, dialect: str, upstream_name: str, caller: str, args: dict[str, Any]) -> None:
@@ -745,7 +974,10 @@ def check_round_trip(flow: Flow, dialect: str, upstream_name: str, caller: str, 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_br14_long_name_aliased_everywhere_and_restored_in_every_answer(dialect: str) -> None:
-    tools = [("Bash", {"type": "object", "properties": {"command": STR}}, "Run a command."), (LONG, TEMPLATE, "Check a template.")]
+    tools = [
+        ("Bash", {"type": "object", "properties": {"command": STR}}, "Run a command."),
+        (LONG, TEMPLATE, "Check a template."),
+    ]
     body = request_for(dialect, tools, transcript=[(LONG, {"template_path": "a.yaml"})], choice=LONG)
     flow = Flow(dialect, body, host=LIMITED_HOST[dialect])
     up = flow.plan.rename_map[LONG]
@@ -780,8 +1012,18 @@ def test_br14_responses_echo_gets_the_callers_names_back() -> None:
 def test_br14_responses_namespaced_long_tool_keeps_its_namespace() -> None:
     ns = "mcp__plugin_deploy_on_aws_awsiac__"
     inner = "check_cloudformation_template_compliance_and_report_every_finding_x"  # 67 characters
-    body = {"model": "m", "input": "go", "tools": [{"type": "namespace", "name": ns, "description": "AWS", "tools": [
-        {"type": "function", "name": inner, "parameters": TEMPLATE}]}]}
+    body = {
+        "model": "m",
+        "input": "go",
+        "tools": [
+            {
+                "type": "namespace",
+                "name": ns,
+                "description": "AWS",
+                "tools": [{"type": "function", "name": inner, "parameters": TEMPLATE}],
+            }
+        ],
+    }
     flow = Flow("openai_responses", body)
     up_inner = flow.fwd["tools"][0]["tools"][0]["name"]
     assert flow.fwd["tools"][0]["name"] == ns and up_inner != inner and len(up_inner) == 64
@@ -795,20 +1037,33 @@ def test_br14_responses_namespaced_long_tool_keeps_its_namespace() -> None:
 @pytest.mark.parametrize("dialect", ["anthropic", "openai_chat", "openai_responses"])
 def test_br15_dots_and_slashes_aliased_and_restored_from_the_map(dialect: str) -> None:
     s = {"type": "object", "properties": {"address": STR}}
-    tools = [("binja.get_function", s, None), ("user-profile/update", {"type": "object", "properties": {}}, None), ("binja_get_function", s, None)]
+    tools = [
+        ("binja.get_function", s, None),
+        ("user-profile/update", {"type": "object", "properties": {}}, None),
+        ("binja_get_function", s, None),
+    ]
     flow = Flow(dialect, request_for(dialect, tools))
     up = flow.plan.rename_map
     assert set(up) == {"binja.get_function", "user-profile/update"}
-    assert up["binja.get_function"] == "binja_get_function_" + sha8("binja.get_function")  # never the declared sanitized name
+    assert up["binja.get_function"] == "binja_get_function_" + sha8(
+        "binja.get_function"
+    )  # never the declared sanitized name
     assert up["user-profile/update"] == "user-profile_update_" + sha8("user-profile/update")
-    assert forwarded_names(dialect, flow.fwd)["tools"] == [up["binja.get_function"], up["user-profile/update"], "binja_get_function"]
+    assert forwarded_names(dialect, flow.fwd)["tools"] == [
+        up["binja.get_function"],
+        up["user-profile/update"],
+        "binja_get_function",
+    ]
     check_round_trip(flow, dialect, up["binja.get_function"], "binja.get_function", {"address": "0x401000"})
     # the declared binja_get_function stays itself: never reversed by replacing _ with .
     check_round_trip(flow, dialect, "binja_get_function", "binja_get_function", {"address": "0x1"})
 
 
 def test_br15_gemini_keeps_dots_and_aliases_slashes() -> None:
-    tools = [("binja.get_function", {"type": "object", "properties": {}}, None), ("user-profile/update", {"type": "object", "properties": {}}, None)]
+    tools = [
+        ("binja.get_function", {"type": "object", "properties": {}}, None),
+        ("user-profile/update", {"type": "object", "properties": {}}, None),
+    ]
     flow = Flow("gemini", request_for("gemini", tools))
     assert list(flow.plan.rename_map) == ["user-profile/update"]
     check_round_trip(flow, "gemini", flow.plan.rename_map["user-profile/update"], "user-profile/update", {})
@@ -816,7 +1071,10 @@ def test_br15_gemini_keeps_dots_and_aliases_slashes() -> None:
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_br17_invalid_replayed_name_is_sanitized_and_the_answer_repaired(dialect: str) -> None:
-    tools = [("search_evidence", {"type": "object", "properties": {"query": STR}}, None), ("fetch_doc", {"type": "object", "properties": {"id": STR}}, None)]
+    tools = [
+        ("search_evidence", {"type": "object", "properties": {"query": STR}}, None),
+        ("fetch_doc", {"type": "object", "properties": {"id": STR}}, None),
+    ]
     body = request_for(dialect, tools, transcript=[("search$evidence", {"query": "q"})])
     flow = Flow(dialect, body, host="bedrock-runtime.us-east-1.amazonaws.com")
     replayed = forwarded_names(dialect, flow.fwd)["transcript"]
@@ -857,8 +1115,11 @@ def declarations(dialect: str, body: dict[str, Any]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_profile_renames_through_the_dialect_keep_schema_and_description(dialect: str) -> None:
     schema = {"type": "object", "properties": {"command": STR, "timeout": {"type": "integer"}}, "required": ["command"]}
-    body = request_for(dialect, [("bash", schema, "OpenCode's bash."), ("read", {"type": "object", "properties": {"filePath": STR}}, None)],
-                       transcript=[("bash", {"command": "ls"})])
+    body = request_for(
+        dialect,
+        [("bash", schema, "OpenCode's bash."), ("read", {"type": "object", "properties": {"filePath": STR}}, None)],
+        transcript=[("bash", {"command": "ls"})],
+    )
     flow = Flow(dialect, body, profile=profile_of({"shell": "shell"}), sentence=True)
     assert flow.plan.rename_map == {"bash": "shell"}
     assert forwarded_names(dialect, flow.fwd)["transcript"][0] == "shell"
@@ -892,13 +1153,31 @@ OPENCODE_TOOLS = ["bash", "edit", "glob", "grep", "read", "write", "todowrite", 
 
 
 def zen_flow(stream: bool) -> http.HTTPFlow:
-    body = {"model": "big-pickle", "instructions": "You are opencode.", "input": [{"type": "message", "role": "user", "content": "hi"}],
-            "tools": [{"type": "function", "name": n, "description": f"the {n} tool", "parameters": {"type": "object", "properties": {"x": STR}}}
-                      for n in OPENCODE_TOOLS], "stream": stream}
-    return harness.make_flow(body, host="opencode.ai", path="/zen/v1/responses",
-                             headers=[("content-type", "application/json"), ("user-agent", "pi/0.1"), ("authorization", "Bearer sk-x")],
-                             upstream=FREE_TIER_403, resp_type="application/json", status=403,
-                             resp_headers=[("x-request-id", "req_403"), ("content-length", str(len(FREE_TIER_403)))])
+    body = {
+        "model": "big-pickle",
+        "instructions": "You are opencode.",
+        "input": [{"type": "message", "role": "user", "content": "hi"}],
+        "tools": [
+            {
+                "type": "function",
+                "name": n,
+                "description": f"the {n} tool",
+                "parameters": {"type": "object", "properties": {"x": STR}},
+            }
+            for n in OPENCODE_TOOLS
+        ],
+        "stream": stream,
+    }
+    return harness.make_flow(
+        body,
+        host="opencode.ai",
+        path="/zen/v1/responses",
+        headers=[("content-type", "application/json"), ("user-agent", "pi/0.1"), ("authorization", "Bearer sk-x")],
+        upstream=FREE_TIER_403,
+        resp_type="application/json",
+        status=403,
+        resp_headers=[("x-request-id", "req_403"), ("content-length", str(len(FREE_TIER_403)))],
+    )
 
 
 def run_hooks(tctx, module, f: http.HTTPFlow) -> bytes:
@@ -931,9 +1210,11 @@ def test_br28_403_passes_through_byte_identical_with_a_profile_active(addon_env,
     sent = orjson.loads(f.request.content)
     assert [t["name"] for t in sent["tools"]] == OPENCODE_TOOLS
     assert [{k: v for k, v in t.items() if k != "name"} for t in sent["tools"]] == [
-        {k: v for k, v in t.items() if k != "name"} for t in original["tools"]]
-    assert [(k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")] == [
-        (k, v) for k, v in before_headers if k.lower() != b"accept-encoding"]
+        {k: v for k, v in t.items() if k != "name"} for t in original["tools"]
+    ]
+    assert [
+        (k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")
+    ] == [(k, v) for k, v in before_headers if k.lower() != b"accept-encoding"]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -946,7 +1227,9 @@ def test_403_passes_through_byte_identical_while_a_profile_renames(addon_env, tm
     tctx.configure(module, toolvocab_profiles=str(path))
     f = zen_flow(stream)
     f.request.host = f.request.headers["host"] = "llm.gateway.example"
-    before_headers = [(k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")]
+    before_headers = [
+        (k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")
+    ]
     original = orjson.loads(f.request.content)
     resp_headers = list(f.response.headers.fields)
     client = run_hooks(tctx, module, f)
@@ -959,7 +1242,9 @@ def test_403_passes_through_byte_identical_while_a_profile_renames(addon_env, tm
     sent = orjson.loads(f.request.content)
     assert [t["name"] for t in sent["tools"]] == ["shell"] + OPENCODE_TOOLS[1:]
     assert [dict(t, name=None) for t in sent["tools"]] == [dict(t, name=None) for t in original["tools"]]
-    assert [(k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")] == before_headers
+    assert [
+        (k, v) for k, v in f.request.headers.fields if k.lower() not in (b"content-length", b"accept-encoding")
+    ] == before_headers
 
 
 def test_br28_without_a_profile_opencode_core_tools_reach_the_gate_unchanged(addon_env) -> None:
@@ -978,7 +1263,9 @@ def test_bad_profile_file_is_an_options_error_naming_the_line(addon_env, tmp_pat
     path.write_text('[[profile]]\nname = "x"\n\nmodel = "(gpt"\n')
     with pytest.raises(exceptions.OptionsError) as info:
         tctx.configure(module, toolvocab_profiles=str(path))
-    assert str(info.value).startswith(f"toolvocab_profiles: {path}:4: profile.0.model: Value error, invalid regex"), str(info.value)
+    assert str(info.value).startswith(f"toolvocab_profiles: {path}:4: profile.0.model: Value error, invalid regex"), (
+        str(info.value)
+    )
     assert module.addons[0].profiles is None  # the option change was rolled back
 
 
@@ -1008,10 +1295,23 @@ def test_was_bug_a_profile_cannot_complete_an_access_gates_tool_set(addon_env, t
         tctx.configure(module, toolvocab_profiles=str(path))
     except exceptions.OptionsError:
         return  # refusing the profile is one acceptable fix
-    body = {"model": "big-pickle", "input": "hi", "stream": True,
-            "tools": [{"type": "function", "name": n, "parameters": {"type": "object", "properties": {}}} for n in PI_TOOLS]}
-    f = harness.make_flow(body, host="opencode.ai", path="/zen/v1/responses", headers=[("content-type", "application/json")],
-                          response=False)
+    body = {
+        "model": "big-pickle",
+        "input": "hi",
+        "stream": True,
+        "tools": [
+            {"type": "function", "name": n, "parameters": {"type": "object", "properties": {}}} for n in PI_TOOLS
+        ],
+    }
+    f = harness.make_flow(
+        body,
+        host="opencode.ai",
+        path="/zen/v1/responses",
+        headers=[("content-type", "application/json")],
+        response=False,
+    )
     harness.Env(tctx, module).hook(hl.HttpRequestHook(f))
     sent = [t["name"] for t in orjson.loads(f.request.content)["tools"]]
-    assert not {"bash", "edit", "glob", "grep", "read"} <= set(sent), f"the gate's tool set was completed by a rename: {sent}"
+    assert not {"bash", "edit", "glob", "grep", "read"} <= set(sent), (
+        f"the gate's tool set was completed by a rename: {sent}"
+    )

@@ -13,19 +13,19 @@ import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+
 from schemas import BOOL
 from schemas import INT
 from schemas import STR
 from schemas import fn
 from schemas import schema
-
 from toolvocab.engine.ladder import PROVIDER_PREFIXES
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -37,9 +37,7 @@ READ = fn("Read", schema("file_path", file_path=STR, offset=INT, limit=INT))
 WRITE = fn("Write", schema("file_path", "content", file_path=STR, content=STR))
 EDIT = fn(
     "Edit",
-    schema(
-        "file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL
-    ),
+    schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL),
 )
 CLAUDE = [BASH, READ, WRITE, EDIT]
 
@@ -57,9 +55,7 @@ def decide(
     kind: ToolKind = ToolKind.FUNCTION,
     call_id: str | None = None,
 ) -> Decision:
-    call = ToolCall(
-        name=name, arguments={} if args is None else args, namespace=namespace, kind=kind, id=call_id
-    )
+    call = ToolCall(name=name, arguments={} if args is None else args, namespace=namespace, kind=kind, id=call_id)
     return resolve(call, Toolset(tools), reverse_map)
 
 
@@ -74,7 +70,9 @@ def assert_renamed(d: Decision, target: str, step: Step, *, target_namespace: st
     assert d.changed
 
 
-def assert_left(d: Decision, step: Step, *, mentions: tuple[str, ...] = (), candidates: list[str] | None = None) -> None:
+def assert_left(
+    d: Decision, step: Step, *, mentions: tuple[str, ...] = (), candidates: list[str] | None = None
+) -> None:
     assert d.action is Action.LEAVE
     assert d.step is step
     assert d.target is None and d.target_namespace is None
@@ -142,7 +140,9 @@ def test_declared_call_invalid_and_not_fixable_is_kept_unchanged() -> None:
 
 
 def test_declared_call_with_unparseable_arguments_is_kept() -> None:
-    call = ToolCall.from_payload({"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{oops"}})
+    call = ToolCall.from_payload(
+        {"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{oops"}}
+    )
     assert call.arguments is None and call.raw_arguments == "{oops"
     d = resolve(call, Toolset(CLAUDE))
     assert d.action is Action.KEEP and d.target == "Bash"
@@ -203,9 +203,7 @@ def test_a_profile_alias_leaves_a_call_with_a_key_the_tool_has_no_place_for() ->
 
 def test_reverse_map_fits_arguments() -> None:
     write_to_file = fn("write_to_file", schema("path", "content", path=STR, content=STR))
-    d = decide(
-        [write_to_file], "Write", {"file_path": "a.txt", "content": "x"}, reverse_map={"Write": "write_to_file"}
-    )
+    d = decide([write_to_file], "Write", {"file_path": "a.txt", "content": "x"}, reverse_map={"Write": "write_to_file"})
     assert_renamed(d, "write_to_file", Step.REVERSE_MAP)
     assert d.arguments_after == {"path": "a.txt", "content": "x"}
 
@@ -227,7 +225,8 @@ def test_two_declared_case_variants_leave() -> None:
 
 
 @pytest.mark.parametrize(
-    "answered", ["read-file", "readFile", "read.file", "ReadFile", "READ_FILE", "read file", "read:file", "read/file", "readfile"]
+    "answered",
+    ["read-file", "readFile", "read.file", "ReadFile", "READ_FILE", "read file", "read:file", "read/file", "readfile"],
 )
 def test_separator_variants_rename(answered: str) -> None:
     d = decide([READ_FILE], answered, {"path": "README.md"})
@@ -238,11 +237,15 @@ def test_separator_variants_rename(answered: str) -> None:
 def test_separator_variants_of_two_declared_names_leave() -> None:
     other = fn("readFile", schema("path", path=STR))
     d = decide([READ_FILE, other], "read-file", {"path": "x"})
-    assert_left(d, Step.NORMALIZED, mentions=("read-file", "read_file", "readFile"), candidates=["read_file", "readFile"])
+    assert_left(
+        d, Step.NORMALIZED, mentions=("read-file", "read_file", "readFile"), candidates=["read_file", "readFile"]
+    )
 
 
 @pytest.mark.parametrize("prefix", ["functions.", "functions:", "tools/", "default_api:", "default."])
-@pytest.mark.parametrize(("bare", "tool", "args"), [("read_file", READ_FILE, {"path": "a"}), ("Bash", BASH, {"command": "ls"})])
+@pytest.mark.parametrize(
+    ("bare", "tool", "args"), [("read_file", READ_FILE, {"path": "a"}), ("Bash", BASH, {"command": "ls"})]
+)
 def test_provider_prefix_is_stripped(prefix: str, bare: str, tool: DeclaredTool, args: dict[str, Any]) -> None:
     assert prefix in PROVIDER_PREFIXES
     d = decide([tool, READ], prefix + bare, args)
@@ -404,7 +407,10 @@ def test_bare_name_never_enters_a_namespace() -> None:
     assert_left(d, Step.NONE, mentions=("create_issue",))
 
 
-@pytest.mark.parametrize(("answered", "args"), [("Bash", {"command": "ls"}), ("shell", {"command": "ls"}), ("Write", {"file_path": "a", "content": "b"})])
+@pytest.mark.parametrize(
+    ("answered", "args"),
+    [("Bash", {"command": "ls"}), ("shell", {"command": "ls"}), ("Write", {"file_path": "a", "content": "b"})],
+)
 def test_namespaced_call_never_leaves_its_namespace(answered: str, args: dict[str, Any]) -> None:
     d = decide(CLAUDE + [NS_GH], answered, args, namespace="mcp__github__")
     assert_left(d, Step.NONE, mentions=(answered,))
@@ -432,7 +438,12 @@ def test_namespaced_tools_are_never_capability_candidates() -> None:
         ("read_file", {"file_path": "/repo/a"}, "Read", None),
         ("read_file", {"path": "/repo/a"}, "Read", {"file_path": "/repo/a"}),
         ("write_file", {"path": "/repo/a", "content": "x"}, "Write", {"file_path": "/repo/a", "content": "x"}),
-        ("replace", {"filePath": "a", "oldString": "x", "newString": "y"}, "Edit", {"file_path": "a", "old_string": "x", "new_string": "y"}),
+        (
+            "replace",
+            {"filePath": "a", "oldString": "x", "newString": "y"},
+            "Edit",
+            {"file_path": "a", "old_string": "x", "new_string": "y"},
+        ),
     ],
 )
 def test_capability_with_exactly_one_declared_tool_renames(
@@ -474,7 +485,9 @@ def test_powershell_named_call_reaches_powershell() -> None:
 def test_two_posix_shells_leave_with_both_candidates() -> None:
     bash2 = fn("run_shell_command", schema("command", command=STR))
     d = decide([BASH, bash2, READ], "shell", {"command": "ls"})
-    assert_left(d, Step.CAPABILITY, mentions=("shell", "Bash", "run_shell_command"), candidates=["Bash", "run_shell_command"])
+    assert_left(
+        d, Step.CAPABILITY, mentions=("shell", "Bash", "run_shell_command"), candidates=["Bash", "run_shell_command"]
+    )
 
 
 def test_zero_capability_candidates_leave() -> None:
@@ -574,7 +587,9 @@ def test_text_editor_command_without_counterpart_is_left(command: str) -> None:
 
 
 def test_text_editor_str_replace_without_edit_tool_is_left() -> None:
-    d = decide([READ, BASH], "str_replace_editor", {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"})
+    d = decide(
+        [READ, BASH], "str_replace_editor", {"command": "str_replace", "path": "/a", "old_str": "x", "new_str": "y"}
+    )
     assert_left(d, Step.CAPABILITY, mentions=("str_replace_editor",), candidates=[])
 
 
@@ -666,7 +681,10 @@ def test_every_payload_shape_resolves_the_same(payload: dict[str, Any]) -> None:
     assert d.call_id == "call_1"
 
 
-@pytest.mark.parametrize(("arguments", "parsed"), [("", {}), ("   ", {}), (None, {}), ("{}", {}), ("[]", {}), ("null", {}), ('"x"', None), ("{", None)])
+@pytest.mark.parametrize(
+    ("arguments", "parsed"),
+    [("", {}), ("   ", {}), (None, {}), ("{}", {}), ("[]", {}), ("null", {}), ('"x"', None), ("{", None)],
+)
 def test_from_payload_argument_text(arguments: Any, parsed: dict[str, Any] | None) -> None:
     payload: dict[str, Any] = {"name": "Bash"}
     if arguments is not None:
@@ -678,12 +696,20 @@ def test_from_payload_argument_text(arguments: Any, parsed: dict[str, Any] | Non
 
 def test_from_payload_reads_the_responses_namespace() -> None:
     call = ToolCall.from_payload(
-        {"type": "function_call", "call_id": "c", "name": "create_issue", "namespace": "mcp__github__", "arguments": "{}"}
+        {
+            "type": "function_call",
+            "call_id": "c",
+            "name": "create_issue",
+            "namespace": "mcp__github__",
+            "arguments": "{}",
+        }
     )
     assert call.namespace == "mcp__github__" and call.qualified == "mcp__github__create_issue"
 
 
-@pytest.mark.parametrize("payload", [{"arguments": "{}"}, {"name": None}, {"name": 3, "input": {}}, {"function": {"arguments": "{}"}}])
+@pytest.mark.parametrize(
+    "payload", [{"arguments": "{}"}, {"name": None}, {"name": 3, "input": {}}, {"function": {"arguments": "{}"}}]
+)
 def test_from_payload_without_a_string_name_raises_value_error(payload: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ToolCall.from_payload(payload)
@@ -725,10 +751,17 @@ EDIT_CLOSED = fn(
         ([WRITE_CLOSED], "write_file", {"file_path": "/a", "content": "x", "append": True}, "append"),
         ([WRITE_CLOSED], "Write", {"file_path": "/a", "content": "x", "append": True}, "append"),
         ([EDIT_CLOSED], "edit", {"file_path": "/a", "old_string": "x", "new_string": "y", "preview": True}, "preview"),
-        ([EDIT_CLOSED], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", "dry_run": True}, "dry_run"),
+        (
+            [EDIT_CLOSED],
+            "replace",
+            {"file_path": "/a", "old_string": "x", "new_string": "y", "dry_run": True},
+            "dry_run",
+        ),
     ],
 )
-def test_an_operational_key_is_never_dropped(tools: list[DeclaredTool], answered: str, args: dict[str, Any], key: str) -> None:
+def test_an_operational_key_is_never_dropped(
+    tools: list[DeclaredTool], answered: str, args: dict[str, Any], key: str
+) -> None:
     # Kind 1: the call either keeps the key (a lossless name step: the client reports it) or is
     # left unchanged; it never arrives without it.
     d = decide(tools, answered, args)
@@ -740,7 +773,12 @@ def test_an_operational_key_is_never_dropped(tools: list[DeclaredTool], answered
 
 @pytest.mark.parametrize("key", ["instruction", "explanation", "justification", "description"])
 def test_annotation_keys_are_dropped_where_the_schema_is_closed(key: str) -> None:
-    tool = fn("Edit", schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR))
+    tool = fn(
+        "Edit",
+        schema(
+            "file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR
+        ),
+    )
     d = decide([tool], "replace", {"file_path": "/a", "old_string": "x", "new_string": "y", key: "why"})
     assert_renamed(d, "Edit", Step.CAPABILITY)
     assert d.arguments_after == {"file_path": "/a", "old_string": "x", "new_string": "y"}
@@ -757,7 +795,9 @@ CI_RUN_JOB = fn("mcp__ci_run__job", schema("id", id=STR))
 CI_OTHER = fn("mcp__ci__status", schema(id=STR))
 
 
-@pytest.mark.parametrize("answered", ["mcp__ci__run_job", "mcp__ci__runJob", "ci:run_job", "ci.run_job", "mcp__CI__run_job"])
+@pytest.mark.parametrize(
+    "answered", ["mcp__ci__run_job", "mcp__ci__runJob", "ci:run_job", "ci.run_job", "mcp__CI__run_job"]
+)
 def test_folding_never_crosses_into_another_server(answered: str) -> None:
     # Kind 2: server `ci` + `run_job` is not server `ci_run` + `job`.
     d = decide([CI_RUN_JOB, CI_OTHER, BASH], answered, {"id": "1"})
@@ -791,7 +831,9 @@ WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=5)
 
 @settings(max_examples=300, deadline=None)
 @given(server=WORD, middle=WORD, op=WORD, sep=st.sampled_from(["_", "-", ""]), prefixed=st.booleans())
-def test_no_split_of_a_name_between_two_servers_is_ever_chosen(server: str, middle: str, op: str, sep: str, prefixed: bool) -> None:
+def test_no_split_of_a_name_between_two_servers_is_ever_chosen(
+    server: str, middle: str, op: str, sep: str, prefixed: bool
+) -> None:
     # Two declared servers, `server` and `server<sep>middle`; the answered name splits into either.
     long_server = f"{server}{sep}{middle}"
     if long_server == server:
@@ -802,7 +844,9 @@ def test_no_split_of_a_name_between_two_servers_is_ever_chosen(server: str, midd
     assert d.action is Action.LEAVE and d.target is None, (answered, d.reason)
 
 
-@pytest.mark.parametrize("answered", ["mcp__wiki__mcp__wiki__ask", "mcp__wiki__mcp__wiki__mcp__wiki__ask", "wiki.mcp__wiki__ask"])
+@pytest.mark.parametrize(
+    "answered", ["mcp__wiki__mcp__wiki__ask", "mcp__wiki__mcp__wiki__mcp__wiki__ask", "wiki.mcp__wiki__ask"]
+)
 def test_server_prefix_applied_twice_by_a_bridge(answered: str) -> None:
     ask = fn("mcp__wiki__ask", schema("q", q=STR))
     d = decide([ask, BASH], answered, {"q": "x"})
@@ -842,7 +886,10 @@ def test_invented_namespace_never_leads_into_a_namespace() -> None:
     assert d.action is Action.LEAVE and d.target is None
 
 
-@pytest.mark.parametrize("answered", ["functions.mcp__gh_a1b2c3", " mcp__gh_a1b2c3 ", "default_api:mcp__gh_a1b2c3", "mcp__gh_a1b2c3mcp__gh_a1b2c3"])
+@pytest.mark.parametrize(
+    "answered",
+    ["functions.mcp__gh_a1b2c3", " mcp__gh_a1b2c3 ", "default_api:mcp__gh_a1b2c3", "mcp__gh_a1b2c3mcp__gh_a1b2c3"],
+)
 def test_alias_read_losslessly_never_leaks(answered: str) -> None:
     # Kind 6: the same lossless readings as for declared names apply before the reverse map.
     long_name = "mcp__github__" + "x" * 70
@@ -851,7 +898,9 @@ def test_alias_read_losslessly_never_leaks(answered: str) -> None:
     assert_renamed(d, long_name, Step.REVERSE_MAP)
 
 
-@pytest.mark.parametrize(("raw", "empty"), [("", True), ("  ", True), ("null", True), ("[]", True), (None, True), ([], True), ("{}", False)])
+@pytest.mark.parametrize(
+    ("raw", "empty"), [("", True), ("  ", True), ("null", True), ("[]", True), (None, True), ([], True), ("{}", False)]
+)
 def test_empty_arguments_become_an_object(raw: Any, empty: bool) -> None:
     call = ToolCall.from_payload({"name": "TodoRead", "arguments": raw})
     assert call.empty_arguments is empty
@@ -873,7 +922,9 @@ def test_absent_arguments_are_not_empty_on_the_wire() -> None:
 
 
 def test_empty_arguments_left_for_a_freeform_tool() -> None:
-    call = ToolCall.from_payload({"name": "apply_patch", "arguments": ""}).model_copy(update={"kind": ToolKind.FREEFORM})
+    call = ToolCall.from_payload({"name": "apply_patch", "arguments": ""}).model_copy(
+        update={"kind": ToolKind.FREEFORM}
+    )
     tool = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.KEEP and d.arguments_after is None
@@ -881,10 +932,15 @@ def test_empty_arguments_left_for_a_freeform_tool() -> None:
 
 # --- from a fresh-user trial: annotation keys on the client's own tool, look-alike letters -------
 
-GH_CLOSED = fn("mcp__github__create_issue", schema("owner", "repo", "title", additional=False, owner=STR, repo=STR, title=STR, body=STR))
+GH_CLOSED = fn(
+    "mcp__github__create_issue",
+    schema("owner", "repo", "title", additional=False, owner=STR, repo=STR, title=STR, body=STR),
+)
 
 
-@pytest.mark.parametrize("answered", ["mcp__github__create_issue", "mcp__github__createIssue", "functions.mcp__github__create_issue"])
+@pytest.mark.parametrize(
+    "answered", ["mcp__github__create_issue", "mcp__github__createIssue", "functions.mcp__github__create_issue"]
+)
 @pytest.mark.parametrize("key", ["description", "instruction", "justification", "explanation"])
 def test_annotation_keys_on_the_clients_own_tool_are_never_dropped(answered: str, key: str) -> None:
     # An issue's description is its body: dropping it would create an issue without one.
@@ -897,7 +953,9 @@ def test_annotation_keys_on_the_clients_own_tool_are_never_dropped(answered: str
 def test_annotation_key_kept_under_a_grammar_alias() -> None:
     long_name = "mcp__github__" + "x" * 70
     tool = fn(long_name, schema("title", additional=False, title=STR))
-    d = decide([tool], "mcp__gh_a1b2c3", {"title": "t", "description": "the body"}, reverse_map={"mcp__gh_a1b2c3": long_name})
+    d = decide(
+        [tool], "mcp__gh_a1b2c3", {"title": "t", "description": "the body"}, reverse_map={"mcp__gh_a1b2c3": long_name}
+    )
     assert_renamed(d, long_name, Step.REVERSE_MAP)
     assert (d.arguments_after or d.arguments_before) == {"title": "t", "description": "the body"}
 

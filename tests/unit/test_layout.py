@@ -42,27 +42,41 @@ def modules_under(folder: Path) -> list[Path]:
 
 def test_every_part_of_the_package_is_where_the_layout_says() -> None:
     assert (PACKAGE / "__init__.py").is_file() and (PACKAGE / "addons" / "__init__.py").is_file()
-    assert modules_under(PACKAGE / "engine") and modules_under(PACKAGE / "dialects") and modules_under(PACKAGE / "addons")
+    assert (
+        modules_under(PACKAGE / "engine") and modules_under(PACKAGE / "dialects") and modules_under(PACKAGE / "addons")
+    )
     script = harness.SCRIPT.read_text()
     assert "default_addons()" in script and len(script.splitlines()) < 60  # a thin script
 
 
 @pytest.mark.parametrize("path", modules_under(PACKAGE / "engine"), ids=lambda p: p.name)
 def test_the_engine_imports_no_mitmproxy_and_nothing_above_it(path: Path) -> None:
-    bad = {m for m in imports_of(path) if m.split(".")[0] == "mitmproxy" or
-           (m.startswith("toolvocab.") and not m.startswith("toolvocab.engine"))}
+    bad = {
+        m
+        for m in imports_of(path)
+        if m.split(".")[0] == "mitmproxy" or (m.startswith("toolvocab.") and not m.startswith("toolvocab.engine"))
+    }
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
 @pytest.mark.parametrize("path", modules_under(PACKAGE / "dialects") + [PACKAGE / "report.py"], ids=lambda p: p.name)
 def test_dialects_and_report_import_no_addon_and_no_mitmproxy(path: Path) -> None:
-    bad = {m for m in imports_of(path) if m.split(".")[0] == "mitmproxy" or m.startswith(("toolvocab.addons", "toolvocab.cli", "toolvocab.run", "toolvocab.replay"))}
+    bad = {
+        m
+        for m in imports_of(path)
+        if m.split(".")[0] == "mitmproxy"
+        or m.startswith(("toolvocab.addons", "toolvocab.cli", "toolvocab.run", "toolvocab.replay"))
+    }
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
 @pytest.mark.parametrize("path", modules_under(PACKAGE / "addons") + [harness.SCRIPT], ids=lambda p: p.name)
 def test_no_addon_imports_the_command_line(path: Path) -> None:
-    bad = {m for m in imports_of(path) if m.startswith(("toolvocab.cli", "toolvocab.run", "toolvocab.replay", "toolvocab.demo"))}
+    bad = {
+        m
+        for m in imports_of(path)
+        if m.startswith(("toolvocab.cli", "toolvocab.run", "toolvocab.replay", "toolvocab.demo"))
+    }
     assert not bad, f"{path.name} imports {sorted(bad)}"
 
 
@@ -77,7 +91,11 @@ def _mitmproxy_addon_names() -> set[str]:
                 module = importlib.import_module(info.name)
             except Exception:  # a UI module that needs its terminal: its classes are not addons we load with
                 continue
-            names |= {name.lower() for name, obj in inspect.getmembers(module, inspect.isclass) if obj.__module__ == module.__name__}
+            names |= {
+                name.lower()
+                for name, obj in inspect.getmembers(module, inspect.isclass)
+                if obj.__module__ == module.__name__
+            }
     return names
 
 

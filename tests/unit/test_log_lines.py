@@ -12,15 +12,20 @@ import orjson
 import pytest
 
 import harness
-from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
-
 import toolvocab.hosts as tvhosts
 import toolvocab.report as tvui
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 
-BASH = {"name": "Bash", "description": "Run a shell command", "input_schema": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
-PS = {"name": "PowerShell", "description": "Run a PowerShell command", "input_schema": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+BASH = {
+    "name": "Bash",
+    "description": "Run a shell command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
+PS = {
+    "name": "PowerShell",
+    "description": "Run a PowerShell command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
 
 
 @pytest.fixture
@@ -30,14 +35,32 @@ def addon(loaded):
         yield e.addon
 
 
-def run_flow(addon, tools: list[dict], answer_name: str, *, system: str = "", ua: str = "claude-cli/2.1.197 (external, sdk-cli)"):
+def run_flow(
+    addon, tools: list[dict], answer_name: str, *, system: str = "", ua: str = "claude-cli/2.1.197 (external, sdk-cli)"
+):
     """One non-streamed Anthropic flow through request → responseheaders → response."""
-    body = {"model": "claude-x", "max_tokens": 10, "system": system, "tools": tools,
-            "messages": [{"role": "user", "content": "hi"}]}
-    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
-              "content": [{"type": "tool_use", "id": "toolu_1", "name": answer_name, "input": {"command": "ls"}}]}
-    f = harness.make_flow(body, host="api.anthropic.com", path="/v1/messages",
-                          headers=[("content-type", "application/json"), ("user-agent", ua)], upstream=orjson.dumps(answer))
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "system": system,
+        "tools": tools,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": answer_name, "input": {"command": "ls"}}],
+    }
+    f = harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("user-agent", ua)],
+        upstream=orjson.dumps(answer),
+    )
     resp = f.response
     f.response = None
     addon.request(f)
@@ -69,11 +92,20 @@ def test_a_call_left_alone_is_an_info_line_and_its_own_state_even_with_the_promp
     assert info == ["toolvocab: frobnicate left (not declared) · Claude Code → api.anthropic.com"], info
     assert "toolvocab: prompt sentence names 2 tools · Claude Code → api.anthropic.com" in debug, debug
     assert f.marked == ":no_entry:"
-    assert f.comment == "left: frobnicate (not declared) — the client will reject this call · prompt sentence added (names 2 tools)"
+    assert (
+        f.comment
+        == "left: frobnicate (not declared) — the client will reject this call · prompt sentence added (names 2 tools)"
+    )
     rec = f.metadata["toolvocab"]
     assert tvui.change_kind(rec) == "prompt" and tvui.outcome(rec) == "left"
-    assert tvui.stats([rec])["state"] == {"changed": 0, "left": 1, "passed through": 0, "prompt sentence only": 0,
-                                          "would change": 0, "unchanged": 0}
+    assert tvui.stats([rec])["state"] == {
+        "changed": 0,
+        "left": 1,
+        "passed through": 0,
+        "prompt sentence only": 0,
+        "would change": 0,
+        "unchanged": 0,
+    }
 
 
 def test_a_call_with_two_candidates_is_left_and_says_which(addon, caplog) -> None:
@@ -81,7 +113,8 @@ def test_a_call_with_two_candidates_is_left_and_says_which(addon, caplog) -> Non
     other = {**BASH, "name": "run_shell_command"}
     f = run_flow(addon, [BASH, other], "shell", system="Use Bash or run_shell_command.")
     assert messages(caplog, logging.INFO) == [
-        "toolvocab: shell left (2 candidates: Bash, run_shell_command) · Claude Code → api.anthropic.com"]
+        "toolvocab: shell left (2 candidates: Bash, run_shell_command) · Claude Code → api.anthropic.com"
+    ]
     assert f.marked == ":no_entry:"
     assert f.comment == "left: shell (2 candidates: Bash, run_shell_command) — the client will reject this call"
 
@@ -90,7 +123,9 @@ def test_a_prompt_only_flow_has_no_marker_and_a_debug_line(addon, caplog) -> Non
     caplog.set_level(logging.DEBUG)
     f = run_flow(addon, [BASH, PS], "Bash")
     assert messages(caplog, logging.INFO) == []
-    assert "toolvocab: prompt sentence names 2 tools · Claude Code → api.anthropic.com" in messages(caplog, logging.DEBUG)
+    assert "toolvocab: prompt sentence names 2 tools · Claude Code → api.anthropic.com" in messages(
+        caplog, logging.DEBUG
+    )
     assert not f.marked and f.comment == "prompt sentence only: names 2 tools"
     assert tvui.outcome(f.metadata["toolvocab"]) == "prompt sentence only"
 
@@ -138,8 +173,14 @@ def test_a_bad_option_is_logged_as_an_error_before_mitmproxy_prints_the_tracebac
 
 
 def test_a_sentence_that_was_not_sent_is_not_in_the_comment() -> None:
-    record = {"mode": "auto", "dialect": "anthropic", "prompt_sentence": "Call tools only by …", "prompt_names": ["Bash"],
-              "request_changed": False, "response_changed": False,
-              "decisions": [{"name": "frobnicate", "action": "leave", "step": "none", "candidates": []}]}
+    record = {
+        "mode": "auto",
+        "dialect": "anthropic",
+        "prompt_sentence": "Call tools only by …",
+        "prompt_names": ["Bash"],
+        "request_changed": False,
+        "response_changed": False,
+        "decisions": [{"name": "frobnicate", "action": "leave", "step": "none", "candidates": []}],
+    }
     assert tvui.comment(record) == "left: frobnicate (not declared) — the client will reject this call"
     assert tvui.comment({**record, "request_changed": True}).endswith(" · prompt sentence added (names 1 tool)")

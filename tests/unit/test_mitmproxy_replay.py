@@ -14,21 +14,34 @@ import orjson
 import pytest
 
 import harness
+import toolvocab.report as report
 from harness.fixtures import env  # noqa: F401  (pytest fixture)
 from harness.fixtures import loaded  # noqa: F401
 
-import toolvocab.report as report
-
-BASH = {"name": "Bash", "description": "Run a shell command", "input_schema": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
-ANSWER = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
-          "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}}]}
+BASH = {
+    "name": "Bash",
+    "description": "Run a shell command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
+ANSWER = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "m",
+    "stop_reason": "tool_use",
+    "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}}],
+}
 
 
 def first_pass(env):
     body = {"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]}
-    f = harness.make_flow(body, host="api.anthropic.com", path="/v1/messages", headers=[("content-type", "application/json")],
-                          upstream=orjson.dumps(ANSWER))
+    f = harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json")],
+        upstream=orjson.dumps(ANSWER),
+    )
     harness.replay(env, f)
     record = f.metadata["toolvocab"]
     assert record["request_changed"] and record["prompt_sentence"] and "toolvocab_request" in f.metadata

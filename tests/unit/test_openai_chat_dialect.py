@@ -14,14 +14,14 @@ import random
 import re
 from typing import Any
 
+import orjson
+import pytest
+
 import harness
 from harness import dialects
 from harness.dialects import Fixtures
 from harness.dialects import drive
 from harness.dialects import sse_events
-import orjson
-import pytest
-
 from toolvocab.dialects import detect
 from toolvocab.dialects.openai_chat import DIALECT
 from toolvocab.dialects.openai_chat import ChatStream
@@ -178,7 +178,10 @@ def assert_only_tool_deltas_changed(upstream: bytes, out: bytes) -> None:
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
-@pytest.mark.parametrize("path", ["/v1/chat/completions", "/chat/completions", "/api/v1/chat/completions?x=1", "/v1beta/openai/chat/completions"])
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/chat/completions", "/chat/completions", "/api/v1/chat/completions?x=1", "/v1beta/openai/chat/completions"],
+)
 def test_matches_chat_completions_paths(path):
     assert DIALECT.matches("POST", path, BODY)
     assert detect("POST", path, BODY) is DIALECT
@@ -224,20 +227,32 @@ def test_declared_tools_include_custom_and_legacy_functions():
 def test_legacy_functions_keep_their_description_and_schema_like_tools():
     """A legacy ``functions[]`` entry has the shape of ``tools[].function``: both are read alike
     (the description feeds the ``toolvocab.tools`` export)."""
-    fn = {"name": "lookup", "description": "Looks a thing up.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
-    tool, legacy = DIALECT.declared_tools({"messages": [], "tools": [{"type": "function", "function": fn}], "functions": [fn]})
+    fn = {
+        "name": "lookup",
+        "description": "Looks a thing up.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+    tool, legacy = DIALECT.declared_tools(
+        {"messages": [], "tools": [{"type": "function", "function": fn}], "functions": [fn]}
+    )
     assert legacy.description == tool.description == "Looks a thing up."
     assert legacy.input_schema == tool.input_schema == fn["parameters"]
 
 
 def test_declared_tools_skip_malformed_entries():
-    body = {"messages": [], "tools": [5, {"type": "function"}, {"type": "function", "function": {"name": 3}}, {"function": {"name": "ok"}}], "functions": ["x", {"name": None}]}
+    body = {
+        "messages": [],
+        "tools": [5, {"type": "function"}, {"type": "function", "function": {"name": 3}}, {"function": {"name": "ok"}}],
+        "functions": ["x", {"name": None}],
+    }
     assert [t.name for t in DIALECT.declared_tools(body)] == ["ok"]
 
 
 def test_system_texts_read_system_and_developer_messages():
     body = load_json("request-all-slots.json")
-    body["messages"].append({"role": "system", "content": [{"type": "text", "text": "part one"}, {"type": "image_url"}]})
+    body["messages"].append(
+        {"role": "system", "content": [{"type": "text", "text": "part one"}, {"type": "image_url"}]}
+    )
     assert DIALECT.system_texts(body) == [
         "Follow the repository conventions.",
         "A second system text that must stay as it is.",
@@ -278,7 +293,10 @@ def test_apply_request_renames_every_function_slot_and_adds_the_sentence():
     # the sentence goes into the first system/developer message only
     expected["messages"][0]["content"] = "Follow the repository conventions.\n\nUse only declared tool names."
     assert body == expected
-    assert body["tools"][2] == {"type": "custom", "custom": {"name": "apply_patch", "description": "Free-text patch.", "format": {"type": "text"}}}
+    assert body["tools"][2] == {
+        "type": "custom",
+        "custom": {"name": "apply_patch", "description": "Free-text patch.", "format": {"type": "text"}},
+    }
     assert body["messages"][3]["tool_calls"][1]["custom"]["name"] == "apply_patch"
 
 
@@ -341,7 +359,12 @@ def test_apply_request_sentence_into_a_new_system_message_when_there_is_none():
 
 
 def test_apply_request_sentence_appended_to_system_content_parts():
-    body = {"messages": [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]}, {"role": "user", "content": "hi"}]}
+    body = {
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": "hi"},
+        ]
+    }
     assert DIALECT.apply_request(body, Plan(prompt_sentence="S."))
     assert body["messages"][0]["content"] == [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "S."}]
     assert len(body["messages"]) == 2
@@ -359,7 +382,10 @@ def test_apply_request_keeps_the_prompt_of_real_qwen_request_apart_from_the_sent
     body = load_json(QWEN)
     before = copy.deepcopy(body)
     assert DIALECT.apply_request(body, Plan(prompt_sentence="Call tools only by the exact names declared."))
-    assert body["messages"][0]["content"] == before["messages"][0]["content"] + "\n\nCall tools only by the exact names declared."
+    assert (
+        body["messages"][0]["content"]
+        == before["messages"][0]["content"] + "\n\nCall tools only by the exact names declared."
+    )
     assert body["messages"][1:] == before["messages"][1:]
     assert {k: v for k, v in body.items() if k != "messages"} == {k: v for k, v in before.items() if k != "messages"}
 
@@ -375,16 +401,22 @@ def test_rewrite_response_renames_fixes_ids_and_serializes_object_arguments():
     assert DIALECT.rewrite_response(body, rec, plan) is True
     calls = body["choices"][0]["message"]["tool_calls"]
     # Qwen Code's tools, answered with Claude Code's Bash
-    assert calls[0] == {"id": "call_fx20_a", "type": "function", "function": {"name": "run_shell_command", "arguments": "{\"command\":\"npm test\"}"}}
+    assert calls[0] == {
+        "id": "call_fx20_a",
+        "type": "function",
+        "function": {"name": "run_shell_command", "arguments": '{"command":"npm test"}'},
+    }
     # BR-20 empty id → stable id; BR-21 object arguments → a JSON string
     assert calls[1]["id"] == stable_call_id("flow-json-1", 1) and TC_ID.match(calls[1]["id"])
-    assert calls[1]["function"] == {"name": "read_file", "arguments": "{\"file_path\":\"/repo/tsconfig.json\"}"}
+    assert calls[1]["function"] == {"name": "read_file", "arguments": '{"file_path":"/repo/tsconfig.json"}'}
     # missing id → stable id at its position; provider prefix stripped
     assert calls[2]["id"] == stable_call_id("flow-json-1", 2)
-    assert calls[2]["function"] == {"name": "glob", "arguments": "{\"pattern\":\"*.json\"}"}
+    assert calls[2]["function"] == {"name": "glob", "arguments": '{"pattern":"*.json"}'}
     # nothing else moved
     msg = body["choices"][0]["message"]
-    assert {k: v for k, v in msg.items() if k != "tool_calls"} == {k: v for k, v in before["choices"][0]["message"].items() if k != "tool_calls"}
+    assert {k: v for k, v in msg.items() if k != "tool_calls"} == {
+        k: v for k, v in before["choices"][0]["message"].items() if k != "tool_calls"
+    }
     assert {k: v for k, v in body.items() if k != "choices"} == {k: v for k, v in before.items() if k != "choices"}
     assert [(d.name, d.action) for d in rec.decisions] == [
         ("Bash", Action.RENAME),
@@ -412,8 +444,16 @@ def test_rewrite_response_two_empty_ids_get_distinct_ids():
                 "message": {
                     "role": "assistant",
                     "tool_calls": [
-                        {"id": "", "type": "function", "function": {"name": "web_fetch", "arguments": "{\"url\":\"https://a.example\",\"prompt\":\"x\"}"}},
-                        {"id": "", "type": "function", "function": {"name": "web_fetch", "arguments": "{\"url\":\"https://b.example\",\"prompt\":\"y\"}"}},
+                        {
+                            "id": "",
+                            "type": "function",
+                            "function": {"name": "web_fetch", "arguments": '{"url":"https://a.example","prompt":"x"}'},
+                        },
+                        {
+                            "id": "",
+                            "type": "function",
+                            "function": {"name": "web_fetch", "arguments": '{"url":"https://b.example","prompt":"y"}'},
+                        },
                     ],
                 },
             }
@@ -425,10 +465,26 @@ def test_rewrite_response_two_empty_ids_get_distinct_ids():
 
 
 def test_rewrite_response_duplicate_id_gets_a_new_one():
-    body = {"choices": [{"message": {"tool_calls": [
-        {"id": "call_same", "type": "function", "function": {"name": "glob", "arguments": "{\"pattern\":\"a\"}"}},
-        {"id": "call_same", "type": "function", "function": {"name": "glob", "arguments": "{\"pattern\":\"b\"}"}},
-    ]}}]}
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "tool_calls": [
+                        {
+                            "id": "call_same",
+                            "type": "function",
+                            "function": {"name": "glob", "arguments": '{"pattern":"a"}'},
+                        },
+                        {
+                            "id": "call_same",
+                            "type": "function",
+                            "function": {"name": "glob", "arguments": '{"pattern":"b"}'},
+                        },
+                    ]
+                }
+            }
+        ]
+    }
     assert DIALECT.rewrite_response(body, Recorder(QWEN), Plan(flow_key="f"))
     calls = body["choices"][0]["message"]["tool_calls"]
     assert calls[0]["id"] == "call_same" and calls[1]["id"] == stable_call_id("f", 1)
@@ -437,13 +493,22 @@ def test_rewrite_response_duplicate_id_gets_a_new_one():
 def test_rewrite_response_legacy_function_call():
     body = load_json("response-legacy-function-call.json")
     assert DIALECT.rewrite_response(body, Recorder(QWEN), Plan())
-    assert body["choices"][0]["message"]["function_call"] == {"name": "run_shell_command", "arguments": "{\"command\":\"pwd\"}"}
+    assert body["choices"][0]["message"]["function_call"] == {
+        "name": "run_shell_command",
+        "arguments": '{"command":"pwd"}',
+    }
 
 
 def test_rewrite_response_declared_calls_unchanged():
     body = load_json("response-foreign.json")
     calls = body["choices"][0]["message"]["tool_calls"]
-    calls[:] = [{"id": "call_ok", "type": "function", "function": {"name": "run_shell_command", "arguments": "{\"command\":\"ls\"}"}}]
+    calls[:] = [
+        {
+            "id": "call_ok",
+            "type": "function",
+            "function": {"name": "run_shell_command", "arguments": '{"command":"ls"}'},
+        }
+    ]
     before = copy.deepcopy(body)
     rec = Recorder(QWEN)
     assert DIALECT.rewrite_response(body, rec, Plan()) is False
@@ -452,16 +517,40 @@ def test_rewrite_response_declared_calls_unchanged():
 
 
 def test_rewrite_response_opencode_read_fitted_to_file_path_key():
-    body = {"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
-        {"id": "call_r", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":\"/repo/src/app.ts\"}"}},
-    ]}}]}
+    body = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "call_r",
+                            "type": "function",
+                            "function": {"name": "Read", "arguments": '{"file_path":"/repo/src/app.ts"}'},
+                        },
+                    ],
+                },
+            }
+        ]
+    }
     assert DIALECT.rewrite_response(body, Recorder(OPENCODE), Plan())
     fn = body["choices"][0]["message"]["tool_calls"][0]["function"]
     assert fn["name"] == "read" and orjson.loads(fn["arguments"]) == {"filePath": "/repo/src/app.ts"}
 
 
 def test_rewrite_response_undeclared_unknown_name_left():
-    body = {"choices": [{"message": {"tool_calls": [{"id": "call_x", "type": "function", "function": {"name": "teleport", "arguments": "{}"}}]}}]}
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "tool_calls": [
+                        {"id": "call_x", "type": "function", "function": {"name": "teleport", "arguments": "{}"}}
+                    ]
+                }
+            }
+        ]
+    }
     before = copy.deepcopy(body)
     rec = Recorder(QWEN)
     assert DIALECT.rewrite_response(body, rec, Plan()) is False
@@ -475,7 +564,11 @@ def test_rewrite_response_undeclared_unknown_name_left():
         {"choices": None},
         {"choices": "x"},
         {"choices": [None, 3, {"message": None}, {"message": {"tool_calls": None}}]},
-        {"choices": [{"message": {"tool_calls": [None, {"type": "function"}, {"type": "function", "function": {"name": 4}}]}}]},
+        {
+            "choices": [
+                {"message": {"tool_calls": [None, {"type": "function"}, {"type": "function", "function": {"name": 4}}]}}
+            ]
+        },
         {"error": {"message": "bad"}},
     ],
 )
@@ -503,7 +596,9 @@ def test_qwen_code_answered_bash_is_renamed_to_run_shell_command(seed):
     out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
     # only the name in the first delta of the call changes; every other byte stays
     assert out == upstream.replace(b'"name":"Bash"', b'"name":"run_shell_command"')
-    assert sdk_calls(out) == [{"id": "call_fx02", "type": "function", "name": "run_shell_command", "arguments": "{\"command\":\"npm test\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx02", "type": "function", "name": "run_shell_command", "arguments": '{"command":"npm test"}'}
+    ]
     assert_conformant(out)
     [d] = rec.decisions
     assert (d.name, d.action, d.target, d.call_id) == ("Bash", Action.RENAME, "run_shell_command", "call_fx02")
@@ -517,13 +612,26 @@ def test_opencode_answered_read_with_file_path_is_renamed_and_fitted(seed):
     assert_conformant(out)
     # the fitted arguments go out whole in the first delta; the later fragments are gone
     assert tool_deltas(out)[(0, 0)] == [
-        {"index": 0, "id": "call_fx03", "type": "function", "function": {"name": "read", "arguments": "{\"filePath\":\"/repo/src/app.ts\"}"}}
+        {
+            "index": 0,
+            "id": "call_fx03",
+            "type": "function",
+            "function": {"name": "read", "arguments": '{"filePath":"/repo/src/app.ts"}'},
+        }
     ]
-    assert sdk_calls(out) == [{"id": "call_fx03", "type": "function", "name": "read", "arguments": "{\"filePath\":\"/repo/src/app.ts\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx03", "type": "function", "name": "read", "arguments": '{"filePath":"/repo/src/app.ts"}'}
+    ]
     [d] = rec.decisions
     assert d.action is Action.RENAME and d.target == "read" and d.arguments_after == {"filePath": "/repo/src/app.ts"}
     # the usage-only chunk and [DONE] are untouched
-    assert out.endswith(upstream[upstream.index(b'data: {"id":"chatcmpl-fx03","object":"chat.completion.chunk","created":1761000000,"model":"fixture-coder-1","choices":[]') :])
+    assert out.endswith(
+        upstream[
+            upstream.index(
+                b'data: {"id":"chatcmpl-fx03","object":"chat.completion.chunk","created":1761000000,"model":"fixture-coder-1","choices":[]'
+            ) :
+        ]
+    )
     assert out.endswith(b"data: [DONE]\n\n")
 
 
@@ -552,12 +660,18 @@ def test_name_split_across_chunks_is_assembled_and_sent_once(seed):
     assert rec.decisions[0].action is Action.KEEP
     assert_only_tool_deltas_changed(upstream, out)
     assert_conformant(out)
-    assert sdk_calls(out) == [{"id": "call_fx04", "type": "function", "name": "run_shell_command", "arguments": "{\"command\":\"make lint\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx04", "type": "function", "name": "run_shell_command", "arguments": '{"command":"make lint"}'}
+    ]
     assert out.count(b"run_shell_") == 1 and b'"name":"command"' not in out
 
 
 def test_foreign_name_split_across_chunks_is_renamed_once():
-    upstream = load_bytes("stream-name-split.sse").replace(b'"name":"run_shell_"', b'"name":"Ba"').replace(b'"name":"command"', b'"name":"sh"')
+    upstream = (
+        load_bytes("stream-name-split.sse")
+        .replace(b'"name":"run_shell_"', b'"name":"Ba"')
+        .replace(b'"name":"command"', b'"name":"sh"')
+    )
     for seed in range(20):
         out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
         assert [c.name for c in rec.calls] == ["Bash"]
@@ -572,7 +686,9 @@ def test_name_repeated_in_every_chunk_is_sent_once(seed):
     assert [c.name for c in rec.calls] == ["read_file"]  # not read_fileread_file (BR-18)
     assert_only_tool_deltas_changed(upstream, out)
     assert_conformant(out)
-    assert sdk_calls(out) == [{"id": "call_fx05", "type": "function", "name": "read_file", "arguments": "{\"file_path\":\"/repo/package.json\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx05", "type": "function", "name": "read_file", "arguments": '{"file_path":"/repo/package.json"}'}
+    ]
 
 
 def test_foreign_name_repeated_in_every_chunk_is_renamed_once():
@@ -589,7 +705,9 @@ def test_name_empty_after_the_first_chunk_assembles_to_the_name():
     for seed in range(20):
         out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
         assert [c.name for c in rec.calls] == ["glob"]
-        assert sdk_calls(out) == [{"id": "call_fx06", "type": "function", "name": "glob", "arguments": "{\"pattern\":\"src/**/*.ts\"}"}]
+        assert sdk_calls(out) == [
+            {"id": "call_fx06", "type": "function", "name": "glob", "arguments": '{"pattern":"src/**/*.ts"}'}
+        ]
 
 
 def test_foreign_name_with_empty_names_later_is_renamed_and_sent_once():
@@ -612,7 +730,9 @@ def test_new_id_on_every_fragment_is_one_call_with_the_first_id(seed):
     assert len(rec.calls) == 1
     assert_only_tool_deltas_changed(upstream, out)
     assert_conformant(out)
-    assert sdk_calls(out) == [{"id": "call_fx07_1", "type": "function", "name": "grep_search", "arguments": "{\"pattern\":\"TODO\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx07_1", "type": "function", "name": "grep_search", "arguments": '{"pattern":"TODO"}'}
+    ]
     assert b"call_fx07_2" not in out and b"call_fx07_3" not in out
 
 
@@ -625,8 +745,8 @@ def test_reused_index_with_new_id_and_name_is_a_second_call(seed):
     assert_conformant(out)
     assert sorted(tool_deltas(out)) == [(0, 0), (0, 1)]
     assert sdk_calls(out) == [
-        {"id": "call_fx08_a", "type": "function", "name": "read_file", "arguments": "{\"file_path\":\"/repo/a.ts\"}"},
-        {"id": "call_fx08_b", "type": "function", "name": "glob", "arguments": "{\"pattern\":\"*.md\"}"},
+        {"id": "call_fx08_a", "type": "function", "name": "read_file", "arguments": '{"file_path":"/repo/a.ts"}'},
+        {"id": "call_fx08_b", "type": "function", "name": "glob", "arguments": '{"pattern":"*.md"}'},
     ]
 
 
@@ -638,20 +758,24 @@ def test_reused_index_with_new_id_and_same_name_is_a_second_call():
     )
     out, rec = rewrite_stream(upstream)
     assert sdk_calls(out) == [
-        {"id": "call_fx08_a", "type": "function", "name": "read_file", "arguments": "{\"file_path\":\"/repo/a.ts\"}"},
-        {"id": "call_fx08_b", "type": "function", "name": "read_file", "arguments": "{\"file_path\":\"/repo/b.ts\"}"},
+        {"id": "call_fx08_a", "type": "function", "name": "read_file", "arguments": '{"file_path":"/repo/a.ts"}'},
+        {"id": "call_fx08_b", "type": "function", "name": "read_file", "arguments": '{"file_path":"/repo/b.ts"}'},
     ]
 
 
 def test_new_id_per_fragment_with_the_name_repeated_stays_one_call():
     # LM Studio-like fragments that also repeat the name: the arguments so far are not a whole
     # JSON value, so each fragment continues the same call.
-    upstream = load_bytes("stream-new-id-per-fragment.sse").replace(b'"type":"function","function":{"arguments"', b'"type":"function","function":{"name":"grep_search","arguments"')
+    upstream = load_bytes("stream-new-id-per-fragment.sse").replace(
+        b'"type":"function","function":{"arguments"', b'"type":"function","function":{"name":"grep_search","arguments"'
+    )
     assert upstream.count(b'"name":"grep_search"') == 3
     out, rec = rewrite_stream(upstream)
     assert [c.name for c in rec.calls] == ["grep_search"]
     assert_conformant(out)
-    assert sdk_calls(out) == [{"id": "call_fx07_1", "type": "function", "name": "grep_search", "arguments": "{\"pattern\":\"TODO\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx07_1", "type": "function", "name": "grep_search", "arguments": '{"pattern":"TODO"}'}
+    ]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -664,7 +788,7 @@ def test_missing_ids_get_deterministic_tc_ids(seed):
     calls = sdk_calls(out)
     assert [c["id"] for c in calls] == [stable_call_id("flow-ids-a", 0), stable_call_id("flow-ids-a", 1)]
     assert all(TC_ID.match(c["id"]) for c in calls)
-    assert [c["arguments"] for c in calls] == ["{\"file_path\":\"/repo/a.ts\"}", "{\"file_path\":\"/repo/b.ts\"}"]
+    assert [c["arguments"] for c in calls] == ['{"file_path":"/repo/a.ts"}', '{"file_path":"/repo/b.ts"}']
 
 
 def test_missing_ids_same_for_same_flow_and_different_for_another():
@@ -679,7 +803,11 @@ def test_missing_ids_same_for_same_flow_and_different_for_another():
 
 
 def test_empty_ids_are_replaced_like_missing_ones():
-    upstream = load_bytes("stream-missing-ids.sse").replace(b'{"index":0,"type"', b'{"index":0,"id":"","type"').replace(b'{"index":1,"type"', b'{"index":1,"id":"","type"')
+    upstream = (
+        load_bytes("stream-missing-ids.sse")
+        .replace(b'{"index":0,"type"', b'{"index":0,"id":"","type"')
+        .replace(b'{"index":1,"type"', b'{"index":1,"id":"","type"')
+    )
     assert upstream.count(b'"id":""') == 2
     out, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-e"))
     assert_conformant(out)
@@ -687,7 +815,11 @@ def test_empty_ids_are_replaced_like_missing_ones():
 
 
 def test_same_id_on_two_indexes_second_gets_a_stable_id():
-    upstream = load_bytes("stream-missing-ids.sse").replace(b'{"index":0,"type"', b'{"index":0,"id":"call_dup","type"').replace(b'{"index":1,"type"', b'{"index":1,"id":"call_dup","type"')
+    upstream = (
+        load_bytes("stream-missing-ids.sse")
+        .replace(b'{"index":0,"type"', b'{"index":0,"id":"call_dup","type"')
+        .replace(b'{"index":1,"type"', b'{"index":1,"id":"call_dup","type"')
+    )
     out, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-d"))
     assert [c["id"] for c in sdk_calls(out)] == ["call_dup", stable_call_id("flow-d", 1)]
 
@@ -707,16 +839,23 @@ def test_object_arguments_are_serialized_to_a_string(seed):
     assert_only_tool_deltas_changed(upstream, out)
     assert_conformant(out)
     [call] = sdk_calls(out)
-    assert call == {"id": "call_fx10", "type": "function", "name": "list_directory", "arguments": "{\"path\":\"/repo/src\"}"}
+    assert call == {
+        "id": "call_fx10",
+        "type": "function",
+        "name": "list_directory",
+        "arguments": '{"path":"/repo/src"}',
+    }
     assert isinstance(call["arguments"], str)
     assert rec.decisions[0].action is Action.KEEP
 
 
 def test_object_arguments_with_a_foreign_name_are_renamed_and_serialized():
-    upstream = load_bytes("stream-object-arguments.sse").replace(b'"name":"list_directory","arguments":{"path":"/repo/src"}', b'"name":"Bash","arguments":{"command":"ls /repo"}')
+    upstream = load_bytes("stream-object-arguments.sse").replace(
+        b'"name":"list_directory","arguments":{"path":"/repo/src"}', b'"name":"Bash","arguments":{"command":"ls /repo"}'
+    )
     out, _ = rewrite_stream(upstream)
     assert sdk_calls(out)[0]["name"] == "run_shell_command"
-    assert sdk_calls(out)[0]["arguments"] == "{\"command\":\"ls /repo\"}"
+    assert sdk_calls(out)[0]["arguments"] == '{"command":"ls /repo"}'
 
 
 def test_several_choices_are_assembled_apart():
@@ -724,16 +863,65 @@ def test_several_choices_are_assembled_apart():
         return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": choices}) + b"\n\n"
 
     upstream = (
-        chunk([{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_c0", "type": "function", "function": {"name": "Bash", "arguments": ""}}]}, "finish_reason": None},
-               {"index": 1, "delta": {"tool_calls": [{"index": 0, "id": "call_c1", "type": "function", "function": {"name": "glob", "arguments": ""}}]}, "finish_reason": None}])
-        + chunk([{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"command\":\"ls\"}"}}]}, "finish_reason": None},
-                 {"index": 1, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"pattern\":\"*\"}"}}]}, "finish_reason": None}])
-        + chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}, {"index": 1, "delta": {}, "finish_reason": "tool_calls"}])
+        chunk(
+            [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_c0",
+                                "type": "function",
+                                "function": {"name": "Bash", "arguments": ""},
+                            }
+                        ]
+                    },
+                    "finish_reason": None,
+                },
+                {
+                    "index": 1,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_c1",
+                                "type": "function",
+                                "function": {"name": "glob", "arguments": ""},
+                            }
+                        ]
+                    },
+                    "finish_reason": None,
+                },
+            ]
+        )
+        + chunk(
+            [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"command":"ls"}'}}]},
+                    "finish_reason": None,
+                },
+                {
+                    "index": 1,
+                    "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"pattern":"*"}'}}]},
+                    "finish_reason": None,
+                },
+            ]
+        )
+        + chunk(
+            [
+                {"index": 0, "delta": {}, "finish_reason": "tool_calls"},
+                {"index": 1, "delta": {}, "finish_reason": "tool_calls"},
+            ]
+        )
         + b"data: [DONE]\n\n"
     )
     out, _ = rewrite_stream(upstream)
-    assert sdk_calls(out, 0) == [{"id": "call_c0", "type": "function", "name": "run_shell_command", "arguments": "{\"command\":\"ls\"}"}]
-    assert sdk_calls(out, 1) == [{"id": "call_c1", "type": "function", "name": "glob", "arguments": "{\"pattern\":\"*\"}"}]
+    assert sdk_calls(out, 0) == [
+        {"id": "call_c0", "type": "function", "name": "run_shell_command", "arguments": '{"command":"ls"}'}
+    ]
+    assert sdk_calls(out, 1) == [{"id": "call_c1", "type": "function", "name": "glob", "arguments": '{"pattern":"*"}'}]
 
 
 # -- streams: comments, keep-alives, usage, [DONE], errors --------------------------------------
@@ -744,14 +932,20 @@ def test_keepalives_and_mid_stream_error_pass_byte_identical_around_the_repair(s
     upstream = load_bytes("stream-keepalive-error.sse")
     out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
     assert out.startswith(b": keep-alive\n\n: PROCESSING\n\n")
-    assert out.endswith(b'data: {"error":{"message":"upstream overloaded","type":"server_error","code":529}}\n\ndata: [DONE]\n\n')
+    assert out.endswith(
+        b'data: {"error":{"message":"upstream overloaded","type":"server_error","code":529}}\n\ndata: [DONE]\n\n'
+    )
     assert_only_tool_deltas_changed(upstream, out)
-    assert sdk_calls(out) == [{"id": "call_fx11", "type": "function", "name": "run_shell_command", "arguments": "{\"command\":\"ls\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx11", "type": "function", "name": "run_shell_command", "arguments": '{"command":"ls"}'}
+    ]
     assert rec.decisions[0].action is Action.RENAME
 
 
 def test_error_before_the_arguments_complete_leaves_the_call_byte_identical():
-    upstream = load_bytes("stream-keepalive-error.sse").replace(b'"arguments":"{\\"command\\":\\"ls\\"}"', b'"arguments":"{\\"comm"')
+    upstream = load_bytes("stream-keepalive-error.sse").replace(
+        b'"arguments":"{\\"command\\":\\"ls\\"}"', b'"arguments":"{\\"comm"'
+    )
     assert upstream != load_bytes("stream-keepalive-error.sse")
     out, rec = rewrite_stream(upstream)
     assert out == upstream
@@ -760,7 +954,9 @@ def test_error_before_the_arguments_complete_leaves_the_call_byte_identical():
 
 def test_vllm_style_error_object_passes():
     upstream = load_bytes("stream-foreign-bash.sse")
-    cut = upstream.index(b'data: {"id":"chatcmpl-fx02","object":"chat.completion.chunk","created":1761000000,"model":"qwen3-coder-fixture","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]')
+    cut = upstream.index(
+        b'data: {"id":"chatcmpl-fx02","object":"chat.completion.chunk","created":1761000000,"model":"qwen3-coder-fixture","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]'
+    )
     err = b'data: {"object":"error","message":"engine died","type":"InternalServerError","code":500}\n\n'
     upstream = upstream[:cut] + err
     out, _ = rewrite_stream(upstream)
@@ -770,7 +966,11 @@ def test_vllm_style_error_object_passes():
 
 def test_usage_only_chunk_and_done_pass_untouched_when_no_call_is_open():
     usage = b'data: {"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}\n\n'
-    upstream = b'data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n' + usage + b"data: [DONE]\n\n"
+    upstream = (
+        b'data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\n'
+        + usage
+        + b"data: [DONE]\n\n"
+    )
     out, rec = rewrite_stream(upstream)
     assert out == upstream and rec.calls == []
 
@@ -789,16 +989,24 @@ def test_keepalive_comment_inside_a_call_does_not_split_it(comment):
 
 def test_keepalive_comment_inside_a_foreign_call_still_renames_it():
     upstream = load_bytes("stream-foreign-bash.sse")
-    cut = upstream.index(b'data: {"id":"chatcmpl-fx02","object":"chat.completion.chunk","created":1761000000,"model":"qwen3-coder-fixture","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\"npm test')
+    cut = upstream.index(
+        b'data: {"id":"chatcmpl-fx02","object":"chat.completion.chunk","created":1761000000,"model":"qwen3-coder-fixture","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\"npm test'
+    )
     upstream = upstream[:cut] + b": keep-alive\n\n" + upstream[cut:]
     out, _ = rewrite_stream(upstream)
     assert_conformant(out)
-    assert sdk_calls(out) == [{"id": "call_fx02", "type": "function", "name": "run_shell_command", "arguments": "{\"command\":\"npm test\"}"}]
+    assert sdk_calls(out) == [
+        {"id": "call_fx02", "type": "function", "name": "run_shell_command", "arguments": '{"command":"npm test"}'}
+    ]
 
 
 def test_stream_without_done_is_released_at_the_end():
     upstream = load_bytes("stream-foreign-bash.sse")
-    upstream = upstream[: upstream.index(b'data: {"id":"chatcmpl-fx02","object":"chat.completion.chunk","created":1761000000,"model":"qwen3-coder-fixture","choices":[{"index":0,"delta":{},"finish_reason"')]
+    upstream = upstream[
+        : upstream.index(
+            b'data: {"id":"chatcmpl-fx02","object":"chat.completion.chunk","created":1761000000,"model":"qwen3-coder-fixture","choices":[{"index":0,"delta":{},"finish_reason"'
+        )
+    ]
     out, _ = rewrite_stream(upstream)
     assert out == upstream.replace(b'"name":"Bash"', b'"name":"run_shell_command"')
 
@@ -818,7 +1026,7 @@ def test_unterminated_last_block_passes_unchanged():
         b"",
         b"\n\n",
         b"data: not json\n\n",
-        b"event: weird\ndata: {\"choices\": 5}\n\n",
+        b'event: weird\ndata: {"choices": 5}\n\n',
         b'data: {"choices":[{"delta":{"tool_calls":"abc"}}]}\n\ndata: [DONE]\n\n',
         b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_q","type":"function","function":{"name":7,"arguments":"x"}}]},"finish_reason":"tool_calls"}]}\n\n',
         b"\xff\xfe binary \x00\x01\n\n",
@@ -835,7 +1043,9 @@ def test_unparseable_or_odd_streams_pass_byte_identical(upstream):
 def test_nameless_fragment_without_id_only_gets_an_id():
     # Not a broken stream: a call fragment with no id is given one (like any id-less call);
     # the odd neighbours in the list stay, [DONE] stays.
-    upstream = b'data: {"choices":[{"delta":{"tool_calls":[5, null, {"index":0,"function":null}]}}]}\n\ndata: [DONE]\n\n'
+    upstream = (
+        b'data: {"choices":[{"delta":{"tool_calls":[5, null, {"index":0,"function":null}]}}]}\n\ndata: [DONE]\n\n'
+    )
     out, _ = rewrite_stream(upstream, plan=Plan(flow_key="odd"))
     [event, done] = events_of(out)
     assert event.json()["choices"][0]["delta"]["tool_calls"][:2] == [5, None]

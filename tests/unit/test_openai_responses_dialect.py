@@ -14,14 +14,14 @@ import copy
 import random
 from typing import Any
 
+import orjson
+import pytest
+
 import harness
 from harness import dialects
 from harness.dialects import Fixtures
 from harness.dialects import drive
 from harness.dialects import sse_events
-import orjson
-import pytest
-
 from toolvocab.dialects import detect
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.openai_responses import DIALECT
@@ -56,7 +56,12 @@ class Recorder(dialects.Recorder):
 
 
 def rewrite_stream(
-    data: bytes, chunks: list[bytes] | None = None, *, plan: Plan | None = None, resolver: Any = None, expect_error: bool = False
+    data: bytes,
+    chunks: list[bytes] | None = None,
+    *,
+    plan: Plan | None = None,
+    resolver: Any = None,
+    expect_error: bool = False,
 ) -> tuple[bytes, Any]:
     plan = plan or Plan(flow_key="flow-resp-1")
     resolver = resolver or Recorder(CODEX, plan)
@@ -111,7 +116,9 @@ def assert_consistent(out: bytes) -> None:
 # -- detection, declared tools, system texts ----------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/v1/responses", "/backend-api/codex/responses", "/openai/v1/responses?api-version=x"])
+@pytest.mark.parametrize(
+    "path", ["/v1/responses", "/backend-api/codex/responses", "/openai/v1/responses?api-version=x"]
+)
 def test_matches_responses_paths(path):
     body = {"model": "m", "input": []}
     assert DIALECT.matches("POST", path, body)
@@ -197,18 +204,26 @@ def test_apply_request_renames_every_function_slot_and_adds_the_sentence_to_inst
         ({"type": "web_search"}, {"type": "web_search"}),
         ("auto", "auto"),
         (
-            {"type": "allowed_tools", "mode": "auto", "tools": [
-                {"type": "function", "name": "exec_command"},
-                {"type": "function", "name": "view_image"},
-                {"type": "custom", "name": "apply_patch"},
-                {"type": "web_search"},
-            ]},
-            {"type": "allowed_tools", "mode": "auto", "tools": [
-                {"type": "function", "name": "run_exec"},
-                {"type": "function", "name": "show_image"},
-                {"type": "custom", "name": "apply_patch"},
-                {"type": "web_search"},
-            ]},
+            {
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [
+                    {"type": "function", "name": "exec_command"},
+                    {"type": "function", "name": "view_image"},
+                    {"type": "custom", "name": "apply_patch"},
+                    {"type": "web_search"},
+                ],
+            },
+            {
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [
+                    {"type": "function", "name": "run_exec"},
+                    {"type": "function", "name": "show_image"},
+                    {"type": "custom", "name": "apply_patch"},
+                    {"type": "web_search"},
+                ],
+            },
         ),
     ],
 )
@@ -232,7 +247,12 @@ def test_apply_request_custom_tool_call_item_never_renamed_even_if_its_name_is_a
     body = load_json(CODEX)
     body["input"][4]["name"] = "exec_command"
     DIALECT.apply_request(body, Plan(rename_map=RENAME))
-    assert body["input"][4] == {"type": "custom_tool_call", "call_id": "call_rq_2", "name": "exec_command", "input": "*** Begin Patch\n*** End Patch\n"}
+    assert body["input"][4] == {
+        "type": "custom_tool_call",
+        "call_id": "call_rq_2",
+        "name": "exec_command",
+        "input": "*** Begin Patch\n*** End Patch\n",
+    }
 
 
 def test_apply_request_call_in_another_namespace_is_not_renamed():
@@ -277,8 +297,16 @@ def test_apply_request_with_empty_plan_changes_nothing():
 
 def test_apply_request_namespace_without_trailing_separator():
     body = {
-        "input": [{"type": "function_call", "call_id": "c", "namespace": "mcp__cua_repl", "name": "js", "arguments": "{}"}],
-        "tools": [{"type": "namespace", "name": "mcp__cua_repl", "tools": [{"type": "function", "name": "js", "parameters": {"type": "object"}}]}],
+        "input": [
+            {"type": "function_call", "call_id": "c", "namespace": "mcp__cua_repl", "name": "js", "arguments": "{}"}
+        ],
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "mcp__cua_repl",
+                "tools": [{"type": "function", "name": "js", "parameters": {"type": "object"}}],
+            }
+        ],
     }
     assert Toolset(DIALECT.declared_tools(body)).names() == ["mcp__cua_repl__js"]
     assert DIALECT.apply_request(body, Plan(rename_map={"mcp__cua_repl__js": "mcp__cua_repl__eval_js"}))
@@ -287,11 +315,35 @@ def test_apply_request_namespace_without_trailing_separator():
 
 
 def test_echo_of_namespace_without_trailing_separator_renamed_back():
-    request = {"input": [], "tools": [{"type": "namespace", "name": "mcp__cua_repl", "tools": [{"type": "function", "name": "js", "parameters": {"type": "object"}}]}]}
+    request = {
+        "input": [],
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "mcp__cua_repl",
+                "tools": [{"type": "function", "name": "js", "parameters": {"type": "object"}}],
+            }
+        ],
+    }
     plan = Plan(rename_map={"mcp__cua_repl__js": "mcp__cua_repl__eval_js"})
     response = {
-        "output": [{"id": "fc_1", "type": "function_call", "call_id": "c", "namespace": "mcp__cua_repl", "name": "eval_js", "arguments": "{}"}],
-        "tools": [{"type": "namespace", "name": "mcp__cua_repl", "tools": [{"type": "function", "name": "eval_js", "parameters": {"type": "object"}}]}],
+        "output": [
+            {
+                "id": "fc_1",
+                "type": "function_call",
+                "call_id": "c",
+                "namespace": "mcp__cua_repl",
+                "name": "eval_js",
+                "arguments": "{}",
+            }
+        ],
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "mcp__cua_repl",
+                "tools": [{"type": "function", "name": "eval_js", "parameters": {"type": "object"}}],
+            }
+        ],
     }
     DIALECT.rewrite_response(response, Recorder(request, plan), plan)
     assert (response["output"][0]["namespace"], response["output"][0]["name"]) == ("mcp__cua_repl", "js")
@@ -308,7 +360,7 @@ def test_rewrite_response_repairs_calls_and_leaves_everything_else():
     assert DIALECT.rewrite_response(body, rec, Plan()) is True
     out = body["output"]
     # Codex's old shell tool with argv → exec_command {cmd}
-    assert out[2] == {**before["output"][2], "name": "exec_command", "arguments": "{\"cmd\":\"echo hi\"}"}
+    assert out[2] == {**before["output"][2], "name": "exec_command", "arguments": '{"cmd":"echo hi"}'}
     # flattened MCP name → the (namespace, name) pair Codex routes by
     assert out[3] == {**before["output"][3], "name": "create_issue", "namespace": "mcp__github__"}
     # another namespace: left; a custom call named shell: never moved to a function tool
@@ -340,12 +392,27 @@ def test_rewrite_response_echo_reverse_renamed():
     plan = Plan(rename_map=UPSTREAM_RENAME)
     body = completed(load_bytes("stream-upstream-names.sse"))
     assert DIALECT.rewrite_response(body, Recorder(CODEX, plan), plan) is True
-    assert [(i.get("namespace"), i["name"]) for i in body["output"]] == [(None, "exec_command"), ("mcp__github__", "create_issue")]
+    assert [(i.get("namespace"), i["name"]) for i in body["output"]] == [
+        (None, "exec_command"),
+        ("mcp__github__", "create_issue"),
+    ]
     assert body["tools"] == load_json(CODEX)["tools"]
-    assert body["tool_choice"]["tools"] == [{"type": "function", "name": "exec_command"}, {"type": "function", "name": "view_image"}]
+    assert body["tool_choice"]["tools"] == [
+        {"type": "function", "name": "exec_command"},
+        {"type": "function", "name": "view_image"},
+    ]
 
 
-@pytest.mark.parametrize("body", [{}, {"output": None}, {"output": "x"}, {"output": [None, 1, {"type": "function_call"}]}, {"output": [{"type": "function_call", "name": 5}]}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"output": None},
+        {"output": "x"},
+        {"output": [None, 1, {"type": "function_call"}]},
+        {"output": [{"type": "function_call", "name": 5}]},
+    ],
+)
 def test_rewrite_response_odd_shapes(body):
     before = copy.deepcopy(body)
     assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
@@ -375,17 +442,28 @@ def test_codex_answered_shell_with_argv_becomes_exec_command_with_cmd(seed):
     added = after[changed[0]].json()["item"]
     assert added == {**before[changed[0]].json()["item"], "name": "exec_command"}
     assert added["arguments"] == ""  # .added keeps its empty arguments
-    assert [after[i].json()["delta"] for i in changed[1:4]] == ["{\"cmd\":\"echo hi\"}", "", ""]
+    assert [after[i].json()["delta"] for i in changed[1:4]] == ['{"cmd":"echo hi"}', "", ""]
     assert [after[i].json()["obfuscation"] for i in changed[1:4]] == ["q7Zp"] * 3  # other fields stay
-    assert after[changed[4]].json()["arguments"] == "{\"cmd\":\"echo hi\"}"
-    assert after[changed[5]].json()["item"] == {**before[changed[5]].json()["item"], "name": "exec_command", "arguments": "{\"cmd\":\"echo hi\"}"}
+    assert after[changed[4]].json()["arguments"] == '{"cmd":"echo hi"}'
+    assert after[changed[5]].json()["item"] == {
+        **before[changed[5]].json()["item"],
+        "name": "exec_command",
+        "arguments": '{"cmd":"echo hi"}',
+    }
     assert completed(out)["output"][1] == after[changed[5]].json()["item"]
     assert completed(out)["output"][0] == completed(upstream)["output"][0]
     # nothing else in the completed event moved
-    assert {k: v for k, v in completed(out).items() if k != "output"} == {k: v for k, v in completed(upstream).items() if k != "output"}
+    assert {k: v for k, v in completed(out).items() if k != "output"} == {
+        k: v for k, v in completed(upstream).items() if k != "output"
+    }
     assert_consistent(out)
     [d] = rec.decisions
-    assert (d.name, d.action, d.target, d.arguments_after) == ("shell", Action.RENAME, "exec_command", {"cmd": "echo hi"})
+    assert (d.name, d.action, d.target, d.arguments_after) == (
+        "shell",
+        Action.RENAME,
+        "exec_command",
+        {"cmd": "echo hi"},
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -406,8 +484,11 @@ def test_flattened_mcp_name_becomes_the_namespace_pair_and_another_namespace_is_
     out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
     assert_consistent(out)
     done = [d["item"] for d in by_type(out, "response.output_item.done")]
-    assert [(i.get("namespace"), i["name"]) for i in done] == [("mcp__github__", "create_issue"), ("mcp__linear__", "create_issue")]
-    assert done[0]["arguments"] == "{\"owner\":\"acme\",\"repo\":\"widgets\",\"title\":\"Retry test flakes\"}"
+    assert [(i.get("namespace"), i["name"]) for i in done] == [
+        ("mcp__github__", "create_issue"),
+        ("mcp__linear__", "create_issue"),
+    ]
+    assert done[0]["arguments"] == '{"owner":"acme","repo":"widgets","title":"Retry test flakes"}'
     # every event of the second call (namespace mcp__linear__, not declared) is byte-identical
     before, after = events_of(upstream), events_of(out)
     for b, a in zip(before, after):
@@ -416,7 +497,10 @@ def test_flattened_mcp_name_becomes_the_namespace_pair_and_another_namespace_is_
             assert a.raw == b.raw
         if data.get("item_id") == "fc_fx03a":  # no fitting needed: deltas untouched
             assert a.raw == b.raw
-    assert [(d.action, d.target_namespace) for d in rec.decisions] == [(Action.RENAME, "mcp__github__"), (Action.LEAVE, None)]
+    assert [(d.action, d.target_namespace) for d in rec.decisions] == [
+        (Action.RENAME, "mcp__github__"),
+        (Action.LEAVE, None),
+    ]
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -456,9 +540,15 @@ def test_upstream_names_renamed_back_everywhere_incl_the_echo(seed):
     for kind in ("response.created", "response.in_progress", "response.completed"):
         [event] = by_type(out, kind)
         assert event["response"]["tools"] == client_tools
-        assert event["response"]["tool_choice"]["tools"] == [{"type": "function", "name": "exec_command"}, {"type": "function", "name": "view_image"}]
+        assert event["response"]["tool_choice"]["tools"] == [
+            {"type": "function", "name": "exec_command"},
+            {"type": "function", "name": "view_image"},
+        ]
     for kind in ("response.output_item.added", "response.output_item.done"):
-        assert [(d["item"].get("namespace"), d["item"]["name"]) for d in by_type(out, kind)] == [(None, "exec_command"), ("mcp__github__", "create_issue")]
+        assert [(d["item"].get("namespace"), d["item"]["name"]) for d in by_type(out, kind)] == [
+            (None, "exec_command"),
+            ("mcp__github__", "create_issue"),
+        ]
     assert b"run_exec" not in out and b"open_issue" not in out
     assert [d.step.value for d in rec.decisions] == ["reverse_map", "reverse_map"]
     # argument events carry no name: untouched
@@ -478,7 +568,10 @@ def test_response_events_without_a_rename_map_pass_byte_identical():
 def test_call_without_output_item_done_is_released_unchanged_at_the_end():
     upstream = load_bytes("stream-foreign-shell.sse")
     cut = upstream.index(b"event: response.function_call_arguments.done")
-    upstream = upstream[:cut] + b'event: error\ndata: {"type":"error","sequence_number":8,"code":"server_error","message":"boom"}\n\n'
+    upstream = (
+        upstream[:cut]
+        + b'event: error\ndata: {"type":"error","sequence_number":8,"code":"server_error","message":"boom"}\n\n'
+    )
     for seed in range(10):
         out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
         assert out == upstream
@@ -506,8 +599,8 @@ def test_crlf_stream_keeps_crlf_framing():
     [
         b"",
         b"data: not json\n\n",
-        b"event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":null}\n\n",
-        b"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":5,\"tools\":\"x\"}}\n\n",
+        b'event: response.output_item.added\ndata: {"type":"response.output_item.added","item":null}\n\n',
+        b'event: response.completed\ndata: {"type":"response.completed","response":{"output":5,"tools":"x"}}\n\n',
         b"\xff\xfe\x00 binary\n\n",
         b'{"error":{"message":"not sse"}}',
     ],
@@ -522,7 +615,11 @@ def test_malformed_done_item_is_contained_and_every_byte_delivered():
     upstream = load_bytes("stream-foreign-shell.sse")
     start = upstream.index(b"event: response.output_item.done", upstream.index(b'"name":"shell"'))
     end = upstream.index(b"\n\n", start) + 2
-    upstream = upstream[:start] + b'event: response.output_item.done\ndata: {"type":"response.output_item.done","sequence_number":9,"output_index":1,"item":null}\n\n' + upstream[end:]
+    upstream = (
+        upstream[:start]
+        + b'event: response.output_item.done\ndata: {"type":"response.output_item.done","sequence_number":9,"output_index":1,"item":null}\n\n'
+        + upstream[end:]
+    )
     for seed in range(10):
         out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), expect_error=True)
         assert out == upstream
@@ -590,7 +687,7 @@ def test_on_unit_holds_a_call_and_releases_it_rewritten_at_its_done():
     assert all(sent[i] == [] for i in range(first_call, done))  # held
     released = [orjson.loads(f) for f in sent[done]]
     assert [r["type"] for r in released] == kinds[first_call : done + 1]
-    assert released[0]["item"]["name"] == "exec_command" and released[-1]["item"]["arguments"] == "{\"cmd\":\"echo hi\"}"
+    assert released[0]["item"]["name"] == "exec_command" and released[-1]["item"]["arguments"] == '{"cmd":"echo hi"}'
     assert orjson.loads(sent[-1][0])["response"]["output"][1]["name"] == "exec_command"
 
 

@@ -42,16 +42,38 @@ PATHS = {
     "gemini": "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
 }
 
-LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6)
-ANY = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3), max_leaves=8)
+LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+)
+ANY = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
 #: Mostly names every upstream takes as they are; now and then one a grammar renames.
-NAMES = st.one_of(st.sampled_from(["Read", "Bash", "shell", "mcp__files__read", "read_file"]), st.sampled_from(["Read", "Bash"]),
-                  st.sampled_from(["functions.Bash:0", "x" * 70, ""]) | st.text(max_size=6))
+NAMES = st.one_of(
+    st.sampled_from(["Read", "Bash", "shell", "mcp__files__read", "read_file"]),
+    st.sampled_from(["Read", "Bash"]),
+    st.sampled_from(["functions.Bash:0", "x" * 70, ""]) | st.text(max_size=6),
+)
 #: Mostly ids every upstream takes; now and then one Anthropic (pattern) or Responses (length) rejects.
-IDS = st.one_of(st.sampled_from(["toolu_01", "toolu_02", "call_1", "call_2", "c" * 64]), st.sampled_from(["toolu_01", "call_1"]),
-                st.sampled_from(["functions.Bash:0", "0\n", "c" * 65, ""]) | st.text(max_size=6))
-TEXT = st.sampled_from(["Use Read and Bash.", "<environment_context><shell>powershell</shell></environment_context>",
-                        "You run on Windows.", "Tools: shell"]) | st.text(max_size=12)
+IDS = st.one_of(
+    st.sampled_from(["toolu_01", "toolu_02", "call_1", "call_2", "c" * 64]),
+    st.sampled_from(["toolu_01", "call_1"]),
+    st.sampled_from(["functions.Bash:0", "0\n", "c" * 65, ""]) | st.text(max_size=6),
+)
+TEXT = st.sampled_from(
+    [
+        "Use Read and Bash.",
+        "<environment_context><shell>powershell</shell></environment_context>",
+        "You run on Windows.",
+        "Tools: shell",
+    ]
+) | st.text(max_size=12)
 
 
 @st.composite
@@ -66,7 +88,9 @@ def obj(draw: st.DrawFn, fields: dict[str, st.SearchStrategy], required: tuple[s
     extra keys; any field may hold a wrong type (:func:`maybe`)."""
     out = {k: draw(maybe(v)) for k, v in fields.items() if k in required or draw(st.booleans())}
     if draw(st.integers(0, 4)) == 0:
-        out.update(draw(st.dictionaries(st.sampled_from(["extra", "input", "content", "cache_control", "a"]), ANY, max_size=2)))
+        out.update(
+            draw(st.dictionaries(st.sampled_from(["extra", "input", "content", "cache_control", "a"]), ANY, max_size=2))
+        )
     return out
 
 
@@ -78,62 +102,164 @@ def anthropic() -> st.SearchStrategy:
     block = st.one_of(
         obj({"type": st.just("text"), "text": TEXT}, required=("type", "text")),
         obj({"type": st.just("tool_use"), "id": IDS, "name": NAMES, "input": ANY}, required=("type", "id", "name")),
-        obj({"type": st.just("tool_result"), "tool_use_id": IDS, "content": TEXT | parts(), "is_error": st.booleans()},
-            required=("type", "tool_use_id")),
-        obj({"type": st.sampled_from(["image", "thinking", "server_tool_use"]), "id": IDS, "name": NAMES, "text": TEXT}),
+        obj(
+            {"type": st.just("tool_result"), "tool_use_id": IDS, "content": TEXT | parts(), "is_error": st.booleans()},
+            required=("type", "tool_use_id"),
+        ),
+        obj(
+            {"type": st.sampled_from(["image", "thinking", "server_tool_use"]), "id": IDS, "name": NAMES, "text": TEXT}
+        ),
     )
-    message = obj({"role": st.sampled_from(["user", "assistant", "system"]), "content": TEXT | st.lists(block, min_size=1, max_size=4)},
-                  required=("role", "content"))
-    tool = obj({"name": NAMES, "type": st.sampled_from(["custom", "bash_20250124"]), "input_schema": ANY, "description": TEXT},
-               required=("name",))
-    return obj({"model": TEXT, "stream": st.booleans(), "system": TEXT | parts(), "messages": st.lists(message, max_size=5),
-                "tools": st.lists(tool, min_size=1, max_size=3), "tool_choice": ANY}, required=("messages", "tools"))
+    message = obj(
+        {
+            "role": st.sampled_from(["user", "assistant", "system"]),
+            "content": TEXT | st.lists(block, min_size=1, max_size=4),
+        },
+        required=("role", "content"),
+    )
+    tool = obj(
+        {"name": NAMES, "type": st.sampled_from(["custom", "bash_20250124"]), "input_schema": ANY, "description": TEXT},
+        required=("name",),
+    )
+    return obj(
+        {
+            "model": TEXT,
+            "stream": st.booleans(),
+            "system": TEXT | parts(),
+            "messages": st.lists(message, max_size=5),
+            "tools": st.lists(tool, min_size=1, max_size=3),
+            "tool_choice": ANY,
+        },
+        required=("messages", "tools"),
+    )
 
 
 def chat() -> st.SearchStrategy:
     function = obj({"name": NAMES, "arguments": ANY}, required=("name",))
     call = obj({"type": st.just("function"), "id": IDS, "function": function}, required=("id", "function"))
     message = st.one_of(
-        obj({"role": st.sampled_from(["system", "developer", "user"]), "content": TEXT | parts() | st.none(), "name": NAMES},
-            required=("role", "content")),
-        obj({"role": st.just("assistant"), "content": TEXT | st.none(), "tool_calls": st.lists(call, min_size=1, max_size=2),
-             "function_call": function}, required=("role",)),
-        obj({"role": st.sampled_from(["tool", "function"]), "tool_call_id": IDS, "name": NAMES, "content": TEXT | parts()},
-            required=("role", "content")),
+        obj(
+            {
+                "role": st.sampled_from(["system", "developer", "user"]),
+                "content": TEXT | parts() | st.none(),
+                "name": NAMES,
+            },
+            required=("role", "content"),
+        ),
+        obj(
+            {
+                "role": st.just("assistant"),
+                "content": TEXT | st.none(),
+                "tool_calls": st.lists(call, min_size=1, max_size=2),
+                "function_call": function,
+            },
+            required=("role",),
+        ),
+        obj(
+            {
+                "role": st.sampled_from(["tool", "function"]),
+                "tool_call_id": IDS,
+                "name": NAMES,
+                "content": TEXT | parts(),
+            },
+            required=("role", "content"),
+        ),
     )
-    tool = obj({"type": st.just("function"), "function": obj({"name": NAMES, "parameters": ANY}, required=("name",))},
-               required=("function",))
-    return obj({"model": TEXT, "stream": st.booleans(), "messages": st.lists(message, max_size=5),
-                "tools": st.lists(tool, min_size=1, max_size=3), "functions": st.lists(obj({"name": NAMES}), max_size=2)},
-               required=("messages", "tools"))
+    tool = obj(
+        {"type": st.just("function"), "function": obj({"name": NAMES, "parameters": ANY}, required=("name",))},
+        required=("function",),
+    )
+    return obj(
+        {
+            "model": TEXT,
+            "stream": st.booleans(),
+            "messages": st.lists(message, max_size=5),
+            "tools": st.lists(tool, min_size=1, max_size=3),
+            "functions": st.lists(obj({"name": NAMES}), max_size=2),
+        },
+        required=("messages", "tools"),
+    )
 
 
 def responses() -> st.SearchStrategy:
     item = st.one_of(
-        obj({"type": st.just("message"), "role": st.sampled_from(["system", "developer", "user", "assistant"]),
-             "content": TEXT | parts("text")}, required=("role", "content")),
-        obj({"type": st.sampled_from(["function_call", "custom_tool_call"]), "call_id": IDS, "name": NAMES,
-             "namespace": st.sampled_from(["mcp__files__", "mcp__git__"]), "arguments": ANY}, required=("type", "call_id", "name")),
-        obj({"type": st.sampled_from(["function_call_output", "custom_tool_call_output"]), "call_id": IDS, "output": ANY},
-            required=("type", "call_id")),
+        obj(
+            {
+                "type": st.just("message"),
+                "role": st.sampled_from(["system", "developer", "user", "assistant"]),
+                "content": TEXT | parts("text"),
+            },
+            required=("role", "content"),
+        ),
+        obj(
+            {
+                "type": st.sampled_from(["function_call", "custom_tool_call"]),
+                "call_id": IDS,
+                "name": NAMES,
+                "namespace": st.sampled_from(["mcp__files__", "mcp__git__"]),
+                "arguments": ANY,
+            },
+            required=("type", "call_id", "name"),
+        ),
+        obj(
+            {
+                "type": st.sampled_from(["function_call_output", "custom_tool_call_output"]),
+                "call_id": IDS,
+                "output": ANY,
+            },
+            required=("type", "call_id"),
+        ),
         obj({"type": st.just("reasoning"), "encrypted_content": TEXT}, required=("type",)),
     )
-    tool = obj({"type": st.sampled_from(["function", "function", "custom", "namespace", "web_search"]), "name": NAMES,
-                "parameters": ANY}, required=("type", "name"))
-    return obj({"model": TEXT, "stream": st.booleans(), "instructions": TEXT | parts(), "input": TEXT | st.lists(item, max_size=6),
-                "tools": st.lists(tool, min_size=1, max_size=3)}, required=("tools",))
+    tool = obj(
+        {
+            "type": st.sampled_from(["function", "function", "custom", "namespace", "web_search"]),
+            "name": NAMES,
+            "parameters": ANY,
+        },
+        required=("type", "name"),
+    )
+    return obj(
+        {
+            "model": TEXT,
+            "stream": st.booleans(),
+            "instructions": TEXT | parts(),
+            "input": TEXT | st.lists(item, max_size=6),
+            "tools": st.lists(tool, min_size=1, max_size=3),
+        },
+        required=("tools",),
+    )
 
 
 def gemini() -> st.SearchStrategy:
     ref = obj({"name": NAMES, "id": IDS, "args": ANY, "response": ANY}, required=("name",))
-    part = st.one_of(obj({"text": TEXT}, required=("text",)), obj({"functionCall": ref}, required=("functionCall",)),
-                     obj({"functionResponse": ref}, required=("functionResponse",)), obj({"function_call": ref, "text": TEXT}))
-    content = obj({"role": st.sampled_from(["user", "model"]), "parts": st.lists(part, min_size=1, max_size=3)}, required=("parts",))
+    part = st.one_of(
+        obj({"text": TEXT}, required=("text",)),
+        obj({"functionCall": ref}, required=("functionCall",)),
+        obj({"functionResponse": ref}, required=("functionResponse",)),
+        obj({"function_call": ref, "text": TEXT}),
+    )
+    content = obj(
+        {"role": st.sampled_from(["user", "model"]), "parts": st.lists(part, min_size=1, max_size=3)},
+        required=("parts",),
+    )
     system = TEXT | obj({"parts": st.lists(obj({"text": TEXT}), max_size=2)})
-    declarations = st.lists(obj({"name": NAMES, "parametersJsonSchema": ANY}, required=("name",)), min_size=1, max_size=2)
-    tools = st.lists(obj({"functionDeclarations": declarations}, required=("functionDeclarations",)), min_size=1, max_size=2)
-    inner = obj({"contents": st.lists(content, max_size=4), "systemInstruction": system, "system_instruction": system,
-                 "tools": tools, "model": TEXT}, required=("contents", "tools"))
+    declarations = st.lists(
+        obj({"name": NAMES, "parametersJsonSchema": ANY}, required=("name",)), min_size=1, max_size=2
+    )
+    tools = st.lists(
+        obj({"functionDeclarations": declarations}, required=("functionDeclarations",)), min_size=1, max_size=2
+    )
+    inner = obj(
+        {
+            "contents": st.lists(content, max_size=4),
+            "systemInstruction": system,
+            "system_instruction": system,
+            "tools": tools,
+            "model": TEXT,
+        },
+        required=("contents", "tools"),
+    )
     return inner | st.builds(lambda request, model: {"model": model, "request": request}, inner, TEXT)
 
 
@@ -142,7 +268,9 @@ BODIES = {"anthropic": anthropic(), "openai_chat": chat(), "openai_responses": r
 
 def spellings(body: Any) -> st.SearchStrategy:
     """``body`` as clients write it (compact) and as ``json.dumps`` does (spaces, ASCII escapes)."""
-    return st.sampled_from([orjson.dumps(body), json.dumps(body).encode(), json.dumps(body, indent=1, ensure_ascii=False).encode()])
+    return st.sampled_from(
+        [orjson.dumps(body), json.dumps(body).encode(), json.dumps(body, indent=1, ensure_ascii=False).encode()]
+    )
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
@@ -172,7 +300,9 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
 def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataObject, name: str, mode: str) -> None:
     body = data.draw(BODIES[name], label="body")
     raw = data.draw(spellings(body), label="raw")
-    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "claude-cli/2.0.1"}.get, "flow-1")
+    request = pipeline.Request(
+        raw, "POST", PATHS[name], "api.example.com", {"user-agent": "claude-cli/2.0.1"}.get, "flow-1"
+    )
     peeked = pipeline.handle(request, pipeline.Settings(mode=mode, peek=True), pipeline.Caches())
     whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
     if isinstance(peeked, pipeline.Handled) and not peeked.verified:
@@ -196,7 +326,9 @@ def test_a_run_of_requests_gets_what_each_whole_read_gives(data: st.DataObject, 
     for turn in range(data.draw(st.integers(2, 6), label="turns")):
         body = data.draw(BODIES[name], label=f"body {turn}")
         raw = data.draw(spellings(body), label=f"raw {turn}")
-        request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "agent/1"}.get, f"flow-{turn}")
+        request = pipeline.Request(
+            raw, "POST", PATHS[name], "api.example.com", {"user-agent": "agent/1"}.get, f"flow-{turn}"
+        )
         got = pipeline.handle(request, pipeline.Settings(mode=mode), shared)
         whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
         if isinstance(got, pipeline.Handled) and not got.verified:
@@ -209,8 +341,16 @@ def test_a_run_of_requests_gets_what_each_whole_read_gives(data: st.DataObject, 
 def summary(result: pipeline.Handled | pipeline.Skipped | None) -> Any:
     """What a caller of :func:`pipeline.handle` acts on, comparable across calls."""
     if isinstance(result, pipeline.Handled):
-        return (result.dialect.name, result.tools.names(), result.plan.model_dump(), result.record.dump(),
-                result.wants_stream, result.windows, result.content, result.verified)
+        return (
+            result.dialect.name,
+            result.tools.names(),
+            result.plan.model_dump(),
+            result.record.dump(),
+            result.wants_stream,
+            result.windows,
+            result.content,
+            result.verified,
+        )
     return result
 
 
@@ -229,7 +369,9 @@ def test_the_five_agents_requests_are_peeked() -> None:
             flows = [f for f in mio.FlowReader(fh).stream() if hasattr(f, "request")]
         for f in flows:
             raw = original_request(f)
-            req = pipeline.Request(raw, f.request.method, f.request.path, f.request.pretty_host, f.request.headers.get, f.id)
+            req = pipeline.Request(
+                raw, f.request.method, f.request.path, f.request.pretty_host, f.request.headers.get, f.id
+            )
             whole = pipeline.handle(req, pipeline.Settings(mode="repair", peek=False), pipeline.Caches())
             if not isinstance(whole, pipeline.Handled):
                 continue
@@ -259,9 +401,25 @@ def test_a_body_the_typed_decoder_cannot_read_is_read_whole(name: str) -> None:
 @pytest.mark.parametrize(
     "name,body,peeked",
     [
-        ("anthropic", {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash"}]}]}, True),
-        ("anthropic", {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "functions.Bash:0", "name": "Bash"}]}]}, False),
-        ("anthropic", {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "0\n"}]}]}, False),
+        (
+            "anthropic",
+            {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash"}]}]},
+            True,
+        ),
+        (
+            "anthropic",
+            {
+                "messages": [
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "functions.Bash:0", "name": "Bash"}]}
+                ]
+            },
+            False,
+        ),
+        (
+            "anthropic",
+            {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "0\n"}]}]},
+            False,
+        ),
         ("openai_responses", {"input": [{"type": "function_call", "call_id": "c" * 64, "name": "Bash"}]}, True),
         ("openai_responses", {"input": [{"type": "function_call_output", "call_id": "c" * 65}]}, False),
     ],
@@ -284,9 +442,12 @@ def test_a_replayed_id_the_upstream_rejects_is_aliased_by_the_whole_read(name: s
 def test_the_environment_context_is_read_from_the_first_eight_items_only(at: int) -> None:
     """Responses: Codex's ``<environment_context>`` counts in the first eight input items, as the
     whole read counts it (the peek decodes a later item's content only for the prompt's roles)."""
-    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"turn {k}"}]}
-                         for k in range(10)]
-    items[at]["content"] = [{"type": "input_text", "text": "<environment_context><shell>powershell</shell></environment_context>"}]
+    items: list[dict] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"turn {k}"}]} for k in range(10)
+    ]
+    items[at]["content"] = [
+        {"type": "input_text", "text": "<environment_context><shell>powershell</shell></environment_context>"}
+    ]
     body = {"input": items, "tools": [{"type": "function", "name": "shell"}]}
     raw = orjson.dumps(body)
     dialect = dialects.by_name("openai_responses")

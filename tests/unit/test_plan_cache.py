@@ -21,18 +21,35 @@ from toolvocab.engine.profiles import Profile
 #: Names that differ in what a grammar accepts (dots, a leading digit, 70 characters) and in
 #: what a profile can rename (Bash and shell share a capability; Read and read_file another).
 NAMES = ["Read", "Bash", "read_file", "shell", "Edit", "mcp__files__read", "web.search", "1tool", "x" * 70]
-TOOL_SPECS = st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(["function", "provider", "freeform"]),
-                                st.sampled_from([0, 1])), max_size=5)
-SYSTEM = st.lists(st.sampled_from(["", "Use Read and Bash.", "Use the shell.", "web.search finds things", "Edit files"]), max_size=3)
+TOOL_SPECS = st.lists(
+    st.tuples(st.sampled_from(NAMES), st.sampled_from(["function", "provider", "freeform"]), st.sampled_from([0, 1])),
+    max_size=5,
+)
+SYSTEM = st.lists(
+    st.sampled_from(["", "Use Read and Bash.", "Use the shell.", "web.search finds things", "Edit files"]), max_size=3
+)
 TRANSCRIPT = st.lists(st.sampled_from(NAMES + ["old.tool", "gone-tool", ""]), max_size=6)
-PROFILES = [None, Profile(name="p1", names={"shell": "exec_command"}), Profile(name="p2", names={"read": "Read", "shell": "Bash"}, grammar="openai"),
-            Profile(name="p1", names={"shell": "run"})]  # same name as another: identity, not name, tells them apart
+PROFILES = [
+    None,
+    Profile(name="p1", names={"shell": "exec_command"}),
+    Profile(name="p2", names={"read": "Read", "shell": "Bash"}, grammar="openai"),
+    Profile(name="p1", names={"shell": "run"}),
+]  # same name as another: identity, not name, tells them apart
 
 
 def _toolset(spec: tuple[tuple[str, str, int], ...]) -> Toolset:
     tools = []
     for name, kind, schema in spec:
-        tools.append(declared_tool(name, kind=ToolKind(kind), input_schema={"type": "object", "properties": {"a": {"type": "string"} if schema else {"type": "integer"}}}))
+        tools.append(
+            declared_tool(
+                name,
+                kind=ToolKind(kind),
+                input_schema={
+                    "type": "object",
+                    "properties": {"a": {"type": "string"} if schema else {"type": "integer"}},
+                },
+            )
+        )
     return Toolset(tools)
 
 
@@ -77,7 +94,10 @@ def test_plans_handed_out_do_not_share_state() -> None:
     first.rename_map.clear()
     first.unmentioned.append("junk")
     second = cache.plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"])
-    assert second.model_dump() == make_plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"]).model_dump()
+    assert (
+        second.model_dump()
+        == make_plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"]).model_dump()
+    )
 
 
 def test_long_system_texts_are_planned_afresh(monkeypatch) -> None:

@@ -17,10 +17,10 @@ from hypothesis import event
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+
 from schemas import ARGV
 from schemas import STR
 from schemas import schema
-
 from toolvocab.engine import vocabulary
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.ladder import PROVIDER_PREFIXES
@@ -28,8 +28,8 @@ from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -147,11 +147,18 @@ def answered_calls(draw: st.DrawFn, tools: list[DeclaredTool]) -> ToolCall:
     elif source == "text":
         name = draw(st.text(max_size=20))
     else:
-        name = draw(st.one_of(st.sampled_from(BUILTIN_NAMES + ["str_replace_editor", "applypatch"]), st.sampled_from(BUILTIN_NAMES).flatmap(_variants)))
+        name = draw(
+            st.one_of(
+                st.sampled_from(BUILTIN_NAMES + ["str_replace_editor", "applypatch"]),
+                st.sampled_from(BUILTIN_NAMES).flatmap(_variants),
+            )
+        )
     kind = draw(st.sampled_from([ToolKind.FUNCTION] * 9 + [ToolKind.FREEFORM]))
     args = draw(ARGUMENTS)
     if kind is ToolKind.FREEFORM:
-        return ToolCall(name=name, arguments=None, raw_arguments=draw(st.text(max_size=20)), namespace=namespace, kind=kind)
+        return ToolCall(
+            name=name, arguments=None, raw_arguments=draw(st.text(max_size=20)), namespace=namespace, kind=kind
+        )
     if args is None:
         return ToolCall(name=name, arguments=None, raw_arguments="{not json", namespace=namespace)
     if draw(st.booleans()) and draw(st.booleans()):
@@ -352,7 +359,9 @@ def test_exact_declared_name_is_never_renamed(scenario: Any) -> None:
 def test_every_declared_name_answered_exactly_is_kept_or_fit(tools: list[DeclaredTool], data: st.DataObject) -> None:
     tool = data.draw(st.sampled_from(tools))
     args = data.draw(ARGUMENTS)
-    call = ToolCall(name=tool.name, namespace=tool.namespace, arguments=args, raw_arguments=None if args is not None else "x")
+    call = ToolCall(
+        name=tool.name, namespace=tool.namespace, arguments=args, raw_arguments=None if args is not None else "x"
+    )
     d = resolve(call, Toolset(tools))
     assert d.action in (Action.KEEP, Action.FIT)
     assert (d.target, d.target_namespace) == (tool.name, tool.namespace)
@@ -395,7 +404,6 @@ def test_mcp_call_never_reaches_a_builtin_or_another_server(
 
 
 # --- (f) two tools with the capability and nothing lossless: leave ----------------------------
-
 
 
 def _probes_stripped(name: str) -> str:
@@ -454,8 +462,14 @@ def test_two_tools_with_the_capability_and_nothing_lossless_leave(clash: Any) ->
     capability = vocabulary.capability_of(_probes_stripped(call.name))
     # A generic shell name may mean PowerShell too (the seed: Bash and PowerShell both declared
     # are two shell tools); a name of a POSIX shell never does.
-    held = {capability} | ({"powershell"} if capability == "shell" and name_key(_probes_stripped(call.name)) not in {"bash", "sh", "zsh"} else set())
-    holders = [t.qualified for t in toolset.tools if t.kind is ToolKind.FUNCTION and t.server is None and t.capability in held]
+    held = {capability} | (
+        {"powershell"}
+        if capability == "shell" and name_key(_probes_stripped(call.name)) not in {"bash", "sh", "zsh"}
+        else set()
+    )
+    holders = [
+        t.qualified for t in toolset.tools if t.kind is ToolKind.FUNCTION and t.server is None and t.capability in held
+    ]
     assume(len(holders) >= 2)
     d = resolve(call, toolset)
     assert d.action is Action.LEAVE, (call.name, holders, d.reason)

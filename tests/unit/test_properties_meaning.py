@@ -52,8 +52,8 @@ from toolvocab.engine import vocabulary
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -103,7 +103,9 @@ def _sourced_groups() -> list[set[str]]:
 
     by_what: dict[str, set[str]] = {}
     for table in TABLES:
-        for key, meaning in list(table.args.items()) + [kv for listed in table.by_command.values() for kv in listed.items()]:
+        for key, meaning in list(table.args.items()) + [
+            kv for listed in table.by_command.values() for kv in listed.items()
+        ]:
             by_what.setdefault(meaning.what, set()).add(key)
     return [keys for keys in by_what.values() if len(keys) > 1]
 
@@ -170,7 +172,9 @@ def lossless(before: Any, after: Any) -> bool:
     return False
 
 
-def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict[str, str], final_args: dict[str, Any] | None) -> None:
+def check_meaning(
+    call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict[str, str], final_args: dict[str, Any] | None
+) -> None:
     """(a)–(e) for one changed call. ``final_args`` is what the client receives (``None``: not
     a JSON object, left as sent)."""
     assert d.target is not None
@@ -181,25 +185,38 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
     # (c) a namespaced name keeps its server
     src_server = server_of(call.name, call.namespace)
     tgt_server = target.server if target is not None else server_of(d.target)
-    invented = call.namespace is not None and call.namespace.casefold() in {"default", "default_api", "functions", "function", "tools"}
+    invented = call.namespace is not None and call.namespace.casefold() in {
+        "default",
+        "default_api",
+        "functions",
+        "function",
+        "tools",
+    }
     if d.step is not Step.REVERSE_MAP and not invented:
         if src_server is None:
             # Only the non-mcp__ notations (server:op …) may name a server implicitly; then the
             # name starts with the target's server.
             if tgt_server is not None:
-                assert fold(call.name.strip()).startswith(fold(tgt_server)) or fold(call.name).find(fold(tgt_server)) >= 0, (call, d)
+                assert (
+                    fold(call.name.strip()).startswith(fold(tgt_server)) or fold(call.name).find(fold(tgt_server)) >= 0
+                ), (call, d)
         else:
             assert tgt_server is not None and tgt_server.casefold() == src_server.casefold(), (call, d)
     if invented:
         # The invented namespace is dropped; the name's own server (if it names one) is kept.
         assert d.target_namespace is None and target is not None
         own = server_of(call.name)
-        assert (target.server or None) == own or (own and target.server and own.casefold() == target.server.casefold()), (call, d)
+        assert (target.server or None) == own or (
+            own and target.server and own.casefold() == target.server.casefold()
+        ), (call, d)
     # (d) same capability, same name modulo lossless spelling, or this flow's own alias
     if d.step is Step.CAPABILITY:
         assert target is not None
         src_cap = vocabulary.capability_of(call.name.strip())
-        if call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool") and (call.arguments or {}).get("command") is not None:
+        if (
+            call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool")
+            and (call.arguments or {}).get("command") is not None
+        ):
             # dispatched on its command (view reads, str_replace edits; create never writes)
             src_cap = {"view": "read", "str_replace": "edit"}.get((call.arguments or {}).get("command"))
         assert src_cap is not None and src_cap == target.capability, (call, d)
@@ -216,7 +233,11 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
     if call.empty_arguments:
         assert final_args == {}
         return
-    dispatched = d.step is Step.CAPABILITY and call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool") and "command" in before
+    dispatched = (
+        d.step is Step.CAPABILITY
+        and call.name.strip() in ("str_replace_editor", "str_replace_based_edit_tool")
+        and "command" in before
+    )
     used: set[str] = set()
     for key, value in before.items():
         if dispatched and key == "command":
@@ -226,16 +247,22 @@ def check_meaning(call: ToolCall, d: Decision, tools: Toolset, reverse_map: dict
             # or stay empty; the property then holds for the synonym that carries the value.
             continue
         carried = [
-            k for k in synonyms(key)
-            if k in final_args and k not in used
-            and (k == key or k not in before or (before.get(k) in ("", None) and k in LOCATIONS))  # BR-27: fills an empty location
+            k
+            for k in synonyms(key)
+            if k in final_args
+            and k not in used
+            and (
+                k == key or k not in before or (before.get(k) in ("", None) and k in LOCATIONS)
+            )  # BR-27: fills an empty location
         ]
         if not carried:
             assert key in ANNOTATIONS, f"{key!r} dropped: {call} -> {d}"
             schema = target.input_schema if target is not None else None
             # Only a call in another agent's vocabulary (a capability rename; the generated aliases
             # are not vocabulary names) loses an annotation, and only to a closed schema.
-            assert d.step is Step.CAPABILITY and isinstance(schema, dict) and schema.get("additionalProperties") is False, (key, d)
+            assert (
+                d.step is Step.CAPABILITY and isinstance(schema, dict) and schema.get("additionalProperties") is False
+            ), (key, d)
             continue
         fitting = [c for c in carried if lossless(value, final_args[c])]
         assert fitting, f"{key}: {value!r} -> {[final_args[c] for c in carried]!r} ({d.reason})"
@@ -268,7 +295,11 @@ AGENT_TOOLS = _agent_tools()
 # ---------------------------------------------------------------- generators
 STR = {"type": "string"}
 KNOWN_NAMES = sorted({e.name for e in vocabulary.ENTRIES})
-KEYS = sorted({k for g in SYNONYM_GROUPS for k in g} | ANNOTATIONS | {"working_dir", "append", "preview", "dry_run", "timeout", "limit", "offset", "todos", "recursive", "q"})
+KEYS = sorted(
+    {k for g in SYNONYM_GROUPS for k in g}
+    | ANNOTATIONS
+    | {"working_dir", "append", "preview", "dry_run", "timeout", "limit", "offset", "todos", "recursive", "q"}
+)
 SERVERS = ["ci", "ci_run", "wiki", "Wiki", "github", "git_hub", "docs", "ci_run_x"]
 
 
@@ -277,7 +308,9 @@ def schemas(draw: st.DrawFn) -> dict[str, Any]:
     keys = draw(st.lists(st.sampled_from(KEYS), min_size=0, max_size=4, unique=True))
     props: dict[str, Any] = {}
     for k in keys:
-        props[k] = draw(st.sampled_from([STR, {"type": "integer"}, {"type": "boolean"}, {"type": "array", "items": STR}, {}]))
+        props[k] = draw(
+            st.sampled_from([STR, {"type": "integer"}, {"type": "boolean"}, {"type": "array", "items": STR}, {}])
+        )
     out: dict[str, Any] = {"type": "object", "properties": props}
     if keys and draw(st.booleans()):
         out["required"] = draw(st.lists(st.sampled_from(keys), unique=True, max_size=len(keys)))
@@ -288,7 +321,14 @@ def schemas(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def generated_tools(draw: st.DrawFn) -> list[DeclaredTool]:
-    names = draw(st.lists(st.sampled_from(KNOWN_NAMES + ["PowerShell", "Bash", "run_shell_command"]), min_size=1, max_size=5, unique=True))
+    names = draw(
+        st.lists(
+            st.sampled_from(KNOWN_NAMES + ["PowerShell", "Bash", "run_shell_command"]),
+            min_size=1,
+            max_size=5,
+            unique=True,
+        )
+    )
     tools = [DeclaredTool(name=n, input_schema=draw(schemas())) for n in names]
     for server in draw(st.lists(st.sampled_from(SERVERS), max_size=3, unique=True)):
         op = draw(st.sampled_from(["ask", "run_job", "job", "search", "create_issue"]))
@@ -334,14 +374,20 @@ def call_names(draw: st.DrawFn, tools: list[DeclaredTool]) -> tuple[str, str | N
             left = left.replace("_", "") if "_" in left else left[:1] + "_" + left[1:]
         return f"mcp__{left}__{right}", None
     if kind == 0:
-        return draw(st.sampled_from(KNOWN_NAMES + ["str_replace_editor", "str_replace_based_edit_tool", "powershell", "pwsh"])), None
+        return draw(
+            st.sampled_from(KNOWN_NAMES + ["str_replace_editor", "str_replace_based_edit_tool", "powershell", "pwsh"])
+        ), None
     if kind == 1:
         tool = draw(st.sampled_from(tools))
         return _respell(tool.qualified, draw(st.integers(0, 7))), None
     if kind == 2:
         # another server's spelling, doubled prefixes, notations
         server = draw(st.sampled_from(SERVERS + ["CI", "WIKI", "gitlab"]))
-        op = draw(st.sampled_from(["ask", "run_job", "job", "runJob", "search", "create-issue", "mcp__wiki__ask", "mcp__ci__job"]))
+        op = draw(
+            st.sampled_from(
+                ["ask", "run_job", "job", "runJob", "search", "create-issue", "mcp__wiki__ask", "mcp__ci__job"]
+            )
+        )
         join = draw(st.sampled_from(["mcp__{s}__{o}", "{s}:{o}", "{s}.{o}", "{s}__{o}", "{s}/{o}", "mcp_{s}_{o}"]))
         return join.format(s=server, o=op), None
     if kind == 3:
@@ -354,7 +400,14 @@ def call_names(draw: st.DrawFn, tools: list[DeclaredTool]) -> tuple[str, str | N
 
 
 ARGV = st.sampled_from(
-    [["bash", "-lc", "echo $HOME"], ["sh", "-c", "ls | wc -l"], ["ls", "-la", "my dir"], ["pwsh", "-Command", "Get-Item ."], ["git", "status"], ["x"]]
+    [
+        ["bash", "-lc", "echo $HOME"],
+        ["sh", "-c", "ls | wc -l"],
+        ["ls", "-la", "my dir"],
+        ["pwsh", "-Command", "Get-Item ."],
+        ["git", "status"],
+        ["x"],
+    ]
 )
 VALUES = st.one_of(
     st.text(max_size=8),
@@ -386,7 +439,9 @@ def scenarios(draw: st.DrawFn) -> tuple[list[DeclaredTool], ToolCall, dict[str, 
         event("tools: generated")
     name, namespace = draw(call_names(tools))
     args = draw(arguments())
-    call = ToolCall.from_payload({"name": name, "arguments": args if not isinstance(args, dict) else json.dumps(args), "namespace": namespace})
+    call = ToolCall.from_payload(
+        {"name": name, "arguments": args if not isinstance(args, dict) else json.dumps(args), "namespace": namespace}
+    )
     reverse: dict[str, str] = {}
     if draw(st.booleans()):
         reverse["alias_1"] = draw(st.sampled_from(tools)).qualified
@@ -417,7 +472,13 @@ def _chat(call: ToolCall, raw_args: Any) -> tuple[dict[str, Any], Any]:
             {
                 "index": 0,
                 "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": call.name, "arguments": raw_args}}]},
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": call.name, "arguments": raw_args}}
+                    ],
+                },
             }
         ],
     }
@@ -430,7 +491,14 @@ def _chat(call: ToolCall, raw_args: Any) -> tuple[dict[str, Any], Any]:
 
 
 def _responses(call: ToolCall, raw_args: Any) -> tuple[dict[str, Any], Any]:
-    item: dict[str, Any] = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": call.name, "arguments": raw_args, "status": "completed"}
+    item: dict[str, Any] = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": call.name,
+        "arguments": raw_args,
+        "status": "completed",
+    }
     if call.namespace is not None:
         item["namespace"] = call.namespace
     body = {"id": "resp_1", "object": "response", "status": "completed", "output": [item]}
@@ -459,7 +527,14 @@ def _anthropic(call: ToolCall, raw_args: Any) -> tuple[dict[str, Any], Any]:
 
 
 def _gemini(call: ToolCall, raw_args: Any) -> tuple[dict[str, Any], Any]:
-    body = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": call.name, "args": raw_args}}]}, "finishReason": "STOP"}]}
+    body = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"functionCall": {"name": call.name, "args": raw_args}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
 
     def read(b: dict[str, Any]) -> tuple[str, str | None, Any]:
         fc = b["candidates"][0]["content"]["parts"][0]["functionCall"]
@@ -501,7 +576,11 @@ def test_the_client_receives_what_the_model_meant(dialect: str, data: st.DataObj
             call = call.model_copy(update={"namespace": None})
     # The wire form of the arguments: a JSON string where the dialect carries strings, else the object.
     if string_args:
-        raw: Any = call.raw_arguments if call.raw_arguments is not None else (orjson.dumps(call.arguments).decode() if call.arguments is not None else "")
+        raw: Any = (
+            call.raw_arguments
+            if call.raw_arguments is not None
+            else (orjson.dumps(call.arguments).decode() if call.arguments is not None else "")
+        )
     else:
         if call.arguments is None:
             return  # a non-object input cannot be written in these dialects' JSON shape
@@ -553,7 +632,13 @@ def typos(draw: st.DrawFn) -> tuple[list[DeclaredTool], str]:
     i = draw(st.integers(0, max(0, len(name) - 1)))
     letter = draw(st.sampled_from("abcdefghijklmnopqrstuvwxyz"))
     how = draw(st.integers(0, 2))
-    typo = name[:i] + letter + name[i + 1 :] if how == 0 else name[:i] + letter + name[i:] if how == 1 else name[:i] + name[i + 1 :]
+    typo = (
+        name[:i] + letter + name[i + 1 :]
+        if how == 0
+        else name[:i] + letter + name[i:]
+        if how == 1
+        else name[:i] + name[i + 1 :]
+    )
     return tools, typo
 
 

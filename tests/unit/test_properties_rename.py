@@ -55,8 +55,6 @@ from typing import Any
 
 import orjson
 import pytest
-
-import harness
 from hypothesis import HealthCheck
 from hypothesis import event
 from hypothesis import given
@@ -65,6 +63,8 @@ from hypothesis import strategies as st
 from mitmproxy.proxy.layers import http as hl
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
 from mitmproxy.websocket import WebSocketMessage
+
+import harness
 from toolvocab.engine import jsonio
 from toolvocab.engine import vocabulary
 
@@ -139,14 +139,31 @@ SHORT = [
     "Bash", "Read", "Write", "Edit", "read_file", "run_shell_command", "exec_command", "TodoWrite", "update_plan",
     "grep", "glob", "create_issue", "get_weather", "search_evidence", "fetch_doc", "shell", "write_file", "bash",
 ]  # fmt: skip
-DOTTED = ["binja.get_function", "user-profile/update", "fs:read_text", "a.b.c", "tools/exec", "search.evidence", "ns::op"]
+DOTTED = [
+    "binja.get_function",
+    "user-profile/update",
+    "fs:read_text",
+    "a.b.c",
+    "tools/exec",
+    "search.evidence",
+    "ns::op",
+]
 LEADING_DIGIT = ["1password_lookup", "9lives", "3d-render", "0"]
 ODD = ["has space", "naïve_tool", "_private", "gtr-cool", "x" * 64, "y" * 63, "Z" * 128, "é", "tab\there"]
 LONG_SERVERS = ["plugin_deploy_on_aws_awsiac", "github-enterprise-cloud-connector", "my_very_descriptive_server_name"]
 LONG_TOOLS = ["check_cloudformation_template_compliance", "list_repository_pull_request_review_comments", "do"]
 NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/"
-UNDECLARED = ["search.evidence", "$READFILE", "old_tool", "functions.read", "multi_tool_use.parallel", "9lives", "q" * 70,
-              "shell", "read_file"]  # the last two: profile targets
+UNDECLARED = [
+    "search.evidence",
+    "$READFILE",
+    "old_tool",
+    "functions.read",
+    "multi_tool_use.parallel",
+    "9lives",
+    "q" * 70,
+    "shell",
+    "read_file",
+]  # the last two: profile targets
 NAMESPACES = ["mcp__github__", "mcp__cua_repl", "mcp__plugin_deploy_on_aws_awsiac__", "mcp__x.y__"]
 ANTHROPIC_PROVIDER = [
     {"type": "bash_20250124", "name": "bash"},
@@ -164,14 +181,16 @@ SCHEMAS: list[dict[str, Any] | None] = [
     {"type": "object", "properties": {"query": STR, "limit": INT}},
 ]
 #: Argument values: never equal to a tool name, so a quoted name occurs only at name positions.
-VALUES = ["v0", "v1", "v two", "é✓", "", "C:\\\\x", "{\"j\":1}", "line\nbreak"]
+VALUES = ["v0", "v1", "v two", "é✓", "", "C:\\\\x", '{"j":1}', "line\nbreak"]
 DESCRIPTIONS = [None, "Runs things.", "Reads a file from disk.", "An MCP tool.", "Dupe with another text."]
 
 
 @st.composite
 def long_names(draw: st.DrawFn) -> str:
     if draw(st.booleans()):
-        return f"mcp__{draw(st.sampled_from(LONG_SERVERS))}__{draw(st.sampled_from(LONG_TOOLS))}" + "_x" * draw(st.integers(0, 30))
+        return f"mcp__{draw(st.sampled_from(LONG_SERVERS))}__{draw(st.sampled_from(LONG_TOOLS))}" + "_x" * draw(
+            st.integers(0, 30)
+        )
     return draw(st.text(NAME_CHARS, min_size=65, max_size=140))
 
 
@@ -384,10 +403,21 @@ def scenarios(draw: st.DrawFn, dialect: str, *, ws: bool = False) -> Scenario:
     kept_callable = [i for i in callable_decls if decls[i].repeat_of is None]
     answer = [rnd.choice(kept_callable) for _ in range(rnd.randint(0, 3))] if kept_callable else []
     return Scenario(
-        dialect, host, model, mode, decls, transcript, choice, system, rnd.randrange(3), stream, framing, answer,
-        seed=rnd.randrange(2**32), envelope=envelope,
+        dialect,
+        host,
+        model,
+        mode,
+        decls,
+        transcript,
+        choice,
+        system,
+        rnd.randrange(3),
+        stream,
+        framing,
+        answer,
+        seed=rnd.randrange(2**32),
+        envelope=envelope,
     )
-
 
 
 # ============================================================================ wire builders
@@ -411,8 +441,13 @@ class Wire:
         ``ref`` (nested reference), ``ns`` (a Responses namespace)."""
         raise NotImplementedError
 
-    def answer(self, s: Scenario, calls: list[tuple[str, str | None, str, dict[str, Any]]], fwd: dict[str, Any],
-               echo: dict[str, Any] | None = None) -> tuple[bytes, str]:
+    def answer(
+        self,
+        s: Scenario,
+        calls: list[tuple[str, str | None, str, dict[str, Any]]],
+        fwd: dict[str, Any],
+        echo: dict[str, Any] | None = None,
+    ) -> tuple[bytes, str]:
         """(upstream body bytes, content type) calling ``(upstream name, namespace, kind, args)``.
         ``fwd`` is the request the upstream received; ``echo`` (default ``fwd``) the request whose
         ``instructions`` a Responses answer echoes — the client's own, for the expected bytes."""
@@ -475,8 +510,13 @@ class AnthropicWire(Wire):
             tools.append(t)
         messages: list[dict[str, Any]] = [{"role": "user", "content": "Do the task."}]
         for turn in s.transcript:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": "Working."}] + [
-                {"type": "tool_use", "id": c.call_id, "name": c.name, "input": c.args} for c in turn]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "Working."}]
+                    + [{"type": "tool_use", "id": c.call_id, "name": c.name, "input": c.args} for c in turn],
+                }
+            )
             results = []
             for c in turn:
                 content: list[dict[str, Any]] = [{"type": "text", "text": "result"}]
@@ -522,25 +562,89 @@ class AnthropicWire(Wire):
         usage = {"input_tokens": 10, "output_tokens": 5}
         stop = "tool_use" if calls else "end_turn"
         if s.framing in ("json", "json_for_stream"):
-            return orjson.dumps({"id": "msg_01", "type": "message", "role": "assistant", "model": s.model,
-                                 "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage}), "application/json"
+            return orjson.dumps(
+                {
+                    "id": "msg_01",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": s.model,
+                    "content": blocks,
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
+            ), "application/json"
         ev: list[tuple[str | None, Any]] = [
-            ("message_start", {"type": "message_start", "message": {"id": "msg_01", "type": "message", "role": "assistant",
-                                                                    "model": s.model, "content": [], "stop_reason": None, "usage": usage}}),
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_01",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": s.model,
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": usage,
+                    },
+                },
+            ),
             ("ping", {"type": "ping"}),
         ]
         for i, block in enumerate(blocks):
             if block["type"] == "text":
-                ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
+                ev.append(
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                    )
+                )
                 for p in pieces(block["text"], rnd):
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": p}}))
+                    ev.append(
+                        (
+                            "content_block_delta",
+                            {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": p}},
+                        )
+                    )
             else:
-                ev.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
-                    "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+                ev.append(
+                    (
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": i,
+                            "content_block": {
+                                "type": "tool_use",
+                                "id": block["id"],
+                                "name": block["name"],
+                                "input": {},
+                            },
+                        },
+                    )
+                )
                 for p in pieces(orjson.dumps(block["input"]).decode(), rnd):
-                    ev.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": p}}))
+                    ev.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": i,
+                                "delta": {"type": "input_json_delta", "partial_json": p},
+                            },
+                        )
+                    )
             ev.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        ev.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}))
+        ev.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 5},
+                },
+            )
+        )
         ev.append(("message_stop", {"type": "message_stop"}))
         return sse(ev), "text/event-stream; charset=utf-8"
 
@@ -574,8 +678,12 @@ class ChatWire(Wire):
             tools.append({"type": "function", "function": fn})
         messages: list[dict[str, Any]] = []
         if s.system is not None:
-            messages.append({"role": "system" if s.system_shape else "developer",
-                             "content": s.system if s.system_shape != 2 else [{"type": "text", "text": s.system}]})
+            messages.append(
+                {
+                    "role": "system" if s.system_shape else "developer",
+                    "content": s.system if s.system_shape != 2 else [{"type": "text", "text": s.system}],
+                }
+            )
         messages.append({"role": "user", "content": "Do the task."})
         for turn in s.transcript:
             calls = []
@@ -583,7 +691,13 @@ class ChatWire(Wire):
                 if c.kind == "custom":
                     calls.append({"id": c.call_id, "type": "custom", "custom": {"name": c.name, "input": "raw text"}})
                 else:
-                    calls.append({"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.args).decode()}})
+                    calls.append(
+                        {
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": orjson.dumps(c.args).decode()},
+                        }
+                    )
             messages.append({"role": "assistant", "content": None, "tool_calls": calls})
             for c in turn:
                 messages.append({"role": "tool", "tool_call_id": c.call_id, "content": "result"})
@@ -591,8 +705,13 @@ class ChatWire(Wire):
         if s.choice and s.choice[0] == "one":
             body["tool_choice"] = {"type": "function", "function": {"name": s.decls[s.choice[1][0]].name}}
         elif s.choice:
-            body["tool_choice"] = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
-                {"type": "function", "function": {"name": s.decls[i].name}} for i in s.choice[1]]}}
+            body["tool_choice"] = {
+                "type": "allowed_tools",
+                "allowed_tools": {
+                    "mode": "auto",
+                    "tools": [{"type": "function", "function": {"name": s.decls[i].name}} for i in s.choice[1]],
+                },
+            }
         if s.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -610,7 +729,13 @@ class ChatWire(Wire):
                 out.append((("tool_choice", "allowed_tools", "tools", k, "function", "name"), "choice", None))
         for m, message in enumerate(body["messages"]):
             for k, call in enumerate(message.get("tool_calls") or ()):
-                out.append((("messages", m, "tool_calls", k, call["type"], "name"), "call" if call["type"] == "function" else "custom_call", None))
+                out.append(
+                    (
+                        ("messages", m, "tool_calls", k, call["type"], "name"),
+                        "call" if call["type"] == "function" else "custom_call",
+                        None,
+                    )
+                )
         return out
 
     def answer(self, s, calls, fwd, echo=None):
@@ -618,35 +743,83 @@ class ChatWire(Wire):
         wire_calls = []
         for k, (name, _ns, kind, args) in enumerate(calls):
             if kind == "custom":
-                wire_calls.append({"id": f"call_{k:02d}", "type": "custom", "custom": {"name": name, "input": "raw input"}})
+                wire_calls.append(
+                    {"id": f"call_{k:02d}", "type": "custom", "custom": {"name": name, "input": "raw input"}}
+                )
             else:
-                wire_calls.append({"id": f"call_{k:02d}", "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}})
+                wire_calls.append(
+                    {
+                        "id": f"call_{k:02d}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": orjson.dumps(args).decode()},
+                    }
+                )
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         finish = "tool_calls" if calls else "stop"
         if s.framing in ("json", "json_for_stream"):
             message: dict[str, Any] = {"role": "assistant", "content": None if calls else "Done."}
             if calls:
                 message["tool_calls"] = wire_calls
-            return orjson.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": s.model,
-                                 "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}), "application/json"
+            return orjson.dumps(
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": s.model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                }
+            ), "application/json"
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> tuple[None, Any]:
-            return None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": s.model,
-                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], "usage": None}
+            return None, {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": s.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+                "usage": None,
+            }
 
         ev: list[tuple[str | None, Any]] = [chunk({"role": "assistant", "content": ""})]
         for p in pieces("Calling tools.", rnd):
             ev.append(chunk({"content": p}))
         for k, call in enumerate(wire_calls):
             if call["type"] == "custom":
-                ev.append(chunk({"tool_calls": [{"index": k, "id": call["id"], "type": "custom", "custom": call["custom"]}]}))
+                ev.append(
+                    chunk({"tool_calls": [{"index": k, "id": call["id"], "type": "custom", "custom": call["custom"]}]})
+                )
                 continue
-            ev.append(chunk({"tool_calls": [{"index": k, "id": call["id"], "type": "function",
-                                             "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+            ev.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": k,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["function"]["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
             for p in pieces(call["function"]["arguments"], rnd):
                 ev.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": p}}]}))
         ev.append(chunk({}, finish))
-        ev.append((None, {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": s.model, "choices": [], "usage": usage}))
+        ev.append(
+            (
+                None,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion.chunk",
+                    "created": 1,
+                    "model": s.model,
+                    "choices": [],
+                    "usage": usage,
+                },
+            )
+        )
         ev.append((None, b"[DONE]"))
         return sse(ev), "text/event-stream"
 
@@ -694,21 +867,36 @@ class ResponsesWire(Wire):
             if s.system_shape == 0:
                 body["instructions"] = s.system
             else:
-                items.append({"type": "message", "role": "developer",
-                              "content": s.system if s.system_shape == 1 else [{"type": "input_text", "text": s.system}]})
+                items.append(
+                    {
+                        "type": "message",
+                        "role": "developer",
+                        "content": s.system if s.system_shape == 1 else [{"type": "input_text", "text": s.system}],
+                    }
+                )
         items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Do the task."}]})
         for turn in s.transcript:
             for c in turn:
                 if c.kind == "custom":
                     items.append({"type": "custom_tool_call", "call_id": c.call_id, "name": c.name, "input": "raw"})
                 else:
-                    item = {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": orjson.dumps(c.args).decode()}
+                    item = {
+                        "type": "function_call",
+                        "call_id": c.call_id,
+                        "name": c.name,
+                        "arguments": orjson.dumps(c.args).decode(),
+                    }
                     if c.ns:
                         item["namespace"] = c.ns
                     items.append(item)
             for c in turn:
-                items.append({"type": "custom_tool_call_output" if c.kind == "custom" else "function_call_output",
-                              "call_id": c.call_id, "output": "result"})
+                items.append(
+                    {
+                        "type": "custom_tool_call_output" if c.kind == "custom" else "function_call_output",
+                        "call_id": c.call_id,
+                        "output": "result",
+                    }
+                )
         body["input"] = items
         body["tools"] = tools
         if s.choice and s.choice[0] == "one" and not s.decls[s.choice[1][0]].ns:
@@ -730,7 +918,13 @@ class ResponsesWire(Wire):
             if t["type"] == "namespace":
                 out.append((("tools", i, "name"), "ns", None))
                 for j, inner in enumerate(t["tools"]):
-                    out.append((("tools", i, "tools", j, "name"), "decl" if inner["type"] == "function" else "custom", t["name"]))
+                    out.append(
+                        (
+                            ("tools", i, "tools", j, "name"),
+                            "decl" if inner["type"] == "function" else "custom",
+                            t["name"],
+                        )
+                    )
             elif "name" in t:
                 out.append((("tools", i, "name"), "decl" if t["type"] == "function" else "custom", None))
         choice = body.get("tool_choice")
@@ -741,7 +935,13 @@ class ResponsesWire(Wire):
                 out.append((("tool_choice", "tools", k, "name"), "choice", e.get("namespace")))
         for k, item in enumerate(body["input"]):
             if item["type"] in ("function_call", "custom_tool_call"):
-                out.append((("input", k, "name"), "call" if item["type"] == "function_call" else "custom_call", item.get("namespace")))
+                out.append(
+                    (
+                        ("input", k, "name"),
+                        "call" if item["type"] == "function_call" else "custom_call",
+                        item.get("namespace"),
+                    )
+                )
         return out
 
     def events(self, s, calls, fwd, echo=None) -> list[tuple[str, dict[str, Any]]]:
@@ -749,27 +949,55 @@ class ResponsesWire(Wire):
         output = []
         for k, (name, ns, kind, args) in enumerate(calls):
             if kind == "custom":
-                item: dict[str, Any] = {"id": f"ctc_{k:02d}", "type": "custom_tool_call", "status": "completed",
-                                        "call_id": f"call_{k:02d}", "name": name, "input": "raw input"}
+                item: dict[str, Any] = {
+                    "id": f"ctc_{k:02d}",
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": f"call_{k:02d}",
+                    "name": name,
+                    "input": "raw input",
+                }
             else:
-                item = {"id": f"fc_{k:02d}", "type": "function_call", "status": "completed",
-                        "arguments": orjson.dumps(args).decode(), "call_id": f"call_{k:02d}", "name": name}
+                item = {
+                    "id": f"fc_{k:02d}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "arguments": orjson.dumps(args).decode(),
+                    "call_id": f"call_{k:02d}",
+                    "name": name,
+                }
             if ns:
                 item["namespace"] = ns
             output.append(item)
-        text_item = {"id": "msg_01", "type": "message", "status": "completed", "role": "assistant",
-                     "content": [{"type": "output_text", "text": "Calling tools.", "annotations": []}]}
+        text_item = {
+            "id": "msg_01",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Calling tools.", "annotations": []}],
+        }
         output.insert(0, text_item)
-        echo = {"instructions": (fwd if echo is None else echo).get("instructions"),
-                "tools": fwd.get("tools", []), "tool_choice": fwd.get("tool_choice", "auto")}
+        echo = {
+            "instructions": (fwd if echo is None else echo).get("instructions"),
+            "tools": fwd.get("tools", []),
+            "tool_choice": fwd.get("tool_choice", "auto"),
+        }
         if s.system is None:
             # no instructions from the client: the sentence becomes the instructions and the echo
             # shows "" instead of null (test_bug_responses_echo_of_absent_instructions_is_empty_string)
             del echo["instructions"]
 
         def response(status: str, out: list[Any]) -> dict[str, Any]:
-            return {"id": "resp_01", "object": "response", "created_at": 1, "status": status, "model": s.model,
-                    "output": out, **echo, "usage": None}
+            return {
+                "id": "resp_01",
+                "object": "response",
+                "created_at": 1,
+                "status": status,
+                "model": s.model,
+                "output": out,
+                **echo,
+                "usage": None,
+            }
 
         seq = iter(range(10_000))
         ev: list[tuple[str, dict[str, Any]]] = []
@@ -782,7 +1010,13 @@ class ResponsesWire(Wire):
         for idx, item in enumerate(output):
             if item["type"] == "message":
                 add("response.output_item.added", output_index=idx, item=dict(item, status="in_progress", content=[]))
-                add("response.output_text.delta", item_id=item["id"], output_index=idx, content_index=0, delta="Calling tools.")
+                add(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=idx,
+                    content_index=0,
+                    delta="Calling tools.",
+                )
             elif item["type"] == "function_call":
                 add("response.output_item.added", output_index=idx, item=dict(item, status="in_progress", arguments=""))
                 for p in pieces(item["arguments"], rnd):
@@ -849,10 +1083,17 @@ class GeminiWire(Wire):
                     call["id"] = c.call_id
                 parts.append({"functionCall": call})
             contents.append({"role": "model", "parts": parts})
-            contents.append({"role": "user", "parts": [{"functionResponse": {"name": c.name, "response": {"result": "r"}}} for c in turn]})
+            contents.append(
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"name": c.name, "response": {"result": "r"}}} for c in turn],
+                }
+            )
         body: dict[str, Any] = {"contents": contents, "tools": tools}
         if s.choice:
-            body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [s.decls[i].name for i in s.choice[1]]}}
+            body["toolConfig"] = {
+                "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [s.decls[i].name for i in s.choice[1]]}
+            }
         if s.system is not None:
             body["systemInstruction"] = {"role": "user", "parts": [{"text": s.system}]}
         body["generationConfig"] = {"temperature": 0}
@@ -902,7 +1143,9 @@ class GeminiWire(Wire):
         chunks = self.chunks(s, calls)
         if s.framing == "json":
             merged = chunks[-1]
-            merged["candidates"][0]["content"]["parts"] = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+            merged["candidates"][0]["content"]["parts"] = [
+                p for c in chunks for p in c["candidates"][0]["content"]["parts"]
+            ]
             chunks = [merged]
         if s.envelope:
             chunks = [{"response": c, "traceId": "trace-1"} for c in chunks]
@@ -987,15 +1230,26 @@ def random_chunks(data: bytes, rnd: random.Random) -> list[bytes]:
 class HTTPRun:
     """One HTTP flow through the real hooks, in stages (so two flows can interleave)."""
 
-    def __init__(self, env: Env, s: Scenario, body: dict[str, Any] | None = None, path: str | None = None,
-                 rnd: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        env: Env,
+        s: Scenario,
+        body: dict[str, Any] | None = None,
+        path: str | None = None,
+        rnd: random.Random | None = None,
+    ) -> None:
         self.env = env
         self.s = s
         self.wire = WIRES[s.dialect]
         self.orig = self.wire.request(s) if body is None else body
         self.orig_bytes = orjson.dumps(self.orig)
-        self.flow = harness.make_flow(self.orig_bytes, host=s.host, path=path or request_path(s),
-                                      headers=[("content-type", "application/json")], response=False)
+        self.flow = harness.make_flow(
+            self.orig_bytes,
+            host=s.host,
+            path=path or request_path(s),
+            headers=[("content-type", "application/json")],
+            response=False,
+        )
         self.rnd = rnd or random.Random(s.seed ^ 0x5EED)
         self.feeder: harness.Feeder | None = None
         self.upstream = b""
@@ -1052,7 +1306,9 @@ def flat(ns: str | None, name: str) -> str:
     return Decl(name, ns).flat
 
 
-def check_request(s: Scenario, orig: dict[str, Any], fwd: dict[str, Any], fwd_bytes: bytes, record: dict[str, Any], orig_bytes: bytes) -> Observed:
+def check_request(
+    s: Scenario, orig: dict[str, Any], fwd: dict[str, Any], fwd_bytes: bytes, record: dict[str, Any], orig_bytes: bytes
+) -> Observed:
     """Properties 1, 3 (request side) and 4 for one forwarded request."""
     wire = WIRES[s.dialect]
     applies = s.mode in ("auto", "repair")
@@ -1070,7 +1326,12 @@ def check_request(s: Scenario, orig: dict[str, Any], fwd: dict[str, Any], fwd_by
         wire.undo_sentence(fwd_ns, expected, sentence)
     paths_e = wire.name_paths(expected)
     paths_f = wire.name_paths(fwd_ns)
-    assert [(p, r) for p, r, _ in paths_e] == [(p, r) for p, r, _ in paths_f], ("name positions differ", s.decls, paths_e, paths_f)
+    assert [(p, r) for p, r, _ in paths_e] == [(p, r) for p, r, _ in paths_f], (
+        "name positions differ",
+        s.decls,
+        paths_e,
+        paths_f,
+    )
     restored = orjson.loads(orjson.dumps(fwd_ns))
     pairs = []
     for (path, role, ns), (_, _, fns) in zip(paths_e, paths_f):
@@ -1121,13 +1382,18 @@ def check_request(s: Scenario, orig: dict[str, Any], fwd: dict[str, Any], fwd_by
         f_caller, f_up = flat(ns, caller), flat(ns, up)
         assert f_up not in renamed_callers, f"the upstream received {f_up!r}, a name the map renamed"
         if f_caller in first_up and role not in ("decl", "repeat"):
-            assert up == first_up[f_caller], f"{role} {caller!r} sent as {up!r}, its declaration as {first_up[f_caller]!r}"
+            assert up == first_up[f_caller], (
+                f"{role} {caller!r} sent as {up!r}, its declaration as {first_up[f_caller]!r}"
+            )
         if role in ("call", "result") and f_caller not in first_up:
             assert grammar.fullmatch(up), f"replayed {caller!r} sent as {up!r}, outside the grammar"
             # (an undeclared name: sent as is when valid, else as an alias)
             assert up == caller or not grammar.fullmatch(caller)
-    replayed = {up: caller for role, caller, up, ns in pairs
-                if role in ("call", "result") and flat(ns, caller) not in first_up and caller != up}
+    replayed = {
+        up: caller
+        for role, caller, up, ns in pairs
+        if role in ("call", "result") and flat(ns, caller) not in first_up and caller != up
+    }
     for name in record.get("prompt_names") or []:
         assert name in set(decl_up.values()), f"the sentence names {name!r}, not a name the upstream got"
 
@@ -1165,7 +1431,6 @@ def check_request(s: Scenario, orig: dict[str, Any], fwd: dict[str, Any], fwd_by
         if f_up != f_caller:
             assert reverse.get(f_up) == f_caller
     return Observed([(r, flat(ns, c), flat(ns, u), ns) for r, c, u, ns in pairs], decl_up, renamed, replayed)
-
 
 
 def _drop_decls(s: Scenario, body: dict[str, Any], dropped: list[int]) -> None:
@@ -1393,8 +1658,10 @@ class WSRun:
         """(the upstream's frames, the same frames as they would be to the client's own request)."""
         calls = answer_calls(s, obs)
         wire = WIRES["openai_responses"]
-        return ([orjson.dumps(d) for _, d in wire.events(s, calls, fwd)],
-                [orjson.dumps(d) for _, d in wire.events(s, calls, fwd, echo=self.orig)])
+        return (
+            [orjson.dumps(d) for _, d in wire.events(s, calls, fwd)],
+            [orjson.dumps(d) for _, d in wire.events(s, calls, fwd, echo=self.orig)],
+        )
 
     def end(self) -> None:
         self.env.hook(WebsocketEndHook(self.flow))
@@ -1476,12 +1743,32 @@ LONG = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_complian
 TEMPLATE = {"type": "object", "properties": {"template_path": STR}, "required": ["template_path"]}
 
 
-def through(env: Env, dialect: str, body: dict[str, Any], answer: Callable[[dict[str, Any]], tuple[bytes, str]],
-            *, mode: str = "repair", host: str | None = None, path: str | None = None) -> tuple[dict[str, Any], bytes, dict[str, Any]]:
+def through(
+    env: Env,
+    dialect: str,
+    body: dict[str, Any],
+    answer: Callable[[dict[str, Any]], tuple[bytes, str]],
+    *,
+    mode: str = "repair",
+    host: str | None = None,
+    path: str | None = None,
+) -> tuple[dict[str, Any], bytes, dict[str, Any]]:
     """One flow through the real hooks: (forwarded body, client bytes, record)."""
     env.set_mode(mode)
-    s = Scenario(dialect, host or HOSTS[dialect], str(body.get("model", "m")), mode, [], [], None, None, 0,
-                 bool(body.get("stream")), "sse" if body.get("stream") else "json", [])
+    s = Scenario(
+        dialect,
+        host or HOSTS[dialect],
+        str(body.get("model", "m")),
+        mode,
+        [],
+        [],
+        None,
+        None,
+        0,
+        bool(body.get("stream")),
+        "sse" if body.get("stream") else "json",
+        [],
+    )
     r = HTTPRun(env, s, body=body, path=path or WIRES[dialect].path, rnd=random.Random(1))
     r.request()
     upstream, ctype = answer(r.fwd)
@@ -1494,10 +1781,31 @@ def chat_tools(*tools: tuple[str, dict[str, Any] | None]) -> list[dict[str, Any]
 
 
 def chat_answer(name: str, args: dict[str, Any]) -> bytes:
-    return orjson.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m", "choices": [
-        {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": name, "arguments": orjson.dumps(args).decode()}}]},
-         "finish_reason": "tool_calls"}]})
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": name, "arguments": orjson.dumps(args).decode()},
+                            }
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+        }
+    )
 
 
 def chat_names(fwd: dict[str, Any]) -> list[str]:
@@ -1505,21 +1813,61 @@ def chat_names(fwd: dict[str, Any]) -> list[str]:
 
 
 def test_was_bug_responses_arguments_done_event_name_keeps_the_alias(env: Env) -> None:
-    body = {"model": "gpt-5", "input": "x", "stream": True, "tools": [{"type": "function", "name": LONG, "parameters": TEMPLATE}]}
+    body = {
+        "model": "gpt-5",
+        "input": "x",
+        "stream": True,
+        "tools": [{"type": "function", "name": LONG, "parameters": TEMPLATE}],
+    }
 
     def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
         alias = fwd["tools"][0]["name"]
-        item = {"id": "fc_1", "type": "function_call", "status": "completed", "arguments": '{"template_path":"cfn.yaml"}',
-                "call_id": "call_1", "name": alias}
-        return sse([
-            ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 0, "output_index": 0,
-                                            "item": dict(item, status="in_progress", arguments="")}),
-            ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "sequence_number": 1,
-                                                        "item_id": "fc_1", "output_index": 0, "delta": item["arguments"]}),
-            ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "sequence_number": 2,
-                                                       "item_id": "fc_1", "output_index": 0, "name": alias, "arguments": item["arguments"]}),
-            ("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": item}),
-        ]), "text/event-stream"
+        item = {
+            "id": "fc_1",
+            "type": "function_call",
+            "status": "completed",
+            "arguments": '{"template_path":"cfn.yaml"}',
+            "call_id": "call_1",
+            "name": alias,
+        }
+        return sse(
+            [
+                (
+                    "response.output_item.added",
+                    {
+                        "type": "response.output_item.added",
+                        "sequence_number": 0,
+                        "output_index": 0,
+                        "item": dict(item, status="in_progress", arguments=""),
+                    },
+                ),
+                (
+                    "response.function_call_arguments.delta",
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "sequence_number": 1,
+                        "item_id": "fc_1",
+                        "output_index": 0,
+                        "delta": item["arguments"],
+                    },
+                ),
+                (
+                    "response.function_call_arguments.done",
+                    {
+                        "type": "response.function_call_arguments.done",
+                        "sequence_number": 2,
+                        "item_id": "fc_1",
+                        "output_index": 0,
+                        "name": alias,
+                        "arguments": item["arguments"],
+                    },
+                ),
+                (
+                    "response.output_item.done",
+                    {"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": item},
+                ),
+            ]
+        ), "text/event-stream"
 
     fwd, client, _ = through(env, "openai_responses", body, answer)
     alias = fwd["tools"][0]["name"]
@@ -1529,13 +1877,26 @@ def test_was_bug_responses_arguments_done_event_name_keeps_the_alias(env: Env) -
 
 
 def test_was_bug_responses_instructions_echo_carries_aliases(env: Env) -> None:
-    body = {"model": "gpt-5", "instructions": "You are a coding agent.", "input": "x",
-            "tools": [{"type": "function", "name": LONG, "parameters": TEMPLATE}]}
+    body = {
+        "model": "gpt-5",
+        "instructions": "You are a coding agent.",
+        "input": "x",
+        "tools": [{"type": "function", "name": LONG, "parameters": TEMPLATE}],
+    }
 
     def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
-        return orjson.dumps({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5",
-                             "output": [], "instructions": fwd["instructions"], "tools": fwd["tools"],
-                             "tool_choice": "auto"}), "application/json"
+        return orjson.dumps(
+            {
+                "id": "resp_1",
+                "object": "response",
+                "status": "completed",
+                "model": "gpt-5",
+                "output": [],
+                "instructions": fwd["instructions"],
+                "tools": fwd["tools"],
+                "tool_choice": "auto",
+            }
+        ), "application/json"
 
     fwd, client, _ = through(env, "openai_responses", body, answer, mode="auto")
     alias = fwd["tools"][0]["name"]
@@ -1550,10 +1911,31 @@ def test_alias_with_arguments_failing_the_schema_still_gets_the_callers_name(env
     body = {"model": "gpt-5", "messages": [{"role": "user", "content": "x"}], "tools": chat_tools((LONG, TEMPLATE))}
 
     def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
-        return orjson.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": chat_names(fwd)[0], "arguments": arguments}}]},
-             "finish_reason": "tool_calls"}]}), "application/json"
+        return orjson.dumps(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": chat_names(fwd)[0], "arguments": arguments},
+                                }
+                            ],
+                        },
+                        "finish_reason": "tool_calls",
+                    }
+                ],
+            }
+        ), "application/json"
 
     fwd, client, _ = through(env, "openai_chat", body, answer)
     alias = chat_names(fwd)[0]
@@ -1569,29 +1951,58 @@ def test_duplicate_alias_is_checked_against_its_own_declaration(env: Env) -> Non
     the call fails, and was left (alias and all)."""
     first = {"type": "object", "properties": {"uri": STR}, "required": ["uri"]}
     second = {"type": "object", "properties": {"path": STR}, "required": ["path"], "additionalProperties": False}
-    body = {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}],
-            "tools": [{"name": "Read", "input_schema": first}, {"name": "Read", "description": "MCP", "input_schema": second}]}
+    body = {
+        "model": "claude",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [
+            {"name": "Read", "input_schema": first},
+            {"name": "Read", "description": "MCP", "input_schema": second},
+        ],
+    }
 
     def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
-        return orjson.dumps({"id": "msg", "type": "message", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_1", "name": fwd["tools"][1]["name"], "input": {"path": "/a"}}],
-            "stop_reason": "tool_use"}), "application/json"
+        return orjson.dumps(
+            {
+                "id": "msg",
+                "type": "message",
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": fwd["tools"][1]["name"], "input": {"path": "/a"}}
+                ],
+                "stop_reason": "tool_use",
+            }
+        ), "application/json"
 
     fwd, client, _ = through(env, "anthropic", body, answer)
     alias = fwd["tools"][1]["name"]
     assert alias != "Read" and fwd["tools"][0]["name"] == "Read"
     assert alias.encode() not in client, "the second Read's alias reached the client"
-    assert orjson.loads(client)["content"][0] == {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "/a"}}
+    assert orjson.loads(client)["content"][0] == {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "Read",
+        "input": {"path": "/a"},
+    }
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: make_plan drops a repeated name's later declaration when it is not a function "
-                   "tool, so a provider tool (web_search_20250305) declared after a client tool named web_search is "
-                   "removed from the request instead of the client tool being aliased (README: 'a different tool under a "
-                   "repeated name gets its own alias')")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: make_plan drops a repeated name's later declaration when it is not a function "
+    "tool, so a provider tool (web_search_20250305) declared after a client tool named web_search is "
+    "removed from the request instead of the client tool being aliased (README: 'a different tool under a "
+    "repeated name gets its own alias')",
+)
 def test_bug_provider_tool_repeating_a_client_tool_name_is_dropped(env: Env) -> None:
-    body = {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}],
-            "tools": [{"name": "web_search", "input_schema": {"type": "object", "properties": {"query": STR}}},
-                      {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}]}
+    body = {
+        "model": "claude",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [
+            {"name": "web_search", "input_schema": {"type": "object", "properties": {"query": STR}}},
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
+        ],
+    }
     fwd, _, _ = through(env, "anthropic", body, lambda fwd: (b'{"content":[]}', "application/json"))
     assert len(fwd["tools"]) == 2, f"a declared tool vanished: {fwd['tools']}"
     assert {"type": "web_search_20250305", "name": "web_search", "max_uses": 2} in fwd["tools"]
@@ -1603,11 +2014,20 @@ def test_bug_provider_tool_repeating_a_client_tool_name_is_dropped(env: Env) -> 
 def test_was_bug_gemini_repeat_across_tools_entries_is_deduplicated(env: Env) -> None:
     s1 = {"type": "object", "properties": {"file_path": STR}}
     s2 = {"type": "object", "properties": {"path": STR}}
-    body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}],
-            "tools": [{"functionDeclarations": [{"name": "Read", "parametersJsonSchema": s1}]},
-                      {"functionDeclarations": [{"name": "Read", "parametersJsonSchema": s2}]}]}
-    fwd, _, record = through(env, "gemini", body, lambda fwd: (b'{"candidates":[]}', "application/json"),
-                             path="/v1beta/models/gemini-2.5-pro:generateContent")
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+        "tools": [
+            {"functionDeclarations": [{"name": "Read", "parametersJsonSchema": s1}]},
+            {"functionDeclarations": [{"name": "Read", "parametersJsonSchema": s2}]},
+        ],
+    }
+    fwd, _, record = through(
+        env,
+        "gemini",
+        body,
+        lambda fwd: (b'{"candidates":[]}', "application/json"),
+        path="/v1beta/models/gemini-2.5-pro:generateContent",
+    )
     names = [d["name"] for t in fwd["tools"] for d in t["functionDeclarations"]]
     assert record["duplicates"] == {"Read": [record["duplicates"]["Read"][0]]}
     assert len(set(names)) == len(names), f"the upstream receives a repeated name: {names}"
@@ -1622,11 +2042,27 @@ def test_was_bug_responses_repeat_across_namespace_entries(env: Env, shape: str)
     s1 = {"type": "object", "properties": {"title": STR}}
     s2 = {"type": "object", "properties": {"body": STR}}
     if shape == "namespace twice":
-        tools = [{"type": "namespace", "name": "mcp__gh__", "tools": [{"type": "function", "name": "create_issue", "parameters": s1}]},
-                 {"type": "namespace", "name": "mcp__gh__", "tools": [{"type": "function", "name": "create_issue", "parameters": s2}]}]
+        tools = [
+            {
+                "type": "namespace",
+                "name": "mcp__gh__",
+                "tools": [{"type": "function", "name": "create_issue", "parameters": s1}],
+            },
+            {
+                "type": "namespace",
+                "name": "mcp__gh__",
+                "tools": [{"type": "function", "name": "create_issue", "parameters": s2}],
+            },
+        ]
     else:
-        tools = [{"type": "function", "name": "mcp__gh__create_issue", "parameters": s1},
-                 {"type": "namespace", "name": "mcp__gh__", "tools": [{"type": "function", "name": "create_issue", "parameters": s2}]}]
+        tools = [
+            {"type": "function", "name": "mcp__gh__create_issue", "parameters": s1},
+            {
+                "type": "namespace",
+                "name": "mcp__gh__",
+                "tools": [{"type": "function", "name": "create_issue", "parameters": s2}],
+            },
+        ]
     body = {"model": "gpt-5", "input": "x", "tools": tools}
     fwd, _, record = through(env, "openai_responses", body, lambda fwd: (b'{"output":[]}', "application/json"))
     (planned,) = record["duplicates"]["mcp__gh__create_issue"]
@@ -1639,26 +2075,48 @@ def test_was_bug_responses_repeat_across_namespace_entries(env: Env, shape: str)
 # under it (its note says 'declares or uses'), so a name the client replays in the transcript (an
 # earlier, undeclared call) and a renamed tool reached the upstream under one name: not a bijection.
 def test_was_bug_profile_target_used_in_the_transcript_is_a_collision(env: Env) -> None:
-    body = {"model": "profiled-model", "messages": [
-        {"role": "user", "content": "x"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}},
-            {"id": "c2", "type": "function", "function": {"name": "Bash", "arguments": '{"command":"ls"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "unknown tool"},
-        {"role": "tool", "tool_call_id": "c2", "content": "ok"}],
-        "tools": chat_tools(("Bash", {"type": "object", "properties": {"command": STR}}))}
+    body = {
+        "model": "profiled-model",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "Bash", "arguments": '{"command":"ls"}'}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "unknown tool"},
+            {"role": "tool", "tool_call_id": "c2", "content": "ok"},
+        ],
+        "tools": chat_tools(("Bash", {"type": "object", "properties": {"command": STR}})),
+    }
     fwd, _, _ = through(env, "openai_chat", body, lambda fwd: (b'{"choices":[]}', "application/json"))
     replayed = [c["function"]["name"] for c in fwd["messages"][1]["tool_calls"]]
     assert len(set(replayed)) == 2, f"two different tools reach the upstream under one name: {replayed}"
 
 
 def test_was_bug_transcript_alias_answered_reaches_the_client(env: Env) -> None:
-    body = {"model": "gpt-5", "messages": [
-        {"role": "user", "content": "x"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "search.evidence", "arguments": '{"query":"q"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "unknown tool"}],
-        "tools": chat_tools(("fetch_doc", {"type": "object", "properties": {"id": STR}}))}
+    body = {
+        "model": "gpt-5",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "search.evidence", "arguments": '{"query":"q"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "unknown tool"},
+        ],
+        "tools": chat_tools(("fetch_doc", {"type": "object", "properties": {"id": STR}})),
+    }
 
     def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
         return chat_answer(fwd["messages"][1]["tool_calls"][0]["function"]["name"], {"query": "q"}), "application/json"
@@ -1673,15 +2131,29 @@ def test_was_bug_transcript_alias_answered_reaches_the_client(env: Env) -> None:
 # names only from camelCase toolConfig.functionCallingConfig.allowedFunctionNames, so a snake_case
 # `tool_config.function_calling_config.allowed_function_names` (proto JSON accepts either spelling
 # of each field) kept the long name while its declaration went up as an alias.
-@pytest.mark.parametrize("config, calling, allowed", [("tool_config", "function_calling_config", "allowed_function_names"),
-                                                      ("toolConfig", "function_calling_config", "allowedFunctionNames"),
-                                                      ("tool_config", "functionCallingConfig", "allowed_function_names")])
-def test_was_bug_gemini_snake_case_allowed_function_names_are_renamed(env: Env, config: str, calling: str, allowed: str) -> None:
-    body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}],
-            "tools": [{"function_declarations": [{"name": LONG, "parameters": {"type": "OBJECT"}}]}],
-            config: {calling: {"mode": "ANY", allowed: [LONG]}}}
-    fwd, _, _ = through(env, "gemini", body, lambda fwd: (b'{"candidates":[]}', "application/json"),
-                        path="/v1beta/models/gemini-2.5-pro:generateContent")
+@pytest.mark.parametrize(
+    "config, calling, allowed",
+    [
+        ("tool_config", "function_calling_config", "allowed_function_names"),
+        ("toolConfig", "function_calling_config", "allowedFunctionNames"),
+        ("tool_config", "functionCallingConfig", "allowed_function_names"),
+    ],
+)
+def test_was_bug_gemini_snake_case_allowed_function_names_are_renamed(
+    env: Env, config: str, calling: str, allowed: str
+) -> None:
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+        "tools": [{"function_declarations": [{"name": LONG, "parameters": {"type": "OBJECT"}}]}],
+        config: {calling: {"mode": "ANY", allowed: [LONG]}},
+    }
+    fwd, _, _ = through(
+        env,
+        "gemini",
+        body,
+        lambda fwd: (b'{"candidates":[]}', "application/json"),
+        path="/v1beta/models/gemini-2.5-pro:generateContent",
+    )
     alias = fwd["tools"][0]["function_declarations"][0]["name"]
     assert alias != LONG
     assert fwd[config][calling][allowed] == [alias]
@@ -1693,7 +2165,11 @@ def test_was_bug_gemini_snake_case_allowed_function_names_are_renamed(env: Env, 
 def test_was_bug_chat_legacy_functions_repeat_is_deduplicated(env: Env, where: str) -> None:
     first = {"name": "Read", "parameters": {"type": "object", "properties": {"a": STR}}}
     second = {"name": "Read", "parameters": {"type": "object", "properties": {"b": STR}}}
-    body: dict[str, Any] = {"model": "gpt-4", "messages": [{"role": "user", "content": "x"}], "functions": [first, second]}
+    body: dict[str, Any] = {
+        "model": "gpt-4",
+        "messages": [{"role": "user", "content": "x"}],
+        "functions": [first, second],
+    }
     if where == "tools and functions":
         body["tools"] = [{"type": "function", "function": first}]
         body["functions"] = [second]
@@ -1711,21 +2187,44 @@ def test_was_bug_alias_answer_loses_keys_the_schema_allows(env: Env, dialect: st
     open_schema = {"type": "object", "properties": {"template_path": STR}, "required": ["template_path"]}
     args = {"template_path": "cfn.yaml", "region": "eu-west-1"}  # valid: the schema allows other keys
     if dialect == "openai_chat":
-        body = {"model": "gpt-5", "messages": [{"role": "user", "content": "x"}],
-                "tools": chat_tools((LONG, open_schema), ("short_tool", open_schema))}
-        fwd, client, _ = through(env, dialect, body, lambda fwd: (chat_answer(chat_names(fwd)[0], args), "application/json"))
-        short_fwd, short_client, _ = through(env, dialect, body, lambda fwd: (chat_answer("short_tool", args), "application/json"))
-        assert orjson.loads(orjson.loads(short_client)["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]) == args
+        body = {
+            "model": "gpt-5",
+            "messages": [{"role": "user", "content": "x"}],
+            "tools": chat_tools((LONG, open_schema), ("short_tool", open_schema)),
+        }
+        fwd, client, _ = through(
+            env, dialect, body, lambda fwd: (chat_answer(chat_names(fwd)[0], args), "application/json")
+        )
+        short_fwd, short_client, _ = through(
+            env, dialect, body, lambda fwd: (chat_answer("short_tool", args), "application/json")
+        )
+        assert (
+            orjson.loads(orjson.loads(short_client)["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])
+            == args
+        )
         got = orjson.loads(client)["choices"][0]["message"]["tool_calls"][0]["function"]
         assert got["name"] == LONG
         assert orjson.loads(got["arguments"]) == args, f"arguments changed under the alias: {got['arguments']}"
     else:
-        body = {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}],
-                "tools": [{"name": "Read", "input_schema": open_schema}, {"name": "Read", "description": "MCP", "input_schema": open_schema}]}
+        body = {
+            "model": "claude",
+            "max_tokens": 10,
+            "messages": [{"role": "user", "content": "x"}],
+            "tools": [
+                {"name": "Read", "input_schema": open_schema},
+                {"name": "Read", "description": "MCP", "input_schema": open_schema},
+            ],
+        }
 
         def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
-            return orjson.dumps({"id": "m", "type": "message", "role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_1", "name": fwd["tools"][1]["name"], "input": args}]}), "application/json"
+            return orjson.dumps(
+                {
+                    "id": "m",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "toolu_1", "name": fwd["tools"][1]["name"], "input": args}],
+                }
+            ), "application/json"
 
         _, client, _ = through(env, dialect, body, answer)
         block = orjson.loads(client)["content"][0]
@@ -1737,10 +2236,15 @@ def test_a_profile_alias_with_a_key_the_tool_lacks_is_left(env: Env) -> None:
     """A profile shows Bash upstream as `shell`; `shell {command, workdir}` is a Codex habit Bash
     has no key for: renamed back, a client that ignored `workdir` would run in the wrong
     directory. The call is left (the client reports `shell`) and the record says why."""
-    body = {"model": "profiled-model", "messages": [{"role": "user", "content": "x"}],
-            "tools": chat_tools(("Bash", {"type": "object", "properties": {"command": STR}, "required": ["command"]}))}
+    body = {
+        "model": "profiled-model",
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": chat_tools(("Bash", {"type": "object", "properties": {"command": STR}, "required": ["command"]})),
+    }
     args = {"command": "make", "workdir": "/srv/app"}
-    fwd, client, record = through(env, "openai_chat", body, lambda fwd: (chat_answer(chat_names(fwd)[0], args), "application/json"))
+    fwd, client, record = through(
+        env, "openai_chat", body, lambda fwd: (chat_answer(chat_names(fwd)[0], args), "application/json")
+    )
     assert chat_names(fwd) == ["shell"]
     got = orjson.loads(client)["choices"][0]["message"]["tool_calls"][0]["function"]
     assert got["name"] == "shell" and orjson.loads(got["arguments"]) == args
@@ -1748,22 +2252,38 @@ def test_a_profile_alias_with_a_key_the_tool_lacks_is_left(env: Env) -> None:
     assert decision["action"] == "leave" and "'workdir'" in decision["reason"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (minor): a client that sends no instructions gets the prompt sentence as "
-                   "`instructions`; rewrite_response_object strips the sentence from the echo but leaves \"\" where the "
-                   "upstream would have echoed null for the client's own request")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (minor): a client that sends no instructions gets the prompt sentence as "
+    '`instructions`; rewrite_response_object strips the sentence from the echo but leaves "" where the '
+    "upstream would have echoed null for the client's own request",
+)
 @pytest.mark.parametrize("stream", [False, True])
 def test_bug_responses_echo_of_absent_instructions_is_empty_string(env: Env, stream: bool) -> None:
-    body = {"model": "gpt-5", "input": "x", "stream": stream, "tools": [{"type": "function", "name": LONG, "parameters": TEMPLATE}]}
+    body = {
+        "model": "gpt-5",
+        "input": "x",
+        "stream": stream,
+        "tools": [{"type": "function", "name": LONG, "parameters": TEMPLATE}],
+    }
 
     def answer(fwd: dict[str, Any]) -> tuple[bytes, str]:
-        response = {"id": "resp_1", "object": "response", "status": "completed", "output": [],
-                    "instructions": fwd.get("instructions"), "tools": fwd["tools"], "tool_choice": "auto"}
+        response = {
+            "id": "resp_1",
+            "object": "response",
+            "status": "completed",
+            "output": [],
+            "instructions": fwd.get("instructions"),
+            "tools": fwd["tools"],
+            "tool_choice": "auto",
+        }
         if stream:
-            return sse([("response.completed", {"type": "response.completed", "sequence_number": 0, "response": response})]), "text/event-stream"
+            return sse(
+                [("response.completed", {"type": "response.completed", "sequence_number": 0, "response": response})]
+            ), "text/event-stream"
         return orjson.dumps(response), "application/json"
 
     fwd, client, _ = through(env, "openai_responses", body, answer, mode="auto")
     assert "instructions" not in body and fwd["instructions"]  # the sentence went up as the instructions
-    echoed = orjson.loads(client.split(b"data: ", 1)[1]) ["response"] if stream else orjson.loads(client)
+    echoed = orjson.loads(client.split(b"data: ", 1)[1])["response"] if stream else orjson.loads(client)
     assert echoed["instructions"] is None, f"the client sent no instructions; the echo shows {echoed['instructions']!r}"
-

@@ -7,8 +7,6 @@ import re
 import ssl
 
 import pytest
-
-import harness
 from mitmproxy import exceptions
 from mitmproxy.connection import Client
 from mitmproxy.options import Options
@@ -17,22 +15,42 @@ from mitmproxy.proxy.layers.tls import parse_client_hello
 from mitmproxy.proxy.mode_specs import ProxyMode
 from mitmproxy.tls import ClientHelloData
 
+import harness
 import toolvocab.hosts as tvhosts
-
 
 #: Hosts the agents use by default (tests/e2e/test_forward_mode_agents.py drives them) and a few
 #: provider hosts; each must be intercepted with the default rule.
 LLM_HOSTS = [
-    "api.anthropic.com", "api.openai.com", "chatgpt.com", "generativelanguage.googleapis.com",
-    "us-central1-aiplatform.googleapis.com", "aiplatform.googleapis.com", "cloudcode-pa.googleapis.com",
-    "openrouter.ai", "api.deepseek.com", "dashscope-intl.aliyuncs.com", "myres.openai.azure.com",
-    "API.Anthropic.COM", "api.anthropic.com.", "api.anthropic.com:443",
+    "api.anthropic.com",
+    "api.openai.com",
+    "chatgpt.com",
+    "generativelanguage.googleapis.com",
+    "us-central1-aiplatform.googleapis.com",
+    "aiplatform.googleapis.com",
+    "cloudcode-pa.googleapis.com",
+    "openrouter.ai",
+    "api.deepseek.com",
+    "dashscope-intl.aliyuncs.com",
+    "myres.openai.azure.com",
+    "API.Anthropic.COM",
+    "api.anthropic.com.",
+    "api.anthropic.com:443",
 ]
 #: Hosts that must pass untouched: unrelated, look-alikes and suffix tricks.
 OTHER_HOSTS = [
-    "github.com", "registry.npmjs.org", "www.googleapis.com", "oauth2.googleapis.com", "storage.googleapis.com",
-    "api.anthropic.com.evil.example", "evilapi.anthropic.com", "notchatgpt.com", "chatgpt.com.example",
-    "api.openai.com.attacker.net", "auth.openai.com", "example.test", "127.0.0.1",
+    "github.com",
+    "registry.npmjs.org",
+    "www.googleapis.com",
+    "oauth2.googleapis.com",
+    "storage.googleapis.com",
+    "api.anthropic.com.evil.example",
+    "evilapi.anthropic.com",
+    "notchatgpt.com",
+    "chatgpt.com.example",
+    "api.openai.com.attacker.net",
+    "auth.openai.com",
+    "example.test",
+    "127.0.0.1",
 ]
 
 
@@ -73,6 +91,7 @@ def test_connection_host_prefers_sni() -> None:
 
 # -- the hook, as mitmproxy calls it -------------------------------------------------------------
 
+
 def client_hello_bytes(sni: str | None) -> bytes:
     """A real TLS ClientHello record from Python's ssl (with ``sni`` as server_hostname)."""
     ctx = ssl.create_default_context()
@@ -85,8 +104,9 @@ def client_hello_bytes(sni: str | None) -> bytes:
 
 
 def hello_data(mode: str, sni: str | None, connect_host: str | None = None) -> ClientHelloData:
-    client = Client(peername=("127.0.0.1", 50000), sockname=("127.0.0.1", 8080), timestamp_start=0,
-                    proxy_mode=ProxyMode.parse(mode))
+    client = Client(
+        peername=("127.0.0.1", 50000), sockname=("127.0.0.1", 8080), timestamp_start=0, proxy_mode=ProxyMode.parse(mode)
+    )
     context = Context(client, Options())
     if connect_host:
         context.server.address = (connect_host, 443)
@@ -112,8 +132,10 @@ def addon_of(script):
     return harness.intercept(script)
 
 
-@pytest.mark.parametrize("sni,intercepted", [("api.anthropic.com", True), ("github.com", False),
-                                             ("chatgpt.com", True), ("example.test", False)])
+@pytest.mark.parametrize(
+    "sni,intercepted",
+    [("api.anthropic.com", True), ("github.com", False), ("chatgpt.com", True), ("example.test", False)],
+)
 def test_hook_ignores_only_unknown_hosts_in_regular_mode(tv, sni: str, intercepted: bool) -> None:
     tctx, script = tv
     tctx.configure(script, toolvocab_hosts=None, toolvocab_intercept="known")

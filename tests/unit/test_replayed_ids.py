@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 import harness
 from harness.fixtures import env  # noqa: F401  (pytest fixtures)
 from harness.fixtures import loaded  # noqa: F401
-
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.anthropic import AnthropicStream
 from toolvocab.dialects.sse import SSEParser
@@ -32,7 +31,11 @@ from toolvocab.engine.plan import Plan
 #: match before a final newline, which Anthropic's pattern does not let through).
 PATTERN = re.compile(r"[a-zA-Z0-9_-]+\Z")
 TOOLS = Toolset([declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}})])
-BASH = {"name": "Bash", "description": "Run a command", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}
+BASH = {
+    "name": "Bash",
+    "description": "Run a command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
 
 
 def resolver(call):
@@ -43,7 +46,12 @@ def history(*ids: str) -> dict:
     """A request replaying one Bash call and its result per id."""
     messages: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "look"}]}]
     for i in ids:
-        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": "Bash", "input": {"command": "ls"}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": i, "name": "Bash", "input": {"command": "ls"}}],
+            }
+        )
         messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": "a.txt"}]})
     return {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": [BASH], "messages": messages}
 
@@ -125,8 +133,11 @@ def test_every_pair_still_pairs_and_every_sent_id_is_valid(ids):
 
 
 def answer(call_id: str) -> dict:
-    return {"type": "message", "stop_reason": "tool_use",
-            "content": [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}]}
+    return {
+        "type": "message",
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "ls"}}],
+    }
 
 
 def test_an_alias_in_the_answer_goes_back_to_the_clients_id():
@@ -146,9 +157,36 @@ def test_a_fresh_id_in_the_answer_is_left():
 
 def _stream(call_id: str) -> bytes:
     events = [
-        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m", "stop_reason": None}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": call_id, "name": "Bash", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"command\":\"ls\"}"}}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "m",
+                    "stop_reason": None,
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": call_id, "name": "Bash", "input": {}},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"command":"ls"}'},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
         ("message_stop", {"type": "message_stop"}),
@@ -165,8 +203,11 @@ def _run_stream(raw: bytes, plan: Plan) -> bytes:
 
 def _stream_ids(out: bytes) -> list[str]:
     parser = SSEParser()
-    return [e.json()["content_block"]["id"] for e in parser.feed(out)
-            if isinstance(e.json(), dict) and e.json().get("type") == "content_block_start"]
+    return [
+        e.json()["content_block"]["id"]
+        for e in parser.feed(out)
+        if isinstance(e.json(), dict) and e.json().get("type") == "content_block_start"
+    ]
 
 
 def test_streamed_alias_goes_back_and_a_fresh_id_is_left():
@@ -183,7 +224,9 @@ HEADERS = [("content-type", "application/json"), ("anthropic-version", "2023-06-
 
 
 def _flow(body: dict, upstream: bytes):
-    return harness.make_flow(body, host=HOST, path="/v1/messages", headers=HEADERS, resp_type="application/json", upstream=upstream)
+    return harness.make_flow(
+        body, host=HOST, path="/v1/messages", headers=HEADERS, resp_type="application/json", upstream=upstream
+    )
 
 
 def test_the_upstream_gets_the_alias_and_the_client_its_own_ids(env):
@@ -192,7 +235,7 @@ def test_the_upstream_gets_the_alias_and_the_client_its_own_ids(env):
     f = _flow(body, upstream)
     r = harness.replay(env, f)
     sent = orjson.loads(f.request.content)
-    (use, result), = pairs(sent)
+    ((use, result),) = pairs(sent)
     assert use == result and PATTERN.match(use) and use != "functions.Bash:0"
     assert r.out == upstream
     assert r.record["request_changed"] is True
@@ -221,9 +264,13 @@ LONG_ID = "call_" + "0123456789" * 8  # 85 characters
 def responses_history(*ids: str) -> dict:
     items: list[dict] = [{"role": "user", "content": "look"}]
     for i in ids:
-        items.append({"type": "function_call", "call_id": i, "name": "Bash", "arguments": "{\"command\":\"ls\"}"})
+        items.append({"type": "function_call", "call_id": i, "name": "Bash", "arguments": '{"command":"ls"}'})
         items.append({"type": "function_call_output", "call_id": i, "output": "a.txt"})
-    return {"model": "gpt-5", "input": items, "tools": [{"type": "function", "name": "Bash", "parameters": BASH["input_schema"]}]}
+    return {
+        "model": "gpt-5",
+        "input": items,
+        "tools": [{"type": "function", "name": "Bash", "parameters": BASH["input_schema"]}],
+    }
 
 
 def test_a_responses_call_id_over_64_characters_is_aliased_at_both_ends():
@@ -247,7 +294,20 @@ def test_responses_ids_of_64_characters_or_fewer_leave_the_request_as_it_came():
 def test_a_responses_answer_naming_the_alias_gives_the_client_its_own_id():
     alias = id_aliases([LONG_ID], lambda i: len(i) <= 64)[LONG_ID]
     plan = Plan(flow_key="k", call_ids={LONG_ID: alias})
-    body = {"id": "resp_1", "object": "response", "status": "completed", "output": [
-        {"type": "function_call", "id": "fc_1", "call_id": alias, "name": "Bash", "arguments": "{\"command\":\"ls\"}", "status": "completed"}]}
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": alias,
+                "name": "Bash",
+                "arguments": '{"command":"ls"}',
+                "status": "completed",
+            }
+        ],
+    }
     assert RESPONSES.rewrite_response(body, resolver, plan)
     assert body["output"][0]["call_id"] == LONG_ID

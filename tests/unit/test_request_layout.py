@@ -34,8 +34,16 @@ from toolvocab.engine.plan import make_plan
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
 
 KEYS = st.text(st.sampled_from('ab"\\\u00e9\u2028/'), max_size=4)
-LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
-VALUES = st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3), max_leaves=12)
+LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
+VALUES = st.recursive(
+    LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3), max_leaves=12
+)
 
 
 @contextlib.contextmanager
@@ -52,7 +60,9 @@ def test_rewrite_with_layout_is_orjson_dumps_of_the_change(body: dict[str, Any],
     raw = orjson.dumps(body)
     value, unique, canonical = jsonio.loads_checked(raw)
     assert unique and canonical and value == body
-    touched = set(data.draw(st.sets(st.sampled_from(list(body) + ["new", "other"]) if body else st.just("new")), label="touched"))
+    touched = set(
+        data.draw(st.sets(st.sampled_from(list(body) + ["new", "other"]) if body else st.just("new")), label="touched")
+    )
     with no_threshold():
         layout = jsonio.layout(raw, value, frozenset(touched))
     if layout is None:
@@ -111,7 +121,10 @@ def test_non_string_key_is_written_whole() -> None:
     with no_threshold():
         layout = jsonio.layout(raw, {"a": 1}, frozenset())
     assert layout == {"a": (5, 6)}
-    assert jsonio.rewrite(raw, {1: "x", "a": 1}, unique_keys=True, finite=True, layout=layout) in (None, b'{"1":"x","a":1}')
+    assert jsonio.rewrite(raw, {1: "x", "a": 1}, unique_keys=True, finite=True, layout=layout) in (
+        None,
+        b'{"1":"x","a":1}',
+    )
 
 
 # -- request_keys ------------------------------------------------------------------------------
@@ -127,12 +140,27 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
     ``system`` placed ``where`` the dialect can carry a system prompt (or nowhere)."""
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     if dialect == "anthropic":
-        body: dict[str, Any] = {"model": "m", "tools": [{"name": n, "input_schema": schema} for n in names],
-                                "messages": [{"role": "user", "content": "hi"}]}
+        body: dict[str, Any] = {
+            "model": "m",
+            "tools": [{"name": n, "input_schema": schema} for n in names],
+            "messages": [{"role": "user", "content": "hi"}],
+        }
         for i, n in enumerate(transcript):
-            body["messages"].append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": n, "input": {}}]})
-            body["messages"].append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": [
-                {"type": "tool_reference", "tool_name": n}]}]})
+            body["messages"].append(
+                {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": n, "input": {}}]}
+            )
+            body["messages"].append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"t{i}",
+                            "content": [{"type": "tool_reference", "tool_name": n}],
+                        }
+                    ],
+                }
+            )
         if where == "string":
             body["system"] = system
         elif where == "blocks":
@@ -141,26 +169,41 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
             body["tool_choice"] = {"type": "tool", "name": names[0]}
         return body
     if dialect == "openai_chat":
-        body = {"model": "m", "tools": [{"type": "function", "function": {"name": n, "parameters": schema}} for n in names],
-                "messages": [{"role": "user", "content": "hi"}]}
+        body = {
+            "model": "m",
+            "tools": [{"type": "function", "function": {"name": n, "parameters": schema}} for n in names],
+            "messages": [{"role": "user", "content": "hi"}],
+        }
         if where == "legacy":
             body["functions"] = [{"name": n, "parameters": schema} for n in names]
             body["function_call"] = {"name": names[0]} if names else "auto"
         if where in ("string", "blocks"):
-            body["messages"].insert(0, {"role": "system", "content": system if where == "string" else [{"type": "text", "text": system}]})
+            body["messages"].insert(
+                0, {"role": "system", "content": system if where == "string" else [{"type": "text", "text": system}]}
+            )
         for i, n in enumerate(transcript):
-            body["messages"].append({"role": "assistant", "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": "{}"}}]})
+            body["messages"].append(
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": "{}"}}],
+                }
+            )
             body["messages"].append({"role": "tool", "tool_call_id": f"c{i}", "content": "ok"})
         if names:
             body["tool_choice"] = {"type": "function", "function": {"name": names[0]}}
         return body
     if dialect == "openai_responses":
-        body = {"model": "m", "tools": [{"type": "function", "name": n, "parameters": schema} for n in names],
-                "input": [{"role": "user", "content": "hi"}]}
+        body = {
+            "model": "m",
+            "tools": [{"type": "function", "name": n, "parameters": schema} for n in names],
+            "input": [{"role": "user", "content": "hi"}],
+        }
         if where == "string":
             body["instructions"] = system
         elif where == "blocks":
-            body["input"].insert(0, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": system}]})
+            body["input"].insert(
+                0, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": system}]}
+            )
         elif where == "legacy":
             body["input"].insert(0, {"type": "message", "role": "system", "content": system})
         for i, n in enumerate(transcript):
@@ -169,8 +212,10 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
         if names:
             body["tool_choice"] = {"type": "function", "name": names[0]}
         return body
-    req: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
-                           "tools": [{"functionDeclarations": [{"name": n, "parameters": schema} for n in names]}]}
+    req: dict[str, Any] = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [{"name": n, "parameters": schema} for n in names]}],
+    }
     for n in transcript:
         req["contents"].append({"role": "model", "parts": [{"functionCall": {"name": n, "args": {}}}]})
         req["contents"].append({"role": "user", "parts": [{"functionResponse": {"name": n, "response": {}}}]})
@@ -187,14 +232,26 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.name)
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(names=st.lists(st.sampled_from(NAMES), max_size=4), transcript=st.lists(st.sampled_from(NAMES + ["old.tool"]), max_size=3),
-       system=st.sampled_from(SYSTEMS), where=st.sampled_from(["none", "string", "blocks", "legacy"]), sentence=st.booleans())
-def test_request_keys_name_every_key_apply_request_changes(dialect: Any, names: list[str], transcript: list[str], system: str,
-                                                          where: str, sentence: bool) -> None:
+@given(
+    names=st.lists(st.sampled_from(NAMES), max_size=4),
+    transcript=st.lists(st.sampled_from(NAMES + ["old.tool"]), max_size=3),
+    system=st.sampled_from(SYSTEMS),
+    where=st.sampled_from(["none", "string", "blocks", "legacy"]),
+    sentence=st.booleans(),
+)
+def test_request_keys_name_every_key_apply_request_changes(
+    dialect: Any, names: list[str], transcript: list[str], system: str, where: str, sentence: bool
+) -> None:
     body = _bodies(dialect.name, names, transcript, system, where)
     tools = Toolset(dialect.declared_tools(body))
-    plan = make_plan(tools, dialect.system_texts(body), add_sentence=sentence, flow_key="k",
-                     grammar=GRAMMARS["openai"], transcript_names=dialect.transcript_names(body))
+    plan = make_plan(
+        tools,
+        dialect.system_texts(body),
+        add_sentence=sentence,
+        flow_key="k",
+        grammar=GRAMMARS["openai"],
+        transcript_names=dialect.transcript_names(body),
+    )
     keys = dialect.request_keys(body, plan)
     before = copy.deepcopy(body)
     dialect.apply_request(body, plan)

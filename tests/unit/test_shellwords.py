@@ -93,11 +93,20 @@ _QUOTABLE = list(_SAFE) + list(" *?[]{}~$;&|<>()^#!\\`")
 single_quoted = st.text(alphabet=st.sampled_from(_QUOTABLE + ['"']), max_size=6).map(lambda t: f"'{t}'")
 double_quoted = st.text(alphabet=st.sampled_from(_QUOTABLE + ["'"]), max_size=6).map(lambda t: f'"{t}"')
 escaped = st.sampled_from(list(_QUOTABLE) + ["n", "t", "\\", '"', "'"]).map(lambda c: "\\" + c)
-double_escaped = st.lists(st.sampled_from(list(_SAFE) + [" ", "'", "*", "\\n", "\\t", "\\\\", '\\"', "\\$", "\\]"]), max_size=4).map(lambda p: '"' + "".join(p) + '"')
-quoted_word = st.lists(safe_word | single_quoted | double_quoted | escaped | double_escaped, min_size=1, max_size=3).map("".join)
+double_escaped = st.lists(
+    st.sampled_from(list(_SAFE) + [" ", "'", "*", "\\n", "\\t", "\\\\", '\\"', "\\$", "\\]"]), max_size=4
+).map(lambda p: '"' + "".join(p) + '"')
+quoted_word = st.lists(
+    safe_word | single_quoted | double_quoted | escaped | double_escaped, min_size=1, max_size=3
+).map("".join)
 word = safe_word | safe_word | st.text(alphabet=st.sampled_from(list(_SAFE) + list(_SPECIAL)), min_size=1, max_size=6)
-command_word = st.sampled_from(sorted(STUBS)) | st.sampled_from(["cd", "echo", "pwd", "true", "false", "noglob", "shopt", "-", "%1", "time", "=oka", "A=1"])
-simple = st.tuples(command_word, st.lists(word | st.sampled_from(["**/*.orig", "*.orig", "=oka", "$HOME", "a=b", "sub", "-1"]), max_size=4))
+command_word = st.sampled_from(sorted(STUBS)) | st.sampled_from(
+    ["cd", "echo", "pwd", "true", "false", "noglob", "shopt", "-", "%1", "time", "=oka", "A=1"]
+)
+simple = st.tuples(
+    command_word,
+    st.lists(word | st.sampled_from(["**/*.orig", "*.orig", "=oka", "$HOME", "a=b", "sub", "-1"]), max_size=4),
+)
 operator = st.sampled_from(["&&", "||", ";", "|"]) | st.sampled_from(["&", "\n", ";;"])
 gap = st.sampled_from(["", " ", "  ", "\t"])
 
@@ -122,8 +131,17 @@ def plain_lines(draw: st.DrawFn) -> str:
         if i:
             text += draw(gap) + draw(st.sampled_from(["&&", "||", ";", "|"])) + draw(gap)
         words = draw(st.lists(st.sampled_from(["A=1", "B_2=x"]), max_size=1))
-        words.append(draw(st.sampled_from([*sorted(STUBS), "cd", "true", "false", "pwd", "echo", "'echo'", "e'ch'o", '"oka"'])))
-        words += draw(st.lists(safe_word | quoted_word | st.sampled_from(["sub", "sub/deep", "..", "-1", "-n", "-e", "-E", "'-e'", "'=oka'", "''=0"]), max_size=3))
+        words.append(
+            draw(st.sampled_from([*sorted(STUBS), "cd", "true", "false", "pwd", "echo", "'echo'", "e'ch'o", '"oka"']))
+        )
+        words += draw(
+            st.lists(
+                safe_word
+                | quoted_word
+                | st.sampled_from(["sub", "sub/deep", "..", "-1", "-n", "-e", "-E", "'-e'", "'=oka'", "''=0"]),
+                max_size=3,
+            )
+        )
         text += " ".join(words)
     return text
 
@@ -144,7 +162,11 @@ def test_a_portable_command_runs_alike_in_bash_zsh_and_dash(sandbox: Path, comma
 
 
 @SETTINGS
-@given(argv=st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=8), max_size=5))
+@given(
+    argv=st.lists(
+        st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=8), max_size=5
+    )
+)
 @example(argv=["-f", "**/*.orig"])
 @example(argv=["=oka", "it's", "$HOME", "a b", "\n", "~", "!x", "\\"])
 def test_a_posix_join_hands_every_shell_the_same_argv(sandbox: Path, argv: list[str]) -> None:
@@ -167,8 +189,18 @@ def test_the_shells_really_differ_where_the_rule_says_so(sandbox: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["ls -la", "git status", "echo toolvocab-ok", "cd src && make test", "find /repo -name '*.rs' | head -20",
-     'grep -rn "foo bar" src', "npm test || true", "ls | head -5", "FOO=1 make", "a -x; b --y=z"],
+    [
+        "ls -la",
+        "git status",
+        "echo toolvocab-ok",
+        "cd src && make test",
+        "find /repo -name '*.rs' | head -20",
+        'grep -rn "foo bar" src',
+        "npm test || true",
+        "ls | head -5",
+        "FOO=1 make",
+        "a -x; b --y=z",
+    ],
 )
 def test_plain_commands_are_portable(command: str) -> None:
     assert is_portable(command)

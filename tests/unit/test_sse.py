@@ -12,11 +12,11 @@ import time
 
 import orjson
 import pytest
-from harness import random_chunks
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from harness import random_chunks
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.dialects.sse import SSEParser
@@ -127,7 +127,7 @@ def test_parser_keeps_unterminated_remainder_for_flush():
 
 
 def test_parser_keep_alive_comments_are_events_of_their_own():
-    events, _ = feed_all([b": ping\n\n:\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\n"])
+    events, _ = feed_all([b': ping\n\n:\n\nevent: ping\ndata: {"type":"ping"}\n\n'])
     assert [e.raw for e in events] == [b": ping\n\n", b":\n\n", b'event: ping\ndata: {"type":"ping"}\n\n']
     assert events[0].data is None and events[0].event is None
     assert events[1].data is None
@@ -154,15 +154,27 @@ def test_parser_mixed_line_endings_end_an_event():
 
 @pytest.mark.parametrize("eol", EOLS.values(), ids=EOLS.keys())
 def test_with_json_keeps_framing(eol):
-    raw = eol.join(
-        ["id: 7", "event: content_block_start", ": a comment", 'data: {"a":', "data: 1}", "retry: 10"]
-    ) + eol + eol
+    raw = (
+        eol.join(["id: 7", "event: content_block_start", ": a comment", 'data: {"a":', "data: 1}", "retry: 10"])
+        + eol
+        + eol
+    )
     event = feed_all([raw.encode()])[0][0]
     assert event.json() == {"a": 1}
     new = event.with_json({"a": 2, "name": "Bash", "t": "caf\u00e9"})
-    expected = eol.join(
-        ["id: 7", "event: content_block_start", ": a comment", 'data: {"a":2,"name":"Bash","t":"caf\u00e9"}', "retry: 10"]
-    ) + eol + eol
+    expected = (
+        eol.join(
+            [
+                "id: 7",
+                "event: content_block_start",
+                ": a comment",
+                'data: {"a":2,"name":"Bash","t":"caf\u00e9"}',
+                "retry: 10",
+            ]
+        )
+        + eol
+        + eol
+    )
     assert new.raw == expected.encode()
     assert new.event == "content_block_start"
     assert new.data == '{"a":2,"name":"Bash","t":"caf\u00e9"}'
@@ -430,7 +442,7 @@ def test_marker_prefilter_gives_what_parsing_every_event_gives(blocks, points, l
 def test_unmarked_chunk_goes_out_as_it_came_in_one_piece():
     rw = Marked()
     text = b'event: t\ndata: {"type":"text","text":"a"}\n\n' * 50
-    chunk = text + b"event: t\ndata: {\"ty"
+    chunk = text + b'event: t\ndata: {"ty'
     out = rw.feed(chunk)
     assert out == [text]  # everything up to the last boundary, one piece, nothing parsed
     assert rw.feed(b'pe":"text"}\n\n') == [b'event: t\ndata: {"type":"text"}\n\n']
@@ -457,7 +469,9 @@ def _stream_cases():
     from toolvocab.engine.models import DeclaredTool
     from toolvocab.engine.plan import Plan
 
-    tools = Toolset([DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})])
+    tools = Toolset(
+        [DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})]
+    )
 
     class Resolver:
         def __init__(self) -> None:
@@ -474,28 +488,80 @@ def _stream_cases():
         return ev({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * size}})
 
     def anthropic_tool(size, pieces):
-        out = ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "shell", "input": {}}})
+        out = ev(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "t1", "name": "shell", "input": {}},
+            }
+        )
         arg = orjson.dumps({"command": "y" * size}).decode()
         step = max(1, len(arg) // pieces)
         for i in range(0, len(arg), step):
-            out += ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": arg[i : i + step]}})
+            out += ev(
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": arg[i : i + step]},
+                }
+            )
         return out + ev({"type": "content_block_stop", "index": 1})
 
     def chat_text(size):
         return ev({"choices": [{"index": 0, "delta": {"content": "hello " + "x" * size}}]}, False)
 
     def chat_tool(size, pieces):
-        out = ev({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "shell", "arguments": ""}}]}}]}, False)
+        out = ev(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "c1",
+                                    "type": "function",
+                                    "function": {"name": "shell", "arguments": ""},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            },
+            False,
+        )
         arg = orjson.dumps({"command": "y" * size}).decode()
         step = max(1, len(arg) // pieces)
         for i in range(0, len(arg), step):
-            out += ev({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": arg[i : i + step]}}]}}]}, False)
-        return out + ev({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}, False) + "data: [DONE]\n\n"
+            out += ev(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"tool_calls": [{"index": 0, "function": {"arguments": arg[i : i + step]}}]},
+                        }
+                    ]
+                },
+                False,
+            )
+        return (
+            out
+            + ev({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}, False)
+            + "data: [DONE]\n\n"
+        )
 
     def chat_markup(size, pieces):
-        text = "<tool_call>\n<function=Bash>\n<parameter=command>\n" + "y" * size + "\n</parameter>\n</function>\n</tool_call>"
+        text = (
+            "<tool_call>\n<function=Bash>\n<parameter=command>\n"
+            + "y" * size
+            + "\n</parameter>\n</function>\n</tool_call>"
+        )
         step = max(1, len(text) // pieces)
-        out = "".join(ev({"choices": [{"index": 0, "delta": {"content": text[i : i + step]}}]}, False) for i in range(0, len(text), step))
+        out = "".join(
+            ev({"choices": [{"index": 0, "delta": {"content": text[i : i + step]}}]}, False)
+            for i in range(0, len(text), step)
+        )
         return out + ev({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, False) + "data: [DONE]\n\n"
 
     def responses_text(size):
@@ -514,7 +580,14 @@ def _stream_cases():
         return ev({"candidates": [{"content": {"parts": [{"text": "x" * size}]}}]}, False)
 
     def gemini_tool(size, pieces):
-        return ev({"candidates": [{"content": {"parts": [{"functionCall": {"name": "shell", "args": {"command": "y" * size}}}]}}]}, False)
+        return ev(
+            {
+                "candidates": [
+                    {"content": {"parts": [{"functionCall": {"name": "shell", "args": {"command": "y" * size}}}]}}
+                ]
+            },
+            False,
+        )
 
     cases = []
     for name, dialect, text, tool in (
@@ -527,7 +600,13 @@ def _stream_cases():
         cases.append((f"{name}-long-text-event", make, lambda size, f=text: f(size).encode()))
         cases.append((f"{name}-long-call-event", make, lambda size, f=tool: f(size, 1).encode()))
         cases.append((f"{name}-many-deltas-in-a-held-call", make, lambda size, f=tool: f(size, size // 50).encode()))
-    cases.append(("chat-markup-in-text", lambda: chat.stream_rewriter(Resolver(), Plan(flow_key="linear")), lambda size: chat_markup(size, size // 50).encode()))
+    cases.append(
+        (
+            "chat-markup-in-text",
+            lambda: chat.stream_rewriter(Resolver(), Plan(flow_key="linear")),
+            lambda size: chat_markup(size, size // 50).encode(),
+        )
+    )
     return cases
 
 
@@ -564,17 +643,35 @@ def test_anthropic_held_block_goes_out_as_it_came_when_its_events_arrive_out_of_
     from toolvocab.engine.models import DeclaredTool
     from toolvocab.engine.plan import Plan
 
-    tools = Toolset([DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})])
+    tools = Toolset(
+        [DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})]
+    )
     rw = DIALECT.stream_rewriter(lambda call: resolve(call, tools, {}), Plan(flow_key="ooo"))
 
     def ev(obj):
         return f"event: {obj['type']}\ndata: {orjson.dumps(obj).decode()}\n\n".encode()
 
-    block = ev({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "shell", "input": {}}})
-    block += ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls"}'}})
+    block = ev(
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "shell", "input": {}},
+        }
+    )
+    block += ev(
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls"}'},
+        }
+    )
     assert rw.feed(block) == []  # held
     after = {
-        "content_block_start": {"type": "content_block_start", "index": 2, "content_block": {"type": "text", "text": ""}},
+        "content_block_start": {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "text", "text": ""},
+        },
         "message_delta": {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
         "message_stop": {"type": "message_stop"},
         "error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
@@ -597,7 +694,10 @@ def test_a_failing_holding_check_loses_no_byte(seed):
         def on_event(self, event: SSEEvent) -> list[bytes]:
             return [event.raw]  # changes nothing: every byte must come out as it came
 
-    data = b"".join(b'event: t\ndata: {"type":"text","text":"w%d"}\n\n' % i for i in range(40)) + b'data: {"m":1,"n":3}\n\n' * 3
+    data = (
+        b"".join(b'event: t\ndata: {"type":"text","text":"w%d"}\n\n' % i for i in range(40))
+        + b'data: {"m":1,"n":3}\n\n' * 3
+    )
     rw = Flaky()
     out = run(rw, random_chunks(data, random.Random(seed), 1, 300))
     assert b"".join(b"".join(o) for o in out) == data

@@ -23,7 +23,14 @@ from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.plan import Plan
 
-TOOLS = Toolset([declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})])
+TOOLS = Toolset(
+    [
+        declared_tool(
+            "Bash",
+            input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        )
+    ]
+)
 
 
 class Resolver:
@@ -48,8 +55,20 @@ def sse(obj: dict, name: bool = True) -> bytes:
 def anthropic_events() -> list[bytes]:
     return [
         sse({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}),
-        sse({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}}),
-        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls"}'}}),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+            }
+        ),
+        sse(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"command": "ls"}'},
+            }
+        ),
         sse({"type": "content_block_stop", "index": 0}),
         sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
         sse({"type": "message_stop"}),
@@ -58,11 +77,27 @@ def anthropic_events() -> list[bytes]:
 
 def chat_events() -> list[bytes]:
     def chunk(delta: dict, finish=None) -> bytes:
-        return ("data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n").encode()
+        return (
+            "data: "
+            + json.dumps(
+                {
+                    "id": "c",
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+            )
+            + "\n\n"
+        ).encode()
 
     return [
         chunk({"role": "assistant"}),
-        chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "shell", "arguments": ""}}]}),
+        chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_1", "type": "function", "function": {"name": "shell", "arguments": ""}}
+                ]
+            }
+        ),
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"command": "ls"}'}}]}),
         chunk({}, "tool_calls"),
         b"data: [DONE]\n\n",
@@ -75,15 +110,38 @@ def responses_events() -> list[bytes]:
     return [
         sse({"type": "response.created", "sequence_number": 0, "response": {"id": "r", "output": []}}),
         sse({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item}),
-        sse({"type": "response.function_call_arguments.delta", "sequence_number": 2, "output_index": 0, "item_id": "fc_1", "delta": '{"command": "ls"}'}),
-        sse({"type": "response.function_call_arguments.done", "sequence_number": 3, "output_index": 0, "item_id": "fc_1", "arguments": '{"command": "ls"}'}),
+        sse(
+            {
+                "type": "response.function_call_arguments.delta",
+                "sequence_number": 2,
+                "output_index": 0,
+                "item_id": "fc_1",
+                "delta": '{"command": "ls"}',
+            }
+        ),
+        sse(
+            {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": 3,
+                "output_index": 0,
+                "item_id": "fc_1",
+                "arguments": '{"command": "ls"}',
+            }
+        ),
         sse({"type": "response.output_item.done", "sequence_number": 4, "output_index": 0, "item": done}),
         sse({"type": "response.completed", "sequence_number": 5, "response": {"id": "r", "output": [done]}}),
     ]
 
 
 def gemini_sse_events() -> list[bytes]:
-    call = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": {"command": "ls"}}}]}, "finishReason": "STOP"}]}
+    call = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": {"command": "ls"}}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
     return [("data: " + json.dumps(call) + "\r\n\r\n").encode()]
 
 
@@ -160,7 +218,11 @@ def test_a_repeated_key_in_an_event_nobody_reads_costs_nothing_and_changes_nothi
 
 
 def test_gemini_array_element_with_a_repeated_key_passes_as_it_came() -> None:
-    call = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": {"command": "ls"}}}]}}]}
+    call = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": {"command": "ls"}}}]}}
+        ]
+    }
     plain = b"[" + json.dumps(call).encode() + b"]"
     out, rw, _ = run("gemini", plain, random.Random(3))
     assert b"Bash" in out  # control
@@ -177,4 +239,6 @@ def test_json_raises_every_time_and_with_json_copies_do_not() -> None:
     assert not isinstance(RepeatedKey(), ValueError)
     assert SSEEvent.parse(b'data: {"a": 1, "b": {"a": 2}}\n\n').json() == {"a": 1, "b": {"a": 2}}
     assert SSEEvent.parse(b'data: {"a": 1}\n\n').with_json({"a": 3}).json() == {"a": 3}
-    assert SSEEvent.parse(b'data: {"s": "\\": x"}\n\n').json() == {"s": '": x'}  # a colon after an escaped quote is no key
+    assert SSEEvent.parse(b'data: {"s": "\\": x"}\n\n').json() == {
+        "s": '": x'
+    }  # a colon after an escaped quote is no key

@@ -18,17 +18,17 @@ from typing import Any
 
 import orjson
 import pytest
+
 from harness import random_chunks
 from harness.dialects import Recorder
 from harness.dialects import rewrite
 from harness.dialects import split_text
 from harness.dialects import sse_events
-
+from toolvocab.dialects import textcalls
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.gemini import DIALECT as GEMINI
 from toolvocab.dialects.openai_chat import DIALECT as CHAT
 from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
-from toolvocab.dialects import textcalls
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
 
@@ -38,7 +38,12 @@ from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import extract_text_calls
 
-SCHEMA_READ = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}
+SCHEMA_READ = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
 SCHEMA_SQUARE = {"type": "object", "properties": {"input_num": {"type": "integer"}}, "required": ["input_num"]}
 TOOLS = Toolset(
     [
@@ -102,14 +107,21 @@ POSITIVE = [
     pytest.param(HERMES, [READ], "", id="hermes"),
     pytest.param("\n" + HERMES + "\n" + HERMES_SQUARE + "\n", [READ, SQUARE], "", id="hermes-two"),
     pytest.param(THINK + "\n\n" + HERMES, [READ], THINK, id="hermes-after-think"),
-    pytest.param(HERMES.replace('"read_file"', '"functions.read_file"'), [READ], "", id="hermes-prefixed-name-resolves"),
+    pytest.param(
+        HERMES.replace('"read_file"', '"functions.read_file"'), [READ], "", id="hermes-prefixed-name-resolves"
+    ),
     pytest.param(LLAMA, [READ], "", id="llama"),
     pytest.param(LLAMA + "\n" + LLAMA.replace("README.md", "README.md"), [READ, READ], "", id="llama-two"),
     pytest.param(THINK + LLAMA, [READ], THINK, id="llama-after-think"),
     pytest.param(DS, [READ, SQUARE], "", id="deepseek"),
     pytest.param(THINK + "\n" + DS, [READ, SQUARE], THINK, id="deepseek-after-think"),
     pytest.param(DS31, [READ, SQUARE], "", id="deepseek-v3.1"),
-    pytest.param(THINK + "\n" + DS31.replace("<｜tool▁sep｜>", "<｜tool▁sep｜>\n"), [READ, SQUARE], THINK, id="deepseek-v3.1-after-think"),
+    pytest.param(
+        THINK + "\n" + DS31.replace("<｜tool▁sep｜>", "<｜tool▁sep｜>\n"),
+        [READ, SQUARE],
+        THINK,
+        id="deepseek-v3.1-after-think",
+    ),
     pytest.param(XML, [SQUARE], "", id="qwen3-coder-xml"),
     pytest.param(KIMI, [READ], "", id="kimi"),
     pytest.param(HERMES + "\n" + LLAMA + "\n" + XML, [READ, READ, SQUARE], "", id="mixed-families"),
@@ -117,9 +129,16 @@ POSITIVE = [
     pytest.param(MINIMAX, [READ, SQUARE], "", id="minimax"),
     pytest.param(THINK + "\n" + MINIMAX, [READ, SQUARE], THINK, id="minimax-after-think"),
     pytest.param(DSML, [READ, SQUARE], "", id="dsml"),
-    pytest.param(DSML.replace('"read_file"', '"functions.read_file"'), [READ, SQUARE], "", id="dsml-prefixed-name-resolves"),
+    pytest.param(
+        DSML.replace('"read_file"', '"functions.read_file"'), [READ, SQUARE], "", id="dsml-prefixed-name-resolves"
+    ),
     pytest.param(HARMONY, [READ], "", id="harmony-tokens"),
-    pytest.param("<|start|>assistant" + HARMONY.replace(" <|constrain|>json", " json"), [READ], "", id="harmony-start-no-constrain"),
+    pytest.param(
+        "<|start|>assistant" + HARMONY.replace(" <|constrain|>json", " json"),
+        [READ],
+        "",
+        id="harmony-start-no-constrain",
+    ),
     pytest.param(HARMONY_BARE, [READ], "", id="harmony-tokens-dropped"),
     pytest.param(XML_NO_OPENER, [SQUARE], "", id="qwen3-coder-xml-opener-dropped"),
     pytest.param(XML_NO_OPENER[: -len("</tool_call>")], [SQUARE], "", id="qwen3-coder-xml-function-only"),
@@ -139,9 +158,13 @@ NEGATIVE = [
     pytest.param(LLAMA.replace("read_file", "write_file"), id="llama-undeclared-name"),
     pytest.param(DS.replace("square_the_number", "cube_the_number"), id="deepseek-one-undeclared-name"),
     pytest.param(HERMES.replace('{"path": "README.md"}', '{"path": 7}'), id="hermes-args-fail-schema"),
-    pytest.param(LLAMA.replace('{"path": "README.md"}', '{"path": "README.md", "mode": "rw"}'), id="llama-extra-arg-fails-schema"),
+    pytest.param(
+        LLAMA.replace('{"path": "README.md"}', '{"path": "README.md", "mode": "rw"}'), id="llama-extra-arg-fails-schema"
+    ),
     pytest.param(HERMES.replace('"arguments"', '"args"'), id="hermes-not-the-documented-keys"),
-    pytest.param(HERMES.replace('{"path": "README.md"}', '"{\\"path\\": \\"README.md\\"}"'), id="hermes-arguments-a-string"),
+    pytest.param(
+        HERMES.replace('{"path": "README.md"}', '"{\\"path\\": \\"README.md\\"}"'), id="hermes-arguments-a-string"
+    ),
     pytest.param(LLAMA.replace('{"path": "README.md"}', "path=README.md"), id="llama-not-json"),
     pytest.param(DS.replace(">function<", ">retrieval<", 1), id="deepseek-not-type-function"),
     pytest.param("I will not call " + DS31, id="deepseek-v3.1-quoted"),
@@ -149,9 +172,14 @@ NEGATIVE = [
     pytest.param(DS31.replace('"input_num": 1024}', '"input_num": 10'), id="deepseek-v3.1-json-cut-inside"),
     pytest.param(DS31.replace("square_the_number", "cube_the_number"), id="deepseek-v3.1-one-undeclared-name"),
     pytest.param(DS31.replace('{"path": "README.md"}', '"README.md"'), id="deepseek-v3.1-arguments-not-an-object"),
-    pytest.param(DS31.replace("<｜tool▁call▁end｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜> then <｜tool▁call▁begin｜>"), id="deepseek-v3.1-prose-between-calls"),
+    pytest.param(
+        DS31.replace("<｜tool▁call▁end｜><｜tool▁call▁begin｜>", "<｜tool▁call▁end｜> then <｜tool▁call▁begin｜>"),
+        id="deepseek-v3.1-prose-between-calls",
+    ),
     pytest.param("<think>" + HERMES + "</think>", id="markup-only-inside-think"),
-    pytest.param(PARALLEL.replace("functions.square_the_number", "functions.cube"), id="parallel-with-an-undeclared-part"),
+    pytest.param(
+        PARALLEL.replace("functions.square_the_number", "functions.cube"), id="parallel-with-an-undeclared-part"
+    ),
     pytest.param("The format is " + MINIMAX, id="minimax-quoted"),
     pytest.param(MINIMAX[: -len("</minimax:tool_call>")], id="minimax-cut-off"),
     pytest.param(MINIMAX.replace('"square_the_number"', '"cube_the_number"'), id="minimax-undeclared-name"),
@@ -172,7 +200,9 @@ NEGATIVE = [
     pytest.param(HARMONY_BARE.replace(" json", "json"), id="harmony-json-glued-to-the-name"),
     pytest.param(XML_NO_OPENER.replace("</function>", ""), id="qwen3-coder-xml-opener-and-closer-dropped"),
     pytest.param(XML_NO_OPENER + " Done.", id="qwen3-coder-xml-opener-dropped-then-prose"),
-    pytest.param(XML_NO_OPENER.replace("square_the_number", "cube_the_number"), id="qwen3-coder-xml-opener-dropped-undeclared"),
+    pytest.param(
+        XML_NO_OPENER.replace("square_the_number", "cube_the_number"), id="qwen3-coder-xml-opener-dropped-undeclared"
+    ),
 ]
 
 
@@ -225,8 +255,19 @@ def test_json_families_keep_the_models_spelling_for_the_ladder() -> None:
 def test_a_call_with_a_key_an_open_schema_does_not_declare_is_never_lifted(extra: str) -> None:
     # The schema allows other keys, so the call validates; a client that ignores what it does not
     # declare (Gemini CLI, Qwen Code, OpenCode) would run it without that key: lifting is a change.
-    open_tools = Toolset([DeclaredTool(name="write_file", input_schema={"type": "object", "properties": {"path": STR, "content": STR}, "required": ["path"]})])
-    text = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "x", ' + extra + '}}\n</tool_call>'
+    open_tools = Toolset(
+        [
+            DeclaredTool(
+                name="write_file",
+                input_schema={"type": "object", "properties": {"path": STR, "content": STR}, "required": ["path"]},
+            )
+        ]
+    )
+    text = (
+        '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "x", '
+        + extra
+        + "}}\n</tool_call>"
+    )
     assert textcalls.lift(text, partial(Recorder, open_tools)(), lambda i: f"id{i}") is None
     plain = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}\n</tool_call>'
     assert textcalls.lift(plain, partial(Recorder, open_tools)(), lambda i: f"id{i}") is not None
@@ -241,22 +282,46 @@ def test_no_declared_tools_no_lift() -> None:
 
 def anthropic_json(text: str) -> dict[str, Any]:
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
         "usage": {"input_tokens": 3, "output_tokens": 5},
     }
 
 
 def anthropic_sse(pieces: list[str]) -> bytes:
     out = [
-        sse("message_start", {"type": "message_start", "message": {**anthropic_json(""), "content": [], "stop_reason": None}}),
-        sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        sse(
+            "message_start",
+            {"type": "message_start", "message": {**anthropic_json(""), "content": [], "stop_reason": None}},
+        ),
+        sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
         sse("ping", {"type": "ping"}),
     ]
-    out += [sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}) for p in pieces]
+    out += [
+        sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}},
+        )
+        for p in pieces
+    ]
     out += [
         sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        ),
         sse("message_stop", {"type": "message_stop"}),
     ]
     return b"".join(out)
@@ -279,7 +344,9 @@ def anthropic_view(data: bytes) -> dict[str, Any]:
         elif e["type"] == "message_delta":
             stop = e["delta"]["stop_reason"]
     texts = "".join(b["text"] for b in blocks if b["type"] == "text")
-    calls = [(b["name"], orjson.loads(b["_json"]) if b["_json"] else b["input"]) for b in blocks if b["type"] == "tool_use"]
+    calls = [
+        (b["name"], orjson.loads(b["_json"]) if b["_json"] else b["input"]) for b in blocks if b["type"] == "tool_use"
+    ]
     ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
     return {"text": texts, "calls": calls, "ids": ids, "stop_reason": stop}
 
@@ -341,8 +408,14 @@ def test_anthropic_stream_prose_goes_out_at_once() -> None:
 def test_anthropic_stream_markup_then_second_text_block_is_released_unchanged() -> None:
     upstream = anthropic_sse([HERMES]).replace(
         b"event: message_delta",
-        sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})
-        + sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Done."}})
+        sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        )
+        + sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Done."}},
+        )
         + sse("content_block_stop", {"type": "content_block_stop", "index": 1})
         + b"event: message_delta",
     )
@@ -350,24 +423,66 @@ def test_anthropic_stream_markup_then_second_text_block_is_released_unchanged() 
 
 
 def test_anthropic_parallel_block_becomes_its_calls_json_and_stream() -> None:
-    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}},
+            {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}},
+        ]
+    }
     body = anthropic_json("Reading.")
     body["content"].append({"type": "tool_use", "id": "toolu_w", "name": "multi_tool_use.parallel", "input": wrapper})
     body["stop_reason"] = "tool_use"
     assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
     assert [(b["id"], b["name"], b["input"]) for b in body["content"][1:]] == [
-        ("toolu_w_0", "read_file", {"path": "README.md"}), ("toolu_w_1", "square_the_number", {"input_num": 1024})
+        ("toolu_w_0", "read_file", {"path": "README.md"}),
+        ("toolu_w_1", "square_the_number", {"input_num": 1024}),
     ]
     upstream = b"".join(
         [
             sse("message_start", {"type": "message_start", "message": {**anthropic_json(""), "content": []}}),
-            sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_w", "name": "multi_tool_use.parallel", "input": {}}}),
-            sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(wrapper).decode()}}),
+            sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": "toolu_w",
+                        "name": "multi_tool_use.parallel",
+                        "input": {},
+                    },
+                },
+            ),
+            sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(wrapper).decode()},
+                },
+            ),
             sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            sse("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_x", "name": "read_file", "input": {}}}),
-            sse("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"path": "b"}'}}),
+            sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "toolu_x", "name": "read_file", "input": {}},
+                },
+            ),
+            sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"path": "b"}'},
+                },
+            ),
             sse("content_block_stop", {"type": "content_block_stop", "index": 1}),
-            sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+            sse(
+                "message_delta",
+                {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+            ),
             sse("message_stop", {"type": "message_stop"}),
         ]
     )
@@ -380,7 +495,13 @@ def test_anthropic_parallel_block_becomes_its_calls_json_and_stream() -> None:
 
 
 def chat_json(text: str) -> dict[str, Any]:
-    return {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+    }
 
 
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
@@ -403,8 +524,15 @@ def test_chat_json_negative_is_unchanged(text: str) -> None:
 
 def chat_sse(pieces: list[str]) -> bytes:
     head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    out = [sse(None, {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})]
-    out += [sse(None, {**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}) for p in pieces]
+    out = [
+        sse(
+            None,
+            {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+        )
+    ]
+    out += [
+        sse(None, {**head, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]}) for p in pieces
+    ]
     out.append(sse(None, {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
     return b"".join(out) + b"data: [DONE]\n\n"
 
@@ -439,8 +567,19 @@ def test_chat_stream_negative_is_byte_identical(text: str, seed: int) -> None:
 
 def responses_json(text: str) -> dict[str, Any]:
     return {
-        "id": "resp_1", "object": "response", "status": "completed", "model": "m",
-        "output": [{"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "m",
+        "output": [
+            {
+                "id": "msg_1",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
     }
 
 
@@ -456,13 +595,56 @@ def responses_sse(pieces: list[str]) -> bytes:
     msg = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [part]}
     out = [
         ev({"type": "response.created", "response": resp}),
-        ev({"type": "response.output_item.added", "output_index": 0, "item": {**msg, "status": "in_progress", "content": []}}),
-        ev({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": {**part, "text": ""}}),
+        ev(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**msg, "status": "in_progress", "content": []},
+            }
+        ),
+        ev(
+            {
+                "type": "response.content_part.added",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "part": {**part, "text": ""},
+            }
+        ),
     ]
-    out += [ev({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": p, "logprobs": []}) for p in pieces]
     out += [
-        ev({"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
-        ev({"type": "response.content_part.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": part}),
+        ev(
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": p,
+                "logprobs": [],
+            }
+        )
+        for p in pieces
+    ]
+    out += [
+        ev(
+            {
+                "type": "response.output_text.done",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "text": text,
+                "logprobs": [],
+            }
+        ),
+        ev(
+            {
+                "type": "response.content_part.done",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "part": part,
+            }
+        ),
         ev({"type": "response.output_item.done", "output_index": 0, "item": msg}),
         ev({"type": "response.completed", "response": {**resp, "status": "completed", "output": [msg]}}),
     ]
@@ -496,7 +678,9 @@ def responses_view(data: bytes) -> dict[str, Any]:
     assert completed is not None
     echo = [(o["name"], orjson.loads(o["arguments"])) for o in completed["output"] if o["type"] == "function_call"]
     assert echo == calls
-    assert [o["call_id"] for o in completed["output"] if o["type"] == "function_call"] == [o["call_id"] for o in output if o["type"] == "function_call"]
+    assert [o["call_id"] for o in completed["output"] if o["type"] == "function_call"] == [
+        o["call_id"] for o in output if o["type"] == "function_call"
+    ]
     text = "".join(o.get("_text", "") for o in output if o["type"] == "message")
     return {"calls": calls, "text": text}
 
@@ -537,11 +721,31 @@ def test_responses_stream_negative_is_byte_identical(text: str, seed: int) -> No
 
 
 def test_responses_parallel_item_becomes_its_calls() -> None:
-    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
-    body = {"id": "r", "object": "response", "status": "completed", "output": [{"type": "function_call", "id": "fc_1", "call_id": "call_w", "name": "multi_tool_use.parallel", "arguments": orjson.dumps(wrapper).decode(), "status": "completed"}]}
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}},
+            {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}},
+        ]
+    }
+    body = {
+        "id": "r",
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_w",
+                "name": "multi_tool_use.parallel",
+                "arguments": orjson.dumps(wrapper).decode(),
+                "status": "completed",
+            }
+        ],
+    }
     assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
     assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in body["output"]] == [
-        ("call_w_0", "read_file", {"path": "README.md"}), ("call_w_1", "square_the_number", {"input_num": 1024})
+        ("call_w_0", "read_file", {"path": "README.md"}),
+        ("call_w_1", "square_the_number", {"input_num": 1024}),
     ]
 
 
@@ -549,7 +753,10 @@ def test_responses_parallel_item_becomes_its_calls() -> None:
 
 
 def gemini_json(text: str) -> dict[str, Any]:
-    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}], "modelVersion": "m"}
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "modelVersion": "m",
+    }
 
 
 def gemini_sse(pieces: list[str]) -> bytes:
@@ -618,8 +825,23 @@ def test_gemini_stream_prose_goes_out_at_once() -> None:
 
 
 def test_gemini_parallel_part_becomes_its_calls() -> None:
-    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
-    body = {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "multi_tool_use.parallel", "args": wrapper}}]}, "finishReason": "STOP"}]}
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}},
+            {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}},
+        ]
+    }
+    body = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": "multi_tool_use.parallel", "args": wrapper}}],
+                },
+                "finishReason": "STOP",
+            }
+        ]
+    }
     assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
     assert gemini_view(b"data: " + orjson.dumps(body) + b"\n\n")["calls"] == [READ, SQUARE]
 
@@ -628,21 +850,61 @@ def test_responses_stream_parallel_item_becomes_its_calls_and_later_items_move_u
     """A streamed wrapper goes out as one item per call; the item after it moves up one
     ``output_index``, every later event keeps ``sequence_number`` contiguous, and the
     ``response.completed`` echo shows the same items (what the openai SDK's accumulator checks)."""
-    wrapper = {"tool_uses": [{"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}}, {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}}]}
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}},
+            {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}},
+        ]
+    }
     seq = iter(range(100))
 
     def ev(d: dict[str, Any]) -> bytes:
         return sse(d["type"], {**d, "sequence_number": next(seq)})
 
-    w = {"type": "function_call", "id": "fc_w", "call_id": "call_w", "name": "multi_tool_use.parallel", "arguments": orjson.dumps(wrapper).decode(), "status": "completed"}
-    x = {"type": "function_call", "id": "fc_x", "call_id": "call_x", "name": "read_file", "arguments": '{"path": "b"}', "status": "completed"}
+    w = {
+        "type": "function_call",
+        "id": "fc_w",
+        "call_id": "call_w",
+        "name": "multi_tool_use.parallel",
+        "arguments": orjson.dumps(wrapper).decode(),
+        "status": "completed",
+    }
+    x = {
+        "type": "function_call",
+        "id": "fc_x",
+        "call_id": "call_x",
+        "name": "read_file",
+        "arguments": '{"path": "b"}',
+        "status": "completed",
+    }
     resp = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "m", "output": []}
     events = [ev({"type": "response.created", "response": resp})]
     for k, item in enumerate((w, x)):
         events += [
-            ev({"type": "response.output_item.added", "output_index": k, "item": {**item, "arguments": "", "status": "in_progress"}}),
-            ev({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": k, "delta": item["arguments"]}),
-            ev({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": k, "name": item["name"], "arguments": item["arguments"]}),
+            ev(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": k,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                }
+            ),
+            ev(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": item["id"],
+                    "output_index": k,
+                    "delta": item["arguments"],
+                }
+            ),
+            ev(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": k,
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                }
+            ),
             ev({"type": "response.output_item.done", "output_index": k, "item": item}),
         ]
     events.append(ev({"type": "response.completed", "response": {**resp, "status": "completed", "output": [w, x]}}))
@@ -660,7 +922,11 @@ def test_responses_stream_parallel_item_becomes_its_calls_and_later_items_move_u
         elif e["type"] == "response.completed":
             completed = e["response"]
     assert seqs == list(range(len(seqs)))
-    want = [("call_w_0", "read_file", {"path": "README.md"}), ("call_w_1", "square_the_number", {"input_num": 1024}), ("call_x", "read_file", {"path": "b"})]
+    want = [
+        ("call_w_0", "read_file", {"path": "README.md"}),
+        ("call_w_1", "square_the_number", {"input_num": 1024}),
+        ("call_x", "read_file", {"path": "b"}),
+    ]
     assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in output] == want
     assert completed is not None
     assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in completed["output"]] == want
@@ -699,10 +965,34 @@ from hypothesis import strategies as st  # noqa: E402
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100"))
 FRAGMENTS = st.sampled_from(
     [
-        " ", "\n", "`", "```json\n", "\n```", "ok", "<", ">", "</", "<tool_call>", "</tool_call>", "<function=read_file>",
-        "</function>", '{"name": "read_file", "arguments": {"path": "x"}}', '{"path": "x"}', "<think>", "</think>",
-        "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n", "<｜tool▁call▁end｜>",
-        "<｜tool▁calls▁end｜>", "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", HERMES, LLAMA, DS, DS31, "调用",
+        " ",
+        "\n",
+        "`",
+        "```json\n",
+        "\n```",
+        "ok",
+        "<",
+        ">",
+        "</",
+        "<tool_call>",
+        "</tool_call>",
+        "<function=read_file>",
+        "</function>",
+        '{"name": "read_file", "arguments": {"path": "x"}}',
+        '{"path": "x"}',
+        "<think>",
+        "</think>",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁calls▁end｜>",
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        HERMES,
+        LLAMA,
+        DS,
+        DS31,
+        "调用",
     ]
 )
 FILLER = st.lists(FRAGMENTS, max_size=6).map("".join)
@@ -713,19 +1003,43 @@ LETTER = st.characters(whitelist_categories=("Lu", "Ll", "Lo"))
 
 def _split_all(text: str, rnd: random.Random) -> dict[str, bytes]:
     pieces = split_text(text, rnd)
-    return {"anthropic": anthropic_sse(pieces), "chat": chat_sse(pieces), "responses": responses_sse(pieces), "gemini": gemini_sse(pieces),
-            "gemini-array": gemini_array(pieces)}
+    return {
+        "anthropic": anthropic_sse(pieces),
+        "chat": chat_sse(pieces),
+        "responses": responses_sse(pieces),
+        "gemini": gemini_sse(pieces),
+        "gemini-array": gemini_array(pieces),
+    }
 
 
-STREAM_DIALECTS = {"anthropic": ANTHROPIC, "chat": CHAT, "responses": RESPONSES, "gemini": GEMINI, "gemini-array": GEMINI}
+STREAM_DIALECTS = {
+    "anthropic": ANTHROPIC,
+    "chat": CHAT,
+    "responses": RESPONSES,
+    "gemini": GEMINI,
+    "gemini-array": GEMINI,
+}
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(letter=LETTER, filler=FILLER, markup=st.sampled_from([HERMES, LLAMA, DS, DS31, XML, KIMI, THINK + HERMES]), letter_first=st.booleans(), seed=st.integers(0, 2**16))
-def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(letter: str, filler: str, markup: str, letter_first: bool, seed: int) -> None:
+@given(
+    letter=LETTER,
+    filler=FILLER,
+    markup=st.sampled_from([HERMES, LLAMA, DS, DS31, XML, KIMI, THINK + HERMES]),
+    letter_first=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(
+    letter: str, filler: str, markup: str, letter_first: bool, seed: int
+) -> None:
     text = letter + filler + markup if letter_first else markup + filler + letter
     assert textcalls.lift(text, Resolver(), lambda i: "x") is None
-    for dialect, body in (("anthropic", anthropic_json(text)), ("chat", chat_json(text)), ("responses", responses_json(text)), ("gemini", gemini_json(text))):
+    for dialect, body in (
+        ("anthropic", anthropic_json(text)),
+        ("chat", chat_json(text)),
+        ("responses", responses_json(text)),
+        ("gemini", gemini_json(text)),
+    ):
         before = orjson.dumps(body)
         STREAM_DIALECTS[dialect].rewrite_response(body, Resolver(), PLAN)
         assert orjson.dumps(body) == before, dialect
@@ -825,7 +1139,11 @@ def test_chat_stream_cut_off_is_not_lifted(seed: int, ending: str) -> None:
     elif ending == "no-finish-reason":
         data = data.replace(b',"finish_reason":"stop"', b',"finish_reason":null')
     else:
-        data = data[: data.index(b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"')]
+        data = data[
+            : data.index(
+                b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"'
+            )
+        ]
     assert run_stream(CHAT, split_bytes(data, rnd)) == data
 
 
@@ -843,7 +1161,11 @@ def test_responses_incomplete_is_not_lifted() -> None:
     body["status"] = "incomplete"
     before = orjson.dumps(body)
     assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
-    data = responses_sse([HERMES]).replace(b"response.completed", b"response.incomplete").replace(b'"status":"completed"}', b'"status":"incomplete"}')
+    data = (
+        responses_sse([HERMES])
+        .replace(b"response.completed", b"response.incomplete")
+        .replace(b'"status":"completed"}', b'"status":"incomplete"}')
+    )
     assert run_stream(RESPONSES, split_bytes(data, random.Random(2))) == data
 
 
@@ -852,7 +1174,9 @@ def test_gemini_at_max_tokens_is_not_lifted() -> None:
     body["candidates"][0]["finishReason"] = "MAX_TOKENS"
     before = orjson.dumps(body)
     assert GEMINI.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
-    data = gemini_sse(split_text(HERMES, random.Random(3))).replace(b'"finishReason":"STOP"', b'"finishReason":"MAX_TOKENS"')
+    data = gemini_sse(split_text(HERMES, random.Random(3))).replace(
+        b'"finishReason":"STOP"', b'"finishReason":"MAX_TOKENS"'
+    )
     assert run_stream(GEMINI, split_bytes(data, random.Random(3))) == data
 
 
@@ -874,14 +1198,20 @@ def _with_stop(dialect: str, text: str, stop: str) -> tuple[dict, bytes]:
     if dialect == "openai_chat":
         body = chat_json(text)
         body["choices"][0]["finish_reason"] = stop
-        return body, chat_sse(split_text(text, random.Random(5))).replace(b'"finish_reason":"stop"', f'"finish_reason":"{stop}"'.encode())
+        return body, chat_sse(split_text(text, random.Random(5))).replace(
+            b'"finish_reason":"stop"', f'"finish_reason":"{stop}"'.encode()
+        )
     if dialect == "anthropic":
         body = anthropic_json(text)
         body["stop_reason"] = stop
-        return body, anthropic_sse([text[:7], text[7:]]).replace(b'"stop_reason":"end_turn"', f'"stop_reason":"{stop}"'.encode())
+        return body, anthropic_sse([text[:7], text[7:]]).replace(
+            b'"stop_reason":"end_turn"', f'"stop_reason":"{stop}"'.encode()
+        )
     body = gemini_json(text)
     body["candidates"][0]["finishReason"] = stop
-    return body, gemini_sse(split_text(text, random.Random(5))).replace(b'"finishReason":"STOP"', f'"finishReason":"{stop}"'.encode())
+    return body, gemini_sse(split_text(text, random.Random(5))).replace(
+        b'"finishReason":"STOP"', f'"finishReason":"{stop}"'.encode()
+    )
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -901,7 +1231,11 @@ def test_responses_failed_is_never_lifted(family: str) -> None:
     body["status"] = "failed"
     before = orjson.dumps(body)
     assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
-    data = responses_sse([FAMILIES[family]]).replace(b"response.completed", b"response.failed").replace(b'"status":"completed"}', b'"status":"failed"}')
+    data = (
+        responses_sse([FAMILIES[family]])
+        .replace(b"response.completed", b"response.failed")
+        .replace(b'"status":"completed"}', b'"status":"failed"}')
+    )
     assert run_stream(RESPONSES, split_bytes(data, random.Random(2))) == data
 
 

@@ -17,11 +17,13 @@ from toolvocab.dialects import pipeline as core_module
 from toolvocab.engine.ladder import Toolset
 
 NAMES = st.sampled_from(["Read", "Bash", "read_file", "shell", "mcp__files__read", "Edit"])
-SCHEMAS = st.sampled_from([
-    {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
-    {"type": "object", "properties": {"path": {"type": "string"}}},
-    {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}},
-])
+SCHEMAS = st.sampled_from(
+    [
+        {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}},
+    ]
+)
 DESCRIPTIONS = st.sampled_from([None, "Reads a file.", "Runs a command."])
 TEXT = st.text(max_size=12)
 
@@ -36,14 +38,21 @@ def anthropic_body(draw: Any) -> dict:
         if draw(st.booleans()) and name == "Bash":
             tool = {"type": "bash_20250124", "name": "bash"}
         tools.append(tool)
-    return {"model": draw(TEXT), "system": draw(TEXT), "tools": tools,
-            "messages": [{"role": "user", "content": draw(TEXT)}]}
+    return {
+        "model": draw(TEXT),
+        "system": draw(TEXT),
+        "tools": tools,
+        "messages": [{"role": "user", "content": draw(TEXT)}],
+    }
 
 
 @st.composite
 def chat_body(draw: Any) -> dict:
     body: dict[str, Any] = {"model": draw(TEXT), "messages": [{"role": "system", "content": draw(TEXT)}]}
-    body["tools"] = [{"type": "function", "function": {"name": n, "parameters": draw(SCHEMAS)}} for n in draw(st.lists(NAMES, max_size=3))]
+    body["tools"] = [
+        {"type": "function", "function": {"name": n, "parameters": draw(SCHEMAS)}}
+        for n in draw(st.lists(NAMES, max_size=3))
+    ]
     if draw(st.booleans()):  # the legacy field: part of the declarations too
         body["functions"] = [{"name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=2))]
     return body
@@ -51,16 +60,37 @@ def chat_body(draw: Any) -> dict:
 
 @st.composite
 def responses_body(draw: Any) -> dict:
-    tools: list[Any] = [{"type": "function", "name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=3))]
+    tools: list[Any] = [
+        {"type": "function", "name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=3))
+    ]
     if draw(st.booleans()):
-        tools.append({"type": "namespace", "name": draw(st.sampled_from(["mcp__files__", "mcp__git__"])),
-                      "tools": [{"type": "function", "name": n, "parameters": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=2))]})
-    return {"model": draw(TEXT), "instructions": draw(TEXT), "input": [{"role": "user", "content": draw(TEXT)}], "tools": tools}
+        tools.append(
+            {
+                "type": "namespace",
+                "name": draw(st.sampled_from(["mcp__files__", "mcp__git__"])),
+                "tools": [
+                    {"type": "function", "name": n, "parameters": draw(SCHEMAS)}
+                    for n in draw(st.lists(NAMES, max_size=2))
+                ],
+            }
+        )
+    return {
+        "model": draw(TEXT),
+        "instructions": draw(TEXT),
+        "input": [{"role": "user", "content": draw(TEXT)}],
+        "tools": tools,
+    }
 
 
 @st.composite
 def gemini_body(draw: Any) -> dict:
-    tools = [{"functionDeclarations": [{"name": n, "parametersJsonSchema": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=3))]}]
+    tools = [
+        {
+            "functionDeclarations": [
+                {"name": n, "parametersJsonSchema": draw(SCHEMAS)} for n in draw(st.lists(NAMES, max_size=3))
+            ]
+        }
+    ]
     request = {"contents": [{"role": "user", "parts": [{"text": draw(TEXT)}]}], "tools": tools}
     if draw(st.booleans()):
         # A Code Assist envelope: the tools inside it count; a decoy "tools" beside it does not.
@@ -72,14 +102,33 @@ def gemini_body(draw: Any) -> dict:
     return request
 
 
-PATHS = {"anthropic": "/v1/messages", "openai_chat": "/v1/chat/completions", "openai_responses": "/v1/responses",
-         "gemini": "/v1beta/models/gemini-2.5-pro:generateContent"}
-BODIES = {"anthropic": anthropic_body(), "openai_chat": chat_body(), "openai_responses": responses_body(), "gemini": gemini_body()}
+PATHS = {
+    "anthropic": "/v1/messages",
+    "openai_chat": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "gemini": "/v1beta/models/gemini-2.5-pro:generateContent",
+}
+BODIES = {
+    "anthropic": anthropic_body(),
+    "openai_chat": chat_body(),
+    "openai_responses": responses_body(),
+    "gemini": gemini_body(),
+}
 
 
 def _shape(tools: Toolset) -> list[tuple]:
-    return [(t.name, t.namespace, t.kind, orjson.dumps(t.input_schema, option=orjson.OPT_SORT_KEYS), t.description,
-             t.capability, t.declaration) for t in tools.tools]
+    return [
+        (
+            t.name,
+            t.namespace,
+            t.kind,
+            orjson.dumps(t.input_schema, option=orjson.OPT_SORT_KEYS),
+            t.description,
+            t.capability,
+            t.declaration,
+        )
+        for t in tools.tools
+    ]
 
 
 @settings(max_examples=150, deadline=None)
@@ -116,7 +165,12 @@ def test_a_repeated_section_is_read_once_and_the_cache_is_bounded(monkeypatch: A
     core = pipeline.Caches()
     tools = [{"name": "Read", "input_schema": {"type": "object"}}]
     for turn in range(5):
-        body = {"model": "m", "system": f"turn {turn}", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
+        body = {
+            "model": "m",
+            "system": f"turn {turn}",
+            "tools": tools,
+            "messages": [{"role": "user", "content": str(turn)}],
+        }
         assert core.toolset(dialect, body).names() == ["Read"]
     assert len(reads) == 1
     for k in range(core_module.TOOLSET_CACHE + 10):
@@ -145,9 +199,15 @@ def test_a_toolset_the_cache_does_not_hold_is_planned_uncached(monkeypatch: Any)
     # kept: one plan per cached Toolset, and a section read whole and one peeked are two entries
     for tools, kept in (([{"name": "Read", "description": "x" * 300}], 0), ([{"name": "Read"}], 2)):
         for turn in range(3):
-            body = {"model": "m", "system": "s Read", "tools": tools, "messages": [{"role": "user", "content": str(turn)}]}
-            request = pipeline.Request(orjson.dumps(body), "POST", "/v1/messages", "api.anthropic.com",
-                                       lambda name: None, f"f{turn}")
+            body = {
+                "model": "m",
+                "system": "s Read",
+                "tools": tools,
+                "messages": [{"role": "user", "content": str(turn)}],
+            }
+            request = pipeline.Request(
+                orjson.dumps(body), "POST", "/v1/messages", "api.anthropic.com", lambda name: None, f"f{turn}"
+            )
             for peek in (True, False):
                 settings_.peek = peek
                 handled = pipeline.handle(request, settings_, caches)

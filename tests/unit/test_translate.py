@@ -29,13 +29,13 @@ from hypothesis import event
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+
 from schemas import BOOL
 from schemas import INT
 from schemas import NUM
 from schemas import STR
 from schemas import fn
 from schemas import schema
-
 from toolvocab.engine import vocabulary
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
@@ -57,7 +57,14 @@ SETTINGS = settings(
 ANNOTATIONS = {"description", "instruction", "explanation", "justification"}
 
 
-def decide(tools: list[Any], name: str, args: dict[str, Any], *, client: str | None = None, reverse_map: dict[str, str] | None = None):
+def decide(
+    tools: list[Any],
+    name: str,
+    args: dict[str, Any],
+    *,
+    client: str | None = None,
+    reverse_map: dict[str, str] | None = None,
+):
     return resolve(ToolCall(name=name, arguments=args), Toolset(tools), reverse_map, client=client)
 
 
@@ -82,7 +89,10 @@ def test_a_timeout_past_what_the_target_honours_is_left() -> None:
 
 
 def test_milliseconds_to_seconds_only_when_exact() -> None:
-    assert decide([TERMINAL], "run_shell_command", {"command": "make", "timeout": 120000}).arguments_after == {"command": "make", "timeout": 120}
+    assert decide([TERMINAL], "run_shell_command", {"command": "make", "timeout": 120000}).arguments_after == {
+        "command": "make",
+        "timeout": 120,
+    }
     assert decide([TERMINAL], "run_shell_command", {"command": "make", "timeout": 1500}).action is Action.LEAVE
 
 
@@ -140,9 +150,26 @@ def test_a_line_range_is_not_an_offset() -> None:
 
 
 # ------------------------------------------------------------------ effects
-EDIT = fn("Edit", schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL))
-QWEN_EDIT = fn("edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL))
-OC_EDIT = fn("edit", schema("filePath", "oldString", "newString", filePath=STR, oldString=STR, newString=STR, replaceAll=BOOL))
+EDIT = fn(
+    "Edit",
+    schema(
+        "file_path",
+        "old_string",
+        "new_string",
+        additional=False,
+        file_path=STR,
+        old_string=STR,
+        new_string=STR,
+        replace_all=BOOL,
+    ),
+)
+QWEN_EDIT = fn(
+    "edit",
+    schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL),
+)
+OC_EDIT = fn(
+    "edit", schema("filePath", "oldString", "newString", filePath=STR, oldString=STR, newString=STR, replaceAll=BOOL)
+)
 WRITE_FILE = fn("write_file", schema("file_path", "content", file_path=STR, content=STR))
 
 
@@ -186,7 +213,12 @@ def test_an_append_the_client_would_ignore_is_never_made_a_valid_overwrite(extra
 
 def test_a_background_flag_the_target_has_no_key_for_is_left_unless_false() -> None:
     oc_bash = fn("bash", schema("command", command=STR, timeout=INT, workdir=STR))
-    assert decide([oc_bash], "run_shell_command", {"command": "npm run dev", "is_background": True}, client="OpenCode").action is Action.LEAVE
+    assert (
+        decide(
+            [oc_bash], "run_shell_command", {"command": "npm run dev", "is_background": True}, client="OpenCode"
+        ).action
+        is Action.LEAVE
+    )
     d = decide([oc_bash], "run_shell_command", {"command": "npm test", "is_background": False}, client="OpenCode")
     assert d.action is Action.RENAME and d.arguments_after == {"command": "npm test"}
 
@@ -194,8 +226,23 @@ def test_a_background_flag_the_target_has_no_key_for_is_left_unless_false() -> N
 def test_an_isolation_a_subagent_tool_has_no_place_for_is_left() -> None:
     # Qwen Code 0.15.10 ran an `agent` call renamed from Agent with isolation: "worktree" in the
     # main tree (its validateToolParams never runs ajv): no counterpart, no rename.
-    agent = fn("agent", schema("description", "prompt", additional=False, description=STR, prompt=STR, subagent_type=STR, run_in_background=BOOL))
-    d = decide([agent], "Agent", {"description": "d", "prompt": "p", "subagent_type": "general-purpose", "isolation": "worktree"})
+    agent = fn(
+        "agent",
+        schema(
+            "description",
+            "prompt",
+            additional=False,
+            description=STR,
+            prompt=STR,
+            subagent_type=STR,
+            run_in_background=BOOL,
+        ),
+    )
+    d = decide(
+        [agent],
+        "Agent",
+        {"description": "d", "prompt": "p", "subagent_type": "general-purpose", "isolation": "worktree"},
+    )
     assert d.action is Action.LEAVE and "isolation" in d.reason
 
 
@@ -214,7 +261,9 @@ def test_a_command_for_bash_reaches_the_users_shell_wrapped_in_bash() -> None:
 def test_a_bash_argv_keeps_its_shell() -> None:
     d = decide([BASH], "shell", {"command": ["bash", "-lc", "rm -f **/*.orig"]})
     assert d.arguments_after == {"command": "bash -lc 'rm -f **/*.orig'"}
-    assert decide([BASH], "shell", {"command": ["bash", "-lc", "git status"]}).arguments_after == {"command": "git status"}
+    assert decide([BASH], "shell", {"command": ["bash", "-lc", "git status"]}).arguments_after == {
+        "command": "git status"
+    }
 
 
 # ------------------------------------------------------------------ the table against the vocabulary
@@ -287,7 +336,11 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             # ~ is the home directory for some tools, a folder of the project for others: a
             # home-relative path means something only in its own tool.
             out[meaning.what] = (value, f"{table.clients} {table.name}")
-        elif meaning.form == "rg-glob-list" and isinstance(value, str) and not any(c.isspace() or c == "," for c in value):
+        elif (
+            meaning.form == "rg-glob-list"
+            and isinstance(value, str)
+            and not any(c.isspace() or c == "," for c in value)
+        ):
             out[meaning.what] = (value, "rg-glob")  # a list of one glob is that glob
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
@@ -341,7 +394,9 @@ def _json_type(meaning: Meaning) -> dict[str, Any]:
 
 def declared_from(table: ArgTable, closed: bool) -> Any:
     props = {key: _json_type(m) for key, m in table.args.items()}
-    return fn(table.name, {"type": "object", "properties": props, **({"additionalProperties": False} if closed else {})})
+    return fn(
+        table.name, {"type": "object", "properties": props, **({"additionalProperties": False} if closed else {})}
+    )
 
 
 COMMANDS = ["git status", "ls -la | wc -l", "rm -f **/*.orig", "echo $HOME", "cd src && make", "grep -n 'a b' x"]
@@ -371,7 +426,8 @@ PAIRS = [
     (s, t)
     for s in PLAIN
     for t in PLAIN
-    if vocabulary.capability_of(s.name) == vocabulary.capability_of(t.name) and (s.name, s.version) != (t.name, t.version)
+    if vocabulary.capability_of(s.name) == vocabulary.capability_of(t.name)
+    and (s.name, s.version) != (t.name, t.version)
 ]
 
 
@@ -385,7 +441,9 @@ def connected_calls(draw: st.DrawFn) -> tuple[ArgTable, ArgTable, dict[str, Any]
 
 @SETTINGS
 @given(connected_calls())
-def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(case: tuple[ArgTable, ArgTable, dict[str, Any], bool]) -> None:
+def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(
+    case: tuple[ArgTable, ArgTable, dict[str, Any], bool],
+) -> None:
     """(a) and (c): over every pair of rows of one capability, a call the engine changes means
     in the target what it meant in the source, and carries no key the target does not declare."""
     source, target, args, closed = case
@@ -400,7 +458,16 @@ def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(case: tupl
     # The source name may be several agents' tool: the change must hold for the one generated.
     readings = [t for t in TABLES if t.name == source.name and all(k in t.args or k in ANNOTATIONS for k in args)]
     for reading in readings:
-        assert same_intent(intent(reading, args), intent(target, after)), (source.name, reading.clients, reading.version, args, target.name, target.version, after, d.reason)
+        assert same_intent(intent(reading, args), intent(target, after)), (
+            source.name,
+            reading.clients,
+            reading.version,
+            args,
+            target.name,
+            target.version,
+            after,
+            d.reason,
+        )
 
 
 UNKNOWN_KEYS = ["mode", "append", "dry_run", "working_dir", "timeout_s", "zz", "preview"]
@@ -408,7 +475,9 @@ UNKNOWN_KEYS = ["mode", "append", "dry_run", "working_dir", "timeout_s", "zz", "
 
 @SETTINGS
 @given(connected_calls(), st.sampled_from(UNKNOWN_KEYS), st.sampled_from(["x", True, 3]))
-def test_a_key_no_tool_of_the_capability_knows_never_survives_a_change(case: tuple[ArgTable, ArgTable, dict[str, Any], bool], key: str, value: Any) -> None:
+def test_a_key_no_tool_of_the_capability_knows_never_survives_a_change(
+    case: tuple[ArgTable, ArgTable, dict[str, Any], bool], key: str, value: Any
+) -> None:
     """(b): a key with no sourced meaning leaves the call (or keeps a declared call as sent)."""
     source, target, args, closed = case
     capability = vocabulary.capability_of(source.name)
@@ -420,13 +489,37 @@ def test_a_key_no_tool_of_the_capability_knows_never_survives_a_change(case: tup
 
 @SETTINGS
 @given(
-    st.dictionaries(st.sampled_from(["path", "file_path", "command", "mode", "n", "content"]), st.sampled_from(["x", 1, True]), max_size=4),
-    st.dictionaries(st.sampled_from(["path", "file_path", "command", "content", "n"]), st.sampled_from([STR, INT, BOOL, {}]), max_size=4),
+    st.dictionaries(
+        st.sampled_from(["path", "file_path", "command", "mode", "n", "content"]),
+        st.sampled_from(["x", 1, True]),
+        max_size=4,
+    ),
+    st.dictionaries(
+        st.sampled_from(["path", "file_path", "command", "content", "n"]),
+        st.sampled_from([STR, INT, BOOL, {}]),
+        max_size=4,
+    ),
     st.sampled_from(["write_file", "Write", "read_file", "Read", "bash", "Bash", "exec", "edit", "tool_x"]),
-    st.sampled_from(["write_file", "Write", "read_file", "Read", "bash", "Bash", "exec", "edit", "tool_x", "WRITE", "functions.read"]),
+    st.sampled_from(
+        [
+            "write_file",
+            "Write",
+            "read_file",
+            "Read",
+            "bash",
+            "Bash",
+            "exec",
+            "edit",
+            "tool_x",
+            "WRITE",
+            "functions.read",
+        ]
+    ),
     st.booleans(),
 )
-def test_no_change_ever_carries_a_key_the_target_does_not_declare(args: dict[str, Any], props: dict[str, Any], declared: str, answered: str, closed: bool) -> None:
+def test_no_change_ever_carries_a_key_the_target_does_not_declare(
+    args: dict[str, Any], props: dict[str, Any], declared: str, answered: str, closed: bool
+) -> None:
     """(c) on arbitrary schemas and names: declared, lossless and capability steps alike."""
     s = {"type": "object", "properties": props, **({"additionalProperties": False} if closed else {})}
     d = decide([fn(declared, s)], answered, args)
@@ -457,7 +550,6 @@ def test_argument_text_that_repeats_a_key_is_never_read(text: str) -> None:
 def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> None:
     from harness.dialects import Recorder
     from harness.dialects import rewrite
-
     from toolvocab.dialects import textcalls
     from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
     from toolvocab.engine.plan import Plan
@@ -467,10 +559,37 @@ def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> N
     assert textcalls.lift(markup, Recorder(tools), lambda i: f"id{i}") is None
     # Anthropic stream: the input_json_delta fragments join into argument text that repeats a key.
     events = [
-        ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x"}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"command":["bash","-lc","ls"],'}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '"command":["bash","-lc","rm -rf /tmp/x"]}'}}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x"},
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {}},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"command":["bash","-lc","ls"],'},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '"command":["bash","-lc","rm -rf /tmp/x"]}'},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_stop", {"type": "message_stop"}),
     ]
@@ -516,7 +635,9 @@ EXEC_COMMAND = fn("exec_command", schema("cmd", cmd=STR, workdir=STR))
         ([BASH], "Bash", {"command": ["git", "status"]}),  # not even respelled for the client's own tool
     ],
 )
-def test_on_windows_no_command_moves_between_tools_or_is_respelled(tools: list[Any], name: str, args: dict[str, Any]) -> None:
+def test_on_windows_no_command_moves_between_tools_or_is_respelled(
+    tools: list[Any], name: str, args: dict[str, Any]
+) -> None:
     # Found by the adversarial pass: a POSIX redirection reached Codex's exec_command, which runs
     # PowerShell on Windows. The same calls off Windows still repair.
     d = resolve(ToolCall(name=name, arguments=args), Toolset(tools), windows=True)
@@ -554,7 +675,9 @@ CC_GREP = fn("Grep", schema("pattern", additional=False, pattern=STR, path=STR, 
         ([OC_READ], "Read", {"file_path": "~/.bashrc"}, "OpenCode"),
     ],
 )
-def test_a_home_relative_path_never_moves_between_tools(tools: list[Any], name: str, args: dict[str, Any], client: str) -> None:
+def test_a_home_relative_path_never_moves_between_tools(
+    tools: list[Any], name: str, args: dict[str, Any], client: str
+) -> None:
     # Found by the adversarial pass: OpenCode resolves ~ against the project, pi, Hermes and
     # Claude Code's Read against the home directory.
     d = decide(tools, name, args, client=client)
@@ -572,8 +695,18 @@ def test_one_glob_reaches_claude_codes_grep_and_a_list_does_not(include: str, mo
 
 # ------------------------------------------------------------------ Crush (charmbracelet/crush v0.90.0)
 CRUSH_VIEW = fn("view", schema("file_path", file_path=STR, offset=INT, limit=INT))
-CRUSH_BASH = fn("bash", schema("description", "command", description=STR, command=STR, working_dir=STR,
-                               run_in_background=BOOL, auto_background_after=INT))
+CRUSH_BASH = fn(
+    "bash",
+    schema(
+        "description",
+        "command",
+        description=STR,
+        command=STR,
+        working_dir=STR,
+        run_in_background=BOOL,
+        auto_background_after=INT,
+    ),
+)
 
 
 def test_a_claude_read_reaches_crushs_view_with_its_offset_rebased() -> None:
@@ -605,7 +738,12 @@ def test_a_bash_call_without_the_description_crush_requires_is_not_given_one() -
 CRUSH_TOOLS = [
     CRUSH_VIEW,
     CRUSH_BASH,
-    fn("edit", schema("file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL)),
+    fn(
+        "edit",
+        schema(
+            "file_path", "old_string", "new_string", file_path=STR, old_string=STR, new_string=STR, replace_all=BOOL
+        ),
+    ),
     fn("write", schema("file_path", "content", file_path=STR, content=STR)),
     fn("grep", schema("pattern", pattern=STR, path=STR, include=STR, literal_text=BOOL)),
     fn("glob", schema("pattern", pattern=STR, path=STR)),
@@ -632,13 +770,33 @@ def test_other_agents_calls_reach_crushs_tools_as_meant(name: str, args: dict, t
 @pytest.mark.parametrize(
     ("name", "args", "why"),
     [
-        ("Edit", {"file_path": "/a", "old_string": "    x = 1", "new_string": "y"}, "an exact edit never reaches Crush's whitespace-normalising matcher"),
-        ("Bash", {"command": "rm -f **/*.orig", "description": "Clean"}, "a line zsh and bash read apart never reaches mvdan.cc/sh"),
+        (
+            "Edit",
+            {"file_path": "/a", "old_string": "    x = 1", "new_string": "y"},
+            "an exact edit never reaches Crush's whitespace-normalising matcher",
+        ),
+        (
+            "Bash",
+            {"command": "rm -f **/*.orig", "description": "Clean"},
+            "a line zsh and bash read apart never reaches mvdan.cc/sh",
+        ),
         ("terminal", {"command": "make", "timeout": 600}, "Crush's bash has no kill timeout"),
-        ("WebFetch", {"url": "https://a.example", "prompt": "summarize"}, "Crush's fetch has no prompt and requires format"),
-        ("webfetch", {"url": "https://a.example", "format": "markdown"}, "OpenCode's format is not Crush's (sourced apart)"),
+        (
+            "WebFetch",
+            {"url": "https://a.example", "prompt": "summarize"},
+            "Crush's fetch has no prompt and requires format",
+        ),
+        (
+            "webfetch",
+            {"url": "https://a.example", "format": "markdown"},
+            "OpenCode's format is not Crush's (sourced apart)",
+        ),
         ("list_directory", {"path": "src", "ignore": ["*.log"]}, "Crush's ls ignore is not sourced as the same globs"),
-        ("Glob", {"pattern": "**/*.go"}, "a declared glob of an agent not identified is Qwen Code's and Gemini CLI's too (node-glob)"),
+        (
+            "Glob",
+            {"pattern": "**/*.go"},
+            "a declared glob of an agent not identified is Qwen Code's and Gemini CLI's too (node-glob)",
+        ),
     ],
 )
 def test_calls_crushs_tools_would_read_otherwise_are_left(name: str, args: dict, why: str) -> None:
@@ -648,9 +806,21 @@ def test_calls_crushs_tools_would_read_otherwise_are_left(name: str, args: dict,
 
 # ------------------------------------------------------------------ Roo Code (RooCodeInc/Roo-Code v3.52.1)
 ROO_TOOLS = [
-    fn("execute_command", schema("command", command=STR, cwd={"type": ["string", "null"]}, timeout={"type": ["number", "null"]})),
-    fn("read_file", schema("path", path=STR, mode={"type": "string", "enum": ["slice", "indentation"]}, offset=INT, limit=INT,
-                          indentation={"type": "object"})),
+    fn(
+        "execute_command",
+        schema("command", command=STR, cwd={"type": ["string", "null"]}, timeout={"type": ["number", "null"]}),
+    ),
+    fn(
+        "read_file",
+        schema(
+            "path",
+            path=STR,
+            mode={"type": "string", "enum": ["slice", "indentation"]},
+            offset=INT,
+            limit=INT,
+            indentation={"type": "object"},
+        ),
+    ),
     fn("write_to_file", schema("path", "content", path=STR, content=STR)),
     fn("search_files", schema("path", "regex", path=STR, regex=STR, file_pattern={"type": ["string", "null"]})),
     fn("list_files", schema("path", "recursive", path=STR, recursive=BOOL)),
@@ -673,11 +843,23 @@ def test_other_agents_calls_reach_roo_codes_tools_as_meant(name: str, args: dict
 @pytest.mark.parametrize(
     ("name", "args", "why"),
     [
-        ("Bash", {"command": "make", "timeout": 60000}, "Roo's timeout (s) moves the command to the background, it does not kill it"),
+        (
+            "Bash",
+            {"command": "make", "timeout": 60000},
+            "Roo's timeout (s) moves the command to the background, it does not kill it",
+        ),
         ("terminal", {"command": "make", "timeout": 60}, "the same in seconds: still not a kill timeout"),
-        ("Read", {"file_path": "/a", "offset": 10}, "read_file's offset is 0-based in Qwen Code and 1-based in Roo Code: the agent is not identified"),
+        (
+            "Read",
+            {"file_path": "/a", "offset": 10},
+            "read_file's offset is 0-based in Qwen Code and 1-based in Roo Code: the agent is not identified",
+        ),
         ("list_directory", {"path": "src"}, "Roo's list_files requires recursive, which is never invented"),
-        ("Grep", {"pattern": "foo", "path": "src", "glob": "*.py"}, "search_files is Cline's too, whose case-sensitivity is not recorded: unknown"),
+        (
+            "Grep",
+            {"pattern": "foo", "path": "src", "glob": "*.py"},
+            "search_files is Cline's too, whose case-sensitivity is not recorded: unknown",
+        ),
     ],
 )
 def test_calls_roo_codes_tools_would_read_otherwise_are_left(name: str, args: dict, why: str) -> None:

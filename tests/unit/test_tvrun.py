@@ -20,12 +20,23 @@ def test_argv_puts_the_addon_first_and_passes_everything_else() -> None:
 
 def test_options_lists_every_toolvocab_option_with_its_default() -> None:
     # a separate process, as the installed command runs
-    out = subprocess.run([sys.executable, "-c", "import sys, toolvocab.run as r; sys.argv = ['toolvocab', '--options']; r.main()"],
-                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, toolvocab.run as r; sys.argv = ['toolvocab', '--options']; r.main()"],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
-    for line in ("toolvocab_mode: auto", "toolvocab_intercept: known", "toolvocab_hosts:", "toolvocab_profiles:",
-                 "toolvocab_record:", "toolvocab_redact: 'true'"):
+    for line in (
+        "toolvocab_mode: auto",
+        "toolvocab_intercept: known",
+        "toolvocab_hosts:",
+        "toolvocab_profiles:",
+        "toolvocab_record:",
+        "toolvocab_redact: 'true'",
+    ):
         assert line in out.stdout.splitlines(), (line, out.stdout)
     assert "Valid values are 'auto', 'repair', 'observe', 'off'." in " ".join(out.stdout.replace("#", " ").split())
     assert "listen_port" not in out.stdout  # mitmproxy's own: mitmdump --options
@@ -34,9 +45,19 @@ def test_options_lists_every_toolvocab_option_with_its_default() -> None:
 def test_the_listen_host_defaults_to_127_0_0_1_unless_the_user_chose_one(tmp_path, capsys) -> None:
     confdir = tmp_path / "conf"
     confdir.mkdir()
-    assert tvrun.with_local_default(["--mode", "reverse:https://x"]) == ["--listen-host", "127.0.0.1", "--mode", "reverse:https://x"]
+    assert tvrun.with_local_default(["--mode", "reverse:https://x"]) == [
+        "--listen-host",
+        "127.0.0.1",
+        "--mode",
+        "reverse:https://x",
+    ]
     assert "toolvocab: listening on 127.0.0.1 only" in capsys.readouterr().err
-    for chosen in (["--listen-host", "0.0.0.0"], ["--listen-host=::"], ["--set", "listen_host=10.0.0.1"], ["--set=listen_host=x"]):
+    for chosen in (
+        ["--listen-host", "0.0.0.0"],
+        ["--listen-host=::"],
+        ["--set", "listen_host=10.0.0.1"],
+        ["--set=listen_host=x"],
+    ):
         assert tvrun.with_local_default(chosen) == chosen, chosen
     assert capsys.readouterr().err == ""
     # listen_host in mitmproxy's config.yaml (in --set confdir=...) is the user's choice too

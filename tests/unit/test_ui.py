@@ -19,13 +19,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-import harness
 from mitmproxy import contentviews
 from mitmproxy import http
 from mitmproxy.addons import view as view_addon
 from mitmproxy.log import ALERT
 
+import harness
 import toolvocab.addons.ui as ui_addon
 import toolvocab.report as report
 
@@ -45,52 +44,143 @@ def fixture_bytes(name: str) -> bytes:
 # -- records made by hand ------------------------------------------------------------------------
 
 RENAMED = {
-    "version": 1, "dialect": "anthropic", "mode": "auto", "host": "api.anthropic.com", "path": "/v1/messages",
-    "model": "claude-x", "client": "Claude Code", "status": 200, "ttfb_ms": 120.0, "total_ms": 900.5,
-    "calls_seen": 2, "calls_kept": 1, "calls_repaired": 1, "calls_left": 0, "skipped": None,
-    "declared": ["Bash", "Read"], "rename_map": {"Read": "read_file"}, "duplicates": {"Bash": [None]},
-    "renames": [{"caller": "Read", "upstream": "read_file", "why": "profile", "detail": "profile qwen wants read_file"}],
-    "profile": "qwen", "grammar": "anthropic",
+    "version": 1,
+    "dialect": "anthropic",
+    "mode": "auto",
+    "host": "api.anthropic.com",
+    "path": "/v1/messages",
+    "model": "claude-x",
+    "client": "Claude Code",
+    "status": 200,
+    "ttfb_ms": 120.0,
+    "total_ms": 900.5,
+    "calls_seen": 2,
+    "calls_kept": 1,
+    "calls_repaired": 1,
+    "calls_left": 0,
+    "skipped": None,
+    "declared": ["Bash", "Read"],
+    "rename_map": {"Read": "read_file"},
+    "duplicates": {"Bash": [None]},
+    "renames": [
+        {"caller": "Read", "upstream": "read_file", "why": "profile", "detail": "profile qwen wants read_file"}
+    ],
+    "profile": "qwen",
+    "grammar": "anthropic",
     "prompt_sentence": "Call tools only by the exact names declared in this request, which include Bash.",
-    "prompt_names": ["Bash"], "request_changed": True, "response_changed": True, "streamed": True,
+    "prompt_names": ["Bash"],
+    "request_changed": True,
+    "response_changed": True,
+    "streamed": True,
     "decisions": [
-        {"name": "shell", "namespace": None, "call_id": "toolu_1", "action": "rename", "step": "capability",
-         "target": "Bash", "target_namespace": None,
-         "reason": "shell has capability shell and Bash is the one declared tool with it", "candidates": ["Bash"],
-         "arg_changes": [{"op": "rename_key", "key": "cmd", "to": "command", "before": "ls", "after": "ls"}],
-         "arguments_before": {"cmd": "ls"}, "arguments_after": {"command": "ls"}},
-        {"name": "Bash", "namespace": None, "call_id": "toolu_2", "action": "keep", "step": "declared",
-         "target": "Bash", "target_namespace": None, "reason": "Bash is declared and its arguments validate",
-         "candidates": ["Bash"], "arg_changes": [], "arguments_before": {"command": "pwd"}, "arguments_after": None},
+        {
+            "name": "shell",
+            "namespace": None,
+            "call_id": "toolu_1",
+            "action": "rename",
+            "step": "capability",
+            "target": "Bash",
+            "target_namespace": None,
+            "reason": "shell has capability shell and Bash is the one declared tool with it",
+            "candidates": ["Bash"],
+            "arg_changes": [{"op": "rename_key", "key": "cmd", "to": "command", "before": "ls", "after": "ls"}],
+            "arguments_before": {"cmd": "ls"},
+            "arguments_after": {"command": "ls"},
+        },
+        {
+            "name": "Bash",
+            "namespace": None,
+            "call_id": "toolu_2",
+            "action": "keep",
+            "step": "declared",
+            "target": "Bash",
+            "target_namespace": None,
+            "reason": "Bash is declared and its arguments validate",
+            "candidates": ["Bash"],
+            "arg_changes": [],
+            "arguments_before": {"command": "pwd"},
+            "arguments_after": None,
+        },
     ],
     "notes": ["a note worth reading"],
 }
 
 LEFT = {
-    "version": 1, "dialect": "openai_chat", "mode": "repair", "host": "llm.local", "path": "/v1/chat/completions",
-    "model": "qwen3", "client": "Qwen Code", "status": 200, "ttfb_ms": 80.0, "total_ms": 300.0,
-    "calls_seen": 1, "calls_kept": 0, "calls_repaired": 0, "calls_left": 1, "skipped": None,
-    "declared": ["run_shell_command", "Bash"], "rename_map": {}, "duplicates": {}, "renames": [],
-    "profile": None, "grammar": "openai", "prompt_sentence": None, "prompt_names": [],
-    "request_changed": False, "response_changed": False, "streamed": False,
+    "version": 1,
+    "dialect": "openai_chat",
+    "mode": "repair",
+    "host": "llm.local",
+    "path": "/v1/chat/completions",
+    "model": "qwen3",
+    "client": "Qwen Code",
+    "status": 200,
+    "ttfb_ms": 80.0,
+    "total_ms": 300.0,
+    "calls_seen": 1,
+    "calls_kept": 0,
+    "calls_repaired": 0,
+    "calls_left": 1,
+    "skipped": None,
+    "declared": ["run_shell_command", "Bash"],
+    "rename_map": {},
+    "duplicates": {},
+    "renames": [],
+    "profile": None,
+    "grammar": "openai",
+    "prompt_sentence": None,
+    "prompt_names": [],
+    "request_changed": False,
+    "response_changed": False,
+    "streamed": False,
     "decisions": [
-        {"name": "shell", "namespace": None, "call_id": "call_9", "action": "leave", "step": "capability",
-         "target": None, "target_namespace": None,
-         "reason": "shell has capability shell and 2 declared tools have it", "candidates": ["run_shell_command", "Bash"],
-         "arg_changes": [], "arguments_before": {"cmd": "ls"}, "arguments_after": None},
+        {
+            "name": "shell",
+            "namespace": None,
+            "call_id": "call_9",
+            "action": "leave",
+            "step": "capability",
+            "target": None,
+            "target_namespace": None,
+            "reason": "shell has capability shell and 2 declared tools have it",
+            "candidates": ["run_shell_command", "Bash"],
+            "arg_changes": [],
+            "arguments_before": {"cmd": "ls"},
+            "arguments_after": None,
+        },
     ],
     "notes": [],
     "tool_errors": [
-        {"call_id": "call_8", "name": "shell", "kind": "unknown_tool", "client": "Qwen Code", "tool": None,
-         "text": "Tool \"shell\" not found in registry"},
-        {"call_id": "call_7", "name": "Bash", "kind": "invalid_arguments", "client": "Qwen Code", "tool": "Bash",
-         "text": "missing required parameter command"},
+        {
+            "call_id": "call_8",
+            "name": "shell",
+            "kind": "unknown_tool",
+            "client": "Qwen Code",
+            "tool": None,
+            "text": 'Tool "shell" not found in registry',
+        },
+        {
+            "call_id": "call_7",
+            "name": "Bash",
+            "kind": "invalid_arguments",
+            "client": "Qwen Code",
+            "tool": "Bash",
+            "text": "missing required parameter command",
+        },
     ],
 }
 
-OBSERVED = copy.deepcopy(RENAMED) | {"mode": "observe", "request_changed": False, "response_changed": False,
-                                     "rename_map": {}, "renames": [], "duplicates": {}, "notes": [], "model": "claude-y",
-                                     "ttfb_ms": 200.0, "total_ms": 1000.0}
+OBSERVED = copy.deepcopy(RENAMED) | {
+    "mode": "observe",
+    "request_changed": False,
+    "response_changed": False,
+    "rename_map": {},
+    "renames": [],
+    "duplicates": {},
+    "notes": [],
+    "model": "claude-y",
+    "ttfb_ms": 200.0,
+    "total_ms": 1000.0,
+}
 SKIPPED = {"version": 1, "dialect": None, "mode": "auto", "skipped": "request body is not JSON", "decisions": []}
 
 
@@ -144,7 +234,10 @@ def test_render_record_left_call_with_candidates_and_tool_errors():
     text = report.render_record(LEFT, side="request")
     assert text.index("Request side:") < text.index("Tool calls in the answer")  # the request's side first
     assert '= shell {"cmd":"ls"}' in text
-    assert "leave at capability (left unchanged)\n      reason: shell has capability shell and 2 declared tools have it" in text
+    assert (
+        "leave at capability (left unchanged)\n      reason: shell has capability shell and 2 declared tools have it"
+        in text
+    )
     assert "candidates: run_shell_command, Bash (more than one: declined to guess)" in text
     assert "system prompt: unchanged" in text
     assert "Tool errors in the request's transcript:" in text
@@ -166,7 +259,9 @@ def test_render_record_observe_mode_shows_what_would_change():
 def test_render_record_wraps_long_sentences_and_reasons():
     record = copy.deepcopy(RENAMED)
     names = [f"mcp__server__tool_number_{i}" for i in range(12)]
-    record["prompt_sentence"] = "Call tools only by the exact names declared in this request, which include " + ", ".join(names) + "."
+    record["prompt_sentence"] = (
+        "Call tools only by the exact names declared in this request, which include " + ", ".join(names) + "."
+    )
     record["decisions"][0]["reason"] = "word " * 40
     lines = report.render_record(record).splitlines()
     assert all(len(line) <= report.WIDTH for line in lines if not line.startswith(("  -", "  +", "  =")))
@@ -187,7 +282,9 @@ def test_render_record_falls_back_to_the_diff_text_and_tolerates_missing_fields(
 def test_explain_flows_says_why_each_name_was_or_was_not_repaired():
     text = report.explain_flows([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
     lines = text.splitlines()
-    assert lines[0] == "flow 1: api.anthropic.com/v1/messages (anthropic, model claude-x, client Claude Code, mode auto)"
+    assert (
+        lines[0] == "flow 1: api.anthropic.com/v1/messages (anthropic, model claude-x, client Claude Code, mode auto)"
+    )
     for expected in (
         "  shell → Bash: renamed at step capability (the one declared tool with the same capability)",
         "      reason: shell has capability shell and Bash is the one declared tool with it",
@@ -213,8 +310,14 @@ def test_explain_flows_says_why_each_name_was_or_was_not_repaired():
 def test_stats_counts_every_dimension():
     s = report.stats([RENAMED, LEFT, OBSERVED, SKIPPED, {}])
     assert (s["flows"], s["handled"], s["skipped"], s["changed"], s["observe"]) == (4, 3, 1, 1, 1)
-    assert s["state"] == {"changed": 1, "left": 1, "passed through": 0, "prompt sentence only": 0, "would change": 1,
-                          "unchanged": 0}
+    assert s["state"] == {
+        "changed": 1,
+        "left": 1,
+        "passed through": 0,
+        "prompt sentence only": 0,
+        "would change": 1,
+        "unchanged": 0,
+    }
     assert s["calls"] == {"seen": 5, "kept": 2, "repaired": 2, "left": 1}
     assert s["action"] == {"rename": 2, "keep": 2, "leave": 1}
     assert s["step"] == {"capability": 3, "declared": 2}
@@ -253,10 +356,12 @@ def test_stats_text():
 def test_stats_counts_a_replayed_tool_error_once():
     # the next request of the session carries the same transcript, so the same errors again
     later = copy.deepcopy(LEFT) | {"decisions": []}
-    later["tool_errors"].append({"call_id": "call_10", "name": "Bash", "kind": "timeout", "client": None,
-                                 "tool": "Bash", "text": "timed out"})
-    later["tool_errors"].append({"call_id": None, "name": None, "kind": "unknown", "client": None, "tool": None,
-                                 "text": "failed"})
+    later["tool_errors"].append(
+        {"call_id": "call_10", "name": "Bash", "kind": "timeout", "client": None, "tool": "Bash", "text": "timed out"}
+    )
+    later["tool_errors"].append(
+        {"call_id": None, "name": None, "kind": "unknown", "client": None, "tool": None, "text": "failed"}
+    )
     s = report.stats([LEFT, later])
     assert s["tool_errors"] == {"unknown_tool": 1, "invalid_arguments": 1, "timeout": 1, "unknown": 1}
     assert "timeout: Bash [call_10] — timed out" in report.render_record(later)
@@ -298,8 +403,14 @@ def env(loaded):
 
 
 def make_flow(body: dict, upstream: bytes, resp_type: str) -> http.HTTPFlow:
-    return harness.make_flow(body, host="api.anthropic.com", path="/v1/messages", upstream=upstream, resp_type=resp_type,
-                             headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")])
+    return harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        upstream=upstream,
+        resp_type=resp_type,
+        headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")],
+    )
 
 
 def drive(env, f: http.HTTPFlow) -> http.HTTPFlow:
@@ -312,8 +423,12 @@ def drive(env, f: http.HTTPFlow) -> http.HTTPFlow:
 
 
 def repaired_stream_flow(env) -> http.HTTPFlow:
-    return drive(env, make_flow(fixture_json("request-claude-code.json"), fixture_bytes("stream-foreign-tool.sse"),
-                                "text/event-stream"))
+    return drive(
+        env,
+        make_flow(
+            fixture_json("request-claude-code.json"), fixture_bytes("stream-foreign-tool.sse"), "text/event-stream"
+        ),
+    )
 
 
 def left_json_flow(env) -> http.HTTPFlow:
@@ -328,9 +443,21 @@ def tool_error_flow(env) -> http.HTTPFlow:
     calls a declared tool."""
     body = fixture_json("request-claude-code.json")
     body["messages"] += [
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01Prev", "name": "shell", "input": {"cmd": "ls"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01Prev", "is_error": True,
-                                      "content": "<tool_use_error>Error: No such tool available: shell</tool_use_error>"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_01Prev", "name": "shell", "input": {"cmd": "ls"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_01Prev",
+                    "is_error": True,
+                    "content": "<tool_use_error>Error: No such tool available: shell</tool_use_error>",
+                }
+            ],
+        },
     ]
     return drive(env, make_flow(body, fixture_bytes("stream-declared-tool.sse"), "text/event-stream"))
 
@@ -447,7 +574,10 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
 
     text = tctx.master.commands.call("toolvocab.stats", flows)
     assert "toolvocab stats: 3 flows with a record — 3 handled (1 in observe mode), 0 not handled" in text
-    assert "flows by state: changed 1, left 1, passed through 0, prompt sentence only 0, would change 1, unchanged 0" in text
+    assert (
+        "flows by state: changed 1, left 1, passed through 0, prompt sentence only 0, would change 1, unchanged 0"
+        in text
+    )
     assert "calls: 5 seen, 2 kept, 2 repaired, 1 left" in text
     assert "decisions by action: keep 2, rename 2, leave 1" in text
     assert "flows by client: Claude Code 3" in text
@@ -463,8 +593,13 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
     assert "launch_rocket: NOT repaired" in tctx.master.commands.execute("toolvocab.explain @all")
     # each state has its marker (~marker) and its comment's first words
     assert tctx.master.commands.execute("toolvocab.stats ~marked").startswith("toolvocab stats: 3 flows")
-    for spec, flow in (('"~marker :wrench:"', repaired), ('"~marker :no_entry:"', left), ('"~marker :eyes:"', observed),
-                       ('"~comment ^left:"', left), ('"~comment ^changed:"', repaired)):
+    for spec, flow in (
+        ('"~marker :wrench:"', repaired),
+        ('"~marker :no_entry:"', left),
+        ('"~marker :eyes:"', observed),
+        ('"~comment ^left:"', left),
+        ('"~comment ^changed:"', repaired),
+    ):
         text = tctx.master.commands.execute(f"toolvocab.explain {spec}")
         assert text.startswith(f"flow {flow.id[:8]}:") and text.count("\nflow ") == 0, (spec, text)
 

@@ -15,8 +15,11 @@ from mitmproxy.tools.web.webaddons import WebAddon
 
 import harness
 
-BASH = {"name": "Bash", "description": "Run a shell command", "input_schema": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+BASH = {
+    "name": "Bash",
+    "description": "Run a shell command",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
 
 
 @pytest.fixture
@@ -30,10 +33,21 @@ def web():
 
 def repaired(tctx, module):
     body = {"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]}
-    answer = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
-              "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}}]}
-    f = harness.make_flow(body, host="api.anthropic.com", path="/v1/messages", headers=[("content-type", "application/json")],
-                          upstream=orjson.dumps(answer))
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": "ls"}}],
+    }
+    f = harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json")],
+        upstream=orjson.dumps(answer),
+    )
     harness.replay(harness.Env(tctx, module), f)
     assert f.marked == ":wrench:"
     return f
@@ -44,15 +58,19 @@ def test_commands_answer_in_one_line_and_log_the_text_at_info(web, caplog):
     f = repaired(tctx, module)
     view.add([f])
     caplog.set_level(logging.DEBUG)
-    for command, first in (("toolvocab.stats @all", "toolvocab stats: 1 flow with a record"),
-                           ("toolvocab.explain @all", f"flow {f.id[:8]}: POST https://api.anthropic.com/v1/messages"),
-                           ("toolvocab.tools", None)):
+    for command, first in (
+        ("toolvocab.stats @all", "toolvocab stats: 1 flow with a record"),
+        ("toolvocab.explain @all", f"flow {f.id[:8]}: POST https://api.anthropic.com/v1/messages"),
+        ("toolvocab.tools", None),
+    ):
         if command == "toolvocab.tools":
             got = tctx.master.commands.call("toolvocab.tools", f)
         else:
             got = tctx.master.commands.execute(command)
         assert "\n" not in got and got.endswith("in the event log (Options → Display Event Log)"), got
-        logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith(("toolvocab stats", "flow ", "["))]
+        logged = [
+            r.getMessage() for r in caplog.records if r.getMessage().startswith(("toolvocab stats", "flow ", "["))
+        ]
         assert logged, caplog.records
         text = logged[-1]
         assert "\n" in text and f" — {text.count(chr(10)) + 1} lines in the event log" in got, (got, text)

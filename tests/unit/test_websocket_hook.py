@@ -17,16 +17,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-
-import harness
-from harness import Env
-from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
-import toolvocab.addons.state as state_module
 from mitmproxy import http
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
 from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
 from mitmproxy.websocket import WebSocketMessage
 from wsproto.frame_protocol import Opcode
+
+import harness
+import toolvocab.addons.state as state_module
+from harness import Env
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "openai_responses"
@@ -49,14 +49,14 @@ def declared_frames() -> list[dict]:
         if isinstance(item, dict) and item.get("type") == "function_call":
             item["name"] = "exec_command"
             if item["arguments"]:
-                item["arguments"] = "{\"cmd\":\"echo hi\"}"
+                item["arguments"] = '{"cmd":"echo hi"}'
         if f["type"] == "response.function_call_arguments.delta":
-            f["delta"] = "{\"cmd\":\"echo hi\"}" if f["sequence_number"] == 2 else ""
+            f["delta"] = '{"cmd":"echo hi"}' if f["sequence_number"] == 2 else ""
         if f["type"] == "response.function_call_arguments.done":
-            f["arguments"] = "{\"cmd\":\"echo hi\"}"
+            f["arguments"] = '{"cmd":"echo hi"}'
         if f["type"] == "response.completed":
             for item in f["response"]["output"]:
-                item["name"], item["arguments"] = "exec_command", "{\"cmd\":\"echo hi\"}"
+                item["name"], item["arguments"] = "exec_command", '{"cmd":"echo hi"}'
     return out
 
 
@@ -139,7 +139,9 @@ def test_response_create_gets_the_sentence_in_auto_mode(env):
     assert sent["instructions"].startswith(create["instructions"] + "\n\n")
     sentence = sent["instructions"][len(create["instructions"]) + 2 :]
     assert "exec_command" in sentence and "apply_patch" in sentence
-    assert {k: v for k, v in sent.items() if k != "instructions"} == {k: v for k, v in create.items() if k != "instructions"}
+    assert {k: v for k, v in sent.items() if k != "instructions"} == {
+        k: v for k, v in create.items() if k != "instructions"
+    }
     rec = s.record
     assert rec["dialect"] == "openai_responses" and rec["streamed"] is True and rec["request_changed"] is True
     assert "mcp__github__create_issue" in rec["declared"]
@@ -182,14 +184,16 @@ def test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order(env):
     assert [r["type"] for r in released] == kinds[1:6]
     assert [r["sequence_number"] for r in released] == [1, 2, 3, 4, 5]
     assert released[0]["item"] == {**frames[1]["item"], "name": "exec_command"}  # arguments stay ""
-    assert [r["delta"] for r in released[1:3]] == ["{\"cmd\":\"echo hi\"}", ""]
-    assert released[3]["arguments"] == "{\"cmd\":\"echo hi\"}"
-    assert released[4]["item"] == {**frames[5]["item"], "name": "exec_command", "arguments": "{\"cmd\":\"echo hi\"}"}
+    assert [r["delta"] for r in released[1:3]] == ['{"cmd":"echo hi"}', ""]
+    assert released[3]["arguments"] == '{"cmd":"echo hi"}'
+    assert released[4]["item"] == {**frames[5]["item"], "name": "exec_command", "arguments": '{"cmd":"echo hi"}'}
     # response.completed: rewritten (its output echoes the call), dropped and re-injected
     assert steps[6].message.dropped
     [final] = parsed(steps[6].injected)
     assert final["response"]["output"] == [released[4]["item"]]
-    assert {k: v for k, v in final.items() if k != "response"} == {k: v for k, v in frames[6].items() if k != "response"}
+    assert {k: v for k, v in final.items() if k != "response"} == {
+        k: v for k, v in frames[6].items() if k != "response"
+    }
     # the client's view: every frame once, in order
     assert [f["type"] for f in parsed(s.delivered())] == kinds
     rec = s.record
@@ -283,12 +287,18 @@ def test_second_response_create_on_the_same_socket_starts_a_new_turn(env):
     s.create()
     _, frames = load_frames()
     s.server(frames)
-    create2 = dict(load_frames()[0], input=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}])
+    create2 = dict(
+        load_frames()[0],
+        input=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]}],
+    )
     s.create(create2)
     s.server(frames)
     got = parsed(s.delivered())
     assert len(got) == 2 * len(frames)
-    assert [g["item"]["name"] for g in got if g["type"] == "response.output_item.done"] == ["exec_command", "exec_command"]
+    assert [g["item"]["name"] for g in got if g["type"] == "response.output_item.done"] == [
+        "exec_command",
+        "exec_command",
+    ]
     assert [d["target"] for d in s.record["decisions"]] == ["exec_command", "exec_command"]
 
 
@@ -369,7 +379,16 @@ def test_exception_while_releasing_a_call_delivers_every_frame_once(env, monkeyp
     "ending",
     [
         {"type": "error", "status_code": 429, "error": {"type": "usage_limit_reached", "message": "limit"}},
-        {"type": "response.failed", "sequence_number": 3, "response": {"id": "resp_fxws", "status": "failed", "output": [], "error": {"code": "server_error", "message": "x"}}},
+        {
+            "type": "response.failed",
+            "sequence_number": 3,
+            "response": {
+                "id": "resp_fxws",
+                "status": "failed",
+                "output": [],
+                "error": {"code": "server_error", "message": "x"},
+            },
+        },
     ],
 )
 def test_error_frame_in_the_middle_of_a_call_reaches_the_client(env, ending):

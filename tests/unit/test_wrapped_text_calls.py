@@ -16,16 +16,16 @@ from typing import Any
 
 import orjson
 import pytest
-from harness import random_chunks
-from harness.dialects import Recorder
-from harness.dialects import rewrite
-from harness.dialects import split_text
-from harness.dialects import sse_events
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from harness import random_chunks
+from harness.dialects import Recorder
+from harness.dialects import rewrite
+from harness.dialects import split_text
+from harness.dialects import sse_events
 from toolvocab.dialects.openai_chat import DIALECT
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
@@ -44,7 +44,11 @@ REQUEST = {
             "type": "function",
             "function": {
                 "name": "square_the_number",
-                "parameters": {"type": "object", "properties": {"input_num": {"type": "integer"}}, "required": ["input_num"]},
+                "parameters": {
+                    "type": "object",
+                    "properties": {"input_num": {"type": "integer"}},
+                    "required": ["input_num"],
+                },
             },
         },
         {
@@ -105,17 +109,13 @@ NEGATIVE = [
     pytest.param(XML + "\nand then\n" + XML_READ, id="prose-between-blocks"),
     pytest.param(KIMI + " ok", id="kimi-then-prose"),
     pytest.param("Kimi writes " + KIMI, id="prose-then-kimi"),
-    pytest.param(
-        KIMI.replace("<|tool_call_end|>", "<|tool_call_end|> and also ", 1), id="prose-inside-kimi-section"
-    ),
+    pytest.param(KIMI.replace("<|tool_call_end|>", "<|tool_call_end|> and also ", 1), id="prose-inside-kimi-section"),
     pytest.param(THINK + "\nLet me call it:\n" + XML, id="think-then-prose-then-markup"),
     pytest.param(THINK + XML + " (squared)", id="think-markup-prose"),
     pytest.param("<think>I could call " + XML + "</think>", id="markup-only-inside-think"),
     pytest.param("<think>unclosed reasoning " + XML, id="unclosed-think"),
     pytest.param(THINK + THINK + XML, id="two-reasoning-blocks"),
-    pytest.param(
-        XML.replace("<parameter=", "note: <parameter=", 1), id="text-inside-the-function-body"
-    ),
+    pytest.param(XML.replace("<parameter=", "note: <parameter=", 1), id="text-inside-the-function-body"),
     pytest.param(XML.replace("</tool_call>", ""), id="unclosed-block"),
     pytest.param(XML.replace("square_the_number", "cube_the_number"), id="undeclared-function"),
 ]
@@ -249,7 +249,9 @@ def test_json_answer_of_markup_alone_becomes_tool_calls(text: str, calls: list, 
     body = chat_json(text)
     assert DIALECT.rewrite_response(body, Resolver(), PLAN) is True
     choice = body["choices"][0]
-    assert [(c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in choice["message"]["tool_calls"]] == calls
+    assert [
+        (c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in choice["message"]["tool_calls"]
+    ] == calls
     assert choice["message"]["content"] == (remaining.strip() or None)
     assert choice["finish_reason"] == "tool_calls"
 
@@ -286,7 +288,13 @@ def test_stream_mentioning_markup_is_byte_identical(text: str, seed: int) -> Non
 def test_stream_releases_content_at_once_once_prose_came_before_any_markup() -> None:
     """No delay for an answer that talks about a call: every chunk after the prose goes out as
     soon as it is whole, the opener and the markup included."""
-    pieces = ["I will not run ", "<tool_", "call>\n<function=square_the_number>", "\n<parameter=input_num>\n1024\n", "</tool_call>"]
+    pieces = [
+        "I will not run ",
+        "<tool_",
+        "call>\n<function=square_the_number>",
+        "\n<parameter=input_num>\n1024\n",
+        "</tool_call>",
+    ]
     upstream = chat_sse(pieces)
     parser = SSEParser()
     events = parser.feed(upstream)
@@ -366,25 +374,69 @@ def test_lift_keeps_a_natural_finish_reason_other_than_stop(finish: str) -> None
 #: core character below is outside markup or inside a block that is not a call).
 PIECES = st.sampled_from(
     [
-        " ", "\n", "\t", "`", "```", "ok", "Run", ".", "<", ">", "</", "<b>", "<tool_call>", "</tool_call>",
-        "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_end|>",
-        "functions.read_file:0", '{"path":"x"}', "<parameter=path>", "</function>", "é", "调用",
-        "<minimax:tool_call>", "</minimax:tool_call>", '<invoke name="read_file">', "</invoke>",
-        "<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<|call|>", "commentary to=functions.", "json", "}",
+        " ",
+        "\n",
+        "\t",
+        "`",
+        "```",
+        "ok",
+        "Run",
+        ".",
+        "<",
+        ">",
+        "</",
+        "<b>",
+        "<tool_call>",
+        "</tool_call>",
+        "<|tool_calls_section_begin|>",
+        "<|tool_calls_section_end|>",
+        "<|tool_call_begin|>",
+        "<|tool_call_end|>",
+        "functions.read_file:0",
+        '{"path":"x"}',
+        "<parameter=path>",
+        "</function>",
+        "é",
+        "调用",
+        "<minimax:tool_call>",
+        "</minimax:tool_call>",
+        '<invoke name="read_file">',
+        "</invoke>",
+        "<｜DSML｜function_calls>",
+        "</｜DSML｜function_calls>",
+        "<|call|>",
+        "commentary to=functions.",
+        "json",
+        "}",
     ]
 )
 FILLER = st.lists(PIECES, max_size=6).map("".join)
 #: One non-whitespace character that sits outside any markup block in the prose.
 CORE = st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc", "Cs"))
 MARKUP_TEXTS = st.sampled_from(
-    [XML, KIMI, XML + "\n" + XML_READ, "\n" + XML + "\n", KIMI + "\n" + XML, MINIMAX, DSML, HARMONY, HARMONY_BARE,
-     XML[len("<tool_call>") :], MINIMAX + "\n" + XML]
+    [
+        XML,
+        KIMI,
+        XML + "\n" + XML_READ,
+        "\n" + XML + "\n",
+        KIMI + "\n" + XML,
+        MINIMAX,
+        DSML,
+        HARMONY,
+        HARMONY_BARE,
+        XML[len("<tool_call>") :],
+        MINIMAX + "\n" + XML,
+    ]
 )
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(before=FILLER, core=CORE, after=FILLER, markup=MARKUP_TEXTS, prose_first=st.booleans(), seed=st.integers(0, 2**16))
-def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str, markup: str, prose_first: bool, seed: int) -> None:
+@given(
+    before=FILLER, core=CORE, after=FILLER, markup=MARKUP_TEXTS, prose_first=st.booleans(), seed=st.integers(0, 2**16)
+)
+def test_prose_around_markup_is_never_lifted(
+    before: str, core: str, after: str, markup: str, prose_first: bool, seed: int
+) -> None:
     assert extract_text_calls(markup, TOOLS) is not None  # the markup alone would be lifted
     prose = before + core + after
     text = prose + markup if prose_first else markup + prose
@@ -396,7 +448,6 @@ def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str,
     rnd = random.Random(seed)
     upstream = chat_sse(split_text(text, rnd))
     assert run_stream(split_bytes(upstream, rnd)) == upstream
-
 
 
 @pytest.mark.parametrize(
@@ -412,10 +463,21 @@ def test_prose_around_markup_is_never_lifted(before: str, core: str, after: str,
 def test_xml_string_parameter_keeps_every_blank_but_the_template_newlines(inner: str, value: str) -> None:
     # Exactly one leading and one trailing newline belong to the template (vLLM's qwen3coder
     # parser reads it so); every other blank line, space and indent is the file's content.
-    from toolvocab.engine.ladder import Toolset, declared_tool
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import declared_tool
     from toolvocab.engine.wrapped import extract_text_calls
 
-    tools = Toolset([declared_tool("write_file", input_schema={"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}})])
+    tools = Toolset(
+        [
+            declared_tool(
+                "write_file",
+                input_schema={
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                },
+            )
+        ]
+    )
     text = f"<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter>\n<parameter=content>{inner}</parameter>\n</function>\n</tool_call>"
     found = extract_text_calls(text, tools)
     assert found is not None

@@ -44,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 MODES = ("auto", "repair", "observe", "off")
 
+
 def _forget(flow: http.HTTPFlow) -> None:
     """Drop what toolvocab wrote on ``flow`` before a replay of it: the record, the diff, the
     client's original request and the upstream's original answer (they describe the first pass;
@@ -198,7 +199,12 @@ class ToolVocab(Configurable):
             flow.metadata[METADATA_KEY] = FlowRecord(
                 mode=self.mode,
                 skipped=why,
-                notes=[passed_note(why, "the upstream got the client's request as it came, the client the answer as the upstream sent it")],
+                notes=[
+                    passed_note(
+                        why,
+                        "the upstream got the client's request as it came, the client the answer as the upstream sent it",
+                    )
+                ],
             ).dump()
             self.recorder.show(flow)
 
@@ -228,9 +234,12 @@ class ToolVocab(Configurable):
             self._response(flow, state)
         except Exception as exc:
             logger.exception("toolvocab: response hook failed; answer passed through")
-            state.record.notes.append(passed_note(
-                f"internal error in the response hook ({type(exc).__name__}: {exc})",
-                "the client got the answer as it stood then (as the upstream sent it, unless a repair came first)"))
+            state.record.notes.append(
+                passed_note(
+                    f"internal error in the response hook ({type(exc).__name__}: {exc})",
+                    "the client got the answer as it stood then (as the upstream sent it, unless a repair came first)",
+                )
+            )
         self._finish(flow, state)
 
     def error(self, flow: http.HTTPFlow) -> None:
@@ -267,11 +276,16 @@ class ToolVocab(Configurable):
                 return
             how = send_to_client(flow, data)
             if how is None:
-                state.record.notes.append(f"{len(data)} bytes received and not yet sent could not reach the client (its connection is gone)")
+                state.record.notes.append(
+                    f"{len(data)} bytes received and not yet sent could not reach the client (its connection is gone)"
+                )
             else:
-                state.record.notes.append(passed_note(
-                    "the upstream ended the stream mid-way",
-                    f"the client got the {len(data)} bytes received and not yet sent as they came ({how})"))
+                state.record.notes.append(
+                    passed_note(
+                        "the upstream ended the stream mid-way",
+                        f"the client got the {len(data)} bytes received and not yet sent as they came ({how})",
+                    )
+                )
         except Exception as exc:
             logger.exception("toolvocab: could not deliver the rest of the stream")
             state.record.notes.append(f"rest of the stream not delivered ({type(exc).__name__}: {exc})")
@@ -297,14 +311,22 @@ class ToolVocab(Configurable):
             return
         result = pipeline.handle(
             pipeline.Request(content, req.method, req.path, req.pretty_host, req.headers.get, flow.id),
-            self.settings(), self.caches)
+            self.settings(),
+            self.caches,
+        )
         if result is None:
             return
         if isinstance(result, pipeline.Skipped):
             self._skip(flow, result.reason, result.dialect)
             return
-        state = FlowState(result.dialect, result.tools, result.plan, result.record,
-                          wants_stream=result.wants_stream, windows=result.windows)
+        state = FlowState(
+            result.dialect,
+            result.tools,
+            result.plan,
+            result.record,
+            wants_stream=result.wants_stream,
+            windows=result.windows,
+        )
         if not result.verified:
             state.unverified = content
         if self.mode in ("auto", "repair"):
@@ -331,9 +353,12 @@ class ToolVocab(Configurable):
             return  # buffered; handled in response()
         encoding = resp.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
-            state.record.notes.append(passed_note(
-                f"the streamed answer is {encoding}-encoded and cannot be read as it streams",
-                "the client got it as the upstream sent it"))
+            state.record.notes.append(
+                passed_note(
+                    f"the streamed answer is {encoding}-encoded and cannot be read as it streams",
+                    "the client got it as the upstream sent it",
+                )
+            )
             resp.stream = True
             return
         if "content-length" in resp.headers:
@@ -366,22 +391,31 @@ class ToolVocab(Configurable):
             state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
             return
         if resp.raw_content is None:
-            state.record.notes.append(passed_note(
-                "the answer was streamed by another setting (stream_large_bodies?) before toolvocab could read it",
-                "the client got it as the upstream sent it"))
+            state.record.notes.append(
+                passed_note(
+                    "the answer was streamed by another setting (stream_large_bodies?) before toolvocab could read it",
+                    "the client got it as the upstream sent it",
+                )
+            )
             return
         try:
             content = resp.content
         except ValueError as exc:
-            state.record.notes.append(passed_note(
-                f"the answer body could not be decoded ({exc})", "the client got it as the upstream sent it"))
+            state.record.notes.append(
+                passed_note(
+                    f"the answer body could not be decoded ({exc})", "the client got it as the upstream sent it"
+                )
+            )
             return
         if not content:
             return
         try:
             body = jsonio.loads(content)
         except ValueError:
-            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (b"event:", b"data: "):
+            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (
+                b"event:",
+                b"data: ",
+            ):
                 self._rewrite_buffered_sse(flow, state, content)
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
@@ -395,9 +429,12 @@ class ToolVocab(Configurable):
                 return
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
             if new is None:
-                state.record.notes.append(passed_note(
-                    "the rewritten answer could not be written back exactly (a repeated key?)",
-                    "the client got the answer as the upstream sent it"))
+                state.record.notes.append(
+                    passed_note(
+                        "the rewritten answer could not be written back exactly (a repeated key?)",
+                        "the client got the answer as the upstream sent it",
+                    )
+                )
                 return
             state.upstream_raw = resp.raw_content
             resp.content = new

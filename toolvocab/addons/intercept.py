@@ -10,8 +10,8 @@ from typing import Any
 
 from mitmproxy import exceptions
 
-from toolvocab.addons.options import Configurable
 from toolvocab import hosts
+from toolvocab.addons.options import Configurable
 
 if TYPE_CHECKING:
     from toolvocab.addons.core import ToolVocab
@@ -58,7 +58,9 @@ class ToolVocabIntercept(Configurable):
         from mitmproxy import ctx
 
         try:
-            logger.info(hosts.start_line(ctx.options.mode, self.core.mode, ctx.options.toolvocab_profiles, self.host_rule()))
+            logger.info(
+                hosts.start_line(ctx.options.mode, self.core.mode, ctx.options.toolvocab_profiles, self.host_rule())
+            )
         except Exception:
             logger.exception("toolvocab: could not describe the configuration")
 
@@ -76,7 +78,10 @@ class ToolVocabIntercept(Configurable):
             host = hosts.connection_host(data.client_hello.sni, data.context.server.address)
             if not self.host_rule().intercepts(host):
                 data.ignore_connection = True
-                logger.debug("toolvocab: tunnelling %s untouched (not a known LLM API host)", host or "a connection without a host name")
+                logger.debug(
+                    "toolvocab: tunnelling %s untouched (not a known LLM API host)",
+                    host or "a connection without a host name",
+                )
         except Exception:  # the addon never breaks a connection: mitmproxy decides as usual
             logger.exception("toolvocab: tls_clienthello failed; mitmproxy's default applies")
 

@@ -19,13 +19,13 @@ from mitmproxy import http
 
 from toolvocab.addons.options import Configurable
 from toolvocab.engine.record import FlowRecord
+from toolvocab.report import CHANGED
+from toolvocab.report import LEFT
+from toolvocab.report import MARKERS
 from toolvocab.report import METADATA_DIFF
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import METADATA_REQUEST
 from toolvocab.report import METADATA_UPSTREAM
-from toolvocab.report import CHANGED
-from toolvocab.report import LEFT
-from toolvocab.report import MARKERS
 from toolvocab.report import OBSERVED
 from toolvocab.report import PASSED
 from toolvocab.report import change_kind
@@ -46,7 +46,14 @@ MARK_CHANGED = MARKERS[CHANGED]
 MARK_OBSERVED = MARKERS[OBSERVED]
 #: The markers and comment beginnings toolvocab sets (so that it clears only its own).
 OWN_MARKERS = tuple(m for m in MARKERS.values() if m)
-OWN_COMMENTS = ("changed: ", "left: ", "passed through: ", "prompt sentence only: ", "would change (observe): ", "toolvocab")
+OWN_COMMENTS = (
+    "changed: ",
+    "left: ",
+    "passed through: ",
+    "prompt sentence only: ",
+    "would change (observe): ",
+    "toolvocab",
+)
 
 
 class ToolVocabRecorder(Configurable):
@@ -136,7 +143,9 @@ class ToolVocabRecorder(Configurable):
             dumped = flow.metadata[METADATA_KEY]
             state_name = self.show(flow, state.logged)
             would = observe and would_change(dumped)
-            if self.record_dir and (record.request_changed or record.response_changed or would or state_name in (LEFT, PASSED)):
+            if self.record_dir and (
+                record.request_changed or record.response_changed or would or state_name in (LEFT, PASSED)
+            ):
                 self._write(flow, record)
         except Exception:
             logger.exception("toolvocab: could not store the flow record")

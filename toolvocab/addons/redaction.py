@@ -47,7 +47,9 @@ class ToolVocabRedaction(Configurable):
             # deferred option handling, silently, and the addon would run with its defaults.
             value = str(ctx.options.toolvocab_redact).strip().lower()
             if value not in ("true", "false", "yes", "no", "1", "0", "on", "off"):
-                raise exceptions.OptionsError(f"toolvocab_redact: {ctx.options.toolvocab_redact!r} is not true or false")
+                raise exceptions.OptionsError(
+                    f"toolvocab_redact: {ctx.options.toolvocab_redact!r} is not true or false"
+                )
             self.redact = value in ("true", "yes", "1", "on")
 
     def install(self, flow: http.HTTPFlow) -> None:

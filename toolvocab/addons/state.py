@@ -27,7 +27,15 @@ class FlowState:
     as their resolver (``state(call) -> Decision``).
     """
 
-    def __init__(self, dialect: Dialect, tools: Toolset, plan: Plan, record: FlowRecord, wants_stream: bool, windows: bool = False) -> None:
+    def __init__(
+        self,
+        dialect: Dialect,
+        tools: Toolset,
+        plan: Plan,
+        record: FlowRecord,
+        wants_stream: bool,
+        windows: bool = False,
+    ) -> None:
         self.dialect = dialect
         self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
         self.tools = tools

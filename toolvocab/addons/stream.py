@@ -100,9 +100,12 @@ class StreamCallable:
             # it): what comes now passes through as it came.
             if chunk and not self.failed:
                 self.failed = True
-                self.state.record.notes.append(passed_note(
-                    "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
-                    "the client got the bytes after it as the upstream sent them"))
+                self.state.record.notes.append(
+                    passed_note(
+                        "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
+                        "the client got the bytes after it as the upstream sent them",
+                    )
+                )
             out = [chunk] if chunk else []
             self._track(chunk, out)
             return out
@@ -112,9 +115,12 @@ class StreamCallable:
         except Exception as exc:  # G2: an exception would drop this chunk
             logger.exception("toolvocab: stream rewrite failed; passing the rest through")
             self.failed = True
-            self.state.record.notes.append(passed_note(
-                f"internal error in the stream rewrite ({type(exc).__name__}: {exc})",
-                "the client got what was held and the rest of the stream as the upstream sent them"))
+            self.state.record.notes.append(
+                passed_note(
+                    f"internal error in the stream rewrite ({type(exc).__name__}: {exc})",
+                    "the client got what was held and the rest of the stream as the upstream sent them",
+                )
+            )
             out = self._salvage(chunk, consumed)
         if self._carry:
             out = [self._carry + b"".join(out)]
@@ -185,18 +191,32 @@ class StreamCallable:
                 how = self._send(data)
             except Exception:  # the bytes are not lost: they go out with the next piece
                 logger.exception("toolvocab: could not write released bytes to the client")
-        why = (f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
-               f"(toolvocab_hold_timeout {self.hold_timeout:g})")
+        why = (
+            f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
+            f"(toolvocab_hold_timeout {self.hold_timeout:g})"
+        )
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
-            self.state.record.notes.append(passed_note(why, (
-                f"the client got the {len(data)} held bytes as the upstream sent them, with the next bytes (its "
-                "connection took none then), and the rest of the stream unrepaired")))
+            self.state.record.notes.append(
+                passed_note(
+                    why,
+                    (
+                        f"the client got the {len(data)} held bytes as the upstream sent them, with the next bytes (its "
+                        "connection took none then), and the rest of the stream unrepaired"
+                    ),
+                )
+            )
             return
         self._track(b"", [data])
-        self.state.record.notes.append(passed_note(why, (
-            f"the client got the {len(data)} held bytes as the upstream sent them ({how}) and the rest of the "
-            "stream unrepaired")))
+        self.state.record.notes.append(
+            passed_note(
+                why,
+                (
+                    f"the client got the {len(data)} held bytes as the upstream sent them ({how}) and the rest of the "
+                    "stream unrepaired"
+                ),
+            )
+        )
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
@@ -361,17 +381,23 @@ class StreamCallable:
             if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
                 new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
                 if new is None:
-                    self.state.record.notes.append(passed_note(
-                        "the rewritten answer could not be written back exactly (a repeated key?)",
-                        "the client got the answer as the upstream sent it"))
+                    self.state.record.notes.append(
+                        passed_note(
+                            "the rewritten answer could not be written back exactly (a repeated key?)",
+                            "the client got the answer as the upstream sent it",
+                        )
+                    )
                     return body
                 self.changed = True
                 return new
         except Exception as exc:
             logger.exception("toolvocab: JSON rewrite failed; answer passed through")
-            self.state.record.notes.append(passed_note(
-                f"internal error in the answer's rewrite ({type(exc).__name__}: {exc})",
-                "the client got the answer as the upstream sent it"))
+            self.state.record.notes.append(
+                passed_note(
+                    f"internal error in the answer's rewrite ({type(exc).__name__}: {exc})",
+                    "the client got the answer as the upstream sent it",
+                )
+            )
         return body
 
 
@@ -379,10 +405,14 @@ def rewriter_note(error: str) -> str:
     """The record's note for a stream rewriter's ``error`` (what it contained: the rest of the
     stream passed through as it came): a give-up (:func:`toolvocab.report.passed_note`)."""
     if error.startswith(f"{RepeatedKey.__name__}: "):
-        return passed_note("an event's data repeats a key (which value the client reads is its parser's choice)",
-                           "the client got that event, what was held and the rest of the stream as the upstream sent them")
-    return passed_note(f"internal error in the stream rewrite ({error})",
-                       "the client got what was held and the rest of the stream as the upstream sent them")
+        return passed_note(
+            "an event's data repeats a key (which value the client reads is its parser's choice)",
+            "the client got that event, what was held and the rest of the stream as the upstream sent them",
+        )
+    return passed_note(
+        f"internal error in the stream rewrite ({error})",
+        "the client got what was held and the rest of the stream as the upstream sent them",
+    )
 
 
 def note_unrepaired(rewriter: StreamRewriter, record: FlowRecord, seen: int) -> int:
@@ -450,7 +480,9 @@ def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[An
         if layer is None or id(layer) in seen or len(seen) > 100:
             continue
         seen.add(id(layer))
-        if getattr(layer, "tunnel_connection", None) is flow.client_conn and callable(getattr(layer, "send_data", None)):
+        if getattr(layer, "tunnel_connection", None) is flow.client_conn and callable(
+            getattr(layer, "send_data", None)
+        ):
             tunnels.append(layer)
         streams = getattr(layer, "streams", None)
         connections = getattr(layer, "connections", None)

@@ -76,14 +76,28 @@ else:  # mitmproxy 11
 
         name = VIEW_NAME
 
-        def __call__(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
-                     http_message: Any = None, **unknown: Any):
+        def __call__(
+            self,
+            data: bytes,
+            *,
+            content_type: str | None = None,
+            flow: Any = None,
+            http_message: Any = None,
+            **unknown: Any,
+        ):
             text = render_message(data, flow, http_message)
             # mitmweb 11 draws an empty line with no height: keep the blank lines visible
             return "toolvocab", contentviews.format_text("\n".join(line or " " for line in text.split("\n")))
 
-        def render_priority(self, data: bytes, *, content_type: str | None = None, flow: Any = None,
-                            http_message: Any = None, **unknown: Any) -> float:
+        def render_priority(
+            self,
+            data: bytes,
+            *,
+            content_type: str | None = None,
+            flow: Any = None,
+            http_message: Any = None,
+            **unknown: Any,
+        ) -> float:
             return view_priority(flow, http_message)
 
     VIEW = ToolVocabView()

@@ -52,8 +52,12 @@ class ToolVocabWebSocket:
             logger.exception("toolvocab: websocket_message hook failed; frame passed through")
             ws = self._ws.get(flow.id)
             if ws is not None:
-                ws.record.notes.append(passed_note(f"internal error in websocket_message ({type(exc).__name__}: {exc})",
-                                                   "the frame went on as it came"))
+                ws.record.notes.append(
+                    passed_note(
+                        f"internal error in websocket_message ({type(exc).__name__}: {exc})",
+                        "the frame went on as it came",
+                    )
+                )
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
@@ -70,10 +74,19 @@ class ToolVocabWebSocket:
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
             result = pipeline.handle(
-                pipeline.Request(message.content, "POST", flow.request.path, flow.request.pretty_host,
-                                 flow.request.headers.get, f"{flow.id}:{len(flow.websocket.messages)}"),
-                self.core.settings(), self.core.caches, dialect=dialect,
-                accept=lambda frame: isinstance(frame, dict) and frame.get("type") == "response.create")
+                pipeline.Request(
+                    message.content,
+                    "POST",
+                    flow.request.path,
+                    flow.request.pretty_host,
+                    flow.request.headers.get,
+                    f"{flow.id}:{len(flow.websocket.messages)}",
+                ),
+                self.core.settings(),
+                self.core.caches,
+                dialect=dialect,
+                accept=lambda frame: isinstance(frame, dict) and frame.get("type") == "response.create",
+            )
             if result is None:
                 return
             if isinstance(result, pipeline.Skipped):
@@ -119,7 +132,9 @@ class ToolVocabWebSocket:
             if isinstance(exc, RepeatedKey):
                 state.record.notes.append(passed_note("a frame's data repeats a key (this turn)", got))
             else:
-                state.record.notes.append(passed_note(f"internal error in the WebSocket rewrite ({type(exc).__name__}: {exc})", got))
+                state.record.notes.append(
+                    passed_note(f"internal error in the WebSocket rewrite ({type(exc).__name__}: {exc})", got)
+                )
             outs = state.ws_rewriter.held_units()
             if not outs or outs[-1] is not unit:
                 outs.append(unit)  # the failing frame may already be among the held ones
@@ -138,5 +153,7 @@ class ToolVocabWebSocket:
         for out in outs:
             ctx.master.commands.call("inject.websocket", flow, True, out.raw, True)
         if any(o is not unit and o.raw != unit.raw for o in outs) or news:
-            state.record.response_changed = state.record.response_changed or any(d.changed for d in state.record.decisions[before:])
+            state.record.response_changed = state.record.response_changed or any(
+                d.changed for d in state.record.decisions[before:]
+            )
             self.recorder.finish(flow, state)

@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
-from toolvocab.dialects.openai_chat import DIALECT as OPENAI_CHAT
-from toolvocab.dialects.gemini import DIALECT as GEMINI
-from toolvocab.dialects.openai_responses import DIALECT as OPENAI_RESPONSES
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import Dialect
+from toolvocab.dialects.gemini import DIALECT as GEMINI
+from toolvocab.dialects.openai_chat import DIALECT as OPENAI_CHAT
+from toolvocab.dialects.openai_responses import DIALECT as OPENAI_RESPONSES
 
 #: Every dialect, most specific path first.
 DIALECTS: tuple[Dialect, ...] = (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)

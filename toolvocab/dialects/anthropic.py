@@ -16,24 +16,24 @@ from typing import Any
 
 import msgspec
 
+from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
-from toolvocab.dialects.base import Peek
-from toolvocab.dialects.base import present
-from toolvocab.dialects.base import sections_of
-from toolvocab.dialects.base import typed_decode
-from toolvocab.dialects.base import content_texts
-from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
+from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import object_arguments_call
-from toolvocab.dialects import textcalls
-from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.base import path_only
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
+from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
@@ -57,7 +57,10 @@ def _natural_end(stop_reason: object) -> bool:
     a value of another JSON type (a list, an object) is none, and never raises."""
     return isinstance(stop_reason, str) and stop_reason in _LIFT_REASONS
 
-_PATH = re.compile(r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$")
+
+_PATH = re.compile(
+    r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$"
+)
 
 
 class _Block(msgspec.Struct, gc=False):
@@ -118,7 +121,11 @@ class AnthropicMessages:
                 texts.append(message.content)
             elif type(message.content) is list:
                 try:
-                    texts += [t for b in message.content if b.text is not msgspec.UNSET and type(t := jsonio.loads(bytes(b.text))) is str]
+                    texts += [
+                        t
+                        for b in message.content
+                        if b.text is not msgspec.UNSET and type(t := jsonio.loads(bytes(b.text))) is str
+                    ]
                 except ValueError:
                     return None
         # comprehensions: the loop over every block runs in C-level list building
@@ -129,8 +136,14 @@ class AnthropicMessages:
         ids += [b.tool_use_id for b in blocks if b.type == "tool_result" and type(b.tool_use_id) is str]
         if not anthropic_accepts_all(ids):
             return None
-        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts, names,
-                    sections_of(request, "tools"))
+        return Peek(
+            self.model_of(path, small),
+            self.wants_stream(path, small),
+            texts,
+            texts,
+            names,
+            sections_of(request, "tools"),
+        )
 
     # -- request ------------------------------------------------------------------------------
 
@@ -235,7 +248,11 @@ class AnthropicMessages:
         changed = False
         rename = plan.rename_map
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
-        provider = {t.get("name") for t in tools if isinstance(t, dict) and t.get("type") not in (None, "custom") and isinstance(t.get("name"), str)}
+        provider = {
+            t.get("name")
+            for t in tools
+            if isinstance(t, dict) and t.get("type") not in (None, "custom") and isinstance(t.get("name"), str)
+        }
         rename = {k: v for k, v in rename.items() if k not in provider}
         changed |= dedupe_tools(
             tools,
@@ -374,7 +391,9 @@ def _alias_call_ids(body: JSON, plan: Plan) -> bool:
 
 def _is_invalid_sink(name: Any, arguments: Any) -> bool:
     """True for OpenCode's rewritten call: tool ``invalid`` with ``{"tool", "error"}``."""
-    return name == OPENCODE_INVALID_TOOL and isinstance(arguments, dict) and "tool" in arguments and "error" in arguments
+    return (
+        name == OPENCODE_INVALID_TOOL and isinstance(arguments, dict) and "tool" in arguments and "error" in arguments
+    )
 
 
 def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:
@@ -413,14 +432,20 @@ def _expand_parallel_block(block: dict[str, Any], resolve: Resolver, ids: CallId
     or a part does not resolve (the wrapper stays whole)."""
     if block.get("name", "").strip() != PARALLEL_WRAPPER or not isinstance(block.get("input"), dict):
         return None
-    wrapper = ToolCall(name=block["name"], arguments=block["input"], id=block.get("id") if isinstance(block.get("id"), str) else None)
+    wrapper = ToolCall(
+        name=block["name"], arguments=block["input"], id=block.get("id") if isinstance(block.get("id"), str) else None
+    )
     expanded = textcalls.expand_parallel(wrapper, resolve)
     if expanded is None:
         return None
     out = []
     for sub, decision in expanded:
         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
-        out.append(_tool_use_block(ids.fix(sub.id) or str(sub.id), decision.target or sub.name, args if isinstance(args, dict) else {}))
+        out.append(
+            _tool_use_block(
+                ids.fix(sub.id) or str(sub.id), decision.target or sub.name, args if isinstance(args, dict) else {}
+            )
+        )
     return out
 
 
@@ -436,7 +461,8 @@ def lift_text_block(content: list[Any], resolve: Resolver, ids: CallIds) -> tupl
     if any(isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use") for b in content):
         return None
     texts = [
-        i for i, b in enumerate(content)
+        i
+        for i, b in enumerate(content)
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
     ]
     if len(texts) != 1:
@@ -509,7 +535,10 @@ class AnthropicStream(EventStreamRewriter):
     def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
         super().__init__()
         self._resolve = resolve
-        self._ids = CallIds(plan.flow_key if plan is not None else "", {v: k for k, v in plan.call_ids.items()} if plan is not None else None)
+        self._ids = CallIds(
+            plan.flow_key if plan is not None else "",
+            {v: k for k, v in plan.call_ids.items()} if plan is not None else None,
+        )
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
         self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up
@@ -539,7 +568,9 @@ class AnthropicStream(EventStreamRewriter):
     def at_end(self) -> list[bytes]:
         """End of stream: whatever is held goes out as it came."""
         if self._held:
-            self.unrepaired.append(f"the rewrite reached the end of the stream before the tool call {_block_name(self._held)}'s content_block_stop")
+            self.unrepaired.append(
+                f"the rewrite reached the end of the stream before the tool call {_block_name(self._held)}'s content_block_stop"
+            )
         return self.held()
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
@@ -561,7 +592,9 @@ class AnthropicStream(EventStreamRewriter):
                 # Out of order: the block cannot complete any more (another block starts, the
                 # message ends, an error): what was held goes out as it came, then this event.
                 held, self._held = self._held, None
-                self.unrepaired.append(f"a {kind} event came before the tool call {_block_name(held)}'s content_block_stop (events out of order)")
+                self.unrepaired.append(
+                    f"a {kind} event came before the tool call {_block_name(held)}'s content_block_stop (events out of order)"
+                )
                 return [e.raw for e in held] + self.on_event(event)
             self._held.append(event)
             if kind == "content_block_stop" and data.get("index") == self._held_index:
@@ -578,7 +611,12 @@ class AnthropicStream(EventStreamRewriter):
                 return []
             if isinstance(block, dict) and block.get("type") in ("server_tool_use",):
                 self._no_lift = True
-            if isinstance(block, dict) and block.get("type") == "text" and not self._no_lift and block.get("text") in ("", None):
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "text"
+                and not self._no_lift
+                and block.get("text") in ("", None)
+            ):
                 # The start goes out at once (it carries no text); the block is watched.
                 self._watch = textcalls.TextWatch()
                 self._text_index = data.get("index")
@@ -678,7 +716,13 @@ class AnthropicStream(EventStreamRewriter):
         # empty), and the calls follow it.
         extra = remaining[self._released :] if len(remaining) > self._released else ""
         if extra:
-            out.append(_event_like(template, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": extra}}))
+            out.append(
+                _event_like(
+                    template,
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": extra}},
+                )
+            )
         out.append(_event_like(template, "content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
         for call in calls:
@@ -744,8 +788,18 @@ class AnthropicStream(EventStreamRewriter):
                 for k, (sub, decision) in enumerate(expanded):
                     args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
                     sub_id = sub.id if sub.id and _TOOL_USE_ID.fullmatch(sub.id) else self._ids.fix(None) or ""
-                    parts += _tool_use_events(held[-1], start_index + k, sub_id, decision.target or sub.name, args if isinstance(args, dict) else {})
-                parts += [e.raw for e in held[1:-1] if e.data is None or (isinstance(e.json(), dict) and e.json().get("type") == "ping")]
+                    parts += _tool_use_events(
+                        held[-1],
+                        start_index + k,
+                        sub_id,
+                        decision.target or sub.name,
+                        args if isinstance(args, dict) else {},
+                    )
+                parts += [
+                    e.raw
+                    for e in held[1:-1]
+                    if e.data is None or (isinstance(e.json(), dict) and e.json().get("type") == "ping")
+                ]
                 self._shift += len(expanded) - 1
                 return parts
         decision = self._resolve(call)
@@ -757,7 +811,9 @@ class AnthropicStream(EventStreamRewriter):
         if new_name is not None:
             block["name"] = new_name
             start_changed = True
-        if decision.arguments_after is not None and (not isinstance(block.get("input"), dict) or (not deltas and block["input"])):
+        if decision.arguments_after is not None and (
+            not isinstance(block.get("input"), dict) or (not deltas and block["input"])
+        ):
             block["input"] = {}  # the fitted input goes out as a delta; clients append deltas
             start_changed = True
         out.append(start.with_json({**start_data, "content_block": block}).raw if start_changed else start.raw)
@@ -776,7 +832,11 @@ class AnthropicStream(EventStreamRewriter):
             if i == len(held) - 1 and not placed and decision.arguments_after:
                 # No delta carried the input (it sat in content_block_start): add one before the
                 # stop; for {} the start's input: {} with no delta is the normal form.
-                delta = {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": new_json}}
+                delta = {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": new_json},
+                }
                 out.append(_event_like(event, "content_block_delta", delta))
                 placed = True
             out.append(event.raw)
@@ -787,8 +847,24 @@ def _tool_use_events(template: SSEEvent, index: int, call_id: str, name: str, ar
     """``content_block_start`` / one ``input_json_delta`` / ``content_block_stop`` of a
     ``tool_use`` block, framed like ``template``."""
     return [
-        _event_like(template, "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}),
-        _event_like(template, "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": jsonio.dumps(arguments).decode()}}),
+        _event_like(
+            template,
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}},
+            },
+        ),
+        _event_like(
+            template,
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": jsonio.dumps(arguments).decode()},
+            },
+        ),
         _event_like(template, "content_block_stop", {"type": "content_block_stop", "index": index}),
     ]
 

@@ -21,8 +21,8 @@ from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
@@ -38,6 +38,7 @@ def declared_toolset(resolve: Resolver) -> Toolset | None:
     """The declared tools behind ``resolve`` (``None`` for a plain function resolver)."""
     tools = getattr(resolve, "tools", None)
     return tools if isinstance(tools, Toolset) else None
+
 
 #: JSON values as parsed by orjson.
 JSON = Any
@@ -338,7 +339,9 @@ def content_texts(content: Any) -> list[str]:
     return []
 
 
-def object_arguments_call(name: str, container: dict[str, Any], key: str, call_id: str | None, absent: dict[str, Any] | None) -> ToolCall:
+def object_arguments_call(
+    name: str, container: dict[str, Any], key: str, call_id: str | None, absent: dict[str, Any] | None
+) -> ToolCall:
     """The :class:`ToolCall` for a dialect that carries arguments as a JSON object (Anthropic
     ``input``, Gemini ``args``), read from ``container[key]``.
 

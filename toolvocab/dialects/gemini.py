@@ -19,40 +19,47 @@ import re
 from typing import Any
 
 import msgspec
+import orjson
 
+from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
-from toolvocab.dialects.base import Peek
-from toolvocab.dialects.base import present
-from toolvocab.dialects.base import sections_of
-from toolvocab.dialects.base import typed_decode
-from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
+from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import object_arguments_call
-from toolvocab.dialects import textcalls
-from toolvocab.dialects.base import declared_toolset
+from toolvocab.dialects.base import path_only
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.models import DeclaredTool
-from toolvocab.engine.models import ToolKind
 from toolvocab.engine.models import ToolCall
+from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import PARALLEL_WRAPPER
-
-import orjson
 
 _PATH = re.compile(r":(?:stream)?[gG]enerateContent$")
 
 #: OpenAPI-subset ``Type`` enum of Gemini's ``Schema`` (``TYPE_UNSPECIFIED``, ``STRING``,
 #: ``NUMBER``, ``INTEGER``, ``BOOLEAN``, ``ARRAY``, ``OBJECT``, ``NULL``) → JSON Schema types.
-_TYPES = {"STRING": "string", "NUMBER": "number", "INTEGER": "integer", "BOOLEAN": "boolean", "ARRAY": "array", "OBJECT": "object", "NULL": "null"}
+_TYPES = {
+    "STRING": "string",
+    "NUMBER": "number",
+    "INTEGER": "integer",
+    "BOOLEAN": "boolean",
+    "ARRAY": "array",
+    "OBJECT": "object",
+    "NULL": "null",
+}
 
 
 #: ``Schema`` fields typed int64, which the proto3 JSON mapping (and ``@google/genai``'s
@@ -186,8 +193,14 @@ class Gemini:
                         names.append(ref.name)
         small = present(request, "model", "systemInstruction", "system_instruction")
         texts = self.system_texts(small)
-        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts, names,
-                    sections_of(request, "tools"))
+        return Peek(
+            self.model_of(path, small),
+            self.wants_stream(path, small),
+            texts,
+            texts,
+            names,
+            sections_of(request, "tools"),
+        )
 
     # -- request ------------------------------------------------------------------------------
 
@@ -292,7 +305,9 @@ class Gemini:
         if isinstance(system, str):
             return [system]
         if isinstance(system, dict):
-            return [p["text"] for p in _list(system.get("parts")) if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            return [
+                p["text"] for p in _list(system.get("parts")) if isinstance(p, dict) and isinstance(p.get("text"), str)
+            ]
         return []
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
@@ -330,7 +345,11 @@ class Gemini:
                         changed |= _rename(part.get("functionCall"), rename)
                         changed |= _rename(part.get("functionResponse"), rename)
         if plan.prompt_sentence:
-            skey = "system_instruction" if "system_instruction" in req and "systemInstruction" not in req else "systemInstruction"
+            skey = (
+                "system_instruction"
+                if "system_instruction" in req and "systemInstruction" not in req
+                else "systemInstruction"
+            )
             system = req.get(skey)
             if system is None:
                 req[skey] = {"parts": [{"text": plan.prompt_sentence}]}
@@ -439,10 +458,14 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
                     continue
                 new_parts.append(part)
                 # args null / "" / [] reach the engine as empty arguments and come back as {}
-                #; an absent args is a call without arguments and stays absent.
+                # ; an absent args is a call without arguments and stays absent.
                 decision = resolve(
                     object_arguments_call(
-                        call["name"], call, "args", call.get("id") if isinstance(call.get("id"), str) else None, absent={}
+                        call["name"],
+                        call,
+                        "args",
+                        call.get("id") if isinstance(call.get("id"), str) else None,
+                        absent={},
                     )
                 )
                 if not decision.changed:
@@ -475,7 +498,12 @@ def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], resolve: R
     ``None`` (not a wrapper, or a part does not resolve: the wrapper stays whole)."""
     if call["name"].strip() != PARALLEL_WRAPPER or not isinstance(call.get("args"), dict):
         return None
-    expanded = textcalls.expand_parallel(ToolCall(name=call["name"], arguments=call["args"], id=call.get("id") if isinstance(call.get("id"), str) else None), resolve)
+    expanded = textcalls.expand_parallel(
+        ToolCall(
+            name=call["name"], arguments=call["args"], id=call.get("id") if isinstance(call.get("id"), str) else None
+        ),
+        resolve,
+    )
     if expanded is None:
         return None
     out = []
@@ -523,9 +551,11 @@ def lift_text_parts(parts: list[Any], resolve: Resolver) -> list[Any] | None:
             part["thoughtSignature"] = first["thoughtSignature"]
         new.append(part)
     text_set = set(texts)
-    return [p for i, p in enumerate(parts) if i < texts[0] and i not in text_set] + new + [
-        p for i, p in enumerate(parts) if i > texts[0] and i not in text_set
-    ]
+    return (
+        [p for i, p in enumerate(parts) if i < texts[0] and i not in text_set]
+        + new
+        + [p for i, p in enumerate(parts) if i > texts[0] and i not in text_set]
+    )
 
 
 class GeminiStream(EventStreamRewriter):
@@ -675,7 +705,9 @@ class GeminiStream(EventStreamRewriter):
             if isinstance(event, _ArrayUnit):
                 # An array element cannot be dropped (its comma stays): its text becomes "".
                 copy = jsonio.loads(jsonio.dumps(earlier))
-                _unwrap(copy)["candidates"][0]["content"]["parts"] = [{**p, "text": ""} if _is_text_part(p) else p for p in earlier_parts]
+                _unwrap(copy)["candidates"][0]["content"]["parts"] = [
+                    {**p, "text": ""} if _is_text_part(p) else p for p in earlier_parts
+                ]
                 out.append(event.with_json(copy).raw)
             elif kept:  # thought parts in a held event still go out, without the text
                 copy = jsonio.loads(jsonio.dumps(earlier))

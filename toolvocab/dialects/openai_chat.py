@@ -18,20 +18,20 @@ from typing import Any
 import msgspec
 import orjson
 
+from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import Peek
-from toolvocab.dialects.base import present
-from toolvocab.dialects.base import sections_of
-from toolvocab.dialects.base import typed_decode
-from toolvocab.dialects.base import content_texts
-from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
+from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
-from toolvocab.dialects import textcalls
+from toolvocab.dialects.base import path_only
+from toolvocab.dialects.base import present
+from toolvocab.dialects.base import sections_of
+from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine import jsonio
@@ -44,10 +44,10 @@ from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import LEAD
-from toolvocab.engine.wrapped import MARKUP_OPENERS
-from toolvocab.engine.wrapped import REASONING_TAGS
 from toolvocab.engine.wrapped import MARKUP
+from toolvocab.engine.wrapped import MARKUP_OPENERS
 from toolvocab.engine.wrapped import PROSE
+from toolvocab.engine.wrapped import REASONING_TAGS
 from toolvocab.engine.wrapped import text_call_state
 
 
@@ -80,7 +80,6 @@ def _args_text(value: Any) -> tuple[str, bool]:
     return jsonio.dumps(value).decode(), True
 
 
-
 def _function_tool(fn: dict[str, Any]) -> DeclaredTool:
     """A ``function`` declaration (``tools[].function`` or a legacy ``functions[]`` entry, the same
     shape: ``name``, ``description``, ``parameters``) as a :class:`DeclaredTool`."""
@@ -92,6 +91,7 @@ def _function_tool(fn: dict[str, Any]) -> DeclaredTool:
         input_schema=params if isinstance(params, dict) else None,
         description=desc if isinstance(desc, str) else None,
     )
+
 
 class _Named(msgspec.Struct, gc=False):
     """A ``function`` / ``function_call`` object as the request readers see it: ``arguments`` skipped."""
@@ -164,8 +164,14 @@ class OpenAIChat:
                 except ValueError:
                     return None
         small = present(request, "model", "stream")
-        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts, names,
-                    sections_of(request, "tools", "functions"))
+        return Peek(
+            self.model_of(path, small),
+            self.wants_stream(path, small),
+            texts,
+            texts,
+            names,
+            sections_of(request, "tools", "functions"),
+        )
 
     # -- request ------------------------------------------------------------------------------
 
@@ -345,15 +351,23 @@ class OpenAIChat:
                         position += len(expanded)
                         changed = True
                         continue
-                    changed |= _apply_call(call, resolve, plan, seen, position, truncated=_cut_off(choice.get("finish_reason")))
+                    changed |= _apply_call(
+                        call, resolve, plan, seen, position, truncated=_cut_off(choice.get("finish_reason"))
+                    )
                     kept.append(call)
                     position += 1
                 if changed:
                     message["tool_calls"] = kept
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
-                changed |= _apply_function(legacy, resolve, legacy_id=None, truncated=_cut_off(choice.get("finish_reason")))
-            if not message.get("tool_calls") and isinstance(message.get("content"), str) and _natural_end(choice.get("finish_reason")):
+                changed |= _apply_function(
+                    legacy, resolve, legacy_id=None, truncated=_cut_off(choice.get("finish_reason"))
+                )
+            if (
+                not message.get("tool_calls")
+                and isinstance(message.get("content"), str)
+                and _natural_end(choice.get("finish_reason"))
+            ):
                 lifted = lift_text_calls(message["content"], resolve, plan, position)
                 if lifted is not None:
                     text, entries = lifted
@@ -361,7 +375,11 @@ class OpenAIChat:
                     message["tool_calls"] = entries
                     position += len(entries)
                     changed = True
-            if message.get("tool_calls") and isinstance(message["tool_calls"], list) and choice.get("finish_reason") == "stop":
+            if (
+                message.get("tool_calls")
+                and isinstance(message["tool_calls"], list)
+                and choice.get("finish_reason") == "stop"
+            ):
                 # A choice that carries tool calls ends with "tool_calls", as the API documents it
                 # (BR-23: "stop" makes clients print the answer instead of running it); "length",
                 # "content_filter" and the rest stay.
@@ -456,14 +474,16 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
     for sub, decision in expanded:
         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
         entries.append(
-            {"id": sub.id, "type": "function", "function": {"name": decision.target, "arguments": jsonio.dumps(args).decode()}}
+            {
+                "id": sub.id,
+                "type": "function",
+                "function": {"name": decision.target, "arguments": jsonio.dumps(args).decode()},
+            }
         )
     return entries
 
 
-def lift_text_calls(
-    text: str, resolve: Resolver, plan: Plan, position: int
-) -> tuple[str, list[dict[str, Any]]] | None:
+def lift_text_calls(text: str, resolve: Resolver, plan: Plan, position: int) -> tuple[str, list[dict[str, Any]]] | None:
     """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24;
     Hermes JSON, Llama ``<function=…>``, DeepSeek markers) as ``tool_calls`` entries,
     with the text that remains (the leading reasoning block, or ``""``;
@@ -530,7 +550,9 @@ def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None
     return changed
 
 
-def _apply_call(call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[str], position: int, *, truncated: bool = False) -> bool:
+def _apply_call(
+    call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[str], position: int, *, truncated: bool = False
+) -> bool:
     changed = False
     call_id = call.get("id")
     if not isinstance(call_id, str) or not call_id or call_id in seen:
@@ -571,7 +593,19 @@ _LONGEST_CLOSER = max(len(c) for c in _CLOSERS)
 class _Slot:
     """One streamed tool call being assembled."""
 
-    __slots__ = ("choice", "index", "out_index", "id", "type", "name", "name_parts", "fragments", "was_object", "needs_normalize", "first_seen")
+    __slots__ = (
+        "choice",
+        "index",
+        "out_index",
+        "id",
+        "type",
+        "name",
+        "name_parts",
+        "fragments",
+        "was_object",
+        "needs_normalize",
+        "first_seen",
+    )
 
     def __init__(self, choice: int, index: int, out_index: int) -> None:
         self.choice = choice
@@ -616,7 +650,9 @@ def _odd_indices(held: list[SSEEvent]) -> bool:
                 return True
             delta = choice.get("delta")
             calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-            if isinstance(calls, list) and any(isinstance(tc, dict) and "index" in tc and not _is_index(tc["index"]) for tc in calls):
+            if isinstance(calls, list) and any(
+                isinstance(tc, dict) and "index" in tc and not _is_index(tc["index"]) for tc in calls
+            ):
                 return True
     return False
 
@@ -720,9 +756,15 @@ class ChatStream(EventStreamRewriter):
             )
         if self._legacy is not None:
             return self._on_legacy(event, choices)
-        if self._held is None and isinstance(choices, list) and any(
-            isinstance(c, dict) and isinstance(c.get("delta"), dict) and isinstance(c["delta"].get("function_call"), dict)
-            for c in choices
+        if (
+            self._held is None
+            and isinstance(choices, list)
+            and any(
+                isinstance(c, dict)
+                and isinstance(c.get("delta"), dict)
+                and isinstance(c["delta"].get("function_call"), dict)
+                for c in choices
+            )
         ):
             self._prose = True
             out = [e.raw for e in self._text] if self._text else []  # text before a call is text
@@ -864,7 +906,11 @@ class ChatStream(EventStreamRewriter):
         if state != MARKUP:
             # Prose (never a lift), or a reasoning block turned out to open the text: release.
             return self._release_text(final=False, lift=False)
-        reasons = [c["finish_reason"] for c in choices if isinstance(c, dict) and c.get("finish_reason")] if isinstance(choices, list) else []
+        reasons = (
+            [c["finish_reason"] for c in choices if isinstance(c, dict) and c.get("finish_reason")]
+            if isinstance(choices, list)
+            else []
+        )
         if not isinstance(choices, list) or not choices or reasons:
             # Lifted only at a proper end: a usage chunk or [DONE] with no finish_reason, or a
             # token-limit stop, may have cut the answer short (more prose, another call).
@@ -907,7 +953,21 @@ class ChatStream(EventStreamRewriter):
                 if new_choice.get("finish_reason") == "stop":
                     new_choice["finish_reason"] = "tool_calls"
                 new_choices.append(new_choice)
-            if not any(c["delta"] or c.get("finish_reason") for c in new_choices) and not any(k not in ("id", "object", "created", "model", "choices", "system_fingerprint", "service_tier", "usage", "obfuscation") for k in data):
+            if not any(c["delta"] or c.get("finish_reason") for c in new_choices) and not any(
+                k
+                not in (
+                    "id",
+                    "object",
+                    "created",
+                    "model",
+                    "choices",
+                    "system_fingerprint",
+                    "service_tier",
+                    "usage",
+                    "obfuscation",
+                )
+                for k in data
+            ):
                 if data.get("usage") in (None, {}):
                     continue  # nothing left in this chunk
             out.append(event.with_json({**data, "choices": new_choices}).raw)
@@ -924,8 +984,10 @@ class ChatStream(EventStreamRewriter):
         choices = data.get("choices") if isinstance(data, dict) else None
         if not self._with_calls or not isinstance(choices, list):
             return event
+
         def stops(c: Any) -> bool:
             return isinstance(c, dict) and c.get("finish_reason") == "stop" and c.get("index", 0) in self._with_calls
+
         if not any(stops(c) for c in choices):
             return event
         fixed = [{**c, "finish_reason": "tool_calls"} if stops(c) else c for c in choices]
@@ -940,7 +1002,9 @@ class ChatStream(EventStreamRewriter):
             # A choice or tool-call index that is not an integer: the calls cannot be told apart
             # with certainty, so the block goes out exactly as it came.
             self._held = None
-            self.unrepaired.append("a choice or tool-call index is not an integer, so the tool calls cannot be told apart")
+            self.unrepaired.append(
+                "a choice or tool-call index is not an integer, so the tool calls cannot be told apart"
+            )
             return [e.raw for e in held]
         slots = self._assemble(held)
         finish = _finish_reasons(held)
@@ -1085,7 +1149,11 @@ class ChatStream(EventStreamRewriter):
             touched = False
             new_choices = []
             for choice in as_list(data.get("choices")):
-                if not isinstance(choice, dict) or not isinstance(choice.get("delta"), dict) or not choice["delta"].get("tool_calls"):
+                if (
+                    not isinstance(choice, dict)
+                    or not isinstance(choice.get("delta"), dict)
+                    or not choice["delta"].get("tool_calls")
+                ):
                     new_choices.append(choice)
                     continue
                 c = choice.get("index", 0)
@@ -1119,7 +1187,11 @@ class ChatStream(EventStreamRewriter):
                         continue
                     if id(slot) not in started:
                         started.add(id(slot))
-                        entry: dict[str, Any] = {"index": slot.out_index, "id": update["id"], "type": slot.type or "function"}
+                        entry: dict[str, Any] = {
+                            "index": slot.out_index,
+                            "id": update["id"],
+                            "type": slot.type or "function",
+                        }
                         if slot.type == "custom":
                             entry["custom"] = {"name": update["name"], "input": piece or ""}
                         else:

@@ -18,20 +18,20 @@ from typing import Any
 
 import msgspec
 
+from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import Peek
+from toolvocab.dialects.base import Resolver
+from toolvocab.dialects.base import as_list
+from toolvocab.dialects.base import content_texts
+from toolvocab.dialects.base import declared_toolset
+from toolvocab.dialects.base import dedupe_tools
+from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
 from toolvocab.dialects.base import sections_of
 from toolvocab.dialects.base import typed_decode
-from toolvocab.dialects.base import content_texts
-from toolvocab.dialects.base import path_only
-from toolvocab.dialects.base import CallIds
-from toolvocab.dialects.base import as_list
-from toolvocab.dialects.base import Resolver
-from toolvocab.dialects.base import dedupe_tools
-from toolvocab.dialects.base import mark_repeats
-from toolvocab.dialects.base import declared_toolset
-from toolvocab.dialects import textcalls
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine import jsonio
@@ -41,8 +41,8 @@ from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.ids import responses_accepts
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import DUPLICATE_MARK
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.names import join_namespace
@@ -53,7 +53,15 @@ from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 _CALL_TYPES = {"function_call": ToolKind.FUNCTION, "custom_tool_call": ToolKind.FREEFORM}
 _OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 _TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed", "response.done")
-_RESPONSE_EVENTS = ("response.created", "response.in_progress", "response.completed", "response.incomplete", "response.failed", "response.done", "response.queued")
+_RESPONSE_EVENTS = (
+    "response.created",
+    "response.in_progress",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "response.done",
+    "response.queued",
+)
 
 
 def _flat(namespace: Any, name: str) -> str:
@@ -117,7 +125,11 @@ class OpenAIResponses:
             if item.type == "function_call" and type(item.name) is str:
                 names.append(_flat(item.namespace, item.name))
             message = item.type is msgspec.UNSET or item.type == "message"
-            if not message or item.content is msgspec.UNSET or (position >= 8 and item.role not in ("system", "developer")):
+            if (
+                not message
+                or item.content is msgspec.UNSET
+                or (position >= 8 and item.role not in ("system", "developer"))
+            ):
                 continue
             try:
                 parts = content_texts(jsonio.loads(bytes(item.content)))
@@ -129,8 +141,14 @@ class OpenAIResponses:
                 platform += [t for t in parts if "<environment_context>" in t]
         if longest > RESPONSES_CALL_ID_MAX:
             return None
-        return Peek(self.model_of(path, small), self.wants_stream(path, small), texts, texts + platform, names,
-                    sections_of(request, "tools"))
+        return Peek(
+            self.model_of(path, small),
+            self.wants_stream(path, small),
+            texts,
+            texts + platform,
+            names,
+            sections_of(request, "tools"),
+        )
 
     # -- request ------------------------------------------------------------------------------
 
@@ -193,7 +211,9 @@ class OpenAIResponses:
                 if name is None and isinstance(item.get("name"), str):
                     name = _flat(item.get("namespace"), item["name"])
                 results.append(
-                    ToolResult(call_id=call_id, name=name, text="\n".join(content_texts(item.get("output"))), is_error=None)
+                    ToolResult(
+                        call_id=call_id, name=name, text="\n".join(content_texts(item.get("output"))), is_error=None
+                    )
                 )
         return results
 
@@ -217,7 +237,11 @@ class OpenAIResponses:
         items = body.get("input")
         if isinstance(items, list):
             for item in items:
-                if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in ("system", "developer"):
+                if (
+                    isinstance(item, dict)
+                    and item.get("type", "message") == "message"
+                    and item.get("role") in ("system", "developer")
+                ):
                     texts += content_texts(item.get("content"))
         return texts
 
@@ -230,7 +254,9 @@ class OpenAIResponses:
         if isinstance(body.get("tools"), list):
             # One count over the top-level tools and each namespace's members at its place
             # (declared_tools' order).
-            changed |= dedupe_tools(body["tools"], plan, _responses_tool_name, _set_responses_tool_name, members=_namespace_members)
+            changed |= dedupe_tools(
+                body["tools"], plan, _responses_tool_name, _set_responses_tool_name, members=_namespace_members
+            )
         if rename:
             for tool in as_list(body.get("tools")):
                 if not isinstance(tool, dict):
@@ -251,7 +277,11 @@ class OpenAIResponses:
             items = body.get("input")
             if isinstance(items, list):
                 for item in items:
-                    if isinstance(item, dict) and item.get("type") in ("function_call", "function_call_output") and isinstance(item.get("name"), str):
+                    if (
+                        isinstance(item, dict)
+                        and item.get("type") in ("function_call", "function_call_output")
+                        and isinstance(item.get("name"), str)
+                    ):
                         changed |= _rename_named(item, item.get("namespace"), rename)
         changed |= _alias_call_ids(body, plan)
         if plan.prompt_sentence:
@@ -320,8 +350,12 @@ def _namespace_members(tool: Any) -> tuple[list[Any], Callable[[Any], str | None
     """A ``namespace`` entry's member list with its flat names (``namespace__name``), for
     :func:`dedupe_tools`, counting the members :meth:`OpenAIResponses.declared_tools` reads
     (``function`` and ``custom`` ones of a namespace with a name); ``None`` for any other entry."""
-    if not (isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("name"), str)
-            and isinstance(tool.get("tools"), list)):
+    if not (
+        isinstance(tool, dict)
+        and tool.get("type") == "namespace"
+        and isinstance(tool.get("name"), str)
+        and isinstance(tool.get("tools"), list)
+    ):
         return None
     ns: str = tool["name"]
 
@@ -355,7 +389,11 @@ def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
     items = body.get("input")
     if isinstance(items, list):
         for item in items:
-            if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in ("developer", "system"):
+            if (
+                isinstance(item, dict)
+                and item.get("type", "message") == "message"
+                and item.get("role") in ("developer", "system")
+            ):
                 content = item.get("content")
                 if isinstance(content, str):
                     item["content"] = content + "\n\n" + sentence
@@ -382,7 +420,9 @@ class ResponsesCore:
         self.plan = plan
         # For the echo: a duplicate's alias goes back to the plain name the client declared.
         self.reverse = {k: v.split(DUPLICATE_MARK, 1)[0] for k, v in plan.reverse_map.items()}
-        self.decided: dict[str, tuple[Decision, str | None, str | None]] = {}  # item id / call_id → (decision, new args, new call_id)
+        self.decided: dict[
+            str, tuple[Decision, str | None, str | None]
+        ] = {}  # item id / call_id → (decision, new args, new call_id)
         self.ids = CallIds(plan.flow_key, {v: k for k, v in plan.call_ids.items()})
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
@@ -426,7 +466,14 @@ class ResponsesCore:
         holding the reasoning that remains, if any). True when changed."""
         if any(isinstance(i, dict) and isinstance(i.get("type"), str) and i.get("type") in _CALL_TYPES for i in output):
             return False
-        messages = [k for k, i in enumerate(output) if isinstance(i, dict) and i.get("type") == "message" and _message_text(i) is not None and _message_text(i).strip()]
+        messages = [
+            k
+            for k, i in enumerate(output)
+            if isinstance(i, dict)
+            and i.get("type") == "message"
+            and _message_text(i) is not None
+            and _message_text(i).strip()
+        ]
         if len(messages) != 1:
             return False
         k = messages[0]
@@ -448,14 +495,30 @@ class ResponsesCore:
         k = 0
         while k < len(output):
             item = output[k]
-            if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(item.get("name"), str) and item["name"].strip() == PARALLEL_WRAPPER:
-                payload: dict[str, Any] = {"name": item["name"], "id": item.get("call_id"), "arguments": item.get("arguments")}
+            if (
+                isinstance(item, dict)
+                and item.get("type") == "function_call"
+                and isinstance(item.get("name"), str)
+                and item["name"].strip() == PARALLEL_WRAPPER
+            ):
+                payload: dict[str, Any] = {
+                    "name": item["name"],
+                    "id": item.get("call_id"),
+                    "arguments": item.get("arguments"),
+                }
                 expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.resolve)
                 if expanded is not None:
                     items = []
                     for sub, decision in expanded:
                         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
-                        items.append(self.call_item(str(sub.id), decision.target or sub.name, decision.target_namespace, args if isinstance(args, dict) else {}))
+                        items.append(
+                            self.call_item(
+                                str(sub.id),
+                                decision.target or sub.name,
+                                decision.target_namespace,
+                                args if isinstance(args, dict) else {},
+                            )
+                        )
                     output[k : k + 1] = items
                     k += len(items)
                     changed = True
@@ -487,7 +550,11 @@ class ResponsesCore:
             raw_args = item.get("arguments")
             if isinstance(raw_args, (dict, list)):
                 raw_args = jsonio.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
-            payload: dict[str, Any] = {"name": item["name"], "id": item.get("call_id"), "namespace": item.get("namespace")}
+            payload: dict[str, Any] = {
+                "name": item["name"],
+                "id": item.get("call_id"),
+                "namespace": item.get("namespace"),
+            }
             if "arguments" in item:
                 # "" / null / "null" / [] are empty forms: "{}" for a tool that requires nothing.
                 payload["arguments"] = raw_args
@@ -507,7 +574,11 @@ class ResponsesCore:
         """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
         false, arguments); True when changed. An ``output_item.added`` item keeps its (empty)
         arguments: clients append the deltas to it."""
-        if not isinstance(item.get("type"), str) or item.get("type") not in _CALL_TYPES or not isinstance(item.get("name"), str):
+        if (
+            not isinstance(item.get("type"), str)
+            or item.get("type") not in _CALL_TYPES
+            or not isinstance(item.get("name"), str)
+        ):
             return False
         decision, new_args, new_id = self._decide(item)
         changed = False
@@ -540,7 +611,11 @@ class ResponsesCore:
             # The echo shows what the stream sent: the lifted message's items (copies).
             for k in range(len(output) - 1, -1, -1):
                 item = output[k]
-                if isinstance(item, dict) and item.get("type") in ("message", "function_call") and item.get("id") in self.stream_lifts:
+                if (
+                    isinstance(item, dict)
+                    and item.get("type") in ("message", "function_call")
+                    and item.get("id") in self.stream_lifts
+                ):
                     output[k : k + 1] = jsonio.loads(jsonio.dumps(self.stream_lifts[item["id"]]))
                     changed = True
         elif isinstance(output, list) and not self.streaming:
@@ -567,7 +642,11 @@ class ResponsesCore:
 def _call_id_items(body: JSON) -> list[dict[str, Any]]:
     """Every ``input`` item carrying a string ``call_id`` (calls and their outputs, of any type)."""
     items = body.get("input") if isinstance(body, dict) else None
-    return [i for i in items if isinstance(i, dict) and isinstance(i.get("call_id"), str)] if isinstance(items, list) else []
+    return (
+        [i for i in items if isinstance(i, dict) and isinstance(i.get("call_id"), str)]
+        if isinstance(items, list)
+        else []
+    )
 
 
 def _history_aliases(body: JSON) -> dict[str, str]:
@@ -595,7 +674,9 @@ def _message_text(item: dict[str, Any]) -> str | None:
     parts = item.get("content")
     if not isinstance(parts, list) or not parts:
         return None
-    if not all(isinstance(p, dict) and p.get("type") == "output_text" and isinstance(p.get("text"), str) for p in parts):
+    if not all(
+        isinstance(p, dict) and p.get("type") == "output_text" and isinstance(p.get("text"), str) for p in parts
+    ):
         return None
     return "".join(p["text"] for p in parts)
 
@@ -710,7 +791,9 @@ class ResponsesStream(EventStreamRewriter):
             if kind == "error" or kind in _TERMINAL_EVENTS:
                 # The call will not complete: send what was held, unchanged, then this event.
                 held, self._held = self._held, None
-                self.unrepaired.append(f"a {kind} event came before the tool call {_item_name(held)}'s response.output_item.done (events out of order)")
+                self.unrepaired.append(
+                    f"a {kind} event came before the tool call {_item_name(held)}'s response.output_item.done (events out of order)"
+                )
                 return held + self._dispatch(event)
             self._held.append(event)
             if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
@@ -720,12 +803,22 @@ class ResponsesStream(EventStreamRewriter):
             return []
         if kind == "response.output_item.added":
             item = data.get("item")
-            if isinstance(item, dict) and isinstance(item.get("type"), str) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str):
+            if (
+                isinstance(item, dict)
+                and isinstance(item.get("type"), str)
+                and item.get("type") in _CALL_TYPES
+                and isinstance(item.get("name"), str)
+            ):
                 self._no_lift = True  # real calls: text is only text (as in a JSON answer)
                 self._held = [event]
                 self._held_index = data.get("output_index")
                 return []
-            if isinstance(item, dict) and item.get("type") == "message" and not self._no_lift and not item.get("content"):
+            if (
+                isinstance(item, dict)
+                and item.get("type") == "message"
+                and not self._no_lift
+                and not item.get("content")
+            ):
                 # Goes out at once (no text in it); its text is watched.
                 self._watch = textcalls.TextWatch()
                 self._msg_index = data.get("output_index")
@@ -748,7 +841,9 @@ class ResponsesStream(EventStreamRewriter):
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came."""
         if self._held:
-            self.unrepaired.append(f"the rewrite reached the end of the stream before the tool call {_item_name(self._held)}'s response.output_item.done")
+            self.unrepaired.append(
+                f"the rewrite reached the end of the stream before the tool call {_item_name(self._held)}'s response.output_item.done"
+            )
         return self.held()
 
     def _expand_parallel(self, held: list[Any], item: dict[str, Any]) -> list[Any] | None:
@@ -756,16 +851,29 @@ class ResponsesStream(EventStreamRewriter):
         (a part does not resolve: the wrapper stays whole). Later ``output_index`` and
         ``sequence_number`` values move up by what was added; the echo shows the same items."""
         arguments = item.get("arguments")
-        payload = {"name": item["name"], "id": item.get("call_id"), "arguments": arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()}
+        payload = {
+            "name": item["name"],
+            "id": item.get("call_id"),
+            "arguments": arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode(),
+        }
         expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.core.resolve)
         if expanded is None:
             return None
         items = []
         for sub, decision in expanded:
             args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
-            items.append(self.core.call_item(str(sub.id), decision.target or sub.name, decision.target_namespace, args if isinstance(args, dict) else {}))
+            items.append(
+                self.core.call_item(
+                    str(sub.id),
+                    decision.target or sub.name,
+                    decision.target_namespace,
+                    args if isinstance(args, dict) else {},
+                )
+            )
         first = held[0].json()
-        index = first.get("output_index") if isinstance(first, dict) and isinstance(first.get("output_index"), int) else 0
+        index = (
+            first.get("output_index") if isinstance(first, dict) and isinstance(first.get("output_index"), int) else 0
+        )
         seq = _first_sequence(held)
         events = _parallel_events(items, index)
         out: list[Any] = []
@@ -797,7 +905,12 @@ class ResponsesStream(EventStreamRewriter):
         held until the answer ends)."""
         assert self._watch is not None
         index = data.get("output_index") if isinstance(data, dict) else None
-        if kind == "response.output_text.delta" and index == self._msg_index and data.get("content_index", 0) == 0 and isinstance(data.get("delta"), str):
+        if (
+            kind == "response.output_text.delta"
+            and index == self._msg_index
+            and data.get("content_index", 0) == 0
+            and isinstance(data.get("delta"), str)
+        ):
             before = len(self._watch.text)
             state = self._watch.add(data["delta"])
             if state == textcalls.PROSE:
@@ -815,13 +928,23 @@ class ResponsesStream(EventStreamRewriter):
                 self._released = len(self._watch.text)
                 return out
             return []
-        if kind in _TERMINAL_EVENTS and kind not in ("response.failed", "response.incomplete") and self._text_held is not None:
+        if (
+            kind in _TERMINAL_EVENTS
+            and kind not in ("response.failed", "response.incomplete")
+            and self._text_held is not None
+        ):
             # Lifted at a complete answer only: an incomplete one (max_output_tokens) may have
             # stopped mid-answer, and its held text goes out as it came below.
             return self._lift_held(event, data)
-        if kind == "error" or kind in _TERMINAL_EVENTS or kind == "response.output_item.added" or (
-            kind == "response.content_part.added" and index == self._msg_index and data.get("content_index", 0) != 0
-        ) or (isinstance(data, dict) and index == self._msg_index and kind not in _MESSAGE_EVENTS):
+        if (
+            kind == "error"
+            or kind in _TERMINAL_EVENTS
+            or kind == "response.output_item.added"
+            or (
+                kind == "response.content_part.added" and index == self._msg_index and data.get("content_index", 0) != 0
+            )
+            or (isinstance(data, dict) and index == self._msg_index and kind not in _MESSAGE_EVENTS)
+        ):
             # Another item, a second content part, something unexpected in the message, an error
             # or the end: no lift; the text goes out as it came, then this event as usual.
             return self._give_up() + self._dispatch(event)
@@ -857,22 +980,69 @@ class ResponsesStream(EventStreamRewriter):
             if isinstance(d, dict) and isinstance(d.get("item_id"), str):
                 item_id = d["item_id"]
         if message is None:
-            message = {"type": "message", "id": item_id, "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": ""}]}
+            message = {
+                "type": "message",
+                "id": item_id,
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": ""}],
+            }
         message = _with_text({**message, "status": "completed"}, kept_text)
         item_id = message.get("id", item_id)
         template = held[0]
         seq = _first_sequence(held)
         events: list[dict[str, Any]] = []
         if extra:
-            events.append({"type": "response.output_text.delta", "item_id": item_id, "output_index": m, "content_index": 0, "delta": extra, "logprobs": []})
-        events.append({"type": "response.output_text.done", "item_id": item_id, "output_index": m, "content_index": 0, "text": kept_text, "logprobs": []})
-        events.append({"type": "response.content_part.done", "item_id": item_id, "output_index": m, "content_index": 0, "part": message["content"][0]})
+            events.append(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item_id,
+                    "output_index": m,
+                    "content_index": 0,
+                    "delta": extra,
+                    "logprobs": [],
+                }
+            )
+        events.append(
+            {
+                "type": "response.output_text.done",
+                "item_id": item_id,
+                "output_index": m,
+                "content_index": 0,
+                "text": kept_text,
+                "logprobs": [],
+            }
+        )
+        events.append(
+            {
+                "type": "response.content_part.done",
+                "item_id": item_id,
+                "output_index": m,
+                "content_index": 0,
+                "part": message["content"][0],
+            }
+        )
         events.append({"type": "response.output_item.done", "output_index": m, "item": message})
         for k, item in enumerate(items, start=1):
             added = {**item, "arguments": "", "status": "in_progress"}
             events.append({"type": "response.output_item.added", "output_index": m + k, "item": added})
-            events.append({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": m + k, "delta": item["arguments"]})
-            events.append({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": m + k, "name": item["name"], "arguments": item["arguments"]})
+            events.append(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": item["id"],
+                    "output_index": m + k,
+                    "delta": item["arguments"],
+                }
+            )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": m + k,
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                }
+            )
             events.append({"type": "response.output_item.done", "output_index": m + k, "item": item})
         out: list[Any] = []
         for body in events:
@@ -893,7 +1063,11 @@ class ResponsesStream(EventStreamRewriter):
         done = held[-1]
         done_data = done.json()
         item = dict(done_data["item"])
-        if not isinstance(item.get("name"), str) or not isinstance(item.get("type"), str) or item.get("type") not in _CALL_TYPES:
+        if (
+            not isinstance(item.get("name"), str)
+            or not isinstance(item.get("type"), str)
+            or item.get("type") not in _CALL_TYPES
+        ):
             return held
         if item["type"] == "function_call" and item["name"].strip() == PARALLEL_WRAPPER:
             expanded = self._expand_parallel(held, item)
@@ -914,7 +1088,9 @@ class ResponsesStream(EventStreamRewriter):
             # An argument fragment of the block is not JSON we can read (it passes as it came):
             # rewritten fragments around it would no longer add up. The block goes as it came.
             if decision.changed:
-                self.unrepaired.append(f"an argument event of the tool call {item['name']} is not JSON, so its repair could not be written")
+                self.unrepaired.append(
+                    f"an argument event of the tool call {item['name']} is not JSON, so its repair could not be written"
+                )
             return held
         if new_args is None and objects:
             # Arguments sent as an object (BR-21): every place the client reads them gets a string.
@@ -949,9 +1125,30 @@ def _parallel_events(items: list[dict[str, Any]], index: int) -> list[dict[str, 
     """The events of completed ``function_call`` items sent from ``output_index`` ``index`` on."""
     events: list[dict[str, Any]] = []
     for k, item in enumerate(items):
-        events.append({"type": "response.output_item.added", "output_index": index + k, "item": {**item, "arguments": "", "status": "in_progress"}})
-        events.append({"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": index + k, "delta": item["arguments"]})
-        events.append({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": index + k, "name": item["name"], "arguments": item["arguments"]})
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": index + k,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            }
+        )
+        events.append(
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": item["id"],
+                "output_index": index + k,
+                "delta": item["arguments"],
+            }
+        )
+        events.append(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": item["id"],
+                "output_index": index + k,
+                "name": item["name"],
+                "arguments": item["arguments"],
+            }
+        )
         events.append({"type": "response.output_item.done", "output_index": index + k, "item": item})
     return events
 

@@ -198,8 +198,14 @@ def verify(content: bytes) -> str | None:
     return None if unique else REPEATED_KEY
 
 
-def handle(request: Request, settings: Settings, caches: Caches, *, dialect: Dialect | None = None,
-           accept: Callable[[Any], bool] | None = None) -> Handled | Skipped | None:
+def handle(
+    request: Request,
+    settings: Settings,
+    caches: Caches,
+    *,
+    dialect: Dialect | None = None,
+    accept: Callable[[Any], bool] | None = None,
+) -> Handled | Skipped | None:
     """Read, plan and (modes ``auto`` and ``repair``) rewrite one request.
 
     ``dialect``: the dialect of a body whose shape the caller has checked (the WebSocket
@@ -207,8 +213,13 @@ def handle(request: Request, settings: Settings, caches: Caches, *, dialect: Dia
     test of the whole parsed body, ``None`` (not ours, nothing recorded) when it fails. Returns ``None`` for a request that is not ours to record, :class:`Skipped` for one
     left as sent with its reason, else :class:`Handled`. Raises only on a fault of its own.
     """
-    if not (settings.peek and dialect is None and accept is None and settings.mode in ("auto", "repair")
-            and not settings.classify_results):
+    if not (
+        settings.peek
+        and dialect is None
+        and accept is None
+        and settings.mode in ("auto", "repair")
+        and not settings.classify_results
+    ):
         return _whole(request, settings, caches, dialect, accept)
     client = (request.host, path_only(request.path), request.header("user-agent"))
     if client not in caches.writes:
@@ -234,15 +245,18 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             return None
         if not len(tools):
             return None  # left as sent either way; the whole read gives the record its reason
-        plan, record = _plan(request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names)
+        plan, record = _plan(
+            request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names
+        )
         if plan.changes_request:
             return None  # the body is written: only the whole read writes it
         return Handled(dialect, tools, plan, record, peek.stream, caches.windows(peek.platform_texts), verified=False)
     return None
 
 
-def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect | None,
-           accept: Callable[[Any], bool] | None) -> Handled | Skipped | None:
+def _whole(
+    request: Request, settings: Settings, caches: Caches, only: Dialect | None, accept: Callable[[Any], bool] | None
+) -> Handled | Skipped | None:
     content = request.content
     try:
         body, unique, canonical = jsonio.loads_checked(content)
@@ -264,8 +278,16 @@ def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect |
     tools = caches.toolset(dialect, body)
     if not len(tools) and only is None:
         return Skipped("the request declares no tools", dialect.name)
-    plan, record = _plan(request, settings, caches, dialect, tools, dialect.model_of(request.path, body),
-                         dialect.system_texts(body), dialect.transcript_names(body))
+    plan, record = _plan(
+        request,
+        settings,
+        caches,
+        dialect,
+        tools,
+        dialect.model_of(request.path, body),
+        dialect.system_texts(body),
+        dialect.transcript_names(body),
+    )
     if settings.classify_results:
         # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
         # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
@@ -274,8 +296,14 @@ def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect |
             record.tool_errors = classify_tool_results(dialect.tool_results(body), record.client)
         except Exception as exc:  # classification is for the record only: never fatal
             record.notes.append(f"tool results not classified ({type(exc).__name__}: {exc})")
-    handled = Handled(dialect, tools, plan, record, dialect.wants_stream(request.path, body),
-                      caches.windows(dialect.platform_texts(body)))
+    handled = Handled(
+        dialect,
+        tools,
+        plan,
+        record,
+        dialect.wants_stream(request.path, body),
+        caches.windows(dialect.platform_texts(body)),
+    )
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
         # that reads back strictly, else the client's bytes stay.
@@ -290,9 +318,12 @@ def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect |
             # touch (a transcript, when only the system prompt changes) are copied as sent.
             new = jsonio.rewrite(content, body, unique_keys=True, finite=True, layout=layout)
             if new is None:
-                record.notes.append(passed_note(
-                    "the rewritten request body could not be written back exactly",
-                    "the upstream got the client's request as it came"))
+                record.notes.append(
+                    passed_note(
+                        "the rewritten request body could not be written back exactly",
+                        "the upstream got the client's request as it came",
+                    )
+                )
             else:
                 handled.content = new
                 record.request_changed = True
@@ -300,14 +331,24 @@ def _whole(request: Request, settings: Settings, caches: Caches, only: Dialect |
     return handled
 
 
-def _plan(request: Request, settings: Settings, caches: Caches, dialect: Dialect, tools: Toolset, model: str | None,
-          system_texts: list[str], transcript_names: list[str]) -> tuple[Plan, FlowRecord]:
+def _plan(
+    request: Request,
+    settings: Settings,
+    caches: Caches,
+    dialect: Dialect,
+    tools: Toolset,
+    model: str | None,
+    system_texts: list[str],
+    transcript_names: list[str],
+) -> tuple[Plan, FlowRecord]:
     """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
     record that starts with it, from what the dialect's readers give."""
     host, path = request.host, request.path
     profiles = settings.profiles
     profile = profiles.select(host, path, model) if profiles else None
-    gate_note = "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
+    gate_note = (
+        "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
+    )
     grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
     planner = caches.plans.plan if caches.holds(tools) else make_plan
     plan = planner(

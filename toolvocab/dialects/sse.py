@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from dataclasses import field
 
-
 from toolvocab.engine import jsonio
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")

@@ -98,7 +98,11 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
             return None
         if undeclared_keys(args, tool.input_schema):
             return None  # lifting is a change: never with a key the client would not read
-        out.append(LiftedCall(id=call_id, name=decision.target, namespace=decision.target_namespace, arguments=args, decision=decision))
+        out.append(
+            LiftedCall(
+                id=call_id, name=decision.target, namespace=decision.target_namespace, arguments=args, decision=decision
+            )
+        )
     if not out:
         return None
     return remaining, out

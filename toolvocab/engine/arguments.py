@@ -101,7 +101,9 @@ class Fit:
     reason: str | None = None
 
 
-def respell(arguments: dict[str, Any], schema: dict[str, Any], *, target_capability: str | None = None) -> tuple[dict[str, Any], list[ArgChange]]:
+def respell(
+    arguments: dict[str, Any], schema: dict[str, Any], *, target_capability: str | None = None
+) -> tuple[dict[str, Any], list[ArgChange]]:
     """Re-type values the schema types otherwise, losslessly; ``(new arguments, changes)``.
 
     An argv list → one command string for ``command`` / ``cmd`` of a POSIX shell tool
@@ -205,7 +207,9 @@ def fit_arguments(
     if not props:
         extra = [k for k in arguments if k not in ANNOTATION_KEYS]
         if extra:
-            return Fit(None, reason=f"its schema declares no argument, and the call carries {', '.join(map(repr, extra))}")
+            return Fit(
+                None, reason=f"its schema declares no argument, and the call carries {', '.join(map(repr, extra))}"
+            )
         return Fit(dict(arguments))
     translation = translate(arguments, readings, target, consumed=consumed, posix=posix)
     if translation.arguments is None:
@@ -224,7 +228,9 @@ def fit_arguments(
         return Fit(None, reason=f"{key!r} is not an argument of the target")  # never: translate places every key
     nested = undeclared_keys(out, schema)
     if nested:
-        return Fit(None, reason=f"{', '.join(nested)} is not declared in the target's schema; the client would not read it")
+        return Fit(
+            None, reason=f"{', '.join(nested)} is not declared in the target's schema; the client would not read it"
+        )
     return Fit(copy.deepcopy(out), changes)
 
 

@@ -160,20 +160,40 @@ _OC = r"\A\s*(?:Error:\s*)?"
 _PATTERNS: tuple[_Pattern, ...] = (
     # Claude Code 2.1.197 (captured).
     _p(_U, (CLAUDE_CODE,), r"\A\s*<tool_use_error>\s*Error: No such tool available: (?P<tool>[^\s<]+)"),
-    _p(_A, (CLAUDE_CODE,), r"\A\s*<tool_use_error>\s*InputValidationError: (?:(?P<tool>\S+) failed due to the following issues?:)?"),
+    _p(
+        _A,
+        (CLAUDE_CODE,),
+        r"\A\s*<tool_use_error>\s*InputValidationError: (?:(?P<tool>\S+) failed due to the following issues?:)?",
+    ),
     # Codex CLI 0.171.0 (captured: ``unsupported call``; the custom-tool variant from source).
     _p(_U, (CODEX,), r"\A\s*unsupported (?:custom tool )?call: (?P<tool>\S+)"),
     _p(_A, (CODEX,), r"\A\s*failed to parse function arguments: "),
     # OpenCode 1.18.33: its ``invalid`` sink (captured), the AI SDK input error inside it, the
     # schema check of each tool.
-    _p(_U, (OPENCODE,), _OC + r"The arguments provided to the tool are invalid: Model tried to call unavailable tool '(?P<tool>[^']*)'"),
-    _p(_A, (OPENCODE,), _OC + r"The arguments provided to the tool are invalid: Invalid input for tool (?P<tool>\S+?): "),
+    _p(
+        _U,
+        (OPENCODE,),
+        _OC + r"The arguments provided to the tool are invalid: Model tried to call unavailable tool '(?P<tool>[^']*)'",
+    ),
+    _p(
+        _A,
+        (OPENCODE,),
+        _OC + r"The arguments provided to the tool are invalid: Invalid input for tool (?P<tool>\S+?): ",
+    ),
     _p(_A, (OPENCODE,), _OC + r"The arguments provided to the tool are invalid: "),
     _p(_A, (OPENCODE,), _OC + r"The (?P<tool>\S+) tool was called with invalid arguments: "),
     # The AI SDK's text on its own (OpenCode's ``invalid`` call arguments carry it as ``error``).
-    _p(_U, (OPENCODE,), r"\A\s*Model tried to call unavailable tool '(?P<tool>[^']*)'\. (?:Available tools: |No tools are available\.)"),
+    _p(
+        _U,
+        (OPENCODE,),
+        r"\A\s*Model tried to call unavailable tool '(?P<tool>[^']*)'\. (?:Available tools: |No tools are available\.)",
+    ),
     # Qwen Code 0.15.10 (captured); older Gemini CLI builds sent the same text.
-    _p(_U, (QWEN_CODE, GEMINI_CLI), r'\A\s*Tool "(?P<tool>[^"]*)" not found in registry\. Tools must use the exact names that are registered\.'),
+    _p(
+        _U,
+        (QWEN_CODE, GEMINI_CLI),
+        r'\A\s*Tool "(?P<tool>[^"]*)" not found in registry\. Tools must use the exact names that are registered\.',
+    ),
     # Qwen Code, newer variants (source only).
     _p(_U, (QWEN_CODE,), r'\A\s*"(?P<tool>[^"]*)" is a skill name, not a tool name\.'),
     _p(_U, (QWEN_CODE,), r'\A\s*Tool "(?P<tool>[^"]*)" not found: no MCP server providing it'),
@@ -189,7 +209,9 @@ _PATTERNS: tuple[_Pattern, ...] = (
 #: How every text in :data:`_PATTERNS` or :data:`_CLAUDE_WRAPPER` begins: a text that begins
 #: otherwise matches none of them (one match instead of one per pattern: a transcript holds
 #: hundreds of results, most of them not errors).
-_CANDIDATE = re.compile(r'\A\s*(?:<tool_use_error>|unsupported |failed to parse |Error:|The |Model tried |Tool "|"|Value of params |params)')
+_CANDIDATE = re.compile(
+    r'\A\s*(?:<tool_use_error>|unsupported |failed to parse |Error:|The |Model tried |Tool "|"|Value of params |params)'
+)
 
 #: Claude Code wraps every error it reports to the model in this tag.
 _CLAUDE_WRAPPER = re.compile(r"\A\s*<tool_use_error>(?P<inner>.*?)(?:</tool_use_error>\s*)?\Z", re.DOTALL)

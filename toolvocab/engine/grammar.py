@@ -147,7 +147,9 @@ def alias(tool_name: str, grammar: NameGrammar, taken: Iterable[str], *, salt: s
     n = 0
     while True:
         # surrogatepass: a name may hold a lone surrogate (an escape JSON allows)
-        digest = hashlib.sha256(f"{tool_name}{salt}{'#' + str(n) if n else ''}".encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        digest = hashlib.sha256(
+            f"{tool_name}{salt}{'#' + str(n) if n else ''}".encode("utf-8", "surrogatepass")
+        ).hexdigest()[:8]
         room = grammar.max_length - 9
         candidate = f"{clean[:room]}_{digest}"
         if not grammar.valid(candidate):  # e.g. a prefix ending in a char not allowed last: none today

@@ -172,7 +172,7 @@ def _canonical(value: Any, raw: bytes) -> bool:
     SDKs: ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``) all write compact JSON
     with orjson's escapes. Any other spelling (spaces, ``\\u00e9``, ``5e-07``) answers False and
     is checked the long way."""
-    if len(raw) < 2 or raw[-1] not in b"}]\"":
+    if len(raw) < 2 or raw[-1] not in b'}]"':
         return False  # trailing whitespace or a bare number: not orjson's spelling, skip the write
     try:
         return orjson.dumps(value) == raw

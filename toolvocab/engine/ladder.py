@@ -23,8 +23,8 @@ call must validate against the target's schema, or it is left unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from toolvocab.engine import vocabulary
@@ -32,13 +32,13 @@ from toolvocab.engine.argjson import describe_unparsed
 from toolvocab.engine.arguments import Fit
 from toolvocab.engine.arguments import declared_properties
 from toolvocab.engine.arguments import fit_arguments
-from toolvocab.engine.arguments import unglue_keys
 from toolvocab.engine.arguments import undeclared_keys
+from toolvocab.engine.arguments import unglue_keys
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import ArgChange
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -300,7 +300,13 @@ def _empty_to_object(call: ToolCall, tool: DeclaredTool) -> list[ArgChange] | No
     target takes an object and requires no property (BR-22: a tool that needs input gets the
     client's own "missing input" report instead of a call the model never specified), and the
     answer was not cut off; else ``None``."""
-    if call.empty_arguments and not call.truncated and tool.kind is ToolKind.FUNCTION and _object_schema(tool) and not _required(tool):
+    if (
+        call.empty_arguments
+        and not call.truncated
+        and tool.kind is ToolKind.FUNCTION
+        and _object_schema(tool)
+        and not _required(tool)
+    ):
         return [ArgChange(op="empty_to_object", key="", before=call.raw_arguments)]
     return None
 
@@ -331,8 +337,15 @@ def _unparsed(call: ToolCall) -> str:
 
 
 def _fit(
-    call: ToolCall, tool: DeclaredTool, readings: list[Reading], client: str | None, *, consumed: frozenset[str] = frozenset(),
-    foreign: bool = False, closed: bool = False, posix: bool = True,
+    call: ToolCall,
+    tool: DeclaredTool,
+    readings: list[Reading],
+    client: str | None,
+    *,
+    consumed: frozenset[str] = frozenset(),
+    foreign: bool = False,
+    closed: bool = False,
+    posix: bool = True,
 ) -> Fit:
     """The call's arguments translated for ``tool`` under ``readings`` (:func:`fit_arguments`)."""
     target = target_for(tool.name, tool.capability, declared_properties(tool.input_schema), client)
@@ -349,7 +362,9 @@ def _fit(
     )
 
 
-def spelled_readings(names: Iterable[str], tool: DeclaredTool, client: str | None = None, *, same_name: bool = False) -> list[Reading]:
+def spelled_readings(
+    names: Iterable[str], tool: DeclaredTool, client: str | None = None, *, same_name: bool = False
+) -> list[Reading]:
     """Readings of the other agents' tools spelled exactly as one of ``names`` (the answered name
     read losslessly, or the alias a profile showed) that share the target's capability: a
     lowercase ``bash`` to Claude Code may be OpenCode's or pi's ``bash`` as well as ``Bash``. The
@@ -374,7 +389,14 @@ def spelled_readings(names: Iterable[str], tool: DeclaredTool, client: str | Non
 
 
 def _decide_lossless(
-    call: ToolCall, tool: DeclaredTool, *, step: Step, reason: str, foreign: bool, client: str | None = None, spellings: Iterable[str] = (),
+    call: ToolCall,
+    tool: DeclaredTool,
+    *,
+    step: Step,
+    reason: str,
+    foreign: bool,
+    client: str | None = None,
+    spellings: Iterable[str] = (),
     posix: bool = True,
 ) -> Decision:
     """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
@@ -395,7 +417,14 @@ def _decide_lossless(
         return Decision(action=Action.RENAME, reason=reason, **target, **base)
     empty = _empty_to_object(call, tool)
     if empty is not None:
-        return Decision(action=Action.RENAME, reason=f"{reason}; its empty arguments are written as {{}}", arg_changes=empty, arguments_after={}, **target, **base)
+        return Decision(
+            action=Action.RENAME,
+            reason=f"{reason}; its empty arguments are written as {{}}",
+            arg_changes=empty,
+            arguments_after={},
+            **target,
+            **base,
+        )
     if call.empty_arguments:
         return Decision(action=Action.RENAME, reason=f"{reason}; {_empty_left(call, tool)}", **target, **base)
     if call.arguments is None:
@@ -403,7 +432,9 @@ def _decide_lossless(
     readings = [own_reading(tool.name, tool.capability), *spelled_readings(spellings, tool, client)]
     fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign, posix=posix)
     if fit.arguments is None:
-        return _leave(call, step, f"{reason}, but {fit.reason}: renaming would change what the call means", [tool.qualified])
+        return _leave(
+            call, step, f"{reason}, but {fit.reason}: renaming would change what the call means", [tool.qualified]
+        )
     changes = _json_repaired(call) + fit.changes
     error = validation_error(fit.arguments, tool.input_schema)
     if error is not None:
@@ -419,8 +450,15 @@ def _decide_lossless(
 
 
 def _decide_capability(
-    call: ToolCall, tool: DeclaredTool, *, reason: str, candidates: list[str], consumed: frozenset[str], readings: list[Reading],
-    client: str | None = None, posix: bool = True,
+    call: ToolCall,
+    tool: DeclaredTool,
+    *,
+    reason: str,
+    candidates: list[str],
+    consumed: frozenset[str],
+    readings: list[Reading],
+    client: str | None = None,
+    posix: bool = True,
 ) -> Decision:
     """Rename ``call`` to ``tool`` by capability, only if every reading of the answered name (one
     per agent that declares it) translates every argument to the same counterpart in the target
@@ -428,13 +466,20 @@ def _decide_capability(
     not fit are evidence that the match is wrong."""
     base = _base(call, Step.CAPABILITY, candidates)
     if call.arguments is None:
-        return Decision(action=Action.LEAVE, reason=f"{reason}, but the call cannot be checked: {_unparsed(call)}", **base)
+        return Decision(
+            action=Action.LEAVE, reason=f"{reason}, but the call cannot be checked: {_unparsed(call)}", **base
+        )
     empty = _empty_to_object(call, tool)
     if call.empty_arguments and empty is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but {_empty_left(call, tool)}", **base)
     fit = _fit(call, tool, readings, client, consumed=consumed, foreign=True, posix=posix) if empty is None else Fit({})
     if fit.arguments is None:
-        return Decision(action=Action.LEAVE, reason=f"{reason}, but {fit.reason}; renaming would change the call's meaning", arg_changes=fit.changes, **base)
+        return Decision(
+            action=Action.LEAVE,
+            reason=f"{reason}, but {fit.reason}; renaming would change the call's meaning",
+            arg_changes=fit.changes,
+            **base,
+        )
     error = validation_error(fit.arguments, tool.input_schema)
     if error is not None:
         return Decision(
@@ -470,7 +515,9 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
             **base,
         )
     if tool.kind is not ToolKind.FUNCTION:
-        return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; its input is free text, left as sent", **base)
+        return Decision(
+            action=Action.KEEP, reason=f"{tool.qualified} is declared; its input is free text, left as sent", **base
+        )
     if call.empty_arguments:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared; {_empty_left(call, tool)}", **base)
     if call.arguments is None:
@@ -481,11 +528,21 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
     error = validation_error(call.arguments, tool.input_schema)
     if error is None and not repaired:
         return Decision(action=Action.KEEP, reason=f"{tool.qualified} is declared and its arguments validate", **base)
-    fit = _fit(call, tool, [own_reading(tool.name, tool.capability), *spelled_readings([tool.name], tool, client, same_name=True)], client, posix=posix)
+    fit = _fit(
+        call,
+        tool,
+        [own_reading(tool.name, tool.capability), *spelled_readings([tool.name], tool, client, same_name=True)],
+        client,
+        posix=posix,
+    )
     if repaired:
         # The argument text only parsed after lossless repairs: the parsed object is written back,
         # fitted when fitting makes it valid — and never with a key the client would not read.
-        what = [f"its argument JSON parsed only after lossless repairs ({', '.join(call.json_repairs)})"] if call.json_repairs else []
+        what = (
+            [f"its argument JSON parsed only after lossless repairs ({', '.join(call.json_repairs)})"]
+            if call.json_repairs
+            else []
+        )
         what += [f"a control token is glued to its key {c.key!r}" for c in repaired if c.op == "unglue_key"]
         if fit.arguments is not None and fit.changes and validation_error(fit.arguments, tool.input_schema) is None:
             final, changes = fit.arguments, [c for c in fit.changes if c not in repaired]
@@ -513,7 +570,11 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
             arguments_after=fit.arguments,
             **base,
         )
-    why = f"fitting cannot keep their meaning ({fit.reason})" if fit.arguments is None else "fitting does not make them valid"
+    why = (
+        f"fitting cannot keep their meaning ({fit.reason})"
+        if fit.arguments is None
+        else "fitting does not make them valid"
+    )
     return Decision(
         action=Action.KEEP,
         reason=f"{tool.qualified} is declared; its arguments fail the schema ({error}) and {why}, so they are left as sent",
@@ -536,7 +597,9 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str
     return None
 
 
-def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str], client: str | None, posix: bool = True) -> Decision | None:
+def _resolve_reverse(
+    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str], client: str | None, posix: bool = True
+) -> Decision | None:
     found = _reverse_lookup(call, reverse_map)
     if found is None:
         return None
@@ -571,13 +634,28 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
     alias_name = split_flat(call.namespace, alias)
     foreign = bool(vocabulary.entries_for(alias_name))
     if foreign:
-        return _decide_lossless(call, tool, step=Step.REVERSE_MAP, reason=reason, foreign=True, client=client, spellings=[alias_name], posix=posix)
+        return _decide_lossless(
+            call,
+            tool,
+            step=Step.REVERSE_MAP,
+            reason=reason,
+            foreign=True,
+            client=client,
+            spellings=[alias_name],
+            posix=posix,
+        )
     # A grammar or duplicate alias is the client's own tool under a transport name this flow gave
     # it: the model saw the client's schema and meant the client's tool. Its name always goes back
     # (the client sees what it would have seen without the alias); its arguments change only as a
     # call to the declared name would (:func:`_decide_declared`).
-    own = _decide_declared(call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client, posix)
-    said_of_arguments = own.reason.partition("; ")[2] if own.action is Action.FIT or own.arguments_after is None and "; " in own.reason else ""
+    own = _decide_declared(
+        call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client, posix
+    )
+    said_of_arguments = (
+        own.reason.partition("; ")[2]
+        if own.action is Action.FIT or own.arguments_after is None and "; " in own.reason
+        else ""
+    )
     return own.model_copy(
         update={
             "name": call.name,
@@ -590,7 +668,12 @@ def _resolve_reverse(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, s
 
 
 def resolve(
-    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None = None, *, client: str | None = None, windows: bool = False
+    call: ToolCall,
+    tools: Toolset,
+    reverse_map: Mapping[str, str] | None = None,
+    *,
+    client: str | None = None,
+    windows: bool = False,
 ) -> Decision:
     """Decide what ``call`` must mean among ``tools``.
 
@@ -608,7 +691,9 @@ def resolve(
     return _resolve(call, tools, reverse_map, client, not windows)
 
 
-def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool) -> Decision:
+def _resolve(
+    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool
+) -> Decision:
     exact = tools.find(call.name, call.namespace)
     if exact is not None:
         return _decide_declared(call, exact, client, posix)
@@ -668,14 +753,22 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
         # mcp__ssh__execute_command): that tool is a candidate too, and a bare name never enters
         # a namespace, so with it the call names two tools (or one it cannot reach).
         wanted_keys = {wanted for _, _, wanted in op_keys}
-        twins = [t for t, tserver, _, op_key in tools.keys if tserver is not None and t.kind is call.kind and op_key in wanted_keys]
+        twins = [
+            t
+            for t, tserver, _, op_key in tools.keys
+            if tserver is not None and t.kind is call.kind and op_key in wanted_keys
+        ]
         if twins:
             names = [t.qualified for t in matches + twins]
             return _leave(
                 call,
                 Step.NORMALIZED if matches else Step.NONE,
                 f"{call.qualified} is also the operation of {', '.join(t.qualified for t in twins)}"
-                + (f" as well as {', '.join(t.qualified for t in matches)}; not guessing" if matches else "; a bare name never enters a namespace"),
+                + (
+                    f" as well as {', '.join(t.qualified for t in matches)}; not guessing"
+                    if matches
+                    else "; a bare name never enters a namespace"
+                ),
                 names,
             )
     if len(matches) == 1:
@@ -714,7 +807,9 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
             f"{call.qualified} is namespaced (server {server}) and no tool of that server matches; a namespaced name never leaves its namespace",
         )
     if call.kind is not ToolKind.FUNCTION:
-        return _leave(call, Step.NONE, f"{call.qualified} is a free-text call and no declared free-text tool matches it")
+        return _leave(
+            call, Step.NONE, f"{call.qualified} is a free-text call and no declared free-text tool matches it"
+        )
 
     consumed: frozenset[str] = frozenset()
     undoubled = _undouble(stripped)
@@ -747,7 +842,9 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
     held = {capability}
     if capability == "shell" and not vocabulary.names_a_posix_shell(answered):
         held.add("powershell")
-    candidates = [t for t, tserver, _, _ in tools.keys if t.kind is ToolKind.FUNCTION and tserver is None and t.capability in held]
+    candidates = [
+        t for t, tserver, _, _ in tools.keys if t.kind is ToolKind.FUNCTION and tserver is None and t.capability in held
+    ]
     if capability == "shell" and not any(t.capability == "shell" for t in candidates):
         candidates = []  # only PowerShell declared: a shell-named call never lands on it alone
     names = [t.qualified for t in candidates]
@@ -758,7 +855,15 @@ def _resolve(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | No
             reason=f"{call.qualified} has capability {capability} and {names[0]} is the one declared tool with it",
             candidates=names,
             consumed=consumed,
-            readings=readings_of(answered, capability, _EDITOR_COMMAND.get(capability) if by_command is not None and command is None else command if isinstance(command, str) else None),
+            readings=readings_of(
+                answered,
+                capability,
+                _EDITOR_COMMAND.get(capability)
+                if by_command is not None and command is None
+                else command
+                if isinstance(command, str)
+                else None,
+            ),
             client=client,
             posix=posix,
         )
@@ -785,6 +890,4 @@ def declared_tool(
     description: str | None = None,
 ) -> DeclaredTool:
     """Build a :class:`DeclaredTool`; its capability is filled in by :class:`Toolset`."""
-    return DeclaredTool(
-        name=name, namespace=namespace, kind=kind, input_schema=input_schema, description=description
-    )
+    return DeclaredTool(name=name, namespace=namespace, kind=kind, input_schema=input_schema, description=description)

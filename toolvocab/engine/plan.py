@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic import Field
@@ -225,14 +225,18 @@ def make_plan(
     if profile is not None:
         for capability, target in profile.names.items():
             holders = [
-                t for t in firsts.values()
+                t
+                for t in firsts.values()
                 if t.kind is ToolKind.FUNCTION and t.server is None and t.capability == capability
             ]
             if len(holders) != 1:
                 plan.skipped.append(
                     f"profile {profile.name}: {capability} → {target} skipped: "
-                    + ("no declared tool has that capability" if not holders else
-                       f"{len(holders)} declared tools have it ({', '.join(t.qualified for t in holders)})")
+                    + (
+                        "no declared tool has that capability"
+                        if not holders
+                        else f"{len(holders)} declared tools have it ({', '.join(t.qualified for t in holders)})"
+                    )
                 )
                 continue
             tool = holders[0]
@@ -245,7 +249,14 @@ def make_plan(
                 continue
             plan.rename_map[tool.qualified] = target
             taken.add(target)
-            plan.renames.append(Rename(caller=tool.qualified, upstream=target, why="profile", detail=f"profile {profile.name}: {capability} is sent as {target}"))
+            plan.renames.append(
+                Rename(
+                    caller=tool.qualified,
+                    upstream=target,
+                    why="profile",
+                    detail=f"profile {profile.name}: {capability} is sent as {target}",
+                )
+            )
 
     if grammar is not None:
         for flat, tool in firsts.items():
@@ -257,7 +268,14 @@ def make_plan(
             new = alias(wire, grammar, taken)
             taken.add(new)
             plan.rename_map[flat] = join_namespace(tool.namespace, new)
-            plan.renames.append(Rename(caller=flat, upstream=plan.rename_map[flat], why="grammar", detail=f"{wire!r} is not a valid {grammar.name} tool name"))
+            plan.renames.append(
+                Rename(
+                    caller=flat,
+                    upstream=plan.rename_map[flat],
+                    why="grammar",
+                    detail=f"{wire!r} is not a valid {grammar.name} tool name",
+                )
+            )
 
     counts: dict[str, list[DeclaredTool]] = {}
     for tool in tools.tools:
@@ -269,17 +287,38 @@ def make_plan(
         for k, tool in enumerate(group[1:], start=2):
             if any(same_declaration(tool, earlier) for earlier in group[: k - 1]):
                 aliases.append(None)
-                plan.renames.append(Rename(caller=flat, upstream=None, why="duplicate", detail=f"declaration {k} of {flat} repeats an earlier one exactly; dropped"))
+                plan.renames.append(
+                    Rename(
+                        caller=flat,
+                        upstream=None,
+                        why="duplicate",
+                        detail=f"declaration {k} of {flat} repeats an earlier one exactly; dropped",
+                    )
+                )
                 continue
             if tool.kind is not ToolKind.FUNCTION:
                 aliases.append(None)
-                plan.renames.append(Rename(caller=flat, upstream=None, why="duplicate", detail=f"declaration {k} of {flat} is not a function tool and cannot be renamed; dropped"))
+                plan.renames.append(
+                    Rename(
+                        caller=flat,
+                        upstream=None,
+                        why="duplicate",
+                        detail=f"declaration {k} of {flat} is not a function tool and cannot be renamed; dropped",
+                    )
+                )
                 continue
             g = grammar or GRAMMARS["openai"]
             new = alias(tool.name, g, taken, salt=f"#{k}")
             taken.add(new)
             aliases.append(join_namespace(tool.namespace, new))
-            plan.renames.append(Rename(caller=flat, upstream=aliases[-1], why="duplicate", detail=f"declaration {k} of {flat} differs from the first; the client cannot tell them apart"))
+            plan.renames.append(
+                Rename(
+                    caller=flat,
+                    upstream=aliases[-1],
+                    why="duplicate",
+                    detail=f"declaration {k} of {flat} differs from the first; the client cannot tell them apart",
+                )
+            )
         plan.duplicates[flat] = aliases
 
     if grammar is not None:
@@ -289,7 +328,14 @@ def make_plan(
             new = alias(name, grammar, taken)
             taken.add(new)
             plan.rename_map[name] = new
-            plan.renames.append(Rename(caller=name, upstream=new, why="transcript", detail=f"{name!r}, replayed in the transcript, is not a valid {grammar.name} tool name"))
+            plan.renames.append(
+                Rename(
+                    caller=name,
+                    upstream=new,
+                    why="transcript",
+                    detail=f"{name!r}, replayed in the transcript, is not a valid {grammar.name} tool name",
+                )
+            )
 
     if add_sentence:
         plan.prompt_sentence, plan.unmentioned = prompt_sentence(tools, system_texts, plan.upstream_name)
@@ -335,13 +381,27 @@ class PlanCache:
         texts = tuple(system_texts)
         names = tuple(dict.fromkeys(transcript_names))
         if sum(map(len, texts)) > PLAN_CACHE_TEXT:
-            return make_plan(tools, texts, add_sentence=add_sentence, flow_key=flow_key, grammar=grammar,
-                             profile=profile, transcript_names=names)
+            return make_plan(
+                tools,
+                texts,
+                add_sentence=add_sentence,
+                flow_key=flow_key,
+                grammar=grammar,
+                profile=profile,
+                transcript_names=names,
+            )
         key = (id(tools), id(profile), id(grammar), texts, names, add_sentence)
         hit = self._plans.get(key)
         if hit is None:
-            template = make_plan(tools, texts, add_sentence=add_sentence, flow_key="", grammar=grammar,
-                                 profile=profile, transcript_names=names)
+            template = make_plan(
+                tools,
+                texts,
+                add_sentence=add_sentence,
+                flow_key="",
+                grammar=grammar,
+                profile=profile,
+                transcript_names=names,
+            )
             self._plans[key] = ((tools, profile, grammar), template)
             if len(self._plans) > self.size:
                 self._plans.pop(next(iter(self._plans)))

@@ -32,7 +32,6 @@ from pydantic import model_validator
 from toolvocab.engine.grammar import GRAMMARS
 from toolvocab.engine.vocabulary import CAPABILITIES
 
-
 #: Hosts that admit requests by the client's tool names (an access gate): OpenCode Zen's free
 #: tier answers 403 FreeTierError unless OpenCode's core tool names are present (BR-28;
 #: anomalyco/opencode#49621). No profile applies there: renaming a client's tools to another
@@ -205,8 +204,9 @@ def _names_problems(data: Any, text: str, source: str) -> tuple[list[tuple[int, 
                 hint = f"; did you mean {close[0]!r}?" if close else "."
                 message = f"unknown capability {key!r}{hint} Valid capabilities: {valid}"
             elif isinstance(target, str) and not _TARGET.fullmatch(target):
-                message = (f"{key} = {target!r} is not a usable tool name "
-                           "(1 to 128 of the characters A-Z a-z 0-9 _ . : -)")
+                message = (
+                    f"{key} = {target!r} is not a usable tool name (1 to 128 of the characters A-Z a-z 0-9 _ . : -)"
+                )
             elif isinstance(target, str) and target in seen:
                 message = f"{key} = {target!r}: {seen[target]} already maps to {target!r} (one name per capability)"
             if isinstance(target, str):

@@ -99,14 +99,22 @@ class FlowRecord(BaseModel):
         """
         lines: list[str] = []
         for r in self.renames:
-            lines.append(f"request: {r.caller} → {r.upstream if r.upstream is not None else '(dropped)'} ({r.why}: {r.detail})")
+            lines.append(
+                f"request: {r.caller} → {r.upstream if r.upstream is not None else '(dropped)'} ({r.why}: {r.detail})"
+            )
         if self.prompt_sentence:
-            lines.append(f"request: {'added' if self.request_changed else 'would add'} to the system prompt: {self.prompt_sentence}")
+            lines.append(
+                f"request: {'added' if self.request_changed else 'would add'} to the system prompt: {self.prompt_sentence}"
+            )
         for d in self.decisions:
             before = _call_text(d.namespace, d.name, d.arguments_before)
             if d.changed:
                 target = d.target or d.name
-                after = _call_text(d.target_namespace, target, d.arguments_after if d.arguments_after is not None else d.arguments_before)
+                after = _call_text(
+                    d.target_namespace,
+                    target,
+                    d.arguments_after if d.arguments_after is not None else d.arguments_before,
+                )
                 lines += [f"- {before}", f"+ {after}"]
             else:
                 lines.append(f"= {before}")

@@ -81,7 +81,14 @@ class ArgTable:
     unknown_keys: str = "ignored"
 
 
-def m(what: str, unit: str | None = None, base: int | None = None, form: str | None = None, most: float | None = None, default: Any = None) -> Meaning:
+def m(
+    what: str,
+    unit: str | None = None,
+    base: int | None = None,
+    form: str | None = None,
+    most: float | None = None,
+    default: Any = None,
+) -> Meaning:
     """Shorthand for :class:`Meaning`."""
     return Meaning(what=what, unit=unit, base=base, form=form, most=most, default=default)
 
@@ -120,7 +127,10 @@ _ROO_SRC = (
     "RooCodeInc/Roo-Code v3.52.1 src/core/prompts/tools/native-tools/*.ts (schemas), src/core/tools/*Tool.ts (handlers), "
     "src/core/assistant-message/NativeToolCallParser.ts (only known keys are read), src/services/ripgrep/index.ts"
 )
-_ANTHROPIC_SRC = "platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool (text_editor_20250124/20250728)"
+_ANTHROPIC_SRC = (
+    "platform.claude.com/docs/en/agents-and-tools/tool-use/text-editor-tool (text_editor_20250124/20250728)"
+)
+
 
 # --- shared meanings -------------------------------------------------------------------------------
 def _own(tool: str, key: str) -> Meaning:
@@ -132,8 +142,12 @@ _BG_FALSE = m("shell.background", default=False)
 _EDIT_ALL = m("edit.all", default=False)
 
 
-def _t(name: str, clients: str, client: str | None, version: str, source: str, unknown_keys: str = "ignored", **kw: Any) -> ArgTable:
-    return ArgTable(name=name, clients=clients, client=client, version=version, source=source, unknown_keys=unknown_keys, **kw)
+def _t(
+    name: str, clients: str, client: str | None, version: str, source: str, unknown_keys: str = "ignored", **kw: Any
+) -> ArgTable:
+    return ArgTable(
+        name=name, clients=clients, client=client, version=version, source=source, unknown_keys=unknown_keys, **kw
+    )
 
 
 _TEXT_EDITOR = {
@@ -147,337 +161,1184 @@ TABLES: tuple[ArgTable, ...] = (
     # --- Claude Code 2.1.197 ------------------------------------------------------------------------
     # Bash runs its command in the user's shell (CLAUDE_CODE_SHELL, $SHELL, then zsh or bash), with
     # -c; timeout in ms, default 120000, silently clamped to 600000.
-    _t("Bash", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "command": m("shell.command", form="user"),
-        "timeout": m("shell.timeout", unit="ms", most=600000),
-        "run_in_background": _BG_FALSE,
-        "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
-    }),
-    _t("PowerShell", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "command": m("powershell.command"),
-        "timeout": m("powershell.timeout", unit="ms", most=600000),
-        "run_in_background": m("powershell.background", default=False),
-        "dangerouslyDisableSandbox": _own("claude.powershell", "dangerouslyDisableSandbox"),
-    }),
+    _t(
+        "Bash",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "command": m("shell.command", form="user"),
+            "timeout": m("shell.timeout", unit="ms", most=600000),
+            "run_in_background": _BG_FALSE,
+            "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
+        },
+    ),
+    _t(
+        "PowerShell",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "command": m("powershell.command"),
+            "timeout": m("powershell.timeout", unit="ms", most=600000),
+            "run_in_background": m("powershell.background", default=False),
+            "dangerouslyDisableSandbox": _own("claude.powershell", "dangerouslyDisableSandbox"),
+        },
+    ),
     # Read: offset a 1-based line number (0 read as 1), limit a count of lines, pages a PDF range.
-    _t("Read", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "file_path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
-        "pages": m("read.pages", base=1),
-    }),
-    _t("Write", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"file_path": m("write.path"), "content": m("write.content")}),
+    _t(
+        "Read",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "file_path": m("read.path"),
+            "offset": m("read.offset", base=1),
+            "limit": m("read.limit"),
+            "pages": m("read.pages", base=1),
+        },
+    ),
+    _t(
+        "Write",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={"file_path": m("write.path"), "content": m("write.content")},
+    ),
     # Edit: old_string matched literally, exactly once unless replace_all.
-    _t("Edit", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "file_path": m("edit.path"), "old_string": m("edit.old", form="exact"), "new_string": m("edit.new"),
-        "replace_all": _EDIT_ALL,
-    }),
-    _t("NotebookEdit", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "notebook_path": m("notebook.path"), "cell_id": m("notebook.cell_id"), "new_source": m("notebook.source"),
-        "cell_type": m("notebook.cell_type"), "edit_mode": m("notebook.edit_mode"),
-    }),
+    _t(
+        "Edit",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "file_path": m("edit.path"),
+            "old_string": m("edit.old", form="exact"),
+            "new_string": m("edit.new"),
+            "replace_all": _EDIT_ALL,
+        },
+    ),
+    _t(
+        "NotebookEdit",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "notebook_path": m("notebook.path"),
+            "cell_id": m("notebook.cell_id"),
+            "new_source": m("notebook.source"),
+            "cell_type": m("notebook.cell_type"),
+            "edit_mode": m("notebook.edit_mode"),
+        },
+    ),
     # Glob and Grep use ripgrep: rg --files --glob, and rg's Rust regex (case-sensitive; -i).
-    _t("Glob", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
-    _t("Grep", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        # glob is split on whitespace and commas into several --glob arguments
-        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "glob": m("grep.include", form="rg-glob-list"),
-        "output_mode": _own("claude.grep", "output_mode"), "-A": _own("claude.grep", "-A"), "-B": _own("claude.grep", "-B"),
-        "-C": _own("claude.grep", "-C"), "context": _own("claude.grep", "context"), "-n": _own("claude.grep", "-n"),
-        "-i": m("grep.ignore_case", default=False), "-o": _own("claude.grep", "-o"), "type": _own("claude.grep", "type"),
-        "head_limit": _own("claude.grep", "head_limit"), "offset": _own("claude.grep", "offset"),
-        "multiline": _own("claude.grep", "multiline"),
-    }),
-    _t("WebFetch", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"url": m("web_fetch.url"), "prompt": m("web_fetch.prompt")}),
-    _t("WebSearch", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "query": m("web_search.query"), "allowed_domains": _own("claude.websearch", "allowed_domains"),
-        "blocked_domains": _own("claude.websearch", "blocked_domains"),
-    }),
+    _t(
+        "Glob",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")},
+    ),
+    _t(
+        "Grep",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            # glob is split on whitespace and commas into several --glob arguments
+            "pattern": m("grep.pattern", form="rg"),
+            "path": m("grep.path"),
+            "glob": m("grep.include", form="rg-glob-list"),
+            "output_mode": _own("claude.grep", "output_mode"),
+            "-A": _own("claude.grep", "-A"),
+            "-B": _own("claude.grep", "-B"),
+            "-C": _own("claude.grep", "-C"),
+            "context": _own("claude.grep", "context"),
+            "-n": _own("claude.grep", "-n"),
+            "-i": m("grep.ignore_case", default=False),
+            "-o": _own("claude.grep", "-o"),
+            "type": _own("claude.grep", "type"),
+            "head_limit": _own("claude.grep", "head_limit"),
+            "offset": _own("claude.grep", "offset"),
+            "multiline": _own("claude.grep", "multiline"),
+        },
+    ),
+    _t(
+        "WebFetch",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={"url": m("web_fetch.url"), "prompt": m("web_fetch.prompt")},
+    ),
+    _t(
+        "WebSearch",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "query": m("web_search.query"),
+            "allowed_domains": _own("claude.websearch", "allowed_domains"),
+            "blocked_domains": _own("claude.websearch", "blocked_domains"),
+        },
+    ),
     # Agent (old name Task) is a plain zod object: unknown keys are stripped, not rejected.
     *(
-        _t(name, _CC, _CC_ID, "2.1.197", _CC_SRC, "ignored", args={
-            "prompt": m("subagent.prompt"), "subagent_type": m("subagent.type"), "model": _own("claude.agent", "model"),
-            "run_in_background": m("subagent.background", default=False), "isolation": _own("claude.agent", "isolation"),
-            "name": _own("claude.agent", "name"), "team_name": _own("claude.agent", "team_name"),
-            "mode": _own("claude.agent", "mode"),
-        })
+        _t(
+            name,
+            _CC,
+            _CC_ID,
+            "2.1.197",
+            _CC_SRC,
+            "ignored",
+            args={
+                "prompt": m("subagent.prompt"),
+                "subagent_type": m("subagent.type"),
+                "model": _own("claude.agent", "model"),
+                "run_in_background": m("subagent.background", default=False),
+                "isolation": _own("claude.agent", "isolation"),
+                "name": _own("claude.agent", "name"),
+                "team_name": _own("claude.agent", "team_name"),
+                "mode": _own("claude.agent", "mode"),
+            },
+        )
         for name in ("Agent", "Task")
     ),
     _t("TodoWrite", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"todos": m("todo.todos", form="claude")}),
-    _t("Monitor", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "command": m("monitor.command", form="user"), "timeout_ms": m("monitor.timeout", unit="ms", most=3600000),
-        "persistent": _own("claude.monitor", "persistent"), "ws": _own("claude.monitor", "ws"),
-    }),
-    _t("TaskOutput", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={
-        "task_id": m("task_output.id"), "block": _own("claude.taskoutput", "block"),
-        "timeout": _own("claude.taskoutput", "timeout"),
-    }),
-    _t("TaskStop", _CC, _CC_ID, "2.1.197", _CC_SRC, "rejected", args={"task_id": m("task_stop.id"), "shell_id": _own("claude.taskstop", "shell_id")}),
-    _t("Skill", _CC, _CC_ID, "2.1.197", _CC_SRC, "ignored", args={"skill": m("skill.name"), "args": _own("claude.skill", "args")}),
-    _t("ToolSearch", _CC, _CC_ID, "2.1.197", _CC_SRC, "ignored", args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")}),
+    _t(
+        "Monitor",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "command": m("monitor.command", form="user"),
+            "timeout_ms": m("monitor.timeout", unit="ms", most=3600000),
+            "persistent": _own("claude.monitor", "persistent"),
+            "ws": _own("claude.monitor", "ws"),
+        },
+    ),
+    _t(
+        "TaskOutput",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={
+            "task_id": m("task_output.id"),
+            "block": _own("claude.taskoutput", "block"),
+            "timeout": _own("claude.taskoutput", "timeout"),
+        },
+    ),
+    _t(
+        "TaskStop",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "rejected",
+        args={"task_id": m("task_stop.id"), "shell_id": _own("claude.taskstop", "shell_id")},
+    ),
+    _t(
+        "Skill",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "ignored",
+        args={"skill": m("skill.name"), "args": _own("claude.skill", "args")},
+    ),
+    _t(
+        "ToolSearch",
+        _CC,
+        _CC_ID,
+        "2.1.197",
+        _CC_SRC,
+        "ignored",
+        args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")},
+    ),
     # --- Codex CLI 0.171.0 (serde: unknown keys ignored) ----------------------------------------------
     # exec_command runs cmd as [user's login shell from the passwd database, -lc, cmd]; yield_time_ms
     # is how long to wait for output before returning a session, not a kill timeout.
-    _t("exec_command", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC, args={
-        "cmd": m("shell.command", form="user"), "workdir": m("shell.cwd"),
-        **{k: _own("codex.exec_command", k) for k in ("shell", "login", "tty", "yield_time_ms", "max_output_tokens", "sandbox_permissions", "prefix_rule")},
-    }, fixed={"shell.background": False}),
-    _t("write_stdin", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC, args={
-        "session_id": m("stdin.session"), "chars": m("stdin.chars"),
-        **{k: _own("codex.write_stdin", k) for k in ("yield_time_ms", "max_output_tokens")},
-    }),
+    _t(
+        "exec_command",
+        _CODEX,
+        _CODEX_ID,
+        "0.171.0",
+        _CODEX_SRC,
+        args={
+            "cmd": m("shell.command", form="user"),
+            "workdir": m("shell.cwd"),
+            **{
+                k: _own("codex.exec_command", k)
+                for k in (
+                    "shell",
+                    "login",
+                    "tty",
+                    "yield_time_ms",
+                    "max_output_tokens",
+                    "sandbox_permissions",
+                    "prefix_rule",
+                )
+            },
+        },
+        fixed={"shell.background": False},
+    ),
+    _t(
+        "write_stdin",
+        _CODEX,
+        _CODEX_ID,
+        "0.171.0",
+        _CODEX_SRC,
+        args={
+            "session_id": m("stdin.session"),
+            "chars": m("stdin.chars"),
+            **{k: _own("codex.write_stdin", k) for k in ("yield_time_ms", "max_output_tokens")},
+        },
+    ),
     # The earlier shell tool: command an argv executed directly (execvp); timeout_ms a kill timeout
     # in ms, and a `timeout` key read as the same milliseconds (serde alias).
-    _t("shell", _CODEX, _CODEX_ID, "0.20-0.160", _CODEX_SRC + " (handlers/shell.rs ShellToolCallParams)", args={
-        "command": m("shell.command", form="argv"), "workdir": m("shell.cwd"),
-        "timeout_ms": m("shell.timeout", unit="ms"), "timeout": m("shell.timeout", unit="ms"),
-        **{k: _own("codex.shell", k) for k in ("with_escalated_permissions", "sandbox_permissions", "prefix_rule")},
-    }, fixed={"shell.background": False}),
-    _t("shell_command", _CODEX, _CODEX_ID, "0.50-0.160", _CODEX_SRC + " (ShellCommandToolCallParams)", args={
-        "command": m("shell.command", form="user"), "workdir": m("shell.cwd"),
-        "timeout_ms": m("shell.timeout", unit="ms"), "timeout": m("shell.timeout", unit="ms"),
-        **{k: _own("codex.shell_command", k) for k in ("login", "sandbox_permissions", "prefix_rule")},
-    }, fixed={"shell.background": False}),
+    _t(
+        "shell",
+        _CODEX,
+        _CODEX_ID,
+        "0.20-0.160",
+        _CODEX_SRC + " (handlers/shell.rs ShellToolCallParams)",
+        args={
+            "command": m("shell.command", form="argv"),
+            "workdir": m("shell.cwd"),
+            "timeout_ms": m("shell.timeout", unit="ms"),
+            "timeout": m("shell.timeout", unit="ms"),
+            **{k: _own("codex.shell", k) for k in ("with_escalated_permissions", "sandbox_permissions", "prefix_rule")},
+        },
+        fixed={"shell.background": False},
+    ),
+    _t(
+        "shell_command",
+        _CODEX,
+        _CODEX_ID,
+        "0.50-0.160",
+        _CODEX_SRC + " (ShellCommandToolCallParams)",
+        args={
+            "command": m("shell.command", form="user"),
+            "workdir": m("shell.cwd"),
+            "timeout_ms": m("shell.timeout", unit="ms"),
+            "timeout": m("shell.timeout", unit="ms"),
+            **{k: _own("codex.shell_command", k) for k in ("login", "sandbox_permissions", "prefix_rule")},
+        },
+        fixed={"shell.background": False},
+    ),
     # Codex's read_file / list_dir tools (the names the prompting guide uses): 1-based offsets.
-    _t("read_file", _CODEX_GUIDE, _CODEX_ID, "0.40-0.160", _CODEX_SRC + " (handlers/read_file.rs ReadFileArgs)", args={
-        "file_path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
-        "mode": _own("codex.read_file", "mode"), "indentation": _own("codex.read_file", "indentation"),
-    }),
-    _t("list_dir", _CODEX_GUIDE, _CODEX_ID, "0.40-0.160", _CODEX_SRC + " (handlers/list_dir.rs ListDirArgs)", args={
-        "dir_path": m("list.path"), "offset": m("list.offset", base=1), "limit": m("list.limit"), "depth": m("list.depth"),
-    }),
-    _t("view_image", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC, args={"path": m("view_image.path"), "detail": _own("codex.view_image", "detail")}),
-    _t("update_plan", _CODEX, _CODEX_ID, "0.171.0", _CODEX_SRC + " (codex-rs/protocol/src/plan_tool.rs, deny_unknown_fields)", "rejected", args={
-        "plan": m("todo.todos", form="codex-plan"),
-    }),
+    _t(
+        "read_file",
+        _CODEX_GUIDE,
+        _CODEX_ID,
+        "0.40-0.160",
+        _CODEX_SRC + " (handlers/read_file.rs ReadFileArgs)",
+        args={
+            "file_path": m("read.path"),
+            "offset": m("read.offset", base=1),
+            "limit": m("read.limit"),
+            "mode": _own("codex.read_file", "mode"),
+            "indentation": _own("codex.read_file", "indentation"),
+        },
+    ),
+    _t(
+        "list_dir",
+        _CODEX_GUIDE,
+        _CODEX_ID,
+        "0.40-0.160",
+        _CODEX_SRC + " (handlers/list_dir.rs ListDirArgs)",
+        args={
+            "dir_path": m("list.path"),
+            "offset": m("list.offset", base=1),
+            "limit": m("list.limit"),
+            "depth": m("list.depth"),
+        },
+    ),
+    _t(
+        "view_image",
+        _CODEX,
+        _CODEX_ID,
+        "0.171.0",
+        _CODEX_SRC,
+        args={"path": m("view_image.path"), "detail": _own("codex.view_image", "detail")},
+    ),
+    _t(
+        "update_plan",
+        _CODEX,
+        _CODEX_ID,
+        "0.171.0",
+        _CODEX_SRC + " (codex-rs/protocol/src/plan_tool.rs, deny_unknown_fields)",
+        "rejected",
+        args={
+            "plan": m("todo.todos", form="codex-plan"),
+        },
+    ),
     # --- Qwen Code 0.15.10 (ajv: unknown keys pass to a handler that ignores them) --------------------
     # run_shell_command runs `bash -c` (not the user's shell); timeout ms, integer <= 600000.
-    _t("run_shell_command", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="ms", most=600000),
-        "is_background": _BG_FALSE, "directory": m("shell.cwd"),
-    }),
+    _t(
+        "run_shell_command",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "command": m("shell.command", form="bash"),
+            "timeout": m("shell.timeout", unit="ms", most=600000),
+            "is_background": _BG_FALSE,
+            "directory": m("shell.cwd"),
+        },
+    ),
     # read_file: offset a 0-based line, limit a count of lines.
-    _t("read_file", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit"), "pages": m("read.pages", base=1),
-    }),
+    _t(
+        "read_file",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "file_path": m("read.path"),
+            "offset": m("read.offset", base=0),
+            "limit": m("read.limit"),
+            "pages": m("read.pages", base=1),
+        },
+    ),
     # edit: a missing literal falls back to quote/dash-normalised and trimmed-whitespace line
     # matching, the matched lines replaced by new_string as written.
-    _t("edit", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "file_path": m("edit.path"), "old_string": m("edit.old", form="normalized"), "new_string": m("edit.new"),
-        "replace_all": _EDIT_ALL,
-    }),
-    _t("write_file", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"file_path": m("write.path"), "content": m("write.content")}),
+    _t(
+        "edit",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "file_path": m("edit.path"),
+            "old_string": m("edit.old", form="normalized"),
+            "new_string": m("edit.new"),
+            "replace_all": _EDIT_ALL,
+        },
+    ),
+    _t(
+        "write_file",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={"file_path": m("write.path"), "content": m("write.content")},
+    ),
     # grep_search passes the pattern to `rg --ignore-case`.
-    _t("grep_search", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "pattern": m("grep.pattern", form="rg-i"), "glob": m("grep.include", form="rg-glob"), "path": m("grep.path"),
-        "limit": _own("qwen.grep_search", "limit"),
-    }),
-    _t("glob", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")}),
-    _t("list_directory", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "path": m("list.path"), "ignore": m("list.ignore"), "file_filtering_options": m("list.filtering", form="qwen"),
-    }),
-    _t("web_fetch", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"url": m("web_fetch.url"), "prompt": m("web_fetch.prompt"), "format": _own("qwen.web_fetch", "format")}),
+    _t(
+        "grep_search",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "pattern": m("grep.pattern", form="rg-i"),
+            "glob": m("grep.include", form="rg-glob"),
+            "path": m("grep.path"),
+            "limit": _own("qwen.grep_search", "limit"),
+        },
+    ),
+    _t(
+        "glob",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")},
+    ),
+    _t(
+        "list_directory",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "path": m("list.path"),
+            "ignore": m("list.ignore"),
+            "file_filtering_options": m("list.filtering", form="qwen"),
+        },
+    ),
+    _t(
+        "web_fetch",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={"url": m("web_fetch.url"), "prompt": m("web_fetch.prompt"), "format": _own("qwen.web_fetch", "format")},
+    ),
     _t("todo_write", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"todos": m("todo.todos", form="qwen")}),
     # monitor's idle_timeout_ms is a timeout without output, not Claude Code's total timeout_ms.
-    _t("monitor", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "command": m("monitor.command", form="bash"), "max_events": _own("qwen.monitor", "max_events"),
-        "idle_timeout_ms": _own("qwen.monitor", "idle_timeout_ms"), "directory": m("monitor.cwd"),
-    }),
-    _t("agent", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={
-        "prompt": m("subagent.prompt"), "subagent_type": m("subagent.type"), "run_in_background": m("subagent.background", default=False),
-    }),
+    _t(
+        "monitor",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "command": m("monitor.command", form="bash"),
+            "max_events": _own("qwen.monitor", "max_events"),
+            "idle_timeout_ms": _own("qwen.monitor", "idle_timeout_ms"),
+            "directory": m("monitor.cwd"),
+        },
+    ),
+    _t(
+        "agent",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        args={
+            "prompt": m("subagent.prompt"),
+            "subagent_type": m("subagent.type"),
+            "run_in_background": m("subagent.background", default=False),
+        },
+    ),
     _t("task_stop", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, "rejected", args={"task_id": m("task_stop.id")}),
-    _t("send_message", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, "rejected", args={"task_id": m("agent_message.to"), "message": m("agent_message.text")}),
+    _t(
+        "send_message",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        "rejected",
+        args={"task_id": m("agent_message.to"), "message": m("agent_message.text")},
+    ),
     _t("skill", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, args={"skill": m("skill.name")}),
-    _t("tool_search", _QWEN, _QWEN_ID, "0.15.10", _QWEN_SRC, "rejected", args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")}),
+    _t(
+        "tool_search",
+        _QWEN,
+        _QWEN_ID,
+        "0.15.10",
+        _QWEN_SRC,
+        "rejected",
+        args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")},
+    ),
     # --- Gemini CLI 0.61.0 (ajv: unknown keys pass to the handler) ------------------------------------
     # run_shell_command runs `bash -c` on Linux and macOS; it takes no timeout.
-    _t("run_shell_command", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "command": m("shell.command", form="bash"), "dir_path": m("shell.cwd"), "is_background": _BG_FALSE,
-        "delay_ms": _own("gemini.run_shell_command", "delay_ms"), "additional_permissions": _own("gemini.run_shell_command", "additional_permissions"),
-    }),
+    _t(
+        "run_shell_command",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "command": m("shell.command", form="bash"),
+            "dir_path": m("shell.cwd"),
+            "is_background": _BG_FALSE,
+            "delay_ms": _own("gemini.run_shell_command", "delay_ms"),
+            "additional_permissions": _own("gemini.run_shell_command", "additional_permissions"),
+        },
+    ),
     # read_file: a 1-based inclusive line range, not offset/limit.
-    _t("read_file", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "file_path": m("read.path"), "start_line": m("read.start_line", base=1), "end_line": m("read.end_line", base=1),
-    }),
-    _t("write_file", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"file_path": m("write.path"), "content": m("write.content")}),
+    _t(
+        "read_file",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "file_path": m("read.path"),
+            "start_line": m("read.start_line", base=1),
+            "end_line": m("read.end_line", base=1),
+        },
+    ),
+    _t(
+        "write_file",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={"file_path": m("write.path"), "content": m("write.content")},
+    ),
     # replace: a missing literal falls back to flexible, regex and Levenshtein matching.
-    _t("replace", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "file_path": m("edit.path"), "old_string": m("edit.old", form="fuzzy-gemini"), "new_string": m("edit.new"),
-        "allow_multiple": _EDIT_ALL,
-    }),
+    _t(
+        "replace",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "file_path": m("edit.path"),
+            "old_string": m("edit.old", form="fuzzy-gemini"),
+            "new_string": m("edit.new"),
+            "allow_multiple": _EDIT_ALL,
+        },
+    ),
     # grep_search (no ripgrep found at start): git grep / grep -E, always case-insensitive.
-    _t("grep_search", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "pattern": m("grep.pattern", form="ere-i"), "dir_path": m("grep.path"), "include_pattern": m("grep.include", form="git-glob"),
-        **{k: _own("gemini.grep_search", k) for k in ("exclude_pattern", "names_only", "max_matches_per_file", "total_max_matches")},
-    }),
-    _t("glob", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "pattern": m("glob.pattern", form="node-glob"), "dir_path": m("glob.path"),
-        **{k: _own("gemini.glob", k) for k in ("case_sensitive", "respect_git_ignore", "respect_gemini_ignore")},
-    }),
-    _t("list_directory", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "dir_path": m("list.path"), "ignore": m("list.ignore"), "file_filtering_options": m("list.filtering", form="gemini"),
-    }),
+    _t(
+        "grep_search",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "pattern": m("grep.pattern", form="ere-i"),
+            "dir_path": m("grep.path"),
+            "include_pattern": m("grep.include", form="git-glob"),
+            **{
+                k: _own("gemini.grep_search", k)
+                for k in ("exclude_pattern", "names_only", "max_matches_per_file", "total_max_matches")
+            },
+        },
+    ),
+    _t(
+        "glob",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "pattern": m("glob.pattern", form="node-glob"),
+            "dir_path": m("glob.path"),
+            **{k: _own("gemini.glob", k) for k in ("case_sensitive", "respect_git_ignore", "respect_gemini_ignore")},
+        },
+    ),
+    _t(
+        "list_directory",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "dir_path": m("list.path"),
+            "ignore": m("list.ignore"),
+            "file_filtering_options": m("list.filtering", form="gemini"),
+        },
+    ),
     # web_fetch takes the URLs inside its prompt.
     _t("web_fetch", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"prompt": m("web_fetch.prompt_with_urls")}),
     _t("google_web_search", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"query": m("web_search.query")}),
     _t("write_todos", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, "rejected", args={"todos": m("todo.todos", form="gemini")}),
-    _t("invoke_agent", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"agent_name": m("subagent.type"), "prompt": m("subagent.prompt")}, fixed={"subagent.background": False}),
+    _t(
+        "invoke_agent",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={"agent_name": m("subagent.type"), "prompt": m("subagent.prompt")},
+        fixed={"subagent.background": False},
+    ),
     _t("activate_skill", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, "rejected", args={"name": m("skill.name")}),
-    _t("read_background_output", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={
-        "pid": m("background_output.pid"), "lines": _own("gemini.read_background_output", "lines"),
-        "delay_ms": _own("gemini.read_background_output", "delay_ms"),
-    }),
+    _t(
+        "read_background_output",
+        _GEM,
+        _GEM_ID,
+        "0.61.0",
+        _GEM_SRC,
+        args={
+            "pid": m("background_output.pid"),
+            "lines": _own("gemini.read_background_output", "lines"),
+            "delay_ms": _own("gemini.read_background_output", "delay_ms"),
+        },
+    ),
     # --- Gemini CLI before 0.11 (and Qwen Code forked from it) ----------------------------------------
     # read_file took absolute_path and a 0-based offset; search_file_content ran git grep
     # --ignore-case; replace checked old_string with an LLM edit corrector (ensureCorrectEdit).
-    _t("read_file", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
-        "absolute_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit"),
-    }),
-    _t("list_directory", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
-        "path": m("list.path"), "ignore": m("list.ignore"), "respect_git_ignore": _own("gemini.ls", "respect_git_ignore"),
-    }),
-    _t("search_file_content", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
-        "pattern": m("grep.pattern", form="ere-i"), "path": m("grep.path"), "include": m("grep.include", form="git-glob"),
-    }),
-    _t("run_shell_command", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={"command": m("shell.command", form="bash"), "directory": m("shell.cwd")}, fixed={"shell.background": False}),
+    _t(
+        "read_file",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={
+            "absolute_path": m("read.path"),
+            "offset": m("read.offset", base=0),
+            "limit": m("read.limit"),
+        },
+    ),
+    _t(
+        "list_directory",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={
+            "path": m("list.path"),
+            "ignore": m("list.ignore"),
+            "respect_git_ignore": _own("gemini.ls", "respect_git_ignore"),
+        },
+    ),
+    _t(
+        "search_file_content",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={
+            "pattern": m("grep.pattern", form="ere-i"),
+            "path": m("grep.path"),
+            "include": m("grep.include", form="git-glob"),
+        },
+    ),
+    _t(
+        "run_shell_command",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={"command": m("shell.command", form="bash"), "directory": m("shell.cwd")},
+        fixed={"shell.background": False},
+    ),
     # expected_replacements defaults to 1: exactly one match, as an edit without replace_all.
-    _t("replace", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={
-        "file_path": m("edit.path"), "old_string": m("edit.old", form="fuzzy-gemini"), "new_string": m("edit.new"),
-        "expected_replacements": m("edit.expected_count"),
-    }, fixed={"edit.all": False}),
-    _t("write_file", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={"file_path": m("write.path"), "content": m("write.content")}),
-    _t("glob", _GEM, _GEM_ID, "0.1.9-0.10.0", _GEM_OLD_SRC, args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")}),
+    _t(
+        "replace",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={
+            "file_path": m("edit.path"),
+            "old_string": m("edit.old", form="fuzzy-gemini"),
+            "new_string": m("edit.new"),
+            "expected_replacements": m("edit.expected_count"),
+        },
+        fixed={"edit.all": False},
+    ),
+    _t(
+        "write_file",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={"file_path": m("write.path"), "content": m("write.content")},
+    ),
+    _t(
+        "glob",
+        _GEM,
+        _GEM_ID,
+        "0.1.9-0.10.0",
+        _GEM_OLD_SRC,
+        args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")},
+    ),
     # --- OpenCode 1.18.33 (Effect Schema decode: unknown keys stripped) -------------------------------
     # bash runs `<config shell, else $SHELL, else bash> -c`; timeout ms, no maximum.
-    _t("bash", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
-        "command": m("shell.command", form="user"), "timeout": m("shell.timeout", unit="ms"), "workdir": m("shell.cwd"),
-    }, fixed={"shell.background": False}),
+    _t(
+        "bash",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={
+            "command": m("shell.command", form="user"),
+            "timeout": m("shell.timeout", unit="ms"),
+            "workdir": m("shell.cwd"),
+        },
+        fixed={"shell.background": False},
+    ),
     # read: offset a 1-based line (0 read as 1), limit lines.
-    _t("read", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
+    _t(
+        "read",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={"filePath": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
+    ),
     _t("write", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("write.path"), "content": m("write.content")}),
     # edit: nine matchers after the exact one (line-trimmed, Levenshtein block anchors, ...).
-    _t("edit", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
-        "filePath": m("edit.path"), "oldString": m("edit.old", form="fuzzy-opencode"), "newString": m("edit.new"), "replaceAll": _EDIT_ALL,
-    }),
-    _t("glob", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
-    _t("grep", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "include": m("grep.include", form="rg-glob")}, fixed={"grep.ignore_case": False}),
+    _t(
+        "edit",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={
+            "filePath": m("edit.path"),
+            "oldString": m("edit.old", form="fuzzy-opencode"),
+            "newString": m("edit.new"),
+            "replaceAll": _EDIT_ALL,
+        },
+    ),
+    _t(
+        "glob",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")},
+    ),
+    _t(
+        "grep",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={
+            "pattern": m("grep.pattern", form="rg"),
+            "path": m("grep.path"),
+            "include": m("grep.include", form="rg-glob"),
+        },
+        fixed={"grep.ignore_case": False},
+    ),
     # webfetch: timeout in seconds (default 30, at most 120).
-    _t("webfetch", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
-        "url": m("web_fetch.url"), "format": _own("opencode.webfetch", "format"), "timeout": m("web_fetch.timeout", unit="s", most=120),
-    }),
-    _t("websearch", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
-        "query": m("web_search.query"),
-        **{k: _own("opencode.websearch", k) for k in ("numResults", "livecrawl", "type", "contextMaxCharacters")},
-    }),
+    _t(
+        "webfetch",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={
+            "url": m("web_fetch.url"),
+            "format": _own("opencode.webfetch", "format"),
+            "timeout": m("web_fetch.timeout", unit="s", most=120),
+        },
+    ),
+    _t(
+        "websearch",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={
+            "query": m("web_search.query"),
+            **{k: _own("opencode.websearch", k) for k in ("numResults", "livecrawl", "type", "contextMaxCharacters")},
+        },
+    ),
     _t("todowrite", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"todos": m("todo.todos", form="opencode")}),
-    _t("task", _OC, _OC_ID, "1.18.33", _OC_SRC, args={
-        "prompt": m("subagent.prompt"), "subagent_type": m("subagent.type"), "task_id": _own("opencode.task", "task_id"),
-        "command": _own("opencode.task", "command"),
-    }, fixed={"subagent.background": False}),
+    _t(
+        "task",
+        _OC,
+        _OC_ID,
+        "1.18.33",
+        _OC_SRC,
+        args={
+            "prompt": m("subagent.prompt"),
+            "subagent_type": m("subagent.type"),
+            "task_id": _own("opencode.task", "task_id"),
+            "command": _own("opencode.task", "command"),
+        },
+        fixed={"subagent.background": False},
+    ),
     _t("skill", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"name": m("skill.name")}),
     # --- pi 0.58.3 (ajv: unknown keys accepted, never read) -------------------------------------------
     # bash runs /bin/bash -c; timeout in seconds, none by default.
-    _t("bash", _PI, None, "0.58.3", _PI_SRC, args={"command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="s")}, fixed={"shell.background": False}),
-    _t("read", _PI, None, "0.58.3", _PI_SRC, args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
+    _t(
+        "bash",
+        _PI,
+        None,
+        "0.58.3",
+        _PI_SRC,
+        args={"command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="s")},
+        fixed={"shell.background": False},
+    ),
+    _t(
+        "read",
+        _PI,
+        None,
+        "0.58.3",
+        _PI_SRC,
+        args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
+    ),
     # --- Crush 0.90.0 (Go encoding/json: unknown keys ignored) ----------------------------------------
     # view: offset a 0-based line ("The line number to start reading from (0-based)"; readTextFile
     # skips `offset` lines, numbering from offset+1), limit a count of lines (default 200).
-    _t("view", _CRUSH, None, "0.90.0", _CRUSH_SRC, args={"file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit")}),
+    _t(
+        "view",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_SRC,
+        args={"file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit")},
+    ),
     # bash: mvdan.cc/sh's POSIX interpreter with Go builtins, not bash or the user's shell.
     # run_in_background starts a background job at once. What happens to a long command the call
     # sets nothing for is each tool's default, as default timeouts are (not compared): Crush moves
     # it to the background after auto_background_after seconds (default 60) and never kills it.
-    _t("bash", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
-        "command": m("shell.command", form="mvdan-sh"), "working_dir": m("shell.cwd"), "run_in_background": _BG_FALSE,
-        "auto_background_after": _own("crush.bash", "auto_background_after"),
-    }),
+    _t(
+        "bash",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={
+            "command": m("shell.command", form="mvdan-sh"),
+            "working_dir": m("shell.cwd"),
+            "run_in_background": _BG_FALSE,
+            "auto_background_after": _own("crush.bash", "auto_background_after"),
+        },
+    ),
     # edit: exact first, then whitespace-normalised whole lines (edit_whitespace.go).
-    _t("edit", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
-        "file_path": m("edit.path"), "old_string": m("edit.old", form="normalized"), "new_string": m("edit.new"), "replace_all": _EDIT_ALL,
-    }),
-    _t("write", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={"file_path": m("write.path"), "content": m("write.content")}),
+    _t(
+        "edit",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={
+            "file_path": m("edit.path"),
+            "old_string": m("edit.old", form="normalized"),
+            "new_string": m("edit.new"),
+            "replace_all": _EDIT_ALL,
+        },
+    ),
+    _t(
+        "write",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={"file_path": m("write.path"), "content": m("write.content")},
+    ),
     # grep: `rg PATTERN --glob INCLUDE PATH` (case-sensitive; Go regexp without rg); literal_text
     # escapes the pattern.
-    _t("grep", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
-        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "include": m("grep.include", form="rg-glob"),
-        "literal_text": _own("crush.grep", "literal_text"),
-    }, fixed={"grep.ignore_case": False}),
-    _t("glob", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")}),
-    _t("ls", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
-        "path": m("list.path"), "ignore": _own("crush.ls", "ignore"), "depth": _own("crush.ls", "depth"),
-    }),
+    _t(
+        "grep",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={
+            "pattern": m("grep.pattern", form="rg"),
+            "path": m("grep.path"),
+            "include": m("grep.include", form="rg-glob"),
+            "literal_text": _own("crush.grep", "literal_text"),
+        },
+        fixed={"grep.ignore_case": False},
+    ),
+    _t(
+        "glob",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")},
+    ),
+    _t(
+        "ls",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={
+            "path": m("list.path"),
+            "ignore": _own("crush.ls", "ignore"),
+            "depth": _own("crush.ls", "depth"),
+        },
+    ),
     # fetch: timeout in seconds, clamped to 120; format text, markdown or html (required).
-    _t("fetch", _CRUSH, None, "0.90.0", _CRUSH_TOOLS, args={
-        "url": m("web_fetch.url"), "format": _own("crush.fetch", "format"), "timeout": m("web_fetch.timeout", unit="s", most=120),
-    }),
+    _t(
+        "fetch",
+        _CRUSH,
+        None,
+        "0.90.0",
+        _CRUSH_TOOLS,
+        args={
+            "url": m("web_fetch.url"),
+            "format": _own("crush.fetch", "format"),
+            "timeout": m("web_fetch.timeout", unit="s", most=120),
+        },
+    ),
     _t("write", _PI, None, "0.58.3", _PI_SRC, args={"path": m("write.path"), "content": m("write.content")}),
     # edit: exactly one match; a fuzzy fallback rewrites the whole file normalised.
-    _t("edit", _PI, None, "0.58.3", _PI_SRC, args={"path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-pi"), "newText": m("edit.new")}, fixed={"edit.all": False}),
-    _t("grep", _PI, None, "0.58.3", _PI_SRC, args={
-        "pattern": m("grep.pattern", form="rg"), "path": m("grep.path"), "glob": m("grep.include", form="rg-glob"),
-        "ignoreCase": m("grep.ignore_case", default=False),
-        **{k: _own("pi.grep", k) for k in ("literal", "context", "limit")},
-    }),
-    _t("find", _PI, None, "0.58.3", _PI_SRC, args={"pattern": m("glob.pattern", form="fd-glob"), "path": m("glob.path"), "limit": _own("pi.find", "limit")}),
+    _t(
+        "edit",
+        _PI,
+        None,
+        "0.58.3",
+        _PI_SRC,
+        args={"path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-pi"), "newText": m("edit.new")},
+        fixed={"edit.all": False},
+    ),
+    _t(
+        "grep",
+        _PI,
+        None,
+        "0.58.3",
+        _PI_SRC,
+        args={
+            "pattern": m("grep.pattern", form="rg"),
+            "path": m("grep.path"),
+            "glob": m("grep.include", form="rg-glob"),
+            "ignoreCase": m("grep.ignore_case", default=False),
+            **{k: _own("pi.grep", k) for k in ("literal", "context", "limit")},
+        },
+    ),
+    _t(
+        "find",
+        _PI,
+        None,
+        "0.58.3",
+        _PI_SRC,
+        args={"pattern": m("glob.pattern", form="fd-glob"), "path": m("glob.path"), "limit": _own("pi.find", "limit")},
+    ),
     _t("ls", _PI, None, "0.58.3", _PI_SRC, args={"path": m("list.path"), "limit": _own("pi.ls", "limit")}),
     # --- trae-agent e839e55 (no validation) -----------------------------------------------------------
     # bash: one persistent /bin/bash, a fixed 120 s timeout; restart restarts it instead of running.
-    _t("bash", _TRAE, None, "e839e55", _TRAE_SRC, args={"command": m("shell.command", form="bash"), "restart": _own("trae.bash", "restart")}, fixed={"shell.background": False}),
-    _t("str_replace_based_edit_tool", _TRAE, None, "e839e55", _TRAE_SRC, by_command=_TEXT_EDITOR, fixed={"edit.all": False}),
+    _t(
+        "bash",
+        _TRAE,
+        None,
+        "e839e55",
+        _TRAE_SRC,
+        args={"command": m("shell.command", form="bash"), "restart": _own("trae.bash", "restart")},
+        fixed={"shell.background": False},
+    ),
+    _t(
+        "str_replace_based_edit_tool",
+        _TRAE,
+        None,
+        "e839e55",
+        _TRAE_SRC,
+        by_command=_TEXT_EDITOR,
+        fixed={"edit.all": False},
+    ),
     # --- Anthropic's text editor tool (str_replace must match exactly once; create refuses a file
     # that exists; view_range 1-based, -1 = end) ------------------------------------------------------
-    _t("str_replace_editor", _ANTHROPIC, None, "text_editor_20250124", _ANTHROPIC_SRC, by_command=_TEXT_EDITOR, fixed={"edit.all": False}),
-    _t("str_replace_based_edit_tool", _ANTHROPIC, None, "text_editor_20250728", _ANTHROPIC_SRC, by_command=_TEXT_EDITOR, fixed={"edit.all": False}),
+    _t(
+        "str_replace_editor",
+        _ANTHROPIC,
+        None,
+        "text_editor_20250124",
+        _ANTHROPIC_SRC,
+        by_command=_TEXT_EDITOR,
+        fixed={"edit.all": False},
+    ),
+    _t(
+        "str_replace_based_edit_tool",
+        _ANTHROPIC,
+        None,
+        "text_editor_20250728",
+        _ANTHROPIC_SRC,
+        by_command=_TEXT_EDITOR,
+        fixed={"edit.all": False},
+    ),
     # --- Hermes Agent 0.19.0 (no validation: unknown keys never read) ---------------------------------
     # terminal: `bash -c` after a login-shell environment snapshot; timeout seconds, > 600 refused.
-    _t("terminal", _HERMES, None, "0.19.0", _HERMES_SRC, args={
-        "command": m("shell.command", form="bash"), "background": _BG_FALSE, "timeout": m("shell.timeout", unit="s", most=600),
-        "workdir": m("shell.cwd"),
-        **{k: _own("hermes.terminal", k) for k in ("pty", "notify_on_complete", "watch_patterns")},
-    }),
-    _t("read_file", _HERMES, None, "0.19.0", _HERMES_SRC, args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")}),
-    _t("write_file", _HERMES, None, "0.19.0", _HERMES_SRC, args={"path": m("write.path"), "content": m("write.content"), "cross_profile": _own("hermes.write_file", "cross_profile")}),
+    _t(
+        "terminal",
+        _HERMES,
+        None,
+        "0.19.0",
+        _HERMES_SRC,
+        args={
+            "command": m("shell.command", form="bash"),
+            "background": _BG_FALSE,
+            "timeout": m("shell.timeout", unit="s", most=600),
+            "workdir": m("shell.cwd"),
+            **{k: _own("hermes.terminal", k) for k in ("pty", "notify_on_complete", "watch_patterns")},
+        },
+    ),
+    _t(
+        "read_file",
+        _HERMES,
+        None,
+        "0.19.0",
+        _HERMES_SRC,
+        args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
+    ),
+    _t(
+        "write_file",
+        _HERMES,
+        None,
+        "0.19.0",
+        _HERMES_SRC,
+        args={
+            "path": m("write.path"),
+            "content": m("write.content"),
+            "cross_profile": _own("hermes.write_file", "cross_profile"),
+        },
+    ),
     # --- OpenClaw 2026.9.6 (TypeBox: unknown keys reach handlers that ignore them) --------------------
     # exec: $SHELL -c; timeoutSeconds in seconds (a `timeout` key is refused); yieldMs is not a kill timeout.
-    _t("exec", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, "mixed", args={
-        "command": m("shell.command", form="user"), "workdir": m("shell.cwd"), "timeoutSeconds": m("shell.timeout", unit="s"),
-        "background": _BG_FALSE,
-        **{k: _own("openclaw.exec", k) for k in ("env", "yieldMs", "pty", "elevated", "host", "ask", "node", "title")},
-    }),
-    _t("read", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, args={
-        "path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
-        "cursor": _own("openclaw.read", "cursor"), "optional": _own("openclaw.read", "optional"),
-    }),
-    _t("write", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, args={"path": m("write.path"), "content": m("write.content")}),
+    _t(
+        "exec",
+        _OPENCLAW,
+        None,
+        "2026.9.6",
+        _OPENCLAW_SRC,
+        "mixed",
+        args={
+            "command": m("shell.command", form="user"),
+            "workdir": m("shell.cwd"),
+            "timeoutSeconds": m("shell.timeout", unit="s"),
+            "background": _BG_FALSE,
+            **{
+                k: _own("openclaw.exec", k)
+                for k in ("env", "yieldMs", "pty", "elevated", "host", "ask", "node", "title")
+            },
+        },
+    ),
+    _t(
+        "read",
+        _OPENCLAW,
+        None,
+        "2026.9.6",
+        _OPENCLAW_SRC,
+        args={
+            "path": m("read.path"),
+            "offset": m("read.offset", base=1),
+            "limit": m("read.limit"),
+            "cursor": _own("openclaw.read", "cursor"),
+            "optional": _own("openclaw.read", "optional"),
+        },
+    ),
+    _t(
+        "write",
+        _OPENCLAW,
+        None,
+        "2026.9.6",
+        _OPENCLAW_SRC,
+        args={"path": m("write.path"), "content": m("write.content")},
+    ),
     # edit: each oldText unique, exact match then a mild fuzzy fallback.
-    _t("edit", _OPENCLAW, None, "2026.9.6", _OPENCLAW_SRC, "mixed", args={
-        "path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-openclaw"), "newText": m("edit.new"),
-        "edits": _own("openclaw.edit", "edits"),
-    }, fixed={"edit.all": False}),
+    _t(
+        "edit",
+        _OPENCLAW,
+        None,
+        "2026.9.6",
+        _OPENCLAW_SRC,
+        "mixed",
+        args={
+            "path": m("edit.path"),
+            "oldText": m("edit.old", form="fuzzy-openclaw"),
+            "newText": m("edit.new"),
+            "edits": _own("openclaw.edit", "edits"),
+        },
+        fixed={"edit.all": False},
+    ),
     # --- Roo Code 3.52.1 (native tools: the parser copies known keys, others never read) --------------
     # execute_command: timeout in seconds, after which the command keeps running in the background
     # and the output so far is returned: not a kill timeout (its own meaning).
-    _t("execute_command", _ROO, None, "3.52.1", _ROO_SRC, args={
-        "command": m("shell.command", form="user"), "cwd": m("shell.cwd"), "timeout": _own("roo.execute_command", "timeout"),
-    }, fixed={"shell.background": False}),
+    _t(
+        "execute_command",
+        _ROO,
+        None,
+        "3.52.1",
+        _ROO_SRC,
+        args={
+            "command": m("shell.command", form="user"),
+            "cwd": m("shell.cwd"),
+            "timeout": _own("roo.execute_command", "timeout"),
+        },
+        fixed={"shell.background": False},
+    ),
     # read_file: offset a 1-based line (slice mode), limit lines; mode and indentation its own.
-    _t("read_file", _ROO, None, "3.52.1", _ROO_SRC, args={
-        "path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit"),
-        "mode": _own("roo.read_file", "mode"), "indentation": _own("roo.read_file", "indentation"),
-    }),
+    _t(
+        "read_file",
+        _ROO,
+        None,
+        "3.52.1",
+        _ROO_SRC,
+        args={
+            "path": m("read.path"),
+            "offset": m("read.offset", base=1),
+            "limit": m("read.limit"),
+            "mode": _own("roo.read_file", "mode"),
+            "indentation": _own("roo.read_file", "indentation"),
+        },
+    ),
     _t("write_to_file", _ROO, None, "3.52.1", _ROO_SRC, args={"path": m("write.path"), "content": m("write.content")}),
     # search_files: `rg --json -e REGEX [--glob FILE_PATTERN] PATH` (case-sensitive).
-    _t("search_files", _ROO, None, "3.52.1", _ROO_SRC, args={
-        "path": m("grep.path"), "regex": m("grep.pattern", form="rg"), "file_pattern": m("grep.include", form="rg-glob"),
-    }, fixed={"grep.ignore_case": False}),
-    _t("list_files", _ROO, None, "3.52.1", _ROO_SRC, args={"path": m("list.path"), "recursive": _own("roo.list_files", "recursive")}),
+    _t(
+        "search_files",
+        _ROO,
+        None,
+        "3.52.1",
+        _ROO_SRC,
+        args={
+            "path": m("grep.path"),
+            "regex": m("grep.pattern", form="rg"),
+            "file_pattern": m("grep.include", form="rg-glob"),
+        },
+        fixed={"grep.ignore_case": False},
+    ),
+    _t(
+        "list_files",
+        _ROO,
+        None,
+        "3.52.1",
+        _ROO_SRC,
+        args={"path": m("list.path"), "recursive": _own("roo.list_files", "recursive")},
+    ),
     # --- Cline 3.89.2 (classic tools: unknown parameters never read) ----------------------------------
     # execute_command: the VS Code terminal's shell (the user's); timeout in seconds.
-    _t("execute_command", _CLINE, None, "3.89.2", _CLINE_SRC, args={
-        "command": m("shell.command", form="user"), "requires_approval": _own("cline.execute_command", "requires_approval"),
-        "timeout": m("shell.timeout", unit="s"),
-    }, fixed={"shell.background": False}),
-    _t("read_file", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("read.path"), "start_line": m("read.start_line", base=1), "end_line": m("read.end_line", base=1)}),
-    _t("write_to_file", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("write.path"), "content": m("write.content"), "absolutePath": _own("cline.write_to_file", "absolutePath")}),
-    _t("replace_in_file", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("diff_edit.path"), "diff": m("diff_edit.diff")}),
-    _t("search_files", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("grep.path"), "regex": m("grep.pattern", form="rg"), "file_pattern": m("grep.include", form="rg-glob")}),
-    _t("list_files", _CLINE, None, "3.89.2", _CLINE_SRC, args={"path": m("list.path"), "recursive": _own("cline.list_files", "recursive")}),
+    _t(
+        "execute_command",
+        _CLINE,
+        None,
+        "3.89.2",
+        _CLINE_SRC,
+        args={
+            "command": m("shell.command", form="user"),
+            "requires_approval": _own("cline.execute_command", "requires_approval"),
+            "timeout": m("shell.timeout", unit="s"),
+        },
+        fixed={"shell.background": False},
+    ),
+    _t(
+        "read_file",
+        _CLINE,
+        None,
+        "3.89.2",
+        _CLINE_SRC,
+        args={
+            "path": m("read.path"),
+            "start_line": m("read.start_line", base=1),
+            "end_line": m("read.end_line", base=1),
+        },
+    ),
+    _t(
+        "write_to_file",
+        _CLINE,
+        None,
+        "3.89.2",
+        _CLINE_SRC,
+        args={
+            "path": m("write.path"),
+            "content": m("write.content"),
+            "absolutePath": _own("cline.write_to_file", "absolutePath"),
+        },
+    ),
+    _t(
+        "replace_in_file",
+        _CLINE,
+        None,
+        "3.89.2",
+        _CLINE_SRC,
+        args={"path": m("diff_edit.path"), "diff": m("diff_edit.diff")},
+    ),
+    _t(
+        "search_files",
+        _CLINE,
+        None,
+        "3.89.2",
+        _CLINE_SRC,
+        args={
+            "path": m("grep.path"),
+            "regex": m("grep.pattern", form="rg"),
+            "file_pattern": m("grep.include", form="rg-glob"),
+        },
+    ),
+    _t(
+        "list_files",
+        _CLINE,
+        None,
+        "3.89.2",
+        _CLINE_SRC,
+        args={"path": m("list.path"), "recursive": _own("cline.list_files", "recursive")},
+    ),
 )

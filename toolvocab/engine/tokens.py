@@ -19,7 +19,15 @@ Sources of the token lists:
 from __future__ import annotations
 
 GLM_TOKENS: tuple[str, ...] = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
-HARMONY_TOKENS: tuple[str, ...] = ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>", "<|call|>", "<|end|>", "<|return|>")
+HARMONY_TOKENS: tuple[str, ...] = (
+    "<|start|>",
+    "<|channel|>",
+    "<|constrain|>",
+    "<|message|>",
+    "<|call|>",
+    "<|end|>",
+    "<|return|>",
+)
 CONTROL_TOKENS: tuple[str, ...] = GLM_TOKENS + HARMONY_TOKENS
 
 

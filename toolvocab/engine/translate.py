@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from dataclasses import field
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -64,6 +64,7 @@ def _is_path(what: str) -> bool:
 #: Operands whose value is a command line (a string for some shell, or an argv).
 _COMMANDS = frozenset({"shell.command", "monitor.command"})
 
+
 def _matching_allows(src: str | None, dst: str | None) -> bool:
     """An edit's old text meant for ``src``'s matching may be matched with ``dst``'s: an exact
     target refuses a missing literal (the client reports it) where a looser source would have
@@ -78,7 +79,11 @@ def _matching_allows(src: str | None, dst: str | None) -> bool:
 
 # ------------------------------------------------------------------ the table, indexed
 @lru_cache(maxsize=1)
-def _index() -> tuple[dict[str, tuple[ArgTable, ...]], dict[tuple[str, str], tuple[ArgTable, ...]], dict[str, dict[str, tuple[Meaning, ...]]]]:
+def _index() -> tuple[
+    dict[str, tuple[ArgTable, ...]],
+    dict[tuple[str, str], tuple[ArgTable, ...]],
+    dict[str, dict[str, tuple[Meaning, ...]]],
+]:
     by_name: dict[str, list[ArgTable]] = {}
     by_row: dict[tuple[str, str], list[ArgTable]] = {}
     by_capability: dict[str, dict[str, list[Meaning]]] = {}
@@ -176,7 +181,9 @@ def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
     if not posix:
         if src is dst and isinstance(value, str):
             return value  # the target's own command, as sent
-        raise _Unusable("the agent runs on Windows, where each tool runs its own shell (PowerShell, cmd.exe, Git Bash): the command stays as sent")
+        raise _Unusable(
+            "the agent runs on Windows, where each tool runs its own shell (PowerShell, cmd.exe, Git Bash): the command stays as sent"
+        )
     if isinstance(value, list):
         if not all(isinstance(a, str) for a in value):
             # Not a command any tool runs: the value passes as sent, the client reports its type.
@@ -202,7 +209,9 @@ def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
         return value
     if src.form == "bash":
         return posix_join(["bash", "-c", value])
-    raise _Unusable(f"the command is read one way by {src.form!r}'s shell and another by {dst.form!r}'s, and it is not portable")
+    raise _Unusable(
+        f"the command is read one way by {src.form!r}'s shell and another by {dst.form!r}'s, and it is not portable"
+    )
 
 
 def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> Any:
@@ -241,7 +250,13 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
             # Decimal, so 1.005 s is 1005 ms (a float product gives 1004.9999999999999); only a
             # whole number of milliseconds or seconds is exact for every target.
             exact = Decimal(str(number))
-            scaled = exact * 1000 if (src.unit, dst.unit) == ("s", "ms") else exact / 1000 if (src.unit, dst.unit) == ("ms", "s") else None
+            scaled = (
+                exact * 1000
+                if (src.unit, dst.unit) == ("s", "ms")
+                else exact / 1000
+                if (src.unit, dst.unit) == ("ms", "s")
+                else None
+            )
             if scaled is None or scaled != scaled.to_integral_value():
                 raise _Unusable(f"{value!r} {src.unit} has no exact whole value in {dst.unit}")
             number = int(scaled)
@@ -348,7 +363,9 @@ def _own_operand(key: str, reading: Reading, target: Target) -> tuple[str, str]:
     ours = {m.what for meanings in target.meanings.values() for m in meanings}
     whats = {c.what for c in candidates} & ours
     if not whats:
-        raise _Unusable(f"{target.name} has nothing {key!r} could be ({', '.join(sorted({c.what for c in candidates}))})")
+        raise _Unusable(
+            f"{target.name} has nothing {key!r} could be ({', '.join(sorted({c.what for c in candidates}))})"
+        )
     if len(whats) > 1:
         raise _Unusable(f"{key!r} may be {' or '.join(sorted(whats))} in {target.name}")
     what = whats.pop()
@@ -360,7 +377,9 @@ def _own_operand(key: str, reading: Reading, target: Target) -> tuple[str, str]:
             continue
         for t in target.meanings[dst_key]:
             if (c.unit, c.base) != (t.unit, t.base):
-                raise _Unusable(f"{key!r} is {_unit_text(c)} elsewhere and {target.name}'s {dst_key!r} is {_unit_text(t)}")
+                raise _Unusable(
+                    f"{key!r} is {_unit_text(c)} elsewhere and {target.name}'s {dst_key!r} is {_unit_text(t)}"
+                )
     return what, dst_key
 
 
@@ -467,7 +486,9 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
     return first
 
 
-def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consumed: frozenset[str], posix: bool = True) -> tuple[dict[str, Any], list[ArgChange]]:
+def _read(
+    arguments: Mapping[str, Any], reading: Reading, target: Target, consumed: frozenset[str], posix: bool = True
+) -> tuple[dict[str, Any], list[ArgChange]]:
     out: dict[str, Any] = {}
     changes: list[ArgChange] = []
     placed: dict[str, str] = {}  # target key -> the source key that filled it
@@ -502,7 +523,14 @@ def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consum
                     if exc.applicable:
                         raise
                 if not _equal(value, arguments[key]):
-                    changes.append(ArgChange(op=_value_op(meanings[0].what, arguments[key], value), key=key, before=arguments[key], after=value))
+                    changes.append(
+                        ArgChange(
+                            op=_value_op(meanings[0].what, arguments[key], value),
+                            key=key,
+                            before=arguments[key],
+                            after=value,
+                        )
+                    )
             out[key] = value
             placed[key] = key
             continue
@@ -556,7 +584,13 @@ def _read(arguments: Mapping[str, Any], reading: Reading, target: Target, consum
 def _value_op(what: str, before: Any, after: Any) -> str:
     """The :class:`ArgChange` op of a value the translation rewrote."""
     if what in _COMMANDS:
-        return "argv_to_string" if isinstance(after, str) and isinstance(before, list) else "json_to_array" if isinstance(after, list) else "rewrap_command"
+        return (
+            "argv_to_string"
+            if isinstance(after, str) and isinstance(before, list)
+            else "json_to_array"
+            if isinstance(after, list)
+            else "rewrap_command"
+        )
     return "convert"
 
 
@@ -599,12 +633,16 @@ def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading
             side = reading.label if not known else target.name
             raise _Unusable(f"left out, {what} is not recorded for {side}")
         if not _same(source_value, target_effects[what]):
-            raise _Unusable(f"left out, {what} is {source_value!r} in {reading.label} and {target_effects[what]!r} in {target.name}")
+            raise _Unusable(
+                f"left out, {what} is {source_value!r} in {reading.label} and {target_effects[what]!r} in {target.name}"
+            )
 
 
 #: Effects a tool has when the call leaves them out, recorded per tool (a key's ``default`` or the
 #: table's ``fixed``): compared between the reading and the target.
-_EFFECTS = frozenset({"edit.all", "shell.background", "subagent.background", "grep.ignore_case", "powershell.background"})
+_EFFECTS = frozenset(
+    {"edit.all", "shell.background", "subagent.background", "grep.ignore_case", "powershell.background"}
+)
 
 
 def _target_defaults(target: Target) -> dict[str, Any]:
@@ -669,7 +707,11 @@ def readings_of(name: str, capability: str | None = None, command: str | None = 
     the rows' own, for a text editor dispatched on ``command``)."""
     out: list[Reading] = []
     for entry, table in tables_for_answer(name):
-        label = f"{entry.clients} {table.version}'s {entry.name}" if table is not None else f"{entry.clients}'s {entry.name}"
+        label = (
+            f"{entry.clients} {table.version}'s {entry.name}"
+            if table is not None
+            else f"{entry.clients}'s {entry.name}"
+        )
         out.append(Reading(label=label, table=table, capability=capability or entry.capability, command=command))
     return out
 

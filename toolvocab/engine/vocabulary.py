@@ -153,8 +153,7 @@ _PI_SRC = "pi's declared tools in apmantza/pi-free#544 (BR-28)"
 _CRUSH_SRC = "charmbracelet/crush v0.90.0 internal/agent/tools/view.go (ViewToolName, ViewParams)"
 _CRUSH_TOOLS = "charmbracelet/crush v0.90.0 internal/agent/tools/*.go (each tool's ToolName constant and Params)"
 _CC_OLD = (
-    "earlier Claude Code tool list "
-    "(x1xhlol/system-prompts-and-models-of-ai-tools, Anthropic/Claude Code/Tools.json)"
+    "earlier Claude Code tool list (x1xhlol/system-prompts-and-models-of-ai-tools, Anthropic/Claude Code/Tools.json)"
 )
 
 

@@ -89,7 +89,8 @@ def unwrap_parallel(call: ToolCall) -> list[ToolCall] | None:
 _XML_FUNCTION = re.compile(r"^<function=([^>\s]+)>\s*(.*?)\s*(?:</function>)?\s*$", re.DOTALL)
 _XML_PARAM = re.compile(r"<parameter=([^>\s]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
 _KIMI_CALL = re.compile(
-    r"<\|tool_call_begin\|>\s*(?P<id>[^<\s]+)\s*<\|tool_call_argument_begin\|>(?P<args>.*?)<\|tool_call_end\|>", re.DOTALL
+    r"<\|tool_call_begin\|>\s*(?P<id>[^<\s]+)\s*<\|tool_call_argument_begin\|>(?P<args>.*?)<\|tool_call_end\|>",
+    re.DOTALL,
 )
 _KIMI_ID = re.compile(r"^(?:functions\.)?(?P<name>[^:]+)(?::\d+)?$")
 

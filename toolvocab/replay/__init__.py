@@ -38,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     """``toolvocab replay``; returns the exit status (0 all matched, 1 a difference, 2 nothing to replay)."""
     from mitmproxy import exceptions
 
-    from toolvocab.replay.compare import SEEDS, Replayer, first_difference
-    from toolvocab.replay.flows import load_flows, replayable
+    from toolvocab.replay.compare import SEEDS
+    from toolvocab.replay.compare import Replayer
+    from toolvocab.replay.compare import first_difference
+    from toolvocab.replay.flows import load_flows
+    from toolvocab.replay.flows import replayable
     from toolvocab.replay.render import render_failure
 
     parser = argparse.ArgumentParser(
@@ -47,12 +50,31 @@ def main(argv: list[str] | None = None) -> int:
         description="Replay saved toolvocab flows through the current addon, offline; PASS or a readable diff.",
         epilog="Exit status: 0 every flow matched, 1 one differed (or a file could not be read), 2 nothing to replay.",
     )
-    parser.add_argument("paths", nargs="+", metavar="FILE|DIR", help="flow files (mitmdump -w, toolvocab_record), or directories of .mitm files")
-    parser.add_argument("--strict", action="store_true", help="also compare the record, diff, marker and comment, not only the bytes")
-    parser.add_argument("--mode", choices=("auto", "repair", "observe", "off"), help="replay with this toolvocab_mode (default: each flow's own)")
-    parser.add_argument("--profiles", metavar="FILE", help="replay with this toolvocab_profiles file (default: the flow's, else none)")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="FILE|DIR",
+        help="flow files (mitmdump -w, toolvocab_record), or directories of .mitm files",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="also compare the record, diff, marker and comment, not only the bytes"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("auto", "repair", "observe", "off"),
+        help="replay with this toolvocab_mode (default: each flow's own)",
+    )
+    parser.add_argument(
+        "--profiles", metavar="FILE", help="replay with this toolvocab_profiles file (default: the flow's, else none)"
+    )
     parser.add_argument("--hosts", metavar="REGEX", help="replay with this toolvocab_hosts")
-    parser.add_argument("--seeds", type=int, default=len(SEEDS), metavar="N", help=f"random chunkings per flow (default {len(SEEDS)}), plus one byte by byte")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=len(SEEDS),
+        metavar="N",
+        help=f"random chunkings per flow (default {len(SEEDS)}), plus one byte by byte",
+    )
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in (("mode", args.mode), ("hosts", args.hosts)) if v}
     if args.profiles:

@@ -22,13 +22,24 @@ class Call:
 
     def key(self) -> str:
         """``name {compact sorted JSON}``: what the manifest's ``client_calls`` lists."""
-        args = self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        args = (
+            self.arguments
+            if isinstance(self.arguments, str)
+            else json.dumps(self.arguments, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        )
         return f"{self.qualified} {args}"
 
     def label(self) -> str:
-        name = f"{self.namespace}{self.name}" if self.namespace and self.namespace.endswith(("__", ".", "/", ":")) else (
-            f"{self.namespace}/{self.name}" if self.namespace else self.name)
-        args = self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+        name = (
+            f"{self.namespace}{self.name}"
+            if self.namespace and self.namespace.endswith(("__", ".", "/", ":"))
+            else (f"{self.namespace}/{self.name}" if self.namespace else self.name)
+        )
+        args = (
+            self.arguments
+            if isinstance(self.arguments, str)
+            else json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+        )
         ident = f"  [id {self.id!r}]" if self.id is not None else ""
         kind = "  (arguments as a JSON object)" if self.object_arguments else ""
         return f"{name} {args}{ident}{kind}"
@@ -116,7 +127,12 @@ def _anthropic_calls(units: list[Any]) -> list[Call]:
         elif u.get("type") == "content_block_start" and isinstance(u.get("content_block"), dict):
             b = u["content_block"]
             if b.get("type") in ("tool_use", "server_tool_use"):
-                blocks[u.get("index", len(blocks))] = {"name": str(b.get("name")), "id": b.get("id"), "json": "", "input": b.get("input")}
+                blocks[u.get("index", len(blocks))] = {
+                    "name": str(b.get("name")),
+                    "id": b.get("id"),
+                    "json": "",
+                    "input": b.get("input"),
+                }
         elif u.get("type") == "content_block_delta" and isinstance(u.get("delta"), dict):
             d = u["delta"]
             if d.get("type") == "input_json_delta" and u.get("index") in blocks:
@@ -141,7 +157,14 @@ def _chat_calls(units: list[Any]) -> list[Call]:
                     if isinstance(tc, dict):
                         fn = tc.get("function") or tc.get("custom") or {}
                         raw = fn.get("arguments", fn.get("input"))
-                        calls.append(Call(str(fn.get("name")), _args(raw), tc.get("id"), object_arguments=isinstance(raw, (dict, list))))
+                        calls.append(
+                            Call(
+                                str(fn.get("name")),
+                                _args(raw),
+                                tc.get("id"),
+                                object_arguments=isinstance(raw, (dict, list)),
+                            )
+                        )
                 legacy = message.get("function_call")
                 if isinstance(legacy, dict):
                     calls.append(Call(str(legacy.get("name")), _args(legacy.get("arguments"))))
@@ -170,8 +193,13 @@ def _chat_calls(units: list[Any]) -> list[Call]:
 
 def _responses_item_call(item: dict) -> Call:
     args = item.get("arguments") if item.get("type") == "function_call" else item.get("input")
-    return Call(str(item.get("name")), _args(args), item.get("call_id"), item.get("namespace"),
-                object_arguments=isinstance(args, (dict, list)))
+    return Call(
+        str(item.get("name")),
+        _args(args),
+        item.get("call_id"),
+        item.get("namespace"),
+        object_arguments=isinstance(args, (dict, list)),
+    )
 
 
 def _responses_calls(units: list[Any]) -> list[Call]:
@@ -181,15 +209,27 @@ def _responses_calls(units: list[Any]) -> list[Call]:
         if not isinstance(u, dict):
             continue
         if isinstance(u.get("output"), list) and u.get("object") == "response":
-            final = [_responses_item_call(i) for i in u["output"] if isinstance(i, dict) and i.get("type") in ("function_call", "custom_tool_call")]
+            final = [
+                _responses_item_call(i)
+                for i in u["output"]
+                if isinstance(i, dict) and i.get("type") in ("function_call", "custom_tool_call")
+            ]
         elif u.get("type") == "response.output_item.done" and isinstance(u.get("item"), dict):
             item = u["item"]
             if item.get("type") in ("function_call", "custom_tool_call"):
                 done[u.get("output_index", len(done))] = _responses_item_call(item)
-        elif u.get("type") in ("response.completed", "response.incomplete") and isinstance(u.get("response"), dict) and not done:
+        elif (
+            u.get("type") in ("response.completed", "response.incomplete")
+            and isinstance(u.get("response"), dict)
+            and not done
+        ):
             out = u["response"].get("output")
             if isinstance(out, list):
-                final = [_responses_item_call(i) for i in out if isinstance(i, dict) and i.get("type") in ("function_call", "custom_tool_call")]
+                final = [
+                    _responses_item_call(i)
+                    for i in out
+                    if isinstance(i, dict) and i.get("type") in ("function_call", "custom_tool_call")
+                ]
     if done:
         return [c for _, c in sorted(done.items())]
     return final or []
@@ -248,9 +288,13 @@ def declared_names(dialect: str | None, body: Any) -> list[str]:
                 names.append(tool["name"])
         elif dialect == "gemini":
             for key in ("functionDeclarations", "function_declarations"):
-                names += [d.get("name") for d in tool.get(key) or () if isinstance(d, dict) and isinstance(d.get("name"), str)]
+                names += [
+                    d.get("name") for d in tool.get(key) or () if isinstance(d, dict) and isinstance(d.get("name"), str)
+                ]
     if dialect == "openai_chat":
-        names += [f.get("name") for f in body.get("functions") or () if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        names += [
+            f.get("name") for f in body.get("functions") or () if isinstance(f, dict) and isinstance(f.get("name"), str)
+        ]
     return names
 
 
@@ -277,14 +321,28 @@ def system_slots(dialect: str | None, body: Any) -> list[str]:
         return texts
     if dialect == "anthropic":
         texts += _text_of(body.get("system"))
-        texts += [t for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "system" for t in _text_of(m.get("content"))]
+        texts += [
+            t
+            for m in body.get("messages") or ()
+            if isinstance(m, dict) and m.get("role") == "system"
+            for t in _text_of(m.get("content"))
+        ]
     elif dialect == "openai_chat":
-        texts += [t for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") in ("system", "developer") for t in _text_of(m.get("content"))]
+        texts += [
+            t
+            for m in body.get("messages") or ()
+            if isinstance(m, dict) and m.get("role") in ("system", "developer")
+            for t in _text_of(m.get("content"))
+        ]
     elif dialect == "openai_responses":
         texts += _text_of(body.get("instructions"))
         items = body.get("input")
         for item in items if isinstance(items, list) else ():
-            if isinstance(item, dict) and item.get("type", "message") == "message" and item.get("role") in ("system", "developer"):
+            if (
+                isinstance(item, dict)
+                and item.get("type", "message") == "message"
+                and item.get("role") in ("system", "developer")
+            ):
                 texts += _text_of(item.get("content"))
     elif dialect == "gemini":
         req = _gemini_request(body)

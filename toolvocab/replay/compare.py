@@ -17,9 +17,19 @@ from typing import Any
 from mitmproxy import http
 
 from toolvocab.replay import drive as driving
-from toolvocab.replay.flows import ADDON_KEYS, META_DIFF, META_RECORD, META_REQUEST, META_UPSTREAM
-from toolvocab.replay.flows import clone, comparable_record, load_flows, original_request, original_upstream
-from toolvocab.replay.flows import replay_options, replayable, request_body
+from toolvocab.replay.flows import ADDON_KEYS
+from toolvocab.replay.flows import META_DIFF
+from toolvocab.replay.flows import META_RECORD
+from toolvocab.replay.flows import META_REQUEST
+from toolvocab.replay.flows import META_UPSTREAM
+from toolvocab.replay.flows import clone
+from toolvocab.replay.flows import comparable_record
+from toolvocab.replay.flows import load_flows
+from toolvocab.replay.flows import original_request
+from toolvocab.replay.flows import original_upstream
+from toolvocab.replay.flows import replay_options
+from toolvocab.replay.flows import replayable
+from toolvocab.replay.flows import request_body
 
 
 @dataclasses.dataclass
@@ -105,7 +115,9 @@ class Replayer:
     TOML text, ``hosts``); ``strict``: compare the record, diff, marker and comment too.
     """
 
-    def __init__(self, script: str | None = None, *, overrides: dict[str, Any] | None = None, strict: bool = True) -> None:
+    def __init__(
+        self, script: str | None = None, *, overrides: dict[str, Any] | None = None, strict: bool = True
+    ) -> None:
         if script is None:
             from toolvocab.run import addon_path
 
@@ -179,7 +191,9 @@ class Replayer:
             problems.append("saved response.raw_content differs from the bytes the stream callable emitted")
         return Replay(flow=f, expected=expected, got=got, streamed=kind, seed=seed, problems=problems)
 
-    async def _drive(self, f: http.HTTPFlow, rnd: random.Random, lo: int, hi: int, blanks: float = 0.0) -> tuple[bytes | None, str]:
+    async def _drive(
+        self, f: http.HTTPFlow, rnd: random.Random, lo: int, hi: int, blanks: float = 0.0
+    ) -> tuple[bytes | None, str]:
         """The hooks over ``f`` as mitmproxy's proxy core calls them (:func:`drive.drive`): the
         stream callable gets the upstream body in pieces of ``lo..hi`` bytes, after each of which
         an empty piece ``b""`` comes with probability ``blanks``, then the final ``b""``. What the
@@ -208,7 +222,9 @@ def prepare(saved: http.HTTPFlow) -> http.HTTPFlow:
     return f
 
 
-def replay_file(path: str | os.PathLike, seeds: Iterable[int] = (0,), replayer: Replayer | None = None) -> Iterator[Replay]:
+def replay_file(
+    path: str | os.PathLike, seeds: Iterable[int] = (0,), replayer: Replayer | None = None
+) -> Iterator[Replay]:
     """Replay every flow of a file with each seed."""
     flows = load_flows(path)
     if replayer is None:
@@ -233,7 +249,9 @@ SEEDS = (0, 1, 2)
 BYTEWISE_SEED = 99
 
 
-def first_difference(r: Replayer, saved: http.HTTPFlow, seeds: Iterable[int] = SEEDS, *, bytewise: bool = True) -> Replay | None:
+def first_difference(
+    r: Replayer, saved: http.HTTPFlow, seeds: Iterable[int] = SEEDS, *, bytewise: bool = True
+) -> Replay | None:
     """Replay ``saved`` with each of ``seeds`` (pieces of 1–64 bytes) and, with ``bytewise``, once
     byte by byte; the first replay that differs from the recording, or ``None``."""
     runs = [(seed, 1, 64) for seed in seeds] + ([(BYTEWISE_SEED, 1, 1)] if bytewise else [])

@@ -7,9 +7,19 @@ import json
 
 from mitmproxy import http
 
-from toolvocab.replay.calls import declared_names, parse_json, sse_events, system_slots, tool_calls
+from toolvocab.replay.calls import declared_names
+from toolvocab.replay.calls import parse_json
+from toolvocab.replay.calls import sse_events
+from toolvocab.replay.calls import system_slots
+from toolvocab.replay.calls import tool_calls
 from toolvocab.replay.compare import Replay
-from toolvocab.replay.flows import META_DIFF, META_RECORD, META_REQUEST, META_UPSTREAM, original_request, original_upstream, request_body
+from toolvocab.replay.flows import META_DIFF
+from toolvocab.replay.flows import META_RECORD
+from toolvocab.replay.flows import META_REQUEST
+from toolvocab.replay.flows import META_UPSTREAM
+from toolvocab.replay.flows import original_request
+from toolvocab.replay.flows import original_upstream
+from toolvocab.replay.flows import request_body
 
 #: The last line of a failure, for a user's recordings (``toolvocab replay``).
 HINT = "If this change is intended, record the flow again (mitmdump -w, or --set toolvocab_record=DIR)."
@@ -60,15 +70,19 @@ def _record_field_lines(expected: dict | None, got: dict | None) -> list[str]:
     for key in sorted(set(expected) | set(got)):
         if key == "decisions" or expected.get(key) == got.get(key):
             continue
-        lines.append(f"    {key}: {json.dumps(expected.get(key), ensure_ascii=False)[:200]} → {json.dumps(got.get(key), ensure_ascii=False)[:200]}")
+        lines.append(
+            f"    {key}: {json.dumps(expected.get(key), ensure_ascii=False)[:200]} → {json.dumps(got.get(key), ensure_ascii=False)[:200]}"
+        )
     return lines
 
 
 def flow_title(f: http.HTTPFlow) -> str:
     record = f.metadata.get(META_RECORD) or {}
     streamed = "streamed" if record.get("streamed") else "not streamed"
-    return (f"flow {f.id} — {record.get('dialect')}, {streamed}, mode {record.get('mode')}, "
-            f"{f.request.method} {f.request.path.split('?', 1)[0]}")
+    return (
+        f"flow {f.id} — {record.get('dialect')}, {streamed}, mode {record.get('mode')}, "
+        f"{f.request.method} {f.request.path.split('?', 1)[0]}"
+    )
 
 
 def render_failure(saved: http.HTTPFlow, result: Replay, source: str = "", hint: str = HINT) -> str:
@@ -77,14 +91,18 @@ def render_failure(saved: http.HTTPFlow, result: Replay, source: str = "", hint:
     request the upstream receives differs; ``hint`` last."""
     exp, got = result.expected, result.got
     dialect = (saved.metadata.get(META_RECORD) or {}).get("dialect")
-    lines = [f"{source}{' ' if source else ''}{flow_title(saved)} (chunk seed {result.seed})",
-             f"differs in: {', '.join(result.problems)}"]
+    lines = [
+        f"{source}{' ' if source else ''}{flow_title(saved)} (chunk seed {result.seed})",
+        f"differs in: {', '.join(result.problems)}",
+    ]
     upstream_calls = tool_calls(dialect, original_upstream(saved))
     lines += [f"upstream answered: {c.label()}" for c in upstream_calls] or ["upstream answered: no tool calls"]
     exp_calls = [c.label() for c in tool_calls(dialect, exp.response)]
     got_calls = [c.label() for c in tool_calls(dialect, got.response)]
     if exp_calls == got_calls:
-        lines += [f"tool calls the client receives (as recorded): {c}" for c in exp_calls] or ["tool calls the client receives: none, as recorded"]
+        lines += [f"tool calls the client receives (as recorded): {c}" for c in exp_calls] or [
+            "tool calls the client receives: none, as recorded"
+        ]
     else:
         lines += _side_by_side("tool calls the client receives", exp_calls, got_calls)
     exp_dec, got_dec = _decision_lines(exp.record), _decision_lines(got.record)
@@ -94,13 +112,18 @@ def render_failure(saved: http.HTTPFlow, result: Replay, source: str = "", hint:
     if fields:
         lines += ["record fields (expected → got):"] + fields
     if exp.response != got.response and exp_calls == got_calls:
-        lines += ["the client's bytes differ outside the tool calls:"] + _unified(_answer_lines(exp.response), _answer_lines(got.response))
+        lines += ["the client's bytes differ outside the tool calls:"] + _unified(
+            _answer_lines(exp.response), _answer_lines(got.response)
+        )
     if exp.request != got.request:
         exp_body, got_body = parse_json(exp.request), parse_json(got.request)
         exp_names, got_names = declared_names(dialect, exp_body), declared_names(dialect, got_body)
         lines.append("request the upstream receives:")
         if exp_names != got_names:
-            lines += ["  " + line for line in _side_by_side("tool names sent upstream", [", ".join(exp_names)], [", ".join(got_names)])]
+            lines += [
+                "  " + line
+                for line in _side_by_side("tool names sent upstream", [", ".join(exp_names)], [", ".join(got_names)])
+            ]
         exp_sys = [t.replace("\n", "\\n") for t in system_slots(dialect, exp_body)]
         got_sys = [t.replace("\n", "\\n") for t in system_slots(dialect, got_body)]
         if exp_sys != got_sys:
@@ -121,7 +144,9 @@ def _answer_lines(data: bytes | None) -> list[str]:
     value = parse_json(data)
     if value is not None:
         return json.dumps(value, indent=1, ensure_ascii=False).splitlines()
-    return [f"{name or 'message'}: {text}" for name, text in sse_events(data)] or data.decode("utf-8", "replace").splitlines()
+    return [f"{name or 'message'}: {text}" for name, text in sse_events(data)] or data.decode(
+        "utf-8", "replace"
+    ).splitlines()
 
 
 def describe_flow(f: http.HTTPFlow) -> str:
@@ -140,7 +165,9 @@ def describe_flow(f: http.HTTPFlow) -> str:
     if before != after:
         lines.append(f"  upstream got:    {', '.join(after) or '(none)'}")
     if record.get("prompt_sentence"):
-        lines.append(f"  {'added' if record.get('request_changed') else 'would add'} to the system prompt: {record['prompt_sentence']}")
+        lines.append(
+            f"  {'added' if record.get('request_changed') else 'would add'} to the system prompt: {record['prompt_sentence']}"
+        )
     if not f.metadata.get(META_REQUEST):
         lines.append("  request body unchanged")
     lines.append("answer side:")
@@ -149,7 +176,9 @@ def describe_flow(f: http.HTTPFlow) -> str:
     lines += [f"  upstream: {c.label()}" for c in up] or ["  upstream: no tool calls"]
     lines += [f"  client:   {c.label()}" for c in cl] or ["  client:   no tool calls"]
     if f.response is not None:
-        lines.append(f"  status {f.response.status_code}; answer {'changed' if f.metadata.get(META_UPSTREAM) is not None else 'unchanged'}")
+        lines.append(
+            f"  status {f.response.status_code}; answer {'changed' if f.metadata.get(META_UPSTREAM) is not None else 'unchanged'}"
+        )
     if f.metadata.get(META_DIFF):
         lines.append("toolvocab_diff:")
         lines += ["  " + line for line in str(f.metadata[META_DIFF]).splitlines()]
