@@ -9,7 +9,8 @@ sentence: nothing is written in the request), in front of the fake upstream:
   client gets the model's lowercase ``bash`` as its declared ``Bash``;
 * the same request sent as raw bytes with a key repeated deep in its transcript (which no SDK
   writes): the upstream gets it as sent, and the client the answer as the upstream sent it
-  (``bash``), JSON and streamed; the log says why, once.
+  (``bash``), JSON and streamed, with the record the request hook gives a request it leaves
+  as sent.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from dataclasses import field
 from typing import Any
 
 import orjson
@@ -184,7 +183,6 @@ class Handled:
     windows: bool
     content: bytes | None = None
     verified: bool = True
-    notes: list[str] = field(default_factory=list)
 
 
 def verify(content: bytes) -> str | None:
