@@ -36,10 +36,10 @@ import orjson  # noqa: E402
 
 import procs  # noqa: E402
 from toolvocab.dialects.anthropic import DIALECT  # noqa: E402
+from toolvocab.dialects.base import FlowContext  # noqa: E402
 from toolvocab.dialects.sse import SSEParser  # noqa: E402
 from toolvocab.engine.ladder import Toolset  # noqa: E402
 from toolvocab.engine.ladder import resolve  # noqa: E402
-from toolvocab.engine.plan import Plan  # noqa: E402
 
 TOOLS = [
     {
@@ -142,7 +142,7 @@ def in_process(repeat: int) -> None:
         p.close()
 
     def rewrite() -> None:
-        rw = DIALECT.stream_rewriter(lambda c: resolve(c, toolset), Plan(flow_key="bench"))
+        rw = DIALECT.stream_rewriter(FlowContext(lambda c: resolve(c, toolset), flow_key="bench"))
         out = []
         for piece in pieces:
             out += rw.feed(piece)
@@ -177,7 +177,7 @@ def in_process(repeat: int) -> None:
 
     def json_rewrite() -> None:
         body = orjson.loads(raw)
-        DIALECT.rewrite_response(body, lambda c: resolve(c, toolset), Plan(flow_key="bench"))
+        DIALECT.rewrite_response(body, FlowContext(lambda c: resolve(c, toolset), flow_key="bench"))
         orjson.dumps(body)
 
     jb, jr = best_of(json_floor, repeat), best_of(json_rewrite, repeat)

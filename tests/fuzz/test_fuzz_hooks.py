@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import flowreplay as fr  # noqa: E402
 import fuzzlib as fz  # noqa: E402
+from harness.dialects import context  # noqa: E402
 from toolvocab.dialects import pipeline  # noqa: E402
 
 EXAMPLES = int(os.environ.get("TOOLVOCAB_FUZZ_EXAMPLES", "100"))
@@ -294,9 +295,7 @@ def _bound(dialect: str, request: bytes) -> tuple:
     d = tvdialects.by_name(dialect)
     body = jsonio.loads(request)
     tools = Toolset(d.declared_tools(body))
-    plan = make_plan(
-        tools, d.system_texts(body), add_sentence=False, flow_key="fuzz", transcript_names=d.transcript_names(body)
-    )
+    plan = make_plan(tools, d.system_texts(body), add_sentence=False, transcript_names=d.transcript_names(body))
     return d, Recorder(tools, plan), plan
 
 
@@ -305,7 +304,7 @@ def _rewrite(dialect: str, request: bytes, pieces: list[bytes]) -> bytes:
     from harness.dialects import drive
 
     d, resolver, plan = _bound(dialect, request)
-    return drive(d.stream_rewriter(resolver, plan), pieces)
+    return drive(d.stream_rewriter(context(resolver, plan, flow_key="fuzz")), pieces)
 
 
 def _draw_answer(data, dialect: str, seeds: list) -> tuple:
@@ -382,7 +381,7 @@ def test_a_stall_release_sends_every_byte_not_yet_sent_once_and_then_passes_thro
                 for k, p in enumerate(pieces)
             )
             labels.append(f"leaked_call_in_{len(pieces)}_events")
-        rw = d.stream_rewriter(resolver, plan)
+        rw = d.stream_rewriter(context(resolver, plan, flow_key="fuzz"))
         cuts = random.Random(data.draw(st.integers(0, 2**32 - 1)))
         at_held = data.draw(st.integers(0, 5))  # which moment with a block held the stall hits
         before: list[bytes] = []

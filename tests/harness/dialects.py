@@ -5,7 +5,7 @@ drives it.
 
     fx = Fixtures("anthropic")                       # tests/fixtures/anthropic/
     resolver = Recorder(Toolset(DIALECT.declared_tools(fx.json("request-claude-code.json"))))
-    out = drive(DIALECT.stream_rewriter(resolver, Plan()), chunks)
+    out = drive(DIALECT.stream_rewriter(context(resolver)), chunks)
     events = sse_events(out)
     pieces = split_text(text, random.Random(seed))  # content deltas, openers split too
 
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import StreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.dialects.sse import SSEParser
@@ -91,10 +92,22 @@ def drive(rw: StreamRewriter, chunks: Iterable[bytes]) -> bytes:
     return b"".join(out)
 
 
-def rewrite(dialect: Any, resolver: Any, plan: Plan, chunks: Iterable[bytes]) -> bytes:
-    """``chunks`` through a new stream rewriter of ``dialect`` (:func:`drive`); the rewriter must
-    end without an error."""
-    rw = dialect.stream_rewriter(resolver, plan)
+def context(
+    resolver: Any, plan: Plan | None = None, *, flow_key: str = "", call_ids: dict[str, str] | None = None
+) -> FlowContext:
+    """The :class:`FlowContext` a test's resolver stands for: its ``tools`` (a :class:`Toolset`,
+    as :class:`Recorder` has) are the declared tools a dialect may lift text calls to; a
+    resolver without them (a plain function) lifts nothing, as a flow without tools."""
+    tools = getattr(resolver, "tools", None)
+    return FlowContext(
+        resolver, plan or Plan(), tools if isinstance(tools, Toolset) else None, flow_key, dict(call_ids or {})
+    )
+
+
+def rewrite(dialect: Any, resolver: Any, plan: Plan, chunks: Iterable[bytes], *, flow_key: str = "") -> bytes:
+    """``chunks`` through a new stream rewriter of ``dialect`` (:func:`drive`; the flow's
+    :func:`context`); the rewriter must end without an error."""
+    rw = dialect.stream_rewriter(context(resolver, plan, flow_key=flow_key))
     out = drive(rw, chunks)
     assert rw.error is None, rw.error
     return out

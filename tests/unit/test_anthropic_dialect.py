@@ -15,6 +15,7 @@ import pytest
 from harness import dialects
 from harness import random_chunks
 from harness.dialects import Fixtures
+from harness.dialects import context
 from harness.dialects import drive
 from harness.dialects import sse_events
 from toolvocab.dialects import detect
@@ -42,7 +43,7 @@ class Recorder(dialects.Recorder):
 
 def rewrite_stream(data: bytes, chunks: list[bytes] | None = None, resolver=None) -> tuple[bytes, Recorder]:
     resolver = resolver or Recorder()
-    rw = DIALECT.stream_rewriter(resolver, Plan())
+    rw = DIALECT.stream_rewriter(context(resolver))
     assert isinstance(rw, AnthropicStream)
     out = drive(rw, chunks if chunks is not None else [data])
     assert rw.error is None
@@ -274,7 +275,7 @@ def test_rewrite_response_renames_and_fits_foreign_call():
     body = load_json("response-foreign-tool.json")
     before = copy.deepcopy(body)
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    assert DIALECT.rewrite_response(body, context(rec)) is True
     assert body["content"][1] == {
         "type": "tool_use",
         "id": "toolu_01FixJson0000000000000001",
@@ -291,7 +292,7 @@ def test_rewrite_response_leaves_declared_calls_untouched():
     body = load_json("response-declared-tool.json")
     before = copy.deepcopy(body)
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body == before
     assert [d.action for d in rec.decisions] == [Action.KEEP, Action.KEEP]
 
@@ -306,16 +307,16 @@ def test_rewrite_response_ignores_server_tool_use_and_odd_shapes():
         ]
     }
     before = copy.deepcopy(body)
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body == before and rec.calls == []
     for odd in (None, [], {"content": "x"}, {"type": "error", "error": {"type": "overloaded_error"}}):
-        assert DIALECT.rewrite_response(odd, rec, Plan()) is False
+        assert DIALECT.rewrite_response(odd, context(rec)) is False
 
 
 def test_rewrite_response_non_object_input_is_left():
     body = {"content": [{"type": "tool_use", "id": "t", "name": "shell", "input": "ls"}]}
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body["content"][0]["name"] == "shell"
     assert rec.decisions[0].action is Action.LEAVE
 
@@ -417,7 +418,7 @@ def test_stream_server_tool_use_is_never_resolved():
 
 def test_stream_text_goes_out_at_once_and_tool_block_is_held_until_stop():
     data = load_bytes("stream-foreign-tool.sse")
-    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    rw = DIALECT.stream_rewriter(context(Recorder()))
     in_block = False
     for event in events_of(data):
         got = rw.feed(event.raw)
@@ -442,7 +443,7 @@ def test_stream_text_delta_goes_out_on_the_feed_that_completes_it():
     events = events_of(data)
     text_delta = next(e for e in events if b"text_delta" in e.raw)
     prefix = data[: data.index(text_delta.raw)]
-    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    rw = DIALECT.stream_rewriter(context(Recorder()))
     assert b"".join(rw.feed(prefix)) == prefix
     assert rw.feed(text_delta.raw[:-1]) == []
     assert rw.feed(text_delta.raw[-1:]) == [text_delta.raw]
@@ -525,7 +526,7 @@ def test_stream_resolver_exception_passes_held_block_through():
     def boom(call):
         raise RuntimeError("injected")
 
-    rw = DIALECT.stream_rewriter(boom, Plan())
+    rw = DIALECT.stream_rewriter(context(boom))
     out = b"".join(rw.feed(data) + rw.finish())
     assert rw.error == "RuntimeError: injected"
     assert out == data  # got the stream without the shell block's start and deltas

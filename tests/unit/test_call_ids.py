@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+from harness.dialects import context
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.openai_responses import DIALECT as RESPONSES
@@ -12,7 +13,6 @@ from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
-from toolvocab.engine.plan import Plan
 
 TOOLS = Toolset([declared_tool("Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}})])
 TC = re.compile(r"^tc_[0-9a-f]{24}$")
@@ -49,7 +49,7 @@ def _anthropic_body(ids):
 
 def test_anthropic_json_tool_use_without_id_gets_a_stable_one():
     body = _anthropic_body([None, "toolu_1", "toolu_1"])
-    assert ANTHROPIC.rewrite_response(body, resolver, Plan(flow_key="k"))
+    assert ANTHROPIC.rewrite_response(body, context(resolver, flow_key="k"))
     got = [b["id"] for b in body["content"]]
     assert got == [stable_call_id("k", 0), "toolu_1", stable_call_id("k", 2)]
 
@@ -57,7 +57,7 @@ def test_anthropic_json_tool_use_without_id_gets_a_stable_one():
 def test_anthropic_json_with_good_ids_is_untouched():
     body = _anthropic_body(["toolu_1", "toolu_2"])
     before = json.dumps(body)
-    assert not ANTHROPIC.rewrite_response(body, resolver, Plan(flow_key="k"))
+    assert not ANTHROPIC.rewrite_response(body, context(resolver, flow_key="k"))
     assert json.dumps(body) == before
 
 
@@ -81,7 +81,7 @@ def test_anthropic_stream_tool_use_with_empty_id_gets_a_stable_one():
         {"type": "content_block_stop", "index": 0},
         {"type": "message_stop"},
     ]
-    rw = ANTHROPIC.stream_rewriter(resolver, Plan(flow_key="k"))
+    rw = ANTHROPIC.stream_rewriter(context(resolver, flow_key="k"))
     out = b"".join(rw.feed(_sse(events)) + rw.finish()).decode()
     starts = [
         json.loads(line[6:]) for line in out.splitlines() if line.startswith("data: ") and "content_block_start" in line
@@ -104,7 +104,7 @@ def test_responses_function_call_without_call_id_gets_the_same_id_everywhere():
         {"type": "response.output_item.done", "output_index": 0, "item": done},
         {"type": "response.completed", "response": {"id": "r", "output": [done]}},
     ]
-    rw = RESPONSES.stream_rewriter(resolver, Plan(flow_key="k"))
+    rw = RESPONSES.stream_rewriter(context(resolver, flow_key="k"))
     out = b"".join(rw.feed(_sse(events)) + rw.finish()).decode()
     datas = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("data: ")]
     expected = stable_call_id("k", 0)
@@ -120,7 +120,7 @@ def test_gemini_empty_or_repeated_ids_are_replaced_absent_ones_stay_absent():
         return {"functionCall": {"name": "Bash", "args": {"command": "ls"}, **extra}}
 
     body = {"candidates": [{"content": {"role": "model", "parts": [part(), part(id=""), part(id="a"), part(id="a")]}}]}
-    assert GEMINI.rewrite_response(body, resolver, Plan(flow_key="k"))
+    assert GEMINI.rewrite_response(body, context(resolver, flow_key="k"))
     calls = [p["functionCall"] for p in body["candidates"][0]["content"]["parts"]]
     assert "id" not in calls[0]
     assert calls[1]["id"] == stable_call_id("k", 1)

@@ -19,13 +19,13 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from harness.dialects import context
 from toolvocab.dialects.openai_chat import DIALECT as CHAT
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
-from toolvocab.engine.plan import Plan
 from toolvocab.engine.tokens import CONTROL_TOKENS
 from toolvocab.engine.tokens import strip_after_json
 from toolvocab.engine.tokens import strip_glued
@@ -176,7 +176,7 @@ def test_a_chat_answer_reaches_the_client_without_the_tokens() -> None:
         def __call__(self, call: ToolCall) -> Any:
             return resolve(call, TOOLS)
 
-    assert CHAT.rewrite_response(body, Resolver(), Plan()) is True
+    assert CHAT.rewrite_response(body, context(Resolver())) is True
     fn = body["choices"][0]["message"]["tool_calls"][0]["function"]
     assert fn["name"] == "tool_12"
     assert json.loads(fn["arguments"]) == {"path": "a"}

@@ -72,9 +72,7 @@ def sent_names(dialect: str, body: dict[str, Any]) -> list[str]:
 def plan_for(dialect: str, body: dict[str, Any]):
     d = tvdialects.by_name(dialect)
     tools = Toolset(d.declared_tools(body))
-    return make_plan(
-        tools, d.system_texts(body), add_sentence=False, flow_key="k", transcript_names=d.transcript_names(body)
-    ), d
+    return make_plan(tools, d.system_texts(body), add_sentence=False, transcript_names=d.transcript_names(body)), d
 
 
 #: Fields the model does not read, per dialect, with a value a client sends.
@@ -131,7 +129,7 @@ def test_values_python_calls_equal_are_different_declarations(dialect: str, a: A
 
 def test_engine_built_tools_without_wire_text_still_compare_as_models() -> None:
     read = declared_tool("Read", input_schema=SCHEMA)
-    plan = make_plan(Toolset([read, declared_tool("Read", input_schema=SCHEMA)]), [], add_sentence=False, flow_key="k")
+    plan = make_plan(Toolset([read, declared_tool("Read", input_schema=SCHEMA)]), [], add_sentence=False)
     assert plan.duplicates == {"Read": [None]}
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from harness import random_chunks
 from harness.dialects import Recorder
+from harness.dialects import context
 from harness.dialects import rewrite
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.base import JSONFrame
@@ -38,7 +39,8 @@ TOOLS = Toolset(
         DeclaredTool(name="get_time", input_schema={"type": "object", "properties": {}}),
     ]
 )
-PLAN = Plan(flow_key="flow-empty-args")
+PLAN = Plan()
+FLOW_KEY = "flow-empty-args"
 
 #: Empty forms as a string-carrying dialect sends them (Chat, Responses): text or JSON value.
 STRING_FORMS = [
@@ -63,7 +65,11 @@ Resolver = functools.partial(Recorder, TOOLS)
 
 def run(dialect: Any, data: bytes, seed: int | None) -> bytes:
     return rewrite(
-        dialect, Resolver(), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32)
+        dialect,
+        Resolver(),
+        PLAN,
+        [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32),
+        flow_key=FLOW_KEY,
     )
 
 
@@ -103,7 +109,7 @@ def chat_json(arguments: Any, finish: str = "stop", legacy: bool = False) -> dic
 @pytest.mark.parametrize("arguments", STRING_FORMS)
 def test_chat_json_empty_arguments_become_an_empty_object(arguments: Any) -> None:
     body = chat_json(arguments)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     call = body["choices"][0]["message"]["tool_calls"][0]
     assert call["function"] == {"name": "list_files", "arguments": "{}"}
     assert call["id"] == "call_1"
@@ -113,7 +119,7 @@ def test_chat_json_empty_arguments_become_an_empty_object(arguments: Any) -> Non
 @pytest.mark.parametrize("arguments", STRING_FORMS)
 def test_chat_json_legacy_function_call_empty_arguments_become_an_empty_object(arguments: Any) -> None:
     body = chat_json(arguments, finish="function_call", legacy=True)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert body["choices"][0]["message"]["function_call"] == {"name": "list_files", "arguments": "{}"}
     assert body["choices"][0]["finish_reason"] == "function_call"
 
@@ -121,7 +127,7 @@ def test_chat_json_legacy_function_call_empty_arguments_become_an_empty_object(a
 def test_chat_json_empty_object_and_absent_arguments_are_left() -> None:
     for body in (chat_json("{}", finish="tool_calls"), chat_json('{"path": "."}', finish="tool_calls")):
         before = orjson.dumps(body)
-        assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+        assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
         assert orjson.dumps(body) == before
 
 
@@ -129,13 +135,13 @@ def test_chat_json_absent_arguments_are_not_an_empty_form() -> None:
     body = chat_json(None, finish="tool_calls")
     del body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
     before = orjson.dumps(body)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
 def test_chat_json_declared_call_with_stop_gets_finish_reason_tool_calls() -> None:
     body = chat_json('{"path": "src"}')
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert body["choices"][0]["finish_reason"] == "tool_calls"
     assert body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"path": "src"}'
 
@@ -144,7 +150,7 @@ def test_chat_json_declared_call_with_stop_gets_finish_reason_tool_calls() -> No
 def test_chat_json_finish_reason_other_than_stop_is_kept(finish: str) -> None:
     body = chat_json('{"path": "src"}', finish=finish)
     before = orjson.dumps(body)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -156,7 +162,7 @@ def test_chat_json_stop_without_tool_calls_is_kept() -> None:
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         }
         before = orjson.dumps(body)
-        assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+        assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
         assert orjson.dumps(body) == before
 
 
@@ -373,7 +379,7 @@ def responses_item(arguments: Any, status: str = "completed", with_arguments: bo
 @pytest.mark.parametrize("arguments", STRING_FORMS)
 def test_responses_json_empty_arguments_become_an_empty_object(arguments: Any) -> None:
     body = {"id": "resp_1", "object": "response", "status": "completed", "output": [responses_item(arguments)]}
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
+    assert RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert body["output"][0] == {**responses_item("{}")}
 
 
@@ -383,7 +389,7 @@ def test_responses_json_empty_arguments_become_an_empty_object(arguments: Any) -
 def test_responses_json_empty_object_or_absent_arguments_are_left(item: dict[str, Any]) -> None:
     body = {"id": "resp_1", "object": "response", "status": "completed", "output": [item]}
     before = orjson.dumps(body)
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False
+    assert RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -509,7 +515,7 @@ def test_responses_stream_empty_object_is_byte_identical(seed: int | None) -> No
 )
 def test_responses_websocket_frames_empty_arguments_become_an_empty_object(deltas: list[str], done: Any) -> None:
     """Codex's WebSocket transport: one JSON event per frame, through the same rewriter."""
-    rw = RESPONSES.stream_rewriter(Resolver(), PLAN)
+    rw = RESPONSES.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     frames = [JSONFrame(orjson.dumps(data)) for data in parsed(responses_stream(deltas, done))]
     out = [unit for frame in frames for unit in rw.on_unit(frame)] + rw.held_units()
     view = responses_client_view(sse([(None, unit.json()) for unit in out]))
@@ -536,7 +542,7 @@ def test_anthropic_json_empty_input_becomes_an_empty_object(value: Any) -> None:
         "content": [anthropic_block(value)],
         "stop_reason": "tool_use",
     }
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert body["content"][0] == anthropic_block({})
 
 
@@ -546,7 +552,7 @@ def test_anthropic_json_empty_input_becomes_an_empty_object(value: Any) -> None:
 def test_anthropic_json_object_and_odd_inputs_are_left(block: dict[str, Any]) -> None:
     body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [block], "stop_reason": "tool_use"}
     before = orjson.dumps(body)
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -648,14 +654,14 @@ def gemini_args(answer: Any) -> Any:
 @pytest.mark.parametrize("value", OBJECT_FORMS)
 def test_gemini_json_empty_args_become_an_empty_object(value: Any) -> None:
     body = gemini_answer(value)
-    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
+    assert GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert body == gemini_answer({})
 
 
 @pytest.mark.parametrize("body", [gemini_answer({}), gemini_answer(None, present=False), gemini_answer({"path": "."})])
 def test_gemini_json_object_or_absent_args_are_left(body: dict[str, Any]) -> None:
     before = orjson.dumps(body)
-    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is False
+    assert GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -691,7 +697,7 @@ def test_chat_json_undeclared_tool_with_empty_arguments_is_left() -> None:
     body = chat_json("", finish="tool_calls")
     body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] = "frobnicate"
     before = orjson.dumps(body)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -703,7 +709,7 @@ def test_responses_json_undeclared_tool_with_empty_arguments_is_left() -> None:
         "output": [{**responses_item(""), "name": "frobnicate"}],
     }
     before = orjson.dumps(body)
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False
+    assert RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -720,7 +726,7 @@ def test_anthropic_and_gemini_json_undeclared_tool_with_empty_arguments_is_left(
     gemini["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] = "frobnicate"
     for dialect, body in ((ANTHROPIC, anthropic), (GEMINI, gemini)):
         before = orjson.dumps(body)
-        assert dialect.rewrite_response(body, Resolver(), PLAN) is False
+        assert dialect.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
         assert orjson.dumps(body) == before
 
 
@@ -733,7 +739,7 @@ REQUIRING = Toolset([DeclaredTool(name="list_files", input_schema={**SCHEMA, "re
 
 
 def _chat_arguments_stay(body: dict[str, Any], resolver: Any, arguments: Any) -> None:
-    CHAT.rewrite_response(body, resolver, PLAN)
+    CHAT.rewrite_response(body, context(resolver, PLAN, flow_key=FLOW_KEY))
     got = body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
     # As sent; a JSON list is only written as the string the API specifies (BR-21), never as {}.
     assert got == (orjson.dumps(arguments).decode() if isinstance(arguments, list) else arguments)
@@ -767,7 +773,11 @@ def test_chat_stream_cut_off_keeps_empty_arguments_as_sent(seed: int | None, end
 def test_chat_stream_empty_arguments_stay_for_a_tool_that_requires_input(seed: int | None) -> None:
     data = chat_stream([""], finish="tool_calls")
     out = rewrite(
-        CHAT, Recorder(REQUIRING), PLAN, [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32)
+        CHAT,
+        Recorder(REQUIRING),
+        PLAN,
+        [data] if seed is None else random_chunks(data, random.Random(seed), 1, 32),
+        flow_key=FLOW_KEY,
     )
     assert chat_client_view(out)["arguments"] == ""
 
@@ -782,7 +792,7 @@ def test_anthropic_json_empty_input_of_the_last_block_at_max_tokens_stays(value:
         "stop_reason": "max_tokens",
     }
     before = orjson.dumps(body)
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -804,7 +814,7 @@ def test_responses_json_incomplete_item_keeps_empty_arguments(arguments: str) ->
             }
         ],
     }
-    RESPONSES.rewrite_response(body, Resolver(), PLAN)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert body["output"][0]["arguments"] == arguments
 
 
@@ -828,9 +838,9 @@ def test_responses_json_incomplete_response_keeps_empty_arguments_of_a_completed
             }
         ],
     }
-    RESPONSES.rewrite_response(body, Resolver(), PLAN)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert body["output"][0]["arguments"] == arguments
     complete = {**body, "status": "completed", "incomplete_details": None}
     complete["output"] = [{**body["output"][0]}]
-    RESPONSES.rewrite_response(complete, Resolver(), PLAN)
+    RESPONSES.rewrite_response(complete, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert complete["output"][0]["arguments"] == "{}"  # the control: a complete answer's empty input is {}

@@ -24,6 +24,7 @@ import harness
 import toolvocab.dialects.gemini as gemini_module
 from harness import dialects
 from harness.dialects import Fixtures
+from harness.dialects import context
 from harness.dialects import drive
 from harness.fixtures import env  # noqa: F401  (pytest fixtures)
 from harness.fixtures import loaded  # noqa: F401
@@ -59,7 +60,7 @@ class Recorder(dialects.Recorder):
 
 def run_stream(chunks: list[bytes], resolver=None) -> tuple[bytes, GeminiStream, Recorder]:
     resolver = resolver or Recorder()
-    rw = DIALECT.stream_rewriter(resolver, Plan())
+    rw = DIALECT.stream_rewriter(context(resolver))
     assert isinstance(rw, GeminiStream)
     return drive(rw, chunks), rw, resolver
 
@@ -239,8 +240,8 @@ def test_wants_stream_follows_the_method_name(path):
 
 
 def test_stream_rewriter_is_a_fresh_gemini_stream():
-    a = DIALECT.stream_rewriter(Recorder(), Plan())
-    b = DIALECT.stream_rewriter(Recorder(), Plan())
+    a = DIALECT.stream_rewriter(context(Recorder()))
+    b = DIALECT.stream_rewriter(context(Recorder()))
     assert isinstance(a, GeminiStream) and isinstance(b, GeminiStream) and a is not b
 
 
@@ -714,7 +715,7 @@ def test_apply_request_tolerates_odd_shapes(body):
 def test_foreign_calls_in_json_answer_are_repaired():
     body = load_json("response-foreign-tool.json")
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    assert DIALECT.rewrite_response(body, context(rec)) is True
     original = load_json("response-foreign-tool.json")
     parts = body["candidates"][0]["content"]["parts"]
     assert parts[0] == original["candidates"][0]["content"]["parts"][0]
@@ -734,7 +735,7 @@ def test_foreign_calls_in_json_answer_are_repaired():
 def test_declared_calls_in_json_answer_are_kept():
     body = load_json("response-declared-tool.json")
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body == load_json("response-declared-tool.json")
     assert [d.action for d in rec.decisions] == [Action.KEEP, Action.KEEP]
 
@@ -743,14 +744,14 @@ def test_json_array_answer_is_rewritten_element_by_element():
     body = orjson.loads(load_bytes("stream-foreign-tool-array.json"))
     expected = copy.deepcopy(body)
     assert [expect_rewritten(e) for e in expected] == [False, True, False, True, True, False]
-    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is True
+    assert DIALECT.rewrite_response(body, context(Recorder())) is True
     assert body == expected
 
 
 def test_code_assist_json_answer_is_unwrapped():
     inner = load_json("response-foreign-tool.json")
     body = {"response": inner, "traceId": "trace-fixture-02"}
-    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is True
+    assert DIALECT.rewrite_response(body, context(Recorder())) is True
     assert body["traceId"] == "trace-fixture-02"
     assert [c["name"] for c in calls_in(body)] == ["run_shell_command", "read_file"]
 
@@ -774,7 +775,7 @@ def test_prefixed_name_is_renamed_and_args_fitted():
         ]
     }
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    assert DIALECT.rewrite_response(body, context(rec)) is True
     assert calls_in(body) == [{"name": "read_file", "args": {"file_path": "a.py", "start_line": 3}}]
     assert rec.decisions[0].step is Step.NORMALIZED
 
@@ -782,7 +783,7 @@ def test_prefixed_name_is_renamed_and_args_fitted():
 def test_br30_withheld_shell_is_left_in_json_answer():
     body = load_json("response-br30-shell.json")
     rec = Recorder("request-headless-no-shell.json")
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body == load_json("response-br30-shell.json")
     [d] = rec.decisions
     assert d.action is Action.LEAVE and d.target is None
@@ -810,7 +811,7 @@ def test_br30_withheld_shell_is_left_in_json_answer():
 )
 def test_rewrite_response_odd_shapes_change_nothing(body):
     before = copy.deepcopy(body)
-    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert DIALECT.rewrite_response(body, context(Recorder())) is False
     assert body == before
 
 
@@ -824,7 +825,7 @@ def test_rewrite_response_odd_shapes_change_nothing(body):
 )
 def test_rewrite_response_non_iterable_fields_do_not_raise(body):
     before = copy.deepcopy(body)
-    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert DIALECT.rewrite_response(body, context(Recorder())) is False
     assert body == before
 
 
@@ -878,7 +879,7 @@ def test_sse_foreign_calls_get_fitted_arguments():
 
 def test_sse_events_go_out_as_each_completes():
     data = load_bytes("stream-foreign-tool.sse")
-    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    rw = DIALECT.stream_rewriter(context(Recorder()))
     expected = sse_blocks(expected_sse(data, b"\n"), b"\n")
     for block, want in zip(sse_blocks(data, b"\n"), expected):
         head, last = block[:-1], block[-1:]
@@ -971,7 +972,7 @@ def _checkpoints(data: bytes) -> list[bytes]:
 def test_array_elements_go_out_as_soon_as_each_closes(fixture):
     data = load_bytes(fixture)
     request = "request-code-assist.json" if "code-assist" in fixture else "request-gemini-cli.json"
-    rw = DIALECT.stream_rewriter(Recorder(request), Plan())
+    rw = DIALECT.stream_rewriter(context(Recorder(request)))
     marks = _checkpoints(data)
     emitted = b""
     for n in range(len(data)):
@@ -984,7 +985,7 @@ def test_array_elements_go_out_as_soon_as_each_closes(fixture):
 def test_array_is_not_buffered_whole_when_fed_element_by_element():
     data = load_bytes("stream-foreign-tool-array.json")
     pieces = array_pieces(data)
-    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    rw = DIALECT.stream_rewriter(context(Recorder()))
     sent = b""
     for kind, raw in pieces:
         got = b"".join(rw.feed(raw))
@@ -1112,7 +1113,7 @@ def test_sse_event_that_breaks_the_rewrite_is_passed_unchanged(monkeypatch):
 
 def test_salvage_returns_every_held_byte():
     data = load_bytes("stream-foreign-tool-array.json")
-    rw = DIALECT.stream_rewriter(Recorder(), Plan())
+    rw = DIALECT.stream_rewriter(context(Recorder()))
     cut = data.index(b'"Bash"')
     sent = b"".join(rw.feed(data[:cut]))
     sent += b"".join(rw.salvage())

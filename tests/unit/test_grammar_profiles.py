@@ -37,6 +37,7 @@ from mitmproxy.proxy.layers import http as hl
 
 import harness
 import toolvocab.dialects as tvdialects
+from harness.dialects import context
 from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 from toolvocab.engine.grammar import DIALECT_GRAMMAR
 from toolvocab.engine.grammar import GRAMMARS
@@ -438,7 +439,6 @@ def plan(
         Toolset(tools),
         system,
         add_sentence=sentence,
-        flow_key="k",
         grammar=GRAMMARS[grammar] if grammar else None,
         profile=profile,
         transcript_names=transcript,
@@ -591,7 +591,6 @@ class Flow:
             self.tools,
             self.d.system_texts(body),
             add_sentence=sentence,
-            flow_key="f",
             grammar=grammar_for(self.d.name, host, profile.grammar if profile else None),
             profile=profile,
             transcript_names=self.d.transcript_names(body),
@@ -607,12 +606,12 @@ class Flow:
 
     def json(self, answer: dict[str, Any]) -> dict[str, Any]:
         out = copy.deepcopy(answer)
-        self.d.rewrite_response(out, self.resolve, self.plan)
+        self.d.rewrite_response(out, context(self.resolve, self.plan, flow_key="f"))
         return out
 
     def stream(self, data: bytes, seed: int = 0) -> bytes:
         rnd = random.Random(seed)
-        rw = self.d.stream_rewriter(self.resolve, self.plan)
+        rw = self.d.stream_rewriter(context(self.resolve, self.plan, flow_key="f"))
         out: list[bytes] = []
         i = 0
         while i < len(data):

@@ -20,6 +20,7 @@ import pytest
 import harness
 from harness import dialects
 from harness.dialects import Fixtures
+from harness.dialects import context
 from harness.dialects import drive
 from harness.dialects import sse_events
 from toolvocab.dialects import detect
@@ -60,12 +61,13 @@ def rewrite_stream(
     *,
     request: str | dict = QWEN,
     plan: Plan | None = None,
+    flow_key: str = "flow-chat-1",
     resolver: Any = None,
     expect_error: bool = False,
 ) -> tuple[bytes, Any]:
-    plan = plan or Plan(flow_key="flow-chat-1")
+    plan = plan or Plan()
     resolver = resolver or Recorder(request, plan)
-    rw = DIALECT.stream_rewriter(resolver, plan)
+    rw = DIALECT.stream_rewriter(context(resolver, plan, flow_key=flow_key))
     assert isinstance(rw, ChatStream)
     out = drive(rw, chunks if chunks is not None else [data])
     if not expect_error:
@@ -397,8 +399,8 @@ def test_rewrite_response_renames_fixes_ids_and_serializes_object_arguments():
     body = load_json("response-foreign.json")
     before = copy.deepcopy(body)
     rec = Recorder(QWEN)
-    plan = Plan(flow_key="flow-json-1")
-    assert DIALECT.rewrite_response(body, rec, plan) is True
+    flow_key = "flow-json-1"
+    assert DIALECT.rewrite_response(body, context(rec, flow_key=flow_key)) is True
     calls = body["choices"][0]["message"]["tool_calls"]
     # Qwen Code's tools, answered with Claude Code's Bash
     assert calls[0] == {
@@ -428,7 +430,7 @@ def test_rewrite_response_renames_fixes_ids_and_serializes_object_arguments():
 def test_rewrite_response_ids_are_deterministic_per_flow_key():
     def ids(key: str) -> list[str]:
         body = load_json("response-foreign.json")
-        DIALECT.rewrite_response(body, Recorder(QWEN), Plan(flow_key=key))
+        DIALECT.rewrite_response(body, context(Recorder(QWEN), flow_key=key))
         return [c["id"] for c in body["choices"][0]["message"]["tool_calls"]]
 
     assert ids("flow-a") == ids("flow-a")
@@ -459,7 +461,7 @@ def test_rewrite_response_two_empty_ids_get_distinct_ids():
             }
         ]
     }
-    assert DIALECT.rewrite_response(body, Recorder(QWEN), Plan(flow_key="f"))
+    assert DIALECT.rewrite_response(body, context(Recorder(QWEN), flow_key="f"))
     a, b = (c["id"] for c in body["choices"][0]["message"]["tool_calls"])
     assert a != b and TC_ID.match(a) and TC_ID.match(b)
 
@@ -485,14 +487,14 @@ def test_rewrite_response_duplicate_id_gets_a_new_one():
             }
         ]
     }
-    assert DIALECT.rewrite_response(body, Recorder(QWEN), Plan(flow_key="f"))
+    assert DIALECT.rewrite_response(body, context(Recorder(QWEN), flow_key="f"))
     calls = body["choices"][0]["message"]["tool_calls"]
     assert calls[0]["id"] == "call_same" and calls[1]["id"] == stable_call_id("f", 1)
 
 
 def test_rewrite_response_legacy_function_call():
     body = load_json("response-legacy-function-call.json")
-    assert DIALECT.rewrite_response(body, Recorder(QWEN), Plan())
+    assert DIALECT.rewrite_response(body, context(Recorder(QWEN)))
     assert body["choices"][0]["message"]["function_call"] == {
         "name": "run_shell_command",
         "arguments": '{"command":"pwd"}',
@@ -511,7 +513,7 @@ def test_rewrite_response_declared_calls_unchanged():
     ]
     before = copy.deepcopy(body)
     rec = Recorder(QWEN)
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body == before
     assert [d.action for d in rec.decisions] == [Action.KEEP]
 
@@ -534,7 +536,7 @@ def test_rewrite_response_opencode_read_fitted_to_file_path_key():
             }
         ]
     }
-    assert DIALECT.rewrite_response(body, Recorder(OPENCODE), Plan())
+    assert DIALECT.rewrite_response(body, context(Recorder(OPENCODE)))
     fn = body["choices"][0]["message"]["tool_calls"][0]["function"]
     assert fn["name"] == "read" and orjson.loads(fn["arguments"]) == {"filePath": "/repo/src/app.ts"}
 
@@ -553,7 +555,7 @@ def test_rewrite_response_undeclared_unknown_name_left():
     }
     before = copy.deepcopy(body)
     rec = Recorder(QWEN)
-    assert DIALECT.rewrite_response(body, rec, Plan()) is False
+    assert DIALECT.rewrite_response(body, context(rec)) is False
     assert body == before and rec.decisions[0].action is Action.LEAVE
 
 
@@ -574,7 +576,7 @@ def test_rewrite_response_undeclared_unknown_name_left():
 )
 def test_rewrite_response_odd_shapes_change_nothing(body):
     before = copy.deepcopy(body)
-    changed = DIALECT.rewrite_response(body, Recorder(QWEN), Plan())
+    changed = DIALECT.rewrite_response(body, context(Recorder(QWEN)))
     if not changed:
         assert body == before
 
@@ -781,8 +783,8 @@ def test_new_id_per_fragment_with_the_name_repeated_stays_one_call():
 @pytest.mark.parametrize("seed", range(20))
 def test_missing_ids_get_deterministic_tc_ids(seed):
     upstream = load_bytes("stream-missing-ids.sse")
-    plan = Plan(flow_key="flow-ids-a")
-    out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), plan=plan)
+    flow_key = "flow-ids-a"
+    out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), flow_key=flow_key)
     assert_only_tool_deltas_changed(upstream, out)
     assert_conformant(out)
     calls = sdk_calls(out)
@@ -793,9 +795,9 @@ def test_missing_ids_get_deterministic_tc_ids(seed):
 
 def test_missing_ids_same_for_same_flow_and_different_for_another():
     upstream = load_bytes("stream-missing-ids.sse")
-    a1, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-a"))
-    a2, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(7)), plan=Plan(flow_key="flow-a"))
-    b, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-b"))
+    a1, _ = rewrite_stream(upstream, flow_key="flow-a")
+    a2, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(7)), flow_key="flow-a")
+    b, _ = rewrite_stream(upstream, flow_key="flow-b")
     assert a1 == a2
     ids_a = [c["id"] for c in sdk_calls(a1)]
     ids_b = [c["id"] for c in sdk_calls(b)]
@@ -809,7 +811,7 @@ def test_empty_ids_are_replaced_like_missing_ones():
         .replace(b'{"index":1,"type"', b'{"index":1,"id":"","type"')
     )
     assert upstream.count(b'"id":""') == 2
-    out, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-e"))
+    out, _ = rewrite_stream(upstream, flow_key="flow-e")
     assert_conformant(out)
     assert [c["id"] for c in sdk_calls(out)] == [stable_call_id("flow-e", 0), stable_call_id("flow-e", 1)]
 
@@ -820,13 +822,13 @@ def test_same_id_on_two_indexes_second_gets_a_stable_id():
         .replace(b'{"index":0,"type"', b'{"index":0,"id":"call_dup","type"')
         .replace(b'{"index":1,"type"', b'{"index":1,"id":"call_dup","type"')
     )
-    out, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-d"))
+    out, _ = rewrite_stream(upstream, flow_key="flow-d")
     assert [c["id"] for c in sdk_calls(out)] == ["call_dup", stable_call_id("flow-d", 1)]
 
 
 def test_real_ids_pass_unchanged_when_only_one_call_lacks_one():
     upstream = load_bytes("stream-missing-ids.sse").replace(b'{"index":0,"type"', b'{"index":0,"id":"call_real","type"')
-    out, _ = rewrite_stream(upstream, plan=Plan(flow_key="flow-m"))
+    out, _ = rewrite_stream(upstream, flow_key="flow-m")
     assert [c["id"] for c in sdk_calls(out)] == ["call_real", stable_call_id("flow-m", 1)]
     first_event = events_of(upstream)[0]
     assert first_event.raw in out  # the call with a real id is left byte-identical
@@ -1046,7 +1048,7 @@ def test_nameless_fragment_without_id_only_gets_an_id():
     upstream = (
         b'data: {"choices":[{"delta":{"tool_calls":[5, null, {"index":0,"function":null}]}}]}\n\ndata: [DONE]\n\n'
     )
-    out, _ = rewrite_stream(upstream, plan=Plan(flow_key="odd"))
+    out, _ = rewrite_stream(upstream, flow_key="odd")
     [event, done] = events_of(out)
     assert event.json()["choices"][0]["delta"]["tool_calls"][:2] == [5, None]
     assert event.json()["choices"][0]["delta"]["tool_calls"][2]["id"] == stable_call_id("odd", 0)
@@ -1100,6 +1102,6 @@ def test_a_finish_reason_of_any_json_type_is_read_without_error(finish_reason):
     body = load_json("response-foreign.json")
     body["choices"][0]["finish_reason"] = finish_reason
     rec = Recorder(QWEN)
-    assert DIALECT.rewrite_response(body, rec, Plan(flow_key="flow-json-1")) is True
+    assert DIALECT.rewrite_response(body, context(rec, flow_key="flow-json-1")) is True
     assert body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "run_shell_command"
     assert body["choices"][0]["finish_reason"] == finish_reason

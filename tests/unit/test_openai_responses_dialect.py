@@ -20,6 +20,7 @@ import pytest
 import harness
 from harness import dialects
 from harness.dialects import Fixtures
+from harness.dialects import context
 from harness.dialects import drive
 from harness.dialects import sse_events
 from toolvocab.dialects import detect
@@ -60,12 +61,13 @@ def rewrite_stream(
     chunks: list[bytes] | None = None,
     *,
     plan: Plan | None = None,
+    flow_key: str = "flow-resp-1",
     resolver: Any = None,
     expect_error: bool = False,
 ) -> tuple[bytes, Any]:
-    plan = plan or Plan(flow_key="flow-resp-1")
+    plan = plan or Plan()
     resolver = resolver or Recorder(CODEX, plan)
-    rw = DIALECT.stream_rewriter(resolver, plan)
+    rw = DIALECT.stream_rewriter(context(resolver, plan, flow_key=flow_key))
     assert isinstance(rw, ResponsesStream)
     out = drive(rw, chunks if chunks is not None else [data])
     if not expect_error:
@@ -345,7 +347,7 @@ def test_echo_of_namespace_without_trailing_separator_renamed_back():
             }
         ],
     }
-    DIALECT.rewrite_response(response, Recorder(request, plan), plan)
+    DIALECT.rewrite_response(response, context(Recorder(request, plan), plan))
     assert (response["output"][0]["namespace"], response["output"][0]["name"]) == ("mcp__cua_repl", "js")
     assert response["tools"][0]["tools"][0]["name"] == "js"
 
@@ -357,7 +359,7 @@ def test_rewrite_response_repairs_calls_and_leaves_everything_else():
     body = load_json("response-foreign.json")
     before = copy.deepcopy(body)
     rec = Recorder()
-    assert DIALECT.rewrite_response(body, rec, Plan()) is True
+    assert DIALECT.rewrite_response(body, context(rec)) is True
     out = body["output"]
     # Codex's old shell tool with argv → exec_command {cmd}
     assert out[2] == {**before["output"][2], "name": "exec_command", "arguments": '{"cmd":"echo hi"}'}
@@ -384,14 +386,14 @@ def test_rewrite_response_declared_only_is_unchanged():
     body = load_json("response-foreign.json")
     body["output"] = [body["output"][0], body["output"][6]]
     before = copy.deepcopy(body)
-    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert DIALECT.rewrite_response(body, context(Recorder())) is False
     assert body == before
 
 
 def test_rewrite_response_echo_reverse_renamed():
     plan = Plan(rename_map=UPSTREAM_RENAME)
     body = completed(load_bytes("stream-upstream-names.sse"))
-    assert DIALECT.rewrite_response(body, Recorder(CODEX, plan), plan) is True
+    assert DIALECT.rewrite_response(body, context(Recorder(CODEX, plan), plan)) is True
     assert [(i.get("namespace"), i["name"]) for i in body["output"]] == [
         (None, "exec_command"),
         ("mcp__github__", "create_issue"),
@@ -415,7 +417,7 @@ def test_rewrite_response_echo_reverse_renamed():
 )
 def test_rewrite_response_odd_shapes(body):
     before = copy.deepcopy(body)
-    assert DIALECT.rewrite_response(body, Recorder(), Plan()) is False
+    assert DIALECT.rewrite_response(body, context(Recorder())) is False
     assert body == before
 
 
@@ -667,7 +669,7 @@ def frames_of(sse: bytes) -> list[bytes]:
 def run_units(frames: list[bytes], plan: Plan | None = None) -> tuple[list[list[bytes]], Any]:
     plan = plan or Plan()
     rec = Recorder(CODEX, plan)
-    rw = DIALECT.stream_rewriter(rec, plan)
+    rw = DIALECT.stream_rewriter(context(rec, plan))
     sent: list[list[bytes]] = []
     for raw in frames:
         unit = JSONFrame(raw)

@@ -300,9 +300,7 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
 def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataObject, name: str, mode: str) -> None:
     body = data.draw(BODIES[name], label="body")
     raw = data.draw(spellings(body), label="raw")
-    request = pipeline.Request(
-        raw, "POST", PATHS[name], "api.example.com", {"user-agent": "claude-cli/2.0.1"}.get, "flow-1"
-    )
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "claude-cli/2.0.1"}.get)
     peeked = pipeline.handle(request, pipeline.Settings(mode=mode, peek=True), pipeline.Caches())
     whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
     if isinstance(peeked, pipeline.Handled) and not peeked.verified:
@@ -321,21 +319,25 @@ def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataOb
 def test_a_run_of_requests_gets_what_each_whole_read_gives(data: st.DataObject, name: str, mode: str) -> None:
     """One client's requests in a row through one :class:`pipeline.Caches` (toolsets, plans,
     and which of the client's requests were written, which decides whether the next is peeked):
-    each gets what a whole read of it alone gives."""
+    each gets what a whole read of it alone gives; a plan the cache hands out to several of them is
+    the same plan at the end of the run (shared plans are never changed)."""
     shared = pipeline.Caches()
+    handed: list[tuple[Any, dict]] = []
     for turn in range(data.draw(st.integers(2, 6), label="turns")):
         body = data.draw(BODIES[name], label=f"body {turn}")
         raw = data.draw(spellings(body), label=f"raw {turn}")
-        request = pipeline.Request(
-            raw, "POST", PATHS[name], "api.example.com", {"user-agent": "agent/1"}.get, f"flow-{turn}"
-        )
+        request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "agent/1"}.get)
         got = pipeline.handle(request, pipeline.Settings(mode=mode), shared)
         whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
+        if isinstance(got, pipeline.Handled):
+            handed.append((got.plan, got.plan.model_dump()))
         if isinstance(got, pipeline.Handled) and not got.verified:
             assert isinstance(whole, pipeline.Handled) and whole.content is None
             assert summary(got)[:-1] == summary(whole)[:-1]
         else:
             assert summary(got) == summary(whole)
+    for plan, dumped in handed:
+        assert plan.model_dump() == dumped
 
 
 def summary(result: pipeline.Handled | pipeline.Skipped | None) -> Any:
@@ -349,6 +351,7 @@ def summary(result: pipeline.Handled | pipeline.Skipped | None) -> Any:
             result.wants_stream,
             result.windows,
             result.content,
+            result.call_ids,
             result.verified,
         )
     return result
@@ -369,9 +372,7 @@ def test_the_five_agents_requests_are_peeked() -> None:
             flows = [f for f in mio.FlowReader(fh).stream() if hasattr(f, "request")]
         for f in flows:
             raw = original_request(f)
-            req = pipeline.Request(
-                raw, f.request.method, f.request.path, f.request.pretty_host, f.request.headers.get, f.id
-            )
+            req = pipeline.Request(raw, f.request.method, f.request.path, f.request.pretty_host, f.request.headers.get)
             whole = pipeline.handle(req, pipeline.Settings(mode="repair", peek=False), pipeline.Caches())
             if not isinstance(whole, pipeline.Handled):
                 continue
@@ -427,15 +428,15 @@ def test_a_body_the_typed_decoder_cannot_read_is_read_whole(name: str) -> None:
 )
 def test_a_replayed_id_the_upstream_rejects_is_aliased_by_the_whole_read(name: str, body: dict, peeked: bool) -> None:
     """The peek reads no body with a replayed id the upstream rejects: the whole read writes the
-    body with the id aliased (``Plan.call_ids``), whichever way the pipeline was asked to read."""
+    body with the id aliased (``Handled.call_ids``), whichever way the pipeline was asked to read."""
     body = {**body, "tools": [{"name": "Bash"} if name == "anthropic" else {"type": "function", "name": "Bash"}]}
     raw = orjson.dumps(body)
     dialect = dialects.by_name(name)
     assert dialect is not None and (dialect.peek("POST", PATHS[name], raw) is not None) is peeked
-    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {}.get, "flow-1")
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {}.get)
     got = pipeline.handle(request, pipeline.Settings(mode="repair"), pipeline.Caches())
     assert isinstance(got, pipeline.Handled) and got.verified is not peeked
-    assert (got.content is None) is peeked and bool(got.plan.call_ids) is not peeked
+    assert (got.content is None) is peeked and bool(got.call_ids) is not peeked
 
 
 @pytest.mark.parametrize("at", [0, 7, 8, 9])

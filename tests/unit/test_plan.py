@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
@@ -185,9 +186,16 @@ def test_plan_reverse_map_is_the_inverse_of_the_rename_map() -> None:
     assert make_plan(toolset("Bash"), [], add_sentence=True).rename_map == {}
 
 
-def test_make_plan_keeps_the_flow_key() -> None:
-    assert make_plan(toolset("Bash"), [], add_sentence=False, flow_key="flow-1").flow_key == "flow-1"
-    assert make_plan(toolset("Bash"), [], add_sentence=False).flow_key == ""
+def test_a_plan_holds_nothing_of_one_flow_and_cannot_be_changed() -> None:
+    """Flows share a plan (:class:`PlanCache`): its fields cannot be set, and a flow's key or ids
+    are not among them (they are the dialects' ``FlowContext``)."""
+    plan = make_plan(toolset("Bash"), [], add_sentence=True)
+    with pytest.raises(ValidationError):
+        plan.prompt_sentence = None
+    with pytest.raises(ValidationError):
+        Plan(flow_key="flow-1")
+    with pytest.raises(ValidationError):
+        Plan(call_ids={"a": "b"})
 
 
 def test_plan_dumps_to_json() -> None:

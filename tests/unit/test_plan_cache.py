@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from toolvocab.engine.grammar import GRAMMARS
 from toolvocab.engine.ladder import Toolset
@@ -75,7 +77,6 @@ def test_every_request_gets_the_plan_make_plan_gives_it(data: Any) -> None:
         args = dict(
             system_texts=data.draw(st.sampled_from(pools["system"])),
             add_sentence=data.draw(st.booleans()),
-            flow_key=f"flow-{k}",
             grammar=data.draw(st.sampled_from(pools["grammar"])),
             profile=data.draw(st.sampled_from(pools["profile"])),
             transcript_names=data.draw(st.sampled_from(pools["transcript"])),
@@ -85,19 +86,18 @@ def test_every_request_gets_the_plan_make_plan_gives_it(data: Any) -> None:
         assert got.model_dump() == want.model_dump()
 
 
-def test_plans_handed_out_do_not_share_state() -> None:
-    """Each request gets its own copy: changing one plan's maps leaves the next request's alone."""
+def test_the_cache_hands_out_the_plan_itself() -> None:
+    """Plans are never changed, so the cache keeps no copy per request: the same inputs get the
+    same plan object, equal to :func:`make_plan`'s, and it cannot be changed."""
     cache = PlanCache()
     tools = _toolset((("web.search", "function", 0),))
-    first = cache.plan(tools, [], add_sentence=True, flow_key="a", grammar=GRAMMARS["openai"])
+    first = cache.plan(tools, [], add_sentence=True, grammar=GRAMMARS["openai"])
     assert first.rename_map and first.prompt_sentence
-    first.rename_map.clear()
-    first.unmentioned.append("junk")
-    second = cache.plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"])
-    assert (
-        second.model_dump()
-        == make_plan(tools, [], add_sentence=True, flow_key="b", grammar=GRAMMARS["openai"]).model_dump()
-    )
+    second = cache.plan(tools, [], add_sentence=True, grammar=GRAMMARS["openai"])
+    assert second is first
+    assert second.model_dump() == make_plan(tools, [], add_sentence=True, grammar=GRAMMARS["openai"]).model_dump()
+    with pytest.raises(ValidationError):
+        first.rename_map = {}
 
 
 def test_long_system_texts_are_planned_afresh(monkeypatch) -> None:
@@ -109,6 +109,6 @@ def test_long_system_texts_are_planned_afresh(monkeypatch) -> None:
     cache = PlanCache()
     tools = _toolset((("Read", "function", 0), ("Bash", "function", 1)))
     for text in ("use Read", "use Read and Bash, always"):
-        got = cache.plan(tools, [text], add_sentence=True, flow_key="f")
-        assert got.model_dump() == make_plan(tools, [text], add_sentence=True, flow_key="f").model_dump()
+        got = cache.plan(tools, [text], add_sentence=True)
+        assert got.model_dump() == make_plan(tools, [text], add_sentence=True).model_dump()
     assert len(cache._plans) == 1  # only the short one

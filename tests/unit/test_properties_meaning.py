@@ -44,6 +44,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from harness.dialects import context
 from toolvocab.dialects.anthropic import DIALECT as anthropic_dialect
 from toolvocab.dialects.gemini import DIALECT as gemini_dialect
 from toolvocab.dialects.openai_chat import DIALECT as chat_dialect
@@ -57,7 +58,6 @@ from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
-from toolvocab.engine.plan import Plan
 from toolvocab.engine.shellwords import is_portable
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -589,7 +589,7 @@ def test_the_client_receives_what_the_model_meant(dialect: str, data: st.DataObj
     body, read = build(call, raw)
     original = orjson.dumps(body)
     resolver = _Resolver(Toolset(tools), reverse)
-    changed = module.rewrite_response(body, resolver, Plan())
+    changed = module.rewrite_response(body, context(resolver))
     name, namespace, args = read(body)
     if not changed:
         assert orjson.dumps(body) == original

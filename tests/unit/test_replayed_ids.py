@@ -16,10 +16,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 import harness
+from harness.dialects import context
 from harness.fixtures import env  # noqa: F401  (pytest fixtures)
 from harness.fixtures import loaded  # noqa: F401
 from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.anthropic import AnthropicStream
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.ladder import Toolset
@@ -102,10 +104,9 @@ def test_aliases_are_valid_distinct_and_never_an_existing_id(ids):
 
 def test_kimi_ids_in_history_are_aliased_at_both_ends_of_each_pair():
     body = history("functions.Bash:0", "toolu_01Ok")
-    plan = Plan(flow_key="k")
-    assert ANTHROPIC.apply_request(body, plan)
+    aliases = ANTHROPIC.alias_call_ids(body)
     got = pairs(body)
-    alias = plan.call_ids["functions.Bash:0"]
+    alias = aliases["functions.Bash:0"]
     assert got == [(alias, alias), ("toolu_01Ok", "toolu_01Ok")]
     assert "messages" in ANTHROPIC.request_keys(history("functions.Bash:0"), Plan())
 
@@ -113,9 +114,9 @@ def test_kimi_ids_in_history_are_aliased_at_both_ends_of_each_pair():
 def test_valid_ids_leave_the_request_as_it_came():
     body = history("toolu_01A", "call_2-b")
     before = copy.deepcopy(body)
-    plan = Plan(flow_key="k")
-    assert not ANTHROPIC.apply_request(body, plan)
-    assert body == before and plan.call_ids == {}
+    assert ANTHROPIC.alias_call_ids(body) == {}
+    assert not ANTHROPIC.apply_request(body, Plan())
+    assert body == before
     assert "messages" not in ANTHROPIC.request_keys(body, Plan())
 
 
@@ -123,7 +124,7 @@ def test_valid_ids_leave_the_request_as_it_came():
 @given(st.lists(st.text(min_size=1, max_size=10), min_size=1, max_size=5, unique=True))
 def test_every_pair_still_pairs_and_every_sent_id_is_valid(ids):
     body = history(*ids)
-    ANTHROPIC.apply_request(body, Plan())
+    ANTHROPIC.alias_call_ids(body)
     for use, result in pairs(body):
         assert use == result and PATTERN.match(use)
     assert len({u for u, _ in pairs(body)}) == len(ids)
@@ -141,17 +142,17 @@ def answer(call_id: str) -> dict:
 
 
 def test_an_alias_in_the_answer_goes_back_to_the_clients_id():
-    plan = Plan(flow_key="k", call_ids={"functions.Bash:0": "tvid_a97d15071f75fb2043da80d3"})
+    flow = context(resolver, flow_key="k", call_ids={"functions.Bash:0": "tvid_a97d15071f75fb2043da80d3"})
     body = answer("tvid_a97d15071f75fb2043da80d3")
-    assert ANTHROPIC.rewrite_response(body, resolver, plan)
+    assert ANTHROPIC.rewrite_response(body, flow)
     assert body["content"][0]["id"] == "functions.Bash:0"
 
 
 def test_a_fresh_id_in_the_answer_is_left():
-    plan = Plan(flow_key="k", call_ids={"functions.Bash:0": "tvid_a97d15071f75fb2043da80d3"})
+    flow = context(resolver, flow_key="k", call_ids={"functions.Bash:0": "tvid_a97d15071f75fb2043da80d3"})
     body = answer("toolu_01New")
     before = json.dumps(body)
-    assert not ANTHROPIC.rewrite_response(body, resolver, plan)
+    assert not ANTHROPIC.rewrite_response(body, flow)
     assert json.dumps(body) == before
 
 
@@ -194,8 +195,8 @@ def _stream(call_id: str) -> bytes:
     return b"".join(f"event: {e}\ndata: {json.dumps(d)}\n\n".encode() for e, d in events)
 
 
-def _run_stream(raw: bytes, plan: Plan) -> bytes:
-    rewriter = AnthropicStream(resolver, plan)
+def _run_stream(raw: bytes, flow: FlowContext) -> bytes:
+    rewriter = AnthropicStream(flow)
     parser = SSEParser()
     out = b"".join(b"".join(rewriter.on_event(e)) for e in parser.feed(raw))
     return out + b"".join(rewriter.at_end())
@@ -211,10 +212,10 @@ def _stream_ids(out: bytes) -> list[str]:
 
 
 def test_streamed_alias_goes_back_and_a_fresh_id_is_left():
-    plan = Plan(flow_key="k", call_ids={"functions.Bash:0": "tvid_a97d15071f75fb2043da80d3"})
-    assert _stream_ids(_run_stream(_stream("tvid_a97d15071f75fb2043da80d3"), plan)) == ["functions.Bash:0"]
+    flow = context(resolver, flow_key="k", call_ids={"functions.Bash:0": "tvid_a97d15071f75fb2043da80d3"})
+    assert _stream_ids(_run_stream(_stream("tvid_a97d15071f75fb2043da80d3"), flow)) == ["functions.Bash:0"]
     raw = _stream("toolu_01New")
-    assert _run_stream(raw, plan) == raw
+    assert _run_stream(raw, flow) == raw
 
 
 # -- through the addon ------------------------------------------------------------------------
@@ -275,25 +276,24 @@ def responses_history(*ids: str) -> dict:
 
 def test_a_responses_call_id_over_64_characters_is_aliased_at_both_ends():
     body = responses_history(LONG_ID, "call_ok")
-    plan = Plan(flow_key="k")
-    assert "input" in RESPONSES.request_keys(body, plan)
-    assert RESPONSES.apply_request(body, plan)
+    assert "input" in RESPONSES.request_keys(body, Plan())
+    aliases = RESPONSES.alias_call_ids(body)
     sent = [i["call_id"] for i in body["input"] if "call_id" in i]
     assert sent[0] == sent[1] != LONG_ID and len(sent[0]) <= 64 and sent[2:] == ["call_ok", "call_ok"]
-    assert plan.call_ids == {LONG_ID: sent[0]}
+    assert aliases == {LONG_ID: sent[0]}
 
 
 def test_responses_ids_of_64_characters_or_fewer_leave_the_request_as_it_came():
     body = responses_history("c" * 64, "call_ok")
     before = copy.deepcopy(body)
-    plan = Plan(flow_key="k")
-    assert not RESPONSES.apply_request(body, plan)
-    assert body == before and plan.call_ids == {}
+    assert RESPONSES.alias_call_ids(body) == {}
+    assert not RESPONSES.apply_request(body, Plan())
+    assert body == before
 
 
 def test_a_responses_answer_naming_the_alias_gives_the_client_its_own_id():
     alias = id_aliases([LONG_ID], lambda i: len(i) <= 64)[LONG_ID]
-    plan = Plan(flow_key="k", call_ids={LONG_ID: alias})
+    flow = context(resolver, flow_key="k", call_ids={LONG_ID: alias})
     body = {
         "id": "resp_1",
         "object": "response",
@@ -309,5 +309,5 @@ def test_a_responses_answer_naming_the_alias_gives_the_client_its_own_id():
             }
         ],
     }
-    assert RESPONSES.rewrite_response(body, resolver, plan)
+    assert RESPONSES.rewrite_response(body, flow)
     assert body["output"][0]["call_id"] == LONG_ID

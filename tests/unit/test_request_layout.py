@@ -248,7 +248,6 @@ def test_request_keys_name_every_key_apply_request_changes(
         tools,
         dialect.system_texts(body),
         add_sentence=sentence,
-        flow_key="k",
         grammar=GRAMMARS["openai"],
         transcript_names=dialect.transcript_names(body),
     )

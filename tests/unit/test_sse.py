@@ -17,6 +17,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from harness import random_chunks
+from harness.dialects import context
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.dialects.sse import SSEParser
@@ -467,7 +468,6 @@ def _stream_cases():
     from toolvocab.engine.ladder import Toolset
     from toolvocab.engine.ladder import resolve
     from toolvocab.engine.models import DeclaredTool
-    from toolvocab.engine.plan import Plan
 
     tools = Toolset(
         [DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})]
@@ -596,14 +596,14 @@ def _stream_cases():
         ("responses", responses, responses_text, responses_tool),
         ("gemini", gemini, gemini_text, gemini_tool),
     ):
-        make = lambda d=dialect: d.stream_rewriter(Resolver(), Plan(flow_key="linear"))  # noqa: E731
+        make = lambda d=dialect: d.stream_rewriter(context(Resolver(), flow_key="linear"))  # noqa: E731
         cases.append((f"{name}-long-text-event", make, lambda size, f=text: f(size).encode()))
         cases.append((f"{name}-long-call-event", make, lambda size, f=tool: f(size, 1).encode()))
         cases.append((f"{name}-many-deltas-in-a-held-call", make, lambda size, f=tool: f(size, size // 50).encode()))
     cases.append(
         (
             "chat-markup-in-text",
-            lambda: chat.stream_rewriter(Resolver(), Plan(flow_key="linear")),
+            lambda: chat.stream_rewriter(context(Resolver(), flow_key="linear")),
             lambda size: chat_markup(size, size // 50).encode(),
         )
     )
@@ -641,12 +641,11 @@ def test_anthropic_held_block_goes_out_as_it_came_when_its_events_arrive_out_of_
     from toolvocab.engine.ladder import Toolset
     from toolvocab.engine.ladder import resolve
     from toolvocab.engine.models import DeclaredTool
-    from toolvocab.engine.plan import Plan
 
     tools = Toolset(
         [DeclaredTool(name="Bash", parameters={"type": "object", "properties": {"command": {"type": "string"}}})]
     )
-    rw = DIALECT.stream_rewriter(lambda call: resolve(call, tools, {}), Plan(flow_key="ooo"))
+    rw = DIALECT.stream_rewriter(context(lambda call: resolve(call, tools, {}), flow_key="ooo"))
 
     def ev(obj):
         return f"event: {obj['type']}\ndata: {orjson.dumps(obj).decode()}\n\n".encode()

@@ -16,12 +16,12 @@ import random
 import pytest
 
 import toolvocab.dialects as tvdialects
+from harness.dialects import context
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
-from toolvocab.engine.plan import Plan
 
 TOOLS = Toolset(
     [
@@ -168,7 +168,7 @@ def repeat_a_key(event: bytes, rnd: random.Random) -> bytes:
 
 def run(dialect: str, data: bytes, rnd: random.Random) -> tuple[bytes, object, Resolver]:
     resolver = Resolver()
-    rw = tvdialects.by_name(dialect).stream_rewriter(resolver, Plan(flow_key="k"))
+    rw = tvdialects.by_name(dialect).stream_rewriter(context(resolver, flow_key="k"))
     out: list[bytes] = []
     i = 0
     while i < len(data):

@@ -21,6 +21,7 @@ import pytest
 
 from harness import random_chunks
 from harness.dialects import Recorder
+from harness.dialects import context
 from harness.dialects import rewrite
 from harness.dialects import split_text
 from harness.dialects import sse_events
@@ -51,7 +52,8 @@ TOOLS = Toolset(
         DeclaredTool(name="square_the_number", input_schema=SCHEMA_SQUARE),
     ]
 )
-PLAN = Plan(flow_key="flow-issue-14")
+PLAN = Plan()
+FLOW_KEY = "flow-issue-14"
 
 READ = ("read_file", {"path": "README.md"})
 SQUARE = ("square_the_number", {"input_num": 1024})
@@ -215,7 +217,7 @@ def split_bytes(data: bytes, rnd: random.Random) -> list[bytes]:
 
 
 def run_stream(dialect: Any, chunks: list[bytes]) -> bytes:
-    return rewrite(dialect, Resolver(), PLAN, chunks)
+    return rewrite(dialect, Resolver(), PLAN, chunks, flow_key=FLOW_KEY)
 
 
 def events(data: bytes) -> list[dict[str, Any]]:
@@ -232,7 +234,7 @@ def sse(name: str | None, data: dict[str, Any]) -> bytes:
 
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
 def test_lift_positive(text: str, calls: list, remaining: str) -> None:
-    found = textcalls.lift(text, Resolver(), lambda i: f"id{i}")
+    found = textcalls.lift(text, context(Resolver()), lambda i: f"id{i}")
     assert found is not None
     left, lifted = found
     assert [(c.name, c.arguments) for c in lifted] == calls
@@ -241,7 +243,7 @@ def test_lift_positive(text: str, calls: list, remaining: str) -> None:
 
 @pytest.mark.parametrize("text", NEGATIVE)
 def test_lift_negative(text: str) -> None:
-    assert textcalls.lift(text, Resolver(), lambda i: f"id{i}") is None
+    assert textcalls.lift(text, context(Resolver()), lambda i: f"id{i}") is None
 
 
 def test_json_families_keep_the_models_spelling_for_the_ladder() -> None:
@@ -268,13 +270,13 @@ def test_a_call_with_a_key_an_open_schema_does_not_declare_is_never_lifted(extra
         + extra
         + "}}\n</tool_call>"
     )
-    assert textcalls.lift(text, partial(Recorder, open_tools)(), lambda i: f"id{i}") is None
+    assert textcalls.lift(text, context(partial(Recorder, open_tools)()), lambda i: f"id{i}") is None
     plain = '<tool_call>\n{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}\n</tool_call>'
-    assert textcalls.lift(plain, partial(Recorder, open_tools)(), lambda i: f"id{i}") is not None
+    assert textcalls.lift(plain, context(partial(Recorder, open_tools)()), lambda i: f"id{i}") is not None
 
 
 def test_no_declared_tools_no_lift() -> None:
-    assert textcalls.lift(HERMES, lambda call: resolve(call, TOOLS, {}), lambda i: "x") is None
+    assert textcalls.lift(HERMES, context(lambda call: resolve(call, TOOLS, {})), lambda i: "x") is None
 
 
 # -- Anthropic -----------------------------------------------------------------------------------
@@ -354,7 +356,7 @@ def anthropic_view(data: bytes) -> dict[str, Any]:
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
 def test_anthropic_json_lift(text: str, calls: list, remaining: str) -> None:
     body = anthropic_json(text)
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert [(b["name"], b["input"]) for b in body["content"] if b["type"] == "tool_use"] == calls
     assert all(b["id"].startswith("tc_") for b in body["content"] if b["type"] == "tool_use")
     assert "".join(b["text"] for b in body["content"] if b["type"] == "text") == remaining
@@ -365,14 +367,14 @@ def test_anthropic_json_lift(text: str, calls: list, remaining: str) -> None:
 def test_anthropic_json_negative_is_unchanged(text: str) -> None:
     body = anthropic_json(text)
     before = orjson.dumps(body)
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
 def test_anthropic_json_with_a_real_tool_use_keeps_the_text() -> None:
     body = anthropic_json(HERMES)
     body["content"].append({"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}})
-    ANTHROPIC.rewrite_response(body, Resolver(), PLAN)
+    ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert body["content"][0] == {"type": "text", "text": HERMES}
 
 
@@ -399,7 +401,7 @@ def test_anthropic_stream_prose_goes_out_at_once() -> None:
     """No delay for ordinary text: every event of a prose answer goes out on the feed that
     completes it, unchanged — even when it later quotes markup."""
     upstream = anthropic_sse(["Here is ", "how: ", HERMES[:9], HERMES[9:]])
-    rw = ANTHROPIC.stream_rewriter(Resolver(), PLAN)
+    rw = ANTHROPIC.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     for event in SSEParser().feed(upstream):
         assert rw.feed(event.raw) == [event.raw]
     assert rw.finish() == []
@@ -432,7 +434,7 @@ def test_anthropic_parallel_block_becomes_its_calls_json_and_stream() -> None:
     body = anthropic_json("Reading.")
     body["content"].append({"type": "tool_use", "id": "toolu_w", "name": "multi_tool_use.parallel", "input": wrapper})
     body["stop_reason"] = "tool_use"
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is True
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert [(b["id"], b["name"], b["input"]) for b in body["content"][1:]] == [
         ("toolu_w_0", "read_file", {"path": "README.md"}),
         ("toolu_w_1", "square_the_number", {"input_num": 1024}),
@@ -507,7 +509,7 @@ def chat_json(text: str) -> dict[str, Any]:
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
 def test_chat_json_lift(text: str, calls: list, remaining: str) -> None:
     body = chat_json(text)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is True
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     message = body["choices"][0]["message"]
     assert [(c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == calls
     assert message["content"] == (remaining or None)
@@ -518,7 +520,7 @@ def test_chat_json_lift(text: str, calls: list, remaining: str) -> None:
 def test_chat_json_negative_is_unchanged(text: str) -> None:
     body = chat_json(text)
     before = orjson.dumps(body)
-    CHAT.rewrite_response(body, Resolver(), PLAN)
+    CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert orjson.dumps(body) == before
 
 
@@ -688,7 +690,7 @@ def responses_view(data: bytes) -> dict[str, Any]:
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
 def test_responses_json_lift(text: str, calls: list, remaining: str) -> None:
     body = responses_json(text)
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
+    assert RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert [(o["name"], orjson.loads(o["arguments"])) for o in body["output"] if o["type"] == "function_call"] == calls
     assert all(o["call_id"] and o["id"].startswith("fc_") for o in body["output"] if o["type"] == "function_call")
     messages = [o for o in body["output"] if o["type"] == "message"]
@@ -699,7 +701,7 @@ def test_responses_json_lift(text: str, calls: list, remaining: str) -> None:
 def test_responses_json_negative_is_unchanged(text: str) -> None:
     body = responses_json(text)
     before = orjson.dumps(body)
-    RESPONSES.rewrite_response(body, Resolver(), PLAN)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert orjson.dumps(body) == before
 
 
@@ -742,7 +744,7 @@ def test_responses_parallel_item_becomes_its_calls() -> None:
             }
         ],
     }
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is True
+    assert RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert [(o["call_id"], o["name"], orjson.loads(o["arguments"])) for o in body["output"]] == [
         ("call_w_0", "read_file", {"path": "README.md"}),
         ("call_w_1", "square_the_number", {"input_num": 1024}),
@@ -785,7 +787,7 @@ def gemini_view(data: bytes) -> dict[str, Any]:
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
 def test_gemini_json_lift(text: str, calls: list, remaining: str) -> None:
     body = gemini_json(text)
-    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
+    assert GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     view = gemini_view(b"data: " + orjson.dumps(body) + b"\n\n")
     assert view == {"text": remaining, "calls": calls, "finish": "STOP"}
 
@@ -794,7 +796,7 @@ def test_gemini_json_lift(text: str, calls: list, remaining: str) -> None:
 def test_gemini_json_negative_is_unchanged(text: str) -> None:
     body = gemini_json(text)
     before = orjson.dumps(body)
-    GEMINI.rewrite_response(body, Resolver(), PLAN)
+    GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert orjson.dumps(body) == before
 
 
@@ -818,7 +820,7 @@ def test_gemini_stream_negative_is_byte_identical(text: str, seed: int) -> None:
 
 def test_gemini_stream_prose_goes_out_at_once() -> None:
     upstream = gemini_sse(["Sure, ", "here: ", LLAMA[:6], LLAMA[6:]])
-    rw = GEMINI.stream_rewriter(Resolver(), PLAN)
+    rw = GEMINI.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     for event in SSEParser().feed(upstream):
         assert rw.feed(event.raw) == [event.raw]
     assert rw.finish() == []
@@ -842,7 +844,7 @@ def test_gemini_parallel_part_becomes_its_calls() -> None:
             }
         ]
     }
-    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is True
+    assert GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert gemini_view(b"data: " + orjson.dumps(body) + b"\n\n")["calls"] == [READ, SQUARE]
 
 
@@ -942,7 +944,7 @@ def test_responses_websocket_frames_lift(text: str, calls: list, remaining: str)
     that come out assemble like the SSE events (contiguous output_index and sequence_number)."""
     from toolvocab.dialects.base import JSONFrame
 
-    rw = RESPONSES.stream_rewriter(Resolver(), PLAN)
+    rw = RESPONSES.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     out = []
     for event in events(responses_sse(split_text(text, random.Random(5)))):
         out += rw.on_unit(JSONFrame(orjson.dumps(event)))
@@ -1033,7 +1035,7 @@ def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(
     letter: str, filler: str, markup: str, letter_first: bool, seed: int
 ) -> None:
     text = letter + filler + markup if letter_first else markup + filler + letter
-    assert textcalls.lift(text, Resolver(), lambda i: "x") is None
+    assert textcalls.lift(text, context(Resolver()), lambda i: "x") is None
     for dialect, body in (
         ("anthropic", anthropic_json(text)),
         ("chat", chat_json(text)),
@@ -1041,7 +1043,7 @@ def test_text_that_is_not_markup_alone_stays_as_sent_in_every_dialect(
         ("gemini", gemini_json(text)),
     ):
         before = orjson.dumps(body)
-        STREAM_DIALECTS[dialect].rewrite_response(body, Resolver(), PLAN)
+        STREAM_DIALECTS[dialect].rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
         assert orjson.dumps(body) == before, dialect
     rnd = random.Random(seed)
     for dialect, upstream in _split_all(text, rnd).items():
@@ -1099,7 +1101,7 @@ def test_anthropic_stream_long_reasoning_lead_then_markup(cut: str, monkeypatch:
     reasoning = ["<think>\n"] + [f"step {i}: look at src/a{i}.py\\n " for i in range(50)] + ["done" + cut]
     rest = "</think>"[len(cut) :] + "\n" + HERMES
     upstream = anthropic_sse(reasoning + [rest])
-    rw = ANTHROPIC.stream_rewriter(Resolver(), PLAN)
+    rw = ANTHROPIC.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     events_in = SSEParser().feed(upstream)
     out = b""
     for event in events_in:
@@ -1126,7 +1128,10 @@ def test_chat_json_at_the_token_limit_is_not_lifted() -> None:
     body = chat_json(HERMES)
     body["choices"][0]["finish_reason"] = "length"
     before = orjson.dumps(body)
-    assert CHAT.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -1151,7 +1156,10 @@ def test_anthropic_at_max_tokens_is_not_lifted() -> None:
     body = anthropic_json(HERMES)
     body["stop_reason"] = "max_tokens"
     before = orjson.dumps(body)
-    assert ANTHROPIC.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
     data = anthropic_sse([HERMES]).replace(b'"stop_reason":"end_turn"', b'"stop_reason":"max_tokens"')
     assert run_stream(ANTHROPIC, split_bytes(data, random.Random(1))) == data
 
@@ -1160,7 +1168,10 @@ def test_responses_incomplete_is_not_lifted() -> None:
     body = responses_json(HERMES)
     body["status"] = "incomplete"
     before = orjson.dumps(body)
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
     data = (
         responses_sse([HERMES])
         .replace(b"response.completed", b"response.incomplete")
@@ -1173,7 +1184,10 @@ def test_gemini_at_max_tokens_is_not_lifted() -> None:
     body = gemini_json(HERMES)
     body["candidates"][0]["finishReason"] = "MAX_TOKENS"
     before = orjson.dumps(body)
-    assert GEMINI.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
     data = gemini_sse(split_text(HERMES, random.Random(3))).replace(
         b'"finishReason":"STOP"', b'"finishReason":"MAX_TOKENS"'
     )
@@ -1220,7 +1234,10 @@ def test_markup_at_a_stop_that_is_not_a_natural_end_is_never_lifted(dialect: str
     module = {"openai_chat": CHAT, "anthropic": ANTHROPIC, "gemini": GEMINI}[dialect]
     body, data = _with_stop(dialect, FAMILIES[family], stop)
     before = orjson.dumps(body)
-    assert module.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        module.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
     assert stop.encode() in data
     assert run_stream(module, split_bytes(data, random.Random(4))) == data
 
@@ -1230,7 +1247,10 @@ def test_responses_failed_is_never_lifted(family: str) -> None:
     body = responses_json(FAMILIES[family])
     body["status"] = "failed"
     before = orjson.dumps(body)
-    assert RESPONSES.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
     data = (
         responses_sse([FAMILIES[family]])
         .replace(b"response.completed", b"response.failed")
@@ -1253,6 +1273,9 @@ def test_a_stop_reason_of_any_json_type_is_no_natural_end_and_never_raises(diale
     where = body["choices"][0] if dialect == "openai_chat" else body["candidates"][0] if dialect == "gemini" else body
     where[field] = value
     before = orjson.dumps(body)
-    assert module.rewrite_response(body, Resolver(), PLAN) is False and orjson.dumps(body) == before
+    assert (
+        module.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+        and orjson.dumps(body) == before
+    )
     data = data.replace(f'"{field}":"X"'.encode(), f'"{field}":'.encode() + orjson.dumps(value))
     assert run_stream(module, split_bytes(data, random.Random(6))) == data

@@ -549,6 +549,7 @@ def test_argument_text_that_repeats_a_key_is_never_read(text: str) -> None:
 
 def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> None:
     from harness.dialects import Recorder
+    from harness.dialects import context
     from harness.dialects import rewrite
     from toolvocab.dialects import textcalls
     from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
@@ -556,7 +557,7 @@ def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> N
 
     tools = Toolset([RUN_SHELL])
     markup = '<tool_call>\n{"name": "run_shell_command", "arguments": {"command": "ls", "command": "rm -rf build"}}\n</tool_call>'
-    assert textcalls.lift(markup, Recorder(tools), lambda i: f"id{i}") is None
+    assert textcalls.lift(markup, context(Recorder(tools)), lambda i: f"id{i}") is None
     # Anthropic stream: the input_json_delta fragments join into argument text that repeats a key.
     events = [
         (
@@ -596,7 +597,7 @@ def test_a_repeated_key_in_markup_or_a_stream_is_never_lifted_or_repaired() -> N
     import orjson
 
     data = b"".join(f"event: {n}\ndata: ".encode() + orjson.dumps(d) + b"\n\n" for n, d in events)
-    assert rewrite(ANTHROPIC, Recorder(Toolset([BASH])), Plan(flow_key="dup"), [data]) == data
+    assert rewrite(ANTHROPIC, Recorder(Toolset([BASH])), Plan(), [data], flow_key="dup") == data
 
 
 # ------------------------------------------------------------------ a bare name that is an MCP operation

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from harness import random_chunks
 from harness.dialects import Recorder
+from harness.dialects import context
 from harness.dialects import rewrite
 from harness.dialects import split_text
 from harness.dialects import sse_events
@@ -188,7 +189,8 @@ def test_text_call_state_of_a_growing_text(text: str, state: str) -> None:
 Resolver = partial(Recorder, TOOLS)
 
 
-PLAN = Plan(flow_key="flow-text-calls")
+PLAN = Plan()
+FLOW_KEY = "flow-text-calls"
 
 
 def chat_json(content: str, finish: str = "stop") -> dict[str, Any]:
@@ -216,7 +218,7 @@ def split_bytes(data: bytes, rnd: random.Random) -> list[bytes]:
 
 
 def run_stream(chunks: list[bytes]) -> bytes:
-    return rewrite(DIALECT, Resolver(), PLAN, chunks)
+    return rewrite(DIALECT, Resolver(), PLAN, chunks, flow_key=FLOW_KEY)
 
 
 def client_view(out: bytes) -> dict[str, Any]:
@@ -247,7 +249,7 @@ def client_view(out: bytes) -> dict[str, Any]:
 @pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
 def test_json_answer_of_markup_alone_becomes_tool_calls(text: str, calls: list, remaining: str) -> None:
     body = chat_json(text)
-    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is True
+    assert DIALECT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     choice = body["choices"][0]
     assert [
         (c["function"]["name"], orjson.loads(c["function"]["arguments"])) for c in choice["message"]["tool_calls"]
@@ -260,7 +262,7 @@ def test_json_answer_of_markup_alone_becomes_tool_calls(text: str, calls: list, 
 def test_json_answer_mentioning_markup_is_byte_identical(text: str) -> None:
     body = chat_json(text)
     before = orjson.dumps(body)
-    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is False
+    assert DIALECT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before
 
 
@@ -298,7 +300,7 @@ def test_stream_releases_content_at_once_once_prose_came_before_any_markup() -> 
     upstream = chat_sse(pieces)
     parser = SSEParser()
     events = parser.feed(upstream)
-    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    rw = DIALECT.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     for event in events:
         assert rw.feed(event.raw) == [event.raw]
     assert rw.finish() == []
@@ -309,7 +311,7 @@ def test_stream_holds_markup_until_the_end_of_the_choice() -> None:
     the finish chunk."""
     upstream = chat_sse([XML[:20], XML[20:], "\n"])
     events = SSEParser().feed(upstream)
-    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    rw = DIALECT.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert rw.feed(events[0].raw) == [events[0].raw]  # the role chunk
     for event in events[1:4]:
         assert rw.feed(event.raw) == []
@@ -320,7 +322,7 @@ def test_stream_holds_markup_until_the_end_of_the_choice() -> None:
 def test_stream_reasoning_goes_out_as_it_comes_then_the_markup_is_lifted() -> None:
     upstream = chat_sse(["<think>\nI", " should square it.\n</think>", "\n\n", XML])
     events = SSEParser().feed(upstream)
-    rw = DIALECT.stream_rewriter(Resolver(), PLAN)
+    rw = DIALECT.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     for event in events[:4]:  # role, two reasoning chunks, whitespace: none held
         assert rw.feed(event.raw) == [event.raw]
     assert rw.feed(events[4].raw) == []
@@ -364,7 +366,7 @@ def test_lift_keeps_a_natural_finish_reason_other_than_stop(finish: str) -> None
     # A server whose parser saw the call but left it in the text ends with tool_calls: lifted, the
     # reason kept. content_filter, length…: never lifted (test_text_calls_dialects).
     body = chat_json(XML, finish)
-    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is True
+    assert DIALECT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
     assert body["choices"][0]["finish_reason"] == finish
 
 
@@ -443,7 +445,7 @@ def test_prose_around_markup_is_never_lifted(
     assert extract_text_calls(text, TOOLS) is None
     body = chat_json(text)
     before_bytes = orjson.dumps(body)
-    assert DIALECT.rewrite_response(body, Resolver(), PLAN) is False
+    assert DIALECT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
     assert orjson.dumps(body) == before_bytes
     rnd = random.Random(seed)
     upstream = chat_sse(split_text(text, rnd))

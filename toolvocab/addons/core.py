@@ -310,7 +310,7 @@ class ToolVocab(Configurable):
             self._skip(flow, "request has no body")
             return
         result = pipeline.handle(
-            pipeline.Request(content, req.method, req.path, req.pretty_host, req.headers.get, flow.id),
+            pipeline.Request(content, req.method, req.path, req.pretty_host, req.headers.get),
             self.settings(),
             self.caches,
         )
@@ -326,6 +326,8 @@ class ToolVocab(Configurable):
             result.record,
             wants_stream=result.wants_stream,
             windows=result.windows,
+            flow_key=flow.id,
+            call_ids=result.call_ids,
         )
         if not result.verified:
             state.unverified = content
@@ -424,7 +426,7 @@ class ToolVocab(Configurable):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
         unique = not jsonio.has_duplicate_keys(content, body)  # before the rewrite changes body
-        if state.dialect.rewrite_response(body, state, state.plan) and self.mode != "observe":
+        if state.dialect.rewrite_response(body, state.context) and self.mode != "observe":
             if not state.may_change():
                 return
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
@@ -441,7 +443,7 @@ class ToolVocab(Configurable):
             state.record.response_changed = True
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes) -> None:
-        rewriter = state.dialect.stream_rewriter(state, state.plan)
+        rewriter = state.dialect.stream_rewriter(state.context)
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if rewriter.error:
             state.record.notes.append(rewriter_note(rewriter.error))

@@ -1,5 +1,6 @@
 """Per-flow state between hooks: the dialect, the declared tools, the plan, the record, and the
-resolver the dialects call for every tool call in the answer."""
+:class:`~toolvocab.dialects.base.FlowContext` the dialects get (its resolver records every
+decision in the record)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import Dialect
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
@@ -23,8 +25,11 @@ class FlowState:
     """Per-flow Python state between hooks (never stored in metadata).
 
     Created by the request hook (:class:`toolvocab.addons.core.ToolVocab`) for a flow it will
-    handle, or by the WebSocket transport for each ``response.create`` turn; the dialects call it
-    as their resolver (``state(call) -> Decision``).
+    handle, or by the WebSocket transport for each ``response.create`` turn. ``flow_key``: the
+    flow's (or the WebSocket turn's) id, for the ids of calls that come without one;
+    ``call_ids``: the replayed ids its request sent as aliases
+    (:attr:`toolvocab.dialects.pipeline.Handled.call_ids`). :attr:`context` is what the
+    dialects get.
     """
 
     def __init__(
@@ -35,6 +40,9 @@ class FlowState:
         record: FlowRecord,
         wants_stream: bool,
         windows: bool = False,
+        *,
+        flow_key: str = "",
+        call_ids: dict[str, str] | None = None,
     ) -> None:
         self.dialect = dialect
         self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
@@ -50,6 +58,7 @@ class FlowState:
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
         self.unverified: bytes | None = None  # the client's body, while only peeked (pipeline.Handled.verified)
         self.refused: str | None = None  # why the whole read refused the request (may_change)
+        self.context = FlowContext(self.resolve, plan, tools, flow_key, dict(call_ids or {}))
 
     def may_change(self) -> bool:
         """True when the answer may change on the strength of this flow's request: at once for a
@@ -70,12 +79,9 @@ class FlowState:
         self.record = FlowRecord(mode=self.record.mode, skipped=reason)
         return False
 
-    def __call__(self, call: ToolCall) -> Decision:
-        """The dialects' ``Resolver``: the ladder over this flow's tools; records the decision.
-        ``self.tools`` is there too, for dialects that lift calls out of text."""
-        return self.resolver(call)
-
-    def resolver(self, call: ToolCall) -> Decision:
+    def resolve(self, call: ToolCall) -> Decision:
+        """The ladder (:func:`toolvocab.engine.ladder.resolve`) over this flow's tools; the
+        decision is added to the record."""
         decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client, windows=self.windows)
         self.record.decisions.append(decision)
         return decision

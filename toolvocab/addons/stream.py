@@ -74,7 +74,7 @@ class StreamCallable:
         self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
         self.ended = False  # the first b"" came
         self.stalled = False
-        self.rewriter: StreamRewriter | None = state.dialect.stream_rewriter(state, state.plan)  # None once released
+        self.rewriter: StreamRewriter | None = state.dialect.stream_rewriter(state.context)  # None once released
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
         self.sent = bytearray()  # what the client got, when keep
         self.json_mode: bool | None = None  # decided on the first non-blank byte
@@ -378,7 +378,7 @@ class StreamCallable:
             return body
         try:
             unique = not jsonio.has_duplicate_keys(body, parsed)  # before the rewrite changes parsed
-            if self.state.dialect.rewrite_response(parsed, self.state, self.state.plan) and not self.observe:
+            if self.state.dialect.rewrite_response(parsed, self.state.context) and not self.observe:
                 new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
                 if new is None:
                     self.state.record.notes.append(

@@ -80,7 +80,6 @@ class ToolVocabWebSocket:
                     flow.request.path,
                     flow.request.pretty_host,
                     flow.request.headers.get,
-                    f"{flow.id}:{len(flow.websocket.messages)}",
                 ),
                 self.core.settings(),
                 self.core.caches,
@@ -109,8 +108,17 @@ class ToolVocabWebSocket:
                 record.request_changed = previous.record.request_changed
                 record.response_changed = previous.record.response_changed
             record.streamed = True
-            state = FlowState(dialect, result.tools, result.plan, record, wants_stream=True, windows=result.windows)
-            rewriter = dialect.stream_rewriter(state, result.plan)
+            state = FlowState(
+                dialect,
+                result.tools,
+                result.plan,
+                record,
+                wants_stream=True,
+                windows=result.windows,
+                flow_key=f"{flow.id}:{len(flow.websocket.messages)}",
+                call_ids=result.call_ids,
+            )
+            rewriter = dialect.stream_rewriter(state.context)
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
             state.ws_rewriter = rewriter
             self._ws[flow.id] = state

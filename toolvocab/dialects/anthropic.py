@@ -19,12 +19,12 @@ import msgspec
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
-from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import object_arguments_call
@@ -243,8 +243,7 @@ class AnthropicMessages:
     def apply_request(self, body: JSON, plan: Plan) -> bool:
         """Rename per ``plan.rename_map`` in ``tools[].name`` (client tools only),
         ``tool_choice.name``, transcript ``tool_use.name`` and ``tool_reference.tool_name``
-        inside ``tool_result`` content; alias replayed call ids the upstream rejects
-        (``plan.call_ids``); add the prompt sentence to ``system``."""
+        inside ``tool_result`` content; add the prompt sentence to ``system``."""
         changed = False
         rename = plan.rename_map
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
@@ -280,7 +279,6 @@ class AnthropicMessages:
                         for inner in block["content"]:
                             if isinstance(inner, dict) and inner.get("type") == "tool_reference":
                                 changed |= _rename_key(inner, "tool_name", rename)
-        changed |= _alias_call_ids(body, plan)
         if plan.prompt_sentence:
             system = body.get("system")
             if system is None or system == "":
@@ -306,7 +304,19 @@ class AnthropicMessages:
 
     # -- response -----------------------------------------------------------------------------
 
-    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+        """Replayed ``tool_use.id`` / ``tool_result.tool_use_id`` the upstream rejects, sent as
+        their aliases (``Dialect.alias_call_ids``). Anthropic checks ``tool_use.id`` against
+        ``^[a-zA-Z0-9_-]+$`` (maximhq/bifrost#5097); a pair keeps pairing because both ends get
+        the same alias."""
+        blocks = _id_blocks(body)
+        aliases = id_aliases([block[key] for block, key in blocks])
+        for block, key in blocks if aliases else ():
+            if block[key] in aliases:
+                block[key] = aliases[block[key]]
+        return aliases
+
+    def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:
         """Resolve every ``tool_use`` block of a JSON ``message`` and rewrite name and input; a
         ``multi_tool_use.parallel`` block becomes its calls (BR-08); a message without
         ``tool_use`` whose one non-blank text block is nothing but tool-call markup gets that
@@ -315,7 +325,7 @@ class AnthropicMessages:
         if not isinstance(body, dict) or not isinstance(body.get("content"), list):
             return False
         changed = False
-        ids = CallIds(plan.flow_key, {v: k for k, v in plan.call_ids.items()})
+        ids, resolve = flow.ids(), flow.resolve
         content: list[Any] = []
         for block in body["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
@@ -334,7 +344,7 @@ class AnthropicMessages:
             content.append(block)
         if changed:
             body["content"] = content
-        lifted = lift_text_block(content, resolve, ids) if _natural_end(body.get("stop_reason")) else None
+        lifted = lift_text_block(content, flow, ids) if _natural_end(body.get("stop_reason")) else None
         if lifted is not None:
             index, blocks = lifted
             body["content"] = content[:index] + blocks + content[index + 1 :]
@@ -347,9 +357,9 @@ class AnthropicMessages:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
-    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> AnthropicStream:
+    def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
-        return AnthropicStream(resolve, plan)
+        return AnthropicStream(flow)
 
 
 def _id_blocks(body: JSON) -> list[tuple[dict[str, Any], str]]:
@@ -371,22 +381,6 @@ def _id_blocks(body: JSON) -> list[tuple[dict[str, Any], str]]:
 def _history_ids(body: JSON, aliases: Callable[[list[str]], dict[str, str]]) -> dict[str, str]:
     """The aliases for the replayed ids the upstream rejects (``{}``: none)."""
     return aliases([block[key] for block, key in _id_blocks(body)])
-
-
-def _alias_call_ids(body: JSON, plan: Plan) -> bool:
-    """Send each replayed ``tool_use.id`` / ``tool_result.tool_use_id`` the upstream rejects as
-    its alias (:func:`toolvocab.engine.ids.id_aliases`), recorded in ``plan.call_ids``. Anthropic
-    checks ``tool_use.id`` against ``^[a-zA-Z0-9_-]+$`` (maximhq/bifrost#5097); a pair keeps
-    pairing because both ends get the same alias."""
-    blocks = _id_blocks(body)
-    aliases = id_aliases([block[key] for block, key in blocks])
-    if not aliases:
-        return False
-    for block, key in blocks:
-        if block[key] in aliases:
-            block[key] = aliases[block[key]]
-    plan.call_ids.update(aliases)
-    return True
 
 
 def _is_invalid_sink(name: Any, arguments: Any) -> bool:
@@ -449,7 +443,7 @@ def _expand_parallel_block(block: dict[str, Any], resolve: Resolver, ids: CallId
     return out
 
 
-def lift_text_block(content: list[Any], resolve: Resolver, ids: CallIds) -> tuple[int, list[dict[str, Any]]] | None:
+def lift_text_block(content: list[Any], flow: FlowContext, ids: CallIds) -> tuple[int, list[dict[str, Any]]] | None:
     """``(index, blocks)``: the one text block of ``content`` to replace with ``blocks`` (the
     reasoning text that remains, if any, then one ``tool_use`` block per lifted call), or
     ``None`` to leave ``content`` as it is.
@@ -468,7 +462,7 @@ def lift_text_block(content: list[Any], resolve: Resolver, ids: CallIds) -> tupl
     if len(texts) != 1:
         return None
     index = texts[0]
-    found = textcalls.lift(content[index]["text"], resolve, lambda i: ids.fix(None) or "")
+    found = textcalls.lift(content[index]["text"], flow, lambda i: ids.fix(None) or "")
     if found is None:
         return None
     remaining, calls = found
@@ -532,18 +526,16 @@ class AnthropicStream(EventStreamRewriter):
     #: included) pass unparsed.
     MARKERS = (b"content_block_start",)
 
-    def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
+    def __init__(self, flow: FlowContext) -> None:
         super().__init__()
-        self._resolve = resolve
-        self._ids = CallIds(
-            plan.flow_key if plan is not None else "",
-            {v: k for k, v in plan.call_ids.items()} if plan is not None else None,
-        )
+        self._flow = flow
+        self._resolve = flow.resolve
+        self._ids = flow.ids()
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
         self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up
         # Text lift: never once a tool_use came, a second non-blank text block came, or no tools.
-        self._no_lift = declared_toolset(resolve) is None
+        self._no_lift = flow.tools is None
         self._watch: textcalls.TextWatch | None = None  # the text block that may be markup
         self._text_index: Any = None
         self._text_held: list[SSEEvent] | None = None  # its events from where markup may start
@@ -705,7 +697,7 @@ class AnthropicStream(EventStreamRewriter):
         if not isinstance(delta, dict) or not _natural_end(delta.get("stop_reason")):
             # max_tokens, stop_sequence, refusal, pause_turn…: perhaps cut short, never lifted
             return [e.raw for e in held]
-        found = textcalls.lift(text, self._resolve, lambda i: self._ids.fix(None) or "")
+        found = textcalls.lift(text, self._flow, lambda i: self._ids.fix(None) or "")
         if found is None:
             return [e.raw for e in held]
         remaining, calls = found

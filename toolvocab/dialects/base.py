@@ -1,14 +1,17 @@
 """What every dialect module provides, and the glue types between dialects and the engine.
 
 A dialect knows where tool names live in one wire format's bodies and how its stream events
-carry them. It decides nothing: it hands each tool call to a ``Resolver`` (the engine, bound to
-this flow's declared tools and plan) and writes back what the decision says.
+carry them. It decides nothing: it hands each tool call to the flow's resolver (the engine, bound
+to this flow's declared tools and plan; :class:`FlowContext`) and writes back what the decision
+says.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 from typing import Protocol
 from typing import runtime_checkable
@@ -29,15 +32,32 @@ from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import declaration_text
 
 #: ``resolve(call) -> Decision``: the engine's ladder bound to one flow (tools, reverse map).
-#: The addon's resolver also has ``.tools`` (the flow's :class:`~toolvocab.engine.ladder.Toolset`);
-#: use :func:`declared_toolset` to reach it.
 Resolver = Callable[[ToolCall], Decision]
 
 
-def declared_toolset(resolve: Resolver) -> Toolset | None:
-    """The declared tools behind ``resolve`` (``None`` for a plain function resolver)."""
-    tools = getattr(resolve, "tools", None)
-    return tools if isinstance(tools, Toolset) else None
+@dataclass(frozen=True)
+class FlowContext:
+    """One flow's answer as a dialect rewrites it: all a dialect may assume about the flow.
+
+    ``resolve``: the flow's resolver (each tool call in, its :class:`Decision` out); ``plan``: the
+    request-side plan (shared between flows: never changed; an answer's echo of the request's
+    tools is renamed back with it); ``tools``:
+    the declared tools, or ``None`` when the caller has none to give (then no call is lifted
+    out of text: only a declared tool may be a target); ``flow_key``: identifies the flow, for the
+    ids of calls that come without a usable one (:func:`toolvocab.engine.ids.stable_call_id`);
+    ``call_ids``: replayed call id -> the alias the request sent upstream in its place
+    (:meth:`Dialect.alias_call_ids`), so an answer naming the alias gives the client its own id.
+    """
+
+    resolve: Resolver
+    plan: Plan = field(default_factory=Plan)
+    tools: Toolset | None = None
+    flow_key: str = ""
+    call_ids: Mapping[str, str] = field(default_factory=dict)
+
+    def ids(self) -> CallIds:
+        """A fresh :class:`CallIds` for one answer of this flow."""
+        return CallIds(self.flow_key, {alias: original for original, alias in self.call_ids.items()})
 
 
 #: JSON values as parsed by orjson.
@@ -141,7 +161,14 @@ class Dialect(Protocol):
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
         """Apply ``plan`` to ``body`` in place (renames everywhere, prompt sentence); True when
-        anything changed."""
+        anything changed. ``plan`` is shared between flows: never changed."""
+        ...
+
+    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+        """Send each replayed call id the upstream rejects as its alias
+        (:func:`toolvocab.engine.ids.id_aliases`), in place, in every item that carries it (a call
+        and its result keep pairing); returns replayed id -> alias (``{}``: nothing changed), for
+        :attr:`FlowContext.call_ids`."""
         ...
 
     def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
@@ -150,7 +177,7 @@ class Dialect(Protocol):
         (:func:`toolvocab.engine.jsonio.rewrite`), so a key left out loses its change."""
         ...
 
-    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+    def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:
         """Resolve every tool call in a whole JSON response and rewrite it in place; True when
         anything changed."""
         ...
@@ -159,7 +186,7 @@ class Dialect(Protocol):
         """True when the request asks for a streamed answer."""
         ...
 
-    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> StreamRewriter:
+    def stream_rewriter(self, flow: FlowContext) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
 
@@ -169,8 +196,8 @@ class CallIds:
     already used in the answer (:func:`toolvocab.engine.ids.stable_call_id` from the flow and the
     call's position). ``fix(call_id)`` counts every call and returns the id to use instead, or
     ``None`` when ``call_id`` is fine as it is. ``restore`` maps an alias the request side sent
-    for a rejected id back to that id (:attr:`Plan.call_ids` inverted): the client never sees an
-    alias."""
+    for a rejected id back to that id (:attr:`FlowContext.call_ids` inverted): the client never
+    sees an alias."""
 
     def __init__(self, flow_key: str, restore: dict[str, str] | None = None) -> None:
         self._flow_key = flow_key

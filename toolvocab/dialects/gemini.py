@@ -24,10 +24,10 @@ import orjson
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
-from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import object_arguments_call
@@ -378,27 +378,31 @@ class Gemini:
 
     # -- response -----------------------------------------------------------------------------
 
-    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+        """``{}``: Gemini pairs calls and responses by name, and its ids are never refused."""
+        return {}
+
+    def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:
         """Resolve every ``functionCall`` part (a ``multi_tool_use.parallel`` one becomes its
         calls, BR-08); lift text that is nothing but tool-call markup into ``functionCall`` parts
         (:func:`lift_text_parts`); a JSON array (``streamGenerateContent`` without ``alt``) is
         rewritten element by element, without lifting."""
-        ids = CallIds(plan.flow_key)
+        ids = flow.ids()
         if isinstance(body, list):
             changed = False
             for element in body:
                 # An element holds a piece of the text: no lift from one piece.
-                changed |= _rewrite_candidates(element, resolve, ids, lift_text=False)
+                changed |= _rewrite_candidates(element, flow, ids, lift_text=False)
             return changed
-        return _rewrite_candidates(body, resolve, ids)
+        return _rewrite_candidates(body, flow, ids)
 
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
         return ":streamGenerateContent" in path_only(path)
 
-    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> GeminiStream:
+    def stream_rewriter(self, flow: FlowContext) -> GeminiStream:
         """A rewriter that accepts both stream framings (SSE or a JSON array)."""
-        return GeminiStream(resolve, plan)
+        return GeminiStream(flow)
 
 
 def _decl_key(tool: Any) -> str | None:
@@ -432,7 +436,8 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None, *, lift_text: bool = True) -> bool:
+def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None, *, lift_text: bool = True) -> bool:
+    resolve = flow.resolve
     response = _unwrap(body)
     if not isinstance(response, dict):
         return False
@@ -482,7 +487,7 @@ def _rewrite_candidates(body: Any, resolve: Resolver, ids: CallIds | None = None
             content["parts"] = new_parts
         cut = not isinstance(candidate, dict) or candidate.get("finishReason") != "STOP"  # only a natural end is lifted
         if lift_text and not cut and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
-            lifted = lift_text_parts(new_parts, resolve)
+            lifted = lift_text_parts(new_parts, flow)
             if lifted is not None:
                 content["parts"] = lifted
                 changed = True
@@ -521,7 +526,7 @@ def _is_text_part(part: Any) -> bool:
     return isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
 
 
-def lift_text_parts(parts: list[Any], resolve: Resolver) -> list[Any] | None:
+def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
     """``parts`` with the answer's text lifted into ``functionCall`` parts, or ``None`` to leave
     them as they are.
 
@@ -537,7 +542,7 @@ def lift_text_parts(parts: list[Any], resolve: Resolver) -> list[Any] | None:
     texts = [i for i, p in enumerate(parts) if _is_text_part(p)]
     if not texts:
         return None
-    found = textcalls.lift("".join(parts[i]["text"] for i in texts), resolve, lambda i: "")
+    found = textcalls.lift("".join(parts[i]["text"] for i in texts), flow, lambda i: "")
     if found is None:
         return None
     remaining, calls = found
@@ -580,14 +585,14 @@ class GeminiStream(EventStreamRewriter):
     #: (:meth:`holding`). Other SSE events pass unparsed.
     MARKERS = (b'"functionCall"',)
 
-    def __init__(self, resolve: Resolver, plan: Plan | None = None) -> None:
+    def __init__(self, flow: FlowContext) -> None:
         super().__init__()
-        self._resolve = resolve
-        self._ids = CallIds(plan.flow_key if plan is not None else "")
+        self._flow = flow
+        self._ids = flow.ids()
         self._framing: str | None = None  # "sse" | "array", decided by the first non-blank byte
         self._array = _ArraySplitter()
         self._prefix = bytearray()  # blank bytes seen before the framing was known
-        self._watch: textcalls.TextWatch | None = None if declared_toolset(resolve) is None else textcalls.TextWatch()
+        self._watch: textcalls.TextWatch | None = None if flow.tools is None else textcalls.TextWatch()
         self._text_held: list[SSEEvent] | None = None
         self._released = 0  # characters of text that went out before the hold
 
@@ -616,7 +621,7 @@ class GeminiStream(EventStreamRewriter):
             return self._on_text(event, data)
         if data is None:
             return [event.raw]
-        if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
+        if _rewrite_candidates(data, self._flow, self._ids, lift_text=False):
             return [event.with_json(data).raw]
         return [event.raw]
 
@@ -664,9 +669,9 @@ class GeminiStream(EventStreamRewriter):
         return []
 
     def _plain(self, event: Any, data: Any) -> list[bytes]:
-        if getattr(event, "rewritten", False):
+        if isinstance(event, _ArrayUnit):
             return [event.raw]  # an array element: its calls were resolved when it was cut
-        if data is not None and _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
+        if data is not None and _rewrite_candidates(data, self._flow, self._ids, lift_text=False):
             return [event.with_json(data).raw]
         return [event.raw]
 
@@ -677,7 +682,7 @@ class GeminiStream(EventStreamRewriter):
     def _lift_held(self) -> list[bytes]:
         assert self._watch is not None and self._text_held is not None
         held = self._text_held
-        found = textcalls.lift(self._watch.text, self._resolve, lambda i: "")
+        found = textcalls.lift(self._watch.text, self._flow, lambda i: "")
         if found is None:
             return self.held()
         remaining, calls = found
@@ -787,7 +792,7 @@ class GeminiStream(EventStreamRewriter):
             self.error = f"RepeatedKey: {RepeatedKey.NOTE}"
             return raw
         try:
-            if _rewrite_candidates(data, self._resolve, self._ids, lift_text=False):
+            if _rewrite_candidates(data, self._flow, self._ids, lift_text=False):
                 return mark(jsonio.dumps(data))
         except Exception as exc:  # contain: this element and the rest pass through unchanged
             self.error = f"{type(exc).__name__}: {exc}"
@@ -806,7 +811,6 @@ class _ArrayUnit:
     :meth:`GeminiStream._element`."""
 
     __slots__ = ("raw", "data", "_json", "_repeated")
-    rewritten = True
 
     def __init__(self, raw: bytes, element: bool) -> None:
         self.raw = raw

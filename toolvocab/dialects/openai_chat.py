@@ -20,12 +20,12 @@ import orjson
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
-from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import path_only
@@ -322,7 +322,11 @@ class OpenAIChat:
 
     # -- response -----------------------------------------------------------------------------
 
-    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+        """``{}``: no Chat Completions upstream this addon knows refuses a replayed id."""
+        return {}
+
+    def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:
         """Resolve every call in ``choices[].message.tool_calls`` (and legacy
         ``function_call``); serialize object arguments; give missing, empty or repeated ids a
         stable id; lift calls from a ``content`` that is nothing but tool-call markup
@@ -333,6 +337,7 @@ class OpenAIChat:
         changed = False
         seen: set[str] = set()
         position = 0
+        resolve = flow.resolve
         for choice in body["choices"]:
             message = choice.get("message") if isinstance(choice, dict) else None
             if not isinstance(message, dict):
@@ -351,9 +356,7 @@ class OpenAIChat:
                         position += len(expanded)
                         changed = True
                         continue
-                    changed |= _apply_call(
-                        call, resolve, plan, seen, position, truncated=_cut_off(choice.get("finish_reason"))
-                    )
+                    changed |= _apply_call(call, flow, seen, position, truncated=_cut_off(choice.get("finish_reason")))
                     kept.append(call)
                     position += 1
                 if changed:
@@ -368,7 +371,7 @@ class OpenAIChat:
                 and isinstance(message.get("content"), str)
                 and _natural_end(choice.get("finish_reason"))
             ):
-                lifted = lift_text_calls(message["content"], resolve, plan, position)
+                lifted = lift_text_calls(message["content"], flow, position)
                 if lifted is not None:
                     text, entries = lifted
                     message["content"] = text.strip() or None
@@ -391,9 +394,9 @@ class OpenAIChat:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
-    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> ChatStream:
+    def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
-        return ChatStream(resolve, plan)
+        return ChatStream(flow)
 
 
 def _call_name_and_sink(call: dict[str, Any]) -> tuple[str | None, bool]:
@@ -483,14 +486,14 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
     return entries
 
 
-def lift_text_calls(text: str, resolve: Resolver, plan: Plan, position: int) -> tuple[str, list[dict[str, Any]]] | None:
+def lift_text_calls(text: str, flow: FlowContext, position: int) -> tuple[str, list[dict[str, Any]]] | None:
     """Tool calls a model left in ``content`` (Qwen3-Coder XML, BR-23; Kimi markers, BR-24;
     Hermes JSON, Llama ``<function=…>``, DeepSeek markers) as ``tool_calls`` entries,
     with the text that remains (the leading reasoning block, or ``""``;
     :func:`toolvocab.dialects.textcalls.lift`); ``None`` to leave the text as it came (any prose around
     the markup, markup incomplete, a function or parameter not declared, a call that does not
     resolve or whose arguments fail the schema)."""
-    lifted = textcalls.lift(text, resolve, lambda i: stable_call_id(plan.flow_key, position + i))
+    lifted = textcalls.lift(text, flow, lambda i: stable_call_id(flow.flow_key, position + i))
     if lifted is None:
         return None
     remaining, calls = lifted
@@ -551,12 +554,13 @@ def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None
 
 
 def _apply_call(
-    call: dict[str, Any], resolve: Resolver, plan: Plan, seen: set[str], position: int, *, truncated: bool = False
+    call: dict[str, Any], flow: FlowContext, seen: set[str], position: int, *, truncated: bool = False
 ) -> bool:
+    resolve = flow.resolve
     changed = False
     call_id = call.get("id")
     if not isinstance(call_id, str) or not call_id or call_id in seen:
-        call["id"] = stable_call_id(plan.flow_key, position)
+        call["id"] = stable_call_id(flow.flow_key, position)
         changed = True
     seen.add(call["id"])
     kind = call.get("type", "function")
@@ -713,10 +717,10 @@ class ChatStream(EventStreamRewriter):
             or bool(self._with_calls)
         )
 
-    def __init__(self, resolve: Resolver, plan: Plan) -> None:
+    def __init__(self, flow: FlowContext) -> None:
         super().__init__()
-        self._resolve = resolve
-        self._plan = plan
+        self._flow = flow
+        self._resolve = flow.resolve
         self._held: list[SSEEvent] | None = None
         self._position = 0  # calls resolved so far in this answer (for stable ids)
         self._seen_ids: set[str] = set()
@@ -725,7 +729,7 @@ class ChatStream(EventStreamRewriter):
         self._released = 0  # how much of _content went out before the held text
         self._state: tuple[str, bool] = (LEAD, False)  # text_call_state(self._content)
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
-        self._prose = declared_toolset(resolve) is None
+        self._prose = flow.tools is None
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
 
@@ -861,7 +865,7 @@ class ChatStream(EventStreamRewriter):
         a lead (whitespace, reasoning) followed by tool-call markup that has started — only then
         is the chunk held. Once the content is prose it is never held again:
         a lift needs the whole text to be markup."""
-        if self._prose or declared_toolset(self._resolve) is None:
+        if self._prose or self._flow.tools is None:
             return False
         chunk = _content_of(choices)
         if not chunk:
@@ -919,7 +923,7 @@ class ChatStream(EventStreamRewriter):
 
     def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:
         held = self._text or []
-        lifted = lift_text_calls(self._content, self._resolve, self._plan, self._position) if lift else None
+        lifted = lift_text_calls(self._content, self._flow, self._position) if lift else None
         if lifted is None:
             out = [e.raw for e in held]
             self._text = None
@@ -1102,7 +1106,7 @@ class ChatStream(EventStreamRewriter):
         self._position += 1
         final_id = slot.id
         if not final_id or final_id in self._seen_ids:
-            final_id = stable_call_id(self._plan.flow_key, position)
+            final_id = stable_call_id(self._flow.flow_key, position)
             slot.needs_normalize = True
         self._seen_ids.add(final_id)
         text = "".join(slot.fragments)

@@ -20,12 +20,10 @@ import msgspec
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
-from toolvocab.dialects.base import CallIds
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
-from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
-from toolvocab.dialects.base import declared_toolset
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import path_only
@@ -283,7 +281,6 @@ class OpenAIResponses:
                         and isinstance(item.get("name"), str)
                     ):
                         changed |= _rename_named(item, item.get("namespace"), rename)
-        changed |= _alias_call_ids(body, plan)
         if plan.prompt_sentence:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
@@ -301,21 +298,30 @@ class OpenAIResponses:
 
     # -- response -----------------------------------------------------------------------------
 
-    def rewrite_response(self, body: JSON, resolve: Resolver, plan: Plan) -> bool:
+    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+        """Replayed ``call_id`` values the upstream rejects, sent as their aliases in every input
+        item that carries them (``Dialect.alias_call_ids``)."""
+        aliases = _history_aliases(body)
+        for item in _call_id_items(body) if aliases else ():
+            if item["call_id"] in aliases:
+                item["call_id"] = aliases[item["call_id"]]
+        return aliases
+
+    def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:
         """Resolve every ``function_call`` / ``custom_tool_call`` in ``output[]``; rename the
         ``tools`` / ``tool_choice`` echo back to the client's names."""
         if not isinstance(body, dict):
             return False
-        core = ResponsesCore(resolve, plan)
+        core = ResponsesCore(flow)
         return core.rewrite_response_object(body)
 
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
-    def stream_rewriter(self, resolve: Resolver, plan: Plan) -> ResponsesStream:
+    def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""
-        return ResponsesStream(resolve, plan)
+        return ResponsesStream(flow)
 
 
 def _declared(tool: Any, namespace: str | None) -> DeclaredTool | None:
@@ -415,15 +421,16 @@ class ResponsesCore:
     byte-identical (``obj`` unchanged), ``None`` means ``obj`` was rewritten.
     """
 
-    def __init__(self, resolve: Resolver, plan: Plan) -> None:
-        self.resolve = resolve
-        self.plan = plan
+    def __init__(self, flow: FlowContext) -> None:
+        self.flow = flow
+        self.resolve = flow.resolve
+        self.plan = plan = flow.plan
         # For the echo: a duplicate's alias goes back to the plain name the client declared.
         self.reverse = {k: v.split(DUPLICATE_MARK, 1)[0] for k, v in plan.reverse_map.items()}
         self.decided: dict[
             str, tuple[Decision, str | None, str | None]
         ] = {}  # item id / call_id → (decision, new args, new call_id)
-        self.ids = CallIds(plan.flow_key, {v: k for k, v in plan.call_ids.items()})
+        self.ids = flow.ids()
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
         self.streaming = False
@@ -438,7 +445,7 @@ class ResponsesCore:
     def new_item_id(self) -> str:
         """A stable id for a ``function_call`` item this answer gains (``fc_`` + 24 hex)."""
         self._item_ids += 1
-        return "fc_" + stable_call_id(self.plan.flow_key + ":item", self._item_ids - 1)[3:]
+        return "fc_" + stable_call_id(self.flow.flow_key + ":item", self._item_ids - 1)[3:]
 
     def call_item(self, call_id: str, name: str, namespace: str | None, arguments: dict[str, Any]) -> dict[str, Any]:
         """A completed ``function_call`` output item."""
@@ -453,7 +460,7 @@ class ResponsesCore:
         """``(text that remains, function_call items)`` for an answer text that is nothing but
         tool-call markup that resolves and validates (:func:`toolvocab.dialects.textcalls.lift`), else
         ``None``. A model's own call id (Kimi's) is kept; others get stable ids."""
-        found = textcalls.lift(text, self.resolve, lambda i: self.ids.fix(None) or "")
+        found = textcalls.lift(text, self.flow, lambda i: self.ids.fix(None) or "")
         if found is None:
             return None
         remaining, calls = found
@@ -655,20 +662,6 @@ def _history_aliases(body: JSON) -> dict[str, str]:
     return id_aliases([i["call_id"] for i in _call_id_items(body)], responses_accepts)
 
 
-def _alias_call_ids(body: JSON, plan: Plan) -> bool:
-    """Send each replayed ``call_id`` the upstream rejects as its alias in every input item that
-    carries it (a call and its output keep pairing), recorded in ``plan.call_ids`` so an answer
-    naming the alias gives the client its own id back."""
-    aliases = _history_aliases(body)
-    if not aliases:
-        return False
-    for item in _call_id_items(body):
-        if item["call_id"] in aliases:
-            item["call_id"] = aliases[item["call_id"]]
-    plan.call_ids.update(aliases)
-    return True
-
-
 def _message_text(item: dict[str, Any]) -> str | None:
     """The text of a ``message`` output item made only of ``output_text`` parts, else ``None``."""
     parts = item.get("content")
@@ -734,14 +727,14 @@ class ResponsesStream(EventStreamRewriter):
     #: object (other events pass unparsed).
     MARKERS = (b"output_item.added", b'"response"')
 
-    def __init__(self, resolve: Resolver, plan: Plan) -> None:
+    def __init__(self, flow: FlowContext) -> None:
         super().__init__()
-        self.core = ResponsesCore(resolve, plan)
+        self.core = ResponsesCore(flow)
         self.core.streaming = True
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
         # Tool calls left in text: the message item being watched and its hold.
-        self._no_lift = declared_toolset(resolve) is None
+        self._no_lift = flow.tools is None
         self._watch: textcalls.TextWatch | None = None
         self._msg_index: Any = None
         self._text_held: list[Any] | None = None

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import orjson
@@ -138,14 +139,13 @@ class Caches:
 class Request:
     """One request as the pipeline reads it. ``content``: the body (bytes, decoded of any
     content-encoding); ``path`` with its query; ``header``: a header's value by lower-case
-    name, or ``None``; ``flow_key``: the flow's id (for the ids an answer's calls get)."""
+    name, or ``None``."""
 
     content: bytes
     method: str
     path: str
     host: str
     header: Callable[[str], str | None]
-    flow_key: str
 
 
 @dataclass
@@ -171,9 +171,11 @@ class Skipped:
 @dataclass
 class Handled:
     """A request this addon handles. ``content``: the bytes to send upstream instead of the
-    client's, or ``None`` to send the client's; ``verified``: the whole body was read strictly
+    client's, or ``None`` to send the client's; ``call_ids``: the replayed ids ``content`` sends
+    as aliases (``Dialect.alias_call_ids``); ``verified``: the whole body was read strictly
     (else call :func:`verify` before changing the answer); ``wants_stream``, ``windows``: from
-    the request (``Dialect.wants_stream``, :func:`announces_windows`)."""
+    the request (``Dialect.wants_stream``, :func:`announces_windows`). ``plan`` may be shared
+    with other flows: it is never changed."""
 
     dialect: Dialect
     tools: Toolset
@@ -182,6 +184,7 @@ class Handled:
     wants_stream: bool
     windows: bool
     content: bytes | None = None
+    call_ids: dict[str, str] = field(default_factory=dict)
     verified: bool = True
 
 
@@ -310,7 +313,9 @@ def _whole(
         if canonical and touched is not None and plan.changes_request:
             # where the values the plan leaves alone lie: copied, not written again
             layout = jsonio.layout(content, body, touched)
-        if dialect.apply_request(body, plan):
+        changed = dialect.apply_request(body, plan)
+        aliases = dialect.alias_call_ids(body)
+        if changed or aliases:
             # loads refused any NaN or infinity, and a plan changes names, strings and tool
             # entries only: no walk for non-finite floats. Top-level values the plan cannot
             # touch (a transcript, when only the system prompt changes) are copied as sent.
@@ -324,8 +329,9 @@ def _whole(
                 )
             else:
                 handled.content = new
+                handled.call_ids = aliases
                 record.request_changed = True
-                record.id_aliases = dict(plan.call_ids)
+                record.id_aliases = dict(aliases)
     return handled
 
 
@@ -353,7 +359,6 @@ def _plan(
         tools,
         system_texts,
         add_sentence=settings.mode in ("auto", "observe"),
-        flow_key=request.flow_key,
         grammar=grammar,
         profile=profile,
         transcript_names=transcript_names,

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Resolver
-from toolvocab.dialects.base import declared_toolset
 from toolvocab.engine.arguments import undeclared_keys
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.models import Action
@@ -58,12 +58,12 @@ def may_hold_markup(text: str) -> bool:
     return any(opener in text for opener in _OPENERS)
 
 
-def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[str, list[LiftedCall]] | None:
+def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[str, list[LiftedCall]] | None:
     """``(text that remains, calls)`` for an answer text that is nothing but tool-call markup,
     else ``None`` (leave the text as sent).
 
-    ``resolve`` is the flow's resolver (it must carry the declared tools, see
-    :func:`~toolvocab.dialects.base.declared_toolset`); ``new_id(i)`` gives the id of the ``i``-th lifted
+    ``flow``: the flow's resolver and declared tools (none: nothing is lifted);
+    ``new_id(i)`` gives the id of the ``i``-th lifted
     call that brings none. A ``multi_tool_use.parallel`` call in the markup stands for its calls
     (BR-08). ``None`` when: no tools are declared, the text is not markup alone
     (:func:`~toolvocab.engine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
@@ -71,7 +71,7 @@ def lift(text: str, resolve: Resolver, new_id: Callable[[int], str]) -> tuple[st
     tool's schema or carry a key it does not declare (annotation keys aside: a client that does not
     enforce its schema would run the call without it). The remaining text is the leading reasoning block (or ``""``).
     """
-    tools = declared_toolset(resolve)
+    tools, resolve = flow.tools, flow.resolve
     if tools is None or not may_hold_markup(text):
         return None
     found = extract_text_calls(text, tools)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic import ConfigDict
 from pydantic import Field
 
 from toolvocab.engine.grammar import GRAMMARS
@@ -51,23 +52,25 @@ class Plan(BaseModel):
     an identical repeat, dropped). ``reverse_map`` inverts both, for the ladder's second step.
     ``prompt_sentence`` is the sentence added to the system text, or ``None``; ``unmentioned``
     lists the (upstream) names it names. ``renames`` explains every rename; ``skipped`` every
-    rename a profile asked for and the plan declined (collision, ambiguity). ``flow_key``
-    identifies the flow (for deterministic call ids, :mod:`toolvocab.engine.ids`).
-    ``call_ids`` maps a replayed tool-call id the upstream rejects to the alias sent in its place
-    (filled by a dialect's ``apply_request``, :func:`toolvocab.engine.ids.id_aliases`); an answer
-    that carries an alias gets the original back.
+    rename a profile asked for and the plan declined (collision, ambiguity).
+
+    A plan holds nothing of one flow: the requests that give :func:`make_plan` the same inputs
+    share one (:class:`PlanCache`). It is frozen once built; its dicts and lists are never
+    changed either (``tests/unit/test_plan_cache.py`` holds that for every dialect's readers and
+    writers). What belongs to one flow (its key, the ids its request aliased) is the dialects'
+    ``FlowContext``.
     """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rename_map: dict[str, str] = Field(default_factory=dict)
     duplicates: dict[str, list[str | None]] = Field(default_factory=dict)
     prompt_sentence: str | None = None
     unmentioned: list[str] = Field(default_factory=list)
-    flow_key: str = ""
     renames: list[Rename] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     profile: str | None = None
     grammar: str | None = None
-    call_ids: dict[str, str] = Field(default_factory=dict)
 
     @property
     def reverse_map(self) -> dict[str, str]:
@@ -197,7 +200,6 @@ def make_plan(
     system_texts: Iterable[str],
     *,
     add_sentence: bool,
-    flow_key: str = "",
     grammar: NameGrammar | None = None,
     profile: Profile | None = None,
     transcript_names: Iterable[str] = (),
@@ -213,7 +215,7 @@ def make_plan(
     Provider-defined and free-text tools are never renamed. The
     prompt sentence (``add_sentence``: ``auto`` mode) names tools by their upstream names.
     """
-    plan = Plan(flow_key=flow_key, profile=profile.name if profile else None, grammar=grammar.name if grammar else None)
+    plan = Plan(profile=profile.name if profile else None, grammar=grammar.name if grammar else None)
     firsts: dict[str, DeclaredTool] = {}
     for tool in tools.tools:
         firsts.setdefault(tool.qualified, tool)
@@ -338,7 +340,8 @@ def make_plan(
             )
 
     if add_sentence:
-        plan.prompt_sentence, plan.unmentioned = prompt_sentence(tools, system_texts, plan.upstream_name)
+        sentence, unmentioned = prompt_sentence(tools, system_texts, plan.upstream_name)
+        return plan.model_copy(update={"prompt_sentence": sentence, "unmentioned": unmentioned})
     return plan
 
 
@@ -350,9 +353,9 @@ class PlanCache:
     """:func:`make_plan` for a stream of requests, each distinct input planned once.
 
     An agent sends the same tools, system prompt and (nearly) the same transcript names every
-    turn; the plan for them is the same but for ``flow_key``. :meth:`plan` takes
-    :func:`make_plan`'s arguments and returns a plan equal to what :func:`make_plan` returns for
-    them: a deep copy of the one planned first, with this ``flow_key``. Keys: the
+    turn; the plan for them is the same. :meth:`plan` takes :func:`make_plan`'s arguments and
+    returns the plan :func:`make_plan` made of them first (plans are never changed: flows share
+    one). Keys: the
     :class:`Toolset`, the :class:`Profile` and the grammar by identity (each entry holds a
     reference to all three, so an identity cannot be reused while its entry lives), the system
     texts themselves (a dict compares them whole on a hash match: no digest can collide; a hash
@@ -372,7 +375,6 @@ class PlanCache:
         system_texts: Iterable[str],
         *,
         add_sentence: bool,
-        flow_key: str = "",
         grammar: NameGrammar | None = None,
         profile: Profile | None = None,
         transcript_names: Iterable[str] = (),
@@ -382,40 +384,16 @@ class PlanCache:
         names = tuple(dict.fromkeys(transcript_names))
         if sum(map(len, texts)) > PLAN_CACHE_TEXT:
             return make_plan(
-                tools,
-                texts,
-                add_sentence=add_sentence,
-                flow_key=flow_key,
-                grammar=grammar,
-                profile=profile,
-                transcript_names=names,
+                tools, texts, add_sentence=add_sentence, grammar=grammar, profile=profile, transcript_names=names
             )
         key = (id(tools), id(profile), id(grammar), texts, names, add_sentence)
         hit = self._plans.get(key)
-        if hit is None:
-            template = make_plan(
-                tools,
-                texts,
-                add_sentence=add_sentence,
-                flow_key="",
-                grammar=grammar,
-                profile=profile,
-                transcript_names=names,
-            )
-            self._plans[key] = ((tools, profile, grammar), template)
-            if len(self._plans) > self.size:
-                self._plans.pop(next(iter(self._plans)))
-        else:
-            template = hit[1]
-        return Plan.model_construct(
-            rename_map=dict(template.rename_map),
-            duplicates={name: list(aliases) for name, aliases in template.duplicates.items()},
-            prompt_sentence=template.prompt_sentence,
-            unmentioned=list(template.unmentioned),
-            flow_key=flow_key,
-            renames=[rename.model_copy() for rename in template.renames],
-            skipped=list(template.skipped),
-            profile=template.profile,
-            grammar=template.grammar,
-            call_ids={},
+        if hit is not None:
+            return hit[1]
+        plan = make_plan(
+            tools, texts, add_sentence=add_sentence, grammar=grammar, profile=profile, transcript_names=names
         )
+        self._plans[key] = ((tools, profile, grammar), plan)
+        if len(self._plans) > self.size:
+            self._plans.pop(next(iter(self._plans)))
+        return plan
