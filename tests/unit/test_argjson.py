@@ -12,13 +12,13 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from toolvocab.dialects.base import call_from_payload
 from toolvocab.engine.argjson import describe_unparsed
 from toolvocab.engine.argjson import repair_arguments
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
-from toolvocab.engine.models import ToolCall
 
 EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "300"))
 
@@ -141,7 +141,7 @@ def test_declared_call_with_repaired_json_is_written_back() -> None:
     tool = declared_tool(
         "Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
     )
-    call = ToolCall.from_payload({"name": "Bash", "arguments": '{"command": "ls",}'})
+    call = call_from_payload({"name": "Bash", "arguments": '{"command": "ls",}'})
     assert call.arguments == {"command": "ls"} and call.json_repairs == ["trailing_comma"]
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.FIT and d.arguments_after == {"command": "ls"}
@@ -152,7 +152,7 @@ def test_renamed_call_with_repaired_json_is_written_back() -> None:
     tool = declared_tool(
         "Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
     )
-    call = ToolCall.from_payload({"name": "bash", "arguments": '```json\n{"command": "ls"}\n```'})
+    call = call_from_payload({"name": "bash", "arguments": '```json\n{"command": "ls"}\n```'})
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.RENAME and d.target == "Bash" and d.arguments_after == {"command": "ls"}
 
@@ -161,7 +161,7 @@ def test_truncated_arguments_are_left_and_the_reason_says_so() -> None:
     tool = declared_tool(
         "Bash", input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
     )
-    call = ToolCall.from_payload({"name": "Bash", "arguments": '{"command": "rm -rf build/ca'})
+    call = call_from_payload({"name": "Bash", "arguments": '{"command": "rm -rf build/ca'})
     assert call.arguments is None
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.KEEP and d.arguments_after is None and "cut off" in d.reason

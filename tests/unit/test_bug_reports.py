@@ -3,7 +3,7 @@
 Every fixture is built from the declared tool names the report lists, with schemas written here
 (keys as the report gives them). Each report is tested as a kind, parametrized over its variants,
 and not only as the single instance the report shows. The wire payloads are parsed with
-``ToolCall.from_payload`` in the shape the report's upstream answered in.
+``call_from_payload`` (toolvocab.dialects.base) in the shape the report's upstream answered in.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from schemas import NUM
 from schemas import STR
 from schemas import fn
 from schemas import schema
+from toolvocab.dialects.base import call_from_payload
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
@@ -32,7 +33,7 @@ from toolvocab.engine.models import ToolKind
 
 
 def run(tools: list[DeclaredTool], payload: dict[str, Any], reverse_map: dict[str, str] | None = None) -> Decision:
-    return resolve(ToolCall.from_payload(payload), Toolset(tools), reverse_map)
+    return resolve(call_from_payload(payload), Toolset(tools), reverse_map)
 
 
 def openai(name: str, args: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:

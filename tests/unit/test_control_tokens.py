@@ -41,11 +41,7 @@ TOOLS = Toolset([TOOL, BASH])
 
 
 def decide(name: str, arguments: Any = None, raw: str | None = None, tools: Toolset = TOOLS) -> Any:
-    call = (
-        ToolCall.from_payload({"name": name, "arguments": raw})
-        if raw is not None
-        else ToolCall(name=name, arguments=arguments)
-    )
+    call = ToolCall.read(name, raw) if raw is not None else ToolCall(name=name, arguments=arguments)
     return resolve(call, tools)
 
 

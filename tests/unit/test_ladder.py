@@ -19,6 +19,7 @@ from schemas import INT
 from schemas import STR
 from schemas import fn
 from schemas import schema
+from toolvocab.dialects.base import call_from_payload
 from toolvocab.engine.ladder import PROVIDER_PREFIXES
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
@@ -140,9 +141,7 @@ def test_declared_call_invalid_and_not_fixable_is_kept_unchanged() -> None:
 
 
 def test_declared_call_with_unparseable_arguments_is_kept() -> None:
-    call = ToolCall.from_payload(
-        {"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{oops"}}
-    )
+    call = call_from_payload({"id": "call_1", "type": "function", "function": {"name": "Bash", "arguments": "{oops"}})
     assert call.arguments is None and call.raw_arguments == "{oops"
     d = resolve(call, Toolset(CLAUDE))
     assert d.action is Action.KEEP and d.target == "Bash"
@@ -518,14 +517,14 @@ def test_capability_rename_with_wrong_type_reports_the_schema_error() -> None:
 
 
 def test_undeclared_call_with_unparseable_arguments_is_left() -> None:
-    call = ToolCall.from_payload({"name": "shell", "arguments": "{not json"})
+    call = call_from_payload({"name": "shell", "arguments": "{not json"})
     d = resolve(call, Toolset(CLAUDE))
     assert d.action is Action.LEAVE and d.target is None
     assert "shell" in d.reason and "Bash" in d.reason and "JSON object" in d.reason
 
 
 def test_undeclared_call_with_array_arguments_is_left() -> None:
-    call = ToolCall.from_payload({"name": "shell", "arguments": "[1, 2]"})
+    call = ToolCall.read("shell", "[1, 2]")
     assert call.arguments is None
     d = resolve(call, Toolset(CLAUDE))
     assert d.action is Action.LEAVE and d.target is None
@@ -534,7 +533,7 @@ def test_undeclared_call_with_array_arguments_is_left() -> None:
 def test_lossless_rename_does_not_depend_on_the_arguments() -> None:
     # `bash` is the client's Bash modulo case; the name goes back, the arguments as
     # sent, and the client reports their problem against the right tool.
-    call = ToolCall.from_payload({"name": "bash", "arguments": "[1, 2]"})
+    call = ToolCall.read("bash", "[1, 2]")
     d = resolve(call, Toolset(CLAUDE))
     assert_renamed(d, "Bash", Step.NORMALIZED)
     assert d.arguments_after is None
@@ -672,7 +671,7 @@ def test_empty_name_is_left(answered: str) -> None:
     ids=["openai", "openai-nested", "responses", "anthropic", "gemini", "langchain", "object-arguments"],
 )
 def test_every_payload_shape_resolves_the_same(payload: dict[str, Any]) -> None:
-    call = ToolCall.from_payload(payload)
+    call = call_from_payload(payload)
     assert call.name == "shell"
     assert call.arguments == {"command": "ls"}
     assert call.id == "call_1"
@@ -685,17 +684,17 @@ def test_every_payload_shape_resolves_the_same(payload: dict[str, Any]) -> None:
     ("arguments", "parsed"),
     [("", {}), ("   ", {}), (None, {}), ("{}", {}), ("[]", {}), ("null", {}), ('"x"', None), ("{", None)],
 )
-def test_from_payload_argument_text(arguments: Any, parsed: dict[str, Any] | None) -> None:
+def test_call_from_payload_argument_text(arguments: Any, parsed: dict[str, Any] | None) -> None:
     payload: dict[str, Any] = {"name": "Bash"}
     if arguments is not None:
         payload["arguments"] = arguments
-    call = ToolCall.from_payload(payload)
+    call = call_from_payload(payload)
     assert call.arguments == parsed
     assert call.raw_arguments == arguments
 
 
-def test_from_payload_reads_the_responses_namespace() -> None:
-    call = ToolCall.from_payload(
+def test_call_from_payload_reads_the_responses_namespace() -> None:
+    call = call_from_payload(
         {
             "type": "function_call",
             "call_id": "c",
@@ -710,9 +709,9 @@ def test_from_payload_reads_the_responses_namespace() -> None:
 @pytest.mark.parametrize(
     "payload", [{"arguments": "{}"}, {"name": None}, {"name": 3, "input": {}}, {"function": {"arguments": "{}"}}]
 )
-def test_from_payload_without_a_string_name_raises_value_error(payload: dict[str, Any]) -> None:
+def test_call_from_payload_without_a_string_name_raises_value_error(payload: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
-        ToolCall.from_payload(payload)
+        call_from_payload(payload)
 
 
 # --- never invent a name ----------------------------------------------------------------------
@@ -902,7 +901,7 @@ def test_alias_read_losslessly_never_leaks(answered: str) -> None:
     ("raw", "empty"), [("", True), ("  ", True), ("null", True), ("[]", True), (None, True), ([], True), ("{}", False)]
 )
 def test_empty_arguments_become_an_object(raw: Any, empty: bool) -> None:
-    call = ToolCall.from_payload({"name": "TodoRead", "arguments": raw})
+    call = ToolCall.read("TodoRead", raw)
     assert call.empty_arguments is empty
     tool = fn("TodoRead", schema())
     d = resolve(call, Toolset([tool]))
@@ -917,14 +916,12 @@ def test_empty_arguments_become_an_object(raw: Any, empty: bool) -> None:
 
 
 def test_absent_arguments_are_not_empty_on_the_wire() -> None:
-    call = ToolCall.from_payload({"name": "TodoRead"})
+    call = call_from_payload({"name": "TodoRead"})
     assert call.arguments == {} and call.empty_arguments is False
 
 
 def test_empty_arguments_left_for_a_freeform_tool() -> None:
-    call = ToolCall.from_payload({"name": "apply_patch", "arguments": ""}).model_copy(
-        update={"kind": ToolKind.FREEFORM}
-    )
+    call = ToolCall.read("apply_patch", "").model_copy(update={"kind": ToolKind.FREEFORM})
     tool = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
     d = resolve(call, Toolset([tool]))
     assert d.action is Action.KEEP and d.arguments_after is None

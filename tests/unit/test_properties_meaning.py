@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 
 from harness.dialects import context
 from toolvocab.dialects.anthropic import DIALECT as anthropic_dialect
+from toolvocab.dialects.base import call_from_payload
 from toolvocab.dialects.gemini import DIALECT as gemini_dialect
 from toolvocab.dialects.openai_chat import DIALECT as chat_dialect
 from toolvocab.dialects.openai_responses import DIALECT as responses_dialect
@@ -439,7 +440,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[DeclaredTool], ToolCall, dict[str, 
         event("tools: generated")
     name, namespace = draw(call_names(tools))
     args = draw(arguments())
-    call = ToolCall.from_payload(
+    call = call_from_payload(
         {"name": name, "arguments": args if not isinstance(args, dict) else json.dumps(args), "namespace": namespace}
     )
     reverse: dict[str, str] = {}

@@ -540,10 +540,10 @@ def test_no_change_ever_carries_a_key_the_target_does_not_declare(
 )
 def test_argument_text_that_repeats_a_key_is_never_read(text: str) -> None:
     # Which value a client reads is its parser's choice: the call is left exactly as sent.
-    call = ToolCall.from_payload({"name": "shell", "arguments": text})
+    call = ToolCall.read("shell", text)
     assert call.arguments is None and call.raw_arguments == text
     for tools, name in (([RUN_SHELL], "shell"), ([RUN_SHELL], "run_shell_command"), ([READ], "read_file")):
-        d = resolve(ToolCall.from_payload({"name": name, "arguments": text}), Toolset(tools))
+        d = resolve(ToolCall.read(name, text), Toolset(tools))
         assert d.arguments_after is None, d
 
 

@@ -761,13 +761,13 @@ class AnthropicStream(EventStreamRewriter):
             except (ValueError, UnicodeEncodeError):
                 # Lossless repairs only (code fence, trailing comma, Python literals, raw
                 # control characters); anything else, a cut-off text included, stays as sent.
-                call = ToolCall.from_payload({"name": block["name"], "arguments": text, "id": call_id})
+                call = ToolCall.read(block["name"], text, call_id=call_id)
             else:
                 # A delta spelling null / [] / "" is an empty form.
                 call = object_arguments_call(block["name"], {"input": parsed}, "input", call_id, absent=None)
                 if isinstance(parsed, str) and not call.empty_arguments:
-                    # JSON encoded twice: from_payload reads the object inside, losslessly.
-                    call = ToolCall.from_payload({"name": block["name"], "arguments": text, "id": call_id})
+                    # JSON encoded twice: ToolCall.read reads the object inside, losslessly.
+                    call = ToolCall.read(block["name"], text, call_id=call_id)
         else:
             # No fragment: the input is the start's. {} there is the normal wire form of an
             # empty input; null / "" / [] there is an empty form.

@@ -24,6 +24,7 @@ from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
@@ -373,7 +374,7 @@ def object_arguments_call(
     ``input``, Gemini ``args``), read from ``container[key]``.
 
     An object is the arguments. An empty form (``""`` or blanks, ``null``, ``[]``, or a string
-    holding ``null`` / ``[]``) goes through :meth:`ToolCall.from_payload`, which marks it
+    holding ``null`` / ``[]``) goes through :meth:`ToolCall.read`, which marks it
     ``empty_arguments`` so the engine writes ``{}`` back. Any other value is not an
     object: ``arguments=None`` (never parsed out of a string). An absent key gives ``absent``
     (absence is not an empty form on the wire).
@@ -383,7 +384,7 @@ def object_arguments_call(
     value = container[key]
     if isinstance(value, dict):
         return ToolCall(name=name, arguments=value, id=call_id)
-    call = ToolCall.from_payload({"name": name, "input": value, "id": call_id})
+    call = ToolCall.read(name, value, call_id=call_id)
     if call.empty_arguments:
         return call
     return ToolCall(name=name, arguments=None, id=call_id)
@@ -427,3 +428,29 @@ class JSONFrame:
         frame = JSONFrame(jsonio.dumps(value))
         frame._json, frame._parsed = value, True
         return frame
+
+
+def call_from_payload(payload: dict[str, Any]) -> ToolCall:
+    """One tool call from any of the shapes coding agents meet (:meth:`ToolCall.read` of its
+    name, arguments and id):
+
+    - OpenAI: ``{"name", "arguments": "<JSON string>"}`` (also nested as
+      ``{"id", "function": {"name", "arguments"}}``; an object ``arguments`` is accepted, as
+      llama-server sends, BR-21);
+    - Anthropic: ``{"name", "input": {...}, "id"}``;
+    - Gemini: ``{"name", "args": {...}, "id"?}``;
+    - LangChain: ``{"name", "args": {...}, "type": "tool_call", "id"?}``;
+    - Responses: ``call_id`` and ``namespace`` beside ``name`` and ``arguments``.
+
+    Raises ``ValueError`` when the payload has no string ``name``."""
+    if isinstance(payload.get("function"), dict):
+        inner = dict(payload["function"])
+        inner.setdefault("id", payload.get("id"))
+        payload = inner
+    name = payload.get("name")
+    if not isinstance(name, str):
+        raise ValueError("tool call has no string name")
+    arguments = next((payload[key] for key in ("input", "args", "arguments") if key in payload), ABSENT)
+    return ToolCall.read(
+        name, arguments, call_id=payload.get("id") or payload.get("call_id"), namespace=payload.get("namespace")
+    )

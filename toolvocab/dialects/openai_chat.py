@@ -38,6 +38,7 @@ from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.ids import stable_call_id
+from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
@@ -469,7 +470,7 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
     if call.get("type", "function") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         return None
     text, _ = _args_text(fn.get("arguments"))
-    wrapper = ToolCall.from_payload({"name": fn["name"], "arguments": text, "id": call.get("id")})
+    wrapper = ToolCall.read(fn["name"], text, call_id=call.get("id"))
     expanded = textcalls.expand_parallel(wrapper, resolve)
     if expanded is None:
         return None
@@ -532,10 +533,7 @@ def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None
     ones stay absent. ``truncated``: the choice was cut off (its arguments are never completed)."""
     raw_args = fn.get("arguments")
     text, was_object = _args_text(raw_args)
-    payload: dict[str, Any] = {"name": fn["name"], "id": legacy_id}
-    if "arguments" in fn:
-        payload["arguments"] = text
-    call = ToolCall.from_payload(payload)
+    call = ToolCall.read(fn["name"], text if "arguments" in fn else ABSENT, call_id=legacy_id)
     if truncated:
         call = call.model_copy(update={"truncated": True})
     decision = resolve(call)
@@ -1120,10 +1118,8 @@ class ChatStream(EventStreamRewriter):
         if slot.type == "custom":
             call = ToolCall(name=slot.name, raw_arguments=text, id=final_id, kind=ToolKind.FREEFORM)
         else:
-            payload: dict[str, Any] = {"name": slot.name, "id": final_id}
-            if slot.fragments:  # "" / null / [] in all fragments together is an empty form
-                payload["arguments"] = text
-            call = ToolCall.from_payload(payload)
+            # "" / null / [] in all fragments together is an empty form; no fragment: no arguments
+            call = ToolCall.read(slot.name, text if slot.fragments else ABSENT, call_id=final_id)
         if truncated:
             call = call.model_copy(update={"truncated": True})
         decision = self._resolve(call)

@@ -39,6 +39,7 @@ from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.ids import responses_accepts
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import DUPLICATE_MARK
+from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
@@ -508,12 +509,8 @@ class ResponsesCore:
                 and isinstance(item.get("name"), str)
                 and item["name"].strip() == PARALLEL_WRAPPER
             ):
-                payload: dict[str, Any] = {
-                    "name": item["name"],
-                    "id": item.get("call_id"),
-                    "arguments": item.get("arguments"),
-                }
-                expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.resolve)
+                wrapper = ToolCall.read(item["name"], item.get("arguments"), call_id=item.get("call_id"))
+                expanded = textcalls.expand_parallel(wrapper, self.resolve)
                 if expanded is not None:
                     items = []
                     for sub, decision in expanded:
@@ -557,15 +554,13 @@ class ResponsesCore:
             raw_args = item.get("arguments")
             if isinstance(raw_args, (dict, list)):
                 raw_args = jsonio.dumps(raw_args).decode()  # sent as an object (BR-21): a string for the client
-            payload: dict[str, Any] = {
-                "name": item["name"],
-                "id": item.get("call_id"),
-                "namespace": item.get("namespace"),
-            }
-            if "arguments" in item:
-                # "" / null / "null" / [] are empty forms: "{}" for a tool that requires nothing.
-                payload["arguments"] = raw_args
-            call = ToolCall.from_payload(payload)
+            # "" / null / "null" / [] are empty forms: "{}" for a tool that requires nothing.
+            call = ToolCall.read(
+                item["name"],
+                raw_args if "arguments" in item else ABSENT,
+                call_id=item.get("call_id"),
+                namespace=item.get("namespace"),
+            )
             if item.get("status") == "incomplete" or self.cut_off:
                 call = call.model_copy(update={"truncated": True})  # cut off: never completed
         decision = self.resolve(call)
@@ -844,12 +839,10 @@ class ResponsesStream(EventStreamRewriter):
         (a part does not resolve: the wrapper stays whole). Later ``output_index`` and
         ``sequence_number`` values move up by what was added; the echo shows the same items."""
         arguments = item.get("arguments")
-        payload = {
-            "name": item["name"],
-            "id": item.get("call_id"),
-            "arguments": arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode(),
-        }
-        expanded = textcalls.expand_parallel(ToolCall.from_payload(payload), self.core.resolve)
+        text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
+        expanded = textcalls.expand_parallel(
+            ToolCall.read(item["name"], text, call_id=item.get("call_id")), self.core.resolve
+        )
         if expanded is None:
             return None
         items = []

@@ -89,6 +89,17 @@ class DeclaredTool(BaseModel):
         return None
 
 
+class _Absent:
+    """The type of :data:`ABSENT`."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+#: A call that carries no arguments key at all (:meth:`ToolCall.read`): not an empty form.
+ABSENT: Any = _Absent()
+
+
 class ToolCall(BaseModel):
     """A tool call as the model answered it, independent of the wire format.
 
@@ -98,7 +109,7 @@ class ToolCall(BaseModel):
     ``None``. ``kind`` is ``freeform`` for a call to a custom tool (its input is text, kept in
     ``raw_arguments``), else ``function``. ``empty_arguments`` is True when the wire carried
     an empty form for the arguments — ``""`` (or blanks), JSON ``null``, ``[]``, or a string
-    holding ``null`` / ``[]`` — which :meth:`from_payload` reads as ``{}``; the ladder then
+    holding ``null`` / ``[]`` — which :meth:`read` reads as ``{}``; the ladder then
     writes ``{}`` back for a tool whose schema is an object (clients reject the empty forms).
     ``json_repairs`` names the lossless rewrites (:mod:`toolvocab.engine.argjson`) that made argument
     text strict JSON refuses parse (empty when none were needed); the ladder then writes the
@@ -124,79 +135,61 @@ class ToolCall(BaseModel):
         return join_namespace(self.namespace, self.name)
 
     @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> ToolCall:
-        """Parse one tool call from any of the shapes coding agents meet.
+    def read(cls, name: str, arguments: Any = ABSENT, *, call_id: Any = None, namespace: Any = None) -> ToolCall:
+        """One tool call from its name and its arguments as the wire carries them: JSON text
+        (``str``: OpenAI, Responses), a value (``dict``: Anthropic ``input``, Gemini ``args``), or
+        :data:`ABSENT` when the call carries no arguments key. Where those live in a body is the
+        dialects' business (``toolvocab.dialects``); the engine reads only the values.
 
-        - OpenAI: ``{"name", "arguments": "<JSON string>"}`` (also nested as
-          ``{"id", "function": {"name", "arguments"}}``; an object ``arguments`` is accepted, as
-          llama-server sends, BR-21);
-        - Anthropic: ``{"name", "input": {...}, "id"}``;
-        - Gemini: ``{"name", "args": {...}, "id"?}``;
-        - LangChain: ``{"name", "args": {...}, "type": "tool_call", "id"?}``.
-
-        Empty forms (``""``, ``null``, ``[]``, or a string holding ``null`` / ``[]``) parse to
-        ``{}`` with ``empty_arguments=True``; an absent key parses to ``{}`` and is not empty
-        on the wire. Raises ``ValueError`` when the payload has no string ``name``.
-        """
-        if isinstance(payload.get("function"), dict):
-            inner = dict(payload["function"])
-            inner.setdefault("id", payload.get("id"))
-            payload = inner
-        name = payload.get("name")
-        if not isinstance(name, str):
-            raise ValueError("tool call has no string name")
-        present = True
-        if "input" in payload:
-            args: Any = payload["input"]
-        elif "args" in payload:
-            args = payload["args"]
-        elif "arguments" in payload:
-            args = payload["arguments"]
-        else:
-            args, present = None, False
+        Text is parsed strictly (integers of any size exact); text a strict parser refuses is
+        repaired losslessly when it can be (:func:`toolvocab.engine.argjson.repair_arguments`),
+        else ``arguments`` is ``None`` and ``raw_arguments`` keeps it. Empty forms (``""`` or
+        blanks, ``null``, ``[]``, or text holding ``null`` / ``[]``) read as ``{}`` with
+        ``empty_arguments=True``; :data:`ABSENT` reads as ``{}`` and is not empty on the wire.
+        ``call_id`` / ``namespace``: kept when a non-empty string, else ``None``."""
         raw: str | None = None
         parsed: dict[str, Any] | None = None
         empty = False
         repairs: list[str] = []
-        if isinstance(args, str):
-            raw = args
-            if not args.strip():
+        if isinstance(arguments, str):
+            raw = arguments
+            if not arguments.strip():
                 value: Any = {}
                 empty = True
             else:
                 try:
                     # Strictly, integers of any size exact (orjson alone reads 2**64 as a float).
-                    value = jsonio.loads_arguments(args.encode("utf-8"))
+                    value = jsonio.loads_arguments(arguments.encode("utf-8"))
                 except (ValueError, UnicodeEncodeError):
                     value = None
-                    repaired = repair_arguments(args)
+                    repaired = repair_arguments(arguments)
                     if repaired is not None:
                         value, repairs = repaired
                 if isinstance(value, str):
-                    repaired = repair_arguments(args)
+                    repaired = repair_arguments(arguments)
                     if repaired is not None:
                         value, repairs = repaired
                 if value is None or value == []:
-                    empty = value is not None or args.strip() == "null"
+                    empty = value is not None or arguments.strip() == "null"
                     value = {} if empty else None
             parsed = value if isinstance(value, dict) else None
-        elif isinstance(args, dict):
-            parsed = args
-        elif args is None:
+        elif isinstance(arguments, dict):
+            parsed = arguments
+        elif arguments is ABSENT:
             parsed = {}
-            empty = present
-        elif args == []:
+        elif arguments is None:
             parsed = {}
             empty = True
-        call_id = payload.get("id") or payload.get("call_id")
-        namespace = payload.get("namespace")
+        elif arguments == []:
+            parsed = {}
+            empty = True
         return cls(
             name=name,
             arguments=parsed,
             raw_arguments=raw,
             empty_arguments=empty,
             json_repairs=repairs,
-            id=call_id if isinstance(call_id, str) else None,
+            id=call_id if isinstance(call_id, str) and call_id else None,
             namespace=namespace if isinstance(namespace, str) else None,
         )
 
