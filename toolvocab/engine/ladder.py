@@ -18,13 +18,20 @@ First hit wins:
 Zero or two-plus candidates at the deciding step leave the call unchanged, with the reason. A
 namespaced name never leaves its namespace, and no name enters one by capability. A renamed
 call must validate against the target's schema, or it is left unchanged.
+
+In code the ladder is :data:`LADDER`: small step functions, each a decision or ``None`` (the
+next step looks), over one :class:`_Ask` (the call and the readings of its name, each made once).
+Besides the four steps above it holds the guards between them: a blank name, a name that splits
+into several declared servers, and a namespaced or free-text name with no match of its own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import cached_property
 from typing import Any
 
 from toolvocab.engine import vocabulary
@@ -691,49 +698,99 @@ def resolve(
     return _resolve(call, tools, reverse_map, client, not windows)
 
 
-def _resolve(
-    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool
-) -> Decision:
-    exact = tools.find(call.name, call.namespace)
-    if exact is not None:
-        return _decide_declared(call, exact, client, posix)
+class _Ask:
+    """One call being decided, with what the steps read of it: the flow's tools and reverse map,
+    the client, whether commands run in a POSIX shell, and the readings of its name (each
+    computed on first use: a call to a declared name needs none)."""
 
-    if reverse_map:
-        decision = _resolve_reverse(call, tools, reverse_map, client, posix)
-        if decision is not None:
-            return decision
+    def __init__(
+        self, call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool
+    ) -> None:
+        self.call, self.tools, self.reverse_map, self.client, self.posix = call, tools, reverse_map, client, posix
 
-    probes = lossless_readings(call.name)
-    stripped = _strip_prefixes(call.name.strip(ASCII_BLANKS))
-    if not stripped:
-        return _leave(call, Step.NONE, "the name is empty; a blank name is never guessed")
+    @cached_property
+    def probes(self) -> list[str]:
+        """The name's lossless readings (:func:`lossless_readings`)."""
+        return lossless_readings(self.call.name)
 
-    servers = tools.servers
-    namespace = call.namespace
-    invented = (
-        namespace is not None
-        and ascii_lower(namespace) in INVENTED_NAMESPACES
-        and servers.match(namespace) is None
-        and not any(t.namespace == namespace for t in tools.tools)
+    @cached_property
+    def stripped(self) -> str:
+        """The name without blanks and the prefixes models add (:func:`_strip_prefixes`)."""
+        return _strip_prefixes(self.call.name.strip(ASCII_BLANKS))
+
+    @cached_property
+    def invented(self) -> bool:
+        """The call's namespace is one models invent (``functions``) and no declared tool or
+        server has: read as no namespace."""
+        namespace, tools = self.call.namespace, self.tools
+        return (
+            namespace is not None
+            and ascii_lower(namespace) in INVENTED_NAMESPACES
+            and tools.servers.match(namespace) is None
+            and not any(t.namespace == namespace for t in tools.tools)
+        )
+
+    @cached_property
+    def namespace(self) -> str | None:
+        """The call's namespace, ``None`` when :attr:`invented`."""
+        return None if self.invented else self.call.namespace
+
+    @cached_property
+    def readings(self) -> list[tuple[str | None, str | None, str]]:
+        """Each reading of the name, split into (server as written, declared server, operation)."""
+        return [_server_parts(probe, self.namespace, self.tools.servers) for probe in self.probes]
+
+    @cached_property
+    def named_servers(self) -> set[str]:
+        """The servers the readings name."""
+        return {raw for raw, _, _ in self.readings if raw is not None}
+
+
+#: A step of the ladder: a decision, or ``None`` to let the next step look.
+_LadderStep = Callable[[_Ask], "Decision | None"]
+
+
+def _step_declared(ask: _Ask) -> Decision | None:
+    """The call names a declared tool exactly: its own arguments question only."""
+    exact = ask.tools.find(ask.call.name, ask.call.namespace)
+    return _decide_declared(ask.call, exact, ask.client, ask.posix) if exact is not None else None
+
+
+def _step_reverse(ask: _Ask) -> Decision | None:
+    """The call names an alias this flow sent upstream: the client's name goes back."""
+    if not ask.reverse_map:
+        return None
+    return _resolve_reverse(ask.call, ask.tools, ask.reverse_map, ask.client, ask.posix)
+
+
+def _step_blank(ask: _Ask) -> Decision | None:
+    """A name that is blank once prefixes and blanks are gone is never guessed."""
+    return None if ask.stripped else _leave(ask.call, Step.NONE, "the name is empty; a blank name is never guessed")
+
+
+def _step_split_servers(ask: _Ask) -> Decision | None:
+    """A name with no namespace that splits at ``__`` into more than one declared server names
+    tools of several servers: left."""
+    if ask.namespace is not None:
+        return None
+    split = set().union(*(_split_servers(probe, ask.tools.servers) for probe in ask.probes))
+    if len(split) <= 1:
+        return None
+    names = [t.qualified for t, tserver, _, _ in ask.tools.keys if tserver in split]
+    return _leave(
+        ask.call,
+        Step.NORMALIZED,
+        f"{ask.call.qualified} splits at more than one '__' into declared servers ({', '.join(sorted(split))}); not guessing",
+        names,
     )
-    if invented:
-        namespace = None
 
-    if namespace is None:
-        split = set().union(*(_split_servers(probe, servers) for probe in probes))
-        if len(split) > 1:
-            names = [t.qualified for t, tserver, _, _ in tools.keys if tserver in split]
-            return _leave(
-                call,
-                Step.NORMALIZED,
-                f"{call.qualified} splits at more than one '__' into declared servers ({', '.join(sorted(split))}); not guessing",
-                names,
-            )
 
-    # Each reading of the name, split into (server, operation) when it names a server.
-    readings = [_server_parts(probe, namespace, servers) for probe in probes]
-    named_servers = {raw for raw, _, _ in readings if raw is not None}
-    op_keys = [(raw, declared, name_key(op)) for raw, declared, op in readings]
+def _step_normalized(ask: _Ask) -> Decision | None:
+    """The name differs from one declared tool only by case, separators, prefix, notation or an
+    invented namespace (a namespaced reading only within its own declared server; a bare name
+    that is also an MCP tool's operation names two tools). Two or more: left."""
+    call, tools = ask.call, ask.tools
+    op_keys = [(raw, declared, name_key(op)) for raw, declared, op in ask.readings]
     matches: list[DeclaredTool] = []
     for tool, tserver, key, op_key in tools.keys:
         if tool.kind is not call.kind:
@@ -743,12 +800,12 @@ def _resolve(
                 # A namespaced reading moves only within its own (declared) server.
                 hit = tserver is not None and declared == tserver and wanted == op_key
             else:
-                hit = tserver is None and not named_servers and wanted == key
+                hit = tserver is None and not ask.named_servers and wanted == key
             if hit:
                 if tool not in matches:
                     matches.append(tool)
                 break
-    if not named_servers:
+    if not ask.named_servers:
         # A bare name may be an MCP tool's own operation (`execute_command` for
         # mcp__ssh__execute_command): that tool is a candidate too, and a bare name never enters
         # a namespace, so with it the call names two tools (or one it cannot reach).
@@ -774,9 +831,9 @@ def _resolve(
     if len(matches) == 1:
         tool = matches[0]
         why = "only by case, separators, prefix or notation"
-        if strip_glued(_strip_prefixes(call.name.strip(ASCII_BLANKS))) is not None:
+        if strip_glued(ask.stripped) is not None:
             why += " (a model's control token glued to its end removed)"
-        if invented:
+        if ask.invented:
             why = f"only by an invented namespace ({call.namespace!r}, which the client does not declare)"
             if not (call.name == tool.name):
                 why += " and case, separators or prefix"
@@ -786,9 +843,9 @@ def _resolve(
             step=Step.NORMALIZED,
             reason=f"{call.qualified} differs from the declared {tool.qualified} {why}",
             foreign=False,
-            client=client,
-            spellings=probes if tool.server is None else (),
-            posix=posix,
+            client=ask.client,
+            spellings=ask.probes if tool.server is None else (),
+            posix=ask.posix,
         )
     if len(matches) > 1:
         names = [t.qualified for t in matches]
@@ -798,9 +855,15 @@ def _resolve(
             f"{call.qualified} normalizes to {len(names)} declared tools ({', '.join(names)}); not guessing",
             names,
         )
+    return None
 
-    if named_servers or namespace is not None:
-        server = sorted(named_servers)[0] if named_servers else namespace
+
+def _step_stays_home(ask: _Ask) -> Decision | None:
+    """Past the name's own readings, a namespaced name never leaves its namespace, and a
+    free-text call has no capability to move by: left."""
+    call = ask.call
+    if ask.named_servers or ask.namespace is not None:
+        server = sorted(ask.named_servers)[0] if ask.named_servers else ask.namespace
         return _leave(
             call,
             Step.NONE,
@@ -810,7 +873,14 @@ def _resolve(
         return _leave(
             call, Step.NONE, f"{call.qualified} is a free-text call and no declared free-text tool matches it"
         )
+    return None
 
+
+def _step_capability(ask: _Ask) -> Decision:
+    """The vocabulary gives the name (or, for an editor tool, its ``command``) a capability
+    exactly one declared tool has: that tool, its arguments translated by sourced meaning.
+    None or several: left."""
+    call, stripped = ask.call, ask.stripped
     consumed: frozenset[str] = frozenset()
     undoubled = _undouble(stripped)
     by_command = COMMAND_CAPABILITY.get(name_key(stripped))
@@ -843,7 +913,9 @@ def _resolve(
     if capability == "shell" and not vocabulary.names_a_posix_shell(answered):
         held.add("powershell")
     candidates = [
-        t for t, tserver, _, _ in tools.keys if t.kind is ToolKind.FUNCTION and tserver is None and t.capability in held
+        t
+        for t, tserver, _, _ in ask.tools.keys
+        if t.kind is ToolKind.FUNCTION and tserver is None and t.capability in held
     ]
     if capability == "shell" and not any(t.capability == "shell" for t in candidates):
         candidates = []  # only PowerShell declared: a shell-named call never lands on it alone
@@ -864,8 +936,8 @@ def _resolve(
                 if isinstance(command, str)
                 else None,
             ),
-            client=client,
-            posix=posix,
+            client=ask.client,
+            posix=ask.posix,
         )
     if not candidates:
         return _leave(
@@ -879,6 +951,29 @@ def _resolve(
         f"{call.qualified} has capability {capability} and {len(names)} declared tools have it ({', '.join(names)}); not guessing",
         names,
     )
+
+
+#: The ladder, in order: the first step that decides wins (:func:`resolve`).
+LADDER: tuple[_LadderStep, ...] = (
+    _step_declared,
+    _step_reverse,
+    _step_blank,
+    _step_split_servers,
+    _step_normalized,
+    _step_stays_home,
+    _step_capability,
+)
+
+
+def _resolve(
+    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool
+) -> Decision:
+    ask = _Ask(call, tools, reverse_map, client, posix)
+    for step in LADDER:
+        decision = step(ask)
+        if decision is not None:
+            return decision
+    raise AssertionError("the capability step always decides")  # pragma: no cover
 
 
 def declared_tool(
