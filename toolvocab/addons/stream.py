@@ -5,6 +5,7 @@ client connection outside mitmproxy's own path (upstream gone, stall released)."
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,48 @@ logger = logging.getLogger(__name__)
 #: only slow, so the default waits half a minute of complete silence, then lets the client see
 #: what arrived. Silence is measured from the last upstream byte, not from the hold's start.
 DEFAULT_HOLD_TIMEOUT = 30.0
+
+
+class Phase(enum.Enum):
+    """Where a :class:`StreamCallable` is in its answer. Each phase says what a chunk gets:
+
+    * ``SNIFFING``: only blank bytes so far; buffered until the first real byte says which.
+    * ``JSON``: the answer is a JSON body (a ``stream`` request answered whole): buffered,
+      rewritten whole at the end.
+    * ``STREAMING``: an event stream (or Gemini's streamed array) through the dialect's rewriter.
+    * ``PASSING``: the rewrite failed (an internal error): what was held went out as it came, and
+      every later chunk passes through.
+    * ``ENDED``: the first ``b""`` came; a byte after it (an empty HTTP/2 DATA frame ended the
+      rewrite early) is noted once and passes through.
+    * ``DONE``: ended, nothing more to note; chunks pass through.
+    * ``DRAINED``: everything received went out unchanged (the upstream ended mid-stream, the
+      flow finished, or the request's whole read refused a change); chunks pass through untracked.
+
+    :data:`TRANSITIONS` lists every move; :meth:`StreamCallable._to` makes them, and only it."""
+
+    SNIFFING = "sniffing"
+    JSON = "json"
+    STREAMING = "streaming"
+    PASSING = "passing"
+    ENDED = "ended"
+    DONE = "done"
+    DRAINED = "drained"
+
+
+#: Every phase change a :class:`StreamCallable` makes (h11's ``_state.py`` keeps its transitions
+#: as a table the same way): anything else is a bug, and raises.
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.SNIFFING: frozenset({Phase.JSON, Phase.STREAMING, Phase.PASSING, Phase.ENDED, Phase.DRAINED}),
+    Phase.JSON: frozenset({Phase.PASSING, Phase.ENDED, Phase.DRAINED}),
+    Phase.STREAMING: frozenset({Phase.PASSING, Phase.ENDED, Phase.DRAINED}),
+    Phase.PASSING: frozenset({Phase.DONE, Phase.DRAINED}),
+    Phase.ENDED: frozenset({Phase.DONE, Phase.DRAINED}),
+    Phase.DONE: frozenset({Phase.DRAINED}),
+    Phase.DRAINED: frozenset({Phase.DRAINED}),
+}
+
+#: The phases in which the upstream's bytes are buffered in ``upstream`` whatever ``keep`` says.
+_BUFFERING = frozenset({Phase.SNIFFING, Phase.JSON})
 
 
 class StreamCallable:
@@ -53,6 +96,9 @@ class StreamCallable:
     HTTP/2 DATA frame (``_http2.py`` passes every ``DataReceived`` on; an upstream that ends
     its stream with an empty DATA frame gives two ``b""`` in a row). The first ``b""`` ends the
     rewrite; later ``b""`` return nothing and later bytes pass through as they came.
+
+    Which of these it is doing is one :class:`Phase` (:attr:`phase`), changed only through
+    :data:`TRANSITIONS`.
     """
 
     def __init__(
@@ -72,20 +118,23 @@ class StreamCallable:
         self._timer: Any = None  # asyncio.TimerHandle while a hold is watched
         self._last_bytes = 0.0  # event-loop time of the last upstream chunk
         self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
-        self.ended = False  # the first b"" came
-        self.stalled = False
+        self.phase = Phase.SNIFFING
         self.rewriter: StreamRewriter | None = state.dialect.stream_rewriter(state.context)  # None once released
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
         self.sent = bytearray()  # what the client got, when keep
-        self.json_mode: bool | None = None  # decided on the first non-blank byte
         self.changed = False
-        self.failed = False
-        self.drained = False
-        self._sniffed_sent = False
-        self.noted = False
+        self._sniffed_sent = False  # observe: the sniffed bytes went out as they came
+        self.noted = False  # the rewriter's error (or a stall) is in the record
         self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
         self._differs = False
         self._unrepaired = 0  # calls of rewriter.unrepaired already noted
+        self._fed = b""  # the bytes handed to the rewriter in the current call
+
+    def _to(self, phase: Phase) -> None:
+        """Move to ``phase``; ``AssertionError`` for a move :data:`TRANSITIONS` does not list."""
+        if phase not in TRANSITIONS[self.phase]:
+            raise AssertionError(f"stream phase {self.phase.value} -> {phase.value}")
+        self.phase = phase
 
     @property
     def differs(self) -> bool:
@@ -93,13 +142,13 @@ class StreamCallable:
         return self._differs or bool(self._lag)
 
     def __call__(self, chunk: bytes) -> list[bytes]:
-        if self.drained:
+        if self.phase is Phase.DRAINED:
             return [chunk] if chunk else []
-        if self.ended:
+        if self.phase in (Phase.ENDED, Phase.DONE):
             # An empty HTTP/2 DATA frame ended the rewrite early (or this is the real end after
             # it): what comes now passes through as it came.
-            if chunk and not self.failed:
-                self.failed = True
+            if chunk and self.phase is Phase.ENDED:
+                self._to(Phase.DONE)
                 self.state.record.notes.append(
                     passed_note(
                         "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
@@ -110,11 +159,11 @@ class StreamCallable:
             self._track(chunk, out)
             return out
         consumed = self._consumed()
+        self._fed = chunk  # what the rewriter is given in this call (_call widens it when sniffing)
         try:
             out = self._call(chunk)
         except Exception as exc:  # G2: an exception would drop this chunk
             logger.exception("toolvocab: stream rewrite failed; passing the rest through")
-            self.failed = True
             self.state.record.notes.append(
                 passed_note(
                     f"internal error in the stream rewrite ({type(exc).__name__}: {exc})",
@@ -122,14 +171,16 @@ class StreamCallable:
                 )
             )
             out = self._salvage(chunk, consumed)
+            if self.phase is not Phase.PASSING:
+                self._to(Phase.PASSING)
         if self._carry:
             out = [self._carry + b"".join(out)]
             self._carry = b""
-        if self.state.unverified is not None and not self.observe and not self.drained:
+        if self.state.unverified is not None and not self.observe and self.phase is not Phase.DRAINED:
             out = self._confirm(chunk, out)
         self._track(chunk, out)
-        if not chunk:
-            self.ended = True
+        if not chunk and self.phase is not Phase.DRAINED:
+            self._to(Phase.DONE if self.phase is Phase.PASSING else Phase.ENDED)
             self._cancel_timer()
         elif self.hold_timeout > 0:
             self._watch_hold()
@@ -141,7 +192,7 @@ class StreamCallable:
         """True while the rewriter holds a block back from the client (a tool call, or text
         that may be one): what the stall bound releases. A partial event alone does not count
         (the client could not use half an event)."""
-        if self.json_mode is not False or self.observe or self.failed or self.rewriter is None:
+        if self.phase is not Phase.STREAMING or self.observe or self.rewriter is None:
             return False
         try:
             return bool(self.rewriter.has_held())
@@ -167,7 +218,7 @@ class StreamCallable:
         wait the rest of the bound (one timer per hold, not one per chunk)."""
         self._timer = None
         try:
-            if self.drained or self.ended or self.state is None or not self.has_held():
+            if self.phase is not Phase.STREAMING or self.state is None or not self.has_held():
                 return
             idle = loop.time() - self._last_bytes
             if idle < self.hold_timeout:
@@ -183,7 +234,6 @@ class StreamCallable:
         """Everything received and not sent goes to the client unchanged, now; the rest of the
         stream passes through (the rewriter's :meth:`salvage`)."""
         data = b"".join(self.rewriter.salvage())
-        self.stalled = True
         self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
         how = None
         if data and self._send is not None:
@@ -235,14 +285,14 @@ class StreamCallable:
         pending = bytes(self._lag) + chunk if self._lag else chunk
         if pending.startswith(data) or self.state.may_change():
             return out
-        self.drained = True  # every later chunk passes through as it came
+        self._to(Phase.DRAINED)  # every later chunk passes through as it came
         self.changed = False
         self._cancel_timer()
         return [pending] if pending else []
 
     def _track(self, chunk: bytes, out: list[bytes]) -> None:
         if self.keep:
-            if self.json_mode is False:  # while sniffing / buffering JSON, _call keeps it
+            if self.phase not in _BUFFERING:  # while sniffing / buffering JSON, _call keeps it
                 self.upstream += chunk
             for piece in out:
                 self.sent += piece  # stored in the flow at the end (G6)
@@ -262,20 +312,19 @@ class StreamCallable:
         the unfinished last event, a buffered body); afterwards the callable passes chunks
         through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3)."""
         self._cancel_timer()
-        if self.drained:
+        if self.phase is Phase.DRAINED:
             return b""
         out: list[bytes] = [self._carry] if self._carry else []
         self._carry = b""
         try:
-            if self.ended:
-                pass  # the rewrite ended at an empty chunk: nothing is held any more
-            elif self.json_mode is not False:
+            if self.phase in _BUFFERING:
                 out += [bytes(self.upstream)] if not self._sniffed_sent else []
-            elif not self.observe and not self.failed:
+            elif self.phase is Phase.STREAMING and not self.observe:
                 out += list(self.rewriter.salvage())
+            # ENDED, DONE: the rewrite ended at an empty chunk; PASSING: what was held went out
         except Exception:
             logger.exception("toolvocab: drain failed")
-        self.drained = True
+        self._to(Phase.DRAINED)
         data = b"".join(out)
         self._track(b"", [data] if data else [])
         return data
@@ -286,7 +335,7 @@ class StreamCallable:
         later chunk would pass through unchanged."""
         self._cancel_timer()
         self._send = None
-        self.drained = True
+        self._to(Phase.DRAINED)
         self.upstream = bytearray()
         self.sent = bytearray()
         self._lag = bytearray()
@@ -297,37 +346,41 @@ class StreamCallable:
         return self.rewriter.consumed if self.rewriter is not None else 0
 
     def _salvage(self, chunk: bytes, consumed_before: int) -> list[bytes]:
-        """Every upstream byte not yet sent, unchanged, after an internal error."""
-        if self.json_mode is not False:
+        """Every upstream byte not yet sent, unchanged, after an internal error (the caller then
+        moves to ``PASSING``)."""
+        if self.phase in _BUFFERING:
             # Nothing was sent yet: the buffered body (this chunk included) goes out whole.
             data = bytes(self.upstream)
-            self.json_mode = False  # from here on chunks pass through
-            if not self.keep:
-                self.upstream = bytearray()
+            # keep: _track adds this chunk to the kept stream once the phase has moved on
+            self.upstream = bytearray(data[: len(data) - len(chunk)]) if self.keep else bytearray()
             return [data] if data else []
+        if self.observe:
+            # Observe sent every earlier upstream byte as it came: only what this call was
+            # given is not sent (this chunk, and the blank bytes sniffed before it).
+            return [self._fed] if self._fed else []
         out: list[bytes] = []
         try:
             if self.rewriter is not None:
                 out = list(self.rewriter.salvage())
         except Exception:
             logger.exception("toolvocab: salvage failed")
-        if chunk and self._consumed() == consumed_before:
-            out.append(chunk)  # the rewriter never took this chunk in
+        if self._fed and self._consumed() == consumed_before:
+            out.append(self._fed)  # the rewriter never took in what it was given in this call
         joined = b"".join(out)
         return [joined] if joined else []
 
     def _call(self, chunk: bytes) -> list[bytes]:
-        if self.json_mode is not False:
+        if self.phase in _BUFFERING:
             self.upstream += chunk
-        if self.failed:
+        if self.phase is Phase.PASSING:
             return [chunk] if chunk else []
-        if self.json_mode is None:
+        if self.phase is Phase.SNIFFING:
             head = bytes(self.upstream).lstrip()
             if not head and chunk:
                 return []  # only blank bytes so far: wait for the first real one
             # A JSON object is a whole (non-stream) answer; an array is Gemini's streamed array.
-            self.json_mode = head[:1] == b"{"
-            if not self.json_mode:
+            self._to(Phase.JSON if head[:1] == b"{" else Phase.STREAMING)
+            if self.phase is Phase.STREAMING:
                 # Send what was held while sniffing through the stream rewriter.
                 held = bytes(self.upstream)
                 if not self.keep:
@@ -335,11 +388,12 @@ class StreamCallable:
                 else:
                     # _track adds each chunk from now on; this one is already in.
                     self.upstream = bytearray(held[: len(held) - len(chunk)])
+                self._fed = held  # the blank bytes sniffed before it, and this chunk
                 out = self.rewriter.feed(held) if held else []
                 if not chunk:
                     out += self.rewriter.finish()
                 return self._emit(out, chunk, sniffed=held)
-        if self.json_mode:
+        if self.phase is Phase.JSON:
             if chunk:
                 return []
             body = bytes(self.upstream)
