@@ -53,7 +53,7 @@ TOOLS = Toolset(
     ]
 )
 PLAN = Plan()
-FLOW_KEY = "flow-issue-14"
+FLOW_KEY = "flow-text-calls-dialects"
 
 READ = ("read_file", {"path": "README.md"})
 SQUARE = ("square_the_number", {"input_num": 1024})
