@@ -343,16 +343,16 @@ def test_stream_reasoning_and_markup_in_one_chunk_keep_the_reasoning_as_content(
 def test_stream_scans_a_long_block_once_not_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside an open block only its closing tag can change anything: the text is not rescanned
     for every chunk (a long markup answer costs linear time), and the lift is still right."""
-    import toolvocab.dialects.openai_chat as chat
+    import toolvocab.dialects.textcalls as textcalls  # the shared TextHold's watch scans the text
 
     calls = []
-    real = chat.text_call_state
+    real = textcalls.text_call_state
 
     def counting(text: str):
         calls.append(len(text))
         return real(text)
 
-    monkeypatch.setattr(chat, "text_call_state", counting)
+    monkeypatch.setattr(textcalls, "text_call_state", counting)
     path = "a->b/" * 2000
     text = f"<tool_call>\n<function=read_file>\n<parameter=path>\n{path}\n</parameter>\n</function>\n</tool_call>"
     pieces = [text[i : i + 7] for i in range(0, len(text), 7)]

@@ -536,25 +536,23 @@ class AnthropicStream(EventStreamRewriter):
         self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up
         # Text lift: never once a tool_use came, a second non-blank text block came, or no tools.
         self._no_lift = flow.tools is None
-        self._watch: textcalls.TextWatch | None = None  # the text block that may be markup
+        self._text: textcalls.TextHold | None = None  # the text block that may be markup, and its hold
         self._text_index: Any = None
-        self._text_held: list[SSEEvent] | None = None  # its events from where markup may start
-        self._released = 0  # characters of its text that went out
 
     def holding(self) -> bool:
         """A tool_use block is held, a text block is watched or held, or indexes shift: every
         event goes to :meth:`on_event`."""
-        return self._held is not None or self._watch is not None or self._text_held is not None or self._shift != 0
+        return self._held is not None or self._text is not None or self._shift != 0
 
     def has_held(self) -> bool:
         """A tool_use block or a text block that may be markup is held."""
-        return bool(self._held) or bool(self._text_held)
+        return bool(self._held) or (self._text is not None and bool(self._text.held))
 
     def held(self) -> list[bytes]:
         """Raw bytes of the events being held (clears them)."""
         held, self._held = self._held or [], None
-        text, self._text_held = self._text_held or [], None
-        self._watch = None
+        text = self._text.release() if self._text is not None else []
+        self._text = None
         return [e.raw for e in text + held]
 
     def at_end(self) -> list[bytes]:
@@ -567,8 +565,8 @@ class AnthropicStream(EventStreamRewriter):
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold tool_use blocks until their stop; pass everything else at once."""
-        watch = self._watch
-        if watch is not None and self._text_held is None and watch.skippable() and _cannot_close(event.raw):
+        text = self._text
+        if text is not None and text.held is None and text.watch.skippable() and _cannot_close(event.raw):
             # Inside an open reasoning block only a closing tag changes anything: a text delta
             # that cannot hold one goes out unparsed (no delay for a long <think> lead).
             return [event.raw]
@@ -577,7 +575,7 @@ class AnthropicStream(EventStreamRewriter):
         if self._shift and isinstance(data, dict) and kind in _BLOCK_EVENTS and isinstance(data.get("index"), int):
             data = {**data, "index": data["index"] + self._shift}
             event = event.with_json(data)
-        if self._watch is not None:
+        if self._text is not None:
             return self._on_text(event, data, kind)
         if self._held is not None:
             if kind in _BLOCK_BREAKERS:
@@ -610,89 +608,59 @@ class AnthropicStream(EventStreamRewriter):
                 and block.get("text") in ("", None)
             ):
                 # The start goes out at once (it carries no text); the block is watched.
-                self._watch = textcalls.TextWatch()
+                self._text = textcalls.TextHold()
                 self._text_index = data.get("index")
-                self._text_held = None
-                self._released = 0
         return [event.raw]
 
     # -- tool calls left in text ------------------------------------------------------
 
     def _end_watch(self, *, lift_possible: bool) -> list[bytes]:
         """Stop watching the text block; what is held goes out as it came."""
-        out = [e.raw for e in self._text_held or []]
-        self._text_held, self._watch = None, None
+        out = [e.raw for e in self._text.release()] if self._text is not None else []
+        self._text = None
         if not lift_possible:
             self._no_lift = True
         return out
 
-    def _text_piece(self, piece: str) -> list[bytes]:
-        """The held block's text grew by ``piece`` (its event is already in the hold); what
-        to send now."""
-        assert self._watch is not None and self._text_held is not None
-        state = self._watch.add(piece)
-        if state == textcalls.PROSE:
-            return self._end_watch(lift_possible=False)
-        if state == textcalls.LEAD:
-            # "<thin" became a reasoning block: out as it came; watching goes on.
-            self._released = len(self._watch.text)
-            out = [e.raw for e in self._text_held]
-            self._text_held = None
-            return out
-        return []  # markup may be starting: held
-
     def _on_text(self, event: SSEEvent, data: Any, kind: Any) -> list[bytes]:
-        assert self._watch is not None
+        text = self._text
+        assert text is not None
         index = data.get("index") if isinstance(data, dict) else None
         if kind == "content_block_delta" and index == self._text_index:
             delta = data.get("delta")
             if isinstance(delta, dict) and delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                if self._text_held is None:
-                    before = len(self._watch.text)
-                    state = self._watch.add(delta["text"])
-                    if state == textcalls.MARKUP:
-                        self._released = before
-                        self._text_held = [event]
-                        return []
-                    if state == textcalls.PROSE:
-                        self._watch = None
-                        self._no_lift = True
-                    else:
-                        self._released = len(self._watch.text)
-                    return [event.raw]
-                self._text_held.append(event)
-                return self._text_piece(delta["text"])
+                state, out = text.add(delta["text"], event)
+                if state == textcalls.PROSE:
+                    self._text = None
+                    self._no_lift = True
+                return [e.raw for e in out]
             # Anything else inside a text block (a citation delta): not markup alone.
             return self._end_watch(lift_possible=False) + [event.raw]
         if kind == "content_block_stop" and index == self._text_index:
-            if self._text_held is None:
-                blank = not self._watch.text.strip()
-                self._watch = None
-                if not blank:
+            if text.held is None:
+                self._text = None
+                if text.watch.text.strip():
                     self._no_lift = True  # a text block that is reasoning alone is not markup
                 return [event.raw]
-            self._text_held.append(event)
-            return []  # markup: held to message_delta (prose may still come in another block)
-        if kind == "message_delta" and self._text_held is not None and self._watch.state == textcalls.MARKUP:
-            self._text_held.append(event)
+            return text.keep(event)  # markup: held to message_delta (prose may still come in another block)
+        if kind == "message_delta" and text.held is not None and text.state == textcalls.MARKUP:
+            text.keep(event)
             out = self._lift_held(data)
-            self._text_held, self._watch = None, None
+            self._text = None
             self._no_lift = True
             return out
         if kind in ("ping",) or event.data is None:
-            if self._text_held is not None:
-                self._text_held.append(event)
-                return []
-            return [event.raw]
+            return [e.raw for e in text.keep(event)]
         # Another block, message_stop, an error: the text cannot be lifted; out as it came.
         return self._end_watch(lift_possible=False) + self.on_event(event)
 
     def _lift_held(self, message_delta: dict[str, Any]) -> list[bytes]:
         """The held text block (and the ``message_delta`` that ended the hold, last in it) as
         ``tool_use`` blocks when its text lifts, else as it came."""
-        assert self._watch is not None and self._text_held is not None
-        held = self._text_held
-        text = self._watch.text
+        hold = self._text
+        assert hold is not None and hold.held is not None
+        held = hold.held
+        text = hold.watch.text
         delta = message_delta.get("delta") if isinstance(message_delta, dict) else None
         if not isinstance(delta, dict) or not _natural_end(delta.get("stop_reason")):
             # max_tokens, stop_sequence, refusal, pause_turn…: perhaps cut short, never lifted
@@ -706,7 +674,7 @@ class AnthropicStream(EventStreamRewriter):
         out: list[bytes] = []
         # The text block's start (and any lead) went out: it stays, ends with its reasoning (or
         # empty), and the calls follow it.
-        extra = remaining[self._released :] if len(remaining) > self._released else ""
+        extra = hold.remaining_after_release(remaining)
         if extra:
             out.append(
                 _event_like(

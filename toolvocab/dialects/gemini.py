@@ -592,22 +592,21 @@ class GeminiStream(EventStreamRewriter):
         self._framing: str | None = None  # "sse" | "array", decided by the first non-blank byte
         self._array = _ArraySplitter()
         self._prefix = bytearray()  # blank bytes seen before the framing was known
-        self._watch: textcalls.TextWatch | None = None if flow.tools is None else textcalls.TextWatch()
-        self._text_held: list[SSEEvent] | None = None
-        self._released = 0  # characters of text that went out before the hold
+        # The answer's text, watched (and held from where markup may start) while a lift is possible
+        self._text: textcalls.TextHold | None = None if flow.tools is None else textcalls.TextHold()
 
     def holding(self) -> bool:
         """While the text may still be tool-call markup, every event goes to :meth:`on_event`."""
-        return self._watch is not None
+        return self._text is not None
 
     def has_held(self) -> bool:
         """Text events that may be tool-call markup are held."""
-        return bool(self._text_held)
+        return self._text is not None and bool(self._text.held)
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held text events (clears them; no lift after this)."""
-        held, self._text_held = self._text_held or [], None
-        self._watch = None
+        held = self._text.release() if self._text is not None else []
+        self._text = None
         return [e.raw for e in held]
 
     def at_end(self) -> list[bytes]:
@@ -617,7 +616,7 @@ class GeminiStream(EventStreamRewriter):
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """One SSE event: rewrite its response if a call changes; hold text that may be a call."""
         data = event.json()
-        if self._watch is not None:
+        if self._text is not None:
             return self._on_text(event, data)
         if data is None:
             return [event.raw]
@@ -626,14 +625,14 @@ class GeminiStream(EventStreamRewriter):
         return [event.raw]
 
     def _on_text(self, event: Any, data: Any) -> list[bytes]:
-        assert self._watch is not None
+        text = self._text
+        assert text is not None
         response = _unwrap(data)
         candidates = _list(response.get("candidates")) if isinstance(response, dict) else []
         if event.data is None or not candidates:
             # A comment, keep-alive or a chunk without candidates (usage, prompt feedback).
-            if self._text_held is not None:
-                self._text_held.append(event)
-                return []
+            if text.held is not None:
+                return text.keep(event)
             return self._plain(event, data)
         candidate = candidates[0] if len(candidates) == 1 and isinstance(candidates[0], dict) else None
         content = candidate.get("content") if candidate is not None else None
@@ -641,26 +640,15 @@ class GeminiStream(EventStreamRewriter):
         if candidate is None or any(isinstance(p, dict) and "functionCall" in p for p in parts):
             return self._give_up() + self._plain(event, data)
         piece = "".join(p["text"] for p in parts if _is_text_part(p))
-        before = len(self._watch.text)
-        state = self._watch.add(piece)
+        state, out = text.add(piece, event)
         done = bool(candidate.get("finishReason"))
         if state == textcalls.PROSE:
-            return self._give_up() + self._plain(event, data)
-        if self._text_held is None:
-            if state == textcalls.LEAD:
-                self._released = len(self._watch.text)
-                if done:
-                    self._watch = None
-                return self._plain(event, data)
-            self._released = before
-            self._text_held = []
-        self._text_held.append(event)
-        if state == textcalls.LEAD:  # "<thin" became a reasoning block: out, as it came
-            out = [e.raw for e in self._text_held]
-            self._text_held, self._released = None, len(self._watch.text)
+            self._text = None
+            return [e.raw for e in out[:-1]] + self._plain(event, data)
+        if state == textcalls.LEAD:  # out: this event, after what was held ("<thin" became reasoning)
             if done:
-                self._watch = None
-            return out
+                self._text = None
+            return self._plain(event, data) if len(out) == 1 else [e.raw for e in out]
         if done:
             if candidate.get("finishReason") != "STOP":
                 # MAX_TOKENS, SAFETY, RECITATION, OTHER…: perhaps cut short or withheld, never lifted
@@ -680,9 +668,10 @@ class GeminiStream(EventStreamRewriter):
         return self.held()
 
     def _lift_held(self) -> list[bytes]:
-        assert self._watch is not None and self._text_held is not None
-        held = self._text_held
-        found = textcalls.lift(self._watch.text, self._flow, lambda i: "")
+        hold = self._text
+        assert hold is not None and hold.held is not None
+        held = hold.held
+        found = textcalls.lift(hold.watch.text, self._flow, lambda i: "")
         if found is None:
             return self.held()
         remaining, calls = found
@@ -693,7 +682,7 @@ class GeminiStream(EventStreamRewriter):
         content = candidate.setdefault("content", {"role": "model"})
         parts = [p for p in _list(content.get("parts")) if not _is_text_part(p)]
         new: list[Any] = []
-        extra = remaining[self._released :] if len(remaining) > self._released else ""
+        extra = hold.remaining_after_release(remaining)
         if extra:
             new.append({"text": extra})
         new += [_call_part(call.name, call.arguments) for call in calls]
@@ -720,7 +709,7 @@ class GeminiStream(EventStreamRewriter):
                 out.append(event.with_json(copy).raw)
         content["parts"] = parts + new
         out.append(last.with_json(data).raw)
-        self._text_held, self._watch = None, None
+        self._text = None
         return out
 
     def feed(self, chunk: bytes) -> list[bytes]:
@@ -740,13 +729,14 @@ class GeminiStream(EventStreamRewriter):
         pieces = [b for b in self._array.feed(chunk, self._element) if b]
         if self._array.error is not None and self.error is None:
             self.error = self._array.error
-        if self._watch is None or self.error is not None:
-            return [bytes(b) for b in self.held() + pieces] if self._text_held else [bytes(b) for b in pieces]
+        if self._text is None or self.error is not None:
+            held = self._text is not None and bool(self._text.held)
+            return [bytes(b) for b in self.held() + pieces] if held else [bytes(b) for b in pieces]
         out: list[bytes] = []
         for i, piece in enumerate(pieces):
             unit = _ArrayUnit(bytes(piece), isinstance(piece, _Element))
             try:
-                out += self._on_text(unit, unit.json()) if self._watch is not None else [unit.raw]
+                out += self._on_text(unit, unit.json()) if self._text is not None else [unit.raw]
             except Exception as exc:  # contain: what is held and the rest go out as received
                 self.error = f"{type(exc).__name__}: {exc}"
                 out += self.held()
@@ -779,7 +769,7 @@ class GeminiStream(EventStreamRewriter):
         """One whole array element: rewritten if a call in it changes; on any error, as is.
         While a lift is possible the result is marked as an element (:class:`_Element`) for the
         text watch in :meth:`feed`."""
-        mark = _Element if self._watch is not None else bytes
+        mark = _Element if self._text is not None else bytes
         if self.error is not None:
             return raw
         try:

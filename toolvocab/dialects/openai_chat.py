@@ -44,12 +44,8 @@ from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
-from toolvocab.engine.wrapped import LEAD
 from toolvocab.engine.wrapped import MARKUP
-from toolvocab.engine.wrapped import MARKUP_OPENERS
 from toolvocab.engine.wrapped import PROSE
-from toolvocab.engine.wrapped import REASONING_TAGS
-from toolvocab.engine.wrapped import text_call_state
 
 
 def _rename(obj: Any, key: str, rename: dict[str, str]) -> bool:
@@ -588,10 +584,6 @@ def _content_of(choices: Any) -> str:
     return "".join(parts)
 
 
-_CLOSERS = tuple(closer for _, closer in REASONING_TAGS + MARKUP_OPENERS)
-_LONGEST_CLOSER = max(len(c) for c in _CLOSERS)
-
-
 class _Slot:
     """One streamed tool call being assembled."""
 
@@ -709,7 +701,7 @@ class ChatStream(EventStreamRewriter):
         tool calls (its ``finish_reason`` may need fixing)."""
         return (
             self._held is not None
-            or self._text is not None
+            or self._hold.held is not None
             or self._legacy is not None
             or not self._prose
             or bool(self._with_calls)
@@ -722,10 +714,9 @@ class ChatStream(EventStreamRewriter):
         self._held: list[SSEEvent] | None = None
         self._position = 0  # calls resolved so far in this answer (for stable ids)
         self._seen_ids: set[str] = set()
-        self._text: list[SSEEvent] | None = None  # content that may be a tool call in text
-        self._content = ""  # every content delta so far (while a lift is still possible)
-        self._released = 0  # how much of _content went out before the held text
-        self._state: tuple[str, bool] = (LEAD, False)  # text_call_state(self._content)
+        # Every content delta so far (while a lift is still possible), and the chunks held from
+        # where markup may start.
+        self._hold = textcalls.TextHold()
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
         self._prose = flow.tools is None
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
@@ -733,12 +724,12 @@ class ChatStream(EventStreamRewriter):
 
     def has_held(self) -> bool:
         """Tool-call chunks, a legacy function_call or content that may be markup are held."""
-        return bool(self._held) or bool(self._text) or bool(self._legacy)
+        return bool(self._held) or bool(self._hold.held) or bool(self._legacy)
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
         held, self._held = self._held or [], None
-        text, self._text = self._text or [], None
+        text = self._hold.release()
         legacy, self._legacy = self._legacy or [], None
         return [e.raw for e in text + held + legacy]
 
@@ -769,13 +760,12 @@ class ChatStream(EventStreamRewriter):
             )
         ):
             self._prose = True
-            out = [e.raw for e in self._text] if self._text else []  # text before a call is text
-            self._text, self._legacy = None, []
+            out = [e.raw for e in self._hold.release()]  # text before a call is text
+            self._legacy = []
             return out + self._on_legacy(event, choices)
-        if self._text is not None:
+        if self._hold.held is not None:
             return self._on_text(event, choices, has_calls)
-        if self._held is None and not has_calls and self._may_start_text_call(choices):
-            self._text = [event]
+        if self._held is None and not has_calls and self._may_start_text_call(event, choices):
             return self._after_text(event, choices)
         if self._held is None:
             if not has_calls:
@@ -786,7 +776,7 @@ class ChatStream(EventStreamRewriter):
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get);
         held text goes out as it came (the stream ended before its choice did: never lifted)."""
-        out = self._release_text(final=True, lift=False) if self._text else []
+        out = self._release_text(final=True, lift=False) if self._hold.held else []
         out += self._release_legacy() if self._legacy is not None else []
         return out + (self._release() if self._held else [])
 
@@ -858,53 +848,42 @@ class ChatStream(EventStreamRewriter):
 
     # -- tool calls left in text (BR-23, BR-24) ------------------------------------------------
 
-    def _may_start_text_call(self, choices: Any) -> bool:
-        """Add this chunk's content to what was said so far; True when the text is still only
-        a lead (whitespace, reasoning) followed by tool-call markup that has started — only then
-        is the chunk held. Once the content is prose it is never held again:
-        a lift needs the whole text to be markup."""
+    def _may_start_text_call(self, event: SSEEvent, choices: Any) -> bool:
+        """Add this chunk's content to what was said so far (:class:`textcalls.TextHold`); True
+        when the text is still only a lead (whitespace, reasoning) followed by tool-call markup
+        that has started — only then is the chunk held. Once the content is prose it is never
+        held again: a lift needs the whole text to be markup."""
         if self._prose or self._flow.tools is None:
             return False
         chunk = _content_of(choices)
         if not chunk:
             return False
-        self._content += chunk
-        state = self._advance(chunk)
+        state, _ = self._hold.add(chunk, event)  # not held unless MARKUP: the caller sends it
         if state == PROSE:
-            return False
-        self._released = len(self._content) - len(chunk)
+            self._settle()
         return state == MARKUP
 
-    def _advance(self, chunk: str) -> str:
-        """Update :attr:`_state` after ``chunk`` joined :attr:`_content`; the new state."""
-        state, is_open = self._state
-        # Inside an open reasoning or markup block only its closing tag can change the state:
-        # rescan only when a closing tag ends in this chunk (linear in a long block's length).
-        tail = self._content[-(len(chunk) + _LONGEST_CLOSER - 1) :]
-        if not is_open or any(closer in tail for closer in _CLOSERS):
-            self._state = text_call_state(self._content)
-        if self._state[0] == PROSE:
-            self._prose, self._content = True, ""
-        return self._state[0]
+    def _settle(self) -> None:
+        """The answer's text is settled (prose, or lifted): no chunk is held for it again."""
+        self._prose, self._hold = True, textcalls.TextHold()
 
     def _on_text(self, event: SSEEvent, choices: Any, has_calls: bool) -> list[bytes]:
-        assert self._text is not None
         if has_calls:
             # Real tool calls follow: the text was only text.
-            out = [e.raw for e in self._text]
-            self._text = None
-            return out + self.on_event(event)
-        self._text.append(event)
-        if event.data is None:
-            return []
-        chunk = _content_of(choices)
-        if chunk:
-            self._content += chunk
-            self._advance(chunk)
+            return [e.raw for e in self._hold.release()] + self.on_event(event)
+        chunk = _content_of(choices) if event.data is not None else ""
+        if not chunk:
+            self._hold.keep(event)
+            return [] if event.data is None else self._after_text(event, choices)
+        state, out = self._hold.add(chunk, event)
+        if state == PROSE:
+            self._settle()
+        if out:  # prose, or a reasoning block turned out to open the text: out as it came
+            return [e.raw for e in out]
         return self._after_text(event, choices)
 
     def _after_text(self, event: SSEEvent, choices: Any) -> list[bytes]:
-        state = self._state[0]
+        state = self._hold.state
         if state != MARKUP:
             # Prose (never a lift), or a reasoning block turned out to open the text: release.
             return self._release_text(final=False, lift=False)
@@ -920,17 +899,16 @@ class ChatStream(EventStreamRewriter):
         return []  # markup only so far: hold to the end of the choice (prose may still follow)
 
     def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:
-        held = self._text or []
-        lifted = lift_text_calls(self._content, self._flow, self._position) if lift else None
+        hold = self._hold
+        held = hold.held or []
+        lifted = lift_text_calls(hold.watch.text, self._flow, self._position) if lift else None
         if lifted is None:
-            out = [e.raw for e in held]
-            self._text = None
-            return out
+            return [e.raw for e in hold.release()]
         remaining, entries = lifted
         # What remains (the reasoning block) minus what already went out before the hold.
-        text = remaining[self._released :]
+        text = hold.remaining_after_release(remaining)
         self._position += len(entries)
-        self._prose, self._content = True, ""  # the answer's text is settled
+        self._settle()  # the answer's text is settled
         out: list[bytes] = []
         first = True
         for event in held:
@@ -973,7 +951,6 @@ class ChatStream(EventStreamRewriter):
                 if data.get("usage") in (None, {}):
                     continue  # nothing left in this chunk
             out.append(event.with_json({**data, "choices": new_choices}).raw)
-        self._text = None
         return out
 
     def _finish_reason_fixed(self, event: SSEEvent, choices: Any) -> bytes:

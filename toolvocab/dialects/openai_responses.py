@@ -730,21 +730,19 @@ class ResponsesStream(EventStreamRewriter):
         self._held_index: Any = None
         # Tool calls left in text: the message item being watched and its hold.
         self._no_lift = flow.tools is None
-        self._watch: textcalls.TextWatch | None = None
+        self._text: textcalls.TextHold | None = None
         self._msg_index: Any = None
-        self._text_held: list[Any] | None = None
-        self._released = 0
         self._index_shift = 0  # items added by unwrapped parallel wrappers
         self._seq_shift = 0  # events added by them
 
     def holding(self) -> bool:
         """A call is being held, a message's text is watched, or later events move up (a
         parallel wrapper was unwrapped): every event goes to :meth:`on_event`."""
-        return self._held is not None or self._watch is not None or bool(self._index_shift or self._seq_shift)
+        return self._held is not None or self._text is not None or bool(self._index_shift or self._seq_shift)
 
     def has_held(self) -> bool:
         """A call's events or a message's text that may be markup are held."""
-        return bool(self._held) or bool(self._text_held)
+        return bool(self._held) or (self._text is not None and bool(self._text.held))
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held events (clears them)."""
@@ -773,7 +771,7 @@ class ResponsesStream(EventStreamRewriter):
     def _dispatch(self, event: Any) -> list[Any]:
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
-        if self._watch is not None:
+        if self._text is not None:
             return self._on_text(event, data, kind)
         if self._held is not None:
             if kind == "error" or kind in _TERMINAL_EVENTS:
@@ -808,10 +806,8 @@ class ResponsesStream(EventStreamRewriter):
                 and not item.get("content")
             ):
                 # Goes out at once (no text in it); its text is watched.
-                self._watch = textcalls.TextWatch()
+                self._text = textcalls.TextHold()
                 self._msg_index = data.get("output_index")
-                self._text_held = None
-                self._released = 0
                 return [event]
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
             response = jsonio.loads(jsonio.dumps(data["response"]))
@@ -822,8 +818,8 @@ class ResponsesStream(EventStreamRewriter):
     def held_units(self) -> list[Any]:
         """The held units themselves (clears them); for the WebSocket path."""
         held, self._held = self._held or [], None
-        text, self._text_held = self._text_held or [], None
-        self._watch = None
+        text = self._text.release() if self._text is not None else []
+        self._text = None
         return text + held
 
     def at_end(self) -> list[bytes]:
@@ -881,15 +877,16 @@ class ResponsesStream(EventStreamRewriter):
 
     def _give_up(self) -> list[Any]:
         """No lift in this answer: the held text events go out as they came."""
-        held, self._text_held = self._text_held or [], None
-        self._watch = None
+        held = self._text.release() if self._text is not None else []
+        self._text = None
         self._no_lift = True
         return held
 
     def _on_text(self, event: Any, data: Any, kind: Any) -> list[Any]:
         """An event while a message's text is watched (and, from where markup may start,
         held until the answer ends)."""
-        assert self._watch is not None
+        text = self._text
+        assert text is not None
         index = data.get("output_index") if isinstance(data, dict) else None
         if (
             kind == "response.output_text.delta"
@@ -897,27 +894,15 @@ class ResponsesStream(EventStreamRewriter):
             and data.get("content_index", 0) == 0
             and isinstance(data.get("delta"), str)
         ):
-            before = len(self._watch.text)
-            state = self._watch.add(data["delta"])
+            state, out = text.add(data["delta"], event)
             if state == textcalls.PROSE:
-                return self._give_up() + [event]
-            if self._text_held is None:
-                if state == textcalls.MARKUP:
-                    self._released = before
-                    self._text_held = [event]
-                    return []
-                self._released = len(self._watch.text)
-                return [event]
-            self._text_held.append(event)
-            if state == textcalls.LEAD:  # "<thin" became a reasoning block: out as it came
-                out, self._text_held = self._text_held, None
-                self._released = len(self._watch.text)
-                return out
-            return []
+                self._text = None
+                self._no_lift = True
+            return out
         if (
             kind in _TERMINAL_EVENTS
             and kind not in ("response.failed", "response.incomplete")
-            and self._text_held is not None
+            and text.held is not None
         ):
             # Lifted at a complete answer only: an incomplete one (max_output_tokens) may have
             # stopped mid-answer, and its held text goes out as it came below.
@@ -934,28 +919,28 @@ class ResponsesStream(EventStreamRewriter):
             # Another item, a second content part, something unexpected in the message, an error
             # or the end: no lift; the text goes out as it came, then this event as usual.
             return self._give_up() + self._dispatch(event)
-        if self._text_held is not None:
-            self._text_held.append(event)
-            return []
+        if text.held is not None:
+            return text.keep(event)
         if kind == "response.output_item.done" and index == self._msg_index:
             # The message ended as whitespace or reasoning: no markup to lift (a blank one may
             # be followed by another message).
-            if self._watch.text.strip():
+            if text.watch.text.strip():
                 self._no_lift = True
-            self._watch = None
+            self._text = None
         return [event]
 
     def _lift_held(self, terminal: Any, data: dict[str, Any]) -> list[Any]:
         """At the end of the answer: the held text lifted into ``function_call`` items, then
         ``terminal`` (its echo showing the same items); or everything as it came."""
-        assert self._watch is not None and self._text_held is not None
-        held = self._text_held
-        lifted = self.core.lift_text(self._watch.text)
+        hold = self._text
+        assert hold is not None and hold.held is not None
+        held = hold.held
+        lifted = self.core.lift_text(hold.watch.text)
         if lifted is None:
             return self._give_up() + self._dispatch(terminal)
         remaining, items = lifted
-        extra = remaining[self._released :] if len(remaining) > self._released else ""
-        kept_text = self._watch.text[: self._released] + extra
+        extra = hold.remaining_after_release(remaining)
+        kept_text = hold.watch.text[: hold.released] + extra
         m = self._msg_index if isinstance(self._msg_index, int) else 0
         message: dict[str, Any] | None = None
         item_id: Any = None
@@ -1039,7 +1024,7 @@ class ResponsesStream(EventStreamRewriter):
         out += [u for u in held if u.json() is None]  # comments and keep-alives keep going out
         if isinstance(message.get("id"), str):
             self.core.stream_lifts[message["id"]] = [message, *items]
-        self._text_held, self._watch = None, None
+        self._text = None
         self._no_lift = True
         if seq is not None and isinstance(data.get("sequence_number"), int):
             terminal = terminal.with_json({**data, "sequence_number": seq})

@@ -160,3 +160,66 @@ class TextWatch:
         if self.state == PROSE:
             self.text = ""
         return self.state
+
+
+class TextHold:
+    """One answer text watched for tool calls left in it, as every dialect's stream keeps it:
+    the :class:`TextWatch` of the text so far, the units (events, frames) held from where
+    markup may start, and how much of the text went out before the hold (:attr:`released`).
+
+    A dialect maps its events onto :meth:`add` (a piece of the text, carried by a unit),
+    :meth:`keep` (a unit that carries none: a keep-alive, the block's end), :meth:`release`
+    (give up: the held units, as they came) and, at the answer's end, a lift of
+    ``watch.text`` (:func:`lift`) whose calls replace the held units. Units are the dialect's
+    own; the hold only orders them."""
+
+    __slots__ = ("watch", "held", "released")
+
+    def __init__(self) -> None:
+        self.watch = TextWatch()
+        self.held: list[Any] | None = None  # None: nothing held (the text so far went out)
+        self.released = 0  # characters of watch.text that went out
+
+    @property
+    def state(self) -> str:
+        """:attr:`TextWatch.state`."""
+        return self.watch.state
+
+    def add(self, piece: str, unit: Any) -> tuple[str, list[Any]]:
+        """The text grew by ``piece``, carried by ``unit``: ``(state, units to send now)``.
+        ``LEAD``: what was held and ``unit`` go out (``[unit]`` when nothing was held);
+        ``MARKUP``: ``unit`` is held (a hold starts with it: the text before it went out);
+        ``PROSE``: what was held and ``unit`` go out, and the caller stops watching (prose is
+        never lifted)."""
+        before = len(self.watch.text)
+        state = self.watch.add(piece)
+        if state == PROSE:
+            return state, self.release() + [unit]
+        if self.held is None:
+            if state == MARKUP:
+                self.released, self.held = before, [unit]
+                return state, []
+            self.released = len(self.watch.text)
+            return state, [unit]
+        self.held.append(unit)
+        if state == LEAD:  # "<thin" became a reasoning block: out as it came
+            out = self.release()
+            self.released = len(self.watch.text)
+            return state, out
+        return state, []
+
+    def keep(self, unit: Any) -> list[Any]:
+        """A unit that carries no text: held behind what is held (order kept), else sent."""
+        if self.held is None:
+            return [unit]
+        self.held.append(unit)
+        return []
+
+    def release(self) -> list[Any]:
+        """The held units, as they came (none held afterwards)."""
+        out, self.held = self.held or [], None
+        return out
+
+    def remaining_after_release(self, remaining: str) -> str:
+        """Of ``remaining`` (the text a lift leaves: the lead), what did not go out yet."""
+        return remaining[self.released :] if len(remaining) > self.released else ""
