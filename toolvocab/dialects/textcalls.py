@@ -33,7 +33,17 @@ from toolvocab.engine.wrapped import text_call_state
 from toolvocab.engine.wrapped import unwrap_parallel
 
 #: Substrings one of which is in any text :func:`lift` can lift (a cheap first test).
-__all__ = ["LEAD", "MARKUP", "PROSE", "LiftedCall", "TextWatch", "expand_parallel", "lift", "may_hold_markup"]
+__all__ = [
+    "LEAD",
+    "MARKUP",
+    "PROSE",
+    "LiftedCall",
+    "TextHold",
+    "TextWatch",
+    "expand_parallel",
+    "lift",
+    "may_hold_markup",
+]
 
 _OPENERS = tuple(opener for opener, _ in MARKUP_OPENERS)
 _CLOSERS = tuple(closer for _, closer in REASONING_TAGS + MARKUP_OPENERS)
