@@ -52,3 +52,33 @@ def test_every_unit_goes_out_once_in_order(text: str, cuts: set[int], keepalives
     assert sent == units
     whole = text_call_state(text)[0]
     assert hold.state == whole or not watching
+
+
+def test_a_chat_lift_that_fails_midway_sends_every_held_chunk_as_it_came() -> None:
+    """A lift whose rewrite of the held chunks raises (a choice that is not an object): the
+    rewriter contains the error and the client gets every chunk as the upstream sent it."""
+    import json
+
+    from harness.dialects import Recorder
+    from harness.dialects import context
+    from harness.dialects import drive
+    from toolvocab.dialects.openai_chat import DIALECT
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import declared_tool
+
+    tools = Toolset(
+        [
+            declared_tool(
+                "read_file",
+                input_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+            )
+        ]
+    )
+    markup = '<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>'
+    chunks = [
+        b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": markup}}]}).encode() + b"\n\n",
+        b"data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}, 7]}).encode() + b"\n\n",
+    ]
+    rw = DIALECT.stream_rewriter(context(Recorder(tools)))
+    assert drive(rw, chunks) == b"".join(chunks)
+    assert rw.error is not None

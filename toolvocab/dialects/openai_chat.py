@@ -908,7 +908,7 @@ class ChatStream(EventStreamRewriter):
         # What remains (the reasoning block) minus what already went out before the hold.
         text = hold.remaining_after_release(remaining)
         self._position += len(entries)
-        self._settle()  # the answer's text is settled
+        self._prose = True  # the answer's text is settled (the hold is dropped below, once written)
         out: list[bytes] = []
         first = True
         for event in held:
@@ -951,6 +951,8 @@ class ChatStream(EventStreamRewriter):
                 if data.get("usage") in (None, {}):
                     continue  # nothing left in this chunk
             out.append(event.with_json({**data, "choices": new_choices}).raw)
+        # Only now: if anything above raised, held() still has every held chunk.
+        self._settle()
         return out
 
     def _finish_reason_fixed(self, event: SSEEvent, choices: Any) -> bytes:
