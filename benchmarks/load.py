@@ -37,6 +37,7 @@ import time
 from typing import Any
 
 # common first: importing it puts tests/ on sys.path (for procs)
+from common import compile_bytecode
 from common import cpu_seconds
 from common import status_kb
 
@@ -440,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline", type=float, default=1800.0, help="stop after this many seconds")
     args = ap.parse_args(argv)
     DEADLINE = time.monotonic() + args.deadline
+    compile_bytecode()
     if args.quick:
         args.streams, args.flows, args.big_mb = 50, 2_000, 10
     parts = args.only or ["concurrent", "rss", "big"]

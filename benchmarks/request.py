@@ -12,7 +12,13 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
 * ``bare``: plain mitmdump;
 * the floors (:data:`FLOORS`), each streaming event streams and searching each chunk for the
   tool-call marker: ``noop`` (no-op hooks), ``orjson`` (the body parsed whole), ``typed`` (only what
-  planning reads decoded with msgspec: the least an addon that plans from the request pays);
+  planning reads decoded with msgspec: the least an addon that plans from the request pays),
+  ``repair`` (``typed``, and a repaired answer the least way that keeps a request that repeats a
+  key from having its answer changed: the request read whole and strictly at that answer, the
+  call renamed, the answer written again), ``libraries`` (``typed`` in a process that has also
+  loaded pydantic, jsonschema and orjson, the libraries the addon builds on: the memory they
+  alone cost) and ``imports`` (``typed`` in a process that has also imported what the addon's
+  process holds: the memory the libraries and the addon's code cost);
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``.
 
 The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`),
@@ -37,11 +43,14 @@ machine is noisy: only the ratios within one run mean anything):
 * peak RSS (``VmHWM``) of each proxy after all runs, and its RSS (``VmRSS``) after the warm-up
   and at the end.
 
-Each is printed against bare and against the ``typed`` floor, and a one-line summary of the
-addon against bare ends the output. Then, in process (``mitmproxy.test.taddons``, the addon loaded
-as mitmdump loads it), the ``request`` hook alone on a 2 MB transcript that changes (one tool the
-system prompt does not mention: the prompt sentence is added and the body written) and on the
-unchanged one, against ``orjson.loads`` + ``orjson.dumps`` of the same body.
+Each is printed against bare, with its floor against bare (:data:`FLOOR_OF`: ``repair`` for the
+repaired answer, ``libraries`` for peak RSS, else ``typed``) and the addon against that floor; a
+one-line summary of the addon and the floors against bare ends the output. Every process starts
+with its modules' bytecode written (:func:`common.compile_bytecode`), as a user's second run does.
+Then, in process (``mitmproxy.test.taddons``, the addon loaded as mitmdump loads it), the
+``request`` hook alone on a 2 MB transcript that changes (one tool the system prompt does not
+mention: the prompt sentence is added and the body written) and on the unchanged one, against
+``orjson.loads`` + ``orjson.dumps`` of the same body.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ import time
 from common import CHUNKED_SSE_HEAD
 from common import UpstreamProcess
 from common import chunk
+from common import compile_bytecode
 from common import cpu_seconds
 from common import ev
 from common import serve
@@ -383,8 +393,86 @@ addons = [Typed()]
 """,
 }
 
+#: ``repair``: the ``typed`` floor, and an answer repaired the least way that keeps "a request
+#: that repeats a key (or that a strict reader refuses) leaves its answer as sent" without reading
+#: every request whole: at a JSON answer that calls a tool the request did not declare, the
+#: request body read whole and strictly (``orjson.loads`` and the write-back compare that shows no
+#: key repeats, :func:`toolvocab.engine.jsonio.loads_checked`'s common case), the call renamed to
+#: ``Bash`` with its argv joined, the answer written again. No ladder, no schema, no record.
+FLOORS["repair"] = FLOORS["typed"].replace(
+    "addons = [Typed()]",
+    """import orjson
+
+
+class Repair(Typed):
+    def request(self, flow):
+        super().request(flow)
+        flow.metadata["declared"] = flow.request.content
+
+    def response(self, flow):
+        content = flow.response.content
+        if not content or not content.startswith(b"{"):
+            return
+        answer = orjson.loads(content)
+        calls = [b for b in answer.get("content") or () if b.get("type") == "tool_use" and b.get("name") == "shell"]
+        if not calls:
+            return
+        request = flow.metadata.pop("declared")
+        if orjson.dumps(orjson.loads(request)) != request:
+            return
+        for call in calls:
+            call["name"] = "Bash"
+            call["input"] = {"command": " ".join(call["input"]["command"])}
+        flow.response.content = orjson.dumps(answer)
+
+
+addons = [Repair()]""",
+)
+
+#: ``libraries``: the ``typed`` floor in a process that has also loaded the libraries this project
+#: builds on beyond mitmproxy and msgspec (``pyproject.toml``: pydantic, with one model built,
+#: which loads its schema machinery; jsonschema, with a validator; orjson), and uses none of them.
+FLOORS["libraries"] = FLOORS["typed"].replace(
+    "addons = [Typed()]",
+    """import jsonschema.validators
+import orjson  # noqa: F401
+import pydantic
+
+
+class Record(pydantic.BaseModel):
+    names: list[str] = []
+
+
+Record(names=["a"]).model_dump(mode="json")
+jsonschema.validators.validator_for({})({"type": "object"}).is_valid({})
+addons = [Typed()]""",
+)
+
+#: ``imports``: the ``typed`` floor in a process that has also imported what the addon's process
+#: holds after its first repair (toolvocab's modules, pydantic, jsonschema), and uses none of it:
+#: the memory and the garbage collector's work that the code alone costs.
+FLOORS["imports"] = FLOORS["typed"].replace(
+    "addons = [Typed()]",
+    """import os
+import sys
+
+sys.path.insert(0, os.environ["TOOLVOCAB_ROOT"])
+import jsonschema.validators  # noqa: E402,F401
+
+from toolvocab.addons import default_addons  # noqa: E402
+from toolvocab.engine import arguments  # noqa: E402,F401
+
+_UNUSED = default_addons()
+addons = [Typed()]""",
+)
+
 #: The columns, in order: bare mitmdump, the floors, the addon.
 PROXIES = ("bare", *FLOORS, "addon")
+#: The proxies whose client gets the repaired answer.
+REPAIRS = ("repair", "addon")
+#: The floor each figure is held against (the least an addon that does what that figure asks
+#: pays): ``typed`` but for a repaired answer and for memory.
+FLOOR_OF = {"repair": "repair", "rss": "libraries"}
 
 
 def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_stream: bytes) -> dict[str, float]:
@@ -402,6 +490,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             fp.write(text)
         scripts[name] = fp.name
     try:
+        os.environ.setdefault("TOOLVOCAB_ROOT", str(procs.REPO))  # for the imports floor
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
         for name in FLOORS:
             proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
@@ -415,7 +504,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         for name, p in proxies.items():  # warm up (imports, caches, first allocations, jsonschema)
             latencies(p.port, small, 5)
             latencies(p.port, big, 3)
-            latencies(p.port, small, 3, repair=True, repaired=name == "addon")
+            latencies(p.port, small, 3, repair=True, repaired=name in REPAIRS)
             ttfb(ttfb_port[name], small_stream)
         rss_start = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         nbig = max(1, args.requests // 2)
@@ -431,7 +520,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
                 cpu[name]["big"][0] += cpu_seconds(pid) - c
                 cpu[name]["big"][1] += nbig
                 lat[name]["repair"].append(
-                    statistics.median(latencies(p.port, small, args.requests, repair=True, repaired=name == "addon"))
+                    statistics.median(latencies(p.port, small, args.requests, repair=True, repaired=name in REPAIRS))
                 )
                 lat[name]["ttfb"].append(statistics.median(ttfb(ttfb_port[name], small_stream) for _ in range(5)))
         time.sleep(0.5)
@@ -450,9 +539,16 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     print(
         f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); floors: noop = a script "
         "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
-        "reads (msgspec); each streams event streams, searching each chunk for the tool-call marker"
+        "reads (msgspec), repair = typed + the least repair that keeps the repeated-key rule (the request read "
+        "whole and strictly at the answer), libraries = typed + pydantic, jsonschema and orjson loaded, imports = "
+        "typed + the addon's imports; each streams event streams, "
+        "searching each chunk for the tool-call marker"
     )
-    print(f"{'figure':38s}" + "".join(f"{k:>8s}" for k in PROXIES) + "  addon/bare  addon/typed")
+    print(
+        f"{'figure':38s}"
+        + "".join(f"{k:>8s}" for k in PROXIES)
+        + "  addon/bare  floor/bare  addon/floor  (floor: typed, but repair and libraries where marked)"
+    )
     rows = [
         (f"{len(small) // 1000} KB request p50 latency", "small", [med[k]["small"] for k in PROXIES], "ms"),
         (
@@ -470,23 +566,21 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         ),
         (f"{len(small) // 1000} KB request, answer repaired, p50", "repair", [med[k]["repair"] for k in PROXIES], "ms"),
         ("streamed answer: time to first byte*", "ttfb", [med[k]["ttfb"] for k in PROXIES], "ms"),
+        ("peak RSS (VmHWM)", "rss", [hwm[k] for k in PROXIES], "MiB"),
     ]
     ratios: dict[str, float] = {}
     for label, key, values, unit in rows:
-        bare, typed, addon = values[0], values[PROXIES.index("typed")], values[-1]
+        floor_name = FLOOR_OF.get(key, "typed")
+        bare, floor, addon = values[0], values[PROXIES.index(floor_name)], values[-1]
         ratios[key] = addon / bare
+        ratios[key + "_floor"] = floor / bare
         print(
             f"{label:38s}"
-            + "".join(f"{v * 1e3:8.2f}" for v in values)
-            + f"  {addon / bare:9.2f}x  {addon / typed:10.2f}x  ({unit})"
+            + "".join(f"{v * 1e3:8.2f}" if unit == "ms" else f"{v:8.1f}" for v in values)
+            + f"  {addon / bare:9.2f}x  {floor / bare:9.2f}x  {addon / floor:10.2f}x  ({unit}"
+            + ("" if floor_name == "typed" else f"; floor: {floor_name}")
+            + ")"
         )
-    values = [hwm[k] for k in PROXIES]
-    ratios["rss"] = values[-1] / values[0]
-    print(
-        f"{'peak RSS (VmHWM)':38s}"
-        + "".join(f"{v:8.1f}" for v in values)
-        + f"  {values[-1] / values[0]:9.2f}x  {values[-1] / values[PROXIES.index('typed')]:10.2f}x  (MiB)"
-    )
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
     for k in PROXIES:
         print(
@@ -586,6 +680,7 @@ def main() -> int:
     parser.add_argument("--skip-in-process", action="store_true", help="only the figures through mitmdump")
     args = parser.parse_args()
 
+    compile_bytecode()
     small = transcript(200_000)
     big = transcript(2_000_000)
     ratios = None
@@ -595,9 +690,9 @@ def main() -> int:
         in_process(args, transcript(2_000_000, mention_all=False), big, transcript(2_000_000, spaced=True))
     if ratios is not None:
         print(
-            "\nsummary, addon / bare mitmdump: "
+            "\nsummary, addon / bare mitmdump (the figure's floor / bare mitmdump): "
             + ", ".join(
-                f"{label} {ratios[key]:.2f}x"
+                f"{label} {ratios[key]:.2f}x (floor {ratios[key + '_floor']:.2f}x)"
                 for key, label in (
                     ("small", "200 KB latency"),
                     ("small_cpu", "CPU"),

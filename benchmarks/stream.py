@@ -48,6 +48,7 @@ import time
 from common import CHUNKED_SSE_HEAD
 from common import UpstreamProcess
 from common import chunk
+from common import compile_bytecode
 from common import cpu_seconds
 from common import ev
 from common import pct
@@ -192,6 +193,7 @@ def main() -> int:
     parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
     args = parser.parse_args()
 
+    compile_bytecode()
     upstream = UpstreamProcess(make_handler, args.mb)
     url = upstream.url
     proxies = {}
