@@ -407,7 +407,7 @@ FLOORS["repair"] = FLOORS["typed"].replace(
 class Repair(Typed):
     def request(self, flow):
         super().request(flow)
-        flow.metadata["declared"] = flow.request.content
+        flow.metadata["request_body"] = flow.request.content
 
     def response(self, flow):
         content = flow.response.content
@@ -417,7 +417,7 @@ class Repair(Typed):
         calls = [b for b in answer.get("content") or () if b.get("type") == "tool_use" and b.get("name") == "shell"]
         if not calls:
             return
-        request = flow.metadata.pop("declared")
+        request = flow.metadata.pop("request_body")
         if orjson.dumps(orjson.loads(request)) != request:
             return
         for call in calls:
