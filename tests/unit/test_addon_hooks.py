@@ -216,6 +216,30 @@ def test_auto_mode_json_answer_repaired(env):
     assert f.marked == ":wrench:"
 
 
+@pytest.mark.parametrize(
+    "repeat",
+    [
+        (b'"output_tokens": 40}', b'"output_tokens": 40, "output_tokens": 41}'),  # far from the call
+        (b'"name": "shell"', b'"name": "Bash", "name": "shell"'),  # the call's own name
+    ],
+    ids=["usage", "call-name"],
+)
+def test_a_json_answer_repeating_a_key_passes_as_it_came(env, repeat):
+    """Which of two values a client reads is its parser's choice: a buffered answer that repeats a
+    key anywhere is never written again, though it holds a call the addon would repair."""
+    upstream = fixture_bytes("response-foreign-tool.json")
+    assert upstream.count(repeat[0]) == 1
+    upstream = upstream.replace(*repeat)
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    f = make_flow(body, upstream=upstream, resp_type="application/json")
+    r = replay(env, f)
+    assert r.out == upstream
+    assert r.record["response_changed"] is False
+    assert any("could not be written back exactly" in n for n in r.record["notes"]), r.record["notes"]
+    assert f.marked == ":warning:" and f.comment.startswith("passed through: the rewritten answer")
+
+
 def test_auto_mode_client_naming_all_tools_gets_no_sentence(env):
     body = fixture_json("request-claude-code.json")
     body["system"][0]["text"] += " Tools: Bash, Read, ToolSearch, mcp__tracker__open_ticket."

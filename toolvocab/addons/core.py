@@ -412,7 +412,8 @@ class ToolVocab(Configurable):
         if not content:
             return
         try:
-            body = jsonio.loads(content)
+            # the keys are counted in the same read: "does the answer repeat a key" costs no walk
+            body, unique, _ = jsonio.loads_checked(content)
         except ValueError:
             if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (
                 b"event:",
@@ -425,7 +426,6 @@ class ToolVocab(Configurable):
         if not isinstance(body, dict):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
-        unique = not jsonio.has_duplicate_keys(content, body)  # before the rewrite changes body
         if state.dialect.rewrite_response(body, state.context) and self.mode != "observe":
             if not state.may_change():
                 return
