@@ -224,16 +224,19 @@ def test_auto_mode_json_answer_repaired(env):
     ],
     ids=["usage", "call-name"],
 )
-def test_a_json_answer_repeating_a_key_passes_as_it_came(env, repeat):
-    """Which of two values a client reads is its parser's choice: a buffered answer that repeats a
-    key anywhere is never written again, though it holds a call the addon would repair."""
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "stream-request"])
+def test_a_json_answer_repeating_a_key_passes_as_it_came(env, repeat, stream):
+    """Which of two values a client reads is its parser's choice: a JSON answer that repeats a key
+    anywhere is never written again, though it holds a call the addon would repair; buffered, or
+    to a stream request (read whole inside the stream callable)."""
     upstream = fixture_bytes("response-foreign-tool.json")
     assert upstream.count(repeat[0]) == 1
     upstream = upstream.replace(*repeat)
     body = fixture_json("request-claude-code.json")
-    body["stream"] = False
+    body["stream"] = stream
     f = make_flow(body, upstream=upstream, resp_type="application/json")
     r = replay(env, f)
+    assert r.streamed == ("callable" if stream else "buffered")
     assert r.out == upstream
     assert r.record["response_changed"] is False
     assert any("could not be written back exactly" in n for n in r.record["notes"]), r.record["notes"]
