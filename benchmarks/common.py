@@ -33,9 +33,10 @@ CHUNKED_SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntrans
 def compile_bytecode() -> None:
     """Write the bytecode of toolvocab and of the environment's packages where it is missing or
     stale (``compileall``; a few seconds the first time, about one after), so that every mitmdump
-    measured starts as a user's second run does. With ``PYTHONDONTWRITEBYTECODE`` set (as on CI
-    machines) a process compiles each module it imports from source instead and keeps the
-    compiler's memory: a few MiB more RSS, for bare mitmdump as for the addon."""
+    measured starts as a user's second run does. With ``PYTHONDONTWRITEBYTECODE`` set (as on the
+    machine these figures come from) a process compiles each module whose bytecode is missing or
+    stale from source instead, and keeps the compiler's memory: a few MiB more RSS, for bare
+    mitmdump as for the addon."""
     import compileall
     import sysconfig
 
