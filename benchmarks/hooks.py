@@ -1,17 +1,19 @@
 """Where the addon's time goes inside a real mitmdump: its hooks, and the functions under them, timed.
 
     uv run --extra test python benchmarks/hooks.py [--requests 200] [--size 200000] [--script PATH]
+        [--also MODULE:NAME …]
 
 One mitmdump in reverse mode in front of the raw upstream of ``request.py`` (a process of its own),
 with a wrapper script (:data:`WRAPPER`) that loads the addon's script as mitmdump loads it and
 times, with ``time.perf_counter`` in the proxy's process, each of the addon's hooks and each
-function of :data:`TIMED` (nested: a function's time includes the timed functions under it). The
+function of :data:`TIMED` and of each ``--also`` (nested: a function's time includes the timed functions under it). The
 client sends ``--requests`` requests of ``--size`` bytes whose answer changes nothing, then as many
 whose answer the addon repairs (``request.REPAIR_ANSWER``), each kind after a warm-up of its own
 (imports, first allocations), on keep-alive connections; it names each phase to the wrapper with
 a ``GET /__bench/phase/<name>`` the wrapper answers. On SIGTERM the wrapper writes every duration;
-this prints, for each kind of flow, the median time of each hook and function per call, how many
-calls a flow makes, and the proxy's CPU per request (``/proc``).
+this prints, for each kind of flow, the median time of each hook and function per call, its total
+per flow, how many calls a flow makes, each collection of the cyclic GC by generation (as one
+more row), and the proxy's CPU per request (``/proc``).
 
 The in-process figures of ``request.py`` time the request hook alone on warm caches; inside
 mitmdump the same code runs between mitmproxy's own work and costs more: these are the figures to
@@ -59,6 +61,7 @@ TIMED = (
 #: The wrapper mitmdump runs: the addon's script, each hook and each :data:`TIMED` function wrapped.
 WRAPPER = """
 import collections
+import gc
 import importlib
 import importlib.util
 import json
@@ -82,6 +85,20 @@ def _timed(fn, label):
             TIMES[PHASE[0]][label].append(time.perf_counter() - start)
 
     return timed
+
+
+_GC_START = [0.0]
+
+
+def _gc(phase, info):
+    # each collection of the cyclic GC, by generation: what the flows' allocations cost later
+    if phase == "start":
+        _GC_START[0] = time.perf_counter()
+    else:
+        TIMES[PHASE[0]][f"gc, generation {info['generation']}"].append(time.perf_counter() - _GC_START[0])
+
+
+gc.callbacks.append(_gc)
 
 
 def _timed_hook(fn, label):
@@ -148,6 +165,18 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200, help="requests of each kind")
     parser.add_argument("--size", type=int, default=200_000, help="request body size (bytes)")
     parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="MODULE:NAME",
+        help="time this function too (as TIMED names them, e.g. toolvocab.addons.core:ToolVocab.settings)",
+    )
+    parser.add_argument(
+        "--plain-only",
+        action="store_true",
+        help="only flows whose answer changes nothing (a script that repairs nothing)",
+    )
     args = parser.parse_args()
     compile_bytecode()
     body = request.transcript(args.size)
@@ -155,14 +184,14 @@ def main() -> int:
         wrapper, out = os.path.join(tmp, "timed.py"), os.path.join(tmp, "times.json")
         with open(wrapper, "w") as fp:
             fp.write(WRAPPER)
-        os.environ.update(BENCH_SCRIPT=args.script, BENCH_TIMED=json.dumps(TIMED), BENCH_OUT=out)
+        os.environ.update(BENCH_SCRIPT=args.script, BENCH_TIMED=json.dumps([*TIMED, *args.also]), BENCH_OUT=out)
         upstream = UpstreamProcess(request.make_handler)
         proxy = None
         cpu: dict[str, float] = {}
         try:
             proxy = procs.start_mitmdump(upstream.url, script=wrapper, options={"flow_detail": "0"})
             pid = proxy.process.proc.pid
-            for kind, repair in (("plain", False), ("repaired", True)):
+            for kind, repair in (("plain", False), ("repaired", True))[: 1 if args.plain_only else 2]:
                 phase(proxy.port, "warm-up")
                 request.latencies(proxy.port, body, max(5, args.requests // 10), repair=repair, repaired=repair)
                 phase(proxy.port, kind)
@@ -181,16 +210,17 @@ def main() -> int:
         f"{args.requests} whose answer is repaired (each after a warm-up of their own); median µs per call, "
         "and calls per flow"
     )
-    print(f"{'hook or function':52s} {'plain':>9s} {'repaired':>9s}  calls per flow")
+    print(f"{'hook or function':52s} {'plain':>9s} {'repaired':>9s}  {'µs per flow':>17s}  calls per flow")
     labels = list(dict.fromkeys([*times.get("plain", {}), *times.get("repaired", {})]))
     for label in labels:
-        cells, counts = [], []
+        cells, totals, counts = [], [], []
         for kind in ("plain", "repaired"):
             values = times.get(kind, {}).get(label, [])
             cells.append(f"{statistics.median(values) * 1e6:9.1f}" if values else f"{'-':>9s}")
+            totals.append(f"{sum(values) * 1e6 / args.requests:.0f}")
             counts.append(f"{len(values) / args.requests:g}")
-        print(f"{label:52s} {cells[0]} {cells[1]}  {' / '.join(counts)}")
-    print(f"{'proxy CPU per request (ms)':52s} {cpu['plain'] * 1e3:9.2f} {cpu['repaired'] * 1e3:9.2f}")
+        print(f"{label:52s} {cells[0]} {cells[1]}  {' / '.join(totals):>17s}  {' / '.join(counts)}")
+    print(f"{'proxy CPU per request (ms)':52s} " + " ".join(f"{cpu[kind] * 1e3:9.2f}" for kind in cpu))
     return 0
 
 
