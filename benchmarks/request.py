@@ -489,11 +489,15 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as fp:
             fp.write(text)
         scripts[name] = fp.name
+    names = PROXIES if not args.before else (*PROXIES[:-1], "before", "addon")
+    repairs = REPAIRS if not args.before else (*REPAIRS, "before")
     try:
         os.environ.setdefault("TOOLVOCAB_ROOT", str(procs.REPO))  # for the imports floor
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
         for name in FLOORS:
             proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
+        if args.before:
+            proxies["before"] = procs.start_mitmdump(url, script=args.before, options={"flow_detail": "0"})
         proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
         # bare mitmdump buffers a whole answer: its time to first byte is taken with streaming on
         streaming = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
@@ -504,7 +508,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         for name, p in proxies.items():  # warm up (imports, caches, first allocations, jsonschema)
             latencies(p.port, small, 5)
             latencies(p.port, big, 3)
-            latencies(p.port, small, 3, repair=True, repaired=name in REPAIRS)
+            latencies(p.port, small, 3, repair=True, repaired=name in repairs)
             ttfb(ttfb_port[name], small_stream)
         rss_start = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         nbig = max(1, args.requests // 2)
@@ -520,7 +524,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
                 cpu[name]["big"][0] += cpu_seconds(pid) - c
                 cpu[name]["big"][1] += nbig
                 lat[name]["repair"].append(
-                    statistics.median(latencies(p.port, small, args.requests, repair=True, repaired=name in REPAIRS))
+                    statistics.median(latencies(p.port, small, args.requests, repair=True, repaired=name in repairs))
                 )
                 lat[name]["ttfb"].append(statistics.median(ttfb(ttfb_port[name], small_stream) for _ in range(5)))
         time.sleep(0.5)
@@ -546,43 +550,47 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     )
     print(
         f"{'figure':38s}"
-        + "".join(f"{k:>8s}" for k in PROXIES)
-        + "  addon/bare  floor/bare  addon/floor  (floor: typed, but repair and libraries where marked)"
+        + "".join(f"{k:>8s}" for k in names)
+        + "  addon/bare  floor/bare  addon/floor"
+        + ("  addon/before" if args.before else "")
+        + "  (floor: typed, but repair and libraries where marked)"
     )
     rows = [
-        (f"{len(small) // 1000} KB request p50 latency", "small", [med[k]["small"] for k in PROXIES], "ms"),
+        (f"{len(small) // 1000} KB request p50 latency", "small", [med[k]["small"] for k in names], "ms"),
         (
             f"{len(small) // 1000} KB request proxy CPU/request",
             "small_cpu",
-            [cpu[k]["small"][0] / cpu[k]["small"][1] for k in PROXIES],
+            [cpu[k]["small"][0] / cpu[k]["small"][1] for k in names],
             "ms",
         ),
-        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", "big", [med[k]["big"] for k in PROXIES], "ms"),
+        (f"{len(big) / 1e6:.1f} MB transcript p50 latency", "big", [med[k]["big"] for k in names], "ms"),
         (
             f"{len(big) / 1e6:.1f} MB transcript proxy CPU/request",
             "big_cpu",
-            [cpu[k]["big"][0] / cpu[k]["big"][1] for k in PROXIES],
+            [cpu[k]["big"][0] / cpu[k]["big"][1] for k in names],
             "ms",
         ),
-        (f"{len(small) // 1000} KB request, answer repaired, p50", "repair", [med[k]["repair"] for k in PROXIES], "ms"),
-        ("streamed answer: time to first byte*", "ttfb", [med[k]["ttfb"] for k in PROXIES], "ms"),
-        ("peak RSS (VmHWM)", "rss", [hwm[k] for k in PROXIES], "MiB"),
+        (f"{len(small) // 1000} KB request, answer repaired, p50", "repair", [med[k]["repair"] for k in names], "ms"),
+        ("streamed answer: time to first byte*", "ttfb", [med[k]["ttfb"] for k in names], "ms"),
+        ("peak RSS (VmHWM)", "rss", [hwm[k] for k in names], "MiB"),
     ]
     ratios: dict[str, float] = {}
     for label, key, values, unit in rows:
         floor_name = FLOOR_OF.get(key, "typed")
-        bare, floor, addon = values[0], values[PROXIES.index(floor_name)], values[-1]
+        bare, floor, addon = values[0], values[names.index(floor_name)], values[-1]
         ratios[key] = addon / bare
         ratios[key + "_floor"] = floor / bare
         print(
             f"{label:38s}"
             + "".join(f"{v * 1e3:8.2f}" if unit == "ms" else f"{v:8.1f}" for v in values)
-            + f"  {addon / bare:9.2f}x  {floor / bare:9.2f}x  {addon / floor:10.2f}x  ({unit}"
+            + f"  {addon / bare:9.2f}x  {floor / bare:9.2f}x  {addon / floor:10.2f}x"
+            + (f"  {addon / values[names.index('before')]:11.2f}x" if args.before else "")
+            + f"  ({unit}"
             + ("" if floor_name == "typed" else f"; floor: {floor_name}")
             + ")"
         )
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
-    for k in PROXIES:
+    for k in names:
         print(
             f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
             f"({rss_end[k] / rss_start[k]:.2f}x)"
@@ -676,6 +684,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=20, help="200 KB requests per run (half as many 2 MB)")
     parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
+    parser.add_argument(
+        "--before",
+        metavar="PATH",
+        help="another addon script (an earlier checkout's addon/toolvocab.py) measured in the same runs, "
+        "as the column 'before'",
+    )
     parser.add_argument("--skip-proxies", action="store_true", help="only the in-process figures")
     parser.add_argument("--skip-in-process", action="store_true", help="only the figures through mitmdump")
     args = parser.parse_args()
