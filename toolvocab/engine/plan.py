@@ -387,6 +387,13 @@ class PlanCache:
                 tools, texts, add_sentence=add_sentence, grammar=grammar, profile=profile, transcript_names=names
             )
         key = (id(tools), id(profile), id(grammar), texts, names, add_sentence)
+        if self._plans:
+            # An agent sends the same prompt every turn: compared with the last plan made first,
+            # whole, its texts are not hashed (fresh strings every request; a hash reads every
+            # character, several times slower than the compare).
+            last, (_, plan) = next(reversed(self._plans.items()))
+            if last == key:
+                return plan
         hit = self._plans.get(key)
         if hit is not None:
             return hit[1]
