@@ -56,6 +56,9 @@ from toolvocab.report import passed_note
 TOOLSET_CACHE = 16
 TOOLSET_CACHE_BYTES = 1 << 20
 
+#: How many distinct (plan, host, path, model, client) records :meth:`Caches.record` keeps.
+RECORD_CACHE = 32
+
 NOT_JSON = "request body is not JSON"
 REPEATED_KEY = "request body repeats a key; passed through"
 
@@ -74,6 +77,10 @@ class Caches:
         #: it gets (:func:`handle`). The last :data:`TOOLSET_CACHE` kept.
         self.writes: OrderedDict[tuple[str, str, str | None], None] = OrderedDict()
         self._windows: OrderedDict[tuple[str, ...], bool] = OrderedDict()
+        #: The record a cached plan starts, by (plan, mode, dialect, host, path, model, client,
+        #: access-gate note): its :class:`FlowRecord` and that record's dump as JSON bytes
+        #: (``None`` when orjson cannot write it). The last :data:`RECORD_CACHE` kept.
+        self._records: OrderedDict[tuple[Any, ...], tuple[Plan, FlowRecord, bytes | None]] = OrderedDict()
 
     def windows(self, texts: list[str]) -> bool:
         """:func:`announces_windows` of ``texts``, kept for the last :data:`TOOLSET_CACHE` distinct
@@ -142,6 +149,32 @@ class Caches:
         size = sum(len(raw) for _, raw in peek.sections)
         return self._cached(key, size, lambda: Toolset(dialect.declared_tools(peek.declarations_body())))
 
+    def record(
+        self, plan: Plan, key: tuple[Any, ...], build: Callable[[], FlowRecord]
+    ) -> tuple[FlowRecord, bytes | None]:
+        """The record ``build()`` gives for a flow of the cached ``plan`` (``key``: everything
+        else it is built of, hashable), made once per distinct (plan, key) and copied for each
+        flow: a :class:`FlowRecord` of its own, each list and dict in it its own (a flow adds
+        notes and decisions to it; a user's script may change what it reads), and the record's
+        dump as ``orjson`` bytes (``None`` when orjson cannot write it: a lone surrogate), for
+        ``flow.metadata`` while nothing has changed it. A copy is several times cheaper than
+        building and validating the model, and its dump than dumping it."""
+        full = (id(plan), *key)
+        entry = self._records.get(full)
+        if entry is None or entry[0] is not plan:
+            template = build()
+            try:
+                dumped: bytes | None = orjson.dumps(template.dump())
+            except orjson.JSONEncodeError:
+                dumped = None
+            entry = self._records[full] = (plan, template, dumped)
+            if len(self._records) > RECORD_CACHE:
+                self._records.popitem(last=False)
+        else:
+            self._records.move_to_end(full)
+        _, template, dumped = entry
+        return fresh_record(template), dumped
+
     def holds(self, tools: Toolset) -> bool:
         """True when ``tools`` is one this cache keeps (a plan cached under another could
         never be found again, and would keep it alive)."""
@@ -199,6 +232,9 @@ class Handled:
     content: bytes | None = None
     call_ids: dict[str, str] = field(default_factory=dict)
     verified: bool = True
+    #: ``record``'s dump as JSON bytes while nothing has changed the record since it was
+    #: started (``orjson.loads`` gives what ``record.dump()`` gives), else ``None``.
+    record_json: bytes | None = None
 
 
 def verify(content: bytes) -> str | None:
@@ -259,12 +295,21 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             return None
         if not len(tools):
             return None  # left as sent either way; the whole read gives the record its reason
-        plan, record = _plan(
+        plan, record, record_json = _plan(
             request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names
         )
         if plan.changes_request:
             return None  # the body is written: only the whole read writes it
-        return Handled(dialect, tools, plan, record, peek.stream, caches.windows(peek.platform_texts), verified=False)
+        return Handled(
+            dialect,
+            tools,
+            plan,
+            record,
+            peek.stream,
+            caches.windows(peek.platform_texts),
+            verified=False,
+            record_json=record_json,
+        )
     return None
 
 
@@ -292,7 +337,7 @@ def _whole(
     tools = caches.toolset(dialect, body)
     if not len(tools) and only is None:
         return Skipped("the request declares no tools", dialect.name)
-    plan, record = _plan(
+    plan, record, _ = _plan(
         request,
         settings,
         caches,
@@ -357,9 +402,10 @@ def _plan(
     model: str | None,
     system_texts: list[str],
     transcript_names: list[str],
-) -> tuple[Plan, FlowRecord]:
-    """The request-side plan (profile, grammar aliases, duplicates, prompt sentence) and the
-    record that starts with it, from what the dialect's readers give."""
+) -> tuple[Plan, FlowRecord, bytes | None]:
+    """The request-side plan (profile, grammar aliases, duplicates, prompt sentence), the record
+    that starts with it, from what the dialect's readers give, and that record's dump as JSON
+    bytes when a cached one was copied (:meth:`Caches.record`), else ``None``."""
     host, path = request.host, request.path
     profiles = settings.profiles
     profile = profiles.select(host, path, model) if profiles else None
@@ -367,7 +413,8 @@ def _plan(
         "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
     )
     grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
-    planner = caches.plans.plan if caches.holds(tools) else make_plan
+    cached = caches.holds(tools)
+    planner = caches.plans.plan if cached else make_plan
     plan = planner(
         tools,
         system_texts,
@@ -376,21 +423,49 @@ def _plan(
         profile=profile,
         transcript_names=transcript_names,
     )
-    record = FlowRecord(
-        mode=settings.mode,
-        dialect=dialect.name,
-        host=host,
-        path=path_only(path),
-        model=model,
-        client=identify_client(client_headers(request.header)),
-        declared=tools.names(),
-        rename_map=plan.rename_map,
-        duplicates=plan.duplicates,
-        renames=plan.renames,
-        profile=plan.profile,
-        grammar=plan.grammar,
-        prompt_sentence=plan.prompt_sentence,
-        prompt_names=plan.unmentioned,
-        notes=list(plan.skipped) + ([gate_note] if gate_note else []),
+    client = identify_client(client_headers(request.header))
+    bare_path = path_only(path)
+
+    def build() -> FlowRecord:
+        return FlowRecord(
+            mode=settings.mode,
+            dialect=dialect.name,
+            host=host,
+            path=bare_path,
+            model=model,
+            client=client,
+            declared=tools.names(),
+            rename_map=plan.rename_map,
+            duplicates=plan.duplicates,
+            renames=plan.renames,
+            profile=plan.profile,
+            grammar=plan.grammar,
+            prompt_sentence=plan.prompt_sentence,
+            prompt_names=plan.unmentioned,
+            notes=list(plan.skipped) + ([gate_note] if gate_note else []),
+        )
+
+    if not cached:
+        return plan, build(), None
+    record, dumped = caches.record(
+        plan, (settings.mode, dialect.name, host, bare_path, model, client, gate_note, id(tools)), build
     )
-    return plan, record
+    return plan, record, dumped
+
+
+def fresh_record(template: FlowRecord) -> FlowRecord:
+    """A copy of ``template`` that shares no list or dict with it (the :class:`Rename` entries,
+    which nothing changes, are shared): what building it again gives, without the validation."""
+    return template.model_copy(
+        update={
+            "declared": list(template.declared),
+            "rename_map": dict(template.rename_map),
+            "duplicates": {name: list(upstream) for name, upstream in template.duplicates.items()},
+            "renames": list(template.renames),
+            "id_aliases": dict(template.id_aliases),
+            "prompt_names": list(template.prompt_names),
+            "decisions": list(template.decisions),
+            "tool_errors": list(template.tool_errors),
+            "notes": list(template.notes),
+        }
+    )
