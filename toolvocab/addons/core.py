@@ -12,8 +12,10 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
+import orjson
 from mitmproxy import exceptions
 from mitmproxy import http
 
@@ -43,6 +45,24 @@ from toolvocab.report import passed_note
 logger = logging.getLogger(__name__)
 
 MODES = ("auto", "repair", "observe", "off")
+
+
+def header_reader(headers: http.Headers) -> Callable[[str], str | None]:
+    """``headers.get`` from one pass over the header fields: a value by name (any case), the
+    values of a repeated field joined with ``", "`` and decoded as mitmproxy decodes them
+    (``Headers._reduce_values``, ``http._native``: UTF-8, surrogateescape), or ``None``.
+    mitmproxy's ``get`` walks every field for each name asked; the pipeline asks several."""
+    found: dict[bytes, list[bytes]] = {}
+    for name, value in headers.fields:
+        found.setdefault(name.lower(), []).append(value)
+
+    def get(name: str) -> str | None:
+        values = found.get(name.lower().encode("utf-8", "surrogateescape"))
+        if values is None:
+            return None
+        return ", ".join(value.decode("utf-8", "surrogateescape") for value in values)
+
+    return get
 
 
 def _forget(flow: http.HTTPFlow) -> None:
@@ -310,7 +330,7 @@ class ToolVocab(Configurable):
             self._skip(flow, "request has no body")
             return
         result = pipeline.handle(
-            pipeline.Request(content, req.method, req.path, req.pretty_host, req.headers.get),
+            pipeline.Request(content, req.method, req.path, req.pretty_host, header_reader(req.headers)),
             self.settings(),
             self.caches,
         )
@@ -338,7 +358,10 @@ class ToolVocab(Configurable):
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             req.anticomp()
         self._states[flow.id] = state
-        flow.metadata[METADATA_KEY] = state.record.dump()
+        # the record as the pipeline started it, when its dump is at hand: the same dict
+        flow.metadata[METADATA_KEY] = (
+            orjson.loads(result.record_json) if result.record_json is not None else state.record.dump()
+        )
 
     def settings(self) -> pipeline.Settings:
         """The options as :func:`toolvocab.dialects.pipeline.handle` takes them."""

@@ -64,6 +64,8 @@ class ToolVocabRecorder(Configurable):
     def __init__(self, redaction: ToolVocabRedaction | None = None) -> None:
         self.redaction = redaction
         self.record_dir: str | None = None
+        #: (master, :meth:`saves_bodies`) as last worked out; forgotten at every option change
+        self._saves: tuple[Any, bool] | None = None
 
     def load(self, loader: Any) -> None:
         """Register ``toolvocab_record``."""
@@ -82,6 +84,7 @@ class ToolVocabRecorder(Configurable):
         """Validate ``toolvocab_record`` (a writable directory); raises ``OptionsError``."""
         from mitmproxy import ctx
 
+        self._saves = None  # any option may be one saves_bodies reads (-w, hardump)
         if "toolvocab_record" in updated:
             directory = ctx.options.toolvocab_record
             if directory:
@@ -103,13 +106,17 @@ class ToolVocabRecorder(Configurable):
 
         if self.record_dir:
             return True
+        master = getattr(ctx, "master", None)
+        if self._saves is not None and self._saves[0] is master:
+            return self._saves[1]  # worked out once per option change: asked twice a flow
         try:
             options = ctx.options
-            if any(getattr(options, name, None) for name in ("save_stream_file", "hardump")):
-                return True
-            return type(ctx.master).__name__ != "DumpMaster"
+            saves = bool(any(getattr(options, name, None) for name in ("save_stream_file", "hardump")))
+            saves = saves or type(master).__name__ != "DumpMaster"
         except Exception:
             return True
+        self._saves = (master, saves)
+        return saves
 
     def finish(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """Store the record and what a replay needs, mark and comment the flow, write it to

@@ -1,0 +1,90 @@
+"""What the request hook reads of a flow, read the cheap way, is what mitmproxy's own accessors
+give: the headers (:func:`toolvocab.addons.core.header_reader` against ``Headers.get``), whether
+something saves or shows flows (``ToolVocabRecorder.saves_bodies``, worked out once per option
+change), and the record put in ``flow.metadata`` at the request (the dump of a record copied from
+the one its plan started: ``Caches.record``) — each flow's own."""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from mitmproxy import ctx
+from mitmproxy import http
+from mitmproxy.test import taddons
+from test_addon_hooks import KEY
+from test_addon_hooks import fixture_json
+from test_addon_hooks import make_flow
+
+from harness.fixtures import env  # noqa: F401  (pytest fixtures)
+from harness.fixtures import loaded  # noqa: F401
+from toolvocab.addons.core import header_reader
+from toolvocab.addons.recording import ToolVocabRecorder
+from toolvocab.engine.clients import HEADERS
+
+#: Header names as clients spell them, in any case, the ones the pipeline asks among them.
+NAMES = st.sampled_from([*HEADERS, "User-Agent", "USER-AGENT", "X-Stainless-Lang", "content-type", "x-a"])
+VALUES = st.binary(max_size=12) | st.text(max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.lists(st.tuples(NAMES.map(str.encode), VALUES), max_size=8),
+    asked=st.lists(NAMES, min_size=1, max_size=4),
+)
+def test_the_header_reader_gives_what_headers_get_gives(fields: list[tuple[bytes, bytes]], asked: list[str]) -> None:
+    """Any case, repeated fields (joined), bytes that are not UTF-8 (surrogate-escaped)."""
+    headers = http.Headers(fields)
+    get = header_reader(headers)
+    for name in [*asked, *(n.lower() for n in asked), *(n.upper() for n in asked)]:
+        assert get(name) == headers.get(name)
+
+
+class DumpMaster:
+    """Stands for mitmdump's master: ``saves_bodies`` reads the master's class name."""
+
+
+def test_saves_bodies_follows_every_option_change(monkeypatch) -> None:
+    """Worked out once, and again after any option changes: ``-w`` set while mitmdump runs (a
+    script, mitmproxy's ``set`` command) makes it true at once, and cleared, false again."""
+    recorder = ToolVocabRecorder()
+    with taddons.context(recorder) as tctx:
+        tctx.options.add_option("save_stream_file", str | None, None, "as mitmproxy's Save addon declares it")
+        monkeypatch.setattr(ctx, "master", DumpMaster())
+        assert recorder.saves_bodies() is False
+        assert recorder.saves_bodies() is False
+        tctx.options.update(save_stream_file="/tmp/flows.mitm")
+        assert recorder.saves_bodies() is True
+        tctx.options.update(save_stream_file=None)
+        assert recorder.saves_bodies() is False
+        monkeypatch.setattr(ctx, "master", object())  # another master (mitmweb, a test): it shows flows
+        assert recorder.saves_bodies() is True
+
+
+def test_the_record_at_the_request_is_each_flows_own_dump(env, monkeypatch) -> None:  # noqa: F811
+    """As plain mitmdump runs it (the request only peeked, the record copied from the one its
+    plan started from the second flow on): after the request hook, ``flow.metadata`` holds what
+    the flow's record dumps to, and a dict of its own — a script that changes one flow's record
+    changes no other's, and the next flow's is what the first one's was."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    env.configure(toolvocab_mode="repair")
+    body = fixture_json("request-claude-code.json")
+    seen: list[dict] = []
+    first = b""
+    for _ in range(3):
+        f = make_flow(body)
+        env.addon.request(f)
+        state = env.addon._states.pop(f.id)
+        assert state.unverified is not None  # peeked: the record came from the pipeline's copy
+        record = f.metadata[KEY]
+        assert record == state.record.dump()
+        assert record["declared"] and record["dialect"] == "anthropic"
+        first = first or orjson.dumps(record)
+        assert orjson.dumps(record) == first
+        seen.append(record)
+        record["declared"].append("changed by a script")
+        record["notes"].append("changed by a script")
+        state.record.notes.append("changed by the flow")
+        state.record.declared.append("changed by the flow")
+    assert len({id(r) for r in seen}) == 3
