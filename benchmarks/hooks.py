@@ -46,6 +46,7 @@ TIMED = (
     "toolvocab.dialects.anthropic:typed_decode",
     "toolvocab.dialects.pipeline:Caches.peeked_toolset",
     "toolvocab.dialects.pipeline:_plan",
+    "toolvocab.dialects.pipeline:Caches.record",
     "toolvocab.dialects.pipeline:FlowRecord",
     "toolvocab.addons.core:FlowState",
     "toolvocab.engine.record:FlowRecord.dump",
