@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import settings
@@ -112,3 +113,32 @@ def test_long_system_texts_are_planned_afresh(monkeypatch) -> None:
         got = cache.plan(tools, [text], add_sentence=True)
         assert got.model_dump() == make_plan(tools, [text], add_sentence=True).model_dump()
     assert len(cache._plans) == 1  # only the short one
+    assert cache.holds(cache.plan(tools, ["use Read"], add_sentence=True))
+    assert not cache.holds(cache.plan(tools, ["use Read and Bash, always"], add_sentence=True))
+
+
+def test_a_plan_made_afresh_starts_a_record_nothing_keeps(monkeypatch) -> None:
+    """The records :meth:`Caches.record` keeps are those of plans the plan cache keeps: a request
+    whose system text is planned afresh every time gets its record built, each time, and the
+    same record as a kept plan's would be."""
+    from toolvocab.dialects import pipeline
+    from toolvocab.engine import plan as plan_module
+
+    body = {
+        "model": "m",
+        "max_tokens": 1,
+        "system": "use Read and Bash, always",
+        "tools": [{"name": n, "input_schema": {"type": "object"}} for n in ("Read", "Bash")],
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    raw = orjson.dumps(body)
+    request = pipeline.Request(raw, "POST", "/v1/messages", "api.example.com", {}.get)
+    settings = pipeline.Settings(mode="repair")
+    kept = pipeline.handle(request, settings, pipeline.Caches())
+    monkeypatch.setattr(plan_module, "PLAN_CACHE_TEXT", 10)
+    caches = pipeline.Caches()
+    for _ in range(3):
+        got = pipeline.handle(request, settings, caches)
+        assert got.record.dump() == kept.record.dump()
+        assert got.record_json is None
+    assert len(caches._records) == 0

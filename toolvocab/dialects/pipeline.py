@@ -445,8 +445,8 @@ def _plan(
             notes=list(plan.skipped) + ([gate_note] if gate_note else []),
         )
 
-    if not cached:
-        return plan, build(), None
+    if not (cached and caches.plans.holds(plan)):
+        return plan, build(), None  # a plan made for this flow alone: so is its record
     record, dumped = caches.record(
         plan, (settings.mode, dialect.name, host, bare_path, model, client, gate_note, id(tools)), build
     )

@@ -404,3 +404,12 @@ class PlanCache:
         if len(self._plans) > self.size:
             self._plans.pop(next(iter(self._plans)))
         return plan
+
+    def holds(self, plan: Plan) -> bool:
+        """True when ``plan`` is one this cache keeps (a plan made afresh, of system texts past
+        :data:`PLAN_CACHE_TEXT`, is not): the last made is looked at first."""
+        if not self._plans:
+            return False
+        if next(reversed(self._plans.values()))[1] is plan:
+            return True
+        return any(kept is plan for _, kept in self._plans.values())
