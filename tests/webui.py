@@ -253,38 +253,49 @@ class Chromium:
     def navigate(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 
+    def _click_when_shown(self, find: str, what: str, timeout: float = 15.0, click: str = "e.click()") -> None:
+        """Poll (0.1 s steps, up to ``timeout`` s) until the JS expression ``find`` names an element,
+        then run ``click`` on it (``e``) once; raise AssertionError with the page's text if it never shows. The page
+        draws what mitmproxy pushes over its WebSocket a moment after the REST API already has it,
+        so an element a user would wait for is waited for here too."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.evaluate(f"(() => {{ const e = {find}; if (e) {{ {click}; }} return !!e; }})()"):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} on the page within {timeout}s: {self.text()[:2000]}")
+            time.sleep(0.1)
+
     def click_tab(self, label: str) -> None:
         """Click the flow-detail tab called ``label`` (Request, Response, Comment...) as a user would."""
-        found = self.evaluate(
-            "(() => { const a = Array.from(document.querySelectorAll('a'))"
-            f".find(e => e.textContent.trim() === {json.dumps(label)}); if (a) a.click(); return !!a; }})()"
+        self._click_when_shown(
+            f"Array.from(document.querySelectorAll('a')).find(e => e.textContent.trim() === {json.dumps(label)})",
+            f"{label!r} tab",
         )
-        assert found, f"no {label!r} tab on the page: {self.text()[:2000]}"
 
     def click_text(self, label: str, selector: str = "a, button") -> None:
         """Click the first element matching ``selector`` whose text is ``label`` (a menu tab, a button)."""
-        found = self.evaluate(
-            f"(() => {{ const a = Array.from(document.querySelectorAll({json.dumps(selector)}))"
-            f".find(e => e.textContent.trim() === {json.dumps(label)}); if (a) a.click(); return !!a; }})()"
+        self._click_when_shown(
+            f"Array.from(document.querySelectorAll({json.dumps(selector)}))"
+            f".find(e => e.textContent.trim() === {json.dumps(label)})",
+            f"{label!r} ({selector})",
         )
-        assert found, f"no {label!r} ({selector}) on the page: {self.text()[:2000]}"
 
     def click_row(self, needle: str) -> None:
         """Click the flow-list row whose text holds ``needle`` (it opens the flow's details)."""
-        found = self.evaluate(
-            "(() => { const r = Array.from(document.querySelectorAll('tr'))"
-            f".find(e => e.textContent.includes({json.dumps(needle)})); if (r) r.click(); return !!r; }})()"
+        self._click_when_shown(
+            f"Array.from(document.querySelectorAll('tr')).find(e => e.textContent.includes({json.dumps(needle)}))",
+            f"row with {needle!r}",
         )
-        assert found, f"no row with {needle!r}: {self.text()[:2000]}"
 
     def check_option(self, label: str) -> None:
         """Tick the checkbox labelled ``label`` (Options → "Display Command Bar", ...) unless it is ticked."""
-        found = self.evaluate(
-            "(() => { const a = Array.from(document.querySelectorAll('input[type=checkbox]'))"
-            f".find(e => e.parentElement.textContent.trim() === {json.dumps(label)}); "
-            "if (a && !a.checked) a.click(); return !!a; })()"
+        self._click_when_shown(
+            "Array.from(document.querySelectorAll('input[type=checkbox]'))"
+            f".find(e => e.parentElement.textContent.trim() === {json.dumps(label)})",
+            f"{label!r} checkbox",
+            click="if (!e.checked) e.click()",
         )
-        assert found, f"no {label!r} checkbox on the page: {self.text()[:2000]}"
 
     def type_into(self, selector: str, text: str, *, enter: bool = False, clear: bool = True) -> None:
         """Focus the input ``selector`` and type ``text`` as keyboard input (CDP ``Input.insertText``,
