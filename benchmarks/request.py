@@ -27,12 +27,15 @@ written compactly as Claude Code writes them: a long system prompt that names ev
 ``tool_use`` and a user ``tool_result`` (some ``is_error``, some a JSON file read back). Nothing in
 them is for the addon to change.
 
-Figures, each the median over ``--runs`` runs, the runs interleaved across the proxies (this
-machine is noisy: only the ratios within one run mean anything):
+Figures, each the median over ``--runs`` runs. Within a run the proxies take turns request by
+request: each request of a kind goes to every proxy, in an order rotated each turn, before the
+next (:func:`turns`), so a slow spell of this noisy machine falls on every proxy alike (only the
+ratios within one run mean anything):
 
 * 200 KB request: p50 latency (client send to full answer, keep-alive connection) of
   ``--requests`` requests per run, and proxy CPU per request (user+system CPU of the mitmdump
-  process from ``/proc/<pid>/stat`` before and after, summed over all runs);
+  process from ``/proc/<pid>/stat`` before and after each run's requests of that size, summed over
+  all runs);
 * 2 MB transcript: p50 latency (``--requests`` // 2 per run) and proxy CPU per request;
 * 200 KB request whose answer is repaired (the addon's client gets ``Bash``; the others the answer
   as sent): p50 latency;
@@ -267,29 +270,51 @@ def make_handler():
 HEADERS = {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-bench"}
 
 
+class Client:
+    """One keep-alive connection to a proxy on 127.0.0.1:``port``; :meth:`post` sends one request
+    and times it. Close it with :meth:`close`."""
+
+    def __init__(self, port: int) -> None:
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def post(self, body: bytes, *, repair: bool = False, repaired: bool = False) -> float:
+        """Seconds from sending ``body`` to the whole answer; ``repair``: the upstream answers
+        :data:`REPAIR_ANSWER`, which must arrive repaired (``repaired``: the addon) or as sent.
+        Raises AssertionError for any other answer."""
+        t = time.perf_counter()
+        self.conn.request("POST", "/v1/messages?repair" if repair else "/v1/messages", body=body, headers=HEADERS)
+        resp = self.conn.getresponse()
+        data = resp.read()
+        took = time.perf_counter() - t
+        assert resp.status == 200, (resp.status, data[:200])
+        if not repair:
+            assert data == ANSWER, data[:200]
+        elif repaired:
+            assert json.loads(data)["content"][0]["name"] == "Bash", data[:200]
+        else:
+            assert data == REPAIR_ANSWER, data[:200]
+        return took
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def latencies(port: int, body: bytes, n: int, *, repair: bool = False, repaired: bool = False) -> list[float]:
-    """Seconds per request for ``n`` POSTs of ``body`` on one keep-alive connection; ``repair``:
-    the upstream answers :data:`REPAIR_ANSWER`, which must arrive repaired (``repaired``: the
-    addon) or as sent."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    out = []
+    """Seconds per request for ``n`` POSTs of ``body`` on one keep-alive connection
+    (:meth:`Client.post`)."""
+    client = Client(port)
     try:
-        for _ in range(n):
-            t = time.perf_counter()
-            conn.request("POST", "/v1/messages?repair" if repair else "/v1/messages", body=body, headers=HEADERS)
-            resp = conn.getresponse()
-            data = resp.read()
-            out.append(time.perf_counter() - t)
-            assert resp.status == 200, (resp.status, data[:200])
-            if not repair:
-                assert data == ANSWER, data[:200]
-            elif repaired:
-                assert json.loads(data)["content"][0]["name"] == "Bash", data[:200]
-            else:
-                assert data == REPAIR_ANSWER, data[:200]
+        return [client.post(body, repair=repair, repaired=repaired) for _ in range(n)]
     finally:
-        conn.close()
-    return out
+        client.close()
+
+
+def turns(names: list[str], n: int):
+    """``n`` turns of ``names``, each turn every name once, the order rotated by one a turn (no
+    name always first or always after the same one)."""
+    for i in range(n):
+        k = i % len(names)
+        yield names[k:] + names[:k]
 
 
 def ttfb(port: int, body: bytes) -> float:
@@ -512,21 +537,35 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             ttfb(ttfb_port[name], small_stream)
         rss_start = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         nbig = max(1, args.requests // 2)
-        for _ in range(args.runs):
-            for name, p in proxies.items():
-                pid = p.process.proc.pid
-                c = cpu_seconds(pid)
-                lat[name]["small"].append(statistics.median(latencies(p.port, small, args.requests)))
-                cpu[name]["small"][0] += cpu_seconds(pid) - c
-                cpu[name]["small"][1] += args.requests
-                c = cpu_seconds(pid)
-                lat[name]["big"].append(statistics.median(latencies(p.port, big, nbig)))
-                cpu[name]["big"][0] += cpu_seconds(pid) - c
-                cpu[name]["big"][1] += nbig
-                lat[name]["repair"].append(
-                    statistics.median(latencies(p.port, small, args.requests, repair=True, repaired=name in repairs))
-                )
-                lat[name]["ttfb"].append(statistics.median(ttfb(ttfb_port[name], small_stream) for _ in range(5)))
+        order = list(proxies)
+        clients = {name: Client(p.port) for name, p in proxies.items()}
+        try:
+            for _ in range(args.runs):
+                for key, body, n in (
+                    ("small", small, args.requests),
+                    ("big", big, nbig),
+                    ("repair", small, args.requests),
+                ):
+                    repair = key == "repair"
+                    took: dict[str, list[float]] = {name: [] for name in proxies}
+                    before = {name: cpu_seconds(p.process.proc.pid) for name, p in proxies.items()}
+                    for turn in turns(order, n):
+                        for name in turn:
+                            took[name].append(clients[name].post(body, repair=repair, repaired=name in repairs))
+                    for name, p in proxies.items():
+                        lat[name][key].append(statistics.median(took[name]))
+                        if key in cpu[name]:
+                            cpu[name][key][0] += cpu_seconds(p.process.proc.pid) - before[name]
+                            cpu[name][key][1] += n
+                firsts: dict[str, list[float]] = {name: [] for name in proxies}
+                for turn in turns(order, 5):
+                    for name in turn:
+                        firsts[name].append(ttfb(ttfb_port[name], small_stream))
+                for name in proxies:
+                    lat[name]["ttfb"].append(statistics.median(firsts[name]))
+        finally:
+            for client in clients.values():
+                client.close()
         time.sleep(0.5)
         rss_end = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         hwm = {k: status_mib(p.process.proc.pid, "VmHWM") for k, p in proxies.items()}
@@ -539,7 +578,9 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             os.unlink(path)
 
     med = {k: {f: statistics.median(v) for f, v in figs.items()} for k, figs in lat.items()}
-    print(f"requests through mitmdump, median of {args.runs} interleaved runs; addon = {args.script}")
+    print(
+        f"requests through mitmdump, median of {args.runs} runs, proxies taking turns request by request; addon = {args.script}"
+    )
     print(
         f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); floors: noop = a script "
         "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
