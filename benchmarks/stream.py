@@ -13,8 +13,10 @@ chunked). Three proxies run side by side in reverse mode, each a real ``mitmdump
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), which streams event streams
   through its rewriter.
 
-Figures, each the median of ``--runs`` runs, the runs interleaved across the proxies so drift
-hits all alike (this machine is noisy: only the ratios within one run mean anything):
+Figures, each the median of ``--runs`` runs; within a run the proxies take turns (request by
+request for TTFB, :func:`request.turns`; for the bulk and per-event answers, one each in an order
+rotated every run), so drift hits all alike (this machine is noisy: only the ratios within one
+run mean anything):
 
 * TTFB: time to the first body byte of a small stream whose first event is written at once
   and the rest 200 ms later (8 requests per run, a new connection each);
@@ -57,6 +59,8 @@ from common import serve
 from common import status_mib
 
 # isort: split
+from request import turns
+
 import procs
 
 TOOLS = [
@@ -213,11 +217,15 @@ def main() -> int:
         for name, p in proxies.items():  # warm up
             ttfb(p.port)
             bulk(p.port, p.process.proc.pid)
-        for _ in range(args.runs):
-            for name, p in proxies.items():
-                pid = p.process.proc.pid
-                figures[name]["ttfb"].extend(ttfb(p.port) for _ in range(8))
-                secs, cpu, n = bulk(p.port, pid)
+        order = list(proxies)
+        for run in range(args.runs):
+            for turn in turns(order, 8):  # the proxies take turns, request by request
+                for name in turn:
+                    figures[name]["ttfb"].append(ttfb(proxies[name].port))
+            k = run % len(order)
+            for name in order[k:] + order[:k]:  # one bulk answer each, the order rotated a run
+                p = proxies[name]
+                secs, cpu, n = bulk(p.port, p.process.proc.pid)
                 assert n >= args.mb * 1_000_000, (name, n)
                 figures[name]["mbps"].append(n / secs / 1e6)
                 figures[name]["cpu_ms_per_mb"].append(cpu * 1e3 / (n / 1e6))
