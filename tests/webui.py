@@ -255,9 +255,9 @@ class Chromium:
 
     def _click_when_shown(self, find: str, what: str, timeout: float = 15.0, click: str = "e.click()") -> None:
         """Poll (0.1 s steps, up to ``timeout`` s) until the JS expression ``find`` names an element,
-        then run ``click`` on it (``e``) once; raise AssertionError with the page's text if it never shows. The page
-        draws what mitmproxy pushes over its WebSocket a moment after the REST API already has it,
-        so an element a user would wait for is waited for here too."""
+        then run ``click`` on it (``e``) once; raise AssertionError with the page's text if it never
+        shows. The page draws what mitmproxy pushes over its WebSocket a moment after the REST API
+        already has it, so an element a user would wait for is waited for here too."""
         deadline = time.monotonic() + timeout
         while True:
             if self.evaluate(f"(() => {{ const e = {find}; if (e) {{ {click}; }} return !!e; }})()"):
