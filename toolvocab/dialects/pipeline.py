@@ -44,6 +44,7 @@ from toolvocab.engine.grammar import grammar_for
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import PlanCache
+from toolvocab.engine.plan import cache_get
 from toolvocab.engine.plan import make_plan
 from toolvocab.engine.profiles import ProfileSet
 from toolvocab.engine.profiles import is_access_gate
@@ -89,17 +90,11 @@ class Caches:
         key = tuple(texts)
         if sum(map(len, key)) > TOOLSET_CACHE_BYTES:
             return announces_windows(key)
-        if self._windows:
-            last, found = next(reversed(self._windows.items()))
-            if last == key:  # compared whole before any hash (see _cached)
-                return found
-        found = self._windows.get(key)
+        found = cache_get(self._windows, key)
         if found is None:
             found = self._windows[key] = announces_windows(key)
             if len(self._windows) > TOOLSET_CACHE:
                 self._windows.popitem(last=False)
-        else:
-            self._windows.move_to_end(key)
         return found
 
     def remember(self, key: tuple[str, str, str | None], written: bool) -> None:
@@ -115,20 +110,11 @@ class Caches:
     def _cached(self, key: tuple[Any, ...], size: int, build: Callable[[], Toolset]) -> Toolset:
         if size > TOOLSET_CACHE_BYTES:
             return build()
-        if self.toolsets:
-            # An agent sends the same section every turn: compared with the last one used first,
-            # whole (a memcmp), the section's bytes are not hashed (a fresh object every request:
-            # siphash over each byte, ten times the compare).
-            last, tools = next(reversed(self.toolsets.items()))
-            if last == key:
-                return tools
-        tools = self.toolsets.get(key)
+        tools = cache_get(self.toolsets, key)
         if tools is None:
             tools = self.toolsets[key] = build()
             if len(self.toolsets) > TOOLSET_CACHE:
                 self.toolsets.popitem(last=False)
-        else:
-            self.toolsets.move_to_end(key)
         return tools
 
     def toolset(self, dialect: Dialect, body: Any) -> Toolset:
@@ -160,7 +146,7 @@ class Caches:
         ``flow.metadata`` while nothing has changed it. A copy is several times cheaper than
         building and validating the model, and its dump than dumping it."""
         full = (id(plan), *key)
-        entry = self._records.get(full)
+        entry = cache_get(self._records, full)
         if entry is None or entry[0] is not plan:
             template = build()
             try:
@@ -170,8 +156,6 @@ class Caches:
             entry = self._records[full] = (plan, template, dumped)
             if len(self._records) > RECORD_CACHE:
                 self._records.popitem(last=False)
-        else:
-            self._records.move_to_end(full)
         _, template, dumped = entry
         return fresh_record(template), dumped
 

@@ -13,9 +13,11 @@ second, competing list. A client that names all its tools in its prompt gets not
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
+from typing import TypeVar
 
 from pydantic import BaseModel
 from pydantic import ConfigDict
@@ -349,6 +351,24 @@ def make_plan(
 PLAN_CACHE_TEXT = 1 << 20
 
 
+V = TypeVar("V")
+
+
+def cache_get(cache: OrderedDict[Any, V], key: Any) -> V | None:
+    """``cache.get(key)`` for a cache kept in order of use: a hit becomes the newest entry
+    (``move_to_end``). The newest entry is compared with ``key`` whole first, before any hash: an
+    agent sends the same tools section and system prompt every turn, each a fresh object, and
+    hashing one reads every byte (several times the compare). ``None`` when ``key`` is absent."""
+    if cache:
+        last, value = next(reversed(cache.items()))
+        if last == key:
+            return value
+    value = cache.get(key)
+    if value is not None:
+        cache.move_to_end(key)
+    return value
+
+
 class PlanCache:
     """:func:`make_plan` for a stream of requests, each distinct input planned once.
 
@@ -361,13 +381,13 @@ class PlanCache:
     texts themselves (a dict compares them whole on a hash match: no digest can collide; a hash
     of a string is computed once per string object, at memory speed), the transcript's distinct
     names in order of first appearance (a name's repeats change nothing in :func:`make_plan`),
-    ``add_sentence``. ``size``: entries kept (oldest dropped). System texts longer than
+    ``add_sentence``. ``size``: entries kept (the least recently used dropped; :func:`cache_get`). System texts longer than
     :data:`PLAN_CACHE_TEXT` characters in all are planned afresh, uncached: a cache entry holds at
     most that much of a body."""
 
     def __init__(self, size: int = 32) -> None:
         self.size = size
-        self._plans: dict[tuple[Any, ...], tuple[tuple[Any, ...], Plan]] = {}
+        self._plans: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], Plan]] = OrderedDict()
 
     def plan(
         self,
@@ -387,14 +407,7 @@ class PlanCache:
                 tools, texts, add_sentence=add_sentence, grammar=grammar, profile=profile, transcript_names=names
             )
         key = (id(tools), id(profile), id(grammar), texts, names, add_sentence)
-        if self._plans:
-            # An agent sends the same prompt every turn: compared with the last plan made first,
-            # whole, its texts are not hashed (fresh strings every request; a hash reads every
-            # character, several times slower than the compare).
-            last, (_, plan) = next(reversed(self._plans.items()))
-            if last == key:
-                return plan
-        hit = self._plans.get(key)
+        hit = cache_get(self._plans, key)
         if hit is not None:
             return hit[1]
         plan = make_plan(
@@ -402,12 +415,12 @@ class PlanCache:
         )
         self._plans[key] = ((tools, profile, grammar), plan)
         if len(self._plans) > self.size:
-            self._plans.pop(next(iter(self._plans)))
+            self._plans.popitem(last=False)
         return plan
 
     def holds(self, plan: Plan) -> bool:
         """True when ``plan`` is one this cache keeps (a plan made afresh, of system texts past
-        :data:`PLAN_CACHE_TEXT`, is not): the last made is looked at first."""
+        :data:`PLAN_CACHE_TEXT`, is not): the last used is looked at first."""
         if not self._plans:
             return False
         if next(reversed(self._plans.values()))[1] is plan:
