@@ -6,7 +6,11 @@ the one its plan started: ``Caches.record``) — each flow's own."""
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import orjson
+from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -14,13 +18,16 @@ from mitmproxy import ctx
 from mitmproxy import http
 from mitmproxy.test import taddons
 from test_addon_hooks import KEY
+from test_addon_hooks import fixture_bytes
 from test_addon_hooks import fixture_json
 from test_addon_hooks import make_flow
+from test_addon_hooks import replay
 
 from harness.fixtures import env  # noqa: F401  (pytest fixtures)
 from harness.fixtures import loaded  # noqa: F401
 from toolvocab.addons.core import header_reader
 from toolvocab.addons.recording import ToolVocabRecorder
+from toolvocab.addons.state import FlowState
 from toolvocab.engine.clients import HEADERS
 
 #: Header names as clients spell them, in any case, the ones the pipeline asks among them.
@@ -88,3 +95,85 @@ def test_the_record_at_the_request_is_each_flows_own_dump(env, monkeypatch) -> N
         state.record.notes.append("changed by the flow")
         state.record.declared.append("changed by the flow")
     assert len({id(r) for r in seen}) == 3
+
+
+#: Answers as the upstream sends them: (body, content-type, status).
+ANSWERS = st.sampled_from(
+    [
+        (fixture_bytes("response-declared-tool.json"), "application/json", 200),
+        (fixture_bytes("response-foreign-tool.json"), "application/json", 200),
+        (fixture_bytes("stream-declared-tool.sse"), "text/event-stream", 200),
+        (fixture_bytes("stream-foreign-tool.sse"), "text/event-stream", 200),
+        (b'{"type":"error","error":{"type":"overloaded_error","message":"busy"}}', "application/json", 529),
+        (b"not json", "application/json", 200),
+        (b"", "application/json", 200),
+        (b"[1]", "application/json", 200),
+        (b'{"type":"message","content":"x","content":[]}', "application/json", 200),
+    ]
+) | st.builds(
+    lambda text, reason: (
+        b'{"type":"message","role":"assistant","content":[{"type":"text","text":'
+        + text
+        + b'}],"stop_reason":"'
+        + reason
+        + b'"}',
+        "application/json",
+        200,
+    ),
+    st.sampled_from(
+        [
+            b'"Done."',
+            b'""',
+            orjson.dumps('<tool_call>{"name": "shell", "arguments": {"command": ["ls"]}}</tool_call>'),
+            b'"a lone surrogate \\ud800"',
+        ]
+    ),
+    st.sampled_from([b"end_turn", b"max_tokens"]),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    answers=st.lists(ANSWERS, min_size=1, max_size=4),
+    mode=st.sampled_from(["auto", "repair"]),
+    stream=st.booleans(),
+)
+def test_a_flow_whose_record_nothing_touched_ends_as_if_it_had_its_own(
+    env,  # noqa: F811
+    monkeypatch,
+    caplog,
+    answers: list[tuple[bytes, str, int]],
+    mode: str,
+    stream: bool,
+) -> None:
+    """As plain mitmdump runs it (requests peeked, records shared from the second flow on): each
+    flow, whatever its answer, ends with the record, diff, marker, comment and log lines it ends
+    with when its record is copied at the request (``FlowState.record_untouched`` never true:
+    every flow the way a flow that changes its record goes), and the shared record is never
+    changed."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    env.configure(toolvocab_mode=mode)
+    request = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": stream})
+
+    def run() -> list[Any]:
+        ends = []
+        for i, (body, ctype, status) in enumerate(answers):
+            caplog.clear()
+            f = make_flow(request, upstream=body, resp_type=ctype, status=status)
+            f.id = f"flow-{i}"  # the ids of lifted calls are made of it
+            result = replay(env, f)
+            logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("toolvocab")]
+            ends.append((result.out, f.metadata, f.marked, f.comment, logged))
+        return ends
+
+    with caplog.at_level(logging.DEBUG):
+        run()  # the first flow of a plan builds its shared record
+        shared = run()
+        with monkeypatch.context() as m:
+            m.setattr(FlowState, "record_untouched", property(lambda self: False))
+            own = run()
+    assert shared == own
+    for _plan, template, dumped in env.addon.caches._records.values():
+        assert dumped is None or orjson.loads(dumped) == template.dump()

@@ -348,6 +348,8 @@ class ToolVocab(Configurable):
             windows=result.windows,
             flow_key=flow.id,
             call_ids=result.call_ids,
+            shared=result.shared,
+            record_json=result.record_json,
         )
         if not result.verified:
             state.unverified = content
@@ -360,7 +362,7 @@ class ToolVocab(Configurable):
         self._states[flow.id] = state
         # the record as the pipeline started it, when its dump is at hand: the same dict
         flow.metadata[METADATA_KEY] = (
-            orjson.loads(result.record_json) if result.record_json is not None else state.record.dump()
+            orjson.loads(result.record_json) if result.record_json is not None else result.record.dump()
         )
 
     def settings(self) -> pipeline.Settings:

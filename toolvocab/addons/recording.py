@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -18,6 +19,8 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from toolvocab.addons.options import Configurable
+from toolvocab.dialects.pipeline import RECORD_CACHE
+from toolvocab.engine.plan import cache_get
 from toolvocab.engine.record import FlowRecord
 from toolvocab.report import CHANGED
 from toolvocab.report import LEFT
@@ -41,6 +44,10 @@ if TYPE_CHECKING:
     from toolvocab.addons.state import FlowState
 
 logger = logging.getLogger(__name__)
+
+#: How many shared records' :meth:`ToolVocabRecorder._quiet` are kept (as many as the pipeline
+#: keeps records: ``toolvocab.dialects.pipeline.RECORD_CACHE``).
+QUIET_CACHE = RECORD_CACHE
 
 MARK_CHANGED = MARKERS[CHANGED]
 MARK_OBSERVED = MARKERS[OBSERVED]
@@ -66,6 +73,8 @@ class ToolVocabRecorder(Configurable):
         self.record_dir: str | None = None
         #: (master, :meth:`saves_bodies`) as last worked out; forgotten at every option change
         self._saves: tuple[Any, bool] | None = None
+        #: :meth:`_quiet` by shared record (its id; the record kept, so that no id is reused)
+        self._quiets: OrderedDict[int, tuple[FlowRecord, bool]] = OrderedDict()
 
     def load(self, loader: Any) -> None:
         """Register ``toolvocab_record``."""
@@ -122,10 +131,19 @@ class ToolVocabRecorder(Configurable):
         """Store the record and what a replay needs, mark and comment the flow, write it to
         ``toolvocab_record``. Never raises."""
         try:
+            if (
+                state.record_untouched
+                and state.stream is None
+                and state.original_request is None
+                and self._quiet(state.shared_record)
+            ):
+                self._finish_untouched(flow, state)
+                return
             record = state.record
             observe = record.mode == "observe"  # the mode this flow's request was handled in
             stream = state.stream
-            self._timings(flow, record)
+            for name, value in _timings(flow).items():
+                setattr(record, name, value)
             record.count_calls()
             if stream is not None:
                 # Whatever changed the bytes (a rename, new ids, serialized arguments, a lifted
@@ -157,6 +175,38 @@ class ToolVocabRecorder(Configurable):
         except Exception:
             logger.exception("toolvocab: could not store the flow record")
 
+    def _finish_untouched(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """:meth:`finish` for a flow whose record is still the shared one its request started
+        (:attr:`FlowState.record_untouched`: the answer added no decision and no note, changed
+        nothing, and was not streamed) and shows nothing (:meth:`_quiet`): what :meth:`finish`
+        stores and shows for it, from the shared record's dump."""
+        dumped = orjson.loads(state.record_json)  # type: ignore[arg-type]  # untouched: not None
+        dumped.update(_timings(flow))
+        flow.metadata[METADATA_KEY] = dumped
+        self._mark(flow, None, "")
+        flow.comment = _storable(flow.comment)
+
+    def _quiet(self, template: FlowRecord) -> bool:
+        """True for a record that, as it is (but for its timings, which change none of this),
+        shows nothing: no state (:func:`outcome`), so no marker, comment or log line; no diff;
+        nothing to write to ``toolvocab_record``. Worked out once for each of the last
+        :data:`QUIET_CACHE` shared records."""
+        entry = cache_get(self._quiets, id(template))
+        if entry is not None and entry[0] is template:
+            return entry[1]
+        dumped = template.dump()
+        quiet = not (
+            outcome(dumped) is not None
+            or template.diff_lines()
+            or template.request_changed
+            or template.response_changed
+            or (template.mode == "observe" and would_change(dumped))
+        )
+        self._quiets[id(template)] = (template, quiet)
+        if len(self._quiets) > QUIET_CACHE:
+            self._quiets.popitem(last=False)
+        return quiet
+
     def show(self, flow: http.HTTPFlow, logged: set[str] | None = None) -> str | None:
         """Show the state of the record in ``flow.metadata`` (:func:`toolvocab.report.outcome`): its
         marker and comment, and its log lines (each line once per ``logged`` set: a WebSocket's
@@ -164,18 +214,24 @@ class ToolVocabRecorder(Configurable):
         and for a flow the repair addon gave up on before it had a state (the request hook)."""
         dumped = flow.metadata.get(METADATA_KEY)
         state_name = outcome(dumped)
-        if state_name is not None:
-            flow.marked = MARKERS[state_name]
-            flow.comment = comment(dumped)
-        elif flow.comment.startswith(OWN_COMMENTS) or flow.marked in OWN_MARKERS:
-            # an earlier turn of this WebSocket, or a replay's first pass, left its state
-            flow.marked, flow.comment = "", ""
+        self._mark(flow, state_name, comment(dumped) if state_name is not None else "")
         # A name may hold a lone surrogate (a JSON escape the client sent): what the flow
         # stores must encode as UTF-8, or saving it (-w) fails.
         _make_storable(flow)
         if isinstance(dumped, dict):
             self._log(dumped, set() if logged is None else logged)
         return state_name
+
+    @staticmethod
+    def _mark(flow: http.HTTPFlow, state_name: str | None, text: str) -> None:
+        """The marker and comment (``text``) of state ``state_name``; for none, toolvocab's own
+        marker and comment cleared (an earlier turn of this WebSocket, or a replay's first pass,
+        left its state)."""
+        if state_name is not None:
+            flow.marked = MARKERS[state_name]
+            flow.comment = text
+        elif flow.comment.startswith(OWN_COMMENTS) or flow.marked in OWN_MARKERS:
+            flow.marked, flow.comment = "", ""
 
     @staticmethod
     def _log(record: dict, logged: set[str]) -> None:
@@ -197,18 +253,6 @@ class ToolVocabRecorder(Configurable):
                 logged.add(line)
                 logger.log(level, line)
 
-    @staticmethod
-    def _timings(flow: http.HTTPFlow, record: FlowRecord) -> None:
-        """Upstream status and latencies (ms) from mitmproxy's timestamps (seconds)."""
-        resp, start = flow.response, flow.request.timestamp_start
-        if resp is None or not start:
-            return
-        record.status = resp.status_code
-        if resp.timestamp_start:
-            record.ttfb_ms = round((resp.timestamp_start - start) * 1000, 1)
-        if resp.timestamp_end:
-            record.total_ms = round((resp.timestamp_end - start) * 1000, 1)
-
     def _write(self, flow: http.HTTPFlow, record: FlowRecord) -> None:
         """Write ``flow`` alone to ``toolvocab_record`` (redacted like every save)."""
         from mitmproxy import io
@@ -222,6 +266,20 @@ class ToolVocabRecorder(Configurable):
         with open(path, "wb") as fp:
             io.FlowWriter(fp).add(flow)
         logger.info("toolvocab: recorded %s", path)
+
+
+def _timings(flow: http.HTTPFlow) -> dict[str, Any]:
+    """The record's upstream ``status`` and latencies (``ttfb_ms``, ``total_ms``: ms, one decimal)
+    from mitmproxy's timestamps (seconds), those the flow has."""
+    resp, start = flow.response, flow.request.timestamp_start
+    if resp is None or not start:
+        return {}
+    out: dict[str, Any] = {"status": resp.status_code}
+    if resp.timestamp_start:
+        out["ttfb_ms"] = round((resp.timestamp_start - start) * 1000, 1)
+    if resp.timestamp_end:
+        out["total_ms"] = round((resp.timestamp_end - start) * 1000, 1)
+    return out
 
 
 def _storable(value: Any) -> Any:

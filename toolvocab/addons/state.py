@@ -30,6 +30,11 @@ class FlowState:
     ``call_ids``: the replayed ids its request sent as aliases
     (:attr:`toolvocab.dialects.pipeline.Handled.call_ids`). :attr:`context` is what the
     dialects get.
+
+    ``shared``: ``record`` is one other flows share (a cached plan's record,
+    :attr:`toolvocab.dialects.pipeline.Handled.shared`), and ``record_json`` its dump as JSON
+    bytes: :attr:`record` gives a copy of its own at first use (:func:`pipeline.fresh_record`),
+    so a flow whose record nothing reads or adds to (:attr:`record_untouched`) never builds one.
     """
 
     def __init__(
@@ -43,12 +48,16 @@ class FlowState:
         *,
         flow_key: str = "",
         call_ids: dict[str, str] | None = None,
+        shared: bool = False,
+        record_json: bytes | None = None,
     ) -> None:
         self.dialect = dialect
         self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
         self.tools = tools
         self.plan = plan
-        self.record = record
+        self._record = record
+        self._shared = shared
+        self.record_json = record_json  # the shared record's dump (JSON bytes), while shared
         self.wants_stream = wants_stream
         self.stream: StreamCallable | None = None
         self.ws_rewriter: FrameRewriter | None = None  # the WebSocket turn's rewriter (Responses frames)
@@ -59,6 +68,28 @@ class FlowState:
         self.unverified: bytes | None = None  # the client's body, while only peeked (pipeline.Handled.verified)
         self.refused: str | None = None  # why the whole read refused the request (may_change)
         self.context = FlowContext(self.resolve, plan, tools, flow_key, dict(call_ids or {}))
+
+    @property
+    def record(self) -> FlowRecord:
+        """The flow's record, its own: a shared one is copied at the first use."""
+        if self._shared:
+            self._record, self._shared = pipeline.fresh_record(self._record), False
+        return self._record
+
+    @record.setter
+    def record(self, record: FlowRecord) -> None:
+        self._record, self._shared = record, False
+
+    @property
+    def record_untouched(self) -> bool:
+        """True while nothing has read the record, nor added to it, since the request: it is
+        still the shared one, whose dump :attr:`record_json` holds."""
+        return self._shared and self.record_json is not None
+
+    @property
+    def shared_record(self) -> FlowRecord:
+        """The record as shared (read only: others hold it); the flow's own once it has one."""
+        return self._record
 
     def may_change(self) -> bool:
         """True when the answer may change on the strength of this flow's request: at once for a

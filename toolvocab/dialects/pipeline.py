@@ -139,12 +139,11 @@ class Caches:
         self, plan: Plan, key: tuple[Any, ...], build: Callable[[], FlowRecord]
     ) -> tuple[FlowRecord, bytes | None]:
         """The record ``build()`` gives for a flow of the cached ``plan`` (``key``: everything
-        else it is built of, hashable), made once per distinct (plan, key) and copied for each
-        flow: a :class:`FlowRecord` of its own, each list and dict in it its own (a flow adds
-        notes and decisions to it; a user's script may change what it reads), and the record's
-        dump as ``orjson`` bytes (``None`` when orjson cannot write it: a lone surrogate), for
-        ``flow.metadata`` while nothing has changed it. A copy is several times cheaper than
-        building and validating the model, and its dump than dumping it."""
+        else it is built of, hashable), made once per distinct (plan, key) and shared by every
+        such flow: never changed (:func:`fresh_record` gives a flow a copy of its own, several
+        times cheaper than building and validating the model); and its dump as ``orjson`` bytes
+        (``None`` when orjson cannot write it: a lone surrogate), for ``flow.metadata`` while
+        nothing has changed the flow's record."""
         full = (id(plan), *key)
         entry = cache_get(self._records, full)
         if entry is None or entry[0] is not plan:
@@ -157,7 +156,7 @@ class Caches:
             if len(self._records) > RECORD_CACHE:
                 self._records.popitem(last=False)
         _, template, dumped = entry
-        return fresh_record(template), dumped
+        return template, dumped
 
     def holds(self, tools: Toolset) -> bool:
         """True when ``tools`` is one this cache keeps (a plan cached under another could
@@ -219,6 +218,9 @@ class Handled:
     #: ``record``'s dump as JSON bytes while nothing has changed the record since it was
     #: started (``orjson.loads`` gives what ``record.dump()`` gives), else ``None``.
     record_json: bytes | None = None
+    #: ``record`` is a cached plan's, shared with other flows (:meth:`Caches.record`): never
+    #: change it; :func:`fresh_record` gives a copy to change.
+    shared: bool = False
 
 
 def verify(content: bytes) -> str | None:
@@ -279,7 +281,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             return None
         if not len(tools):
             return None  # left as sent either way; the whole read gives the record its reason
-        plan, record, record_json = _plan(
+        plan, record, record_json, shared = _plan(
             request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names
         )
         if plan.changes_request:
@@ -293,6 +295,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             caches.windows(peek.platform_texts),
             verified=False,
             record_json=record_json,
+            shared=shared,
         )
     return None
 
@@ -321,7 +324,7 @@ def _whole(
     tools = caches.toolset(dialect, body)
     if not len(tools) and only is None:
         return Skipped("the request declares no tools", dialect.name)
-    plan, record, _ = _plan(
+    plan, record, _, shared = _plan(
         request,
         settings,
         caches,
@@ -331,6 +334,8 @@ def _whole(
         dialect.system_texts(body),
         dialect.transcript_names(body),
     )
+    if shared:
+        record = fresh_record(record)  # this read may add to it
     if settings.classify_results:
         # The transcript's tool errors are for whoever reads the record (-w, toolvocab_record,
         # a UI); plain mitmdump shows no record, and a long transcript costs a walk over every
@@ -386,10 +391,11 @@ def _plan(
     model: str | None,
     system_texts: list[str],
     transcript_names: list[str],
-) -> tuple[Plan, FlowRecord, bytes | None]:
+) -> tuple[Plan, FlowRecord, bytes | None, bool]:
     """The request-side plan (profile, grammar aliases, duplicates, prompt sentence), the record
-    that starts with it, from what the dialect's readers give, and that record's dump as JSON
-    bytes when a cached one was copied (:meth:`Caches.record`), else ``None``."""
+    that starts with it, from what the dialect's readers give, that record's dump as JSON bytes
+    when it is a cached one (:meth:`Caches.record`), else ``None``, and whether it is cached
+    (shared with other flows: never to be changed)."""
     host, path = request.host, request.path
     profiles = settings.profiles
     profile = profiles.select(host, path, model) if profiles else None
@@ -430,11 +436,11 @@ def _plan(
         )
 
     if not (cached and caches.plans.holds(plan)):
-        return plan, build(), None  # a plan made for this flow alone: so is its record
+        return plan, build(), None, False  # a plan made for this flow alone: so is its record
     record, dumped = caches.record(
         plan, (settings.mode, dialect.name, host, bare_path, model, client, gate_note, id(tools)), build
     )
-    return plan, record, dumped
+    return plan, record, dumped, True
 
 
 def fresh_record(template: FlowRecord) -> FlowRecord:
