@@ -32,6 +32,8 @@ from toolvocab.engine.clients import HEADERS
 
 #: Header names as clients spell them, in any case, the ones the pipeline asks among them.
 NAMES = st.sampled_from([*HEADERS, "User-Agent", "USER-AGENT", "X-Stainless-Lang", "content-type", "x-a"])
+#: ``Accept-Encoding`` values as clients send them.
+ENCODINGS = ["identity", "Identity", "gzip, deflate, br, zstd", "identity, gzip", ""]
 VALUES = st.binary(max_size=12) | st.text(max_size=8).map(lambda t: t.encode("utf-8", "surrogatepass"))
 
 
@@ -177,3 +179,32 @@ def test_a_flow_whose_record_nothing_touched_ends_as_if_it_had_its_own(
     assert shared == own
     for _plan, template, dumped in env.addon.caches._records.values():
         assert dumped is None or orjson.loads(dumped) == template.dump()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    encodings=st.lists(
+        st.tuples(st.sampled_from(["accept-encoding", "Accept-Encoding"]), st.sampled_from(ENCODINGS)), max_size=2
+    ),
+    peek=st.booleans(),
+)
+def test_the_request_asks_for_an_identity_answer_as_anticomp_asks(
+    env,  # noqa: F811
+    monkeypatch,
+    encodings: list[tuple[str, str]],
+    peek: bool,
+) -> None:
+    """Whatever ``Accept-Encoding`` fields the client sent (none, ``identity`` already, another
+    case or coding, two fields), the handled request's headers are those mitmproxy's
+    ``Request.anticomp()`` makes of them: the answer comes uncompressed (mitmproxy G5)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: not peek)
+    env.configure(toolvocab_mode="repair")
+    f = make_flow(fixture_json("request-claude-code.json"), response=False)
+    del f.request.headers["accept-encoding"]
+    for name, value in encodings:
+        f.request.headers.add(name, value)
+    expected = f.request.copy()
+    expected.anticomp()
+    env.addon.request(f)
+    assert env.addon._states.pop(f.id) is not None
+    assert f.request.headers.fields == expected.headers.fields

@@ -329,10 +329,9 @@ class ToolVocab(Configurable):
         if not content:
             self._skip(flow, "request has no body")
             return
+        header = header_reader(req.headers)
         result = pipeline.handle(
-            pipeline.Request(content, req.method, req.path, req.pretty_host, header_reader(req.headers)),
-            self.settings(),
-            self.caches,
+            pipeline.Request(content, req.method, req.path, req.pretty_host, header), self.settings(), self.caches
         )
         if result is None:
             return
@@ -358,7 +357,8 @@ class ToolVocab(Configurable):
                 state.original_request = content
                 req.content = result.content
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
-            req.anticomp()
+            if header("accept-encoding") != "identity":  # else anticomp() would write it again
+                req.anticomp()
         self._states[flow.id] = state
         # the record as the pipeline started it, when its dump is at hand: the same dict
         flow.metadata[METADATA_KEY] = (
