@@ -6,10 +6,13 @@ the one its plan started: ``Caches.record``) — each flow's own."""
 
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -208,3 +211,52 @@ def test_the_request_asks_for_an_identity_answer_as_anticomp_asks(
     env.addon.request(f)
     assert env.addon._states.pop(f.id) is not None
     assert f.request.headers.fields == expected.headers.fields
+
+
+#: JSON answers: calls kept, renamed with their arguments fitted, left (not declared), lifted
+#: out of text; an error status; a body that is not JSON.
+JSON_ANSWERS = [
+    fixture_bytes("response-declared-tool.json"),
+    fixture_bytes("response-foreign-tool.json"),
+    b'{"type":"message","content":[{"type":"tool_use","id":"toolu_1","name":"frobnicate","input":{}}],'
+    b'"stop_reason":"tool_use"}',
+    b'{"type":"message","content":[{"type":"tool_use","id":"toolu_2","name":"read_file","input":{"path":"a",'
+    b'"offset":0}}],"stop_reason":"tool_use"}',
+    b'{"type":"message","content":[{"type":"text","text":'
+    + orjson.dumps('<tool_call>{"name": "shell", "arguments": {"command": ["ls"]}}</tool_call>')
+    + b'}],"stop_reason":"end_turn"}',
+    b"not json",
+]
+
+
+@pytest.mark.parametrize("answer", JSON_ANSWERS)
+@pytest.mark.parametrize("peek", [True, False])
+def test_a_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(
+    env, monkeypatch, answer: bytes, peek: bool
+) -> None:  # noqa: F811
+    """A JSON answer's per-flow state (which holds the request body while it is only peeked) is
+    in no reference cycle: it is freed as its flow ends, not at some later collection of the
+    cyclic GC (which, with 2 MB bodies and few allocations between flows, let several pile up)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: not peek)
+    env.configure(toolvocab_mode="repair")
+    states: list[weakref.ref] = []
+    init = FlowState.__init__
+
+    def tracked(self: FlowState, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        states.append(weakref.ref(self))
+
+    monkeypatch.setattr(FlowState, "__init__", tracked)
+    body = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": False})
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(2):  # the second with the cached plan's shared record
+            f = make_flow(body, upstream=answer, resp_type="application/json")
+            replay(env, f)
+            assert f.metadata[KEY]["dialect"] == "anthropic"
+            del f
+        assert len(states) == 2
+        assert [ref() for ref in states] == [None, None]
+    finally:
+        gc.enable()

@@ -67,7 +67,15 @@ class FlowState:
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
         self.unverified: bytes | None = None  # the client's body, while only peeked (pipeline.Handled.verified)
         self.refused: str | None = None  # why the whole read refused the request (may_change)
-        self.context = FlowContext(self.resolve, plan, tools, flow_key, dict(call_ids or {}))
+        self.flow_key = flow_key
+        self.call_ids = dict(call_ids or {})
+
+    @property
+    def context(self) -> FlowContext:
+        """What the dialects get of this flow (its resolver, plan, tools, key and replayed ids):
+        made at each use, not kept, so that a state no stream holds is in no reference cycle and
+        goes (with the request body it may hold, :attr:`unverified`) as soon as its flow ends."""
+        return FlowContext(self.resolve, self.plan, self.tools, self.flow_key, self.call_ids)
 
     @property
     def record(self) -> FlowRecord:

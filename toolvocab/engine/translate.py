@@ -467,7 +467,9 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
     """The value every (source, target) meaning pair gives, or :class:`_Unusable`."""
     results: list[Any] = []
     applicable = False
-    last: _Unusable | None = None
+    # the reason, not the exception: a kept exception's traceback holds this frame, and through
+    # it its callers' (a reference cycle only the cyclic GC frees, with every flow state in it)
+    last: str | None = None
     for src in srcs:
         for dst in dsts:
             try:
@@ -477,9 +479,9 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
                 if exc.applicable:
                     applicable = True
                     raise
-                last = exc
+                last = exc.reason
     if not applicable:
-        raise _Unusable(last.reason if last else f"{key!r} has no sourced meaning", applicable=False)
+        raise _Unusable(last if last is not None else f"{key!r} has no sourced meaning", applicable=False)
     first = results[0]
     if any(not _equal(r, first) for r in results[1:]):
         raise _Unusable(f"{key!r} reads differently in the tools that share its name")
@@ -680,7 +682,8 @@ def translate(
             unusable.append((reading, _Unusable(str(exc), applicable=reading.own)))
             continue
         except _Unusable as exc:
-            unusable.append((reading, exc))
+            # kept without its traceback, which holds this frame and its callers' (a cycle)
+            unusable.append((reading, exc.with_traceback(None)))
             continue
         results.append((reading, out, changes))
     blocking = [(r, e) for r, e in unusable if e.applicable]
