@@ -32,6 +32,7 @@ from toolvocab.addons.core import header_reader
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.state import FlowState
 from toolvocab.engine.clients import HEADERS
+from toolvocab.report import METADATA_DIFF
 
 #: Header names as clients spell them, in any case, the ones the pipeline asks among them.
 NAMES = st.sampled_from([*HEADERS, "User-Agent", "USER-AGENT", "X-Stainless-Lang", "content-type", "x-a"])
@@ -144,6 +145,7 @@ ANSWERS = st.sampled_from(
     answers=st.lists(ANSWERS, min_size=1, max_size=4),
     mode=st.sampled_from(["auto", "repair"]),
     stream=st.booleans(),
+    scripted=st.booleans(),
 )
 def test_a_flow_whose_record_nothing_touched_ends_as_if_it_had_its_own(
     env,  # noqa: F811
@@ -152,12 +154,14 @@ def test_a_flow_whose_record_nothing_touched_ends_as_if_it_had_its_own(
     answers: list[tuple[bytes, str, int]],
     mode: str,
     stream: bool,
+    scripted: bool,
 ) -> None:
     """As plain mitmdump runs it (requests peeked, records shared from the second flow on): each
     flow, whatever its answer, ends with the record, diff, marker, comment and log lines it ends
     with when its record is copied at the request (``FlowState.record_untouched`` never true:
-    every flow the way a flow that changes its record goes), and the shared record is never
-    changed."""
+    every flow the way a flow that changes its record goes; the metadata compared as its ``repr``:
+    each value's type and each key's place count), whatever another script put on the flow, and
+    the shared record is never changed."""
     monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
     env.configure(toolvocab_mode=mode)
     request = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": stream})
@@ -168,9 +172,13 @@ def test_a_flow_whose_record_nothing_touched_ends_as_if_it_had_its_own(
             caplog.clear()
             f = make_flow(request, upstream=body, resp_type=ctype, status=status)
             f.id = f"flow-{i}"  # the ids of lifted calls are made of it
+            if scripted:  # another script's diff and comment, each with a lone surrogate
+                f.metadata[METADATA_DIFF] = "x \ud800"
+                f.comment = "y \ud800"
             result = replay(env, f)
             logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("toolvocab")]
-            ends.append((result.out, f.metadata, f.marked, f.comment, logged))
+            # repr: a JSON type (2000 for 2000.0) counts, and the order of the keys
+            ends.append((result.out, repr(f.metadata), f.marked, f.comment, logged))
         return ends
 
     with caplog.at_level(logging.DEBUG):

@@ -184,7 +184,7 @@ class ToolVocabRecorder(Configurable):
         dumped.update(_timings(flow))
         flow.metadata[METADATA_KEY] = dumped
         self._mark(flow, None, "")
-        flow.comment = _storable(flow.comment)
+        _make_storable(flow)  # as show() does: what another script put there is saved too
 
     def _quiet(self, template: FlowRecord) -> bool:
         """True for a record that, as it is (but for its timings, which change none of this),
@@ -276,9 +276,9 @@ def _timings(flow: http.HTTPFlow) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"status": resp.status_code}
     if resp.timestamp_start:
-        out["ttfb_ms"] = round((resp.timestamp_start - start) * 1000, 1)
+        out["ttfb_ms"] = round((resp.timestamp_start - start) * 1000.0, 1)  # a float, as the record dumps it
     if resp.timestamp_end:
-        out["total_ms"] = round((resp.timestamp_end - start) * 1000, 1)
+        out["total_ms"] = round((resp.timestamp_end - start) * 1000.0, 1)
     return out
 
 
