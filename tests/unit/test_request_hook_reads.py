@@ -237,6 +237,54 @@ JSON_ANSWERS = [
 ]
 
 
+#: Streamed answers: text only; a call kept; a call renamed with its arguments fitted; an
+#: error event after the 200.
+SSE_ANSWERS = [
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
+    b'"assistant","content":[]}}\n\nevent: content_block_start\ndata: {"type":"content_block_start",'
+    b'"index":0,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: '
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Done."}}\n\n'
+    b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\nevent: message_stop\n'
+    b'data: {"type":"message_stop"}\n\n',
+    fixture_bytes("stream-declared-tool.sse"),
+    fixture_bytes("stream-foreign-tool.sse"),
+    fixture_bytes("stream-error-after-200.sse"),
+]
+
+
+@pytest.mark.parametrize("answer", SSE_ANSWERS)
+@pytest.mark.parametrize("peek", [True, False])
+def test_a_streamed_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(
+    env, monkeypatch, answer: bytes, peek: bool
+) -> None:  # noqa: F811
+    """As for a JSON answer: the stream callable the flow keeps as ``response.stream`` lets go
+    of the flow's state at the finish, whichever way the record is finished (a stream that
+    changed nothing keeps the shared record to the end)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: not peek)
+    env.configure(toolvocab_mode="repair")
+    states: list[weakref.ref] = []
+    init = FlowState.__init__
+
+    def tracked(self: FlowState, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        states.append(weakref.ref(self))
+
+    monkeypatch.setattr(FlowState, "__init__", tracked)
+    body = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": True})
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(2):  # the second with the cached plan's shared record
+            f = make_flow(body, upstream=answer, resp_type="text/event-stream")
+            got = replay(env, f)
+            assert got.record["dialect"] == "anthropic" and got.record["streamed"] is True, got.record
+            del f, got
+        assert len(states) == 2
+        assert [ref() for ref in states] == [None, None]
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("answer", JSON_ANSWERS)
 @pytest.mark.parametrize("peek", [True, False])
 def test_a_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(

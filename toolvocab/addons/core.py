@@ -402,7 +402,7 @@ class ToolVocab(Configurable):
             send=lambda data: send_to_client(flow, data),
         )
         resp.stream = state.stream
-        state.record.streamed = True
+        state.streamed = True  # in the record at the finish: a shared one stays shared until then
 
     def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:
         resp = flow.response
@@ -410,9 +410,11 @@ class ToolVocab(Configurable):
             return
         if state.stream is not None:
             # A repair sent before a later failure still reached the client.
-            state.record.response_changed = state.stream.changed or (
-                not state.stream.observe and any(d.changed for d in state.record.decisions)
+            changed = state.stream.changed or (
+                not state.stream.observe and any(d.changed for d in state.shared_record.decisions)
             )
+            if changed or not state.record_untouched:  # an untouched record already says False
+                state.record.response_changed = changed
             return
         if not 200 <= resp.status_code < 300:
             state.record.notes.append(f"upstream answered {resp.status_code}; passed through")

@@ -131,9 +131,10 @@ class ToolVocabRecorder(Configurable):
         """Store the record and what a replay needs, mark and comment the flow, write it to
         ``toolvocab_record``. Never raises."""
         try:
+            stream = state.stream
             if (
                 state.record_untouched
-                and state.stream is None
+                and (stream is None or not (stream.differs or stream.keep))
                 and state.original_request is None
                 and self._quiet(state.shared_record)
             ):
@@ -141,7 +142,8 @@ class ToolVocabRecorder(Configurable):
                 return
             record = state.record
             observe = record.mode == "observe"  # the mode this flow's request was handled in
-            stream = state.stream
+            if state.streamed:
+                record.streamed = True
             for name, value in _timings(flow).items():
                 setattr(record, name, value)
             record.count_calls()
@@ -177,11 +179,16 @@ class ToolVocabRecorder(Configurable):
 
     def _finish_untouched(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """:meth:`finish` for a flow whose record is still the shared one its request started
-        (:attr:`FlowState.record_untouched`: the answer added no decision and no note, changed
-        nothing, and was not streamed) and shows nothing (:meth:`_quiet`): what :meth:`finish`
-        stores and shows for it, from the shared record's dump."""
+        (:attr:`FlowState.record_untouched`: the answer added no decision and no note, and
+        changed nothing; a stream's bytes went out as they came, and nothing keeps them) and
+        shows nothing (:meth:`_quiet`): what :meth:`finish` stores and shows for it, from the
+        shared record's dump."""
         dumped = orjson.loads(state.record_json)  # type: ignore[arg-type]  # untouched: not None
+        if state.streamed:
+            dumped["streamed"] = True
         dumped.update(_timings(flow))
+        if state.stream is not None:
+            state.stream.release()
         flow.metadata[METADATA_KEY] = dumped
         self._mark(flow, None, "")
         _make_storable(flow)  # as show() does: what another script put there is saved too

@@ -408,7 +408,8 @@ class StreamCallable:
         if self.rewriter.error and not self.noted:
             self.noted = True
             self.state.record.notes.append(rewriter_note(self.rewriter.error))
-        self._unrepaired = note_unrepaired(self.rewriter, self.state.record, self._unrepaired)
+        if len(self.rewriter.unrepaired) > self._unrepaired:  # the record copied only for a note
+            self._unrepaired = note_unrepaired(self.rewriter, self.state.record, self._unrepaired)
         if self.observe:
             # The client gets the upstream bytes as they came (held sniffing bytes included).
             if self._sniffed_sent:
