@@ -134,7 +134,7 @@ class ToolVocabRecorder(Configurable):
             stream = state.stream
             if (
                 state.record_untouched
-                and (stream is None or not (stream.differs or stream.keep))
+                and (stream is None or not (stream.differs or stream.changed or stream.keep))
                 and state.original_request is None
                 and self._quiet(state.shared_record)
             ):
