@@ -252,47 +252,16 @@ SSE_ANSWERS = [
 ]
 
 
-@pytest.mark.parametrize("answer", SSE_ANSWERS)
-@pytest.mark.parametrize("peek", [True, False])
-def test_a_streamed_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(
-    env, monkeypatch, answer: bytes, peek: bool
-) -> None:  # noqa: F811
-    """As for a JSON answer: the stream callable the flow keeps as ``response.stream`` lets go
-    of the flow's state at the finish, whichever way the record is finished (a stream that
-    changed nothing keeps the shared record to the end)."""
-    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: not peek)
-    env.configure(toolvocab_mode="repair")
-    states: list[weakref.ref] = []
-    init = FlowState.__init__
-
-    def tracked(self: FlowState, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        states.append(weakref.ref(self))
-
-    monkeypatch.setattr(FlowState, "__init__", tracked)
-    body = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": True})
-    gc.collect()
-    gc.disable()
-    try:
-        for _ in range(2):  # the second with the cached plan's shared record
-            f = make_flow(body, upstream=answer, resp_type="text/event-stream")
-            got = replay(env, f)
-            assert got.record["dialect"] == "anthropic" and got.record["streamed"] is True, got.record
-            del f, got
-        assert len(states) == 2
-        assert [ref() for ref in states] == [None, None]
-    finally:
-        gc.enable()
-
-
-@pytest.mark.parametrize("answer", JSON_ANSWERS)
+@pytest.mark.parametrize(("answer", "streamed"), [(a, False) for a in JSON_ANSWERS] + [(a, True) for a in SSE_ANSWERS])
 @pytest.mark.parametrize("peek", [True, False])
 def test_a_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(
-    env, monkeypatch, answer: bytes, peek: bool
+    env, monkeypatch, answer: bytes, streamed: bool, peek: bool
 ) -> None:  # noqa: F811
-    """A JSON answer's per-flow state (which holds the request body while it is only peeked) is
-    in no reference cycle: it is freed as its flow ends, not at some later collection of the
-    cyclic GC (which, with 2 MB bodies and few allocations between flows, let several pile up)."""
+    """A flow's state (which holds the request body while it is only peeked) is in no reference
+    cycle once its flow ends: it is freed then, not at some later collection of the cyclic GC
+    (which, with 2 MB bodies and few allocations between flows, let several pile up). A stream
+    callable, which the flow keeps as ``response.stream``, lets go of it at the finish, whichever
+    way the record is finished (a stream that changed nothing keeps the shared record to the end)."""
     monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: not peek)
     env.configure(toolvocab_mode="repair")
     states: list[weakref.ref] = []
@@ -303,14 +272,16 @@ def test_a_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(
         states.append(weakref.ref(self))
 
     monkeypatch.setattr(FlowState, "__init__", tracked)
-    body = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": False})
+    body = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": streamed})
+    resp_type = "text/event-stream" if streamed else "application/json"
     gc.collect()
     gc.disable()
     try:
         for _ in range(2):  # the second with the cached plan's shared record
-            f = make_flow(body, upstream=answer, resp_type="application/json")
+            f = make_flow(body, upstream=answer, resp_type=resp_type)
             replay(env, f)
             assert f.metadata[KEY]["dialect"] == "anthropic"
+            assert f.metadata[KEY]["streamed"] is streamed, f.metadata[KEY]
             del f
         assert len(states) == 2
         assert [ref() for ref in states] == [None, None]
