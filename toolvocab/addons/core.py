@@ -401,8 +401,7 @@ class ToolVocab(Configurable):
             hold_timeout=self.hold_timeout,
             send=lambda data: send_to_client(flow, data),
         )
-        resp.stream = state.stream
-        state.streamed = True  # in the record at the finish: a shared one stays shared until then
+        resp.stream = state.stream  # the record says streamed at the finish: a shared one stays shared until then
 
     def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:
         resp = flow.response

@@ -142,7 +142,7 @@ class ToolVocabRecorder(Configurable):
                 return
             record = state.record
             observe = record.mode == "observe"  # the mode this flow's request was handled in
-            if state.streamed:
+            if stream is not None:
                 record.streamed = True
             for name, value in _timings(flow).items():
                 setattr(record, name, value)
@@ -184,10 +184,9 @@ class ToolVocabRecorder(Configurable):
         shows nothing (:meth:`_quiet`): what :meth:`finish` stores and shows for it, from the
         shared record's dump."""
         dumped = orjson.loads(state.record_json)  # type: ignore[arg-type]  # untouched: not None
-        if state.streamed:
-            dumped["streamed"] = True
         dumped.update(_timings(flow))
         if state.stream is not None:
+            dumped["streamed"] = True
             state.stream.release()
         flow.metadata[METADATA_KEY] = dumped
         self._mark(flow, None, "")
