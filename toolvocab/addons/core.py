@@ -408,12 +408,8 @@ class ToolVocab(Configurable):
         if resp is None:
             return
         if state.stream is not None:
-            # A repair sent before a later failure still reached the client.
-            changed = state.stream.changed or (
-                not state.stream.observe and any(d.changed for d in state.shared_record.decisions)
-            )
-            if changed or not state.record_untouched:  # an untouched record already says False
-                state.record.response_changed = changed
+            # Whether the answer changed is what the client got: ToolVocabRecorder.finish reads it
+            # off the stream callable (a repair sent before a later failure reached the client too).
             return
         if not 200 <= resp.status_code < 300:
             state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
