@@ -1,6 +1,7 @@
 """What the addon costs on requests, as ratios against bare mitmdump and the floors in the same run.
 
     uv run --extra test python benchmarks/request.py [--runs 9] [--requests 20] [--script PATH]
+                                                      [--before PATH] [--ablate PARTS]
                                                       [--skip-proxies | --skip-in-process]
 
 A raw asyncio upstream (a process of its own) on 127.0.0.1 reads each POST body and answers a
@@ -19,7 +20,11 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
   loaded pydantic, jsonschema and orjson, the libraries the addon builds on: the memory they
   alone cost) and ``imports`` (``typed`` in a process that has also imported what the addon's
   process holds: the memory the libraries and the addon's code cost);
-* ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``.
+* ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``;
+* with ``--before PATH``, ``before``: another addon script (an earlier checkout's);
+* with ``--ablate PARTS``, ``ablated``: the addon with some of its parts made free
+  (:data:`ABLATIONS`), printed as ``ablated/bare``: how far a figure could fall if those parts
+  cost nothing, measured rather than reckoned.
 
 The bodies are Claude-Code-shaped Anthropic Messages requests built here (:func:`transcript`),
 written compactly as Claude Code writes them: a long system prompt that names every declared tool,
@@ -499,6 +504,46 @@ REPAIRS = ("repair", "addon")
 #: pays): ``typed`` but for a repaired answer and for memory.
 FLOOR_OF = {"repair": "repair", "rss": "libraries"}
 
+#: ``--ablate``: the parts of the addon the column ``ablated`` makes (nearly) free, to show what
+#: a figure would be if a part cost nothing. Not a product: ``ladder`` answers every call the
+#: ladder decided once before (same tools, name and arguments) from a memo, a dict lookup and a
+#: copy; ``log`` writes no log line; ``record`` skips the finish (no record, marker, comment or
+#: log line).
+ABLATIONS = ("ladder", "log", "record")
+
+#: The script of the column ``ablated``: ``{script}`` (the addon's script) loaded as mitmdump
+#: loads it, then the parts in ``{parts}`` patched out.
+ABLATED = """
+import runpy
+
+import orjson
+
+_script = runpy.run_path({script!r})
+from toolvocab.addons import recording, state  # noqa: E402
+
+PARTS = {parts!r}
+_resolve = state.resolve
+_memo = {{}}
+
+
+def memo_resolve(call, tools, reverse_map, **kw):
+    args = None if call.arguments is None else orjson.dumps(call.arguments, option=orjson.OPT_SORT_KEYS)
+    key = (id(tools), call.name, call.namespace, args, call.raw_arguments, tuple(sorted(kw.items())))
+    decision = _memo.get(key)
+    if decision is None:
+        decision = _memo[key] = (tools, _resolve(call, tools, reverse_map, **kw))
+    return decision[1].model_copy()
+
+
+if "ladder" in PARTS:
+    state.resolve = memo_resolve
+if "log" in PARTS:
+    recording.logger.log = lambda *args, **kwargs: None
+if "record" in PARTS:
+    recording.ToolVocabRecorder.finish = lambda self, flow, st: None
+addons = _script["addons"]
+"""
+
 
 def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_stream: bytes) -> dict[str, float]:
     """The figures through real mitmdump processes; prints the table and returns the addon's
@@ -514,8 +559,13 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as fp:
             fp.write(text)
         scripts[name] = fp.name
-    names = PROXIES if not args.before else (*PROXIES[:-1], "before", "addon")
-    repairs = REPAIRS if not args.before else (*REPAIRS, "before")
+    if args.ablate:
+        with tempfile.NamedTemporaryFile("w", suffix="_ablated.py", delete=False) as fp:
+            fp.write(ABLATED.format(script=os.path.abspath(args.script), parts=tuple(args.ablate)))
+        scripts["ablated"] = fp.name
+    extra = (*(("before",) if args.before else ()), *(("ablated",) if args.ablate else ()))
+    names = (*PROXIES[:-1], *extra, "addon")
+    repairs = (*REPAIRS, *extra)
     try:
         os.environ.setdefault("TOOLVOCAB_ROOT", str(procs.REPO))  # for the imports floor
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
@@ -523,6 +573,8 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
         if args.before:
             proxies["before"] = procs.start_mitmdump(url, script=args.before, options={"flow_detail": "0"})
+        if args.ablate:
+            proxies["ablated"] = procs.start_mitmdump(url, script=scripts["ablated"], options={"flow_detail": "0"})
         proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
         # bare mitmdump buffers a whole answer: its time to first byte is taken with streaming on
         streaming = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
@@ -594,6 +646,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         + "".join(f"{k:>8s}" for k in names)
         + "  addon/bare  floor/bare  addon/floor"
         + ("  addon/before" if args.before else "")
+        + ("  ablated/bare" if args.ablate else "")
         + "  (floor: typed, but repair and libraries where marked)"
     )
     rows = [
@@ -621,11 +674,14 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         bare, floor, addon = values[0], values[names.index(floor_name)], values[-1]
         ratios[key] = addon / bare
         ratios[key + "_floor"] = floor / bare
+        if args.ablate:
+            ratios[key + "_ablated"] = values[names.index("ablated")] / bare
         print(
             f"{label:38s}"
             + "".join(f"{v * 1e3:8.2f}" if unit == "ms" else f"{v:8.1f}" for v in values)
             + f"  {addon / bare:9.2f}x  {floor / bare:9.2f}x  {addon / floor:10.2f}x"
             + (f"  {addon / values[names.index('before')]:11.2f}x" if args.before else "")
+            + (f"  {values[names.index('ablated')] / bare:11.2f}x" if args.ablate else "")
             + f"  ({unit}"
             + ("" if floor_name == "typed" else f"; floor: {floor_name}")
             + ")"
@@ -731,9 +787,19 @@ def main() -> int:
         help="another addon script (an earlier checkout's addon/toolvocab.py) measured in the same runs, "
         "as the column 'before'",
     )
+    parser.add_argument(
+        "--ablate",
+        metavar="PARTS",
+        type=lambda text: [part for part in text.split(",") if part],
+        help="comma-separated parts of the addon (" + ", ".join(ABLATIONS) + ") that a column 'ablated' makes "
+        "free, measured in the same runs: what a figure would be if those parts cost nothing",
+    )
     parser.add_argument("--skip-proxies", action="store_true", help="only the in-process figures")
     parser.add_argument("--skip-in-process", action="store_true", help="only the figures through mitmdump")
     args = parser.parse_args()
+    unknown = sorted(set(args.ablate or ()) - set(ABLATIONS))
+    if unknown:
+        parser.error(f"--ablate: unknown part(s) {', '.join(unknown)}; the parts are {', '.join(ABLATIONS)}")
 
     compile_bytecode()
     small = transcript(200_000)
@@ -745,9 +811,12 @@ def main() -> int:
         in_process(args, transcript(2_000_000, mention_all=False), big, transcript(2_000_000, spaced=True))
     if ratios is not None:
         print(
-            "\nsummary, addon / bare mitmdump (the figure's floor / bare mitmdump): "
+            "\nsummary, addon / bare mitmdump (the figure's floor / bare mitmdump"
+            + (f"; the addon without {'+'.join(args.ablate)} / bare mitmdump" if args.ablate else "")
+            + "): "
             + ", ".join(
-                f"{label} {ratios[key]:.2f}x (floor {ratios[key + '_floor']:.2f}x)"
+                f"{label} {ratios[key]:.2f}x (floor {ratios[key + '_floor']:.2f}x"
+                + (f", ablated {ratios[key + '_ablated']:.2f}x)" if args.ablate else ")")
                 for key, label in (
                     ("small", "200 KB latency"),
                     ("small_cpu", "CPU"),
