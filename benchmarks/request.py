@@ -643,7 +643,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     )
     print(
         f"{'figure':38s}"
-        + "".join(f"{k:>8s}" for k in names)
+        + "".join(f"{k:>10s}" for k in names)
         + "  addon/bare  floor/bare  addon/floor"
         + ("  addon/before" if args.before else "")
         + ("  ablated/bare" if args.ablate else "")
@@ -678,7 +678,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             ratios[key + "_ablated"] = values[names.index("ablated")] / bare
         print(
             f"{label:38s}"
-            + "".join(f"{v * 1e3:8.2f}" if unit == "ms" else f"{v:8.1f}" for v in values)
+            + "".join(f"{v * 1e3:10.2f}" if unit == "ms" else f"{v:10.1f}" for v in values)
             + f"  {addon / bare:9.2f}x  {floor / bare:9.2f}x  {addon / floor:10.2f}x"
             + (f"  {addon / values[names.index('before')]:11.2f}x" if args.before else "")
             + (f"  {values[names.index('ablated')] / bare:11.2f}x" if args.ablate else "")
