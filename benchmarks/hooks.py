@@ -17,7 +17,10 @@ more row), and the proxy's CPU per request (``/proc``).
 
 The in-process figures of ``request.py`` time the request hook alone on warm caches; inside
 mitmdump the same code runs between mitmproxy's own work and costs more: these are the figures to
-weigh a change of the per-flow code against.
+weigh a change of the per-flow code against. They still understate what a part adds to a flow's
+latency through proxies that take turns (``request.py``, whose ``--ablate`` measures that share):
+there the ladder, the log line and the record measured two to five times their times here
+(docs/performance.md).
 """
 
 from __future__ import annotations
