@@ -87,12 +87,14 @@ def command(browser: Chromium, line: str) -> str:
 
 
 def event_log(browser: Chromium, needle: str) -> str:
-    """The event log's rendered text once it shows ``needle`` (scrolled to its end)."""
+    """The event log's rendered text once *it* shows ``needle`` (scrolled to its end). Only the log
+    is searched: the flow's Request tab, drawn above it, can show the same text before the log does."""
 
     def shown():
         browser.scroll_to_bottom(EVENT_LOG)
         text = browser.text()
-        return text[text.rfind("Eventlog") :] if needle in text else None
+        log = text[text.rfind("Eventlog") :]
+        return log if needle in log else None
 
     return wait_until(shown, f"the event log never showed {needle!r}: {browser.text()[-3000:]}")
 
