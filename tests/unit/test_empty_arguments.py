@@ -844,3 +844,109 @@ def test_responses_json_incomplete_response_keeps_empty_arguments_of_a_completed
     complete["output"] = [{**body["output"][0]}]
     RESPONSES.rewrite_response(complete, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert complete["output"][0]["arguments"] == "{}"  # the control: a complete answer's empty input is {}
+
+
+# -- every stop but the model's own end leaves empty arguments as sent ------------------------------
+# A truncated call is never completed, and a stop reason says whether the answer may have been cut:
+# only the model's own end (Chat ``stop`` / ``tool_calls`` / ``function_call``, Anthropic
+# ``end_turn`` / ``tool_use``, Gemini ``STOP``) lets empty arguments become ``{}``. Any other —
+# a token or context limit, a content filter, a refusal, a server's own reason, a reason this
+# project has never seen, or none — leaves them as the upstream sent them.
+
+from hypothesis import given  # noqa: E402
+from hypothesis import settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+CHAT_ENDS = {"stop", "tool_calls", "function_call"}
+ANTHROPIC_ENDS = {"end_turn", "tool_use"}
+#: Reasons the APIs and servers document beside the natural ends, and values of other JSON types.
+CHAT_CUTS = ["length", "content_filter", "insufficient_system_resource", "error", "max_tokens", None, 0, ["stop"]]
+ANTHROPIC_CUTS = ["max_tokens", "refusal", "pause_turn", "model_context_window_exceeded", "stop_sequence", None]
+GEMINI_CUTS = ["MAX_TOKENS", "SAFETY", "RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER", "BLOCKLIST", None, "stop"]
+#: Any JSON scalar or short string a server might put in the stop-reason field.
+REASONS = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=30))
+
+
+def _chat_json_keeps(arguments: Any, finish: Any) -> bool:
+    """The call's arguments as sent (a JSON list only written as the string the API specifies,
+    BR-21), not ``"{}"``."""
+    body = chat_json(arguments, finish=finish)
+    CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    got = body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+    assert got in ("{}", arguments, orjson.dumps(arguments).decode()), got
+    return got != "{}"
+
+
+def _anthropic_json_keeps(value: Any, stop: Any) -> bool:
+    body = {"id": "msg_1", "type": "message", "role": "assistant", "content": [anthropic_block(value)]}
+    body["stop_reason"] = stop
+    before = orjson.dumps(body)
+    ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    return orjson.dumps(body) == before
+
+
+def _gemini_answer(value: Any, finish: Any) -> dict[str, Any]:
+    answer = gemini_answer(value)
+    if finish is None:
+        del answer["candidates"][0]["finishReason"]
+    else:
+        answer["candidates"][0]["finishReason"] = finish
+    return answer
+
+
+def _gemini_json_keeps(value: Any, finish: Any) -> bool:
+    body = _gemini_answer(value, finish)
+    before = orjson.dumps(body)
+    GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    return orjson.dumps(body) == before
+
+
+@pytest.mark.parametrize("finish", CHAT_CUTS)
+@pytest.mark.parametrize("arguments", STRING_FORMS)
+def test_chat_json_empty_arguments_after_any_other_stop_stay(arguments: Any, finish: Any) -> None:
+    assert _chat_json_keeps(arguments, finish)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("finish", ["content_filter", "insufficient_system_resource", "error"])
+def test_chat_stream_empty_arguments_after_any_other_stop_stay(seed: int | None, finish: str) -> None:
+    view = chat_client_view(run(CHAT, chat_stream([""], finish=finish), seed))
+    assert view["arguments"] == "" and view["name"] == "list_files"
+
+
+@pytest.mark.parametrize("stop", ANTHROPIC_CUTS)
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_anthropic_json_empty_input_after_any_other_stop_stays(value: Any, stop: Any) -> None:
+    assert _anthropic_json_keeps(value, stop)
+
+
+@pytest.mark.parametrize("finish", GEMINI_CUTS)
+@pytest.mark.parametrize("value", OBJECT_FORMS)
+def test_gemini_json_empty_args_after_any_other_stop_stay(value: Any, finish: Any) -> None:
+    assert _gemini_json_keeps(value, finish)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("framing", ["sse", "array"])
+@pytest.mark.parametrize("finish", ["MAX_TOKENS", "SAFETY", "MALFORMED_FUNCTION_CALL", None])
+def test_gemini_stream_empty_args_after_any_other_stop_stay(finish: Any, framing: str, seed: int | None) -> None:
+    # None: the call's chunk carries no finishReason; the stop comes (or not) in a later chunk.
+    answers = [_gemini_answer(None, finish), {"candidates": [{"content": {"role": "model", "parts": []}}]}]
+    if finish is None:
+        answers[1]["candidates"][0]["finishReason"] = "STOP"
+    if framing == "sse":
+        upstream = sse([(None, a) for a in answers])
+    else:
+        upstream = b"[" + b",\r\n".join(orjson.dumps(a) for a in answers) + b"]"
+    assert run(GEMINI, upstream, seed) == upstream
+
+
+@settings(max_examples=200, deadline=None)
+@given(reason=REASONS, arguments=st.sampled_from(["", "null", "[]", None]))
+def test_property_empty_arguments_become_an_object_only_after_the_models_own_end(reason: Any, arguments: Any) -> None:
+    """Over any stop reason: empty arguments change (to ``{}``) exactly when the reason is one of
+    the dialect's natural ends, in Chat, Anthropic and Gemini alike."""
+    assert _chat_json_keeps(arguments, reason) is (reason not in CHAT_ENDS)
+    value = None if arguments in ("null", None) else ([] if arguments == "[]" else "")
+    assert _anthropic_json_keeps(value, reason) is (reason not in ANTHROPIC_ENDS)
+    assert _gemini_json_keeps(value, reason) is (reason != "STOP")

@@ -338,8 +338,10 @@ class AnthropicMessages:
                     content.extend(expanded)
                     changed = True
                     continue
-                # A max_tokens stop cut the answer inside its last block (its input is never completed).
-                cut = body.get("stop_reason") == "max_tokens" and block is body["content"][-1]
+                # Any stop but the model's own end (max_tokens, refusal, pause_turn,
+                # model_context_window_exceeded…) may have cut the answer inside its last block,
+                # whose input is then never completed.
+                cut = not _natural_end(body.get("stop_reason")) and block is body["content"][-1]
                 changed |= _apply_block(block, resolve, truncated=cut)
             content.append(block)
         if changed:

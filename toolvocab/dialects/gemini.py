@@ -445,6 +445,10 @@ def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None
     for candidate in _list(response.get("candidates")):
         content = candidate.get("content") if isinstance(candidate, dict) else None
         parts = _list(content.get("parts")) if isinstance(content, dict) else []
+        # Only STOP is the model's own end: MAX_TOKENS, SAFETY, MALFORMED_FUNCTION_CALL, OTHER…,
+        # or no finishReason yet (a stream's earlier chunk), may have cut a call's arguments,
+        # which are then never completed; and only a natural end's text is lifted.
+        cut = not isinstance(candidate, dict) or candidate.get("finishReason") != "STOP"
         new_parts: list[Any] = []
         for part in parts:
             call = part.get("functionCall") if isinstance(part, dict) else None
@@ -464,15 +468,10 @@ def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None
                 new_parts.append(part)
                 # args null / "" / [] reach the engine as empty arguments and come back as {}
                 # ; an absent args is a call without arguments and stays absent.
-                decision = resolve(
-                    object_arguments_call(
-                        call["name"],
-                        call,
-                        "args",
-                        call.get("id") if isinstance(call.get("id"), str) else None,
-                        absent={},
-                    )
+                read = object_arguments_call(
+                    call["name"], call, "args", call.get("id") if isinstance(call.get("id"), str) else None, absent={}
                 )
+                decision = resolve(read.model_copy(update={"truncated": True}) if cut else read)
                 if not decision.changed:
                     continue
                 new_name = apply_decision_name(decision)
@@ -485,7 +484,6 @@ def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None
                 new_parts.append(part)
         if isinstance(content, dict) and new_parts != parts:
             content["parts"] = new_parts
-        cut = not isinstance(candidate, dict) or candidate.get("finishReason") != "STOP"  # only a natural end is lifted
         if lift_text and not cut and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
             lifted = lift_text_parts(new_parts, flow)
             if lifted is not None:

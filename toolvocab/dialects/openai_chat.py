@@ -501,9 +501,6 @@ def lift_text_calls(text: str, flow: FlowContext, position: int) -> tuple[str, l
     return remaining, entries
 
 
-#: ``finish_reason`` values that say the answer stopped at the token limit, mid-call perhaps.
-_LIMIT_REASONS = frozenset({"length", "max_tokens"})
-
 #: ``finish_reason`` values after which a text may be lifted: the model ended its turn itself
 #: (``stop``; ``tool_calls`` / ``function_call`` from a server whose parser saw the call but left it
 #: in the text). Any other — a token limit, ``content_filter``, a server's own — may have cut the
@@ -517,10 +514,12 @@ def _natural_end(finish_reason: Any) -> bool:
 
 
 def _cut_off(finish_reason: Any, *, streamed: bool = False) -> bool:
-    """True when a choice ended at the token limit, or — streamed — ended with no
-    ``finish_reason`` at all (the stream stopped before the choice did). A value of another
-    type (a list, an object) is no limit reason."""
-    return (isinstance(finish_reason, str) and finish_reason in _LIMIT_REASONS) or (streamed and not finish_reason)
+    """True unless the choice ended naturally (:func:`_natural_end`: ``stop``, ``tool_calls``,
+    ``function_call``): a token limit (``length``), ``content_filter``, a server's own reason
+    (DeepSeek's ``insufficient_system_resource``), a value of another type, or none at all may
+    have stopped the answer inside a call's arguments, which are then never completed. The same
+    streamed and whole (a stream that stops before the choice's ``finish_reason`` has none)."""
+    return not _natural_end(finish_reason)
 
 
 def _apply_function(fn: dict[str, Any], resolve: Resolver, legacy_id: str | None, *, truncated: bool = False) -> bool:
