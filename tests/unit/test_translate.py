@@ -106,6 +106,30 @@ def test_a_fraction_of_a_millisecond_has_no_exact_value() -> None:
     assert decide([BASH], "terminal", {"command": "make", "timeout": 1.0005}).action is Action.LEAVE
 
 
+def test_a_number_in_a_string_converts_only_when_spelled_as_json() -> None:
+    # "600" is the number 600 to any reader; "６００" (fullwidth digits), "6_0", "+600" and " 600\u3000"
+    # are numbers only to Python's int(): converted, they would become a timeout the model never wrote.
+    assert decide([BASH], "terminal", {"command": "make", "timeout": "600"}).arguments_after == {
+        "command": "make",
+        "timeout": 600000,
+    }
+    for text in ("６００", "6_0", "+600", "600\u3000", "١٢", "0x10", "inf", "NaN", "1e400"):
+        d = decide([BASH], "terminal", {"command": "make", "timeout": text})
+        assert d.action is Action.LEAVE and "not a number to convert" in d.reason, (text, d)
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "-" + "9" * 4301, 10**400, 2**53, -(2**60)])
+def test_a_number_no_client_reads_as_written_is_never_converted_and_never_raises(value: Any) -> None:
+    # Integers past 2**53 - 1 are not what a JavaScript client reads (Number.MAX_SAFE_INTEGER);
+    # a string of more digits than Python converts raised ValueError out of resolve().
+    d = decide([BASH], "terminal", {"command": "make", "timeout": value})
+    assert d.action is Action.LEAVE and d.arguments_after is None
+    read = fn("Read", schema("file_path", file_path=STR, offset=INT, limit=NUM))
+    for key in ("offset", "limit"):
+        d = decide([read], "Read", {"file_path": "/a", key: value})
+        assert d.action is not Action.RENAME and (d.arguments_after or {}).get(key, value) == value
+
+
 def test_a_timeout_whose_unit_the_name_does_not_settle_is_left() -> None:
     # `bash` is OpenCode's (ms) and pi's (s): 600 is ten minutes or ten seconds.
     d = decide([RUN_SHELL], "bash", {"command": "make", "timeout": 600})
@@ -866,3 +890,24 @@ def test_other_agents_calls_reach_roo_codes_tools_as_meant(name: str, args: dict
 def test_calls_roo_codes_tools_would_read_otherwise_are_left(name: str, args: dict, why: str) -> None:
     d = decide(ROO_TOOLS, name, args)
     assert not d.changed, (why, d.reason)
+
+
+@SETTINGS
+@given(
+    text=st.one_of(st.text(max_size=12), st.from_regex(r"\A[ \t]?-?[0-9]{1,30}(\.[0-9]{1,8})?([eE][-+]?[0-9]{1,3})?\Z"))
+)
+def test_property_a_number_in_text_is_what_json_spells(text: str) -> None:
+    """``jsonio.number_in_text`` never raises, and gives a number only for ASCII JSON number
+    text, with exactly the value Python reads from it (finite)."""
+    from toolvocab.engine import jsonio
+
+    value = jsonio.number_in_text(text)
+    core = text.strip(" \t\r\n")
+    if value is None:
+        return
+    event("number")
+    assert set(core) <= set("0123456789-+.eE") and core[:1] in "-0123456789"
+    if any(c in core for c in ".eE"):
+        assert type(value) is float and value == float(core) and value not in (float("inf"), float("-inf"))
+    else:
+        assert type(value) is int and value == int(core)

@@ -17,7 +17,6 @@ validated with ``jsonschema``; the caller applies it only when the step's rule a
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -25,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from toolvocab.engine import jsonio
 from toolvocab.engine.models import ArgChange
 from toolvocab.engine.shellwords import argv_to_command
 from toolvocab.engine.shellwords import command_to_argv
@@ -82,10 +82,11 @@ def _coerce_scalar(value: Any, types: set[str]) -> tuple[bool, Any]:
     if not isinstance(value, str):
         return False, value
     text = value.strip(" \t\r\n")
-    if "integer" in types and re.fullmatch(r"-?[0-9]+", text):
-        return True, int(text)
-    if "number" in types and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?", text):
-        return True, float(text) if any(c in text for c in ".eE") else int(text)
+    number = jsonio.number_in_text(text)
+    if "integer" in types and type(number) is int:
+        return True, number
+    if "number" in types and number is not None:
+        return True, number
     if "boolean" in types and text in ("true", "false"):
         return True, text == "true"
     return False, value

@@ -59,6 +59,26 @@ def _float(text: str) -> float:
     return value
 
 
+#: A number as JSON spells it (RFC 8259 §6, leading zeros aside), ASCII digits only.
+_NUMBER_TEXT = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+
+
+def number_in_text(text: str) -> int | float | None:
+    """The number a string holds when it is spelled as a JSON number (``"600"``, ``"-1.5e3"``),
+    JSON whitespace around it allowed: an ``int`` without a fraction or exponent, else a
+    ``float``. ``None`` for anything else: other digits (``"６００"``), separators (``"6_0"``),
+    a sign ``+``, ``"inf"``, ``"NaN"``, a value beyond a double (``"1e400"``) or an integer
+    longer than Python converts (``sys.get_int_max_str_digits()``, 4300 digits). Never raises."""
+    text = text.strip(" \t\r\n")
+    if not _NUMBER_TEXT.fullmatch(text):
+        return None
+    try:
+        value = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        return None
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     """True when the JSON text ``raw`` nests arrays and objects deeper than ``limit`` (brackets
     inside strings do not count). Cost: one regex pass over ``raw``, then one pass over its

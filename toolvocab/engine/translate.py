@@ -26,6 +26,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
+from toolvocab.engine import jsonio
 from toolvocab.engine import vocabulary
 from toolvocab.engine.models import ArgChange
 from toolvocab.engine.semantics import TABLES
@@ -158,23 +159,21 @@ class _Unusable(Exception):
         self.unknown = unknown
 
 
+#: The largest integer a JavaScript client holds exactly (``Number.MAX_SAFE_INTEGER``, ECMA-262
+#: "Number.MAX_SAFE_INTEGER"): the agents parse arguments in JavaScript or as doubles.
+_SAFE_INTEGER = 2**53 - 1
+
+
 def _number(value: Any) -> int | float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return value
+    """The number ``value`` is, for a unit or base conversion: a JSON number, or a string spelled
+    as one (:func:`toolvocab.engine.jsonio.number_in_text`: not ``"６００"`` or ``"6_0"``, which no
+    JSON reader takes for a number). ``None`` for anything else, and for a value beyond
+    :data:`_SAFE_INTEGER`, which a client would not read as written. Never raises."""
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        try:
-            number = float(text)
-        except ValueError:
-            return None
-        return number if number == number and abs(number) != float("inf") else None
-    return None
+        value = jsonio.number_in_text(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if abs(value) <= _SAFE_INTEGER else None
 
 
 def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
