@@ -963,3 +963,40 @@ def test_look_alike_letters_and_blanks_are_not_spelling(answered: str) -> None:
     kill = fn("Kill", schema(pid=INT))
     d = decide([BASH, kill, READ], answered, {"command": "ls"})
     assert d.action is Action.LEAVE and d.target is None, d.reason
+
+
+# -- a server notation that also spells a flat tool ----------------------------------------------
+# `github.create_issue` reads as server github's create_issue (mcp__github__create_issue) and, with
+# its separator folded, as the flat github_create_issue: two declared tools, so no change.
+
+GH_FLAT = fn("github_create_issue", schema("title", title=STR))
+
+
+@pytest.mark.parametrize(
+    "name", ["github.create_issue", "github__create_issue", "github:create_issue", "GitHub/create-issue"]
+)
+def test_a_server_notation_that_also_spells_a_flat_tool_is_left(name: str) -> None:
+    for tools in ([GH_CREATE, GH_FLAT], [GH_FLAT, GH_CREATE]):
+        d = resolve(ToolCall(name=name, arguments={"title": "t"}), Toolset(tools))
+        assert d.action is Action.LEAVE and d.target is None, (name, d)
+        assert set(d.candidates) == {"mcp__github__create_issue", "github_create_issue"}, d
+    # the control: either tool alone is the one the name means
+    assert resolve(ToolCall(name=name, arguments={"title": "t"}), Toolset([GH_CREATE])).target == GH_CREATE.name
+    assert resolve(ToolCall(name=name, arguments={"title": "t"}), Toolset([GH_FLAT])).target == "github_create_issue"
+
+
+_WORD = st.text(alphabet="abcdefgh", min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(server=_WORD, op=_WORD, join=st.sampled_from([".", "__", ":", "/"]), upper=st.booleans())
+def test_property_a_name_two_declared_tools_spell_is_never_renamed(
+    server: str, op: str, join: str, upper: bool
+) -> None:
+    """An MCP tool and a flat tool whose names fold to the same key: a call in any server notation
+    of that name is never renamed to either (two candidates: no change)."""
+    mcp = fn(f"mcp__{server}__{op}", schema("x", x=STR))
+    flat = fn(f"{server}_{op}", schema("x", x=STR))
+    name = f"{server}{join}{op}"
+    d = resolve(ToolCall(name=name.upper() if upper else name, arguments={"x": "1"}), Toolset([mcp, flat]))
+    assert d.action is not Action.RENAME, d

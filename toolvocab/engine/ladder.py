@@ -805,6 +805,24 @@ def _step_normalized(ask: _Ask) -> Decision | None:
                 if tool not in matches:
                     matches.append(tool)
                 break
+    if ask.named_servers and matches and ask.namespace is None:
+        # A server read from a notation (`a.b`, `a__b`, `a:b` when server a is declared) is one
+        # reading; the whole name is another, and it may spell a flat tool (`a_b`): two tools.
+        flat_keys = {
+            name_key(probe)
+            for probe, (raw, _, _) in zip(ask.probes, ask.readings, strict=True)
+            if raw is not None and probe[:5].lower() != "mcp__"
+        }
+        flat = [t for t, tserver, key, _ in tools.keys if tserver is None and t.kind is call.kind and key in flat_keys]
+        if flat:
+            names = [t.qualified for t in matches + flat]
+            return _leave(
+                call,
+                Step.NORMALIZED,
+                f"{call.qualified} reads as {', '.join(t.qualified for t in matches)} and as"
+                f" {', '.join(t.qualified for t in flat)}; not guessing",
+                names,
+            )
     if not ask.named_servers:
         # A bare name may be an MCP tool's own operation (`execute_command` for
         # mcp__ssh__execute_command): that tool is a candidate too, and a bare name never enters
