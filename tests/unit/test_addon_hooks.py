@@ -198,6 +198,106 @@ def test_a_shell_call_is_left_when_the_agent_says_it_runs_on_windows(env):
     assert decision["action"] == "leave" and "Windows" in decision["reason"]
 
 
+#: Gemini CLI's and Qwen Code's own request shapes: the environment context (``My operating system
+#: is: …``) in the first user turn, and the platform in the User-Agent, ``(win32; x64)`` on Windows.
+SHELL_ARGV = {"command": ["bash", "-lc", "ls -la"]}
+RUN_SHELL = {
+    "name": "run_shell_command",
+    "description": "Runs a shell command.",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
+
+
+def _gemini_cli(platform: str) -> tuple[bytes, http.HTTPFlow]:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": f"Today's date is Friday.\nMy operating system is: {platform}\n"}]},
+            {"role": "user", "parts": [{"text": "list the files"}]},
+        ],
+        "tools": [{"functionDeclarations": [RUN_SHELL]}],
+    }
+    upstream = orjson.dumps(
+        {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"functionCall": {"name": "shell", "args": SHELL_ARGV}}]},
+                    "finishReason": "STOP",
+                }
+            ]
+        }
+    )
+    headers = [
+        ("content-type", "application/json"),
+        ("user-agent", f"GeminiCLI/0.61.0/gemini-2.5-pro ({platform}; x64)"),
+    ]
+    return upstream, harness.make_flow(
+        body,
+        host="generativelanguage.googleapis.com",
+        path="/v1beta/models/gemini-2.5-pro:generateContent",
+        headers=headers,
+        upstream=upstream,
+        resp_type="application/json",
+    )
+
+
+def _qwen_code(platform: str) -> tuple[bytes, http.HTTPFlow]:
+    body = {
+        "model": "qwen3-coder-plus",
+        "messages": [
+            {"role": "system", "content": "You are Qwen Code."},
+            {"role": "user", "content": f"My operating system is: {platform}\n"},
+            {"role": "user", "content": "clean the build"},
+        ],
+        "tools": [{"type": "function", "function": RUN_SHELL}],
+    }
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "exec_command", "arguments": '{"cmd": "rm -rf build"}'},
+    }
+    upstream = orjson.dumps(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "qwen3-coder-plus",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+        }
+    )
+    headers = [("content-type", "application/json"), ("user-agent", f"QwenCode/0.15.10 ({platform}; x64)")]
+    return upstream, harness.make_flow(
+        body,
+        host="dashscope.aliyuncs.com",
+        path="/compatible-mode/v1/chat/completions",
+        headers=headers,
+        upstream=upstream,
+        resp_type="application/json",
+    )
+
+
+@pytest.mark.parametrize("client", [_gemini_cli, _qwen_code], ids=["gemini-cli", "qwen-code"])
+def test_a_shell_call_is_left_when_the_user_agent_says_windows(env, client):
+    """Gemini CLI and Qwen Code say they run on Windows in their User-Agent (``(win32; x64)``) and
+    in the first user turn, not in a system text: a command line never moves between their
+    shells there. On Linux the same answer is repaired (the control)."""
+    upstream, f = client("win32")
+    r = replay(env, f)
+    assert r.out == upstream
+    [decision] = r.record["decisions"]
+    assert decision["action"] == "leave" and "Windows" in decision["reason"], decision
+    upstream, f = client("linux")
+    r = replay(env, f)
+    assert r.out != upstream and b"run_shell_command" in r.out
+    [decision] = r.record["decisions"]
+    assert (decision["action"], decision["target"]) == ("rename", "run_shell_command"), decision
+
+
 def test_auto_mode_json_answer_repaired(env):
     upstream = fixture_bytes("response-foreign-tool.json")
     body = fixture_json("request-claude-code.json")

@@ -295,14 +295,26 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
         assert not dialect.apply_request(copy.deepcopy(whole), Plan())
 
 
+#: User-Agents: Gemini CLI's and Qwen Code's name the platform (``(win32; x64)`` on Windows).
+USER_AGENTS = [
+    "claude-cli/2.0.1",
+    "GeminiCLI/0.61.0/gemini-2.5-pro (win32; x64)",
+    "QwenCode/0.15.10 (win32; x64)",
+    "QwenCode/0.15.10 (linux; x64)",
+]
+
+
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(data=st.data(), name=st.sampled_from(sorted(BODIES)), mode=st.sampled_from(["auto", "repair"]))
 def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataObject, name: str, mode: str) -> None:
     body = data.draw(BODIES[name], label="body")
     raw = data.draw(spellings(body), label="raw")
-    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "claude-cli/2.0.1"}.get)
+    agent = data.draw(st.sampled_from(USER_AGENTS), label="user-agent")
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": agent}.get)
     peeked = pipeline.handle(request, pipeline.Settings(mode=mode, peek=True), pipeline.Caches())
     whole = pipeline.handle(request, pipeline.Settings(mode=mode, peek=False), pipeline.Caches())
+    if isinstance(whole, pipeline.Handled) and "(win32;" in agent:
+        assert whole.windows and (not isinstance(peeked, pipeline.Handled) or peeked.windows)
     if isinstance(peeked, pipeline.Handled) and not peeked.verified:
         assert isinstance(whole, pipeline.Handled) and whole.content is None
         assert whole.dialect is peeked.dialect

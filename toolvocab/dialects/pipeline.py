@@ -39,6 +39,7 @@ from toolvocab.engine import jsonio
 from toolvocab.engine.clients import announces_windows
 from toolvocab.engine.clients import client_headers
 from toolvocab.engine.clients import identify_client
+from toolvocab.engine.clients import user_agent_says_windows
 from toolvocab.engine.errors import classify_tool_results
 from toolvocab.engine.grammar import grammar_for
 from toolvocab.engine.ladder import Toolset
@@ -292,7 +293,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             plan,
             record,
             peek.stream,
-            caches.windows(peek.platform_texts),
+            caches.windows(peek.platform_texts) or user_agent_says_windows(request.header("user-agent")),
             verified=False,
             record_json=record_json,
             shared=shared,
@@ -350,7 +351,7 @@ def _whole(
         plan,
         record,
         dialect.wants_stream(request.path, body),
-        caches.windows(dialect.platform_texts(body)),
+        caches.windows(dialect.platform_texts(body)) or user_agent_says_windows(request.header("user-agent")),
     )
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body

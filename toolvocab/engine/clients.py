@@ -80,6 +80,21 @@ _WINDOWS_WORDS = ("win32", "windows", "<shell>")
 _FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 
 
+#: Gemini CLI and Qwen Code name Node's ``process.platform`` in their User-Agent:
+#: ``GeminiCLI/<version>/<model> (win32; x64)`` (google-gemini/gemini-cli,
+#: packages/core/src/core/contentGenerator.ts) and ``QwenCode/<version> (win32; x64)``
+#: (QwenLM/qwen-code, packages/core/src/core/openaiContentGenerator/provider/default.ts,
+#: ``buildHeaders``). Their ``My operating system is: win32`` is in the session's first *user*
+#: turn (gemini-cli packages/core/src/utils/environmentContext.ts), not in a system text.
+_USER_AGENT_WINDOWS = re.compile(r"\(win32;")
+
+
+def user_agent_says_windows(user_agent: str | None) -> bool:
+    """True when a ``User-Agent`` names Windows as Gemini CLI and Qwen Code do (``(win32; x64)``:
+    :data:`_USER_AGENT_WINDOWS`). Only Windows counts; any other value, or none, says nothing."""
+    return isinstance(user_agent, str) and _USER_AGENT_WINDOWS.search(user_agent) is not None
+
+
 def announces_windows(texts: Iterable[str]) -> bool:
     """True when any of ``texts`` (a request's system prompt and environment context,
     :meth:`toolvocab.dialects.base.Dialect.platform_texts`) says the agent runs on Windows. There,
