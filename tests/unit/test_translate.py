@@ -118,6 +118,14 @@ def test_a_number_in_a_string_converts_only_when_spelled_as_json() -> None:
         assert d.action is Action.LEAVE and "not a number to convert" in d.reason, (text, d)
 
 
+@pytest.mark.parametrize("value", [700_000, 2**53 + 1, 10**20, 10**400, "1" + "0" * 30])
+def test_a_value_past_the_targets_maximum_is_left_however_large(value: Any) -> None:
+    # OpenCode's bash timeout is milliseconds as Claude Code's Bash is, which honours 600000 at
+    # most: a larger value is not what the client would run, even one too large to convert.
+    d = decide([BASH], "bash", {"command": "make", "timeout": value})
+    assert d.action is Action.LEAVE and "is past the" in d.reason, d
+
+
 @pytest.mark.parametrize("value", ["9" * 5000, "-" + "9" * 4301, 10**400, 2**53, -(2**60)])
 def test_a_number_no_client_reads_as_written_is_never_converted_and_never_raises(value: Any) -> None:
     # Integers past 2**53 - 1 are not what a JavaScript client reads (Number.MAX_SAFE_INTEGER);

@@ -467,7 +467,7 @@ def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None
                     continue
                 new_parts.append(part)
                 # args null / "" / [] reach the engine as empty arguments and come back as {}
-                # ; an absent args is a call without arguments and stays absent.
+                # after a natural end; an absent args is a call without arguments and stays absent.
                 read = object_arguments_call(
                     call["name"], call, "args", call.get("id") if isinstance(call.get("id"), str) else None, absent={}
                 )

@@ -513,7 +513,7 @@ def _natural_end(finish_reason: Any) -> bool:
     return isinstance(finish_reason, str) and finish_reason in _LIFT_REASONS
 
 
-def _cut_off(finish_reason: Any, *, streamed: bool = False) -> bool:
+def _cut_off(finish_reason: Any) -> bool:
     """True unless the choice ended naturally (:func:`_natural_end`: ``stop``, ``tool_calls``,
     ``function_call``): a token limit (``length``), ``content_filter``, a server's own reason
     (DeepSeek's ``insufficient_system_resource``), a value of another type, or none at all may
@@ -814,7 +814,7 @@ class ChatStream(EventStreamRewriter):
             fn: dict[str, Any] = {"name": slot["name"]}
             if slot["has_args"]:
                 fn["arguments"] = "".join(slot["args"])
-            if _apply_function(fn, self._resolve, None, truncated=_cut_off(finish.get(c), streamed=True)):
+            if _apply_function(fn, self._resolve, None, truncated=_cut_off(finish.get(c))):
                 new[c] = fn
         if not new:
             out = [e.raw for e in held]
@@ -990,7 +990,7 @@ class ChatStream(EventStreamRewriter):
         finish = _finish_reasons(held)
         updates: dict[int, dict[str, Any]] = {}
         for slot in slots:
-            updates[id(slot)] = self._decide(slot, truncated=_cut_off(finish.get(slot.choice), streamed=True))
+            updates[id(slot)] = self._decide(slot, truncated=_cut_off(finish.get(slot.choice)))
         if not any(u["rewrite"] for u in updates.values()):
             out = [e.raw for e in held]
         else:

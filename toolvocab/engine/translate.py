@@ -164,16 +164,17 @@ class _Unusable(Exception):
 _SAFE_INTEGER = 2**53 - 1
 
 
-def _number(value: Any) -> int | float | None:
+def _number(value: Any, *, bounded: bool = True) -> int | float | None:
     """The number ``value`` is, for a unit or base conversion: a JSON number, or a string spelled
     as one (:func:`toolvocab.engine.jsonio.number_in_text`: not ``"６００"`` or ``"6_0"``, which no
-    JSON reader takes for a number). ``None`` for anything else, and for a value beyond
-    :data:`_SAFE_INTEGER`, which a client would not read as written. Never raises."""
+    JSON reader takes for a number). ``None`` for anything else, and (``bounded``) for a value
+    beyond :data:`_SAFE_INTEGER`, which a client would not read as written; unbounded, for a
+    comparison only (Python compares an int of any size with a float exactly). Never raises."""
     if isinstance(value, str):
         value = jsonio.number_in_text(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return value if abs(value) <= _SAFE_INTEGER else None
+    return value if not bounded or abs(value) <= _SAFE_INTEGER else None
 
 
 def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
@@ -265,7 +266,7 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
             number = int(number) - src.base + dst.base
         new = number
     if dst.most is not None:
-        number = _number(new)
+        number = _number(new, bounded=False)
         if number is not None and number > dst.most:
             raise _Unusable(f"{new!r} is past the {dst.most:g} the target honours")
     return new
