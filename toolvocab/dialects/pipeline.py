@@ -84,10 +84,14 @@ class Caches:
         #: (``None`` when orjson cannot write it). The last :data:`RECORD_CACHE` kept.
         self._records: OrderedDict[tuple[Any, ...], tuple[Plan, FlowRecord, bytes | None]] = OrderedDict()
 
-    def windows(self, texts: list[str]) -> bool:
-        """:func:`announces_windows` of ``texts``, kept for the last :data:`TOOLSET_CACHE` distinct
-        texts (an agent's system prompt is the same every turn; the dict compares keys whole).
-        Texts longer than :data:`TOOLSET_CACHE_BYTES` characters in all are read afresh."""
+    def windows(self, texts: list[str], user_agent: str | None = None) -> bool:
+        """Whether the agent runs on Windows: its ``User-Agent`` says so
+        (:func:`user_agent_says_windows`), or :func:`announces_windows` of ``texts`` (its platform
+        texts), kept for the last :data:`TOOLSET_CACHE` distinct texts (an agent's system prompt
+        is the same every turn; the dict compares keys whole). Texts longer than
+        :data:`TOOLSET_CACHE_BYTES` characters in all are read afresh."""
+        if user_agent_says_windows(user_agent):
+            return True
         key = tuple(texts)
         if sum(map(len, key)) > TOOLSET_CACHE_BYTES:
             return announces_windows(key)
@@ -293,7 +297,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             plan,
             record,
             peek.stream,
-            caches.windows(peek.platform_texts) or user_agent_says_windows(request.header("user-agent")),
+            caches.windows(peek.platform_texts, request.header("user-agent")),
             verified=False,
             record_json=record_json,
             shared=shared,
@@ -351,7 +355,7 @@ def _whole(
         plan,
         record,
         dialect.wants_stream(request.path, body),
-        caches.windows(dialect.platform_texts(body)) or user_agent_says_windows(request.header("user-agent")),
+        caches.windows(dialect.platform_texts(body), request.header("user-agent")),
     )
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
