@@ -12,6 +12,7 @@ Skipped (with the reason) when a shell is not installed; ``.ci/run`` installs zs
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,6 +25,8 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from toolvocab.engine.shellwords import changes_directory
+from toolvocab.engine.shellwords import changes_state
 from toolvocab.engine.shellwords import is_portable
 from toolvocab.engine.shellwords import posix_join
 
@@ -221,3 +224,122 @@ def test_join_rejects_what_no_shell_word_can_hold() -> None:
         posix_join(["a\x00b"])
     with pytest.raises(TypeError):
         posix_join(["a", 1])  # type: ignore[list-item]
+
+
+# ------------------------------------------------------------------ what a command leaves to the next
+#: Command words that change (or may change) the shell's directory or state, spelled as a model
+#: might, with a few that change nothing; arguments that name directories of the sandbox.
+_STATEFUL_HEADS = ["cd", "c'd'", '"cd"', "\\cd", "c''d", "pushd", "popd", "chdir", "builtin cd", "command cd",
+                   ".", "source", "eval cd", "eval", "exec", "A=1 cd", "export", "unset", "set", "alias",
+                   "read", "shopt -s", "umask", "trap", "f()", "oka", "echo", "true", "pwd", "A=1", "B=2 oka"]  # fmt: skip
+_STATEFUL_ARGS = ["sub", "sub", "sub/deep", "..", "./cdsub.sh", "cdsub.sh", "-", "$HOME", "'sub'", "X=1", "{ :; }", "022",
+                  ":", "dotglob", "echo", "'cd sub'", "-e"]  # fmt: skip
+
+
+@st.composite
+def stateful_lines(draw: st.DrawFn) -> str:
+    text = ""
+    for i in range(draw(st.integers(1, 3))):
+        if i:
+            text += draw(gap) + draw(st.sampled_from(["&&", ";", "\n", "&&", ";", "||", "|", "&"])) + draw(gap)
+        words = [draw(st.sampled_from(_STATEFUL_HEADS)), *draw(st.lists(st.sampled_from(_STATEFUL_ARGS), max_size=2))]
+        part = " ".join(words)
+        text += draw(st.sampled_from(["{}", "{}", "{}", "{{ {}; }}", "({})", "$({})", "oka `{}`"])).format(part)
+    return text
+
+
+@pytest.fixture(scope="module")
+def stateful_sandbox(sandbox: Path) -> Path:
+    (sandbox / "work" / "cdsub.sh").write_text("cd sub\n")
+    return sandbox
+
+
+def _pwd_after(shell: str, command: str, root: Path) -> str | None:
+    """The shell's working directory after ``command`` (``None`` when the shell did not get to the
+    line after it: a syntax error, ``exec``, ``exit``)."""
+    out = root / "pwd.out"
+    out.unlink(missing_ok=True)
+    script = f"{command}\nprintf 'PWD:%s' \"$PWD\" > {out}\n"
+    run(shell, script, root)
+    text = out.read_text() if out.exists() else ""
+    return text[4:] if text.startswith("PWD:") else None
+
+
+#: bash variables that change on their own between two lines (bash(1), "Shell Variables").
+_VOLATILE = re.compile(
+    r"^(?:_|PIPESTATUS|LINENO|BASH_LINENO|BASH_COMMAND|RANDOM|SRANDOM|SECONDS|EPOCHSECONDS|EPOCHREALTIME|BASHPID"
+    r"|BASH_ARGC|BASH_ARGV|BASH_SOURCE|FUNCNAME|BASH_SUBSHELL|COLUMNS|LINES|OLDPWD|BASH_REMATCH)="
+)
+
+
+def _bash_state_changed(command: str, root: Path) -> bool | None:
+    """Whether ``command`` changed what the next line of the same bash sees: variables, functions,
+    aliases, options, traps, the umask, the directory (``None`` when bash did not reach the line
+    after it)."""
+    before, after = root / "state.before", root / "state.after"
+    for f in (before, after):
+        f.unlink(missing_ok=True)
+    snap = "{ set; alias; shopt; set -o; trap; umask; pwd; } > %s 2>/dev/null"
+    script = f"{snap % before}\n{command}\n{snap % after}\n"
+    run("bash", script, root)
+    if not after.exists():
+        return None
+
+    def lines(f: Path) -> list[str]:
+        return [ln for ln in f.read_text(errors="replace").splitlines() if not _VOLATILE.match(ln)]
+
+    return lines(before) != lines(after)
+
+
+@SETTINGS
+@given(command=st.one_of(stateful_lines(), stateful_lines(), stateful_lines(), plain_lines(), command_lines()))
+@example(command="c'd' sub")
+@example(command=". ./cdsub.sh")
+@example(command="{ pushd sub; }")
+def test_a_command_that_moves_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:
+    """The oracle is the shells: whenever bash, zsh or dash ends a command line in another
+    directory than it started in, :func:`changes_directory` names something in it."""
+    start = str((stateful_sandbox / "work").resolve())
+    moved = [s for s in SHELLS if (p := _pwd_after(s, command, stateful_sandbox)) is not None and p != start]
+    event(f"moved: {bool(moved)}")
+    if moved:
+        assert changes_directory(command) is not None, (command, moved)
+        assert changes_state(command) is not None, command
+
+
+@SETTINGS
+@given(command=st.one_of(stateful_lines(), stateful_lines(), stateful_lines(), plain_lines(), command_lines()))
+@example(command="A=1")
+@example(command="f() { :; }")
+@example(command="oka | read X")
+@example(command="set -e")
+def test_a_command_that_changes_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:
+    """Whenever the next line of the same bash sees another state (a variable, a function, an
+    alias, an option, a trap, the umask, the directory), :func:`changes_state` names something."""
+    changed = _bash_state_changed(command, stateful_sandbox)
+    event(f"changed: {changed}")
+    if changed:
+        assert changes_state(command) is not None, command
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git status", "ls -la | wc -l", "find . -name '*.py'", "grep -rn foo .", "git checkout cd-fix", "ls /tmp/cd",
+     "make -C src", 'ls "$HOME"', "find . -exec rm {} \\;", "npm test || true", "FOO=$x oka"],
+)  # fmt: skip
+def test_commands_that_leave_the_directory_are_not_flagged(command: str) -> None:
+    """No false alarm on everyday commands: each of these leaves the directory where it was."""
+    assert changes_directory(command) is None
+
+
+def test_the_state_oracle_sees_a_change() -> None:
+    """The bash oracle above can fail: it sees an assignment, a function and ``cd``."""
+    root = Path(__import__("tempfile").mkdtemp())
+    (root / "work" / "sub").mkdir(parents=True)
+    (root / "bin").mkdir()
+    (root / "home").mkdir()
+    assert _bash_state_changed("A=1", root) is True
+    assert _bash_state_changed("f() { :; }", root) is True
+    assert _bash_state_changed("cd sub", root) is True
+    assert _bash_state_changed("true", root) is False
+    assert _pwd_after("dash", "cd sub", root) == str((root / "work" / "sub").resolve())

@@ -298,6 +298,54 @@ def test_a_bash_argv_keeps_its_shell() -> None:
     }
 
 
+# ------------------------------------------------------------------ what the next call inherits
+OC_BASH = fn("bash", schema("command", command=STR, timeout=NUM, workdir=STR, description=STR))
+GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=STR, is_background=BOOL))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # Codex runs each call in a new process; Claude Code's Bash keeps the working directory.
+        ([BASH], "exec_command", {"cmd": "cd src && make"}, None),
+        ([BASH], "exec_command", {"cmd": "pushd src && make"}, None),
+        ([BASH], "shell", {"command": ["bash", "-lc", "cd src && make"]}, None),
+        ([BASH], "run_shell_command", {"command": "cd src && make"}, None),
+        # ... and the other way: a directory the model meant to keep is lost in OpenCode.
+        ([OC_BASH], "Bash", {"command": "cd src && make"}, "OpenCode"),
+        # Hermes' terminal is not recorded: no state may move, a variable no more than a directory.
+        ([BASH], "terminal", {"command": "export CI=1 && make"}, None),
+        ([BASH], "terminal", {"command": "cd src && make"}, None),
+    ],
+)
+def test_a_command_that_changes_what_the_next_call_inherits_is_left(
+    tools: list[Any], name: str, args: dict[str, Any], client: str | None
+) -> None:
+    d = decide(tools, name, args, client=client)
+    assert d.action is Action.LEAVE and d.arguments_after is None, d.reason
+    assert "the next call then" in (d.reason or ""), d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "after"),
+    [
+        ([BASH], "exec_command", {"cmd": "make"}, None, {"command": "make"}),
+        ([BASH], "exec_command", {"cmd": "find . -name x"}, None, {"command": "find . -name x"}),
+        ([BASH], "shell", {"command": ["bash", "-lc", "git status"]}, None, {"command": "git status"}),
+        ([OC_BASH], "Bash", {"command": "make"}, "OpenCode", None),
+        ([BASH], "terminal", {"command": "make test"}, None, None),
+        # Both start each call afresh: the directory change dies with the call in either.
+        ([GEMINI_SHELL], "exec_command", {"cmd": "cd src && make"}, "Gemini CLI", {"command": "cd src && make"}),
+    ],
+)
+def test_a_command_whose_next_call_inherits_the_same_moves(
+    tools: list[Any], name: str, args: dict[str, Any], client: str | None, after: dict[str, Any] | None
+) -> None:
+    d = decide(tools, name, args, client=client)
+    assert d.action is Action.RENAME and d.target == tools[0].name, d.reason
+    assert d.arguments_after == after
+
+
 # ------------------------------------------------------------------ the table against the vocabulary
 def test_every_table_is_a_vocabulary_row_with_a_version_and_a_source() -> None:
     rows = {(e.name, e.clients) for e in vocabulary.ENTRIES}
@@ -354,6 +402,41 @@ def _runs(form: str | None, value: Any) -> tuple[str, Any]:
     return (form or "?", value)
 
 
+#: What each command of ``COMMANDS`` changes in the shell process that runs it, written by hand
+#: (not by the code under test): the working directory, or the environment.
+LEAVES = {
+    "cd src && make": frozenset({"cwd"}),
+    "pushd src && make": frozenset({"cwd"}),
+    "export CI=1 && make": frozenset({"env"}),
+}
+
+
+def _leaves(value: Any) -> frozenset[str]:
+    """What a command value leaves in the shell that runs it: an argv runs without that shell
+    (or in a child ``bash -c``), so nothing; a line, what ``LEAVES`` says."""
+    if not isinstance(value, str):
+        return frozenset()
+    words = value.split()
+    if len(words) >= 2 and words[0] in _BASH and words[1] in ("-c", "-lc"):
+        return frozenset()  # a child bash: its directory and variables die with it
+    return LEAVES.get(value, frozenset())
+
+
+def _carried(table: ArgTable, value: Any) -> Any:
+    """What the next call of ``table``'s tool inherits from this command: nothing from a tool that
+    starts each call afresh, the directory from one that keeps it, everything from one shell; from
+    a tool whose session is not recorded, something no other tool matches."""
+    leaves = _leaves(value)
+    session = table.fixed.get("shell.session")
+    if not leaves or session == "none":
+        return frozenset()
+    if session == "cwd":
+        return leaves & {"cwd"}
+    if session == "shell":
+        return leaves
+    return ("unknown", table.clients, table.name, table.version)
+
+
 def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
     """Operand → what it means, for a call read as ``table``'s tool, from the table's data only."""
     out: dict[str, Any] = {}
@@ -364,6 +447,8 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         meaning = listed[key]
         if meaning.what in ("shell.command", "monitor.command"):
             out[meaning.what] = _runs(meaning.form, value)
+            if meaning.what == "shell.command" and _carried(table, value):
+                out["shell.carried"] = (_carried(table, value), None)
         elif meaning.what.endswith((".path", ".cwd")) and isinstance(value, str) and value.startswith("~"):
             # ~ is the home directory for some tools, a folder of the project for others: a
             # home-relative path means something only in its own tool.
@@ -377,7 +462,8 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
     for what, value in table.fixed.items():
-        out.setdefault(what, (value, None))
+        if what != "shell.session":  # compared as what the next call inherits (shell.carried)
+            out.setdefault(what, (value, None))
     for meaning in listed.values():
         if meaning.default is not None:
             out.setdefault(meaning.what, (meaning.default, meaning.form))
@@ -431,7 +517,7 @@ def declared_from(table: ArgTable, closed: bool) -> Any:
     )
 
 
-COMMANDS = ["git status", "ls -la | wc -l", "rm -f **/*.orig", "echo $HOME", "cd src && make", "grep -n 'a b' x"]
+COMMANDS = ["git status", "ls -la | wc -l", "rm -f **/*.orig", "echo $HOME", "grep -n 'a b' x", *LEAVES]
 
 
 def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:

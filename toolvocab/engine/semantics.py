@@ -19,6 +19,11 @@ rejects one on most tools, Qwen Code and Gemini CLI pass it to a handler that ig
 OpenCode's decoder strips it (the research behind each row; ``tests/e2e`` checks the five agents).
 The translation never relies on it: a key the target does not declare blocks every change.
 
+What a shell tool keeps from one call to the next is ``fixed["shell.session"]``: ``"none"`` (each
+call a new process), ``"cwd"`` (the working directory carries over: Claude Code's Bash), ``"shell"``
+(one shell process for every call: trae-agent's bash). A row without it is unknown, and a command
+that may change any shell state is then never moved to or from that tool.
+
 Adding a row: read the tool's schema *and* its handler at a pinned version; write each key's
 operand, unit, base, form and limit, with the file it came from; a key you cannot source stays
 out (unknown). ``tests/unit/test_semantics.py`` checks every row against the vocabulary.
@@ -160,7 +165,8 @@ _TEXT_EDITOR = {
 TABLES: tuple[ArgTable, ...] = (
     # --- Claude Code 2.1.197 ------------------------------------------------------------------------
     # Bash runs its command in the user's shell (CLAUDE_CODE_SHELL, $SHELL, then zsh or bash), with
-    # -c; timeout in ms, default 120000, silently clamped to 600000.
+    # -c; timeout in ms, default 120000, silently clamped to 600000. Its description: "The working
+    # directory persists between commands, but shell state does not."
     _t(
         "Bash",
         _CC,
@@ -174,6 +180,7 @@ TABLES: tuple[ArgTable, ...] = (
             "run_in_background": _BG_FALSE,
             "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
         },
+        fixed={"shell.session": "cwd"},
     ),
     _t(
         "PowerShell",
@@ -379,7 +386,8 @@ TABLES: tuple[ArgTable, ...] = (
         args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")},
     ),
     # --- Codex CLI 0.171.0 (serde: unknown keys ignored) ----------------------------------------------
-    # exec_command runs cmd as [user's login shell from the passwd database, -lc, cmd]; yield_time_ms
+    # exec_command runs cmd as [user's login shell from the passwd database, -lc, cmd], a new process
+    # each call ("workdir: Working directory for the command. Defaults to the turn cwd."); yield_time_ms
     # is how long to wait for output before returning a session, not a kill timeout.
     _t(
         "exec_command",
@@ -403,7 +411,7 @@ TABLES: tuple[ArgTable, ...] = (
                 )
             },
         },
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "none"},
     ),
     _t(
         "write_stdin",
@@ -417,8 +425,9 @@ TABLES: tuple[ArgTable, ...] = (
             **{k: _own("codex.write_stdin", k) for k in ("yield_time_ms", "max_output_tokens")},
         },
     ),
-    # The earlier shell tool: command an argv executed directly (execvp); timeout_ms a kill timeout
-    # in ms, and a `timeout` key read as the same milliseconds (serde alias).
+    # The earlier shell tool: command an argv executed directly (execvp), a new process each call in
+    # workdir or the turn's cwd; timeout_ms a kill timeout in ms, and a `timeout` key read as the
+    # same milliseconds (serde alias).
     _t(
         "shell",
         _CODEX,
@@ -432,7 +441,7 @@ TABLES: tuple[ArgTable, ...] = (
             "timeout": m("shell.timeout", unit="ms"),
             **{k: _own("codex.shell", k) for k in ("with_escalated_permissions", "sandbox_permissions", "prefix_rule")},
         },
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "none"},
     ),
     _t(
         "shell_command",
@@ -447,7 +456,7 @@ TABLES: tuple[ArgTable, ...] = (
             "timeout": m("shell.timeout", unit="ms"),
             **{k: _own("codex.shell_command", k) for k in ("login", "sandbox_permissions", "prefix_rule")},
         },
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "none"},
     ),
     # Codex's read_file / list_dir tools (the names the prompting guide uses): 1-based offsets.
     _t(
@@ -497,7 +506,8 @@ TABLES: tuple[ArgTable, ...] = (
         },
     ),
     # --- Qwen Code 0.15.10 (ajv: unknown keys pass to a handler that ignores them) --------------------
-    # run_shell_command runs `bash -c` (not the user's shell); timeout ms, integer <= 600000.
+    # run_shell_command runs `bash -c` (not the user's shell), "executed as a subprocess that leads
+    # its own process group" each call; timeout ms, integer <= 600000.
     _t(
         "run_shell_command",
         _QWEN,
@@ -510,6 +520,7 @@ TABLES: tuple[ArgTable, ...] = (
             "is_background": _BG_FALSE,
             "directory": m("shell.cwd"),
         },
+        fixed={"shell.session": "none"},
     ),
     # read_file: offset a 0-based line, limit a count of lines.
     _t(
@@ -638,7 +649,8 @@ TABLES: tuple[ArgTable, ...] = (
         args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")},
     ),
     # --- Gemini CLI 0.61.0 (ajv: unknown keys pass to the handler) ------------------------------------
-    # run_shell_command runs `bash -c` on Linux and macOS; it takes no timeout.
+    # run_shell_command runs `bash -c` on Linux and macOS, "executed as a subprocess that leads its
+    # own process group" each call; it takes no timeout.
     _t(
         "run_shell_command",
         _GEM,
@@ -652,6 +664,7 @@ TABLES: tuple[ArgTable, ...] = (
             "delay_ms": _own("gemini.run_shell_command", "delay_ms"),
             "additional_permissions": _own("gemini.run_shell_command", "additional_permissions"),
         },
+        fixed={"shell.session": "none"},
     ),
     # read_file: a 1-based inclusive line range, not offset/limit.
     _t(
@@ -801,7 +814,7 @@ TABLES: tuple[ArgTable, ...] = (
         "0.1.9-0.10.0",
         _GEM_OLD_SRC,
         args={"command": m("shell.command", form="bash"), "directory": m("shell.cwd")},
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "none"},
     ),
     # expected_replacements defaults to 1: exactly one match, as an edit without replace_all.
     _t(
@@ -835,7 +848,8 @@ TABLES: tuple[ArgTable, ...] = (
         args={"pattern": m("glob.pattern", form="node-glob"), "path": m("glob.path")},
     ),
     # --- OpenCode 1.18.33 (Effect Schema decode: unknown keys stripped) -------------------------------
-    # bash runs `<config shell, else $SHELL, else bash> -c`; timeout ms, no maximum.
+    # bash runs `<config shell, else $SHELL, else bash> -c`, a new process each call in workdir or the
+    # project (its description's "persistent shell session" notwithstanding); timeout ms, no maximum.
     _t(
         "bash",
         _OC,
@@ -847,7 +861,7 @@ TABLES: tuple[ArgTable, ...] = (
             "timeout": m("shell.timeout", unit="ms"),
             "workdir": m("shell.cwd"),
         },
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "none"},
     ),
     # read: offset a 1-based line (0 read as 1), limit lines.
     _t(
@@ -935,7 +949,8 @@ TABLES: tuple[ArgTable, ...] = (
     ),
     _t("skill", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"name": m("skill.name")}),
     # --- pi 0.58.3 (ajv: unknown keys accepted, never read) -------------------------------------------
-    # bash runs /bin/bash -c; timeout in seconds, none by default.
+    # bash runs /bin/bash -c, a new process each call in the session's cwd (bash.ts spawn, unchanged
+    # through 02c7218); timeout in seconds, none by default.
     _t(
         "bash",
         _PI,
@@ -943,7 +958,7 @@ TABLES: tuple[ArgTable, ...] = (
         "0.58.3",
         _PI_SRC,
         args={"command": m("shell.command", form="bash"), "timeout": m("shell.timeout", unit="s")},
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "none"},
     ),
     _t(
         "read",
@@ -1095,7 +1110,7 @@ TABLES: tuple[ArgTable, ...] = (
         "e839e55",
         _TRAE_SRC,
         args={"command": m("shell.command", form="bash"), "restart": _own("trae.bash", "restart")},
-        fixed={"shell.background": False},
+        fixed={"shell.background": False, "shell.session": "shell"},
     ),
     _t(
         "str_replace_based_edit_tool",

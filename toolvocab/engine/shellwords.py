@@ -193,3 +193,90 @@ def command_to_argv(command: str) -> list[str] | None:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return value
     return None
+
+
+# ------------------------------------------------------------------ what a command may leave behind
+#: Builtins that change the shell's working directory wherever they stand (bash 5.2 ``cd``
+#: ``pushd`` ``popd``, zsh 5.9's ``chdir``, dash 0.5.12 ``cd``): even quoted or as an argument
+#: (``echo cd``) they count, since a false alarm only leaves a call as sent.
+_DIRECTORY_WORDS = frozenset({"cd", "chdir", "pushd", "popd"})
+#: Builtins that run other text in the same shell or replace it, so may do anything a command of
+#: that shell can (``eval``, ``source``, ``.``, ``exec``): they count at the head of a command.
+_RUNNER_WORDS = frozenset({"eval", "source", ".", "exec"})
+#: Reserved words and builtins (``_SHELL_WORDS``) that change nothing a later command of the same
+#: shell sees: tests, output, lookups, grouping and control flow. Every other one may set a
+#: variable (``read``, ``for``, ``getopts``, ``printf -v``), an option, an alias, a function, a
+#: trap, a limit or the directory.
+_STATELESS_WORDS = frozenset(
+    """! [ [[ ]] { } case do done echo elif else esac false fi help if in jobs kill pwd test then
+    time times true type until wait whence where which while""".split()
+)
+_STATE_WORDS = (_SHELL_WORDS - _STATELESS_WORDS) | _RUNNER_WORDS
+#: Pieces of a command line: one separator character (an operator, a parenthesis, a brace, a
+#: backquote, a newline or ``!``, after which a command may start; a quote or a backslash, which
+#: only splits words), or a run of other characters (redirections are skipped).
+_PIECES = re.compile(r"""[;&|(){}\n`'"\\!]|[^\s;&|(){}<>`'"\\!]+""")
+#: Words after which the next word is still a command's head (reserved words, precommand modifiers).
+_STILL_HEAD = frozenset("then do else elif if while until time builtin command noglob nocorrect".split())
+#: Marks that change shell state wherever they stand: ``=`` (an assignment, ``${A:=x}``,
+#: ``let a=1``), ``((`` (arithmetic that may assign), ``()`` (a function definition).
+_STATE_MARKS = re.compile(r"=|\(\(|\(\s*\)")
+
+
+def _text_of(command: object) -> str | None:
+    if isinstance(command, str):
+        return command
+    if isinstance(command, list) and all(isinstance(w, str) for w in command):
+        return "\n".join(command)
+    return None
+
+
+#: Quotes and backslashes, deleted for a second look: ``c'd'``, ``"c"d`` and ``c\d`` all run ``cd``.
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+
+
+def _find(text: str, at_head: frozenset[str]) -> str | None:
+    """The first word of ``_DIRECTORY_WORDS`` anywhere, or of ``at_head`` (or one holding an
+    expansion, which may be anything) at the head of a command, in ``text`` as written or with its
+    quotes and backslashes deleted."""
+    for candidate in (text, text.translate(_UNQUOTE)):
+        head = True
+        for m in _PIECES.finditer(candidate):
+            piece = m.group(0)
+            if len(piece) == 1 and piece in "'\"\\":
+                continue  # a quote or backslash splits words but starts no command
+            if len(piece) == 1 and piece in ";&|(){}\n`!":
+                head = True
+                continue
+            assignment = _ASSIGNMENT.match(piece) is not None
+            if piece in _DIRECTORY_WORDS or (head and (piece in at_head or ("$" in piece and not assignment))):
+                return piece
+            head = piece in _STILL_HEAD or assignment
+    return None
+
+
+def changes_directory(command: object) -> str | None:
+    """What in ``command`` (a command string, or an argv list: each element read as a command
+    line) may change the working directory of the shell that runs it; ``None`` when nothing does.
+
+    Conservative: a word of ``_DIRECTORY_WORDS`` anywhere, or one of ``_RUNNER_WORDS`` or an
+    expansion (``$CMD``, ``c${x}d``) at the head of a command, quoted or not. Not seen: a function or alias of the user's profile that changes directory
+    (zoxide's ``z``) and zsh's ``AUTO_CD`` (a directory named as a command). A value of another
+    type gives ``None`` (no shell runs it)."""
+    text = _text_of(command)
+    return None if text is None else _find(text, _RUNNER_WORDS)
+
+
+def changes_state(command: object) -> str | None:
+    """What in ``command`` may change any state a later command of the same shell process sees
+    (the working directory, a variable, an option, an alias, a function, a trap, a limit);
+    ``None`` when nothing does. Conservative as :func:`changes_directory`: any builtin or reserved
+    word but the stateless ones at the head of a command, and every ``=``, ``((`` and ``()``."""
+    text = _text_of(command)
+    if text is None:
+        return None
+    found = _find(text, _STATE_WORDS)
+    if found is not None:
+        return found
+    m = _STATE_MARKS.search(text)
+    return m.group(0) if m else None

@@ -33,6 +33,8 @@ from toolvocab.engine.semantics import TABLES
 from toolvocab.engine.semantics import ArgTable
 from toolvocab.engine.semantics import Meaning
 from toolvocab.engine.shellwords import argv_to_command
+from toolvocab.engine.shellwords import changes_directory
+from toolvocab.engine.shellwords import changes_state
 from toolvocab.engine.shellwords import command_to_argv
 from toolvocab.engine.shellwords import is_portable
 from toolvocab.engine.shellwords import posix_join
@@ -577,6 +579,7 @@ def _read(
             changes.append(ArgChange(op="rename_key", key=key, to=dst_key, before=value, after=value))
         if not _equal(new, value):
             changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
+    _check_session(arguments, placed, reading, target)
     _check_effects(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
@@ -637,6 +640,45 @@ def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading
         if not _same(source_value, target_effects[what]):
             raise _Unusable(
                 f"left out, {what} is {source_value!r} in {reading.label} and {target_effects[what]!r} in {target.name}"
+            )
+
+
+#: What a shell tool keeps from one call to the next (its table's ``fixed``): ``"none"`` (each
+#: call a new process), ``"cwd"`` (the working directory a command leaves), ``"shell"`` (one shell
+#: process for every call: directory, variables, options, functions, aliases).
+_SESSION = "shell.session"
+_KEEPS = {
+    "none": "starts afresh",
+    "cwd": "keeps the working directory",
+    "shell": "keeps the whole shell",
+    None: "may keep it (not recorded)",
+}
+
+
+def _check_session(arguments: Mapping[str, Any], placed: Mapping[str, str], reading: Reading, target: Target) -> None:
+    """A command moved between shell tools must leave behind only what both keep for the next
+    call: ``cd src && make`` moved from a tool that runs each call in a new process into one that
+    keeps the working directory would run every later call of the model's somewhere else. Tools
+    that keep the same (``_SESSION``) take any command; ``"none"`` and ``"cwd"`` one that changes no
+    directory (:func:`~toolvocab.engine.shellwords.changes_directory`); any other pair, or a tool
+    whose session is not recorded, one that changes no shell state at all
+    (:func:`~toolvocab.engine.shellwords.changes_state`)."""
+    if reading.own:
+        return
+    for dst_key, src_key in placed.items():
+        if not any(m.what == "shell.command" for m in target.meanings.get(dst_key, ())):
+            continue
+        known, source = reading.fixed(_SESSION)
+        source = source if known else None
+        dest = target.fixed.get(_SESSION)
+        if source is not None and source == dest:
+            continue
+        command = arguments[src_key]
+        found = changes_directory(command) if {source, dest} <= {"none", "cwd"} else changes_state(command)
+        if found is not None:
+            raise _Unusable(
+                f"the command may change the shell's state ({found!r}); the next call then "
+                f"{_KEEPS[source]} in {reading.label} and {_KEEPS[dest]} in {target.name}"
             )
 
 
