@@ -7,6 +7,9 @@
   declare): renaming ``path`` would overwrite the file; the call is left, the file keeps its text.
 * ``terminal {command, timeout: 30}`` (Hermes Agent: seconds) reaches Claude Code's ``Bash`` with
   ``timeout: 30000`` (milliseconds).
+* ``exec_command {cmd: "cd .. && echo …"}`` (Codex: a new process each call) is left for Claude
+  Code, whose ``Bash`` keeps the working directory for the next call: Claude Code answers with its
+  own "No such tool" error and runs nothing.
 """
 
 from __future__ import annotations
@@ -73,3 +76,21 @@ def test_a_timeout_in_seconds_reaches_bash_in_milliseconds(agent_e2e):
     call, answer = run.call_and_result()
     assert call.get("name") == "Bash" and call.get("input", {}).get("timeout") == 30000, f"{call!r}\n{run.describe()}"
     assert run.shows_marker_output(run.text(answer.get("content"))), run.describe()
+
+
+def test_a_directory_change_never_moves_into_a_bash_that_keeps_it(agent_e2e):
+    run = agent_e2e(
+        "claude",
+        "auto",
+        tool="exec_command",
+        args={"cmd": "cd .. && echo " + MARKER},
+        prompt="Run echo " + MARKER + " one directory up",
+    )
+    run.check_common()
+    call, answer = run.call_and_result()
+    assert call.get("name") == "exec_command", f"the call changed: {call!r}\n{run.describe()}"
+    assert answer.get("is_error") is True, f"{answer!r}\n{run.describe()}"
+    assert "No such tool available: exec_command" in run.text(answer.get("content")), run.describe()
+    assert not run.shows_marker_output(run.text(answer.get("content"))), run.describe()
+    left = [d for d in run.decisions() if d.get("name") == "exec_command"]
+    assert left and all("the next call then" in (d.get("reason") or "") for d in left), (left, run.describe())
