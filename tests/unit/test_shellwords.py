@@ -229,7 +229,8 @@ def test_join_rejects_what_no_shell_word_can_hold() -> None:
 # ------------------------------------------------------------------ what a command leaves to the next
 #: Command words that change (or may change) the shell's directory or state, spelled as a model
 #: might, with a few that change nothing; arguments that name directories of the sandbox.
-_STATEFUL_HEADS = ["cd", "c'd'", '"cd"', "\\cd", "c''d", "pushd", "popd", "chdir", "builtin cd", "command cd",
+_STATEFUL_HEADS = ["cd", "c'd'", '"cd"', "\\cd", "c''d", "c\\\nd", "{cd,sub}", "{.,cdsub.sh}", "{source,cdsub.sh}",
+                   "pushd", "popd", "chdir", "builtin cd", "command cd",
                    ".", "source", "eval cd", "eval", "exec", "A=1 cd", "export", "unset", "set", "alias",
                    "read", "shopt -s", "umask", "trap", "f()", "oka", "echo", "true", "pwd", "A=1", "B=2 oka"]  # fmt: skip
 _STATEFUL_ARGS = ["sub", "sub", "sub/deep", "..", "./cdsub.sh", "cdsub.sh", "-", "$HOME", "'sub'", "X=1", "{ :; }", "022",
@@ -294,6 +295,8 @@ def _bash_state_changed(command: str, root: Path) -> bool | None:
 @SETTINGS
 @given(command=st.one_of(stateful_lines(), stateful_lines(), stateful_lines(), plain_lines(), command_lines()))
 @example(command="c'd' sub")
+@example(command="{cd,sub}")
+@example(command="c\\\nd sub")
 @example(command=". ./cdsub.sh")
 @example(command="{ pushd sub; }")
 def test_a_command_that_moves_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:

@@ -309,6 +309,8 @@ GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=S
         # Codex runs each call in a new process; Claude Code's Bash keeps the working directory.
         ([BASH], "exec_command", {"cmd": "cd src && make"}, None),
         ([BASH], "exec_command", {"cmd": "pushd src && make"}, None),
+        ([BASH], "exec_command", {"cmd": "{cd,src} && make"}, None),  # brace expansion: cd src
+        ([BASH], "exec_command", {"cmd": "c\\\nd src && make"}, None),  # a line continuation: cd src
         ([BASH], "shell", {"command": ["bash", "-lc", "cd src && make"]}, None),
         ([BASH], "run_shell_command", {"command": "cd src && make"}, None),
         # ... and the other way: a directory the model meant to keep is lost in OpenCode.

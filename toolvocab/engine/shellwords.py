@@ -213,9 +213,10 @@ _STATELESS_WORDS = frozenset(
 )
 _STATE_WORDS = (_SHELL_WORDS - _STATELESS_WORDS) | _RUNNER_WORDS
 #: Pieces of a command line: one separator character (an operator, a parenthesis, a brace, a
-#: backquote, a newline or ``!``, after which a command may start; a quote or a backslash, which
-#: only splits words), or a run of other characters (redirections are skipped).
-_PIECES = re.compile(r"""[;&|(){}\n`'"\\!]|[^\s;&|(){}<>`'"\\!]+""")
+#: backquote, a newline or ``!``, after which a command may start; a quote, a backslash or a
+#: comma, which only split words: ``{cd,src}`` is brace-expanded to ``cd src``), or a run of other
+#: characters (redirections are skipped).
+_PIECES = re.compile(r"""[;&|(){}\n`'"\\!,]|[^\s;&|(){}<>`'"\\!,]+""")
 #: Words after which the next word is still a command's head (reserved words, precommand modifiers).
 _STILL_HEAD = frozenset("then do else elif if while until time builtin command noglob nocorrect".split())
 #: Marks that change shell state wherever they stand: ``=`` (an assignment, ``${A:=x}``,
@@ -244,7 +245,9 @@ _PLAIN = re.compile(r"""[;&|(){}\n`!'"\\$=<>]""")
 def _find(text: str, at_head: frozenset[str]) -> str | None:
     """The first word of ``_DIRECTORY_WORDS`` anywhere, or of ``at_head`` (or one holding an
     expansion, which may be anything) at the head of a command, in ``text`` as written or with its
-    quotes and backslashes deleted."""
+    quotes and backslashes deleted; a backslash-newline (a line continuation: ``c\\<newline>d``
+    is ``cd``) is deleted first."""
+    text = text.replace("\\\n", "")
     if _PLAIN.search(text) is None:
         # Blank-separated words only (no operator, quote, expansion or assignment): one command.
         head = True
@@ -257,8 +260,8 @@ def _find(text: str, at_head: frozenset[str]) -> str | None:
         head = True
         for m in _PIECES.finditer(candidate):
             piece = m.group(0)
-            if len(piece) == 1 and piece in "'\"\\":
-                continue  # a quote or backslash splits words but starts no command
+            if len(piece) == 1 and piece in "'\"\\,":
+                continue  # a quote, backslash or comma splits words but starts no command
             if len(piece) == 1 and piece in ";&|(){}\n`!":
                 head = True
                 continue
@@ -283,7 +286,8 @@ def changes_directory(command: object) -> str | None:
     directory named as a command). A value of another type gives ``None`` (no shell runs it).
     1–12 µs a command line on this machine; called only for a command that moves."""
     for line in _lines_of(command):
-        if _MAY_MOVE.search(line.translate(_UNQUOTE)) is not None and (found := _find(line, _RUNNER_WORDS)):
+        flat = line.replace("\\\n", "").translate(_UNQUOTE)
+        if _MAY_MOVE.search(flat) is not None and (found := _find(line, _RUNNER_WORDS)):
             return found
     return None
 
