@@ -58,6 +58,15 @@ def test_lossless_repair(text: str, value: dict[str, Any], repairs: list[str]) -
         'Here you go: {"command": "ls"}',  # prose around JSON is not a fence
         "[1, 2]",  # not an object
         '"just a string"',
+        # A comma after an opening bracket, a comma or a colon is an elided element, not one
+        # trailing a value ([,] has length 1 in JavaScript): dropping it would clear a list.
+        '{"todos": [,]}',
+        '{"todos": [ , ]}',
+        "{,}",
+        '{"a": {,}}',
+        '{"paths": ["a",,]}',
+        '{"edits": [{"old": "a", "new": "b"},{,}]}',
+        '{"a":,}',
     ],
 )
 def test_never_repaired(text: str) -> None:

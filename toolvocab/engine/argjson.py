@@ -5,7 +5,8 @@ that a strict JSON parser refuses although every character of the intended value
 repair here rewrites only *spelling* — the value a reader sees is the value the client gets:
 
 - ``code_fence``: the whole text is one Markdown code block (```` ```json\\n{…}\\n``` ````);
-- ``trailing_comma``: a ``,`` directly before ``}`` or ``]`` (outside strings);
+- ``trailing_comma``: a ``,`` after a value and directly before ``}`` or ``]`` (outside strings;
+  after ``[``, ``{``, ``,`` or ``:`` it is an elided element, and the text is left);
 - ``python_literal``: ``True`` / ``False`` / ``None`` outside strings (a Python ``repr``);
 - ``control_character``: a raw newline, tab or other control character inside a string, escaped;
 - ``double_encoded``: the text is a JSON string whose content is the object (encoded twice);
@@ -35,6 +36,17 @@ _LITERALS = {"True": "true", "False": "false", "None": "null"}
 #: The order repairs are reported in (stable whatever the text's order).
 _ORDER = ("control_token", "code_fence", "trailing_comma", "python_literal", "control_character", "double_encoded")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _ends_value(out: list[str]) -> bool:
+    """True when the text written so far ends with a value (a string, a number, a literal, a
+    closed object or array), so a ``,`` before ``}`` or ``]`` trails it. After ``[``, ``{``, ``,``
+    or ``:`` it would be an elided element (``[,]`` has length 1 in JavaScript): not ours to drop."""
+    for piece in reversed(out):
+        stripped = piece.rstrip(" \t\r\n")
+        if stripped:
+            return stripped[-1] not in "[{,:"
+    return False
 
 
 def _rewrite(text: str) -> tuple[str, list[str]]:
@@ -71,7 +83,7 @@ def _rewrite(text: str) -> tuple[str, list[str]]:
             j = i + 1
             while j < n and text[j] in " \t\r\n":
                 j += 1
-            if j < n and text[j] in "}]":
+            if j < n and text[j] in "}]" and _ends_value(out):
                 if "trailing_comma" not in done:
                     done.append("trailing_comma")
                 i += 1
