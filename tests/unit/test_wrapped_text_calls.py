@@ -485,3 +485,23 @@ def test_xml_string_parameter_keeps_every_blank_but_the_template_newlines(inner:
     assert found is not None
     (call,) = found[1]
     assert call.arguments == {"path": "a.py", "content": value}
+
+
+@pytest.mark.parametrize("value", ["null", "Null", "NULL", " null ", "\nnull\n"])
+def test_xml_string_parameter_reading_null_stays_text(value: str) -> None:
+    # vLLM's qwen3coder parser reads ``null`` in any case as null whatever the declared type; the
+    # template's reading keeps the text "null": a grep in a folder named null, or in the project.
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import declared_tool
+    from toolvocab.engine.wrapped import extract_text_calls
+
+    schema = {"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}}
+    tools = Toolset([declared_tool("grep_search", input_schema=schema)])
+    text = (
+        "<tool_call>\n<function=grep_search>\n<parameter=pattern>\nTODO\n</parameter>\n"
+        f"<parameter=path>{value}</parameter>\n</function>\n</tool_call>"
+    )
+    assert extract_text_calls(text, tools) is None
+    control = text.replace(f"<parameter=path>{value}</parameter>", "<parameter=path>\nsrc\n</parameter>")
+    found = extract_text_calls(control, tools)
+    assert found is not None and found[1][0].arguments == {"pattern": "TODO", "path": "src"}

@@ -307,7 +307,12 @@ def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
         key = pm.group(1)
         if key not in props or key in args:
             return None
-        ok, value = _typed(pm.group(2), property_types(tool.input_schema, key))
+        types = property_types(tool.input_schema, key)
+        if (not types or "string" in types) and pm.group(2).strip().lower() == "null":
+            # vLLM's qwen3coder parser reads any ``null`` (any case) as null, the template's
+            # reading keeps the text: two meanings, so the text stays text.
+            return None
+        ok, value = _typed(pm.group(2), types)
         if not ok:
             return None
         args[key] = value
