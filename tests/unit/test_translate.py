@@ -82,6 +82,14 @@ def test_a_timeout_in_seconds_reaches_a_millisecond_tool_converted() -> None:
     assert any(c.op == "convert" and c.before == 600 and c.after == 600000 for c in d.arg_changes)
 
 
+@pytest.mark.parametrize("timeout", [0, -1, 0.0, "0", -5000])
+def test_a_timeout_of_zero_or_less_never_moves_between_tools(timeout: Any) -> None:
+    # 0 disables pi's timer (bash.ts); what 0 or a negative means to Hermes' terminal or to
+    # Claude Code's Bash is not sourced: -1 s is not -1000 ms of anything.
+    assert not decide([BASH], "terminal", {"command": "make", "timeout": timeout}).changed
+    assert not decide([BASH], "exec_command", {"cmd": "make", "timeout_ms": timeout}).changed
+
+
 def test_a_timeout_past_what_the_target_honours_is_left() -> None:
     # Bash clamps anything over 600000 ms: 900 s would run for 600.
     d = decide([BASH], "terminal", {"command": "make", "timeout": 900})
@@ -461,6 +469,9 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             and not any(c.isspace() or c == "," for c in value)
         ):
             out[meaning.what] = (value, "rg-glob")  # a list of one glob is that glob
+        elif meaning.unit is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and value <= 0:
+            # 0 disables pi's timer (bash.ts): a duration of 0 or less means what its tool says.
+            out[meaning.what] = ((value, table.clients, table.name, table.version), meaning.form)
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
     for what, value in table.fixed.items():

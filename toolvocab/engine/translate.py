@@ -225,7 +225,7 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
     text to a normalising matcher. Everything else must be equal: operand, form, unit, base. With
     ``posix`` False (the agent runs on Windows) a command never changes form or tool. A
     number past ``dst.most`` (the largest the target honours) is refused: the tool would clamp or
-    reject it.
+    reject it. A duration of 0 or less never moves between tools (pi reads 0 as no limit).
     """
     if src.what != dst.what:
         raise _Unusable(f"it means {src.what}, the target's {dst.what}")
@@ -241,6 +241,12 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         raise _Unusable(f"{value!r} is split into several globs by one tool and read as one by the other")
     if src.form != dst.form and not (src.what == "edit.old" and _matching_allows(src.form, dst.form)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
+    if src.unit is not None and src is not dst:
+        number = _number(value, bounded=False)
+        if number is not None and number <= 0:
+            # 0 disables pi's timer; for the others 0 or a negative is the default, refused or
+            # unsourced: its meaning is each tool's own.
+            raise _Unusable(f"a duration of {value!r} means something of its own in each tool (no limit, the default)")
     if src.unit == dst.unit and src.base == dst.base:
         new = value
     else:
