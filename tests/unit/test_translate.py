@@ -469,7 +469,9 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             and not any(c.isspace() or c == "," for c in value)
         ):
             out[meaning.what] = (value, "rg-glob")  # a list of one glob is that glob
-        elif meaning.unit is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and value <= 0:
+        elif (
+            meaning.unit is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and value <= 0
+        ):
             # 0 disables pi's timer (bash.ts): a duration of 0 or less means what its tool says.
             out[meaning.what] = ((value, table.clients, table.name, table.version), meaning.form)
         else:
