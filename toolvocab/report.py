@@ -182,16 +182,20 @@ def left_reason(d: dict) -> str:
 
 
 def _changes(record: dict) -> list[str]:
-    """The changes of a flow, one short item each (``shell→Bash (capability)``)."""
+    """The changes of a flow, one short item each (``shell→Bash (capability)``; a call lifted out
+    of the answer's text says so: ``read_file lifted from text``)."""
     parts = []
     for d in record.get("decisions") or []:
+        lifted = " lifted from text" if d.get("lifted") else ""
         if d.get("action") == "rename":
             parts.append(
                 f"{_qualified(d.get('namespace'), d.get('name'))}→"
-                f"{_qualified(d.get('target_namespace'), d.get('target'))} ({d.get('step')})"
+                f"{_qualified(d.get('target_namespace'), d.get('target'))} ({d.get('step')}){lifted}"
             )
         elif d.get("action") == "fit":
-            parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}: arguments fitted")
+            parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}: arguments fitted{lifted and ','}{lifted}")
+        elif lifted:
+            parts.append(f"{_qualified(d.get('namespace'), d.get('name'))}{lifted}")
     return parts
 
 

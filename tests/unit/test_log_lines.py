@@ -184,3 +184,115 @@ def test_a_sentence_that_was_not_sent_is_not_in_the_comment() -> None:
     }
     assert tvui.comment(record) == "left: frobnicate (not declared) — the client will reject this call"
     assert tvui.comment({**record, "request_changed": True}).endswith(" · prompt sentence added (names 1 tool)")
+
+
+READ = {
+    "name": "read_file",
+    "description": "Read a file",
+    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+}
+
+
+def run_text_flow(addon, text: str):
+    """One non-streamed Anthropic flow whose answer is text only (``end_turn``)."""
+    body = {"model": "m", "max_tokens": 10, "tools": [READ], "messages": [{"role": "user", "content": "hi"}]}
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": text}],
+    }
+    f = harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.1.197 (external, sdk-cli)")],
+        upstream=orjson.dumps(answer),
+    )
+    resp = f.response
+    f.response = None
+    addon.request(f)
+    f.response = resp
+    addon.responseheaders(f)
+    addon.response(f)
+    return f
+
+
+def hermes(name: str, arguments: dict) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def test_a_call_lifted_from_text_says_so_in_the_line_the_comment_and_the_record(addon, loaded, caplog) -> None:
+    tctx, script = loaded
+    tctx.configure(script, toolvocab_mode="repair")  # no prompt sentence
+    caplog.set_level(logging.DEBUG)
+    f = run_text_flow(addon, hermes("read_file", {"path": "README.md"}))
+    assert json.loads(f.response.content)["content"][0]["type"] == "tool_use"
+    assert messages(caplog, logging.INFO) == [
+        "toolvocab: read_file lifted from text · Claude Code → api.anthropic.com"
+    ], messages(caplog, logging.INFO)
+    assert f.comment == "changed: read_file lifted from text"
+    (decision,) = f.metadata["toolvocab"]["decisions"]
+    assert decision["lifted"] is True and decision["action"] == "keep"
+    caplog.clear()
+    f = run_text_flow(addon, hermes("Read", {"file_path": "README.md"}))
+    assert messages(caplog, logging.INFO) == [
+        "toolvocab: Read→read_file (capability) lifted from text · Claude Code → api.anthropic.com"
+    ], messages(caplog, logging.INFO)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # The second call names no declared tool: the whole text stays text.
+        hermes("Read", {"file_path": "README.md"}) + "\n" + hermes("delete_file", {"path": "x"}),
+        hermes("delete_file", {"path": "x"}),
+        hermes("read_file", {"path": 7}),  # fails the schema
+    ],
+)
+def test_a_lift_given_up_leaves_no_call_in_the_record(addon, loaded, caplog, text: str) -> None:
+    """The client got text: no decision, no "left" state, no "the client will reject this call"."""
+    tctx, script = loaded
+    tctx.configure(script, toolvocab_mode="repair")
+    caplog.set_level(logging.DEBUG)
+    f = run_text_flow(addon, text)
+    assert json.loads(f.response.content)["content"] == [{"type": "text", "text": text}]
+    rec = f.metadata["toolvocab"]
+    assert rec["decisions"] == [] and rec["calls_seen"] == 0, rec["decisions"]
+    assert messages(caplog, logging.INFO) == [] and not f.marked and not f.comment
+
+
+def test_a_parallel_wrapper_given_up_records_only_the_wrapper(addon, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.Bash", "parameters": {"command": "ls"}},
+            {"recipient_name": "functions.frobnicate", "parameters": {}},
+        ]
+    }
+    body = {"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]}
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "multi_tool_use.parallel", "input": wrapper}],
+    }
+    f = harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json")],
+        upstream=orjson.dumps(answer),
+    )
+    resp = f.response
+    f.response = None
+    addon.request(f)
+    f.response = resp
+    addon.responseheaders(f)
+    addon.response(f)
+    names = [d["name"] for d in f.metadata["toolvocab"]["decisions"]]
+    assert names == ["multi_tool_use.parallel"], names

@@ -4,6 +4,7 @@ decision in the record)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from toolvocab.dialects import pipeline
@@ -75,7 +76,7 @@ class FlowState:
         """What the dialects get of this flow (its resolver, plan, tools, key and replayed ids):
         made at each use, not kept, so that a state no stream holds is in no reference cycle and
         goes (with the request body it may hold, :attr:`unverified`) as soon as its flow ends."""
-        return FlowContext(self.resolve, self.plan, self.tools, self.flow_key, self.call_ids)
+        return FlowContext(self.resolve, self.plan, self.tools, self.flow_key, self.call_ids, self.withdraw)
 
     @property
     def record(self) -> FlowRecord:
@@ -124,3 +125,10 @@ class FlowState:
         decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client, windows=self.windows)
         self.record.decisions.append(decision)
         return decision
+
+    def withdraw(self, decisions: Sequence[Decision]) -> None:
+        """Take ``decisions`` (as :meth:`resolve` gave them) back out of the record: their calls
+        did not reach the client."""
+        gone = {id(d) for d in decisions}
+        if gone:
+            self.record.decisions = [d for d in self.record.decisions if id(d) not in gone]

@@ -333,7 +333,7 @@ class AnthropicMessages:
                 if new_id is not None:
                     block["id"] = new_id
                     changed = True
-                expanded = _expand_parallel_block(block, resolve, ids)
+                expanded = _expand_parallel_block(block, flow, ids)
                 if expanded is not None:
                     content.extend(expanded)
                     changed = True
@@ -422,7 +422,7 @@ def _tool_use_block(call_id: str, name: str, arguments: dict[str, Any]) -> dict[
     return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
 
 
-def _expand_parallel_block(block: dict[str, Any], resolve: Resolver, ids: CallIds) -> list[dict[str, Any]] | None:
+def _expand_parallel_block(block: dict[str, Any], flow: FlowContext, ids: CallIds) -> list[dict[str, Any]] | None:
     """The ``tool_use`` blocks a ``multi_tool_use.parallel`` block stands for (BR-08), each
     resolved (ids ``<wrapper id>_<i>``, made stable when not usable); ``None``: not a wrapper,
     or a part does not resolve (the wrapper stays whole)."""
@@ -431,7 +431,7 @@ def _expand_parallel_block(block: dict[str, Any], resolve: Resolver, ids: CallId
     wrapper = ToolCall(
         name=block["name"], arguments=block["input"], id=block.get("id") if isinstance(block.get("id"), str) else None
     )
-    expanded = textcalls.expand_parallel(wrapper, resolve)
+    expanded = textcalls.expand_parallel(wrapper, flow)
     if expanded is None:
         return None
     out = []
@@ -743,7 +743,7 @@ class AnthropicStream(EventStreamRewriter):
             # empty input; null / "" / [] there is an empty form.
             call = object_arguments_call(block["name"], block, "input", call_id, absent={})
         if block["name"].strip() == PARALLEL_WRAPPER and isinstance(call.arguments, dict):
-            expanded = textcalls.expand_parallel(call, self._resolve)
+            expanded = textcalls.expand_parallel(call, self._flow)
             if expanded is not None:  # BR-08: one block per call; later blocks move up
                 parts: list[bytes] = []
                 start_index = index if isinstance(index, int) else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -48,6 +49,8 @@ class FlowContext:
     ids of calls that come without a usable one (:func:`toolvocab.engine.ids.stable_call_id`);
     ``call_ids``: replayed call id -> the alias the request sent upstream in its place
     (:meth:`Dialect.alias_call_ids`), so an answer naming the alias gives the client its own id.
+    ``withdraw(decisions)``: takes decisions ``resolve`` recorded back out of the flow's record,
+    for calls that did not reach the client after all (a lift or a parallel expansion given up).
     """
 
     resolve: Resolver
@@ -55,6 +58,7 @@ class FlowContext:
     tools: Toolset | None = None
     flow_key: str = ""
     call_ids: Mapping[str, str] = field(default_factory=dict)
+    withdraw: Callable[[Sequence[Decision]], None] = field(default=lambda decisions: None)  # a record of none
 
     def ids(self) -> CallIds:
         """A fresh :class:`CallIds` for one answer of this flow."""

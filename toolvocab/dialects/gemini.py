@@ -26,7 +26,6 @@ from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
-from toolvocab.dialects.base import Resolver
 from toolvocab.dialects.base import apply_decision_name
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
@@ -460,7 +459,7 @@ def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None
                     if new_id is not None and "id" in call:
                         call["id"] = new_id
                         changed = True
-                expanded = _expand_parallel_part(part, call, resolve)
+                expanded = _expand_parallel_part(part, call, flow)
                 if expanded is not None:  # BR-08: the wrapper becomes its calls
                     new_parts.extend(expanded)
                     changed = True
@@ -496,7 +495,7 @@ def _call_part(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"functionCall": {"name": name, "args": args}}
 
 
-def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], resolve: Resolver) -> list[dict[str, Any]] | None:
+def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], flow: FlowContext) -> list[dict[str, Any]] | None:
     """The ``functionCall`` parts a ``multi_tool_use.parallel`` call stands for (BR-08), or
     ``None`` (not a wrapper, or a part does not resolve: the wrapper stays whole)."""
     if call["name"].strip() != PARALLEL_WRAPPER or not isinstance(call.get("args"), dict):
@@ -505,7 +504,7 @@ def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], resolve: R
         ToolCall(
             name=call["name"], arguments=call["args"], id=call.get("id") if isinstance(call.get("id"), str) else None
         ),
-        resolve,
+        flow,
     )
     if expanded is None:
         return None

@@ -346,7 +346,7 @@ class OpenAIChat:
                     if not isinstance(call, dict):
                         kept.append(call)
                         continue
-                    expanded = _expand_parallel(call, resolve)
+                    expanded = _expand_parallel(call, flow)
                     if expanded is not None:
                         kept.extend(expanded)  # BR-08: the wrapper becomes its calls
                         seen.update(e["id"] for e in expanded)
@@ -458,7 +458,7 @@ def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
     return True
 
 
-def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, Any]] | None:
+def _expand_parallel(call: dict[str, Any], flow: FlowContext) -> list[dict[str, Any]] | None:
     """The tool_calls entries a ``multi_tool_use.parallel`` wrapper stands for (BR-08), each
     resolved to a declared tool; ``None`` when ``call`` is no wrapper or any part of it does not
     resolve (then the wrapper is left whole)."""
@@ -467,7 +467,7 @@ def _expand_parallel(call: dict[str, Any], resolve: Resolver) -> list[dict[str, 
         return None
     text, _ = _args_text(fn.get("arguments"))
     wrapper = ToolCall.read(fn["name"], text, call_id=call.get("id"))
-    expanded = textcalls.expand_parallel(wrapper, resolve)
+    expanded = textcalls.expand_parallel(wrapper, flow)
     if expanded is None:
         return None
     entries = []
@@ -1088,7 +1088,7 @@ class ChatStream(EventStreamRewriter):
         text = "".join(slot.fragments)
         if slot.type != "custom":
             expanded = _expand_parallel(
-                {"id": final_id, "type": "function", "function": {"name": slot.name, "arguments": text}}, self._resolve
+                {"id": final_id, "type": "function", "function": {"name": slot.name, "arguments": text}}, self._flow
             )
             if expanded is not None:  # BR-08: the wrapper goes out as its calls
                 self._seen_ids.update(e["id"] for e in expanded)

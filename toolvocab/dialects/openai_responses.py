@@ -510,7 +510,7 @@ class ResponsesCore:
                 and item["name"].strip() == PARALLEL_WRAPPER
             ):
                 wrapper = ToolCall.read(item["name"], item.get("arguments"), call_id=item.get("call_id"))
-                expanded = textcalls.expand_parallel(wrapper, self.resolve)
+                expanded = textcalls.expand_parallel(wrapper, self.flow)
                 if expanded is not None:
                     items = []
                     for sub, decision in expanded:
@@ -837,7 +837,7 @@ class ResponsesStream(EventStreamRewriter):
         arguments = item.get("arguments")
         text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
         expanded = textcalls.expand_parallel(
-            ToolCall.read(item["name"], text, call_id=item.get("call_id")), self.core.resolve
+            ToolCall.read(item["name"], text, call_id=item.get("call_id")), self.core.flow
         )
         if expanded is None:
             return None

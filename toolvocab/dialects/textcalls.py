@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolvocab.dialects.base import FlowContext
-from toolvocab.dialects.base import Resolver
 from toolvocab.engine.arguments import undeclared_keys
 from toolvocab.engine.arguments import validation_error
 from toolvocab.engine.models import Action
@@ -95,42 +94,57 @@ def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[st
             subs = [sub.model_copy(update={"id": None}) for sub in subs]  # ids from new_id
         calls.extend(subs if subs is not None else [call])
     out: list[LiftedCall] = []
+    made: list[Decision] = []
     for i, call in enumerate(calls):
         call_id = call.id or new_id(i)
         decision = resolve(call.model_copy(update={"id": call_id}))
-        if decision.action is Action.LEAVE or decision.target is None:
+        made.append(decision)
+        lifted = _liftable(call, decision, tools)
+        if lifted is None:
+            flow.withdraw(made)  # the text stays text: the record holds no call the client never got
             return None
-        tool = tools.find(decision.target, decision.target_namespace)
-        if tool is None or tool.kind is not ToolKind.FUNCTION or not isinstance(tool.input_schema, dict):
-            return None  # no schema to validate against: text stays text
-        args = decision.arguments_after if decision.arguments_after is not None else call.arguments
-        if not isinstance(args, dict) or validation_error(args, tool.input_schema) is not None:
-            return None
-        if undeclared_keys(args, tool.input_schema):
-            return None  # lifting is a change: never with a key the client would not read
         out.append(
             LiftedCall(
-                id=call_id, name=decision.target, namespace=decision.target_namespace, arguments=args, decision=decision
+                id=call_id, name=lifted[0], namespace=decision.target_namespace, arguments=lifted[1], decision=decision
             )
         )
     if not out:
         return None
+    for decision in made:
+        decision.lifted = True
     return remaining, out
 
 
-def expand_parallel(call: ToolCall, resolve: Resolver) -> list[tuple[ToolCall, Decision]] | None:
+def _liftable(call: ToolCall, decision: Decision, tools: Any) -> tuple[str, dict[str, Any]] | None:
+    """``(target, arguments)`` when ``decision`` lets ``call`` be lifted (see :func:`lift`)."""
+    if decision.action is Action.LEAVE or decision.target is None:
+        return None
+    tool = tools.find(decision.target, decision.target_namespace)
+    if tool is None or tool.kind is not ToolKind.FUNCTION or not isinstance(tool.input_schema, dict):
+        return None  # no schema to validate against: text stays text
+    args = decision.arguments_after if decision.arguments_after is not None else call.arguments
+    if not isinstance(args, dict) or validation_error(args, tool.input_schema) is not None:
+        return None
+    if undeclared_keys(args, tool.input_schema):
+        return None  # lifting is a change: never with a key the client would not read
+    return decision.target, args
+
+
+def expand_parallel(call: ToolCall, flow: FlowContext) -> list[tuple[ToolCall, Decision]] | None:
     """The calls a structured ``multi_tool_use.parallel`` call stands for (BR-08), each with
-    its decision; ``None`` when ``call`` is no wrapper or any part does not resolve to a
-    declared tool (then the wrapper is left whole). Sub-call ids: ``<wrapper id>_<i>``."""
+    its decision (by ``flow.resolve``); ``None`` when ``call`` is no wrapper or any part does not
+    resolve to a declared tool (then the wrapper is left whole, and the parts' decisions are
+    withdrawn from the record). Sub-call ids: ``<wrapper id>_<i>``."""
     subs = unwrap_parallel(call)
     if subs is None:
         return None
     out: list[tuple[ToolCall, Decision]] = []
     for sub in subs:
-        decision = resolve(sub)
-        if decision.action is Action.LEAVE or decision.target is None:
-            return None
+        decision = flow.resolve(sub)
         out.append((sub, decision))
+        if decision.action is Action.LEAVE or decision.target is None:
+            flow.withdraw([d for _, d in out])
+            return None
     return out
 
 

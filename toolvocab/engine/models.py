@@ -247,7 +247,8 @@ class Decision(BaseModel):
     ``name``/``namespace`` are as answered; ``target``/``target_namespace`` are the declared
     tool the call now names (``None`` when left). ``candidates`` lists the declared names the
     deciding step considered (two or more means it declined to guess). ``arguments_after`` is
-    ``None`` when the arguments are unchanged. ``reason`` is one human sentence.
+    ``None`` when the arguments are unchanged. ``reason`` is one human sentence. ``lifted``: the
+    call was tool-call markup in the answer's text, lifted into a call (set by the dialect).
     """
 
     name: str
@@ -262,6 +263,7 @@ class Decision(BaseModel):
     arg_changes: list[ArgChange] = Field(default_factory=list)
     arguments_before: dict[str, Any] | None = None
     arguments_after: dict[str, Any] | None = None
+    lifted: bool = False
 
     @property
     def changed(self) -> bool:

@@ -119,6 +119,8 @@ class FlowRecord(BaseModel):
             else:
                 lines.append(f"= {before}")
             lines.append(f"  {d.action.value} at {d.step.value}: {d.reason}")
+            if d.lifted:
+                lines.append("  lifted from the answer's text (the model wrote it as tool-call markup)")
         return lines
 
     def summary(self) -> str:

@@ -62,10 +62,14 @@ class Outcome:
 
 def records_match(expected: Any, got: Any) -> bool:
     """Records are equal, except that a field the recording does not have yet (the record
-    grew) may hold its empty default (``None``, ``[]``, ``{}``, ``0``, ``False``)."""
+    grew), at any depth (a decision's), may hold its empty default (``None``, ``[]``, ``{}``,
+    ``0``, ``False``)."""
     if isinstance(expected, dict) and isinstance(got, dict):
         got = {k: v for k, v in got.items() if k in expected or v not in (None, [], {}, 0, False, "")}
-    return expected == got
+        return expected.keys() == got.keys() and all(records_match(expected[k], got[k]) for k in expected)
+    if isinstance(expected, list) and isinstance(got, list):
+        return len(expected) == len(got) and all(records_match(e, g) for e, g in zip(expected, got, strict=True))
+    return type(expected) is type(got) and expected == got
 
 
 def mismatches(expected: Outcome, got: Outcome, strict: bool = True) -> list[str]:

@@ -28,7 +28,7 @@ HINT = "If this change is intended, record the flow again (mitmdump -w, or --set
 def _decision_lines(record: dict | None) -> list[str]:
     lines = []
     for d in (record or {}).get("decisions") or ():
-        name = f"{d.get('namespace') or ''}{d.get('name')}"
+        name = f"{d.get('namespace') or ''}{d.get('name')}" + (" (lifted from text)" if d.get("lifted") else "")
         if d.get("action") in ("rename", "fit"):
             target = f"{d.get('target_namespace') or ''}{d.get('target') or d.get('name')}"
             lines.append(f"{name} → {target}  ({d.get('action')} at {d.get('step')}: {d.get('reason')})")
