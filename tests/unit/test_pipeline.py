@@ -224,6 +224,7 @@ def responses() -> st.SearchStrategy:
             "model": TEXT,
             "stream": st.booleans(),
             "instructions": TEXT | parts(),
+            "store": st.booleans() | st.sampled_from([None, "false", 0]),
             "input": TEXT | st.lists(item, max_size=6),
             "tools": st.lists(tool, min_size=1, max_size=3),
         },
@@ -290,6 +291,7 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
         assert peek.system_texts == dialect.system_texts(whole)
         assert peek.platform_texts == dialect.platform_texts(whole)
         assert peek.transcript_names == dialect.transcript_names(whole)
+        assert peek.stored == dialect.keeps_answer(whole)
         assert dialect.declarations(peek.declarations_body()) == dialect.declarations(whole)
         # a plan that renames nothing leaves a body the peek reads as sent (no replayed id to alias)
         assert not dialect.apply_request(copy.deepcopy(whole), Plan())

@@ -1279,3 +1279,28 @@ def test_a_stop_reason_of_any_json_type_is_no_natural_end_and_never_raises(diale
     )
     data = data.replace(f'"{field}":"X"'.encode(), f'"{field}":'.encode() + orjson.dumps(value))
     assert run_stream(module, split_bytes(data, random.Random(6))) == data
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("text", "calls", "remaining"), POSITIVE)
+def test_responses_stream_of_a_kept_answer_is_byte_identical_and_never_held(
+    text: str, calls: list, remaining: str, seed: int
+) -> None:
+    """A response the upstream keeps (``store`` not false, a WebSocket turn): a later request
+    may continue from it, so no call it never sent appears, and its text goes out as it comes
+    (the markup's first delta is sent as soon as its event is whole); not kept, it is lifted."""
+    import dataclasses
+
+    rnd = random.Random(seed)
+    upstream = responses_sse(split_text(text, rnd))
+    first_delta = upstream.index(b"\n\n", upstream.index(b"response.output_text.delta")) + 2
+    for stored in (True, False):
+        rw = RESPONSES.stream_rewriter(dataclasses.replace(context(Resolver(), PLAN, flow_key=FLOW_KEY), stored=stored))
+        head = b"".join(rw.feed(upstream[:first_delta]))
+        assert head == upstream[:first_delta] or not stored, head[-200:]
+        out = (
+            head
+            + b"".join(b"".join(rw.feed(c)) for c in split_bytes(upstream[first_delta:], rnd))
+            + b"".join(rw.finish())
+        )
+        assert (out == upstream) is stored

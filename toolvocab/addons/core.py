@@ -349,6 +349,7 @@ class ToolVocab(Configurable):
             call_ids=result.call_ids,
             shared=result.shared,
             record_json=result.record_json,
+            stored=result.stored,
         )
         if not result.verified:
             state.unverified = content

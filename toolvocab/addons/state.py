@@ -51,8 +51,10 @@ class FlowState:
         call_ids: dict[str, str] | None = None,
         shared: bool = False,
         record_json: bytes | None = None,
+        stored: bool = False,
     ) -> None:
         self.dialect = dialect
+        self.stored = stored  # the upstream keeps the answer (FlowContext.stored)
         self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
         self.tools = tools
         self.plan = plan
@@ -76,7 +78,9 @@ class FlowState:
         """What the dialects get of this flow (its resolver, plan, tools, key and replayed ids):
         made at each use, not kept, so that a state no stream holds is in no reference cycle and
         goes (with the request body it may hold, :attr:`unverified`) as soon as its flow ends."""
-        return FlowContext(self.resolve, self.plan, self.tools, self.flow_key, self.call_ids, self.withdraw)
+        return FlowContext(
+            self.resolve, self.plan, self.tools, self.flow_key, self.call_ids, self.withdraw, stored=self.stored
+        )
 
     @property
     def record(self) -> FlowRecord:

@@ -117,6 +117,10 @@ class ToolVocabWebSocket:
                 windows=result.windows,
                 flow_key=f"{flow.id}:{len(flow.websocket.messages)}",
                 call_ids=result.call_ids,
+                # A response.create continues from the connection's last response by
+                # previous_response_id, store false included (developers.openai.com/docs/guides/
+                # websocket-mode): nothing the server never sent may appear in this turn.
+                stored=True,
             )
             rewriter = dialect.stream_rewriter(state.context)
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"

@@ -359,6 +359,10 @@ class AnthropicMessages:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
+    def keeps_answer(self, body: JSON) -> bool:
+        """False: no request of this API continues from a kept answer by its id."""
+        return False
+
     def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
         return AnthropicStream(flow)

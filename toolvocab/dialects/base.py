@@ -51,6 +51,11 @@ class FlowContext:
     (:meth:`Dialect.alias_call_ids`), so an answer naming the alias gives the client its own id.
     ``withdraw(decisions)``: takes decisions ``resolve`` recorded back out of the flow's record,
     for calls that did not reach the client after all (a lift or a parallel expansion given up).
+    ``stored``: the upstream keeps this answer, and a later request may continue from it by its
+    id (Responses' ``previous_response_id``: the request's ``store``, or the WebSocket
+    connection's own cache) with outputs for the calls the client got. A call id or a call the
+    upstream never sent would then name nothing it knows (``No tool call found for function call
+    output``): no id is invented (:meth:`ids`), no text lifted, no parallel wrapper expanded.
     """
 
     resolve: Resolver
@@ -59,10 +64,13 @@ class FlowContext:
     flow_key: str = ""
     call_ids: Mapping[str, str] = field(default_factory=dict)
     withdraw: Callable[[Sequence[Decision]], None] = field(default=lambda decisions: None)  # a record of none
+    stored: bool = False
 
     def ids(self) -> CallIds:
         """A fresh :class:`CallIds` for one answer of this flow."""
-        return CallIds(self.flow_key, {alias: original for original, alias in self.call_ids.items()})
+        return CallIds(
+            self.flow_key, {alias: original for original, alias in self.call_ids.items()}, invent=not self.stored
+        )
 
 
 #: JSON values as parsed by orjson.
@@ -191,6 +199,12 @@ class Dialect(Protocol):
         """True when the request asks for a streamed answer."""
         ...
 
+    def keeps_answer(self, body: JSON) -> bool:
+        """True when the upstream keeps the answer for a later request to continue from (OpenAI
+        Responses' ``store``, true unless the body says ``false``): then no call id and no call
+        the upstream did not send may appear in it (:attr:`FlowContext.stored`)."""
+        ...
+
     def stream_rewriter(self, flow: FlowContext) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
@@ -202,13 +216,15 @@ class CallIds:
     call's position). ``fix(call_id)`` counts every call and returns the id to use instead, or
     ``None`` when ``call_id`` is fine as it is. ``restore`` maps an alias the request side sent
     for a rejected id back to that id (:attr:`FlowContext.call_ids` inverted): the client never
-    sees an alias."""
+    sees an alias. With ``invent`` false no id is made up: only aliases are restored.
+    """
 
-    def __init__(self, flow_key: str, restore: dict[str, str] | None = None) -> None:
+    def __init__(self, flow_key: str, restore: dict[str, str] | None = None, *, invent: bool = True) -> None:
         self._flow_key = flow_key
         self._seen: set[str] = set()
         self._position = 0
         self._restore = restore or {}
+        self._invent = invent
 
     def fix(self, call_id: Any) -> str | None:
         """The replacement for ``call_id`` (``None``: keep it)."""
@@ -220,6 +236,8 @@ class CallIds:
             return original
         if isinstance(call_id, str) and call_id and call_id not in self._seen:
             self._seen.add(call_id)
+            return None
+        if not self._invent:
             return None
         new = stable_call_id(self._flow_key, position)
         self._seen.add(new)
@@ -305,7 +323,7 @@ class Peek:
     ``model``: ``Dialect.model_of``; ``stream``: ``Dialect.wants_stream``; ``system_texts``,
     ``platform_texts``, ``transcript_names``: the readers of those names; ``sections``: the
     top-level declarations keys and their values' bytes as sent, in the order of
-    ``Dialect.declarations``.
+    ``Dialect.declarations``; ``stored``: ``Dialect.keeps_answer``.
 
     A peek says nothing about the parts it skipped: a repeated key, an integer beyond 64 bits or
     an invalid byte there is found only by reading the whole body
@@ -319,6 +337,7 @@ class Peek:
     platform_texts: list[str]
     transcript_names: list[str]
     sections: tuple[tuple[str, bytes], ...]
+    stored: bool = False
 
     def declarations_body(self) -> dict[str, Any]:
         """The declarations sections parsed (``jsonio.loads``; ``ValueError`` for what a strict

@@ -399,6 +399,10 @@ class Gemini:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
         return ":streamGenerateContent" in path_only(path)
 
+    def keeps_answer(self, body: JSON) -> bool:
+        """False: no request of this API continues from a kept answer by its id."""
+        return False
+
     def stream_rewriter(self, flow: FlowContext) -> GeminiStream:
         """A rewriter that accepts both stream framings (SSE or a JSON array)."""
         return GeminiStream(flow)

@@ -85,6 +85,7 @@ class _Request(msgspec.Struct, gc=False):
     model: Any = msgspec.UNSET
     stream: Any = msgspec.UNSET
     instructions: Any = msgspec.UNSET
+    store: Any = msgspec.UNSET
     input: str | list[_Item] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
@@ -113,7 +114,7 @@ class OpenAIResponses:
         request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
         if request is None or (request.input is msgspec.UNSET and request.tools is msgspec.UNSET):
             return None
-        small = present(request, "model", "stream", "instructions")
+        small = present(request, "model", "stream", "instructions", "store")
         texts = content_texts(small.get("instructions"))
         platform: list[str] = []
         names: list[str] = []
@@ -147,6 +148,7 @@ class OpenAIResponses:
             texts + platform,
             names,
             sections_of(request, "tools"),
+            self.keeps_answer(small),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -320,6 +322,12 @@ class OpenAIResponses:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
+    def keeps_answer(self, body: JSON) -> bool:
+        """``store`` is not ``false``: the API keeps the response (its default is true, OpenAI API
+        reference, "Create a model response": ``store``), and a request may continue from it with
+        ``previous_response_id``."""
+        return not (isinstance(body, dict) and body.get("store") is False)
+
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""
         return ResponsesStream(flow)
@@ -460,7 +468,10 @@ class ResponsesCore:
     def lift_text(self, text: str) -> tuple[str, list[dict[str, Any]]] | None:
         """``(text that remains, function_call items)`` for an answer text that is nothing but
         tool-call markup that resolves and validates (:func:`toolvocab.dialects.textcalls.lift`), else
-        ``None``. A model's own call id (Kimi's) is kept; others get stable ids."""
+        ``None``. A model's own call id (Kimi's) is kept; others get stable ids. Never for an
+        answer the upstream keeps (:attr:`FlowContext.stored`): the calls would be none it knows."""
+        if self.flow.stored:
+            return None
         found = textcalls.lift(text, self.flow, lambda i: self.ids.fix(None) or "")
         if found is None:
             return None
@@ -498,7 +509,10 @@ class ResponsesCore:
 
     def expand_parallel_items(self, output: list[Any]) -> bool:
         """``multi_tool_use.parallel`` call items of a JSON answer replaced by their calls
-        (BR-08); a wrapper whose parts do not all resolve stays whole. True when changed."""
+        (BR-08); a wrapper whose parts do not all resolve stays whole, and so does every wrapper
+        of an answer the upstream keeps (:attr:`FlowContext.stored`). True when changed."""
+        if self.flow.stored:
+            return False
         changed = False
         k = 0
         while k < len(output):
@@ -803,6 +817,7 @@ class ResponsesStream(EventStreamRewriter):
                 isinstance(item, dict)
                 and item.get("type") == "message"
                 and not self._no_lift
+                and not self.core.flow.stored  # nothing is lifted: the text is never held
                 and not item.get("content")
             ):
                 # Goes out at once (no text in it); its text is watched.
@@ -834,6 +849,8 @@ class ResponsesStream(EventStreamRewriter):
         """A held ``multi_tool_use.parallel`` item as one item per call (BR-08), or ``None``
         (a part does not resolve: the wrapper stays whole). Later ``output_index`` and
         ``sequence_number`` values move up by what was added; the echo shows the same items."""
+        if self.core.flow.stored:
+            return None
         arguments = item.get("arguments")
         text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
         expanded = textcalls.expand_parallel(

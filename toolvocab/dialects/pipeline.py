@@ -226,6 +226,8 @@ class Handled:
     #: ``record`` is a cached plan's, shared with other flows (:meth:`Caches.record`): never
     #: change it; :func:`fresh_record` gives a copy to change.
     shared: bool = False
+    #: the upstream keeps the answer for a later request to continue from (``Dialect.keeps_answer``)
+    stored: bool = False
 
 
 def verify(content: bytes) -> str | None:
@@ -301,6 +303,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             verified=False,
             record_json=record_json,
             shared=shared,
+            stored=peek.stored,
         )
     return None
 
@@ -356,6 +359,7 @@ def _whole(
         record,
         dialect.wants_stream(request.path, body),
         caches.windows(dialect.platform_texts(body), request.header("user-agent")),
+        stored=dialect.keeps_answer(body),
     )
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
