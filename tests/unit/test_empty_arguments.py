@@ -556,7 +556,7 @@ def test_anthropic_json_object_and_odd_inputs_are_left(block: dict[str, Any]) ->
     assert orjson.dumps(body) == before
 
 
-def anthropic_stream(start_input: Any, deltas: list[str]) -> bytes:
+def anthropic_stream(start_input: Any, deltas: list[str], stop: Any = "tool_use", after: bool = False) -> bytes:
     events: list[tuple[str, dict[str, Any]]] = [
         (
             "message_start",
@@ -582,9 +582,22 @@ def anthropic_stream(start_input: Any, deltas: list[str]) -> bytes:
                 },
             )
         )
+    events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    if after:  # a second block (a declared call) before the message_delta
+        events += [
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {}},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        ]
     events += [
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        ("ping", {"type": "ping"}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}}),
         ("message_stop", {"type": "message_stop"}),
     ]
     return sse(events)
@@ -941,6 +954,36 @@ def test_gemini_stream_empty_args_after_any_other_stop_stay(finish: Any, framing
     assert run(GEMINI, upstream, seed) == upstream
 
 
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("stop", ANTHROPIC_CUTS)
+@pytest.mark.parametrize(
+    ("start", "deltas"),
+    [
+        pytest.param(None, [], id="start-null"),
+        pytest.param("", [], id="start-empty-string"),
+        pytest.param([], [], id="start-list"),
+        pytest.param({}, ["null"], id="delta-null"),
+        pytest.param({}, ["[", "]"], id="delta-list"),
+    ],
+)
+def test_anthropic_stream_empty_input_after_any_other_stop_stays(
+    start: Any, deltas: list[str], stop: Any, seed: int | None
+) -> None:
+    """The block's stop comes before the message_delta that says how the answer ended: the
+    block waits for it, and after any stop but the model's own end its input stays as sent
+    (the stream byte for byte: list_files is declared, nothing else changes)."""
+    upstream = anthropic_stream(start, deltas, stop=stop)
+    assert run(ANTHROPIC, upstream, seed) == upstream
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_anthropic_stream_empty_input_followed_by_another_block_stays(seed: int | None) -> None:
+    """Another block before the message_delta: how the answer ends is not known when the first
+    block must go out (its order kept), so its input stays as sent."""
+    upstream = anthropic_stream(None, [], stop="tool_use", after=True)
+    assert run(ANTHROPIC, upstream, seed) == upstream
+
+
 @settings(max_examples=200, deadline=None)
 @given(reason=REASONS, arguments=st.sampled_from(["", "null", "[]", None]))
 def test_property_empty_arguments_become_an_object_only_after_the_models_own_end(reason: Any, arguments: Any) -> None:
@@ -950,3 +993,5 @@ def test_property_empty_arguments_become_an_object_only_after_the_models_own_end
     value = None if arguments in ("null", None) else ([] if arguments == "[]" else "")
     assert _anthropic_json_keeps(value, reason) is (reason not in ANTHROPIC_ENDS)
     assert _gemini_json_keeps(value, reason) is (reason != "STOP")
+    stream = anthropic_stream(value, [], stop=reason)
+    assert (run(ANTHROPIC, stream, 1) == stream) is (reason not in ANTHROPIC_ENDS)

@@ -404,6 +404,30 @@ def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:
     return False
 
 
+def _empty_form_input(held: list[SSEEvent]) -> bool:
+    """True when the held ``tool_use`` block's input is an empty form: ``null``, ``""`` or
+    ``[]`` in its start and no fragment, or fragments spelling one of those (``{}`` is the normal
+    wire form of an empty input; anything else is not empty)."""
+    start = held[0].json()
+    index = start.get("index")
+    fragments = []
+    for event in held[1:-1]:
+        data = event.json()
+        if (
+            isinstance(data, dict)
+            and data.get("type") == "content_block_delta"
+            and data.get("index") == index
+            and isinstance(data.get("delta"), dict)
+            and data["delta"].get("type") == "input_json_delta"
+        ):
+            fragments.append(str(data["delta"].get("partial_json", "")))
+    text = "".join(fragments).strip()
+    if text:
+        return text in ("null", '""', "[]") or text.replace(" ", "") == "[]"
+    block = start.get("content_block")
+    return isinstance(block, dict) and "input" in block and block["input"] in (None, "", [])
+
+
 def _apply_block(block: dict[str, Any], resolve: Resolver, *, truncated: bool = False) -> bool:
     # input "" / null / [] reaches the engine as empty arguments ({} for a tool that requires nothing).
     call = object_arguments_call(
@@ -539,6 +563,10 @@ class AnthropicStream(EventStreamRewriter):
         self._ids = flow.ids()
         self._held: list[SSEEvent] | None = None
         self._held_index: Any = None
+        #: A whole tool_use block whose input is an empty form (null, "", []), held to the
+        #: message_delta: only an answer the model ended itself lets it become {} (a stream says
+        #: how it ended after the block's stop).
+        self._awaiting_end: list[SSEEvent] | None = None
         self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up
         # Text lift: never once a tool_use came, a second non-blank text block came, or no tools.
         self._no_lift = flow.tools is None
@@ -548,18 +576,19 @@ class AnthropicStream(EventStreamRewriter):
     def holding(self) -> bool:
         """A tool_use block is held, a text block is watched or held, or indexes shift: every
         event goes to :meth:`on_event`."""
-        return self._held is not None or self._text is not None or self._shift != 0
+        return self._held is not None or self._awaiting_end is not None or self._text is not None or self._shift != 0
 
     def has_held(self) -> bool:
         """A tool_use block or a text block that may be markup is held."""
-        return bool(self._held) or (self._text is not None and bool(self._text.held))
+        return bool(self._held) or bool(self._awaiting_end) or (self._text is not None and bool(self._text.held))
 
     def held(self) -> list[bytes]:
         """Raw bytes of the events being held (clears them)."""
         held, self._held = self._held or [], None
+        awaiting, self._awaiting_end = self._awaiting_end or [], None
         text = self._text.release() if self._text is not None else []
         self._text = None
-        return [e.raw for e in text + held]
+        return [e.raw for e in awaiting + text + held]
 
     def at_end(self) -> list[bytes]:
         """End of stream: whatever is held goes out as it came."""
@@ -581,6 +610,18 @@ class AnthropicStream(EventStreamRewriter):
         if self._shift and isinstance(data, dict) and kind in _BLOCK_EVENTS and isinstance(data.get("index"), int):
             data = {**data, "index": data["index"] + self._shift}
             event = event.with_json(data)
+        if self._awaiting_end is not None:
+            if kind == "message_delta" or not (event.data is None or kind == "ping"):
+                # The message_delta says how the answer ended; anything else (another block,
+                # message_stop, an error) leaves it unknown: the input then stays as sent.
+                delta = data.get("delta") if kind == "message_delta" else None
+                ended = isinstance(delta, dict) and _natural_end(delta.get("stop_reason"))
+                awaiting = self._awaiting_end
+                out = self._release(awaiting, truncated=not ended)
+                self._awaiting_end = None  # only now: if _release raised, held() still has every byte
+                return out + self.on_event(event)
+            self._awaiting_end.append(event)
+            return []
         if self._text is not None:
             return self._on_text(event, data, kind)
         if self._held is not None:
@@ -594,6 +635,9 @@ class AnthropicStream(EventStreamRewriter):
                 return [e.raw for e in held] + self.on_event(event)
             self._held.append(event)
             if kind == "content_block_stop" and data.get("index") == self._held_index:
+                if _empty_form_input(self._held):
+                    self._awaiting_end, self._held = self._held, None
+                    return []
                 out = self._release(self._held)
                 self._held = None  # only now: if _release raised, held() still has every byte
                 return out
@@ -706,7 +750,7 @@ class AnthropicStream(EventStreamRewriter):
             out.append(held[-1].raw)
         return out
 
-    def _release(self, held: list[SSEEvent]) -> list[bytes]:
+    def _release(self, held: list[SSEEvent], *, truncated: bool = False) -> list[bytes]:
         start = held[0]
         start_data = start.json()
         block = dict(start_data["content_block"])
@@ -746,6 +790,8 @@ class AnthropicStream(EventStreamRewriter):
             # No fragment: the input is the start's. {} there is the normal wire form of an
             # empty input; null / "" / [] there is an empty form.
             call = object_arguments_call(block["name"], block, "input", call_id, absent={})
+        if truncated:
+            call = call.model_copy(update={"truncated": True})
         if block["name"].strip() == PARALLEL_WRAPPER and isinstance(call.arguments, dict):
             expanded = textcalls.expand_parallel(call, self._flow)
             if expanded is not None:  # BR-08: one block per call; later blocks move up
