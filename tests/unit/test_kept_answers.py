@@ -71,7 +71,8 @@ def call(name: str, arguments: str, call_id: str) -> dict[str, Any]:
 
 
 def run(addon, store: dict[str, Any], output: list[dict[str, Any]]) -> tuple[bytes, bytes]:
-    """(what the upstream answered, what the client got) for one JSON Responses flow."""
+    """(what the upstream answered, what the client got) for one JSON Responses flow; its
+    record's notes in ``NOTES``."""
     body = {"model": "m", "input": [{"role": "user", "content": "hi"}], "tools": [READ], **store}
     answer = orjson.dumps({"id": "resp_1", "object": "response", "status": "completed", "output": output})
     f = harness.make_flow(
@@ -87,7 +88,11 @@ def run(addon, store: dict[str, Any], output: list[dict[str, Any]]) -> tuple[byt
     f.response = resp
     addon.responseheaders(f)
     addon.response(f)
+    NOTES[:] = f.metadata[harness.KEY]["notes"]
     return answer, f.response.content
+
+
+NOTES: list[str] = []
 
 
 def output_of(content: bytes) -> list[dict[str, Any]]:
@@ -98,18 +103,21 @@ def output_of(content: bytes) -> list[dict[str, Any]]:
 def test_markup_in_a_kept_answer_stays_text(addon, store) -> None:
     upstream, got = run(addon, store, [message(MARKUP)])
     assert got == upstream
+    assert [n for n in NOTES if n.startswith("the upstream keeps this response")], NOTES
 
 
 def test_markup_in_an_answer_not_kept_is_lifted(addon) -> None:
     _, got = run(addon, NOT_KEPT, [message(MARKUP)])
     [item] = output_of(got)
     assert item["type"] == "function_call" and item["name"] == "read_file"
+    assert not [n for n in NOTES if n.startswith("the upstream keeps this response")], NOTES
 
 
 @pytest.mark.parametrize("store", KEPT)
 def test_a_parallel_wrapper_in_a_kept_answer_stays_whole(addon, store) -> None:
     upstream, got = run(addon, store, [call("multi_tool_use.parallel", WRAPPER, "call_W")])
     assert got == upstream
+    assert [n for n in NOTES if n.startswith("the upstream keeps this response")], NOTES
 
 
 def test_a_parallel_wrapper_in_an_answer_not_kept_becomes_its_calls(addon) -> None:
@@ -173,3 +181,5 @@ def test_a_parallel_wrapper_on_a_websocket_stays_whole(env) -> None:
     assert items and all(i["name"] == "multi_tool_use.parallel" and i["call_id"] == "call_fxws" for i in items)
     final = [f for f in delivered if f["type"] == "response.completed"][0]
     assert [i["call_id"] for i in final["response"]["output"]] == ["call_fxws"]
+    s.end()
+    assert any(n.startswith("the upstream keeps this response") for n in s.record["notes"]), s.record["notes"]

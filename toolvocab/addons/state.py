@@ -79,7 +79,14 @@ class FlowState:
         made at each use, not kept, so that a state no stream holds is in no reference cycle and
         goes (with the request body it may hold, :attr:`unverified`) as soon as its flow ends."""
         return FlowContext(
-            self.resolve, self.plan, self.tools, self.flow_key, self.call_ids, self.withdraw, stored=self.stored
+            self.resolve,
+            self.plan,
+            self.tools,
+            self.flow_key,
+            self.call_ids,
+            self.withdraw,
+            stored=self.stored,
+            note=self.note,
         )
 
     @property
@@ -129,6 +136,11 @@ class FlowState:
         decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client, windows=self.windows)
         self.record.decisions.append(decision)
         return decision
+
+    def note(self, text: str) -> None:
+        """Add ``text`` to the record's notes, once."""
+        if text not in self.record.notes:
+            self.record.notes.append(text)
 
     def withdraw(self, decisions: Sequence[Decision]) -> None:
         """Take ``decisions`` (as :meth:`resolve` gave them) back out of the record: their calls

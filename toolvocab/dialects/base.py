@@ -65,6 +65,8 @@ class FlowContext:
     call_ids: Mapping[str, str] = field(default_factory=dict)
     withdraw: Callable[[Sequence[Decision]], None] = field(default=lambda decisions: None)  # a record of none
     stored: bool = False
+    #: ``note(text)``: a sentence for the flow's record (``notes``), once per distinct text.
+    note: Callable[[str], None] = field(default=lambda text: None)
 
     def ids(self) -> CallIds:
         """A fresh :class:`CallIds` for one answer of this flow."""

@@ -92,6 +92,23 @@ class _Request(msgspec.Struct, gc=False):
 
 _PEEK = msgspec.json.Decoder(_Request)
 
+#: The record's note when an answer the upstream keeps holds what would otherwise be lifted or
+#: expanded (:attr:`toolvocab.dialects.base.FlowContext.stored`).
+KEPT_NOTE = (
+    "the upstream keeps this response (store is not false, or a WebSocket turn) and a later request may "
+    "continue from it: no call it did not send is made (tool-call markup stays text, a "
+    "multi_tool_use.parallel call stays whole, an empty call id stays empty)"
+)
+
+
+def _is_parallel_wrapper(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and isinstance(item.get("name"), str)
+        and item["name"].strip() == PARALLEL_WRAPPER
+    )
+
 
 class OpenAIResponses:
     """The Responses dialect (HTTP and the WebSocket frames Codex sends)."""
@@ -471,6 +488,8 @@ class ResponsesCore:
         ``None``. A model's own call id (Kimi's) is kept; others get stable ids. Never for an
         answer the upstream keeps (:attr:`FlowContext.stored`): the calls would be none it knows."""
         if self.flow.stored:
+            if textcalls.may_hold_markup(text):
+                self.flow.note(KEPT_NOTE)
             return None
         found = textcalls.lift(text, self.flow, lambda i: self.ids.fix(None) or "")
         if found is None:
@@ -512,6 +531,8 @@ class ResponsesCore:
         (BR-08); a wrapper whose parts do not all resolve stays whole, and so does every wrapper
         of an answer the upstream keeps (:attr:`FlowContext.stored`). True when changed."""
         if self.flow.stored:
+            if any(_is_parallel_wrapper(item) for item in output):
+                self.flow.note(KEPT_NOTE)
             return False
         changed = False
         k = 0
@@ -850,6 +871,7 @@ class ResponsesStream(EventStreamRewriter):
         (a part does not resolve: the wrapper stays whole). Later ``output_index`` and
         ``sequence_number`` values move up by what was added; the echo shows the same items."""
         if self.core.flow.stored:
+            self.core.flow.note(KEPT_NOTE)
             return None
         arguments = item.get("arguments")
         text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
