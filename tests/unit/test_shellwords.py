@@ -230,6 +230,9 @@ def test_join_rejects_what_no_shell_word_can_hold() -> None:
 #: Command words that change (or may change) the shell's directory or state, spelled as a model
 #: might, with a few that change nothing; arguments that name directories of the sandbox.
 _STATEFUL_HEADS = ["cd", "c'd'", '"cd"', "\\cd", "c''d", "c\\\nd", "{cd,sub}", "{.,cdsub.sh}", "{source,cdsub.sh}",
+                   "c``d", "c`true`d", ">/dev/null c$()d", "</dev/null source", ">/dev/null .", "command -- .",
+                   "command -p source", "builtin -- source", "time -p cd", "{c,}d", "alias go=cd\ngo",
+                   ">/dev/null set -e", "2>/dev/null umask", "echo ${a[x++]}", "echo $[x++]", "[[ x++ -eq 0 ]] ||",
                    "pushd", "popd", "chdir", "builtin cd", "command cd",
                    ".", "source", "eval cd", "eval", "exec", "A=1 cd", "export", "unset", "set", "alias",
                    "read", "shopt -s", "umask", "trap", "f()", "oka", "echo", "true", "pwd", "A=1", "B=2 oka"]  # fmt: skip
@@ -252,6 +255,7 @@ def stateful_lines(draw: st.DrawFn) -> str:
 @pytest.fixture(scope="module")
 def stateful_sandbox(sandbox: Path) -> Path:
     (sandbox / "work" / "cdsub.sh").write_text("cd sub\n")
+    (sandbox / "work" / "d").mkdir(exist_ok=True)  # {c,}d is cd d in bash and zsh
     return sandbox
 
 
@@ -296,6 +300,11 @@ def _bash_state_changed(command: str, root: Path) -> bool | None:
 @given(command=st.one_of(stateful_lines(), stateful_lines(), stateful_lines(), plain_lines(), command_lines()))
 @example(command="c'd' sub")
 @example(command="{cd,sub}")
+@example(command="{c,}d")
+@example(command="c``d sub")
+@example(command=">/dev/null c$()d sub")
+@example(command="</dev/null source ./cdsub.sh")
+@example(command="command -- . ./cdsub.sh")
 @example(command="c\\\nd sub")
 @example(command=". ./cdsub.sh")
 @example(command="{ pushd sub; }")
@@ -316,6 +325,10 @@ def test_a_command_that_moves_the_shell_is_seen_to(stateful_sandbox: Path, comma
 @example(command="f() { :; }")
 @example(command="oka | read X")
 @example(command="set -e")
+@example(command=">/dev/null set -e")
+@example(command="echo ${a[x++]}")
+@example(command="echo $[x++]")
+@example(command="[[ x++ -eq 0 ]]")
 def test_a_command_that_changes_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:
     """Whenever the next line of the same bash sees another state (a variable, a function, an
     alias, an option, a trap, the umask, the directory), :func:`changes_state` names something."""

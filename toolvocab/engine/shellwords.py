@@ -212,83 +212,113 @@ _STATELESS_WORDS = frozenset(
     time times true type until wait whence where which while""".split()
 )
 _STATE_WORDS = (_SHELL_WORDS - _STATELESS_WORDS) | _RUNNER_WORDS
-#: Pieces of a command line: one separator character (an operator, a parenthesis, a brace, a
-#: backquote, a newline or ``!``, after which a command may start; a quote, a backslash or a
-#: comma, which only split words: ``{cd,src}`` is brace-expanded to ``cd src``), or a run of other
-#: characters (redirections are skipped).
-_PIECES = re.compile(r"""[;&|(){}\n`'"\\!,]|[^\s;&|(){}<>`'"\\!,]+""")
-#: Words after which the next word is still a command's head (reserved words, precommand modifiers).
+#: Tokens of a command line: a redirection operator (its target word is no command), a
+#: separator after which a command may start (an operator, a parenthesis, a newline, ``!``; a
+#: brace standing alone), or a word: a run of anything else, quotes, backquotes, ``$`` and
+#: braces included (``{c,}d`` is one word, brace-expanded). A quoted
+#: blank or operator splits a word here where the shell would not: a false alarm at worst.
+_TOKENS = re.compile(r"""[0-9]*(?:&>>?|<<<|<<-?|<>|>>|>&|<&|>\||<|>)|[;&|()\n!]|[^\s;&|()<>!]+""")
+_REDIRECT = re.compile(r"[0-9]*&?[<>]")
+#: Words after which the next word is still a command's head (reserved words, precommand
+#: modifiers), and those whose flags (``command -p``, ``time -p``) keep it there too.
 _STILL_HEAD = frozenset("then do else elif if while until time builtin command noglob nocorrect".split())
+_MODIFIERS = frozenset({"time", "builtin", "command"})
+#: Deleted before a word is read: quotes and backslashes (``c'd'``, ``"c"d`` and ``c\d`` run ``cd``).
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+#: Deleted for a second reading: what an expansion may leave nothing of (``c``d``, ``c$()d``,
+#: ``{c,}d`` all make ``cd``).
+_SQUEEZE = str.maketrans("", "", "'\"\\`$(){},")
+#: Splits a word into the words it may hold: ``alias go=cd``, ``{cd,src}``, ``x`cd x```.
+_PARTS = re.compile(r"[=,{}`$()\[\]]+")
 #: Marks that change shell state wherever they stand: ``=`` (an assignment, ``${A:=x}``,
-#: ``let a=1``), ``((`` (arithmetic that may assign), ``()`` (a function definition).
-_STATE_MARKS = re.compile(r"=|\(\(|\(\s*\)")
+#: ``let a=1``), ``((`` and ``$[`` (arithmetic that may assign), ``++`` / ``--`` after a name
+#: (``${a[x++]}``, ``[[ x++ ]]``), ``()`` (a function definition).
+_STATE_MARKS = re.compile(r"=|\(\(|\$\[|\+\+|\w--(?![\w-])|\(\s*\)")
+#: A character that makes a line more than one command's blank-separated plain words.
+_PLAIN = re.compile(r"""[;&|(){}\n`!'"\\$=<>\[*?,]""")
 
 
 def _lines_of(command: object) -> list[str]:
     """The command lines in a command value: a string is one, each element of an argv one (any
-    of them may be a shell's ``-c`` body); a value of another type none."""
+    of them may be a shell's ``-c`` body), and a string that is a JSON argv (BR-25) its
+    elements; a value of another type none."""
     if isinstance(command, str):
-        return [command]
+        argv = command_to_argv(command) if command.lstrip().startswith("[") else None
+        return argv if argv is not None else [command]
     if isinstance(command, list) and all(isinstance(w, str) for w in command):
         return command
     return []
 
 
-#: Quotes and backslashes, deleted for a second look: ``c'd'``, ``"c"d`` and ``c\d`` all run ``cd``.
-_UNQUOTE = str.maketrans("", "", "'\"\\")
-
-
-#: A character that makes a line more than one command's blank-separated words.
-_PLAIN = re.compile(r"""[;&|(){}\n`!'"\\$=<>]""")
-
-
 def _find(text: str, at_head: frozenset[str]) -> str | None:
-    """The first word of ``_DIRECTORY_WORDS`` anywhere, or of ``at_head`` (or one holding an
-    expansion, which may be anything) at the head of a command, in ``text`` as written or with its
-    quotes and backslashes deleted; a backslash-newline (a line continuation: ``c\\<newline>d``
-    is ``cd``) is deleted first."""
+    """What in ``text`` may do what ``at_head`` words do, or ``None``: a word of
+    ``_DIRECTORY_WORDS`` anywhere (quoted, inside another word's expansion or value: ``go=cd``,
+    ``{cd,x}``, ``c``d``); at the head of a command (after a separator, a reserved word, a
+    modifier and its flags, assignments and redirections), a word of ``at_head`` or one whose
+    name an expansion or a glob makes (``$CMD``, ``c`true`d``, ``[c]d``). A backslash-newline (a
+    line continuation: ``c\\<newline>d`` is ``cd``) is deleted first."""
     text = text.replace("\\\n", "")
     if _PLAIN.search(text) is None:
-        # Blank-separated words only (no operator, quote, expansion or assignment): one command.
-        head = True
+        # Blank-separated plain words only: one command, read without the tokenizer.
+        head, previous = True, ""
         for word in text.split():
             if word in _DIRECTORY_WORDS or (head and word in at_head):
                 return word
-            head = word in _STILL_HEAD
+            head = word in _STILL_HEAD or (head and word.startswith("-") and previous in _MODIFIERS)
+            previous = word
         return None
-    for candidate in (text, text.translate(_UNQUOTE)):
-        head = True
-        for m in _PIECES.finditer(candidate):
-            piece = m.group(0)
-            if len(piece) == 1 and piece in "'\"\\,":
-                continue  # a quote, backslash or comma splits words but starts no command
-            if len(piece) == 1 and piece in ";&|(){}\n`!":
-                head = True
-                continue
-            assignment = _ASSIGNMENT.match(piece) is not None
-            if piece in _DIRECTORY_WORDS or (head and (piece in at_head or ("$" in piece and not assignment))):
-                return piece
-            head = piece in _STILL_HEAD or assignment
+    head, target, previous = True, False, ""
+    for m in _TOKENS.finditer(text):
+        token = m.group(0)
+        if _REDIRECT.match(token):
+            target = True  # the next word is where the redirection goes, not a command
+            continue
+        if len(token) == 1 and token in ";&|(){}\n!":  # a brace alone opens or closes a group
+            head, target = True, False
+            continue
+        if target:
+            target = False
+            continue
+        word = token.translate(_UNQUOTE)
+        parts = [p for p in _PARTS.split(word) if p]
+        squeezed = token.translate(_SQUEEZE)
+        for candidate in (*parts, squeezed):
+            if candidate in _DIRECTORY_WORDS:
+                return candidate
+        assignment = _ASSIGNMENT.match(word) is not None
+        if head and not assignment:
+            if word in at_head or squeezed in at_head or any(p in at_head for p in parts):
+                return word  # parts: brace expansion ({.,env.sh}), a command substitution
+            if ("$" in token or "`" in token) or (word not in ("[", "[[") and any(c in word for c in "*?[")):
+                return word  # the command's name is made by an expansion or a glob
+        elif "`" in token and any(p in at_head for p in word.split("`")[1:]):
+            return word  # a command substitution begins a command of its own
+        keep = word in _STILL_HEAD or assignment or (head and word.startswith("-") and previous in _MODIFIERS)
+        head = keep
+        if not word.startswith("-"):
+            previous = word
     return None
 
 
 #: Every word :func:`changes_directory` may name holds one of these (a test before the scan).
-_MAY_MOVE = re.compile(r"cd|chdir|pushd|popd|\.|eval|source|exec|\$")
+_MAY_MOVE = re.compile(r"cd|chdir|pushd|popd|\.|eval|source|exec|\$|`|[*?\[]")
 
 
 def changes_directory(command: object) -> str | None:
     """What in ``command`` (a command string, or an argv list: each element read as a command
     line) may change the working directory of the shell that runs it; ``None`` when nothing does.
 
-    Conservative: a word of ``_DIRECTORY_WORDS`` anywhere, or one of ``_RUNNER_WORDS`` or an
-    expansion (``$CMD``, ``c${x}d``) at the head of a command, quoted or not. Not seen: a function
-    or alias of the user's profile that changes directory (zoxide's ``z``) and zsh's ``AUTO_CD`` (a
-    directory named as a command). A value of another type gives ``None`` (no shell runs it).
+    Conservative (:func:`_find`): a word of ``_DIRECTORY_WORDS`` anywhere, quoted or not, or one
+    of ``_RUNNER_WORDS``, an expansion or a glob at the head of a command. Not seen: a function
+    or alias of the user's profile that changes directory (zoxide's ``z``) and zsh's ``AUTO_CD``
+    (a directory named as a command). A value of another type gives ``None`` (no shell runs it).
     1–12 µs a command line on this machine; called only for a command that moves."""
     for line in _lines_of(command):
-        flat = line.replace("\\\n", "").translate(_UNQUOTE)
-        if _MAY_MOVE.search(flat) is not None and (found := _find(line, _RUNNER_WORDS)):
-            return found
+        flat = line.replace("\\\n", "").translate(_SQUEEZE)
+        if _MAY_MOVE.search(flat) is not None or _MAY_MOVE.search(line) is not None:
+            found = _find(line, _RUNNER_WORDS)
+            if found is not None:
+                return found
     return None
 
 
@@ -296,7 +326,8 @@ def changes_state(command: object) -> str | None:
     """What in ``command`` may change any state a later command of the same shell process sees
     (the working directory, a variable, an option, an alias, a function, a trap, a limit);
     ``None`` when nothing does. Conservative as :func:`changes_directory`: any builtin or reserved
-    word but the stateless ones at the head of a command, and every ``=``, ``((`` and ``()``."""
+    word but the stateless ones at the head of a command, and every mark of ``_STATE_MARKS``
+    (``=``, ``((``, ``$[``, ``x++``, ``()``)."""
     for line in _lines_of(command):
         found = _find(line, _STATE_WORDS)
         if found is None and (m := _STATE_MARKS.search(line)) is not None:
