@@ -183,3 +183,88 @@ def test_a_parallel_wrapper_on_a_websocket_stays_whole(env) -> None:
     assert [i["call_id"] for i in final["response"]["output"]] == ["call_fxws"]
     s.end()
     assert any(n.startswith("the upstream keeps this response") for n in s.record["notes"]), s.record["notes"]
+
+
+# -- a streamed answer: the stream, its response.completed echo and the record agree ---------------
+
+
+@pytest.fixture
+def streams(loaded):
+    with harness.configured(loaded) as e:
+        yield e
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events)
+
+
+def _stream_of(item: dict[str, Any], *, raw_delta: bytes | None = None) -> bytes:
+    """One output item streamed (added, its argument events, done) and the response.completed
+    echo; ``raw_delta``: an argument event sent as these bytes (not JSON)."""
+    added = {**item, "arguments": "", "status": "in_progress"}
+    events = [
+        {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "output": []}},
+        {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": added},
+    ]
+    out = _sse(events)
+    if raw_delta is not None:
+        out += raw_delta
+    else:
+        out += _sse([{"type": "response.function_call_arguments.delta", "sequence_number": 2, "output_index": 0, "delta": item["arguments"]}])  # fmt: skip
+    out += _sse(
+        [
+            {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": 3,
+                "output_index": 0,
+                "arguments": item["arguments"],
+            },  # fmt: skip
+            {"type": "response.output_item.done", "sequence_number": 4, "output_index": 0, "item": item},
+            {
+                "type": "response.completed",
+                "sequence_number": 5,
+                "response": {"id": "resp_1", "status": "completed", "output": [item]},
+            },  # fmt: skip
+        ]
+    )
+    return out
+
+
+def _streamed(e, upstream: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(items the stream gave the client, the echo's items, the record) of a store-false stream."""
+    body = {"model": "m", "stream": True, "store": False, "input": [{"role": "user", "content": "hi"}], "tools": [READ]}
+    f = harness.make_flow(
+        body,
+        host="api.openai.com",
+        path="/v1/responses",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+    r = harness.replay(e, f, 3)
+    events = []
+    for line in r.out.split(b"\n"):
+        if line.startswith(b"data: {") and b"oops" not in line:  # the one argument event that is not JSON
+            events.append(orjson.loads(line[6:]))
+    items = [ev["item"] for ev in events if ev.get("type") == "response.output_item.done"]
+    echo = [ev for ev in events if ev.get("type") == "response.completed"][0]["response"]["output"]
+    return items, echo, r.record
+
+
+def test_a_streamed_wrapper_without_an_item_id_stays_whole_in_the_stream_the_echo_and_the_record(streams) -> None:
+    # Without an id, the echo cannot show the parts in the wrapper's place.
+    wrapper = call("multi_tool_use.parallel", WRAPPER, "call_W")
+    del wrapper["id"]
+    items, echo, record = _streamed(streams, _stream_of(wrapper))
+    assert [(i["name"], i["call_id"]) for i in items] == [("multi_tool_use.parallel", "call_W")]
+    assert [(i["name"], i["call_id"]) for i in echo] == [("multi_tool_use.parallel", "call_W")]
+    assert [d["name"] for d in record["decisions"]] == ["multi_tool_use.parallel"], record["decisions"]
+
+
+def test_a_repair_the_stream_could_not_write_is_not_in_the_echo_or_the_record(streams) -> None:
+    read = call("Read", '{"file_path": "README.md"}', "call_1")
+    bad = b'event: response.function_call_arguments.delta\ndata: {"type": "response.function_call_arguments.delta", oops}\n\n'
+    items, echo, record = _streamed(streams, _stream_of(read, raw_delta=bad))
+    assert [i["name"] for i in items] == ["Read"] and [i["name"] for i in echo] == ["Read"]
+    assert record["decisions"] == [], record["decisions"]
+    assert any("could not be written" in n for n in record["notes"]), record["notes"]

@@ -40,6 +40,7 @@ from toolvocab.engine.ids import responses_accepts
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import DUPLICATE_MARK
 from toolvocab.engine.models import ABSENT
+from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
@@ -607,6 +608,18 @@ class ResponsesCore:
             self.decided[key] = result
         return result
 
+    def let_go(self, item: dict[str, Any], decision: Decision) -> None:
+        """The call ``item`` went to the client as the upstream sent it: its decision leaves the
+        record (the passed-through note says why) and the ``response.completed`` echo shows it
+        as sent too."""
+        self.flow.withdraw([decision])
+        key = item.get("id") or item.get("call_id")
+        if isinstance(key, str):
+            as_sent = decision.model_copy(
+                update={"action": Action.KEEP, "target": None, "target_namespace": None, "arguments_after": None}
+            )
+            self.decided[key] = (as_sent, None, None)
+
     def apply_item(self, item: dict[str, Any], *, with_arguments: bool = True) -> bool:
         """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
         false, arguments); True when changed. An ``output_item.added`` item keeps its (empty)
@@ -873,6 +886,8 @@ class ResponsesStream(EventStreamRewriter):
         if self.core.flow.stored:
             self.core.flow.note(KEPT_NOTE)
             return None
+        if not (isinstance(item.get("id"), str) and item["id"]):
+            return None  # the echo could not show its calls in its place: the wrapper stays whole
         arguments = item.get("arguments")
         text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
         expanded = textcalls.expand_parallel(
@@ -974,13 +989,6 @@ class ResponsesStream(EventStreamRewriter):
         hold = self._text
         assert hold is not None and hold.held is not None
         held = hold.held
-        lifted = self.core.lift_text(hold.watch.text)
-        if lifted is None:
-            return self._give_up() + self._dispatch(terminal)
-        remaining, items = lifted
-        extra = hold.remaining_after_release(remaining)
-        kept_text = hold.watch.text[: hold.released] + extra
-        m = self._msg_index if isinstance(self._msg_index, int) else 0
         message: dict[str, Any] | None = None
         item_id: Any = None
         for unit in held:
@@ -989,6 +997,18 @@ class ResponsesStream(EventStreamRewriter):
                 message = d["item"]
             if isinstance(d, dict) and isinstance(d.get("item_id"), str):
                 item_id = d["item_id"]
+        known = message.get("id") if message is not None else item_id
+        if not (isinstance(known, str) and known):
+            # Without the message's id the response.completed echo cannot show the lifted
+            # items in its place: the stream and the echo would disagree. Left as it came.
+            return self._give_up() + self._dispatch(terminal)
+        lifted = self.core.lift_text(hold.watch.text)
+        if lifted is None:
+            return self._give_up() + self._dispatch(terminal)
+        remaining, items = lifted
+        extra = hold.remaining_after_release(remaining)
+        kept_text = hold.watch.text[: hold.released] + extra
+        m = self._msg_index if isinstance(self._msg_index, int) else 0
         if message is None:
             message = {
                 "type": "message",
@@ -1101,6 +1121,7 @@ class ResponsesStream(EventStreamRewriter):
                 self.unrepaired.append(
                     f"an argument event of the tool call {item['name']} is not JSON, so its repair could not be written"
                 )
+            self.core.let_go(item, decision)
             return held
         if new_args is None and objects:
             # Arguments sent as an object (BR-21): every place the client reads them gets a string.
