@@ -39,7 +39,12 @@ WRAPPER = json.dumps(
     }
 )
 #: ``store`` in the request: absent (the API's default, kept), true (kept), false (not kept).
-KEPT = [pytest.param({}, id="store-absent"), pytest.param({"store": True}, id="store-true")]
+KEPT = [
+    pytest.param({}, id="store-absent"),
+    pytest.param({"store": True}, id="store-true"),
+    # The response's items are added to the conversation when it completes, store false or not.
+    pytest.param({"store": False, "conversation": "conv_1"}, id="conversation"),
+]
 NOT_KEPT = {"store": False}
 
 

@@ -225,6 +225,7 @@ def responses() -> st.SearchStrategy:
             "stream": st.booleans(),
             "instructions": TEXT | parts(),
             "store": st.booleans() | st.sampled_from([None, "false", 0]),
+            "conversation": st.sampled_from([None, "conv_1", {"id": "conv_1"}]),
             "input": TEXT | st.lists(item, max_size=6),
             "tools": st.lists(tool, min_size=1, max_size=3),
         },

@@ -87,6 +87,7 @@ class _Request(msgspec.Struct, gc=False):
     stream: Any = msgspec.UNSET
     instructions: Any = msgspec.UNSET
     store: Any = msgspec.UNSET
+    conversation: Any = msgspec.UNSET
     input: str | list[_Item] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
@@ -132,7 +133,7 @@ class OpenAIResponses:
         request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
         if request is None or (request.input is msgspec.UNSET and request.tools is msgspec.UNSET):
             return None
-        small = present(request, "model", "stream", "instructions", "store")
+        small = present(request, "model", "stream", "instructions", "store", "conversation")
         texts = content_texts(small.get("instructions"))
         platform: list[str] = []
         names: list[str] = []
@@ -341,10 +342,13 @@ class OpenAIResponses:
         return isinstance(body, dict) and body.get("stream") is True
 
     def keeps_answer(self, body: JSON) -> bool:
-        """``store`` is not ``false``: the API keeps the response (its default is true, OpenAI API
-        reference, "Create a model response": ``store``), and a request may continue from it with
-        ``previous_response_id``."""
-        return not (isinstance(body, dict) and body.get("store") is False)
+        """``store`` is not ``false`` (the API keeps the response, its default being true, and a
+        request may continue from it with ``previous_response_id``), or the request names a
+        ``conversation``, to which the response's output items are added when it completes
+        (OpenAI API reference, "Create a model response": ``store``, ``conversation``)."""
+        if not isinstance(body, dict):
+            return True
+        return body.get("store") is not False or body.get("conversation") is not None
 
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""
