@@ -505,3 +505,19 @@ def test_xml_string_parameter_reading_null_stays_text(value: str) -> None:
     control = text.replace(f"<parameter=path>{value}</parameter>", "<parameter=path>\nsrc\n</parameter>")
     found = extract_text_calls(control, tools)
     assert found is not None and found[1][0].arguments == {"pattern": "TODO", "path": "src"}
+
+
+@pytest.mark.parametrize(("value", "lifted"), [("\n5\n", False), ("\ntrue\n", False), ("\nsrc\n", True)])
+def test_xml_parameter_of_a_string_or_other_type_reading_as_both_stays_text(value: str, lifted: bool) -> None:
+    # integer-or-string: "5" is the number 5 to one reader and the text "5" to another.
+    from toolvocab.engine.ladder import Toolset
+    from toolvocab.engine.ladder import declared_tool
+    from toolvocab.engine.wrapped import extract_text_calls
+
+    schema = {"type": "object", "properties": {"ref": {"type": ["integer", "boolean", "string"]}}}
+    tools = Toolset([declared_tool("checkout", input_schema=schema)])
+    text = f"<tool_call>\n<function=checkout>\n<parameter=ref>{value}</parameter>\n</function>\n</tool_call>"
+    found = extract_text_calls(text, tools)
+    assert (found is not None) is lifted
+    if lifted:
+        assert found[1][0].arguments == {"ref": "src"}

@@ -312,6 +312,8 @@ def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
             # vLLM's qwen3coder parser reads any ``null`` (any case) as null, the template's
             # reading keeps the text: two meanings, so the text stays text.
             return None
+        if "string" in types and types - {"string", "null"} and _typed(pm.group(2), types - {"string"})[0]:
+            return None  # "5" for integer-or-string: a number or a string, two meanings
         ok, value = _typed(pm.group(2), types)
         if not ok:
             return None
