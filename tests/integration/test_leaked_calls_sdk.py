@@ -172,13 +172,17 @@ def ask_chat(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | N
     return choice.message.content or "", calls, choice.finish_reason
 
 
-def ask_responses(px: procs.MitmdumpHandle, stream: bool) -> tuple[str, list, str | None]:
+def ask_responses(px: procs.MitmdumpHandle, stream: bool, store: bool | None = False) -> tuple[str, list, str | None]:
+    """``store``: false (as Codex sends it: the answer is not kept, its markup may be lifted);
+    ``None`` leaves it out (the API keeps the answer: nothing is lifted)."""
     client = openai_client(px.url)
     kwargs = dict(
         model="m",
         input="Read the README.",
         tools=[{"type": "function", "name": "read_file", "parameters": SCHEMA, "strict": False}],
     )
+    if store is not None:
+        kwargs["store"] = store
     if stream:
         # The SDK's stream accumulator checks output_index against what it has assembled.
         with client.responses.stream(**kwargs) as s:
@@ -251,3 +255,14 @@ def test_markup_in_prose_or_unresolvable_reaches_the_sdk_as_text(fake_and_proxy,
     assert calls == []
     assert text == KEPT[case]
     assert end == plain_end
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_markup_in_a_responses_answer_the_upstream_keeps_reaches_the_sdk_as_text(fake_and_proxy, stream):
+    """No ``store: false``: the API keeps the response and a later request may continue from it
+    by ``previous_response_id``, so no call it never sent may reach the client."""
+    fake, px = fake_and_proxy
+    body, headers = responses_answer(LIFTED["hermes"], stream)
+    fake.enqueue(body, headers=headers, chunk_size=CHUNK)
+    text, calls, end = ask_responses(px, stream, store=None)
+    assert calls == [] and text == LIFTED["hermes"] and end == "completed"

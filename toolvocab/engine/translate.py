@@ -585,7 +585,7 @@ def _read(
             changes.append(ArgChange(op="rename_key", key=key, to=dst_key, before=value, after=value))
         if not _equal(new, value):
             changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
-    _check_session(arguments, placed, reading, target)
+    _check_session(arguments, out, placed, reading, target)
     _check_effects(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
@@ -661,14 +661,19 @@ _KEEPS = {
 }
 
 
-def _check_session(arguments: Mapping[str, Any], placed: Mapping[str, str], reading: Reading, target: Target) -> None:
+def _check_session(
+    arguments: Mapping[str, Any], out: Mapping[str, Any], placed: Mapping[str, str], reading: Reading, target: Target
+) -> None:
     """A command moved between shell tools must leave behind only what both keep for the next
     call: ``cd src && make`` moved from a tool that runs each call in a new process into one that
     keeps the working directory would run every later call of the model's somewhere else. Tools
     that keep the same (``_SESSION``) take any command; ``"none"`` and ``"cwd"`` one that changes no
     directory (:func:`~toolvocab.engine.shellwords.changes_directory`); any other pair, or a tool
     whose session is not recorded, one that changes no shell state at all
-    (:func:`~toolvocab.engine.shellwords.changes_state`)."""
+    (:func:`~toolvocab.engine.shellwords.changes_state`). What is read is what each tool's shell
+    runs: the command line as the model sent it and as the target gets it; an argv runs with no
+    shell of the tool's (``["zsh", "-c", X]`` runs ``X`` in a zsh of its own), so only a command
+    line made of it counts (``["bash", "-lc", "cd src"]`` reaching ``Bash`` as ``cd src``)."""
     if reading.own:
         return
     for dst_key, src_key in placed.items():
@@ -679,8 +684,9 @@ def _check_session(arguments: Mapping[str, Any], placed: Mapping[str, str], read
         dest = target.fixed.get(_SESSION)
         if source is not None and source == dest:
             continue
-        command = arguments[src_key]
-        found = changes_directory(command) if {source, dest} <= {"none", "cwd"} else changes_state(command)
+        check = changes_directory if {source, dest} <= {"none", "cwd"} else changes_state
+        lines = [v for v in (arguments[src_key], out.get(dst_key)) if isinstance(v, str)]
+        found = next((f for f in map(check, lines) if f is not None), None)
         if found is not None:
             raise _Unusable(
                 f"the command may change the shell's state ({found!r}); the next call then "
