@@ -404,14 +404,13 @@ def _rename_key(obj: dict[str, Any], key: str, rename: dict[str, str]) -> bool:
     return False
 
 
-def _empty_form_input(held: list[SSEEvent]) -> bool:
-    """True when the held ``tool_use`` block's input is an empty form: ``null``, ``""`` or
-    ``[]`` in its start and no fragment, or fragments spelling one of those (``{}`` is the normal
-    wire form of an empty input; anything else is not empty)."""
-    start = held[0].json()
-    index = start.get("index")
-    fragments = []
-    for event in held[1:-1]:
+def _input_deltas(held: list[SSEEvent]) -> tuple[list[str], set[int]]:
+    """The ``partial_json`` fragments of the held ``tool_use`` block's own ``input_json_delta``
+    events, and their positions in ``held``."""
+    index = held[0].json().get("index")
+    fragments: list[str] = []
+    positions: set[int] = set()  # a set: tested per event
+    for i, event in enumerate(held[1:-1], start=1):
         data = event.json()
         if (
             isinstance(data, dict)
@@ -421,11 +420,26 @@ def _empty_form_input(held: list[SSEEvent]) -> bool:
             and data["delta"].get("type") == "input_json_delta"
         ):
             fragments.append(str(data["delta"].get("partial_json", "")))
-    text = "".join(fragments).strip()
-    if text:
-        return text in ("null", '""', "[]") or text.replace(" ", "") == "[]"
-    block = start.get("content_block")
-    return isinstance(block, dict) and "input" in block and block["input"] in (None, "", [])
+            positions.add(i)
+    return fragments, positions
+
+
+def _empty_form_input(held: list[SSEEvent]) -> bool:
+    """True when the held ``tool_use`` block's input is an empty form: ``null``, ``""`` or
+    ``[]`` in its start and no fragment, or fragments spelling one of those (``{}`` is the normal
+    wire form of an empty input; anything else is not empty)."""
+    text = "".join(_input_deltas(held)[0])
+    if text.strip():
+        try:
+            value = jsonio.loads_arguments(text.encode("utf-8"))
+        except (ValueError, UnicodeEncodeError):
+            return False
+    else:
+        block = held[0].json().get("content_block")
+        if not isinstance(block, dict) or "input" not in block:
+            return False
+        value = block["input"]
+    return value is None or value == "" or value == []
 
 
 def _apply_block(block: dict[str, Any], resolve: Resolver, *, truncated: bool = False) -> bool:
@@ -755,19 +769,7 @@ class AnthropicStream(EventStreamRewriter):
         start_data = start.json()
         block = dict(start_data["content_block"])
         index = start_data.get("index")
-        fragments: list[str] = []
-        deltas: set[int] = set()  # positions of input_json_delta events (a set: tested per event)
-        for i, event in enumerate(held[1:-1], start=1):
-            data = event.json()
-            if (
-                isinstance(data, dict)
-                and data.get("type") == "content_block_delta"
-                and data.get("index") == index
-                and isinstance(data.get("delta"), dict)
-                and data["delta"].get("type") == "input_json_delta"
-            ):
-                fragments.append(str(data["delta"].get("partial_json", "")))
-                deltas.add(i)
+        fragments, deltas = _input_deltas(held)
         text = "".join(fragments)
         new_id = self._ids.fix(block.get("id"))
         if new_id is not None:
