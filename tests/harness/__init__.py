@@ -281,6 +281,19 @@ class Result:
         return len(self.per_call)
 
 
+def json_flow(addon: Any, body: Any, answer: bytes, *, host: str, path: str, headers: Sequence[tuple[str, str]] = ()):
+    """A flow of ``body`` answered with the JSON ``answer`` through the repair addon's
+    ``request``, ``responseheaders`` and ``response`` hooks, called directly; the flow after them."""
+    f = make_flow(body, host=host, path=path, headers=headers, upstream=answer)
+    resp = f.response
+    f.response = None
+    addon.request(f)
+    f.response = resp
+    addon.responseheaders(f)
+    addon.response(f)
+    return f
+
+
 def replay(e: Env, f: http.HTTPFlow, seed: int = 0, chunks: list[bytes] | None = None) -> Result:
     """``f`` (with a response) through the hooks (``drive``, pieces from ``random.Random(seed)``
     or ``chunks``); asserts no per-flow state outlives it."""

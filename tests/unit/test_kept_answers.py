@@ -80,19 +80,9 @@ def run(addon, store: dict[str, Any], output: list[dict[str, Any]]) -> tuple[byt
     record's notes in ``NOTES``."""
     body = {"model": "m", "input": [{"role": "user", "content": "hi"}], "tools": [READ], **store}
     answer = orjson.dumps({"id": "resp_1", "object": "response", "status": "completed", "output": output})
-    f = harness.make_flow(
-        body,
-        host="api.openai.com",
-        path="/v1/responses",
-        headers=[("content-type", "application/json")],
-        upstream=answer,
+    f = harness.json_flow(
+        addon, body, answer, host="api.openai.com", path="/v1/responses", headers=[("content-type", "application/json")]
     )
-    resp = f.response
-    f.response = None
-    addon.request(f)
-    f.response = resp
-    addon.responseheaders(f)
-    addon.response(f)
     NOTES[:] = f.metadata[harness.KEY]["notes"]
     return answer, f.response.content
 

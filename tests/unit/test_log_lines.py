@@ -54,20 +54,14 @@ def run_flow(
         "stop_reason": "tool_use",
         "content": [{"type": "tool_use", "id": "toolu_1", "name": answer_name, "input": {"command": "ls"}}],
     }
-    f = harness.make_flow(
+    return harness.json_flow(
+        addon,
         body,
+        orjson.dumps(answer),
         host="api.anthropic.com",
         path="/v1/messages",
         headers=[("content-type", "application/json"), ("user-agent", ua)],
-        upstream=orjson.dumps(answer),
     )
-    resp = f.response
-    f.response = None
-    addon.request(f)
-    f.response = resp
-    addon.responseheaders(f)
-    addon.response(f)
-    return f
 
 
 def messages(caplog, level: int) -> list[str]:
@@ -204,20 +198,14 @@ def run_text_flow(addon, text: str):
         "stop_reason": "end_turn",
         "content": [{"type": "text", "text": text}],
     }
-    f = harness.make_flow(
+    return harness.json_flow(
+        addon,
         body,
+        orjson.dumps(answer),
         host="api.anthropic.com",
         path="/v1/messages",
         headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.1.197 (external, sdk-cli)")],
-        upstream=orjson.dumps(answer),
     )
-    resp = f.response
-    f.response = None
-    addon.request(f)
-    f.response = resp
-    addon.responseheaders(f)
-    addon.response(f)
-    return f
 
 
 def hermes(name: str, arguments: dict) -> str:
@@ -281,18 +269,13 @@ def test_a_parallel_wrapper_given_up_records_only_the_wrapper(addon, caplog) -> 
         "stop_reason": "tool_use",
         "content": [{"type": "tool_use", "id": "toolu_1", "name": "multi_tool_use.parallel", "input": wrapper}],
     }
-    f = harness.make_flow(
+    f = harness.json_flow(
+        addon,
         body,
+        orjson.dumps(answer),
         host="api.anthropic.com",
         path="/v1/messages",
         headers=[("content-type", "application/json")],
-        upstream=orjson.dumps(answer),
     )
-    resp = f.response
-    f.response = None
-    addon.request(f)
-    f.response = resp
-    addon.responseheaders(f)
-    addon.response(f)
     names = [d["name"] for d in f.metadata["toolvocab"]["decisions"]]
     assert names == ["multi_tool_use.parallel"], names
