@@ -16,7 +16,10 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
   planning reads decoded with msgspec: the least an addon that plans from the request pays),
   ``repair`` (``typed``, and a repaired answer the least way that keeps a request that repeats a
   key from having its answer changed: the request read whole and strictly at that answer, the
-  call renamed, the answer written again), ``libraries`` (``typed`` in a process that has also
+  call renamed, the answer written again), ``rules`` (``repair``, and what the brief asks of any
+  addon that repairs, each the least way with the library it names: the target checked to be
+  declared, the repaired arguments validated with jsonschema, a pydantic record in
+  ``flow.metadata``, the flow marked and commented, one log line), ``libraries`` (``typed`` in a process that has also
   loaded pydantic, jsonschema and orjson, the libraries the addon builds on: the memory they
   alone cost) and ``imports`` (``typed`` in a process that has also imported what the addon's
   process holds: the memory the libraries and the addon's code cost);
@@ -459,6 +462,89 @@ class Repair(Typed):
 addons = [Repair()]""",
 )
 
+#: ``rules``: the ``repair`` floor, and what the project's brief asks of any addon that repairs a
+#: call, each done the least way with the library the brief names for it: the call's target
+#: checked to be a tool this request declares (the tools section parsed, kept per distinct
+#: section as the addon keeps its toolsets), the repaired arguments validated against the
+#: target's schema (jsonschema, a validator kept per tool), a per-flow record (a pydantic model,
+#: ``model_dump(mode="json")`` into ``flow.metadata``), the flow marked and commented for
+#: mitmproxy's UI, and one log line. No vocabulary, no argument semantics, no ladder: the least
+#: a repair that keeps the brief's promises pays beyond ``repair``.
+FLOORS["rules"] = FLOORS["repair"].replace(
+    "addons = [Repair()]",
+    """import logging
+
+import jsonschema
+import pydantic
+
+LOG = logging.getLogger("rules")
+TOOLS = {}
+
+
+class Decision(pydantic.BaseModel):
+    name: str
+    target: str
+    reason: str
+    arguments_before: dict
+    arguments_after: dict
+
+
+class Record(pydantic.BaseModel):
+    mode: str = "auto"
+    declared: list[str] = []
+    decisions: list[Decision] = []
+
+
+class Rules(Typed):
+    def request(self, flow):
+        if flow.request.method == "POST" and flow.request.content:
+            body = DECODER.decode(flow.request.content)
+            [b.name for m in body.messages if type(m.content) is list for b in m.content if b.type == "tool_use"]
+            flow.metadata["request_body"] = flow.request.content
+            flow.metadata["tools"] = bytes(body.tools)
+
+    def response(self, flow):
+        content = flow.response.content
+        if not content or not content.startswith(b"{"):
+            return
+        answer = orjson.loads(content)
+        calls = [b for b in answer.get("content") or () if b.get("type") == "tool_use" and b.get("name") == "shell"]
+        if not calls:
+            return
+        raw = flow.metadata.pop("tools")
+        toolset = TOOLS.get(raw)
+        if toolset is None:
+            declared = {t["name"]: t for t in orjson.loads(raw)}
+            toolset = TOOLS[raw] = (declared, {})
+        declared, validators = toolset
+        if "Bash" not in declared:
+            return
+        validator = validators.get("Bash")
+        if validator is None:
+            validator = validators["Bash"] = jsonschema.Draft202012Validator(declared["Bash"]["input_schema"])
+        request = flow.metadata.pop("request_body")
+        if orjson.dumps(orjson.loads(request)) != request:
+            return
+        record = Record(declared=list(declared))
+        for call in calls:
+            after = {"command": " ".join(call["input"]["command"])}
+            if jsonschema.exceptions.best_match(validator.iter_errors(after)) is not None:
+                return
+            record.decisions.append(
+                Decision(name="shell", target="Bash", reason="shell means Bash", arguments_before=call["input"], arguments_after=after)
+            )
+            call["name"] = "Bash"
+            call["input"] = after
+        flow.response.content = orjson.dumps(answer)
+        flow.metadata["toolvocab"] = record.model_dump(mode="json")
+        flow.marked = ":wrench:"
+        flow.comment = "changed: shell→Bash"
+        LOG.info("rules: shell→Bash")
+
+
+addons = [Rules()]""",
+)
+
 #: ``libraries``: the ``typed`` floor in a process that has also loaded the libraries this project
 #: builds on beyond mitmproxy and msgspec (``pyproject.toml``: pydantic, with one model built,
 #: which loads its schema machinery; jsonschema, with a validator; orjson), and uses none of them.
@@ -499,7 +585,7 @@ addons = [Typed()]""",
 #: The columns, in order: bare mitmdump, the floors, the addon.
 PROXIES = ("bare", *FLOORS, "addon")
 #: The proxies whose client gets the repaired answer.
-REPAIRS = ("repair", "addon")
+REPAIRS = ("repair", "rules", "addon")
 #: The floor each figure is held against (the least an addon that does what that figure asks
 #: pays): ``typed`` but for a repaired answer and for memory.
 FLOOR_OF = {"repair": "repair", "rss": "libraries"}
@@ -637,7 +723,8 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         f"bodies: {len(small):,} B and {len(big):,} B (20 tools, nothing to change); floors: noop = a script "
         "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
         "reads (msgspec), repair = typed + the least repair that keeps the repeated-key rule (the request read "
-        "whole and strictly at the answer), libraries = typed + pydantic, jsonschema and orjson loaded, imports = "
+        "whole and strictly at the answer), rules = repair + the declared-target check, jsonschema, a pydantic "
+        "record, the mark and comment and a log line, libraries = typed + pydantic, jsonschema and orjson loaded, imports = "
         "typed + the addon's imports; each streams event streams, "
         "searching each chunk for the tool-call marker"
     )
@@ -686,6 +773,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             + ("" if floor_name == "typed" else f"; floor: {floor_name}")
             + ")"
         )
+    ratios["repair_rules"] = med["rules"]["repair"] / med["bare"]["repair"]
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
     for k in names:
         print(
@@ -816,6 +904,7 @@ def main() -> int:
             + "): "
             + ", ".join(
                 f"{label} {ratios[key]:.2f}x (floor {ratios[key + '_floor']:.2f}x"
+                + (f", rules floor {ratios['repair_rules']:.2f}x" if key == "repair" else "")
                 + (f", ablated {ratios[key + '_ablated']:.2f}x)" if args.ablate else ")")
                 for key, label in (
                     ("small", "200 KB latency"),
