@@ -54,6 +54,9 @@ def test_every_phase_is_reachable_and_can_give_up() -> None:
 
 def _callable(observe: bool) -> StreamCallable:
     state = FlowState(DIALECT, TOOLS, Plan(), FlowRecord(mode="repair"), wants_stream=True, flow_key="f")
+    # the client's request: a conversation with no earlier call (a state without one knows no
+    # conversation, and moves no command between shells that keep different things)
+    state.request_body = b'{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}'
     return StreamCallable(state, observe=observe, keep=True)
 
 

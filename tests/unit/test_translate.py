@@ -356,6 +356,64 @@ def test_a_command_whose_next_call_inherits_the_same_moves(
     assert d.arguments_after == after
 
 
+# ------------------------------------------------------------------ where the call starts
+def decide_after(
+    tools: list[Any], name: str, args: dict[str, Any], history: list[str] | None, client: str | None = None
+):
+    """``decide`` in a conversation whose declared shell tool ran ``history`` before (``None``: a
+    request that does not carry its earlier calls)."""
+    calls = None if history is None else [{"command": h} for h in history]
+    return resolve(
+        ToolCall(name=name, arguments=args),
+        Toolset(tools),
+        client=client,
+        earlier=lambda declared: calls if declared == tools[0].name else [],
+    )
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "history"),
+    [
+        # Claude Code's Bash kept the directory an earlier call changed; Codex's call starts afresh.
+        ([BASH], "exec_command", {"cmd": "make"}, None, ["cd src"]),
+        ([BASH], "shell", {"command": ["bash", "-lc", "make"]}, None, ["ls", "pushd build && cmake .."]),
+        ([BASH], "run_shell_command", {"command": "make"}, None, ["cd src && ls"]),
+        # ... and the other way: the model's Bash would run where its earlier call left it.
+        ([OC_BASH], "Bash", {"command": "make"}, "OpenCode", ["cd src && ls"]),
+        # Hermes' terminal is not recorded: it may keep a variable as much as a directory.
+        ([BASH], "terminal", {"command": "make test"}, None, ["export CI=1"]),
+        # The request does not carry the conversation's earlier calls: where it starts is unknown.
+        ([BASH], "exec_command", {"cmd": "make"}, None, None),
+        ([OC_BASH], "Bash", {"command": "make"}, "OpenCode", None),
+    ],
+)
+def test_a_command_that_would_start_where_an_earlier_call_left_only_one_tool_is_left(
+    tools: list[Any], name: str, args: dict[str, Any], client: str | None, history: list[str] | None
+) -> None:
+    d = decide_after(tools, name, args, history, client=client)
+    assert d.action is Action.LEAVE and d.arguments_after is None, d.reason
+    assert "earlier" in (d.reason or ""), d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "history"),
+    [
+        ([BASH], "exec_command", {"cmd": "make"}, None, []),
+        ([BASH], "exec_command", {"cmd": "make"}, None, ["ls -la", "git status"]),
+        # Bash keeps the directory only, and a new process keeps nothing: a variable dies in both.
+        ([BASH], "exec_command", {"cmd": "make"}, None, ["export CI=1 && make"]),
+        # Both start each call afresh: what ran before matters to neither, known or not.
+        ([GEMINI_SHELL], "exec_command", {"cmd": "make"}, "Gemini CLI", ["cd src"]),
+        ([GEMINI_SHELL], "exec_command", {"cmd": "make"}, "Gemini CLI", None),
+    ],
+)
+def test_a_command_that_starts_alike_in_both_tools_moves(
+    tools: list[Any], name: str, args: dict[str, Any], client: str | None, history: list[str] | None
+) -> None:
+    d = decide_after(tools, name, args, history, client=client)
+    assert d.action is Action.RENAME and d.target == tools[0].name, d.reason
+
+
 # ------------------------------------------------------------------ the table against the vocabulary
 def test_every_table_is_a_vocabulary_row_with_a_version_and_a_source() -> None:
     rows = {(e.name, e.clients) for e in vocabulary.ENTRIES}
@@ -599,6 +657,57 @@ def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(
             target.name,
             target.version,
             after,
+            d.reason,
+        )
+
+
+def _starts(table: ArgTable, history: list[str] | None) -> Any:
+    """Where a call of ``table``'s tool starts after the conversation's shell ran ``history``
+    (``None``: not known), from the table's session and ``LEAVES`` alone: afresh in a tool that
+    keeps nothing, after the directory changes in one that keeps the directory, after every
+    change in one shell; in a tool whose session is not recorded, somewhere no other tool is."""
+    session = table.fixed.get("shell.session")
+    if session == "none":
+        return frozenset()
+    if history is None:
+        return ("not known", session, None if session else (table.clients, table.name))
+    leaves = frozenset().union(*(_leaves(h) for h in history))
+    if session == "cwd":
+        return leaves & {"cwd"}
+    if session == "shell":
+        return leaves
+    return ("unknown", table.clients, table.name) if leaves else frozenset()
+
+
+@SETTINGS
+@given(connected_calls(), st.one_of(st.none(), st.lists(st.sampled_from(COMMANDS), max_size=3)))
+def test_a_changed_command_starts_where_it_would_have_in_its_own_tool(
+    case: tuple[ArgTable, ArgTable, dict[str, Any], bool], history: list[str] | None
+) -> None:
+    """A command the engine moves starts in the target where the model's own tool would have
+    started it, after the commands the conversation ran before (the target's earlier calls)."""
+    source, target, args, closed = case
+    tool = declared_from(target, closed)
+    keys = [k for k, m in target.args.items() if m.what == "shell.command"]
+    calls = None if history is None else [dict.fromkeys(keys, h) for h in history]
+    d = resolve(
+        ToolCall(name=source.name, arguments=args),
+        Toolset([tool]),
+        client=target.client,
+        earlier=lambda declared: calls if declared == tool.name else [],
+    )
+    event(f"{d.action.value}; history {'unknown' if history is None else len(history)}")
+    if not d.changed or not any(source.args[k].what == "shell.command" for k in args if k in source.args):
+        return
+    readings = [t for t in TABLES if t.name == source.name and all(k in t.args or k in ANNOTATIONS for k in args)]
+    for reading in readings:
+        assert _starts(reading, history) == _starts(target, history), (
+            source.name,
+            reading.clients,
+            target.name,
+            target.clients,
+            args,
+            history,
             d.reason,
         )
 

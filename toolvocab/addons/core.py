@@ -351,6 +351,7 @@ class ToolVocab(Configurable):
             record_json=result.record_json,
             stored=result.stored,
         )
+        state.request_body = content
         if not result.verified:
             state.unverified = content
         if self.mode in ("auto", "repair"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+from typing import Any
 
 from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import Dialect
@@ -13,6 +14,7 @@ from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
+from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
@@ -20,6 +22,13 @@ from toolvocab.engine.record import FlowRecord
 
 if TYPE_CHECKING:
     from toolvocab.addons.stream import StreamCallable
+
+
+class _Unread:
+    """Not read yet (a value of its own: ``None`` is a reading's result)."""
+
+
+_UNREAD = _Unread()
 
 
 class FlowState:
@@ -69,6 +78,8 @@ class FlowState:
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed
         self.unverified: bytes | None = None  # the client's body, while only peeked (pipeline.Handled.verified)
+        self.request_body: bytes | None = None  # the client's body, for earlier() (the flow holds it anyway)
+        self._transcript: list[tuple[str, Any]] | None | _Unread = _UNREAD  # earlier(): the request's calls
         self.refused: str | None = None  # why the whole read refused the request (may_change)
         self.flow_key = flow_key
         self.call_ids = dict(call_ids or {})
@@ -122,20 +133,60 @@ class FlowState:
             return False
         if self.unverified is None:
             return True
+        return self._verify()[0]
+
+    def _verify(self) -> tuple[bool, Any]:
+        """The whole strict read of a peeked body (:meth:`may_change`), made once: whether it
+        finds nothing against the request, and the body read. A refusal makes the record the one
+        the request hook gives such a request (:attr:`refused`: why)."""
         content, self.unverified = self.unverified, None
-        reason = pipeline.verify(content)
+        body, reason = pipeline.strict_read(content)  # type: ignore[arg-type]  # a peeked flow's body
         if reason is None:
-            return True
+            return True, body
         self.refused = reason
         self.record = FlowRecord(mode=self.record.mode, skipped=reason)
-        return False
+        return False, None
 
     def resolve(self, call: ToolCall) -> Decision:
         """The ladder (:func:`toolvocab.engine.ladder.resolve`) over this flow's tools; the
         decision is added to the record."""
-        decision = resolve(call, self.tools, self.plan.reverse_map, client=self.record.client, windows=self.windows)
-        self.record.decisions.append(decision)
+        decision = resolve(
+            call,
+            self.tools,
+            self.plan.reverse_map,
+            client=self.record.client,
+            windows=self.windows,
+            earlier=self.earlier,
+        )
+        if self.refused is None:  # a refused request's record is the request hook's: no decision
+            self.record.decisions.append(decision)
         return decision
+
+    def earlier(self, name: str) -> list[Any] | None:
+        """The arguments of each earlier call of the declared tool ``name`` the client ran in this
+        conversation (:data:`toolvocab.engine.translate.Earlier`): the request's transcript
+        (``Dialect.transcript_calls``), then the calls decided before in this answer (and, on a
+        WebSocket, in its earlier turns) as the client got them. ``None`` when that is not known:
+        the request does not carry the whole conversation, or a strict reader refuses its body
+        (then nothing in the answer changes, :meth:`may_change`). The body is read at the first
+        ask, and only then; for a peeked body that read is the one :meth:`may_change` makes."""
+        if self._transcript is _UNREAD:
+            ok, body = False, None
+            if self.unverified is not None:
+                ok, body = self._verify()  # the read may_change makes, made now, and made once
+            elif self.request_body is not None and self.refused is None:
+                body, reason = pipeline.strict_read(self.request_body)
+                ok = reason is None
+            self._transcript = self.dialect.transcript_calls(body) if ok else None
+        transcript = self._transcript
+        if transcript is None:
+            return None
+        calls = [arguments for called, arguments in transcript if called == name]
+        for decision in self.record.decisions:
+            if decision.action is not Action.LEAVE and (decision.target or decision.name) == name:
+                after = decision.arguments_after
+                calls.append(after if after is not None else decision.arguments_before)
+        return calls
 
     def note(self, text: str) -> None:
         """Add ``text`` to the record's notes, once."""

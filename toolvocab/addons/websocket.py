@@ -122,6 +122,7 @@ class ToolVocabWebSocket:
                 # websocket-mode): nothing the server never sent may appear in this turn.
                 stored=True,
             )
+            state.request_body = message.content
             rewriter = dialect.stream_rewriter(state.context)
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
             state.ws_rewriter = rewriter

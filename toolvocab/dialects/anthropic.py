@@ -186,6 +186,16 @@ class AnthropicMessages:
                     names.append(block["name"])
         return names
 
+    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
+        """``(name, input)`` of each ``tool_use`` block in ``messages``, in order."""
+        return [
+            (block["name"], block.get("input"))
+            for message in as_list(body.get("messages"))
+            if isinstance(message, dict)
+            for block in as_list(message.get("content"))
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str)
+        ]
+
     def tool_results(self, body: JSON) -> list[ToolResult]:
         """Every ``tool_result`` block in ``messages``, in order.
 

@@ -166,6 +166,12 @@ class Dialect(Protocol):
         """Tool names of the earlier calls the request replays (flat names)."""
         ...
 
+    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]] | None:
+        """The earlier calls the request replays, in order: (flat name, arguments as an object,
+        or as sent when they are not a JSON object). ``None`` when the request does not carry the
+        whole conversation (it continues one the upstream keeps)."""
+        ...
+
     def model_of(self, path: str, body: JSON) -> str | None:
         """The model the request asks for, or ``None``."""
         ...
@@ -453,6 +459,19 @@ class JSONFrame:
         frame = JSONFrame(jsonio.dumps(value))
         frame._json, frame._parsed = value, True
         return frame
+
+
+def parsed_arguments(arguments: Any) -> Any:
+    """A replayed call's ``arguments``: the object a JSON object's text reads as (strictly,
+    :func:`toolvocab.engine.jsonio.loads`), else the value as sent (an object already, as
+    llama-server sends; text that is not an object's)."""
+    if isinstance(arguments, str):
+        try:
+            parsed = jsonio.loads(arguments.encode())
+        except ValueError:  # UnicodeEncodeError (a lone surrogate) is one
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return arguments
 
 
 def call_from_payload(payload: dict[str, Any]) -> ToolCall:

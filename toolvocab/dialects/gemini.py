@@ -248,6 +248,18 @@ class Gemini:
                         names.append(inner["name"])
         return names
 
+    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
+        """``(name, args)`` of each ``functionCall`` part in ``contents`` (snake_case
+        ``function_call`` too; Code Assist envelope unwrapped), in order."""
+        calls: list[tuple[str, Any]] = []
+        for content in _list(_unwrap(body).get("contents")):
+            for part in _list(content.get("parts")) if isinstance(content, dict) else ():
+                for key in ("functionCall", "function_call"):
+                    inner = part.get(key) if isinstance(part, dict) else None
+                    if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                        calls.append((inner["name"], inner.get("args")))
+        return calls
+
     def tool_results(self, body: JSON) -> list[ToolResult]:
         """Every ``functionResponse`` part in ``contents`` (Code Assist envelope unwrapped;
         snake_case ``function_response`` too), in order.

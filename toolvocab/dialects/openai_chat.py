@@ -28,6 +28,7 @@ from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
 from toolvocab.dialects.base import sections_of
@@ -215,6 +216,22 @@ class OpenAIChat:
             if message.get("role") == "function" and isinstance(message.get("name"), str):
                 names.append(message["name"])
         return names
+
+    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
+        """``(name, arguments)`` of each assistant ``tool_calls`` entry and legacy
+        ``function_call``, in order; ``arguments`` parsed when it is a JSON object's text."""
+        calls: list[tuple[str, Any]] = []
+        for message in as_list(body.get("messages")):
+            if not isinstance(message, dict):
+                continue
+            fns = [call.get("function") for call in as_list(message.get("tool_calls")) if isinstance(call, dict)]
+            fns.append(message.get("function_call"))
+            calls += [
+                (fn["name"], parsed_arguments(fn.get("arguments")))
+                for fn in fns
+                if isinstance(fn, dict) and isinstance(fn.get("name"), str)
+            ]
+        return calls
 
     def tool_results(self, body: JSON) -> list[ToolResult]:
         """Every ``role: "tool"`` message (and legacy ``role: "function"`` message), in order.

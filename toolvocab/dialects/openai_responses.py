@@ -26,6 +26,7 @@ from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
 from toolvocab.dialects.base import sections_of
@@ -206,6 +207,23 @@ class OpenAIResponses:
             if isinstance(item, dict) and item.get("type") == "function_call" and isinstance(item.get("name"), str):
                 names.append(_flat(item.get("namespace"), item["name"]))
         return names
+
+    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]] | None:
+        """``(flat name, arguments)`` of each ``function_call`` / ``custom_tool_call`` input
+        item, in order (``arguments`` parsed when it is a JSON object's text; a custom call's
+        ``input`` as sent); ``None`` for a request that continues a response or conversation the
+        upstream keeps (``previous_response_id``, ``conversation``): its earlier calls are not in it."""
+        if not isinstance(body, dict) or body.get("previous_response_id") or body.get("conversation"):
+            return None
+        items = body.get("input")
+        return [
+            (
+                _flat(item.get("namespace"), item["name"]),
+                parsed_arguments(item.get("arguments")) if item.get("type") == "function_call" else item.get("input"),
+            )
+            for item in (items if isinstance(items, list) else ())
+            if isinstance(item, dict) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str)
+        ]
 
     def tool_results(self, body: JSON) -> list[ToolResult]:
         """Every ``function_call_output`` / ``custom_tool_call_output`` input item, in order.

@@ -234,11 +234,17 @@ def verify(content: bytes) -> str | None:
     """What a whole strict read of a request body says against changing anything for it: the
     :class:`Skipped` reason (:data:`NOT_JSON`: NaN, ``1e400``, invalid UTF-8, nesting deeper than
     :data:`toolvocab.engine.jsonio.MAX_DEPTH`; :data:`REPEATED_KEY`), or ``None``."""
+    return strict_read(content)[1]
+
+
+def strict_read(content: bytes) -> tuple[Any, str | None]:
+    """``content`` read whole and strictly (:func:`toolvocab.engine.jsonio.loads_checked`): the
+    body (``None`` when a strict reader refuses it) and what :func:`verify` says of it."""
     try:
-        _, unique, _ = jsonio.loads_checked(content)
+        body, unique, _ = jsonio.loads_checked(content)
     except ValueError:
-        return NOT_JSON
-    return None if unique else REPEATED_KEY
+        return None, NOT_JSON
+    return body, None if unique else REPEATED_KEY
 
 
 def handle(

@@ -30,6 +30,7 @@ from toolvocab.engine.shellwords import argv_to_command
 from toolvocab.engine.shellwords import command_to_argv
 from toolvocab.engine.tokens import strip_glued
 from toolvocab.engine.translate import ANNOTATION_KEYS
+from toolvocab.engine.translate import Earlier
 from toolvocab.engine.translate import Reading
 from toolvocab.engine.translate import Target
 from toolvocab.engine.translate import translate
@@ -189,11 +190,13 @@ def fit_arguments(
     drop_annotations: bool = False,
     target_capability: str | None = None,
     posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> Fit:
     """Fit ``arguments`` to ``schema``: translate them under every one of ``readings`` into
     ``target``'s keys (:func:`~toolvocab.engine.translate.translate`), then respell values
     (:func:`respell`). ``posix`` False: the agent runs on Windows, where no command line is moved
-    between tools or an argv joined with POSIX quoting. ``arguments`` is not modified.
+    between tools or an argv joined with POSIX quoting. ``earlier``: what the conversation ran
+    before the call (:data:`~toolvocab.engine.translate.Earlier`). ``arguments`` is not modified.
 
     Annotation keys (:data:`~toolvocab.engine.translate.ANNOTATION_KEYS`) the schema does not
     declare are dropped only with ``drop_annotations`` (the call came in *another agent's
@@ -212,7 +215,7 @@ def fit_arguments(
                 None, reason=f"its schema declares no argument, and the call carries {', '.join(map(repr, extra))}"
             )
         return Fit(dict(arguments))
-    translation = translate(arguments, readings, target, consumed=consumed, posix=posix)
+    translation = translate(arguments, readings, target, consumed=consumed, posix=posix, earlier=earlier)
     if translation.arguments is None:
         return Fit(None, reason=translation.reason)
     out, changes = respell(translation.arguments, schema, target_capability=target_capability if posix else None)  # type: ignore[arg-type]

@@ -56,6 +56,7 @@ from toolvocab.engine.names import name_key
 from toolvocab.engine.names import split_flat
 from toolvocab.engine.names import split_mcp
 from toolvocab.engine.tokens import strip_glued
+from toolvocab.engine.translate import Earlier
 from toolvocab.engine.translate import Reading
 from toolvocab.engine.translate import own_reading
 from toolvocab.engine.translate import readings_of
@@ -353,6 +354,7 @@ def _fit(
     foreign: bool = False,
     closed: bool = False,
     posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> Fit:
     """The call's arguments translated for ``tool`` under ``readings`` (:func:`fit_arguments`)."""
     target = target_for(tool.name, tool.capability, declared_properties(tool.input_schema), client)
@@ -366,6 +368,7 @@ def _fit(
         drop_annotations=foreign,
         target_capability=tool.capability,
         posix=posix,
+        earlier=earlier,
     )
 
 
@@ -405,6 +408,7 @@ def _decide_lossless(
     client: str | None = None,
     spellings: Iterable[str] = (),
     posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> Decision:
     """Rename ``call`` to ``tool`` by a lossless name step (reverse map, normalization).
 
@@ -437,7 +441,7 @@ def _decide_lossless(
     if call.arguments is None:
         return Decision(action=Action.RENAME, reason=f"{reason}; {_unparsed(call)}", **target, **base)
     readings = [own_reading(tool.name, tool.capability), *spelled_readings(spellings, tool, client)]
-    fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign, posix=posix)
+    fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign, posix=posix, earlier=earlier)
     if fit.arguments is None:
         return _leave(
             call, step, f"{reason}, but {fit.reason}: renaming would change what the call means", [tool.qualified]
@@ -466,6 +470,7 @@ def _decide_capability(
     readings: list[Reading],
     client: str | None = None,
     posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> Decision:
     """Rename ``call`` to ``tool`` by capability, only if every reading of the answered name (one
     per agent that declares it) translates every argument to the same counterpart in the target
@@ -479,7 +484,11 @@ def _decide_capability(
     empty = _empty_to_object(call, tool)
     if call.empty_arguments and empty is None:
         return Decision(action=Action.LEAVE, reason=f"{reason}, but {_empty_left(call, tool)}", **base)
-    fit = _fit(call, tool, readings, client, consumed=consumed, foreign=True, posix=posix) if empty is None else Fit({})
+    fit = (
+        _fit(call, tool, readings, client, consumed=consumed, foreign=True, posix=posix, earlier=earlier)
+        if empty is None
+        else Fit({})
+    )
     if fit.arguments is None:
         return Decision(
             action=Action.LEAVE,
@@ -605,7 +614,12 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str
 
 
 def _resolve_reverse(
-    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str], client: str | None, posix: bool = True
+    call: ToolCall,
+    tools: Toolset,
+    reverse_map: Mapping[str, str],
+    client: str | None,
+    posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> Decision | None:
     found = _reverse_lookup(call, reverse_map)
     if found is None:
@@ -650,6 +664,7 @@ def _resolve_reverse(
             client=client,
             spellings=[alias_name],
             posix=posix,
+            earlier=earlier,
         )
     # A grammar or duplicate alias is the client's own tool under a transport name this flow gave
     # it: the model saw the client's schema and meant the client's tool. Its name always goes back
@@ -681,6 +696,7 @@ def resolve(
     *,
     client: str | None = None,
     windows: bool = False,
+    earlier: Earlier | None = None,
 ) -> Decision:
     """Decide what ``call`` must mean among ``tools``.
 
@@ -692,10 +708,13 @@ def resolve(
     declared tools' keys mean (:func:`toolvocab.engine.translate.target_for`). ``windows``: the
     request says the agent runs on Windows (:func:`toolvocab.engine.clients.announces_windows`),
     where each agent runs commands in its own shell: no command line is then moved between tools
-    or respelled. Returns a :class:`Decision`; never raises for well-typed input. Only a tool in
-    ``tools`` is ever a target.
+    or respelled. ``earlier`` (:data:`toolvocab.engine.translate.Earlier`): what the conversation
+    ran before the call, by declared tool; a command moved into a tool that keeps state between
+    calls (Claude Code's ``Bash`` keeps the working directory) must not run where an earlier call
+    left it. ``None``: not asked (no such check). Returns a :class:`Decision`; never raises for
+    well-typed input. Only a tool in ``tools`` is ever a target.
     """
-    return _resolve(call, tools, reverse_map, client, not windows)
+    return _resolve(call, tools, reverse_map, client, not windows, earlier)
 
 
 class _Ask:
@@ -704,9 +723,16 @@ class _Ask:
     computed on first use: a call to a declared name needs none)."""
 
     def __init__(
-        self, call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool
+        self,
+        call: ToolCall,
+        tools: Toolset,
+        reverse_map: Mapping[str, str] | None,
+        client: str | None,
+        posix: bool,
+        earlier: Earlier | None = None,
     ) -> None:
         self.call, self.tools, self.reverse_map, self.client, self.posix = call, tools, reverse_map, client, posix
+        self.earlier = earlier
 
     @cached_property
     def probes(self) -> list[str]:
@@ -760,7 +786,7 @@ def _step_reverse(ask: _Ask) -> Decision | None:
     """The call names an alias this flow sent upstream: the client's name goes back."""
     if not ask.reverse_map:
         return None
-    return _resolve_reverse(ask.call, ask.tools, ask.reverse_map, ask.client, ask.posix)
+    return _resolve_reverse(ask.call, ask.tools, ask.reverse_map, ask.client, ask.posix, ask.earlier)
 
 
 def _step_blank(ask: _Ask) -> Decision | None:
@@ -864,6 +890,7 @@ def _step_normalized(ask: _Ask) -> Decision | None:
             client=ask.client,
             spellings=ask.probes if tool.server is None else (),
             posix=ask.posix,
+            earlier=ask.earlier,
         )
     if len(matches) > 1:
         names = [t.qualified for t in matches]
@@ -956,6 +983,7 @@ def _step_capability(ask: _Ask) -> Decision:
             ),
             client=ask.client,
             posix=ask.posix,
+            earlier=ask.earlier,
         )
     if not candidates:
         return _leave(
@@ -984,9 +1012,14 @@ LADDER: tuple[_LadderStep, ...] = (
 
 
 def _resolve(
-    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None, client: str | None, posix: bool
+    call: ToolCall,
+    tools: Toolset,
+    reverse_map: Mapping[str, str] | None,
+    client: str | None,
+    posix: bool,
+    earlier: Earlier | None = None,
 ) -> Decision:
-    ask = _Ask(call, tools, reverse_map, client, posix)
+    ask = _Ask(call, tools, reverse_map, client, posix, earlier)
     for step in LADDER:
         decision = step(ask)
         if decision is not None:

@@ -17,6 +17,7 @@ Pure functions over plain data; no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -497,7 +498,12 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
 
 
 def _read(
-    arguments: Mapping[str, Any], reading: Reading, target: Target, consumed: frozenset[str], posix: bool = True
+    arguments: Mapping[str, Any],
+    reading: Reading,
+    target: Target,
+    consumed: frozenset[str],
+    posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> tuple[dict[str, Any], list[ArgChange]]:
     out: dict[str, Any] = {}
     changes: list[ArgChange] = []
@@ -585,7 +591,7 @@ def _read(
             changes.append(ArgChange(op="rename_key", key=key, to=dst_key, before=value, after=value))
         if not _equal(new, value):
             changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
-    _check_session(arguments, out, placed, reading, target)
+    _check_session(arguments, out, placed, reading, target, earlier)
     _check_effects(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
@@ -660,9 +666,20 @@ _KEEPS = {
     None: "may keep it (not recorded)",
 }
 
+#: What a call's conversation ran before it, for :func:`translate`: a declared tool's name to the
+#: arguments of every earlier call of it the client ran (the request's transcript, then the calls
+#: before this one in the same answer), or ``None`` when the request does not carry them all (a
+#: Responses request that continues a response the upstream kept).
+Earlier = Callable[[str], "Sequence[Mapping[str, Any]] | None"]
+
 
 def _check_session(
-    arguments: Mapping[str, Any], out: Mapping[str, Any], placed: Mapping[str, str], reading: Reading, target: Target
+    arguments: Mapping[str, Any],
+    out: Mapping[str, Any],
+    placed: Mapping[str, str],
+    reading: Reading,
+    target: Target,
+    earlier: Earlier | None = None,
 ) -> None:
     """A command moved between shell tools must leave behind only what both keep for the next
     call: ``cd src && make`` moved from a tool that runs each call in a new process into one that
@@ -673,7 +690,14 @@ def _check_session(
     (:func:`~toolvocab.engine.shellwords.changes_state`). What is read is what each tool's shell
     runs: the command line as the model sent it and as the target gets it; an argv runs with no
     shell of the tool's (``["zsh", "-c", X]`` runs ``X`` in a zsh of its own), so only a command
-    line made of it counts (``["bash", "-lc", "cd src"]`` reaching ``Bash`` as ``cd src``)."""
+    line made of it counts (``["bash", "-lc", "cd src"]`` reaching ``Bash`` as ``cd src``).
+
+    The conversation has a past too: a tool that keeps something runs the command where the
+    earlier calls left it, one that starts afresh does not. So with ``earlier`` (:data:`Earlier`)
+    the commands the target ran before in this conversation must pass the same check (after a
+    ``Bash`` call that ran ``cd src``, an ``exec_command`` moved to ``Bash`` would run in ``src``,
+    and a ``Bash`` call moved to OpenCode's ``bash`` would not), and a conversation the request
+    does not carry whole (``None``) moves no command between such tools."""
     if reading.own:
         return
     for dst_key, src_key in placed.items():
@@ -691,6 +715,23 @@ def _check_session(
             raise _Unusable(
                 f"the command may change the shell's state ({found!r}); the next call then "
                 f"{_KEEPS[source]} in {reading.label} and {_KEEPS[dest]} in {target.name}"
+            )
+        if earlier is None:
+            continue
+        calls = earlier(target.name)
+        if calls is None:
+            raise _Unusable(
+                f"the command would start where the conversation's earlier calls left the shell, which "
+                f"{reading.label} and {target.name} keep differently, and this request does not carry those calls"
+            )
+        keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.command" for m in meanings)]
+        lines = [c[k] for c in calls if isinstance(c, Mapping) for k in keys if isinstance(c.get(k), str)]
+        found = next((f for f in map(check, lines) if f is not None), None)
+        if found is not None:
+            raise _Unusable(
+                f"an earlier {target.name} call in this conversation ran {found!r}: the command would start "
+                f"where that left the shell in {reading.label} (its next call {_KEEPS[source]}) or in "
+                f"{target.name} (its next call {_KEEPS[dest]}), not in both"
             )
 
 
@@ -716,6 +757,7 @@ def translate(
     *,
     consumed: frozenset[str] = frozenset(),
     posix: bool = True,
+    earlier: Earlier | None = None,
 ) -> Translation:
     """Translate ``arguments`` under each of ``readings`` into ``target``'s keys.
 
@@ -724,13 +766,15 @@ def translate(
     ``reason`` names the key that could not be placed. ``consumed`` keys (a text editor's
     ``command`` once it chose the operation) are dropped unless the target declares them.
     Annotation keys stay as they are (the caller decides whether one may be dropped). ``posix``
-    False: the agent runs on Windows (no command line changes form or tool).
+    False: the agent runs on Windows (no command line changes form or tool). ``earlier``
+    (:data:`Earlier`): what the conversation ran before the call, for a command moved into a tool
+    that keeps state between calls; ``None``: not asked (no such check).
     """
     results: list[tuple[Reading, dict[str, Any], list[ArgChange]]] = []
     unusable: list[tuple[Reading, _Unusable]] = []
     for reading in readings:
         try:
-            out, changes = _read(arguments, reading, target, consumed, posix)
+            out, changes = _read(arguments, reading, target, consumed, posix, earlier)
         except _NotThisTool as exc:
             # The target's own reading is never set aside: the call names the target.
             unusable.append((reading, _Unusable(str(exc), applicable=reading.own)))

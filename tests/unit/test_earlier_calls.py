@@ -1,0 +1,247 @@
+"""A command moved between shells starts where the model's own tool would have started it.
+
+Claude Code's ``Bash`` keeps the working directory from one call to the next (its 2.1.197
+description: "The working directory persists between commands"); Codex's ``exec_command`` starts
+each call in a new process. After a ``Bash`` call that ran ``cd src``, an ``exec_command`` moved to
+``Bash`` would run in ``src``, where Codex would not: such a call is left as sent. What ran before
+is read from the request's transcript (each dialect's ``transcript_calls``) and from the calls
+before it in the same answer; a Responses request that continues a kept response does not carry
+its earlier calls, so where the call would start is not known. Through the addon's hooks
+(``tests/harness``), with the body read whole (something saves the flow) and only peeked (plain
+mitmdump); the controls, without the ``cd``, are repaired.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+
+import harness
+from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
+from toolvocab import dialects
+from toolvocab.report import METADATA_KEY
+
+SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+CLAUDE = [("content-type", "application/json"), ("user-agent", "claude-cli/2.1.197 (external, sdk-cli)")]
+
+
+@pytest.fixture(params=["whole", "peeked"])
+def addon(loaded, request):
+    """The repair addon; ``peeked``: as plain mitmdump runs it (nothing saves or shows flows)."""
+    with harness.configured(loaded) as e:
+        if request.param == "peeked":
+            e.addon.recorder.saves_bodies = lambda: False
+        yield e.addon
+
+
+def anthropic(addon, history: list[str], answer: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
+    """Claude Code's request with a transcript of ``Bash`` calls running ``history``, answered
+    with ``answer``'s blocks: the blocks the client got, and the flow's record."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "build it"}]
+    for i, command in enumerate(history):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": {"command": command}}],
+            }
+        )
+        messages.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}]}
+        )
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "system": "Use Bash.",
+        "tools": [{"name": "Bash", "description": "Run a command", "input_schema": SCHEMA}],
+        "messages": messages,
+    }
+    upstream = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "stop_reason": "tool_use",
+        "content": answer,
+    }
+    f = harness.json_flow(
+        addon, body, orjson.dumps(upstream), host="api.anthropic.com", path="/v1/messages", headers=CLAUDE
+    )
+    return json.loads(f.response.content)["content"], f.metadata[METADATA_KEY]
+
+
+def use(name: str, arguments: dict[str, Any], call_id: str = "toolu_9") -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+
+
+@pytest.mark.parametrize("history", [["cd src && make"], ["ls", "pushd build"]])
+def test_after_a_bash_call_that_changed_directory_exec_command_is_left(addon, history) -> None:
+    got, record = anthropic(addon, history, [use("exec_command", {"cmd": "make"})])
+    assert got == [use("exec_command", {"cmd": "make"})]
+    (decision,) = record["decisions"]
+    assert decision["action"] == "leave" and "an earlier Bash call" in decision["reason"], decision
+
+
+@pytest.mark.parametrize("history", [[], ["ls -la", "git status"], ["export CI=1"]])
+def test_without_one_exec_command_reaches_bash(addon, history) -> None:
+    # the controls; a variable dies with the call in Bash as in a new process
+    got, _ = anthropic(addon, history, [use("exec_command", {"cmd": "make"})])
+    assert got == [use("Bash", {"command": "make"})]
+
+
+def test_an_earlier_call_in_the_same_answer_counts(addon) -> None:
+    # Claude Code runs the answer's calls in order: the second would run in src.
+    answer = [use("Bash", {"command": "cd src"}, "toolu_1"), use("exec_command", {"cmd": "make"}, "toolu_2")]
+    got, record = anthropic(addon, [], answer)
+    assert got == answer
+    assert [d["action"] for d in record["decisions"]] == ["keep", "leave"], record["decisions"]
+    # the control: a first call that changes no directory
+    answer = [use("Bash", {"command": "ls"}, "toolu_1"), use("exec_command", {"cmd": "make"}, "toolu_2")]
+    got, _ = anthropic(addon, [], answer)
+    assert got[1] == use("Bash", {"command": "make"}, "toolu_2")
+
+
+def test_a_bash_call_never_moves_to_a_shell_that_starts_afresh_after_a_cd(addon) -> None:
+    # OpenCode's bash runs each call in a new process: the model's Bash would have run in src.
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "build"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command":"cd src"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": SCHEMA}}],
+    }
+    answer = {
+        "id": "c",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c2",
+                            "type": "function",
+                            "function": {"name": "Bash", "arguments": '{"command":"make"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+    headers = [("content-type", "application/json"), ("user-agent", "opencode/1.18.33")]
+    for history, renamed in (("cd src", False), ("ls", True)):
+        body["messages"][1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"command": history})
+        f = harness.json_flow(
+            addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=headers
+        )
+        name = json.loads(f.response.content)["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
+        assert name == ("bash" if renamed else "Bash"), (history, f.metadata[METADATA_KEY]["decisions"])
+
+
+def responses(addon, extra: dict[str, Any]) -> str:
+    """A Responses flow declaring a ``Bash`` function with no earlier call in its ``input``,
+    answered ``exec_command make``: the name the client got."""
+    body = {
+        "model": "m",
+        "store": False,
+        "input": [{"type": "message", "role": "user", "content": "build"}],
+        "tools": [{"type": "function", "name": "Bash", "parameters": SCHEMA}],
+        **extra,
+    }
+    answer = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": [
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_1",
+                "status": "completed",
+                "name": "exec_command",
+                "arguments": '{"cmd":"make"}',
+            }
+        ],
+    }
+    f = harness.json_flow(
+        addon,
+        body,
+        orjson.dumps(answer),
+        host="api.openai.com",
+        path="/v1/responses",
+        headers=[("content-type", "application/json")],
+    )
+    return json.loads(f.response.content)["output"][0]["name"]
+
+
+def test_a_request_that_continues_a_kept_response_does_not_carry_its_earlier_calls(addon) -> None:
+    assert responses(addon, {"previous_response_id": "resp_0"}) == "exec_command"
+    assert responses(addon, {}) == "Bash"  # the control: the whole conversation is in the request
+
+
+# ------------------------------------------------------------------ each dialect's reader
+def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
+    cd = {"command": "cd src"}
+    anthropic_body = {
+        "messages": [
+            {"role": "assistant", "content": [{"type": "text", "text": "x"}, use("Bash", cd, "t1")]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+        ]
+    }
+    assert dialects.by_name("anthropic").transcript_calls(anthropic_body) == [("Bash", cd)]
+    chat_body = {
+        "messages": [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "a", "function": {"name": "bash", "arguments": '{"command":"cd src"}'}},
+                    {"id": "b", "function": {"name": "bash", "arguments": "not json"}},
+                    {"id": "c", "function": {"name": "bash", "arguments": {"command": "ls"}}},  # llama-server
+                ],
+            },
+            {"role": "assistant", "function_call": {"name": "legacy", "arguments": "{}"}},
+        ]
+    }
+    assert dialects.by_name("openai_chat").transcript_calls(chat_body) == [
+        ("bash", cd),
+        ("bash", "not json"),
+        ("bash", {"command": "ls"}),
+        ("legacy", {}),
+    ]
+    responses_body = {
+        "input": [
+            {"type": "function_call", "name": "shell", "arguments": '{"command":"cd src"}', "call_id": "1"},
+            {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch", "call_id": "2"},
+            {"type": "function_call", "namespace": "mcp__srv__", "name": "run", "arguments": "{}", "call_id": "3"},
+        ]
+    }
+    reader = dialects.by_name("openai_responses")
+    assert reader.transcript_calls(responses_body) == [
+        ("shell", cd),
+        ("apply_patch", "*** Begin Patch"),
+        ("mcp__srv__run", {}),
+    ]
+    assert reader.transcript_calls({**responses_body, "previous_response_id": "resp_1"}) is None
+    assert reader.transcript_calls({**responses_body, "conversation": "conv_1"}) is None
+    gemini_body = {
+        "contents": [
+            {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": cd}}]},
+            {"role": "model", "parts": [{"function_call": {"name": "run_shell_command", "args": {"command": "ls"}}}]},
+        ]
+    }
+    expected = [("run_shell_command", cd), ("run_shell_command", {"command": "ls"})]
+    assert dialects.by_name("gemini").transcript_calls(gemini_body) == expected
+    # Code Assist's envelope
+    assert dialects.by_name("gemini").transcript_calls({"request": gemini_body}) == expected
