@@ -10,6 +10,9 @@
 * ``exec_command {cmd: "cd .. && echo …"}`` (Codex: a new process each call) is left for Claude
   Code, whose ``Bash`` keeps the working directory for the next call: Claude Code answers with its
   own "No such tool" error and runs nothing.
+* After Claude Code's own ``Bash`` ran ``cd sub``, an ``exec_command {cmd: "echo …"}`` is left too:
+  in ``Bash`` it would run in ``sub``, in Codex where a new process starts. Without the ``cd``
+  (the control) the same call reaches ``Bash`` and runs.
 """
 
 from __future__ import annotations
@@ -94,3 +97,53 @@ def test_a_directory_change_never_moves_into_a_bash_that_keeps_it(agent_e2e):
     assert not run.shows_marker_output(run.text(answer.get("content"))), run.describe()
     left = [d for d in run.decisions() if d.get("name") == "exec_command"]
     assert left and all("the next call then" in (d.get("reason") or "") for d in left), (left, run.describe())
+
+
+def _second_call(run) -> tuple[dict, dict]:
+    """The conversation's second tool call and its result, from the last model call."""
+    body = run.body(run.tool_calls[-1])
+    messages = body.get("messages") or []
+    uses = [
+        b
+        for m in messages
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    assert len(uses) == 2, f"{uses!r}\n{run.describe()}"
+    results = {
+        b.get("tool_use_id"): b
+        for m in messages
+        if m.get("role") == "user" and isinstance(m.get("content"), list)
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    }
+    assert uses[1].get("id") in results, run.describe()
+    return uses[1], results[uses[1]["id"]]
+
+
+@pytest.mark.parametrize("first", ["mkdir -p sub && cd sub && echo FIRST", "mkdir -p sub && echo FIRST"])
+def test_a_command_never_moves_into_a_bash_an_earlier_call_left_elsewhere(agent_e2e, first):
+    changed_directory = "cd sub" in first
+    run = agent_e2e(
+        "claude",
+        "auto",
+        tool="Bash",
+        args={"command": first, "description": "Make sub"},
+        prompt="Make a folder sub, then run echo " + MARKER,
+        fake_config={"more_calls": [["exec_command", {"cmd": "echo " + MARKER}]]},
+    )
+    run.check_common()
+    call, answer = _second_call(run)
+    result = run.text(answer.get("content"))
+    if changed_directory:
+        assert call.get("name") == "exec_command", f"the call changed: {call!r}\n{run.describe()}"
+        assert "No such tool available: exec_command" in result, run.describe()
+        assert not run.shows_marker_output(result), run.describe()
+        left = [d for d in run.decisions() if d.get("name") == "exec_command"]
+        assert left and all("an earlier Bash call" in (d.get("reason") or "") for d in left), (left, run.describe())
+    else:  # the control: the same call, with no earlier cd, is repaired and runs
+        assert call.get("name") == "Bash" and call.get("input", {}).get("command") == "echo " + MARKER, (
+            f"{call!r}\n{run.describe()}"
+        )
+        assert run.shows_marker_output(result), run.describe()

@@ -69,7 +69,9 @@ Control endpoints (never logged, never consume the queue):
 
   GET/POST /__fake/config    read / change tool_name, tool_args, chunk_size, chunk_delay,
                              force_stream (true/false/null), final_text, reject_long_names,
-                             leak_as_text (Anthropic: the tool call as Hermes markup in the text)
+                             leak_as_text (Anthropic: the tool call as Hermes markup in the text),
+                             more_calls (Anthropic: [[name, args], ...], the calls answered after
+                             the 1st, 2nd, ... tool result, before the final text)
   POST /__fake/enqueue       {"status": int, "headers": {..} or [[k, v], ..],
                               "body_b64": "..." | "chunks_b64": ["...", ..],
                               "chunk_size"?: int, "chunk_delay"?: float}

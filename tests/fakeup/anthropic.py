@@ -37,11 +37,17 @@ def anthropic_plan(body: dict, cfg: dict) -> dict:
         and any(isinstance(c, dict) and c.get("type") == "tool_result" for c in last_user["content"])
     )
     last_result = None
+    results = 0
     for m in messages:
         if m.get("role") == "user" and isinstance(m.get("content"), list):
             for c in m["content"]:
                 if isinstance(c, dict) and c.get("type") == "tool_result":
                     last_result = c
+                    results += 1
+    more = cfg.get("more_calls") or []
+    if tools and last_user_has_result and 1 <= results <= len(more):
+        name, args = more[results - 1]
+        return {"kind": "tool", "name": name, "args": args, "text": f"Next, the {name} tool."}
     if tools and not last_user_has_result:
         name = pick_tool_name(cfg["tool_name"], tools)
         return {

@@ -28,6 +28,7 @@ class FakeState:
         "final_text",
         "reject_long_names",
         "leak_as_text",
+        "more_calls",
     )
 
     def __init__(
@@ -52,6 +53,7 @@ class FakeState:
             "final_text": final_text,
             "reject_long_names": bool(reject_long_names),
             "leak_as_text": False,
+            "more_calls": [],
         }
         self.log_dir = log_dir
         self.queue: deque[Reply] = deque()
