@@ -235,7 +235,9 @@ _STATEFUL_HEADS = ["cd", "c'd'", '"cd"', "\\cd", "c''d", "c\\\nd", "{cd,sub}", "
                    ">/dev/null set -e", "2>/dev/null umask", "echo ${a[x++]}", "echo $[x++]", "[[ x++ -eq 0 ]] ||",
                    "pushd", "popd", "chdir", "builtin cd", "command cd",
                    ".", "source", "eval cd", "eval", "exec", "A=1 cd", "export", "unset", "set", "alias",
-                   "read", "shopt -s", "umask", "trap", "f()", "oka", "echo", "true", "pwd", "A=1", "B=2 oka"]  # fmt: skip
+                   "read", "shopt -s", "umask", "trap", "f()", "oka", "echo", "true", "pwd", "A=1", "B=2 oka",
+                   # what pwd reports moves without cd: Claude Code records its Bash's directory with pwd -P
+                   "pwd()", "function pwd", "trap \"$(printf '\\x63d') sub\" DEBUG;"]  # fmt: skip
 _STATEFUL_ARGS = ["sub", "sub", "sub/deep", "..", "./cdsub.sh", "cdsub.sh", "-", "$HOME", "'sub'", "X=1", "{ :; }", "022",
                   ":", "dotglob", "echo", "'cd sub'", "-e"]  # fmt: skip
 
@@ -260,14 +262,19 @@ def stateful_sandbox(sandbox: Path) -> Path:
 
 
 def _pwd_after(shell: str, command: str, root: Path) -> str | None:
-    """The shell's working directory after ``command`` (``None`` when the shell did not get to the
-    line after it: a syntax error, ``exec``, ``exit``)."""
+    """The shell's working directory after ``command``, as ``$PWD`` and as ``pwd -P`` reports it
+    (how Claude Code 2.1.197 records its Bash's), one of them when they differ (``None`` when the
+    shell did not get to the line after it: a syntax error, ``exec``, ``exit``)."""
     out = root / "pwd.out"
     out.unlink(missing_ok=True)
-    script = f"{command}\nprintf 'PWD:%s' \"$PWD\" > {out}\n"
+    script = f'{command}\nprintf \'PWD:%s|%s\' "$PWD" "$(pwd -P)" > {out}\n'
     run(shell, script, root)
     text = out.read_text() if out.exists() else ""
-    return text[4:] if text.startswith("PWD:") else None
+    if not text.startswith("PWD:"):
+        return None
+    logical, _, reported = text[4:].partition("|")
+    start = str((root / "work").resolve())
+    return reported if logical == start else logical
 
 
 #: bash variables that change on their own between two lines (bash(1), "Shell Variables").
@@ -308,6 +315,9 @@ def _bash_state_changed(command: str, root: Path) -> bool | None:
 @example(command="c\\\nd sub")
 @example(command=". ./cdsub.sh")
 @example(command="{ pushd sub; }")
+@example(command="pwd() { :; }")
+@example(command="function pwd { echo sub; }")
+@example(command="trap \"$(printf '\\x63d') sub\" DEBUG; oka")
 def test_a_command_that_moves_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:
     """The oracle is the shells: whenever bash, zsh or dash ends a command line in another
     directory than it started in, :func:`changes_directory` names something in it."""

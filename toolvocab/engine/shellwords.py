@@ -300,8 +300,16 @@ def _find(text: str, at_head: frozenset[str]) -> str | None:
     return None
 
 
+#: Builtins and reserved words that may change the directory a shell reports without moving it
+#: (``trap … DEBUG`` runs any text before each command; ``function`` defines one): Claude Code
+#: records the directory its ``Bash`` keeps with ``pwd -P`` in the same shell after the command
+#: (2.1.197), so a function named ``pwd`` moves it as much as ``cd`` does. At the head of a command.
+_REPORT_WORDS = frozenset({"trap", "function"})
+_DIRECTORY_HEADS = _RUNNER_WORDS | _REPORT_WORDS
+#: A function definition (``pwd() { …; }``), wherever it stands.
+_DEFINITION = re.compile(r"\(\s*\)")
 #: Every word :func:`changes_directory` may name holds one of these (a test before the scan).
-_MAY_MOVE = re.compile(r"cd|chdir|pushd|popd|\.|eval|source|exec|\$|`|[*?\[]")
+_MAY_MOVE = re.compile(r"cd|chdir|pushd|popd|\.|eval|source|exec|trap|function|\$|`|[*?\[]|\(\s*\)")
 
 
 def changes_directory(command: object) -> str | None:
@@ -309,14 +317,18 @@ def changes_directory(command: object) -> str | None:
     line) may change the working directory of the shell that runs it; ``None`` when nothing does.
 
     Conservative (:func:`_find`): a word of ``_DIRECTORY_WORDS`` anywhere, quoted or not, or one
-    of ``_RUNNER_WORDS``, an expansion or a glob at the head of a command. Not seen: a function
-    or alias of the user's profile that changes directory (zoxide's ``z``) and zsh's ``AUTO_CD``
-    (a directory named as a command). A value of another type gives ``None`` (no shell runs it).
-    1–12 µs a command line on this machine; called only for a command that moves."""
+    of ``_RUNNER_WORDS`` or ``_REPORT_WORDS``, an expansion or a glob at the head of a command, or
+    a function definition anywhere (what the shell reports as its directory, ``pwd``, may then
+    be another). Not seen: a function or alias of the user's profile that changes directory
+    (zoxide's ``z``) and zsh's ``AUTO_CD`` (a directory named as a command). A value of another
+    type gives ``None`` (no shell runs it). 1–12 µs a command line on this machine; called only
+    for a command that moves."""
     for line in _lines_of(command):
         flat = line.replace("\\\n", "").translate(_SQUEEZE)
         if _MAY_MOVE.search(flat) is not None or _MAY_MOVE.search(line) is not None:
-            found = _find(line, _RUNNER_WORDS)
+            found = _find(line, _DIRECTORY_HEADS)
+            if found is None and (m := _DEFINITION.search(line)) is not None:
+                found = m.group(0)
             if found is not None:
                 return found
     return None
