@@ -150,13 +150,82 @@ def test_a_bash_call_never_moves_to_a_shell_that_starts_afresh_after_a_cd(addon)
         assert name == ("bash" if renamed else "Bash"), (history, f.metadata[METADATA_KEY]["decisions"])
 
 
-def responses(addon, extra: dict[str, Any]) -> str:
-    """A Responses flow declaring a ``Bash`` function with no earlier call in its ``input``,
-    answered ``exec_command make``: the name the client got."""
+def chat(addon, history: list[str], calls: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """OpenCode's Chat request declaring ``bash``, a transcript of ``bash`` calls whose argument
+    text is ``history``, answered with ``calls`` (``name`` then ``arguments`` text, split at the
+    first space): the names the client got, and the record's decisions."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "build"}]
+    for i, text in enumerate(history):
+        messages += [
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": f"h{i}", "type": "function", "function": {"name": "bash", "arguments": text}}],
+            },
+            {"role": "tool", "tool_call_id": f"h{i}", "content": "ok"},
+        ]
+    body = {
+        "model": "m",
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": SCHEMA}}],
+    }
+    tool_calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": c.split(" ", 1)[0], "arguments": c.split(" ", 1)[1]}}
+        for i, c in enumerate(calls)
+    ]
+    answer = {
+        "id": "c",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": tool_calls},
+            }
+        ],
+    }
+    headers = [("content-type", "application/json"), ("user-agent", "opencode/1.18.33")]
+    f = harness.json_flow(
+        addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=headers
+    )
+    got = json.loads(f.response.content)["choices"][0]["message"]["tool_calls"]
+    return [c["function"]["name"] for c in got], f.metadata[METADATA_KEY]["decisions"]
+
+
+#: Argument text a strict reader refuses but a client's own reader may run: JavaScript's
+#: JSON.parse keeps a repeated key's last value; Claude Code strips a leading BOM; Qwen Code
+#: falls back to jsonrepair, which reads single quotes, bare keys and a cut-off object.
+UNREAD_CD = [
+    '{"command":"ls","command":"cd src"}',
+    '\ufeff{"command":"cd src"}',
+    "{'command': 'cd src'}",
+    '{command: "cd src"}',
+    '{"command":"cd src"',
+]
+
+
+@pytest.mark.parametrize("text", UNREAD_CD)
+def test_an_earlier_call_whose_arguments_cannot_be_read_counts_as_unknown(addon, text) -> None:
+    # in the transcript
+    names, decisions = chat(addon, [text], ['Bash {"command":"make"}'])
+    assert names == ["Bash"] and decisions[-1]["action"] == "leave", decisions
+    # earlier in the same answer
+    names, decisions = chat(addon, [], [f"bash {text}", 'Bash {"command":"make"}'])
+    assert names[1] == "Bash" and decisions[-1]["action"] == "leave", decisions
+
+
+def test_an_earlier_call_that_reads_changes_nothing_lets_the_command_move(addon) -> None:
+    # the controls of the test above
+    assert chat(addon, ['{"command":"ls"}'], ['Bash {"command":"make"}'])[0] == ["bash"]
+    assert chat(addon, [], ['bash {"command":"ls"}', 'Bash {"command":"make"}'])[0] == ["bash", "bash"]
+
+
+def responses(addon, extra: dict[str, Any], items: list[dict[str, Any]] | None = None) -> str:
+    """A Responses flow declaring a ``Bash`` function with no earlier call in its ``input`` (but
+    ``items``), answered ``exec_command make``: the name the client got."""
     body = {
         "model": "m",
         "store": False,
-        "input": [{"type": "message", "role": "user", "content": "build"}],
+        "input": [{"type": "message", "role": "user", "content": "build"}, *(items or [])],
         "tools": [{"type": "function", "name": "Bash", "parameters": SCHEMA}],
         **extra,
     }
@@ -191,6 +260,18 @@ def test_a_request_that_continues_a_kept_response_does_not_carry_its_earlier_cal
     assert responses(addon, {}) == "Bash"  # the control: the whole conversation is in the request
 
 
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"type": "item_reference", "id": "fc_1"},
+        {"id": "fc_1"},  # an item reference without its type
+        {"type": "compaction", "encrypted_content": "gAAAA-opaque"},  # Codex 0.171.0
+    ],
+)
+def test_a_request_that_stands_for_items_it_does_not_carry_moves_no_command(addon, item) -> None:
+    assert responses(addon, {}, [item]) == "exec_command"
+
+
 # ------------------------------------------------------------------ each dialect's reader
 def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
     cd = {"command": "cd src"}
@@ -208,6 +289,7 @@ def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
                 "tool_calls": [
                     {"id": "a", "function": {"name": "bash", "arguments": '{"command":"cd src"}'}},
                     {"id": "b", "function": {"name": "bash", "arguments": "not json"}},
+                    {"id": "d", "function": {"name": "bash", "arguments": '{"command":"a","command":"b"}'}},
                     {"id": "c", "function": {"name": "bash", "arguments": {"command": "ls"}}},  # llama-server
                 ],
             },
@@ -217,6 +299,7 @@ def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
     assert dialects.by_name("openai_chat").transcript_calls(chat_body) == [
         ("bash", cd),
         ("bash", "not json"),
+        ("bash", '{"command":"a","command":"b"}'),  # a repeated key is no argument
         ("bash", {"command": "ls"}),
         ("legacy", {}),
     ]
@@ -235,6 +318,10 @@ def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
     ]
     assert reader.transcript_calls({**responses_body, "previous_response_id": "resp_1"}) is None
     assert reader.transcript_calls({**responses_body, "conversation": "conv_1"}) is None
+    for hidden in ({"type": "item_reference", "id": "fc_0"}, {"id": "fc_0"}, {"type": "compaction"}):
+        assert reader.transcript_calls({"input": [hidden, *responses_body["input"]]}) is None
+    # a message without its type is no reference
+    assert reader.transcript_calls({"input": [{"role": "user", "content": "hi"}]}) == []
     gemini_body = {
         "contents": [
             {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command", "args": cd}}]},

@@ -661,7 +661,7 @@ def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(
         )
 
 
-def _starts(table: ArgTable, history: list[str] | None) -> Any:
+def _starts(table: ArgTable, history: list[str | None] | None) -> Any:
     """Where a call of ``table``'s tool starts after the conversation's shell ran ``history``
     (``None``: not known), from the table's session and ``LEAVES`` alone: afresh in a tool that
     keeps nothing, after the directory changes in one that keeps the directory, after every
@@ -669,7 +669,7 @@ def _starts(table: ArgTable, history: list[str] | None) -> Any:
     session = table.fixed.get("shell.session")
     if session == "none":
         return frozenset()
-    if history is None:
+    if history is None or None in history:  # not carried, or a call whose arguments cannot be read
         return ("not known", session, None if session else (table.clients, table.name))
     leaves = frozenset().union(*(_leaves(h) for h in history))
     if session == "cwd":
@@ -680,16 +680,17 @@ def _starts(table: ArgTable, history: list[str] | None) -> Any:
 
 
 @SETTINGS
-@given(connected_calls(), st.one_of(st.none(), st.lists(st.sampled_from(COMMANDS), max_size=3)))
+@given(connected_calls(), st.one_of(st.none(), st.lists(st.sampled_from([*COMMANDS, None]), max_size=3)))
 def test_a_changed_command_starts_where_it_would_have_in_its_own_tool(
-    case: tuple[ArgTable, ArgTable, dict[str, Any], bool], history: list[str] | None
+    case: tuple[ArgTable, ArgTable, dict[str, Any], bool], history: list[str | None] | None
 ) -> None:
     """A command the engine moves starts in the target where the model's own tool would have
-    started it, after the commands the conversation ran before (the target's earlier calls)."""
+    started it, after the commands the conversation ran before (the target's earlier calls;
+    ``None`` among them: a call whose arguments cannot be read)."""
     source, target, args, closed = case
     tool = declared_from(target, closed)
     keys = [k for k, m in target.args.items() if m.what == "shell.command"]
-    calls = None if history is None else [dict.fromkeys(keys, h) for h in history]
+    calls = None if history is None else [None if h is None else dict.fromkeys(keys, h) for h in history]
     d = resolve(
         ToolCall(name=source.name, arguments=args),
         Toolset([tool]),

@@ -5,6 +5,7 @@ decision in the record)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -169,7 +170,9 @@ class FlowState:
         WebSocket, in its earlier turns) as the client got them. ``None`` when that is not known:
         the request does not carry the whole conversation, or a strict reader refuses its body
         (then nothing in the answer changes, :meth:`may_change`). The body is read at the first
-        ask, and only then; for a peeked body that read is the one :meth:`may_change` makes."""
+        ask, and only then; for a peeked body that read is the one :meth:`may_change` makes. Only
+        the calls of the declared shell tools are kept from it (the flow holds no other input);
+        for any other name the answer is ``None``."""
         if self._transcript is _UNREAD:
             ok, body = False, None
             if self.unverified is not None:
@@ -177,16 +180,24 @@ class FlowState:
             elif self.request_body is not None and self.refused is None:
                 body, reason = pipeline.strict_read(self.request_body)
                 ok = reason is None
-            self._transcript = self.dialect.transcript_calls(body) if ok else None
+            calls = self.dialect.transcript_calls(body) if ok else None
+            self._transcript = None if calls is None else [(n, a) for n, a in calls if n in self._shells]
         transcript = self._transcript
-        if transcript is None:
+        if transcript is None or name not in self._shells:
             return None
         calls = [arguments for called, arguments in transcript if called == name]
         for decision in self.record.decisions:
             if decision.action is not Action.LEAVE and (decision.target or decision.name) == name:
                 after = decision.arguments_after
+                # None: arguments this reader could not read, which the client may still run
                 calls.append(after if after is not None else decision.arguments_before)
         return calls
+
+    @cached_property
+    def _shells(self) -> frozenset[str]:
+        """The names of the declared tools whose calls run a shell command (capability ``shell``):
+        the only targets whose earlier calls :meth:`earlier` is asked for."""
+        return frozenset(t.name for t in self.tools.tools if t.capability == "shell" and t.server is None)
 
     def note(self, text: str) -> None:
         """Add ``text`` to the record's notes, once."""

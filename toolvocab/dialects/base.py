@@ -463,14 +463,15 @@ class JSONFrame:
 
 def parsed_arguments(arguments: Any) -> Any:
     """A replayed call's ``arguments``: the object a JSON object's text reads as (strictly,
-    :func:`toolvocab.engine.jsonio.loads`), else the value as sent (an object already, as
-    llama-server sends; text that is not an object's)."""
+    :func:`toolvocab.engine.jsonio.loads_checked`, no key repeated), else the value as sent (an
+    object already, as llama-server sends; text a strict reader refuses or that is not an
+    object's, which a client's own lenient reader may still run)."""
     if isinstance(arguments, str):
         try:
-            parsed = jsonio.loads(arguments.encode())
+            parsed, unique, _ = jsonio.loads_checked(arguments.encode())
         except ValueError:  # UnicodeEncodeError (a lone surrogate) is one
             return arguments
-        return parsed if isinstance(parsed, dict) else arguments
+        return parsed if isinstance(parsed, dict) and unique else arguments
     return arguments
 
 

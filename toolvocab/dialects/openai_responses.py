@@ -65,6 +65,19 @@ _RESPONSE_EVENTS = (
 )
 
 
+def _hides_items(item: Any) -> bool:
+    """An input item that stands for items the request does not carry: an item reference
+    (``{"type": "item_reference", "id"}``, or ``{"id"}`` alone: OpenAI API reference, "Create a
+    model response", input item "Item reference"), or a compaction (Codex 0.171.0's
+    ``compaction`` item, encrypted: the calls it summarizes cannot be read)."""
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type")
+    if kind is None:
+        return "id" in item and "role" not in item
+    return kind == "item_reference" or (isinstance(kind, str) and "compaction" in kind)
+
+
 def _flat(namespace: Any, name: str) -> str:
     return join_namespace(namespace if isinstance(namespace, str) else None, name)
 
@@ -212,10 +225,13 @@ class OpenAIResponses:
         """``(flat name, arguments)`` of each ``function_call`` / ``custom_tool_call`` input
         item, in order (``arguments`` parsed when it is a JSON object's text; a custom call's
         ``input`` as sent); ``None`` for a request that continues a response or conversation the
-        upstream keeps (``previous_response_id``, ``conversation``): its earlier calls are not in it."""
+        upstream keeps (``previous_response_id``, ``conversation``) or that stands for items it
+        does not carry (:func:`_hides_items`): its earlier calls are not all in it."""
         if not isinstance(body, dict) or body.get("previous_response_id") or body.get("conversation"):
             return None
         items = body.get("input")
+        if any(_hides_items(item) for item in (items if isinstance(items, list) else ())):
+            return None
         return [
             (
                 _flat(item.get("namespace"), item["name"]),

@@ -668,8 +668,9 @@ _KEEPS = {
 
 #: What a call's conversation ran before it, for :func:`translate`: a declared tool's name to the
 #: arguments of every earlier call of it the client ran (the request's transcript, then the calls
-#: before this one in the same answer), or ``None`` when the request does not carry them all (a
-#: Responses request that continues a response the upstream kept).
+#: before this one in the same answer; an object, or anything else for arguments that cannot be
+#: read), or ``None`` when the request does not carry them all (a Responses request that
+#: continues a response the upstream kept, or refers to items it does not carry).
 Earlier = Callable[[str], "Sequence[Mapping[str, Any]] | None"]
 
 
@@ -724,8 +725,15 @@ def _check_session(
                 f"the command would start where the conversation's earlier calls left the shell, which "
                 f"{reading.label} and {target.name} keep differently, and this request does not carry those calls"
             )
+        if not all(isinstance(c, Mapping) for c in calls):
+            # arguments a strict reader refuses (a repeated key, a cut-off object, a stray
+            # byte): the client's own reader may still have run them
+            raise _Unusable(
+                f"an earlier {target.name} call in this conversation has arguments that cannot be read, so "
+                f"where the command would start in {reading.label} and in {target.name} is not known"
+            )
         keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.command" for m in meanings)]
-        lines = [c[k] for c in calls if isinstance(c, Mapping) for k in keys if isinstance(c.get(k), str)]
+        lines = [c[k] for c in calls for k in keys if isinstance(c.get(k), str)]
         found = next((f for f in map(check, lines) if f is not None), None)
         if found is not None:
             raise _Unusable(
