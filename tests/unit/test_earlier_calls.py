@@ -282,6 +282,9 @@ def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
         ]
     }
     assert dialects.by_name("anthropic").transcript_calls(anthropic_body) == [("Bash", cd)]
+    # the model's calls are in the assistant's turns: a block elsewhere is none of them
+    anthropic_body["messages"][1]["content"].append(use("Bash", {"command": "ls"}, "t2"))
+    assert dialects.by_name("anthropic").transcript_calls(anthropic_body) == [("Bash", cd)]
     chat_body = {
         "messages": [
             {

@@ -187,11 +187,12 @@ class AnthropicMessages:
         return names
 
     def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
-        """``(name, input)`` of each ``tool_use`` block in ``messages``, in order."""
+        """``(name, input)`` of each ``tool_use`` block of an assistant message in ``messages``, in
+        order: the calls the model made, which the client replays in the assistant's turns."""
         return [
             (block["name"], block.get("input"))
             for message in as_list(body.get("messages"))
-            if isinstance(message, dict)
+            if isinstance(message, dict) and message.get("role") == "assistant"
             for block in as_list(message.get("content"))
             if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str)
         ]
