@@ -420,6 +420,7 @@ class Typed(Streams):
         if flow.request.method == "POST" and flow.request.content:
             body = DECODER.decode(flow.request.content)
             [b.name for m in body.messages if type(m.content) is list for b in m.content if b.type == "tool_use"]
+            return body
 
 
 addons = [Typed()]
@@ -439,8 +440,10 @@ FLOORS["repair"] = FLOORS["typed"].replace(
 
 class Repair(Typed):
     def request(self, flow):
-        super().request(flow)
-        flow.metadata["request_body"] = flow.request.content
+        body = super().request(flow)
+        if body is not None:
+            flow.metadata["request_body"] = flow.request.content
+        return body
 
     def response(self, flow):
         content = flow.response.content
@@ -453,10 +456,21 @@ class Repair(Typed):
         request = flow.metadata.pop("request_body")
         if orjson.dumps(orjson.loads(request)) != request:
             return
-        for call in calls:
+        before = [call["input"] for call in calls]
+        after = [{"command": " ".join(arguments["command"])} for arguments in before]
+        if not self.check(flow, after):
+            return
+        for call, arguments in zip(calls, after):
             call["name"] = "Bash"
-            call["input"] = {"command": " ".join(call["input"]["command"])}
+            call["input"] = arguments
         flow.response.content = orjson.dumps(answer)
+        self.done(flow, before, after)
+
+    def check(self, flow, after):
+        return True
+
+    def done(self, flow, before, after):
+        pass
 
 
 addons = [Repair()]""",
@@ -495,22 +509,13 @@ class Record(pydantic.BaseModel):
     decisions: list[Decision] = []
 
 
-class Rules(Typed):
+class Rules(Repair):
     def request(self, flow):
-        if flow.request.method == "POST" and flow.request.content:
-            body = DECODER.decode(flow.request.content)
-            [b.name for m in body.messages if type(m.content) is list for b in m.content if b.type == "tool_use"]
-            flow.metadata["request_body"] = flow.request.content
+        body = super().request(flow)
+        if body is not None:
             flow.metadata["tools"] = bytes(body.tools)
 
-    def response(self, flow):
-        content = flow.response.content
-        if not content or not content.startswith(b"{"):
-            return
-        answer = orjson.loads(content)
-        calls = [b for b in answer.get("content") or () if b.get("type") == "tool_use" and b.get("name") == "shell"]
-        if not calls:
-            return
+    def check(self, flow, after):
         raw = flow.metadata.pop("tools")
         toolset = TOOLS.get(raw)
         if toolset is None:
@@ -518,24 +523,19 @@ class Rules(Typed):
             toolset = TOOLS[raw] = (declared, {})
         declared, validators = toolset
         if "Bash" not in declared:
-            return
+            return False
         validator = validators.get("Bash")
         if validator is None:
             validator = validators["Bash"] = jsonschema.Draft202012Validator(declared["Bash"]["input_schema"])
-        request = flow.metadata.pop("request_body")
-        if orjson.dumps(orjson.loads(request)) != request:
-            return
-        record = Record(declared=list(declared))
-        for call in calls:
-            after = {"command": " ".join(call["input"]["command"])}
-            if jsonschema.exceptions.best_match(validator.iter_errors(after)) is not None:
-                return
+        flow.metadata["declared"] = list(declared)
+        return all(jsonschema.exceptions.best_match(validator.iter_errors(a)) is None for a in after)
+
+    def done(self, flow, before, after):
+        record = Record(declared=flow.metadata.pop("declared"))
+        for b, a in zip(before, after):
             record.decisions.append(
-                Decision(name="shell", target="Bash", reason="shell means Bash", arguments_before=call["input"], arguments_after=after)
+                Decision(name="shell", target="Bash", reason="shell means Bash", arguments_before=b, arguments_after=a)
             )
-            call["name"] = "Bash"
-            call["input"] = after
-        flow.response.content = orjson.dumps(answer)
         flow.metadata["toolvocab"] = record.model_dump(mode="json")
         flow.marked = ":wrench:"
         flow.comment = "changed: shell→Bash"
