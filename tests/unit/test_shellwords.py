@@ -318,6 +318,10 @@ def _bash_state_changed(command: str, root: Path) -> bool | None:
 @example(command="pwd() { :; }")
 @example(command="function pwd { echo sub; }")
 @example(command="trap \"$(printf '\\x63d') sub\" DEBUG; oka")
+@example(command="emulate sh -c $'\\x63d sub'")  # zsh runs the text in this shell
+@example(command="repeat 1 eval $'\\x63d sub'")  # zsh
+@example(command="if [[ -n 1 ]] eval $'\\x63d sub'")  # zsh's short if
+@example(command="mapfile -t -C $'\\x63d sub #' -c 1 arr <<< x")  # bash's callback
 def test_a_command_that_moves_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:
     """The oracle is the shells: whenever bash, zsh or dash ends a command line in another
     directory than it started in, :func:`changes_directory` names something in it."""
@@ -339,6 +343,8 @@ def test_a_command_that_moves_the_shell_is_seen_to(stateful_sandbox: Path, comma
 @example(command="echo ${a[x++]}")
 @example(command="echo $[x++]")
 @example(command="[[ x++ -eq 0 ]]")
+@example(command="[[ 1 -eq --x ]]")
+@example(command="echo ${a[--x]}")
 def test_a_command_that_changes_the_shell_is_seen_to(stateful_sandbox: Path, command: str) -> None:
     """Whenever the next line of the same bash sees another state (a variable, a function, an
     alias, an option, a trap, the umask, the directory), :func:`changes_state` names something."""
@@ -356,6 +362,13 @@ def test_a_command_that_changes_the_shell_is_seen_to(stateful_sandbox: Path, com
 def test_commands_that_leave_the_directory_are_not_flagged(command: str) -> None:
     """No false alarm on everyday commands: each of these leaves the directory where it was."""
     assert changes_directory(command) is None
+
+
+def test_a_command_that_acts_on_the_shells_own_process_changes_its_state() -> None:
+    # the shell stays alive between calls in a tool that keeps it: its priority and limits too
+    assert changes_state("renice -n 19 -p $$") is not None
+    assert changes_state("prlimit --pid $$ -n 16:16") is not None
+    assert changes_state("git log --oneline -3") is None
 
 
 def test_the_state_oracle_sees_a_change() -> None:

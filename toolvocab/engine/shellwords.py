@@ -221,7 +221,7 @@ _TOKENS = re.compile(r"""[0-9]*(?:&>>?|<<<|<<-?|<>|>>|>&|<&|>\||<|>)|[;&|()\n!]|
 _REDIRECT = re.compile(r"[0-9]*&?[<>]")
 #: Words after which the next word is still a command's head (reserved words, precommand
 #: modifiers), and those whose flags (``command -p``, ``time -p``) keep it there too.
-_STILL_HEAD = frozenset("then do else elif if while until time builtin command noglob nocorrect".split())
+_STILL_HEAD = frozenset("then do else elif if while until time builtin command noglob nocorrect ]]".split())
 _MODIFIERS = frozenset({"time", "builtin", "command"})
 #: Deleted before a word is read: quotes and backslashes (``c'd'``, ``"c"d`` and ``c\d`` run ``cd``).
 _UNQUOTE = str.maketrans("", "", "'\"\\")
@@ -232,8 +232,13 @@ _SQUEEZE = str.maketrans("", "", "'\"\\`$(){},")
 _PARTS = re.compile(r"[=,{}`$()\[\]]+")
 #: Marks that change shell state wherever they stand: ``=`` (an assignment, ``${A:=x}``,
 #: ``let a=1``), ``((`` and ``$[`` (arithmetic that may assign), ``++`` / ``--`` after a name
-#: (``${a[x++]}``, ``[[ x++ ]]``), ``()`` (a function definition).
-_STATE_MARKS = re.compile(r"=|\(\(|\$\[|\+\+|\w--(?![\w-])|\(\s*\)")
+#: (``${a[x++]}``, ``[[ x++ ]]``) or before one where bash reads arithmetic (a subscript,
+#: ``${a[--x]}``; an operand of ``-eq`` and the like in ``[[ ]]``), ``()`` (a function definition),
+#: ``$$`` (the shell's own process: ``renice -p $$``, ``prlimit --pid $$``).
+_STATE_MARKS = re.compile(
+    r"=|\(\(|\$\[|\+\+|\w--(?![\w-])|\[\s*--\w|-(?:eq|ne|lt|le|gt|ge)\s+--\w|--\w+\s+-(?:eq|ne|lt|le|gt|ge)\b"
+    r"|\(\s*\)|\$\$"
+)
 #: A character that makes a line more than one command's blank-separated plain words.
 _PLAIN = re.compile(r"""[;&|(){}\n`!'"\\$=<>\[*?,]""")
 
@@ -305,11 +310,17 @@ def _find(text: str, at_head: frozenset[str]) -> str | None:
 #: records the directory its ``Bash`` keeps with ``pwd -P`` in the same shell after the command
 #: (2.1.197), so a function named ``pwd`` moves it as much as ``cd`` does. At the head of a command.
 _REPORT_WORDS = frozenset({"trap", "function"})
-_DIRECTORY_HEADS = _RUNNER_WORDS | _REPORT_WORDS
+#: Builtins that run text given to them in the same shell, beyond ``_RUNNER_WORDS``: zsh 5.9's
+#: ``emulate … -c`` and ``repeat N`` (its count comes before the command it runs), bash 5.2's
+#: ``mapfile``/``readarray -C`` (a callback). At the head of a command.
+_ALSO_RUN = frozenset({"emulate", "repeat", "mapfile", "readarray"})
+_DIRECTORY_HEADS = _RUNNER_WORDS | _REPORT_WORDS | _ALSO_RUN
 #: A function definition (``pwd() { …; }``), wherever it stands.
 _DEFINITION = re.compile(r"\(\s*\)")
 #: Every word :func:`changes_directory` may name holds one of these (a test before the scan).
-_MAY_MOVE = re.compile(r"cd|chdir|pushd|popd|\.|eval|source|exec|trap|function|\$|`|[*?\[]|\(\s*\)")
+_MAY_MOVE = re.compile(
+    r"cd|chdir|pushd|popd|\.|eval|source|exec|trap|function|emulate|repeat|mapfile|readarray|\$|`|[*?\[]|\(\s*\)"
+)
 
 
 def changes_directory(command: object) -> str | None:
@@ -317,7 +328,8 @@ def changes_directory(command: object) -> str | None:
     line) may change the working directory of the shell that runs it; ``None`` when nothing does.
 
     Conservative (:func:`_find`): a word of ``_DIRECTORY_WORDS`` anywhere, quoted or not, or one
-    of ``_RUNNER_WORDS`` or ``_REPORT_WORDS``, an expansion or a glob at the head of a command, or
+    of ``_RUNNER_WORDS``, ``_REPORT_WORDS`` or ``_ALSO_RUN``, an expansion or a glob at the head of
+    a command, or
     a function definition anywhere (what the shell reports as its directory, ``pwd``, may then
     be another). Not seen: a function or alias of the user's profile that changes directory
     (zoxide's ``z``) and zsh's ``AUTO_CD`` (a directory named as a command). A value of another
