@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 import harness
+from harness.dialects import sse_events
 from harness.fixtures import loaded  # noqa: F401  (pytest fixture)
 from toolvocab import dialects
 from toolvocab.report import METADATA_KEY
@@ -70,6 +71,73 @@ def anthropic(addon, history: list[str], answer: list[dict[str, Any]]) -> tuple[
         addon, body, orjson.dumps(upstream), host="api.anthropic.com", path="/v1/messages", headers=CLAUDE
     )
     return json.loads(f.response.content)["content"], f.metadata[METADATA_KEY]
+
+
+def event(data: dict[str, Any]) -> bytes:
+    return f"event: {data['type']}\ndata: ".encode() + orjson.dumps(data) + b"\n\n"
+
+
+def streamed(loaded, first: str, *, overlap: bool) -> tuple[list[str], list[str]]:
+    """Claude Code's stream of two tool_use blocks, ``Bash`` running ``first`` then
+    ``exec_command make``; with ``overlap`` the second starts before the first stops (events
+    out of order: the first goes through undecided). The names the client got (by index) and
+    the record's decisions (name, action)."""
+    start = [
+        {"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": f"t{i}", "name": n}}
+        for i, n in enumerate(["Bash", "exec_command"])
+    ]
+    delta = [
+        {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": j}}
+        for i, j in enumerate([json.dumps({"command": first}), '{"cmd":"make"}'])
+    ]
+    stop = [{"type": "content_block_stop", "index": i} for i in range(2)]
+    blocks = (
+        [start[0], start[1], delta[0], delta[1], stop[0], stop[1]]
+        if overlap
+        else [start[0], delta[0], stop[0], start[1], delta[1], stop[1]]
+    )
+    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "claude-x"}
+    events = [
+        {"type": "message_start", "message": message},
+        *blocks,
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "stream": True,
+        "system": "Use Bash.",
+        "tools": [{"name": "Bash", "description": "Run a command", "input_schema": SCHEMA}],
+        "messages": [{"role": "user", "content": "build"}],
+    }
+    with harness.configured(loaded) as e:
+        f = harness.make_flow(
+            body,
+            host="api.anthropic.com",
+            path="/v1/messages",
+            headers=CLAUDE,
+            upstream=b"".join(map(event, events)),
+            resp_type="text/event-stream",
+        )
+        r = harness.replay(e, f)
+    names = {}
+    for ev in sse_events(r.out):
+        data = ev.json()
+        if isinstance(data, dict) and data.get("type") == "content_block_start":
+            names[data["index"]] = data["content_block"]["name"]
+    return [names[i] for i in sorted(names)], [(d["name"], d["action"]) for d in r.record["decisions"]]
+
+
+def test_a_call_the_stream_let_through_undecided_makes_the_past_unknown(loaded) -> None:
+    # the first block is passed as it came (events out of order): its cd is never read
+    names, decisions = streamed(loaded, "cd src", overlap=True)
+    assert names == ["Bash", "exec_command"] and decisions[-1] == ("exec_command", "leave"), decisions
+    names, decisions = streamed(loaded, "ls", overlap=True)
+    assert names == ["Bash", "exec_command"], decisions  # even a harmless one: it was not read
+    # the controls, in order: the first is read
+    assert streamed(loaded, "cd src", overlap=False)[0] == ["Bash", "exec_command"]
+    assert streamed(loaded, "ls", overlap=False)[0] == ["Bash", "Bash"]
 
 
 def use(name: str, arguments: dict[str, Any], call_id: str = "toolu_9") -> dict[str, Any]:

@@ -467,7 +467,7 @@ class ToolVocab(Configurable):
             state.record.response_changed = True
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes) -> None:
-        rewriter = state.dialect.stream_rewriter(state.context)
+        rewriter = state.rewriter()
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if rewriter.error:
             state.record.notes.append(rewriter_note(rewriter.error))

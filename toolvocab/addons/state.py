@@ -13,6 +13,7 @@ from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import Dialect
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import FrameRewriter
+from toolvocab.dialects.base import StreamRewriter
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
@@ -81,6 +82,7 @@ class FlowState:
         self.unverified: bytes | None = None  # the client's body, while only peeked (pipeline.Handled.verified)
         self.request_body: bytes | None = None  # the client's body, for earlier() (the flow holds it anyway)
         self._transcript: list[tuple[str, Any]] | None | _Unread = _UNREAD  # earlier(): the request's calls
+        self._passed: list[list[str]] = []  # the unrepaired lists of this flow's rewriters (earlier())
         self.refused: str | None = None  # why the whole read refused the request (may_change)
         self.flow_key = flow_key
         self.call_ids = dict(call_ids or {})
@@ -100,6 +102,14 @@ class FlowState:
             stored=self.stored,
             note=self.note,
         )
+
+    def rewriter(self) -> StreamRewriter:
+        """A new stream rewriter of the dialect for this flow (:attr:`context`); the calls it lets
+        through undecided (its ``unrepaired``) make every later call's past unknown
+        (:meth:`earlier`). The state keeps that list only, so no reference cycle is made."""
+        rewriter = self.dialect.stream_rewriter(self.context)
+        self._passed.append(rewriter.unrepaired)
+        return rewriter
 
     @property
     def record(self) -> FlowRecord:
@@ -168,8 +178,9 @@ class FlowState:
         conversation (:data:`toolvocab.engine.translate.Earlier`): the request's transcript
         (``Dialect.transcript_calls``), then the calls decided before in this answer (and, on a
         WebSocket, in its earlier turns) as the client got them. ``None`` when that is not known:
-        the request does not carry the whole conversation, or a strict reader refuses its body
-        (then nothing in the answer changes, :meth:`may_change`). The body is read at the first
+        the request does not carry the whole conversation, a strict reader refuses its body
+        (then nothing in the answer changes, :meth:`may_change`), or a stream rewriter of this
+        flow let a call through undecided (:meth:`rewriter`). The body is read at the first
         ask, and only then; for a peeked body that read is the one :meth:`may_change` makes. Only
         the calls of the declared shell tools are kept from it (the flow holds no other input);
         for any other name the answer is ``None``."""
@@ -183,7 +194,8 @@ class FlowState:
             calls = self.dialect.transcript_calls(body) if ok else None
             self._transcript = None if calls is None else [(n, a) for n, a in calls if n in self._shells]
         transcript = self._transcript
-        if transcript is None or name not in self._shells:
+        if transcript is None or name not in self._shells or any(self._passed):
+            # a call the rewriter let through undecided (events out of order) ran unread
             return None
         calls = [arguments for called, arguments in transcript if called == name]
         for decision in self.record.decisions:

@@ -119,7 +119,7 @@ class StreamCallable:
         self._last_bytes = 0.0  # event-loop time of the last upstream chunk
         self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
         self.phase = Phase.SNIFFING
-        self.rewriter: StreamRewriter | None = state.dialect.stream_rewriter(state.context)  # None once released
+        self.rewriter: StreamRewriter | None = state.rewriter()  # None once released
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
         self.sent = bytearray()  # what the client got, when keep
         self.changed = False

@@ -123,7 +123,7 @@ class ToolVocabWebSocket:
                 stored=True,
             )
             state.request_body = message.content
-            rewriter = dialect.stream_rewriter(state.context)
+            rewriter = state.rewriter()
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
             state.ws_rewriter = rewriter
             self._ws[flow.id] = state
