@@ -1130,3 +1130,30 @@ def test_property_a_number_in_text_is_what_json_spells(text: str) -> None:
         assert type(value) is float and value == float(core) and value not in (float("inf"), float("-inf"))
     else:
         assert type(value) is int and value == int(core)
+
+
+def test_the_earlier_commands_read_are_kept_within_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each turn carries the conversation's earlier commands again: they are read once, while they
+    # stay among the last CHECKED_BUDGET characters; what a check finds is the same either way
+    from toolvocab.engine import translate
+    from toolvocab.engine.shellwords import changes_directory
+
+    monkeypatch.setattr(translate, "CHECKED_BUDGET", 64 * 40)
+    monkeypatch.setattr(translate, "_CHECKED", type(translate._CHECKED)())
+    monkeypatch.setattr(translate, "_CHECKED_CHARS", [0])
+    calls = [0]
+
+    def counted(line: object) -> str | None:
+        calls[0] += 1
+        return changes_directory(line)
+
+    lines = [f"echo {i:036d}" for i in range(200)] + ["cd src", "ls"]
+    first = [translate._checked(counted, line) for line in lines]
+    assert first == [changes_directory(line) for line in lines] and first[-2] == "cd"
+    assert translate._CHECKED_CHARS[0] <= translate.CHECKED_BUDGET
+    assert sum(len(line) for _, line in translate._CHECKED) == translate._CHECKED_CHARS[0]
+    before = calls[0]
+    assert [translate._checked(counted, line) for line in lines[-2:]] == first[-2:]
+    assert calls[0] == before  # the last lines read are kept
+    translate._checked(counted, lines[0])
+    assert calls[0] == before + 1  # the first were let go

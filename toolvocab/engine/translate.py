@@ -17,6 +17,7 @@ Pure functions over plain data; no I/O.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -666,6 +667,32 @@ _KEEPS = {
     None: "may keep it (not recorded)",
 }
 
+#: (check, command line) -> what the check found, for the earlier commands of the last
+#: conversations (:func:`_checked`), and the characters of the lines it holds.
+_CHECKED: OrderedDict[tuple[Callable[[object], str | None], str], str | None] = OrderedDict()
+_CHECKED_CHARS = [0]
+#: At most this many characters of command lines are kept in ``_CHECKED``.
+CHECKED_BUDGET = 1 << 21
+
+
+def _checked(check: Callable[[object], str | None], line: str) -> str | None:
+    """``check(line)``, kept for the lines read last: a request carries its conversation's
+    earlier commands every turn, and each command moved in an answer reads them again, so each
+    line is read once while it stays among the last :data:`CHECKED_BUDGET` characters."""
+    key = (check, line)
+    if key in _CHECKED:
+        _CHECKED.move_to_end(key)
+        return _CHECKED[key]
+    found = check(line)
+    if len(line) <= CHECKED_BUDGET // 64:
+        _CHECKED[key] = found
+        _CHECKED_CHARS[0] += len(line)
+        while _CHECKED_CHARS[0] > CHECKED_BUDGET:
+            (_, gone), _ = _CHECKED.popitem(last=False)
+            _CHECKED_CHARS[0] -= len(gone)
+    return found
+
+
 #: What a call's conversation ran before it, for :func:`translate`: a declared tool's name to the
 #: arguments of every earlier call of it the client ran (the request's transcript, then the calls
 #: before this one in the same answer; an object, or anything else for arguments that cannot be
@@ -734,7 +761,7 @@ def _check_session(
             )
         keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.command" for m in meanings)]
         lines = [c[k] for c in calls for k in keys if isinstance(c.get(k), str)]
-        found = next((f for f in map(check, lines) if f is not None), None)
+        found = next((f for line in lines if (f := _checked(check, line)) is not None), None)
         if found is not None:
             raise _Unusable(
                 f"an earlier {target.name} call in this conversation ran {found!r}: the command would start "
