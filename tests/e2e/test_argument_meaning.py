@@ -99,29 +99,6 @@ def test_a_directory_change_never_moves_into_a_bash_that_keeps_it(agent_e2e):
     assert left and all("the next call then" in (d.get("reason") or "") for d in left), (left, run.describe())
 
 
-def _second_call(run) -> tuple[dict, dict]:
-    """The conversation's second tool call and its result, from the last model call."""
-    body = run.body(run.tool_calls[-1])
-    messages = body.get("messages") or []
-    uses = [
-        b
-        for m in messages
-        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_use"
-    ]
-    assert len(uses) == 2, f"{uses!r}\n{run.describe()}"
-    results = {
-        b.get("tool_use_id"): b
-        for m in messages
-        if m.get("role") == "user" and isinstance(m.get("content"), list)
-        for b in m["content"]
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-    }
-    assert uses[1].get("id") in results, run.describe()
-    return uses[1], results[uses[1]["id"]]
-
-
 @pytest.mark.parametrize("first", ["mkdir -p sub && cd sub && echo FIRST", "mkdir -p sub && echo FIRST"])
 def test_a_command_never_moves_into_a_bash_an_earlier_call_left_elsewhere(agent_e2e, first):
     changed_directory = "cd sub" in first
@@ -134,7 +111,10 @@ def test_a_command_never_moves_into_a_bash_an_earlier_call_left_elsewhere(agent_
         fake_config={"more_calls": [["exec_command", {"cmd": "echo " + MARKER}]]},
     )
     run.check_common()
-    call, answer = _second_call(run)
+    body = run.body(run.tool_calls[-1])  # the last model call holds both calls
+    uses = [b for m in body.get("messages") or [] for b in m.get("content") or [] if isinstance(b, dict)]
+    assert sum(b.get("type") == "tool_use" for b in uses) == 2, run.describe()
+    call, answer = run.call_and_result(body)  # the last tool call and its result
     result = run.text(answer.get("content"))
     if changed_directory:
         assert call.get("name") == "exec_command", f"the call changed: {call!r}\n{run.describe()}"

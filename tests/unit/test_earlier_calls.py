@@ -173,49 +173,9 @@ def test_an_earlier_call_in_the_same_answer_counts(addon) -> None:
 
 def test_a_bash_call_never_moves_to_a_shell_that_starts_afresh_after_a_cd(addon) -> None:
     # OpenCode's bash runs each call in a new process: the model's Bash would have run in src.
-    body = {
-        "model": "m",
-        "messages": [
-            {"role": "user", "content": "build"},
-            {
-                "role": "assistant",
-                "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command":"cd src"}'}}
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-        ],
-        "tools": [{"type": "function", "function": {"name": "bash", "parameters": SCHEMA}}],
-    }
-    answer = {
-        "id": "c",
-        "object": "chat.completion",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "c2",
-                            "type": "function",
-                            "function": {"name": "Bash", "arguments": '{"command":"make"}'},
-                        }
-                    ],
-                },
-            }
-        ],
-    }
-    headers = [("content-type", "application/json"), ("user-agent", "opencode/1.18.33")]
-    for history, renamed in (("cd src", False), ("ls", True)):
-        body["messages"][1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"command": history})
-        f = harness.json_flow(
-            addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=headers
-        )
-        name = json.loads(f.response.content)["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
-        assert name == ("bash" if renamed else "Bash"), (history, f.metadata[METADATA_KEY]["decisions"])
+    names, decisions = chat(addon, ['{"command":"cd src"}'], ['Bash {"command":"make"}'])
+    assert names == ["Bash"] and decisions[-1]["action"] == "leave", decisions
+    assert chat(addon, ['{"command":"ls"}'], ['Bash {"command":"make"}'])[0] == ["bash"]  # the control
 
 
 def chat(addon, history: list[str], calls: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
