@@ -56,7 +56,7 @@ TIMED = (
     "toolvocab.addons.core:ToolVocab._response",
     "toolvocab.dialects.anthropic:AnthropicMessages.rewrite_response",
     "toolvocab.addons.state:resolve",
-    "toolvocab.dialects.pipeline:verify",
+    "toolvocab.dialects.pipeline:strict_read",
     "toolvocab.addons.core:jsonio.rewrite",
     "toolvocab.addons.recording:ToolVocabRecorder.finish",
     "toolvocab.addons.recording:ToolVocabRecorder.show",

@@ -135,8 +135,9 @@ class FlowState:
 
     def may_change(self) -> bool:
         """True when the answer may change on the strength of this flow's request: at once for a
-        request read whole; for one only peeked, once :func:`toolvocab.dialects.pipeline.verify`
-        of the whole body finds nothing against it (run here, once, at the first change). When
+        request read whole; for one only peeked, once :func:`toolvocab.dialects.pipeline.strict_read`
+        of the whole body finds nothing against it (run once: here at the first change, or before
+        it by :meth:`earlier`). When
         it does, the record becomes the one the request hook gives a request it leaves as sent
         (:attr:`refused`: why), and this and every later answer byte must go as the upstream
         sent it."""

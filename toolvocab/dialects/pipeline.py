@@ -14,7 +14,7 @@ Two ways to read a body:
   record wants no tool results. The result is
   :attr:`Handled.verified` ``False``: the skipped parts were not checked, so before anything
   changes *on the strength of this request* (the answer's first changed byte) the caller
-  runs :func:`verify`, which gives what the whole read would have said. Anything the peek cannot
+  runs :func:`strict_read`, which gives what the whole read would have said. Anything the peek cannot
   read, or a plan that writes the request, goes the whole way.
 
 Either way the plan, the record and the bytes sent are those the whole read gives
@@ -207,7 +207,7 @@ class Handled:
     """A request this addon handles. ``content``: the bytes to send upstream instead of the
     client's, or ``None`` to send the client's; ``call_ids``: the replayed ids ``content`` sends
     as aliases (``Dialect.alias_call_ids``); ``verified``: the whole body was read strictly
-    (else call :func:`verify` before changing the answer); ``wants_stream``, ``windows``: from
+    (else call :func:`strict_read` before changing the answer); ``wants_stream``, ``windows``: from
     the request (``Dialect.wants_stream``, :func:`announces_windows`). ``plan`` may be shared
     with other flows: it is never changed."""
 
@@ -230,16 +230,12 @@ class Handled:
     stored: bool = False
 
 
-def verify(content: bytes) -> str | None:
-    """What a whole strict read of a request body says against changing anything for it: the
-    :class:`Skipped` reason (:data:`NOT_JSON`: NaN, ``1e400``, invalid UTF-8, nesting deeper than
-    :data:`toolvocab.engine.jsonio.MAX_DEPTH`; :data:`REPEATED_KEY`), or ``None``."""
-    return strict_read(content)[1]
-
-
 def strict_read(content: bytes) -> tuple[Any, str | None]:
     """``content`` read whole and strictly (:func:`toolvocab.engine.jsonio.loads_checked`): the
-    body (``None`` when a strict reader refuses it) and what :func:`verify` says of it."""
+    body (``None`` when a strict reader refuses it) and what the read says against changing
+    anything for it: the :class:`Skipped` reason (:data:`NOT_JSON`: NaN, ``1e400``, invalid
+    UTF-8, nesting deeper than :data:`toolvocab.engine.jsonio.MAX_DEPTH`; :data:`REPEATED_KEY`),
+    or ``None``."""
     try:
         body, unique, _ = jsonio.loads_checked(content)
     except ValueError:
