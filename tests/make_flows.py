@@ -827,8 +827,13 @@ SCENARIOS: list[Scenario] = [
             ),
             CLAUDE_TOOLS[1],
         ],
-        [Call("replace", {"file_path": "a.py", "old_string": "x", "new_string": "y", "instruction": "rename x to y"})],
-        [("Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"})],
+        [
+            Call(
+                "replace",
+                {"file_path": "/repo/a.py", "old_string": "x", "new_string": "y", "instruction": "rename x to y"},
+            )
+        ],
+        [("Edit", {"file_path": "/repo/a.py", "old_string": "x", "new_string": "y"})],
         note="Gemini CLI's replace → Edit; its instruction (an annotation) is dropped where the schema is closed",
     ),
     Scenario(

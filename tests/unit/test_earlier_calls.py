@@ -27,6 +27,11 @@ from toolvocab.report import METADATA_KEY
 
 SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 CLAUDE = [("content-type", "application/json"), ("user-agent", "claude-cli/2.1.197 (external, sdk-cli)")]
+PATH = {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}
+CC_TOOLS = {
+    "Bash": {"name": "Bash", "description": "Run a command", "input_schema": SCHEMA},
+    "Read": {"name": "Read", "description": "Read a file", "input_schema": PATH},
+}
 
 
 @pytest.fixture(params=["whole", "peeked"])
@@ -38,9 +43,12 @@ def addon(loaded, request):
         yield e.addon
 
 
-def anthropic(addon, history: list[str], answer: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
-    """Claude Code's request with a transcript of ``Bash`` calls running ``history``, answered
-    with ``answer``'s blocks: the blocks the client got, and the flow's record."""
+def anthropic(
+    addon, history: list[str], answer: list[dict[str, Any]], tools: tuple[str, ...] = ("Bash",)
+) -> tuple[list[dict[str, Any]], dict]:
+    """Claude Code's request declaring ``tools`` (of ``CC_TOOLS``) with a transcript of ``Bash``
+    calls running ``history``, answered with ``answer``'s blocks: the blocks the client got, and
+    the flow's record."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "build it"}]
     for i, command in enumerate(history):
         messages.append(
@@ -56,7 +64,7 @@ def anthropic(addon, history: list[str], answer: list[dict[str, Any]]) -> tuple[
         "model": "claude-x",
         "max_tokens": 10,
         "system": "Use Bash.",
-        "tools": [{"name": "Bash", "description": "Run a command", "input_schema": SCHEMA}],
+        "tools": [CC_TOOLS[name] for name in tools],
         "messages": messages,
     }
     upstream = {
@@ -178,10 +186,13 @@ def test_a_bash_call_never_moves_to_a_shell_that_starts_afresh_after_a_cd(addon)
     assert chat(addon, ['{"command":"ls"}'], ['Bash {"command":"make"}'])[0] == ["bash"]  # the control
 
 
-def chat(addon, history: list[str], calls: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
-    """OpenCode's Chat request declaring ``bash``, a transcript of ``bash`` calls whose argument
-    text is ``history``, answered with ``calls`` (``name`` then ``arguments`` text, split at the
-    first space): the names the client got, and the record's decisions."""
+def chat(
+    addon, history: list[str], calls: list[str], tools: tuple[str, ...] = ("bash",)
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """OpenCode's Chat request declaring ``tools`` (of ``bash``, ``read``), a transcript of
+    ``bash`` calls whose argument text is ``history``, answered with ``calls`` (``name`` then
+    ``arguments`` text, split at the first space): the names the client got, and the record's
+    decisions."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "build"}]
     for i, text in enumerate(history):
         messages += [
@@ -194,7 +205,7 @@ def chat(addon, history: list[str], calls: list[str]) -> tuple[list[str], list[d
     body = {
         "model": "m",
         "messages": messages,
-        "tools": [{"type": "function", "function": {"name": "bash", "parameters": SCHEMA}}],
+        "tools": [{"type": "function", "function": {"name": name, "parameters": OC_TOOLS[name]}} for name in tools],
     }
     tool_calls = [
         {"id": f"c{i}", "type": "function", "function": {"name": c.split(" ", 1)[0], "arguments": c.split(" ", 1)[1]}}
@@ -217,6 +228,12 @@ def chat(addon, history: list[str], calls: list[str]) -> tuple[list[str], list[d
     )
     got = json.loads(f.response.content)["choices"][0]["message"]["tool_calls"]
     return [c["function"]["name"] for c in got], f.metadata[METADATA_KEY]["decisions"]
+
+
+OC_TOOLS = {
+    "bash": SCHEMA,
+    "read": {"type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]},
+}
 
 
 #: Argument text a strict reader refuses but a client's own reader may run: JavaScript's
@@ -363,3 +380,51 @@ def test_each_dialect_reads_the_earlier_calls_it_replays() -> None:
     assert dialects.by_name("gemini").transcript_calls(gemini_body) == expected
     # Code Assist's envelope
     assert dialects.by_name("gemini").transcript_calls({"request": gemini_body}) == expected
+
+
+# --- a relative path finds its file where the model's own tool would ---------------------------
+# Claude Code 2.1.197's Read finds a relative path from the directory its Bash was left in (after
+# `cd sub`, f.txt is sub/f.txt: tests/e2e/test_argument_meaning.py); OpenCode's read from where
+# OpenCode started.
+READ_F = use("read", {"filePath": "f.txt"})
+
+
+@pytest.mark.parametrize("history", [["cd sub && ls"], ["ls", "pushd sub"]])
+def test_after_a_bash_call_that_changed_directory_a_relative_read_is_left(addon, history) -> None:
+    got, record = anthropic(addon, history, [READ_F], tools=["Bash", "Read"])
+    assert got == [READ_F]
+    (decision,) = record["decisions"]
+    assert decision["action"] == "leave" and "an earlier Bash call" in decision["reason"], decision
+
+
+@pytest.mark.parametrize("history", [[], ["ls -la", "git status"]])
+def test_without_one_a_relative_read_reaches_read(addon, history) -> None:
+    got, _ = anthropic(addon, history, [READ_F], tools=["Bash", "Read"])
+    assert got == [use("Read", {"file_path": "f.txt"})]
+
+
+def test_a_path_from_a_root_reaches_read_after_a_cd(addon) -> None:
+    got, _ = anthropic(addon, ["cd sub"], [use("read", {"filePath": "/repo/f.txt"})], tools=["Bash", "Read"])
+    assert got == [use("Read", {"file_path": "/repo/f.txt"})]
+
+
+def test_a_cd_earlier_in_the_same_answer_counts_for_a_path(addon) -> None:
+    answer = [use("Bash", {"command": "cd sub"}, "toolu_1"), use("read", {"filePath": "f.txt"}, "toolu_2")]
+    got, record = anthropic(addon, [], answer, tools=["Bash", "Read"])
+    assert got == answer
+    assert [d["action"] for d in record["decisions"]] == ["keep", "leave"], record["decisions"]
+
+
+def test_a_bash_the_request_does_not_declare_still_counts_when_its_calls_are_replayed(addon) -> None:
+    # Bash left out of this request's tools: its replayed cd may still have moved the directory
+    got, record = anthropic(addon, ["cd sub"], [READ_F], tools=["Read"])
+    assert got == [READ_F], record["decisions"]
+    got, _ = anthropic(addon, [], [READ_F], tools=["Read"])  # the control: no shell ran
+    assert got == [use("Read", {"file_path": "f.txt"})]
+
+
+def test_a_relative_read_never_moves_out_of_claude_codes_vocabulary_after_a_cd(addon) -> None:
+    # OpenCode's read finds f.txt where OpenCode started; the model's Read, where its shell was left
+    names, decisions = chat(addon, ['{"command":"cd sub"}'], ['Read {"file_path":"f.txt"}'], tools=["bash", "read"])
+    assert names == ["Read"] and decisions[-1]["action"] == "leave", decisions
+    assert chat(addon, ['{"command":"ls"}'], ['Read {"file_path":"f.txt"}'], tools=["bash", "read"])[0] == ["read"]

@@ -724,7 +724,7 @@ def test_foreign_calls_in_json_answer_are_repaired():
         "thoughtSignature": "c2lnLWZpeHR1cmUtMDI=",
     }
     assert parts[2] == {
-        "functionCall": {"id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "src/[main].c"}}
+        "functionCall": {"id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "/work/src/[main].c"}}
     }
     body["candidates"][0]["content"]["parts"] = original["candidates"][0]["content"]["parts"]
     assert body == original
@@ -1357,7 +1357,7 @@ def test_addon_generate_content_json_answer_repaired(env):
     expected["candidates"][0]["content"]["parts"][2]["functionCall"] = {
         "id": "fc-fixture-0003",
         "name": "read_file",
-        "args": {"file_path": "src/[main].c"},
+        "args": {"file_path": "/work/src/[main].c"},
     }
     assert body == expected
     assert f.response.headers["content-length"] == str(len(r.out))

@@ -439,9 +439,9 @@ def test_namespaced_tools_are_never_capability_candidates() -> None:
         ("write_file", {"path": "/repo/a", "content": "x"}, "Write", {"file_path": "/repo/a", "content": "x"}),
         (
             "replace",
-            {"filePath": "a", "oldString": "x", "newString": "y"},
+            {"filePath": "/repo/a", "oldString": "x", "newString": "y"},
             "Edit",
-            {"file_path": "a", "old_string": "x", "new_string": "y"},
+            {"file_path": "/repo/a", "old_string": "x", "new_string": "y"},
         ),
     ],
 )

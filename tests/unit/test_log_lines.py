@@ -216,7 +216,7 @@ def test_a_call_lifted_from_text_says_so_in_the_line_the_comment_and_the_record(
     tctx, script = loaded
     tctx.configure(script, toolvocab_mode="repair")  # no prompt sentence
     caplog.set_level(logging.DEBUG)
-    f = run_text_flow(addon, hermes("read_file", {"path": "README.md"}))
+    f = run_text_flow(addon, hermes("read_file", {"path": "/repo/README.md"}))
     assert json.loads(f.response.content)["content"][0]["type"] == "tool_use"
     assert messages(caplog, logging.INFO) == [
         "toolvocab: read_file lifted from text · Claude Code → api.anthropic.com"
@@ -225,7 +225,7 @@ def test_a_call_lifted_from_text_says_so_in_the_line_the_comment_and_the_record(
     (decision,) = f.metadata["toolvocab"]["decisions"]
     assert decision["lifted"] is True and decision["action"] == "keep"
     caplog.clear()
-    f = run_text_flow(addon, hermes("Read", {"file_path": "README.md"}))
+    f = run_text_flow(addon, hermes("Read", {"file_path": "/repo/README.md"}))
     assert messages(caplog, logging.INFO) == [
         "toolvocab: Read→read_file (capability) lifted from text · Claude Code → api.anthropic.com"
     ], messages(caplog, logging.INFO)
@@ -235,7 +235,7 @@ def test_a_call_lifted_from_text_says_so_in_the_line_the_comment_and_the_record(
     "text",
     [
         # The second call names no declared tool: the whole text stays text.
-        hermes("Read", {"file_path": "README.md"}) + "\n" + hermes("delete_file", {"path": "x"}),
+        hermes("Read", {"file_path": "/repo/README.md"}) + "\n" + hermes("delete_file", {"path": "x"}),
         hermes("delete_file", {"path": "x"}),
         hermes("read_file", {"path": 7}),  # fails the schema
     ],

@@ -19,6 +19,7 @@ note's 10,000-example run sets it).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from typing import Any
 
@@ -505,6 +506,30 @@ def _carried(table: ArgTable, value: Any) -> Any:
     return ("unknown", table.clients, table.name, table.version)
 
 
+def _floating(value: Any) -> bool:
+    """Not a path from a root (``/``, ``\\``, ``C:\\``, ``~``): found from a directory of its tool's."""
+    return value is None or (
+        isinstance(value, str) and not value.startswith(("/", "\\", "~")) and not re.match(r"[A-Za-z]:[/\\]", value)
+    )
+
+
+#: A relative path a tool refuses: the call runs nothing there, which the model reads.
+REFUSED = ("refused",)
+
+
+def _found_from(table: ArgTable, value: Any, moved: bool | None = False) -> Any:
+    """Which file a relative ``value`` (``None``: "here") names in ``table``'s tool, from its
+    ``path.base`` alone: from where the agent started for a tool that finds it there, and for
+    one that finds it where its shell was left unless an earlier call ``moved`` that (``None``:
+    not known); refused, or not known, means in no other tool."""
+    base = table.fixed.get("path.base")
+    if base == "start" or (base == "cwd" and moved is False):
+        return ("start", value or None)
+    if base == "absolute":
+        return REFUSED
+    return ("own", base, table.clients, table.name, value)
+
+
 def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
     """Operand → what it means, for a call read as ``table``'s tool, from the table's data only."""
     out: dict[str, Any] = {}
@@ -521,6 +546,8 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             # ~ is the home directory for some tools, a folder of the project for others: a
             # home-relative path means something only in its own tool.
             out[meaning.what] = (value, f"{table.clients} {table.name}")
+        elif meaning.what.endswith((".path", ".cwd")) and _floating(value):
+            out[meaning.what] = (_found_from(table, value), None)
         elif (
             meaning.form == "rg-glob-list"
             and isinstance(value, str)
@@ -534,8 +561,13 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             out[meaning.what] = ((value, table.clients, table.name, table.version), meaning.form)
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
+    for key, meaning in listed.items():
+        if meaning.what in ("glob.path", "grep.path", "list.path") and key not in args:
+            out[meaning.what] = (_found_from(table, None), None)  # a search or listing of "here"
     for what, value in table.fixed.items():
-        if what != "shell.session":  # compared as what the next call inherits (shell.carried)
+        # shell.session: compared as what the next call inherits (shell.carried); path.base: as
+        # where each relative path is found
+        if what not in ("shell.session", "path.base"):
             out.setdefault(what, (value, None))
     for meaning in listed.values():
         if meaning.default is not None:
@@ -562,6 +594,8 @@ def same_intent(source: dict[str, Any], target: dict[str, Any]) -> bool:
             if meant != got:
                 return False
             continue
+        if got[0] == REFUSED and meant[0] != REFUSED:
+            continue  # refused in the target: nothing runs, the model reads why
         if meant[0] != got[0] or not _same_form(meant[1], got[1], what):
             return False
     # The target may hold an effect the source left to its default only if they agree.
@@ -711,6 +745,92 @@ def test_a_changed_command_starts_where_it_would_have_in_its_own_tool(
             history,
             d.reason,
         )
+
+
+PATH_PAIRS = [
+    (s, t)
+    for s, t in PAIRS
+    if any(m.what.endswith((".path", ".cwd")) for m in s.args.values())
+    and any(m.what.endswith((".path", ".cwd")) for m in t.args.values())
+]
+
+
+@st.composite
+def path_calls(draw: st.DrawFn) -> tuple[ArgTable, ArgTable, dict[str, Any], bool]:
+    source, target = draw(st.sampled_from(PATH_PAIRS))
+    keys = draw(st.lists(st.sampled_from(sorted(source.args)), unique=True, max_size=4))
+    args = {
+        k: draw(
+            st.sampled_from(["/repo/src", "src", "./a.py", "", "C:\\repo\\a.py", "~/a.py"])
+            if source.args[k].what.endswith((".path", ".cwd"))
+            else value_for(source.args[k])
+        )
+        for k in keys
+    }
+    return source, target, args, draw(st.booleans())
+
+
+@SETTINGS
+@given(path_calls(), st.one_of(st.none(), st.lists(st.sampled_from([*COMMANDS, None]), max_size=3)))
+def test_a_moved_relative_path_names_the_file_its_own_tool_would(
+    case: tuple[ArgTable, ArgTable, dict[str, Any], bool], history: list[str | None] | None
+) -> None:
+    """A call the engine changes names, with each path not from a root (and with a search or
+    listing given no directory, "here"), the file or directory the model's own tool would have
+    named, after the commands the target agent's shell ran before (``None``: not carried, or a
+    call whose arguments cannot be read); a target that refuses a relative path runs nothing."""
+    source, target, args, closed = case
+    tool = declared_from(target, closed)
+    shells = {t.name: t for t in TABLES if t.clients == target.clients and "shell.command" in _whats(t)}
+
+    def earlier(name: str) -> Any:
+        if history is None:
+            return None
+        if name not in shells:
+            return []
+        keys = [k for k, m in shells[name].args.items() if m.what == "shell.command"]
+        return [None if h is None else dict.fromkeys(keys, h) for h in history]
+
+    d = resolve(ToolCall(name=source.name, arguments=args), Toolset([tool]), client=target.client, earlier=earlier)
+    event(f"{d.action.value}; history {'unknown' if history is None else len(history)}")
+    if not d.changed or not args:  # no key: another agent's tool of the name is no reading of it
+        return
+    after = d.arguments_after if d.arguments_after is not None else args
+    moved = None if history is None or None in history else any("cwd" in _leaves(h) for h in history)
+    readings = [t for t in TABLES if t.name == source.name and all(k in t.args or k in ANNOTATIONS for k in args)]
+    for reading in readings:
+        meant = _places(reading, args, moved)
+        got = _places(target, after, moved)
+        for what, place in meant.items():
+            assert got.get(what) in (place, REFUSED), (
+                source.name,
+                reading.clients,
+                args,
+                target.name,
+                target.clients,
+                after,
+                history,
+                d.reason,
+            )
+
+
+def _whats(table: ArgTable) -> set[str]:
+    return {m.what for m in table.args.values()}
+
+
+def _places(table: ArgTable, args: dict[str, Any], moved: bool | None) -> dict[str, Any]:
+    """Operand → the file or directory each path of ``args`` names in ``table``'s tool (a search
+    or listing with no directory: "here"); paths from a root are where they say."""
+    out: dict[str, Any] = {}
+    for key, meaning in table.args.items():
+        if not meaning.what.endswith((".path", ".cwd")):
+            continue
+        value = args.get(key)
+        if key in args and not _floating(value):
+            out[meaning.what] = ("rooted", value)
+        elif key in args or meaning.what in ("glob.path", "grep.path", "list.path"):
+            out[meaning.what] = _found_from(table, value, moved)
+    return out
 
 
 UNKNOWN_KEYS = ["mode", "append", "dry_run", "working_dir", "timeout_s", "zz", "preview"]
@@ -930,6 +1050,56 @@ def test_a_home_relative_path_never_moves_between_tools(
     assert decide(tools, name, plain, client=client).changed
 
 
+def decide_with(
+    tools: list[Any], name: str, args: dict[str, Any], ran: dict[str, list[str]] | None, client: str | None = None
+):
+    """``decide`` in a conversation whose shell tools ran ``ran`` (tool name -> its earlier
+    command lines; a name not in it ran nothing); ``None``: a request that does not carry them."""
+
+    def earlier(shell: str) -> Any:
+        if ran is None:
+            return None
+        keys = {"exec_command": "cmd"}
+        return [{keys.get(shell, "command"): line} for line in ran.get(shell, [])]
+
+    return resolve(ToolCall(name=name, arguments=args), Toolset(tools), client=client, earlier=earlier)
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "ran", "moves"),
+    [
+        # Claude Code's Read finds f.txt where its Bash was left (sub/f.txt after `cd sub`);
+        # OpenCode's read where OpenCode started.
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"Bash": ["cd sub && ls"]}, False),
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"Bash": ["ls", "make test"]}, True),
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {}, True),
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", None, False),  # not carried
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"PowerShell": ["Get-ChildItem"]}, False),
+        ([READ], "read", {"filePath": "/repo/f.txt"}, "Claude Code", {"Bash": ["cd sub"]}, True),  # from a root
+        ([READ], "read", {"filePath": "C:\\repo\\f.txt"}, "Claude Code", {"Bash": ["cd sub"]}, True),
+        # ... and the other way: the model's Read would find it where the shell was left
+        ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["cd sub"]}, False),
+        ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["git status"]}, True),
+        # a search with no directory searches "here"
+        ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["pushd src"]}, False),
+        ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["ls"]}, True),
+        ([CC_GREP], "grep", {"pattern": "TODO", "path": "/repo"}, "Claude Code", {"Bash": ["cd src"]}, True),
+        # Qwen Code's read_file refuses a relative path: the model's call meant no file
+        ([OC_READ], "read_file", {"file_path": "f.txt"}, "OpenCode", {}, False),
+        # ... and reaches Qwen Code to be refused there, in its own words
+        ([QWEN_READ], "read", {"filePath": "f.txt"}, "Qwen Code", {}, True),
+        # Gemini CLI's replace takes the one workspace file ending in the path when it is missing
+        ([EDIT], "replace", {"file_path": "a.py", "old_string": "x", "new_string": "y"}, "Claude Code", {}, False),
+        ([EDIT], "replace", {"file_path": "/r/a.py", "old_string": "x", "new_string": "y"}, "Claude Code", {}, True),
+    ],
+)
+def test_a_relative_path_moves_only_where_it_names_the_same_file(
+    tools: list[Any], name: str, args: dict[str, Any], client: str, ran: dict[str, list[str]] | None, moves: bool
+) -> None:
+    d = decide_with(tools, name, args, ran, client=client)
+    assert d.changed is moves, d.reason
+
+
 @pytest.mark.parametrize(("include", "moves"), [("*.md", True), ("docs/My Notes/*.md", False), ("a,b.py", False)])
 def test_one_glob_reaches_claude_codes_grep_and_a_list_does_not(include: str, moves: bool) -> None:
     # Claude Code's Grep splits glob on whitespace and commas; OpenCode's grep reads one glob.
@@ -1001,7 +1171,7 @@ CRUSH_TOOLS = [
     [
         ("Write", {"file_path": "/a", "content": "x"}, "write", None),
         ("write_file", {"file_path": "/a", "content": "x"}, "write", None),  # Qwen Code's
-        ("list_directory", {"path": "src"}, "ls", None),  # Qwen Code's
+        ("list_directory", {"path": "/repo/src"}, "ls", None),  # Qwen Code's
         ("Bash", {"command": "go test ./... && go vet ./...", "description": "Test"}, "bash", None),  # portable
     ],
 )
@@ -1025,6 +1195,11 @@ def test_other_agents_calls_reach_crushs_tools_as_meant(name: str, args: dict, t
             "a line zsh and bash read apart never reaches mvdan.cc/sh",
         ),
         ("terminal", {"command": "make", "timeout": 600}, "Crush's bash has no kill timeout"),
+        (
+            "list_directory",
+            {"path": "src"},
+            "Qwen Code's list_directory refuses a relative path that Crush's ls finds from its start",
+        ),
         (
             "WebFetch",
             {"url": "https://a.example", "prompt": "summarize"},

@@ -14,6 +14,7 @@ from toolvocab.dialects.base import Dialect
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.dialects.base import StreamRewriter
+from toolvocab.engine import vocabulary
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
@@ -183,8 +184,9 @@ class FlowState:
         (then nothing in the answer changes, :meth:`may_change`), or a stream rewriter of this
         flow let a call through undecided (:meth:`rewriter`). The body is read at the first
         ask, and only then; for a peeked body that read is the one :meth:`may_change` makes. Only
-        the calls of the declared shell tools are kept from it (the flow holds no other input);
-        for any other name the answer is ``None``."""
+        the calls of shell tools are kept from it (the flow holds no other input): the declared
+        ones, and any name the vocabulary gives a shell or PowerShell (an agent's shell the client
+        does not declare ran nothing unless its transcript shows it)."""
         if self._transcript is _UNREAD:
             ok, body = False, None
             if self.unverified is not None:
@@ -193,9 +195,9 @@ class FlowState:
                 body, reason = pipeline.strict_read(self.request_body)
                 ok = reason is None
             calls = self.dialect.transcript_calls(body) if ok else None
-            self._transcript = None if calls is None else [(n, a) for n, a in calls if n in self._shells]
+            self._transcript = None if calls is None else [(n, a) for n, a in calls if self._is_shell(n)]
         transcript = self._transcript
-        if transcript is None or name not in self._shells or any(self._passed):
+        if transcript is None or any(self._passed):
             # a call the rewriter let through undecided (events out of order) ran unread
             return None
         calls = [arguments for called, arguments in transcript if called == name]
@@ -205,6 +207,11 @@ class FlowState:
                 # None: arguments this reader could not read, which the client may still run
                 calls.append(after if after is not None else decision.arguments_before)
         return calls
+
+    def _is_shell(self, name: str) -> bool:
+        """A call of ``name`` may have moved a shell's directory: a declared shell tool, or a
+        name the vocabulary gives a shell or PowerShell."""
+        return name in self._shells or vocabulary.capability_of(name) in ("shell", "powershell")
 
     @cached_property
     def _shells(self) -> frozenset[str]:

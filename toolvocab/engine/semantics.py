@@ -24,6 +24,13 @@ call a new process), ``"cwd"`` (the working directory carries over: Claude Code'
 (one shell process for every call: trae-agent's bash). A row without it is unknown, and a command
 that may change any shell state is then never moved to or from that tool.
 
+Where a tool finds a relative path (and, for a search or a listing, the directory an absent
+``path`` means) is ``fixed["path.base"]``: ``"start"`` (the directory the agent started in, or its
+project root, which no tool call moves), ``"cwd"`` (the working directory the agent's own shell
+tool keeps, so an earlier ``cd`` moves it: Claude Code's file tools after its ``Bash``, Hermes'
+after its ``terminal``), ``"absolute"`` (a relative path is refused). A row without it is unknown,
+and a relative path never moves to or from that tool.
+
 Adding a row: read the tool's schema *and* its handler at a pinned version; write each key's
 operand, unit, base, form and limit, with the file it came from; a key you cannot source stays
 out (unknown). ``tests/unit/test_semantics.py`` checks every row against the vocabulary.
@@ -34,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
 
@@ -162,7 +170,7 @@ _TEXT_EDITOR = {
     "insert": {"path": m("insert.path"), "insert_line": m("insert.after_line", base=0), "new_str": m("insert.text")},
 }
 
-TABLES: tuple[ArgTable, ...] = (
+_ROWS: tuple[ArgTable, ...] = (
     # --- Claude Code 2.1.197 ------------------------------------------------------------------------
     # Bash runs its command in the user's shell (CLAUDE_CODE_SHELL, $SHELL, then zsh or bash), with
     # -c; timeout in ms, default 120000, silently clamped to 600000. Its description: "The working
@@ -1357,3 +1365,90 @@ TABLES: tuple[ArgTable, ...] = (
         args={"path": m("list.path"), "recursive": _own("cline.list_files", "recursive")},
     ),
 )
+
+
+# --- where a relative path is found (fixed["path.base"]) -----------------------------------------
+_START, _CWD, _ABSOLUTE = "start", "cwd", "absolute"
+#: (clients, name, version) -> the row's ``path.base``; each read at the row's version and source.
+#: A row not here is unknown: a relative path never moves to or from it.
+_PATH_BASES: dict[tuple[str, str, str], str] = {
+    # Claude Code 2.1.197: the real binary, after its own Bash ran `cd sub`, reads `f.txt` as
+    # sub/f.txt and asks to write sub/w.txt (Read, Write, Edit; tests/e2e/test_argument_meaning.py).
+    # Glob and Grep: "If not specified, the current working directory will be used" (sdk-tools.d.ts),
+    # the directory Bash keeps. NotebookEdit not observed: unknown.
+    (_CC, "Read", "2.1.197"): _CWD,
+    (_CC, "Write", "2.1.197"): _CWD,
+    (_CC, "Edit", "2.1.197"): _CWD,
+    (_CC, "Glob", "2.1.197"): _CWD,
+    (_CC, "Grep", "2.1.197"): _CWD,
+    # Qwen Code 0.15.10 cli.js: read_file, edit, write_file, list_directory refuse a relative path
+    # ("File path must be absolute"), run_shell_command and monitor a relative directory ("Directory
+    # must be an absolute path."); glob and grep_search resolve one against config.getTargetDir(),
+    # set once at start (resolveAndValidatePath).
+    (_QWEN, "read_file", "0.15.10"): _ABSOLUTE,
+    (_QWEN, "edit", "0.15.10"): _ABSOLUTE,
+    (_QWEN, "write_file", "0.15.10"): _ABSOLUTE,
+    (_QWEN, "list_directory", "0.15.10"): _ABSOLUTE,
+    (_QWEN, "run_shell_command", "0.15.10"): _ABSOLUTE,
+    (_QWEN, "monitor", "0.15.10"): _ABSOLUTE,
+    (_QWEN, "glob", "0.15.10"): _START,
+    (_QWEN, "grep_search", "0.15.10"): _START,
+    # Gemini CLI 0.61.0: path.resolve(config.getTargetDir(), p) in each tool. Not replace: its
+    # correctPath() takes the one workspace file whose path ends in p when <target>/p is missing.
+    (_GEM, "run_shell_command", "0.61.0"): _START,
+    (_GEM, "read_file", "0.61.0"): _START,
+    (_GEM, "write_file", "0.61.0"): _START,
+    (_GEM, "grep_search", "0.61.0"): _START,
+    (_GEM, "glob", "0.61.0"): _START,
+    (_GEM, "list_directory", "0.61.0"): _START,
+    # Gemini CLI v0.1.9 and v0.10.0 alike: read_file, list_directory, write_file refuse a relative
+    # path; search_file_content and glob resolve it against the target directory. replace and
+    # run_shell_command differ between the two (v0.10.0's smart edit searches; v0.1.9's directory
+    # must be relative, v0.10.0's absolute): unknown.
+    (_GEM, "read_file", "0.1.9-0.10.0"): _ABSOLUTE,
+    (_GEM, "list_directory", "0.1.9-0.10.0"): _ABSOLUTE,
+    (_GEM, "write_file", "0.1.9-0.10.0"): _ABSOLUTE,
+    (_GEM, "search_file_content", "0.1.9-0.10.0"): _START,
+    (_GEM, "glob", "0.1.9-0.10.0"): _START,
+    # OpenCode 1.18.33 (the binary's tool code): path.resolve / path.join of Instance.directory,
+    # fixed when the instance loads; bash starts a new process in it (or in workdir) each call.
+    **{(_OC, name, "1.18.33"): _START for name in ("read", "write", "edit", "glob", "grep", "bash")},
+    # Codex: workdir and view_image's path are joined to the turn's cwd, which no tool call moves.
+    (_CODEX, "exec_command", "0.171.0"): _START,
+    (_CODEX, "view_image", "0.171.0"): _START,
+    (_CODEX, "shell", "0.20-0.160"): _START,
+    (_CODEX, "shell_command", "0.50-0.160"): _START,
+    # Crush v0.90.0: filepathext.SmartJoin(cfg.WorkingDir(), p) (view, edit, write, ls); grep, glob
+    # and bash's working_dir take the process's directory, which ResolveCwd sets to it at start.
+    **{(_CRUSH, name, "0.90.0"): _START for name in ("view", "edit", "write", "ls", "grep", "glob", "bash")},
+    # pi v0.58.3 path-utils.ts resolveToCwd(path, cwd): the cwd given to createAllTools, fixed.
+    **{(_PI, name, "0.58.3"): _START for name in ("read", "write", "edit", "grep", "find", "ls")},
+    # OpenClaw 2026.9.6 (npm): read, write, edit resolve against codingRoot; exec joins a relative
+    # workdir to its default cwd (the same root).
+    **{(_OPENCLAW, name, "2026.9.6"): _START for name in ("read", "write", "edit", "exec")},
+    # Hermes Agent 0.19.0: terminal records `pwd -P` after each command and starts the next there;
+    # read_file and write_file resolve a relative path against that recorded directory.
+    (_HERMES, "terminal", "0.19.0"): _CWD,
+    (_HERMES, "read_file", "0.19.0"): _CWD,
+    (_HERMES, "write_file", "0.19.0"): _CWD,
+    # trae-agent e839e55 edit_tool.py: "The path {path} is not an absolute path".
+    (_TRAE, "str_replace_based_edit_tool", "e839e55"): _ABSOLUTE,
+    # Roo Code v3.52.1: path.resolve(task.cwd, relPath), task.cwd the workspace path.
+    **{
+        (_ROO, name, "3.52.1"): _START
+        for name in ("read_file", "write_to_file", "search_files", "list_files", "execute_command")
+    },
+    # Cline v3.89.2 WorkspaceResolver: path.resolve(cwd, relativePath), the task's cwd.
+    **{
+        (_CLINE, name, "3.89.2"): _START
+        for name in ("read_file", "write_to_file", "replace_in_file", "search_files", "list_files")
+    },
+}
+
+
+def _with_base(table: ArgTable) -> ArgTable:
+    base = _PATH_BASES.get((table.clients, table.name, table.version))
+    return table if base is None else replace(table, fixed={**table.fixed, "path.base": base})
+
+
+TABLES: tuple[ArgTable, ...] = tuple(map(_with_base, _ROWS))

@@ -593,6 +593,7 @@ def _read(
         if not _equal(new, value):
             changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
     _check_session(arguments, out, placed, reading, target, earlier)
+    _check_base(out, placed, reading, target, earlier)
     _check_effects(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
@@ -693,8 +694,8 @@ def _checked(check: Callable[[object], str | None], line: str) -> str | None:
     return found
 
 
-#: What a call's conversation ran before it, for :func:`translate`: a declared tool's name to the
-#: arguments of every earlier call of it the client ran (the request's transcript, then the calls
+#: What a call's conversation ran before it, for :func:`translate`: a shell tool's name to the
+#: arguments of every earlier call of it the client ran (none for a tool it does not declare) (the request's transcript, then the calls
 #: before this one in the same answer; an object, or anything else for arguments that cannot be
 #: read), or ``None`` when the request does not carry them all (a Responses request that
 #: continues a response the upstream kept, or refers to items it does not carry).
@@ -768,6 +769,127 @@ def _check_session(
                 f"where that left the shell in {reading.label} (its next call {_KEEPS[source]}) or in "
                 f"{target.name} (its next call {_KEEPS[dest]}), not in both"
             )
+
+
+_BASE = "path.base"
+#: Operands a tool reads as "here" when the call leaves them out: a search or a listing of the
+#: directory it resolves relative paths against (OpenCode's glob, Claude Code's Grep).
+_HERE = frozenset({"glob.path", "grep.path", "list.path"})
+#: A path from a root: POSIX, a Windows drive or a UNC share (``~`` is :func:`convert`'s).
+_ROOTED = re.compile(r"[/\\~]|[A-Za-z]:[/\\]")
+_BASES = {
+    "start": "against the directory the agent started in",
+    "cwd": "against the directory its shell was left in",
+    "absolute": "not at all (a relative path is refused)",
+    None: "against a directory not recorded",
+}
+
+
+def _floating(value: Any) -> bool:
+    """A path a tool resolves against a directory of its own: a string not from a root (or
+    empty, or null: "here" for a tool that defaults the key)."""
+    return value is None or (isinstance(value, str) and not _ROOTED.match(value))
+
+
+@lru_cache(maxsize=64)
+def _shells_of(clients: frozenset[str]) -> tuple[str, ...]:
+    """The names of the shell tools (POSIX or PowerShell) of the agents spelled ``clients``."""
+    return tuple(
+        sorted(
+            {
+                t.name
+                for t in TABLES
+                if t.clients in clients
+                and any(m.what in ("shell.command", "powershell.command") for m in t.args.values())
+            }
+        )
+    )
+
+
+def _check_base(
+    out: Mapping[str, Any],
+    placed: Mapping[str, str],
+    reading: Reading,
+    target: Target,
+    earlier: Earlier | None = None,
+) -> None:
+    """A relative path must name the same file in the target as in the model's tool. Tools
+    resolve one against different directories (``fixed["path.base"]``): where the agent started
+    (OpenCode, Gemini CLI), where its shell was left (Claude Code's Read after a ``Bash`` that
+    ran ``cd sub`` reads ``sub/f.txt``), or nowhere (Qwen Code's read_file refuses it). So a path
+    not from a root — or a search or listing with no directory, which means "here" — moves only
+    between two tools that find it from where the agent started, or between that and a kept
+    directory while no shell tool of the target's agent has run a directory change in this
+    conversation (``earlier``; ``None``: not asked). A tool whose base is not recorded moves none."""
+    if reading.own or (reading.table is not None and target.tables == (reading.table,)):
+        return  # the target itself
+    given = {k: out[k] for k in placed if any(_is_path(m.what) for m in target.meanings.get(k, ()))}
+    floating = [v for v in given.values() if _floating(v)]
+    here = [k for k, ms in target.meanings.items() if any(m.what in _HERE for m in ms)]
+    here += [k for k, m in reading.listed().items() if m.what in _HERE]
+    if here and not any(k in given and not _floating(given[k]) for k in here):
+        floating.append(None)  # the tool searches or lists "here"
+    if not floating:
+        return
+    known, source = reading.fixed(_BASE)
+    source = source if known else None
+    dest = _target_base(target)
+    if dest == "absolute" or source == dest == "start":
+        return  # the target refuses a relative path (the model reads why), or finds it as meant
+    shown = next((v for v in floating if v is not None), "no directory (here)")
+    if source not in ("start", "cwd") or dest not in ("start", "cwd"):
+        raise _Unusable(
+            f"{shown!r} is resolved {_BASES[source]} in {reading.label} and {_BASES[dest]} in {target.name}"
+        )
+    if earlier is None:
+        return
+    for shell in _shells_of(frozenset(t.clients for t in target.tables)):
+        calls = earlier(shell)
+        if calls is None or not all(isinstance(c, Mapping) for c in calls):
+            raise _Unusable(
+                f"{shown!r} is resolved where the agent's shell was left in one of {reading.label} and "
+                f"{target.name} and where it started in the other, and the earlier {shell} calls of this "
+                f"conversation are not all known"
+            )
+        for call in calls:
+            for key, what in _command_keys(shell):
+                line = call.get(key)
+                if line is None:
+                    continue
+                if what == "powershell.command":
+                    found: str | None = str(line)  # not read: any PowerShell command may move it
+                else:
+                    found = _checked(changes_directory, line) if isinstance(line, str) else changes_directory(line)
+                if found is not None:
+                    raise _Unusable(
+                        f"an earlier {shell} call in this conversation ran {found!r}: {shown!r} would be "
+                        f"resolved where that left the shell in one of {reading.label} and {target.name} "
+                        f"and where the agent started in the other"
+                    )
+
+
+def _target_base(target: Target) -> str | None:
+    """Where the target finds a relative path: its tables' ``path.base`` when they agree, a
+    table that refuses one (``"absolute"``, Gemini CLI before 0.11) agreeing with any other (the
+    call is then refused or found there); ``None`` when one is not recorded or two differ."""
+    bases = {t.fixed.get(_BASE) for t in target.tables} or {None}
+    found = bases - {"absolute"} or {"absolute"}
+    return found.pop() if len(found) == 1 else None
+
+
+@lru_cache(maxsize=64)
+def _command_keys(shell: str) -> tuple[tuple[str, str], ...]:
+    """``(key, meaning)`` of the command keys of the tools spelled ``shell``."""
+    return tuple(
+        sorted(
+            {
+                (k, m.what)
+                for t in tables_named(shell)
+                for k, m in t.args.items()
+                if m.what in ("shell.command", "powershell.command")
+            }
+        )
+    )
 
 
 #: Effects a tool has when the call leaves them out, recorded per tool (a key's ``default`` or the
