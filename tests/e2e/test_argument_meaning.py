@@ -13,6 +13,10 @@
 * After Claude Code's own ``Bash`` ran ``cd sub``, an ``exec_command {cmd: "echo …"}`` is left too:
   in ``Bash`` it would run in ``sub``, in Codex where a new process starts. Without the ``cd``
   (the control) the same call reaches ``Bash`` and runs.
+* Claude Code's own ``Read`` finds a relative path from where its ``Bash`` was left (``f.txt``
+  after ``cd sub`` is ``sub/f.txt``), OpenCode's ``read`` from where OpenCode started: after that
+  ``cd``, ``read {filePath: "f.txt"}`` is left; without it (the control) it reaches ``Read`` and
+  reads the top ``f.txt``.
 """
 
 from __future__ import annotations
@@ -127,3 +131,40 @@ def test_a_command_never_moves_into_a_bash_an_earlier_call_left_elsewhere(agent_
             f"{call!r}\n{run.describe()}"
         )
         assert run.shows_marker_output(result), run.describe()
+
+
+MAKE_TWO = "mkdir -p sub && echo WHERE-INNER > sub/f.txt && echo WHERE-OUTER > f.txt"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (MAKE_TWO + " && cd sub", ["Read", {"file_path": "f.txt"}]),  # the fact the rule rests on
+        (MAKE_TWO + " && cd sub", ["read", {"filePath": "f.txt"}]),
+        (MAKE_TWO, ["read", {"filePath": "f.txt"}]),  # the control
+    ],
+)
+def test_a_relative_path_never_moves_into_a_read_an_earlier_cd_moved(agent_e2e, first, second):
+    run = agent_e2e(
+        "claude",
+        "auto",
+        tool="Bash",
+        args={"command": first, "description": "Make two files"},
+        prompt="Make two files, then read f.txt",
+        fake_config={"more_calls": [second]},
+    )
+    run.check_common()
+    body = run.body(run.tool_calls[-1])
+    call, answer = run.call_and_result(body)
+    result = run.text(answer.get("content"))
+    if second[0] == "Read":  # Claude Code's own Read reads sub/f.txt after the cd
+        assert call == {**call, "name": "Read", "input": {"file_path": "f.txt"}}, run.describe()
+        assert "WHERE-INNER" in result and "WHERE-OUTER" not in result, f"{result!r}\n{run.describe()}"
+    elif "cd sub" in first:
+        assert call.get("name") == "read", f"the call changed: {call!r}\n{run.describe()}"
+        assert "No such tool available: read" in result and "WHERE-" not in result, run.describe()
+        left = [d for d in run.decisions() if d.get("name") == "read"]
+        assert left and all("an earlier Bash call" in (d.get("reason") or "") for d in left), (left, run.describe())
+    else:
+        assert call.get("name") == "Read" and call.get("input") == {"file_path": "f.txt"}, f"{call!r}\n{run.describe()}"
+        assert "WHERE-OUTER" in result and "WHERE-INNER" not in result, f"{result!r}\n{run.describe()}"
