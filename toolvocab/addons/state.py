@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -32,6 +33,13 @@ class _Unread:
 
 
 _UNREAD = _Unread()
+
+
+@lru_cache(maxsize=1024)
+def _shell_name(name: str) -> bool:
+    """The vocabulary gives ``name`` a shell or PowerShell (kept: a transcript names the same
+    tools every turn)."""
+    return vocabulary.capability_of(name) in ("shell", "powershell")
 
 
 class FlowState:
@@ -211,7 +219,7 @@ class FlowState:
     def _is_shell(self, name: str) -> bool:
         """A call of ``name`` may have moved a shell's directory: a declared shell tool, or a
         name the vocabulary gives a shell or PowerShell."""
-        return name in self._shells or vocabulary.capability_of(name) in ("shell", "powershell")
+        return name in self._shells or _shell_name(name)
 
     @cached_property
     def _shells(self) -> frozenset[str]:
