@@ -1042,17 +1042,15 @@ def test_unparseable_or_odd_streams_pass_byte_identical(upstream):
         assert out == upstream
 
 
-def test_nameless_fragment_without_id_only_gets_an_id():
-    # Not a broken stream: a call fragment with no id is given one (like any id-less call);
-    # the odd neighbours in the list stay, [DONE] stays.
+def test_a_fragment_with_no_id_type_or_name_goes_on_as_it_came():
+    # Deltas of a call whose start never came (or came as something not JSON, which went on
+    # as sent): the call is not known whole, so no id is made up for it and nothing is decided.
     upstream = (
         b'data: {"choices":[{"delta":{"tool_calls":[5, null, {"index":0,"function":null}]}}]}\n\ndata: [DONE]\n\n'
     )
-    out, _ = rewrite_stream(upstream, flow_key="odd")
-    [event, done] = events_of(out)
-    assert event.json()["choices"][0]["delta"]["tool_calls"][:2] == [5, None]
-    assert event.json()["choices"][0]["delta"]["tool_calls"][2]["id"] == stable_call_id("odd", 0)
-    assert done.raw == b"data: [DONE]\n\n"
+    rw = DIALECT.stream_rewriter(context(Recorder(), Plan(), flow_key="odd"))
+    assert drive(rw, [upstream]) == upstream
+    assert rw.unrepaired and "not known whole" in rw.unrepaired[0], rw.unrepaired
 
 
 @pytest.mark.parametrize("seed", range(10))

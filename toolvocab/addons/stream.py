@@ -15,6 +15,7 @@ from mitmproxy import http
 from toolvocab.addons.state import FlowState
 from toolvocab.dialects.base import StreamRewriter
 from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.dialects.sse import Unreadable
 from toolvocab.engine import jsonio
 from toolvocab.engine.record import FlowRecord
 from toolvocab.report import passed_note
@@ -463,6 +464,11 @@ def rewriter_note(error: str) -> str:
         return passed_note(
             "an event's data repeats a key (which value the client reads is its parser's choice)",
             "the client got that event, what was held and the rest of the stream as the upstream sent them",
+        )
+    if error.startswith(f"{Unreadable.__name__}: "):
+        return passed_note(
+            "an event inside a tool call the stream held is not JSON (the call cannot be read whole)",
+            "the client got what was held, that event and the rest of the stream as the upstream sent them",
         )
     return passed_note(
         f"internal error in the stream rewrite ({error})",

@@ -34,6 +34,7 @@ from toolvocab.dialects.base import sections_of
 from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import Unreadable
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
@@ -624,13 +625,17 @@ class AnthropicStream(EventStreamRewriter):
         return self.held()
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
-        """Hold tool_use blocks until their stop; pass everything else at once."""
+        """Hold tool_use blocks until their stop; pass everything else at once. An event that is
+        not JSON while a block (or text that may be a call) is held raises
+        :class:`~toolvocab.dialects.sse.Unreadable`."""
         text = self._text
         if text is not None and text.held is None and text.watch.skippable() and _cannot_close(event.raw):
             # Inside an open reasoning block only a closing tag changes anything: a text delta
             # that cannot hold one goes out unparsed (no delay for a long <think> lead).
             return [event.raw]
         data = event.json()
+        if data is None and event.data is not None and self.has_held():
+            raise Unreadable()  # the held call (or text) cannot be read whole: all goes as it came
         kind = data.get("type") if isinstance(data, dict) else None
         if self._shift and isinstance(data, dict) and kind in _BLOCK_EVENTS and isinstance(data.get("index"), int):
             data = {**data, "index": data["index"] + self._shift}

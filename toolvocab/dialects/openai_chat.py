@@ -35,6 +35,7 @@ from toolvocab.dialects.base import sections_of
 from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import Unreadable
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
@@ -754,8 +755,12 @@ class ChatStream(EventStreamRewriter):
         return [e.raw for e in text + held + legacy]
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
-        """Hold from the first tool-call chunk to the end of the choice; pass the rest."""
+        """Hold from the first tool-call chunk to the end of the choice; pass the rest. A chunk
+        that is not JSON while a call (or text that may be one) is held raises
+        :class:`~toolvocab.dialects.sse.Unreadable`: the call cannot be read whole."""
         data = event.json()
+        if data is None and event.data is not None and event.data.strip() != "[DONE]" and self.has_held():
+            raise Unreadable()
         choices = data.get("choices") if isinstance(data, dict) else None
         has_calls = isinstance(choices, list) and any(
             isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls") for c in choices
@@ -1099,6 +1104,13 @@ class ChatStream(EventStreamRewriter):
         return slots
 
     def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
+        if not slot.name and slot.id is None and slot.type is None:
+            # Deltas of a call whose first chunk never came as JSON (it went on as sent): the
+            # call is not known whole, so it goes on as it came, undecided.
+            self.unrepaired.append(
+                "a streamed tool call's deltas came without its id, type and name, so the call is not known whole"
+            )
+            return {"rewrite": False, "id": None, "name": "", "args": None}
         position = self._position
         self._position += 1
         final_id = slot.id

@@ -31,6 +31,18 @@ class RepeatedKey(Exception):
         super().__init__(self.NOTE)
 
 
+class Unreadable(Exception):
+    """An event a rewriter must read to finish a held tool call is not JSON: the call cannot be
+    known whole, so it is neither decided nor completed. Raised by a rewriter and contained like
+    any error of its own: what is held, this event and the rest of the stream go out as they
+    came."""
+
+    NOTE = "an event inside a held tool call is not JSON"
+
+    def __init__(self) -> None:
+        super().__init__(self.NOTE)
+
+
 def parse_checked(raw: bytes) -> object:
     """``raw`` parsed strictly (:func:`toolvocab.engine.jsonio.loads_checked`: the keys counted in
     the same read), ``None`` when it is not JSON; raises :class:`RepeatedKey` when an object in it
