@@ -44,18 +44,20 @@ def addon(loaded, request):
 
 
 def anthropic(
-    addon, history: list[str], answer: list[dict[str, Any]], tools: tuple[str, ...] = ("Bash",)
+    addon,
+    history: list[str | tuple[str, dict[str, Any]]],
+    answer: list[dict[str, Any]],
+    tools: tuple[str, ...] = ("Bash",),
+    user: Any = "build it",
 ) -> tuple[list[dict[str, Any]], dict]:
-    """Claude Code's request declaring ``tools`` (of ``CC_TOOLS``) with a transcript of ``Bash``
-    calls running ``history``, answered with ``answer``'s blocks: the blocks the client got, and
-    the flow's record."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "build it"}]
+    """Claude Code's request declaring ``tools`` (of ``CC_TOOLS``), the user's ``user`` content,
+    then a transcript of ``Bash`` calls running ``history`` (or ``(name, input)`` of another
+    tool's), answered with ``answer``'s blocks: the blocks the client got, and the flow's record."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
     for i, command in enumerate(history):
+        name, given = command if isinstance(command, tuple) else ("Bash", {"command": command})
         messages.append(
-            {
-                "role": "assistant",
-                "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": {"command": command}}],
-            }
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": name, "input": given}]}
         )
         messages.append(
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}]}
@@ -428,3 +430,78 @@ def test_a_relative_read_never_moves_out_of_claude_codes_vocabulary_after_a_cd(a
     names, decisions = chat(addon, ['{"command":"cd sub"}'], ['Read {"file_path":"f.txt"}'], tools=["bash", "read"])
     assert names == ["Read"] and decisions[-1]["action"] == "leave", decisions
     assert chat(addon, ['{"command":"ls"}'], ['Read {"file_path":"f.txt"}'], tools=["bash", "read"])[0] == ["read"]
+
+
+@pytest.mark.parametrize(
+    "moved", [("EnterWorktree", {"name": "feat"}), ("ExitWorktree", {"action": "keep"}), ("Agent", {"prompt": "x"})]
+)
+def test_a_worktree_or_a_subagent_moves_the_directory_a_relative_read_is_found_from(addon, moved) -> None:
+    # Claude Code switches into a worktree, and a subagent's Bash cd moves the main session's
+    # directory (anthropics/claude-code#35058): not a Bash call of the transcript, the same move
+    got, record = anthropic(addon, [moved], [READ_F], tools=["Bash", "Read"])
+    assert got == [READ_F], record["decisions"]
+    assert f"a {moved[0]} call" in record["decisions"][0]["reason"], record["decisions"]
+    got, _ = anthropic(addon, [moved], [use("exec_command", {"cmd": "make"})], tools=["Bash", "Read"])
+    assert got == [use("exec_command", {"cmd": "make"})]  # and a command is not moved into that Bash
+
+
+HERMES = [("content-type", "application/json"), ("user-agent", "hermes-agent")]
+TERMINAL = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}, "workdir": {"type": "string"}},
+    "required": ["command"],
+}
+
+
+def test_an_earlier_workdir_of_a_shell_that_keeps_its_directory_counts(addon) -> None:
+    # Hermes' terminal runs `cd <workdir>` and starts its next call where that left it
+    def run(earlier: dict[str, Any]) -> list[str]:
+        body = {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "x"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "h",
+                            "type": "function",
+                            "function": {"name": "terminal", "arguments": json.dumps(earlier)},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "h", "content": "ok"},
+            ],
+            "tools": [{"type": "function", "function": {"name": "terminal", "parameters": TERMINAL}}],
+        }
+        call = {"id": "c", "type": "function", "function": {"name": "exec_command", "arguments": '{"cmd":"make"}'}}
+        answer = {
+            "id": "c",
+            "object": "chat.completion",
+            "choices": [
+                {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}}
+            ],
+        }
+        f = harness.json_flow(
+            addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=HERMES
+        )
+        return [c["function"]["name"] for c in json.loads(f.response.content)["choices"][0]["message"]["tool_calls"]]
+
+    assert run({"command": "ls", "workdir": "/other"}) == ["exec_command"]
+    assert run({"command": "ls"}) == ["terminal"]  # the control
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "<bash-input>cd sub</bash-input>",
+        [{"type": "text", "text": "<bash-input>pushd sub</bash-input><bash-stdout></bash-stdout>"}],
+        "<bash-input>cd sub",  # unclosed: the rest of the text
+    ],
+)
+def test_a_cd_the_user_ran_in_bash_mode_counts(addon, user) -> None:
+    # `!cd sub` runs where Bash runs and reaches the model as user text in <bash-input> tags
+    got, record = anthropic(addon, [], [READ_F], tools=["Bash", "Read"], user=user)
+    assert got == [READ_F], record["decisions"]
+    got, _ = anthropic(addon, [], [READ_F], tools=["Bash", "Read"], user="<bash-input>ls</bash-input>")
+    assert got == [use("Read", {"file_path": "f.txt"})]  # the control

@@ -507,10 +507,15 @@ def _carried(table: ArgTable, value: Any) -> Any:
 
 
 def _floating(value: Any) -> bool:
-    """Not a path from a root (``/``, ``\\``, ``C:\\``, ``~``): found from a directory of its tool's."""
-    return value is None or (
-        isinstance(value, str) and not value.startswith(("/", "\\", "~")) and not re.match(r"[A-Za-z]:[/\\]", value)
-    )
+    """Not a path from a root (on POSIX ``/`` or ``~``; ``C:\\x`` is a name there): found from a
+    directory of its tool's."""
+    return value is None or (isinstance(value, str) and not value.startswith(("/", "~")))
+
+
+def _respelled(value: Any) -> bool:
+    """A path pi (path-utils.ts) or Gemini CLI reads otherwise than written: a leading @, a
+    Unicode space pi turns into a space."""
+    return isinstance(value, str) and bool(re.search("^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]", value))
 
 
 #: A relative path a tool refuses: the call runs nothing there, which the model reads.
@@ -542,7 +547,9 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
-        elif meaning.what.endswith((".path", ".cwd")) and isinstance(value, str) and value.startswith("~"):
+        elif meaning.what.endswith((".path", ".cwd")) and (
+            isinstance(value, str) and value.startswith("~") or _respelled(value)
+        ):
             # ~ is the home directory for some tools, a folder of the project for others: a
             # home-relative path means something only in its own tool.
             out[meaning.what] = (value, f"{table.clients} {table.name}")
@@ -567,7 +574,7 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
     for what, value in table.fixed.items():
         # shell.session: compared as what the next call inherits (shell.carried); path.base: as
         # where each relative path is found
-        if what not in ("shell.session", "path.base"):
+        if what not in ("shell.session", "path.base", "shell.moved_by"):
             out.setdefault(what, (value, None))
     for meaning in listed.values():
         if meaning.default is not None:
@@ -761,7 +768,7 @@ def path_calls(draw: st.DrawFn) -> tuple[ArgTable, ArgTable, dict[str, Any], boo
     keys = draw(st.lists(st.sampled_from(sorted(source.args)), unique=True, max_size=4))
     args = {
         k: draw(
-            st.sampled_from(["/repo/src", "src", "./a.py", "", "C:\\repo\\a.py", "~/a.py"])
+            st.sampled_from(["/repo/src", "src", "./a.py", "", "C:\\repo\\a.py", "~/a.py", "@src/a.py", "/r/a\u3000b"])
             if source.args[k].what.endswith((".path", ".cwd"))
             else value_for(source.args[k])
         )
@@ -826,7 +833,9 @@ def _places(table: ArgTable, args: dict[str, Any], moved: bool | None) -> dict[s
         if not meaning.what.endswith((".path", ".cwd")):
             continue
         value = args.get(key)
-        if key in args and not _floating(value):
+        if _respelled(value):
+            out[meaning.what] = ("own", table.clients, table.name, value)  # respelled by some tools
+        elif key in args and not _floating(value):
             out[meaning.what] = ("rooted", value)
         elif key in args or meaning.what in ("glob.path", "grep.path", "list.path"):
             out[meaning.what] = _found_from(table, value, moved)
@@ -1029,6 +1038,7 @@ def test_windows_is_read_from_the_agents_own_words(text: str, windows: bool) -> 
 # ------------------------------------------------------------------ paths and globs
 OC_WRITE = fn("write", schema("filePath", "content", filePath=STR, content=STR))
 OC_READ = fn("read", schema("filePath", filePath=STR, offset=INT, limit=INT))
+GEM_READ = fn("read_file", schema("file_path", file_path=STR, start_line=INT, end_line=INT))
 CC_GREP = fn("Grep", schema("pattern", additional=False, pattern=STR, path=STR, glob=STR))
 
 
@@ -1076,7 +1086,18 @@ def decide_with(
         ([READ], "read", {"filePath": "f.txt"}, "Claude Code", None, False),  # not carried
         ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"PowerShell": ["Get-ChildItem"]}, False),
         ([READ], "read", {"filePath": "/repo/f.txt"}, "Claude Code", {"Bash": ["cd sub"]}, True),  # from a root
-        ([READ], "read", {"filePath": "C:\\repo\\f.txt"}, "Claude Code", {"Bash": ["cd sub"]}, True),
+        # on POSIX a backslash or a drive is part of a name: C:\repo\f.txt is relative there
+        ([READ], "read", {"filePath": "C:\\repo\\f.txt"}, "Claude Code", {"Bash": ["cd sub"]}, False),
+        # pi and Gemini CLI drop a leading @ (pi's Unicode spaces too): not the same name elsewhere
+        ([READ], "read", {"path": "@/repo/f.txt"}, "Claude Code", {}, False),
+        ([READ], "read", {"path": "/repo/a\u00a0b.txt"}, "Claude Code", {}, False),
+        ([READ], "read", {"path": "/repo/a b.txt"}, "Claude Code", {}, True),
+        # Gemini CLI v0.10's read_file refused a relative absolute_path; 0.61's finds file_path
+        ([GEM_READ], "read_file", {"absolute_path": "src/a.c"}, "Gemini CLI", {}, False),
+        ([GEM_READ], "read_file", {"absolute_path": "/repo/src/a.c"}, "Gemini CLI", {}, True),
+        # other calls move Claude Code's directory: a worktree, a subagent's Bash
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"EnterWorktree": ["feat"]}, False),
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"Agent": ["look around"]}, False),
         # ... and the other way: the model's Read would find it where the shell was left
         ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["cd sub"]}, False),
         ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["git status"]}, True),

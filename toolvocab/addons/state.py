@@ -23,6 +23,7 @@ from toolvocab.engine.models import Decision
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.record import FlowRecord
+from toolvocab.engine.translate import DIRECTORY_MOVERS
 
 if TYPE_CHECKING:
     from toolvocab.addons.stream import StreamCallable
@@ -37,9 +38,10 @@ _UNREAD = _Unread()
 
 @lru_cache(maxsize=1024)
 def _shell_name(name: str) -> bool:
-    """The vocabulary gives ``name`` a shell or PowerShell (kept: a transcript names the same
-    tools every turn)."""
-    return vocabulary.capability_of(name) in ("shell", "powershell")
+    """The vocabulary gives ``name`` a shell or PowerShell, or it moves a shell's directory
+    (:data:`~toolvocab.engine.translate.DIRECTORY_MOVERS`, Claude Code's ``EnterWorktree``);
+    kept: a transcript names the same tools every turn."""
+    return name in DIRECTORY_MOVERS or vocabulary.capability_of(name) in ("shell", "powershell")
 
 
 class FlowState:
@@ -193,8 +195,9 @@ class FlowState:
         flow let a call through undecided (:meth:`rewriter`). The body is read at the first
         ask, and only then; for a peeked body that read is the one :meth:`may_change` makes. Only
         the calls of shell tools are kept from it (the flow holds no other input): the declared
-        ones, and any name the vocabulary gives a shell or PowerShell (an agent's shell the client
-        does not declare ran nothing unless its transcript shows it)."""
+        ones, any name the vocabulary gives a shell or PowerShell (an agent's shell the client
+        does not declare ran nothing unless its transcript shows it), and the tools that move a
+        shell's directory."""
         if self._transcript is _UNREAD:
             ok, body = False, None
             if self.unverified is not None:

@@ -189,14 +189,27 @@ class AnthropicMessages:
 
     def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
         """``(name, input)`` of each ``tool_use`` block of an assistant message in ``messages``, in
-        order: the calls the model made, which the client replays in the assistant's turns."""
-        return [
-            (block["name"], block.get("input"))
-            for message in as_list(body.get("messages"))
-            if isinstance(message, dict) and message.get("role") == "assistant"
-            for block in as_list(message.get("content"))
-            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str)
-        ]
+        order: the calls the model made, which the client replays in the assistant's turns. A
+        command the user ran in Claude Code's bash mode (``!cd sub``), which reaches the model as
+        user text in ``<bash-input>`` tags and runs where ``Bash`` runs, counts as a ``Bash`` call
+        (an unclosed tag: the rest of the text)."""
+        out: list[tuple[str, Any]] = []
+        for message in as_list(body.get("messages")):
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "assistant":
+                out += [
+                    (block["name"], block.get("input"))
+                    for block in as_list(message.get("content"))
+                    if isinstance(block, dict)
+                    and block.get("type") == "tool_use"
+                    and isinstance(block.get("name"), str)
+                ]
+            elif message.get("role") == "user":
+                for text in _user_texts(message.get("content")):
+                    if _BASH_INPUT in text:
+                        out += [("Bash", {"command": command}) for command in _bash_inputs(text)]
+        return out
 
     def tool_results(self, body: JSON) -> list[ToolResult]:
         """Every ``tool_result`` block in ``messages``, in order.
@@ -554,6 +567,29 @@ def _block_name(held: list[SSEEvent]) -> str:
     block = data.get("content_block") if isinstance(data, dict) else None
     name = block.get("name") if isinstance(block, dict) else None
     return name if isinstance(name, str) else "?"
+
+
+_BASH_INPUT = "<bash-input>"
+
+
+def _user_texts(content: Any) -> list[str]:
+    """The texts of a user message's content: the string, or its ``text`` blocks."""
+    if isinstance(content, str):
+        return [content]
+    return [
+        b["text"]
+        for b in as_list(content)
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+
+
+def _bash_inputs(text: str) -> list[str]:
+    """Each command between ``<bash-input>`` and ``</bash-input>`` in ``text`` (unclosed: to the end)."""
+    out = []
+    for part in text.split(_BASH_INPUT)[1:]:
+        command, closed, _ = part.partition("</bash-input>")
+        out.append(command if closed else part)
+    return out
 
 
 class AnthropicStream(EventStreamRewriter):

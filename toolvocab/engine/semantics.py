@@ -23,6 +23,8 @@ What a shell tool keeps from one call to the next is ``fixed["shell.session"]``:
 call a new process), ``"cwd"`` (the working directory carries over: Claude Code's Bash), ``"shell"``
 (one shell process for every call: trae-agent's bash). A row without it is unknown, and a command
 that may change any shell state is then never moved to or from that tool.
+``fixed["shell.moved_by"]``: the agent's other tools whose calls move the directory such a shell
+keeps (Claude Code's ``EnterWorktree``); a call of one counts as a directory change.
 
 Where a tool finds a relative path (and, for a search or a listing, the directory an absent
 ``path`` means) is ``fixed["path.base"]``: ``"start"`` (the directory the agent started in, or its
@@ -174,7 +176,10 @@ _ROWS: tuple[ArgTable, ...] = (
     # --- Claude Code 2.1.197 ------------------------------------------------------------------------
     # Bash runs its command in the user's shell (CLAUDE_CODE_SHELL, $SHELL, then zsh or bash), with
     # -c; timeout in ms, default 120000, silently clamped to 600000. Its description: "The working
-    # directory persists between commands, but shell state does not."
+    # directory persists between commands, but shell state does not." Other calls move that
+    # directory too (shell.moved_by): EnterWorktree switches into a worktree, ExitWorktree out of
+    # it (sdk-tools.d.ts), and a subagent's (Agent, Workflow) Bash `cd` moves the main session's
+    # (anthropics/claude-code#35058).
     _t(
         "Bash",
         _CC,
@@ -188,7 +193,7 @@ _ROWS: tuple[ArgTable, ...] = (
             "run_in_background": _BG_FALSE,
             "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
         },
-        fixed={"shell.session": "cwd"},
+        fixed={"shell.session": "cwd", "shell.moved_by": ("EnterWorktree", "ExitWorktree", "Agent", "Workflow")},
     ),
     _t(
         "PowerShell",

@@ -57,6 +57,9 @@ _LOCATIONS = frozenset(
     {"read.path", "write.path", "edit.path", "list.path", "glob.path", "grep.path", "shell.command", "shell.cwd"}
 )
 
+#: A path some tools respell before resolving it: a leading @, a Unicode space pi reads as a space.
+_RESPELLED = re.compile("^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+
 #: Where Claude Code's Grep splits its ``glob`` into several (whitespace, commas).
 _LIST_SEPARATORS = re.compile(r"[\s,]")
 
@@ -237,6 +240,10 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         # Hermes, pi, OpenClaw and Claude Code's Read expand ~ to the home directory; OpenCode and
         # Gemini CLI resolve it against the project (<project>/~/…): another file.
         raise _Unusable(f"{value!r} is the home directory for some tools and a folder named ~ for others")
+    if _is_path(src.what) and isinstance(value, str) and src is not dst and _RESPELLED.search(value):
+        # pi (path-utils.ts normalizeAtPrefix, and its Unicode spaces) and Gemini CLI 0.61
+        # (resolveDefensiveToolPath) drop a leading @; the others read the path as written.
+        raise _Unusable(f"{value!r} is read with a leading @ dropped or its spaces respelled by some tools")
     if {src.form, dst.form} == {"rg-glob", "rg-glob-list"}:
         if isinstance(value, str) and not _LIST_SEPARATORS.search(value):
             return value  # one glob: the same in a tool that reads a list of them
@@ -593,7 +600,7 @@ def _read(
         if not _equal(new, value):
             changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
     _check_session(arguments, out, placed, reading, target, earlier)
-    _check_base(out, placed, reading, target, earlier)
+    _check_base(out, placed, reading, target, earlier, posix)
     _check_effects(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
@@ -661,6 +668,7 @@ def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading
 #: call a new process), ``"cwd"`` (the working directory a command leaves), ``"shell"`` (one shell
 #: process for every call: directory, variables, options, functions, aliases).
 _SESSION = "shell.session"
+_MOVED_BY = "shell.moved_by"
 _KEEPS = {
     "none": "starts afresh",
     "cwd": "keeps the working directory",
@@ -726,7 +734,10 @@ def _check_session(
     the commands the target ran before in this conversation must pass the same check (after a
     ``Bash`` call that ran ``cd src``, an ``exec_command`` moved to ``Bash`` would run in ``src``,
     and a ``Bash`` call moved to OpenCode's ``bash`` would not), and a conversation the request
-    does not carry whole (``None``) moves no command between such tools."""
+    does not carry whole (``None``) moves no command between such tools. A working directory an
+    earlier call gave a tool that may keep it counts as a change (Hermes' ``terminal``
+    ``workdir``), and so does an earlier call of a tool the target's table says moves its
+    directory (``shell.moved_by``: Claude Code's ``EnterWorktree``, a subagent)."""
     if reading.own:
         return
     for dst_key, src_key in placed.items():
@@ -761,8 +772,12 @@ def _check_session(
                 f"where the command would start in {reading.label} and in {target.name} is not known"
             )
         keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.command" for m in meanings)]
-        lines = [c[k] for c in calls for k in keys if isinstance(c.get(k), str)]
-        found = next((f for line in lines if (f := _checked(check, line)) is not None), None)
+        cwd_keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.cwd" for m in meanings)]
+        found = _ran(calls, [(k, "shell.command") for k in keys], check)
+        if found is None and dest != "none":
+            found = _ran(calls, [(k, "shell.cwd") for k in cwd_keys], check)
+        if found is None:
+            found = _moved_by(target.fixed.get(_MOVED_BY), earlier, target.name)
         if found is not None:
             raise _Unusable(
                 f"an earlier {target.name} call in this conversation ran {found!r}: the command would start "
@@ -775,8 +790,10 @@ _BASE = "path.base"
 #: Operands a tool reads as "here" when the call leaves them out: a search or a listing of the
 #: directory it resolves relative paths against (OpenCode's glob, Claude Code's Grep).
 _HERE = frozenset({"glob.path", "grep.path", "list.path"})
-#: A path from a root: POSIX, a Windows drive or a UNC share (``~`` is :func:`convert`'s).
-_ROOTED = re.compile(r"[/\\~]|[A-Za-z]:[/\\]")
+#: A path from a root (``~`` is :func:`convert`'s): on POSIX ``/``; on Windows also ``\\``, a
+#: drive (``C:\\``) or a share (Node's path.win32.isAbsolute; ``C:\\x`` is relative on POSIX).
+_ROOTED = re.compile(r"[/~]")
+_ROOTED_WINDOWS = re.compile(r"[/\\~]|[A-Za-z]:[/\\]")
 _BASES = {
     "start": "against the directory the agent started in",
     "cwd": "against the directory its shell was left in",
@@ -785,10 +802,11 @@ _BASES = {
 }
 
 
-def _floating(value: Any) -> bool:
+def _floating(value: Any, posix: bool = True) -> bool:
     """A path a tool resolves against a directory of its own: a string not from a root (or
     empty, or null: "here" for a tool that defaults the key)."""
-    return value is None or (isinstance(value, str) and not _ROOTED.match(value))
+    rooted = _ROOTED if posix else _ROOTED_WINDOWS
+    return value is None or (isinstance(value, str) and not rooted.match(value))
 
 
 @lru_cache(maxsize=64)
@@ -812,6 +830,7 @@ def _check_base(
     reading: Reading,
     target: Target,
     earlier: Earlier | None = None,
+    posix: bool = True,
 ) -> None:
     """A relative path must name the same file in the target as in the model's tool. Tools
     resolve one against different directories (``fixed["path.base"]``): where the agent started
@@ -821,17 +840,26 @@ def _check_base(
     between two tools that find it from where the agent started, or between that and a kept
     directory while no shell tool of the target's agent has run a directory change in this
     conversation (``earlier``; ``None``: not asked). A tool whose base is not recorded moves none."""
-    if reading.own or (reading.table is not None and target.tables == (reading.table,)):
+    if reading.table is not None and target.tables == (reading.table,):
         return  # the target itself
+    if reading.own:
+        # The target's name: only a key spelled as another version of it spells it (Gemini CLI
+        # v0.10's absolute_path for 0.61's file_path) is read as that version's.
+        placed = {dst: src for dst, src in placed.items() if dst != src}
+        versions = {t.fixed.get(_BASE) for t in target.tables if any(src in t.args for src in placed.values())}
+        if not versions:
+            return  # a key no version lists: another agent's, which its own reading judges
+        known, source = len(versions) == 1, (versions.pop() if len(versions) == 1 else None)
+    else:
+        known, source = reading.fixed(_BASE)
     given = {k: out[k] for k in placed if any(_is_path(m.what) for m in target.meanings.get(k, ()))}
-    floating = [v for v in given.values() if _floating(v)]
-    here = [k for k, ms in target.meanings.items() if any(m.what in _HERE for m in ms)]
-    here += [k for k, m in reading.listed().items() if m.what in _HERE]
-    if here and not any(k in given and not _floating(given[k]) for k in here):
+    floating = [v for v in given.values() if _floating(v, posix)]
+    here = [] if reading.own else [k for k, ms in target.meanings.items() if any(m.what in _HERE for m in ms)]
+    here += [] if reading.own else [k for k, m in reading.listed().items() if m.what in _HERE]
+    if here and not any(k in given and not _floating(given[k], posix) for k in here):
         floating.append(None)  # the tool searches or lists "here"
     if not floating:
         return
-    known, source = reading.fixed(_BASE)
     source = source if known else None
     dest = _target_base(target)
     if dest == "absolute" or source == dest == "start":
@@ -851,21 +879,52 @@ def _check_base(
                 f"{target.name} and where it started in the other, and the earlier {shell} calls of this "
                 f"conversation are not all known"
             )
-        for call in calls:
-            for key, what in _command_keys(shell):
-                line = call.get(key)
-                if line is None:
-                    continue
-                if what == "powershell.command":
-                    found: str | None = str(line)  # not read: any PowerShell command may move it
-                else:
-                    found = _checked(changes_directory, line) if isinstance(line, str) else changes_directory(line)
-                if found is not None:
-                    raise _Unusable(
-                        f"an earlier {shell} call in this conversation ran {found!r}: {shown!r} would be "
-                        f"resolved where that left the shell in one of {reading.label} and {target.name} "
-                        f"and where the agent started in the other"
-                    )
+        keys = _command_keys(shell)
+        found = _ran(calls, [k for k in keys if k[1] != "shell.cwd" or _session_of(shell) != "none"], changes_directory)
+        if found is None:
+            found = _moved_by(_moved_by_of(shell), earlier, shell)
+        if found is not None:
+            raise _Unusable(
+                f"an earlier {shell} call in this conversation ran {found!r}: {shown!r} would be "
+                f"resolved where that left the shell in one of {reading.label} and {target.name} "
+                f"and where the agent started in the other"
+            )
+
+
+def _ran(
+    calls: Sequence[Mapping[str, Any]], keys: Sequence[tuple[str, str]], check: Callable[[object], str | None]
+) -> str | None:
+    """What in the earlier ``calls`` (readable arguments) may have moved the shell's directory
+    (``check`` of a command line; any PowerShell command; a working directory given, which a tool
+    that keeps its directory keeps: Hermes' terminal starts the next call where ``workdir`` took
+    it); ``None`` when nothing did. ``keys``: ``(key, meaning)`` of the command and directory keys."""
+    for call in calls:
+        for key, what in keys:
+            value = call.get(key)
+            if value is None:
+                continue
+            if what == "powershell.command":
+                return str(value)  # not read: any PowerShell command may move it
+            if what == "shell.cwd":
+                if value != "":
+                    return f"{key}: {value!r}"
+                continue
+            found = _checked(check, value) if isinstance(value, str) else check(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _moved_by(names: Any, earlier: Earlier | None, shell: str) -> str | None:
+    """The first earlier call of a tool that moves ``shell``'s directory (``names``, the shell's
+    ``shell.moved_by``), as a reason; raises :class:`_Unusable` when those calls are not known."""
+    for name in names or ():
+        calls = earlier(name) if earlier is not None else []
+        if calls is None:
+            raise _Unusable(f"whether an earlier {name} call moved {shell}'s directory is not known")
+        if calls:
+            return f"a {name} call"
+    return None
 
 
 def _target_base(target: Target) -> str | None:
@@ -879,17 +938,33 @@ def _target_base(target: Target) -> str | None:
 
 @lru_cache(maxsize=64)
 def _command_keys(shell: str) -> tuple[tuple[str, str], ...]:
-    """``(key, meaning)`` of the command keys of the tools spelled ``shell``."""
+    """``(key, meaning)`` of the command and working-directory keys of the tools spelled ``shell``."""
     return tuple(
         sorted(
             {
                 (k, m.what)
                 for t in tables_named(shell)
                 for k, m in t.args.items()
-                if m.what in ("shell.command", "powershell.command")
+                if m.what in ("shell.command", "powershell.command", "shell.cwd")
             }
         )
     )
+
+
+def _session_of(shell: str) -> Any:
+    """What the tools spelled ``shell`` keep between calls when they all record it alike, else ``None``."""
+    sessions = {t.fixed.get(_SESSION) for t in tables_named(shell)}
+    return sessions.pop() if len(sessions) == 1 else None
+
+
+def _moved_by_of(shell: str) -> tuple[str, ...]:
+    """Every tool any table spelled ``shell`` says moves its directory (``shell.moved_by``)."""
+    return tuple(sorted({n for t in tables_named(shell) for n in t.fixed.get(_MOVED_BY, ())}))
+
+
+#: The tools whose calls move a shell's kept directory, of every table (:attr:`ArgTable.fixed`
+#: ``shell.moved_by``): the earlier calls a flow keeps beside its shells'.
+DIRECTORY_MOVERS: frozenset[str] = frozenset(n for t in TABLES for n in t.fixed.get("shell.moved_by", ()))
 
 
 #: Effects a tool has when the call leaves them out, recorded per tool (a key's ``default`` or the
