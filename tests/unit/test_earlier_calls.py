@@ -433,14 +433,20 @@ def test_a_relative_read_never_moves_out_of_claude_codes_vocabulary_after_a_cd(a
 
 
 @pytest.mark.parametrize(
-    "moved", [("EnterWorktree", {"name": "feat"}), ("ExitWorktree", {"action": "keep"}), ("Agent", {"prompt": "x"})]
+    "moved",
+    [
+        ("EnterWorktree", {"name": "feat"}),
+        ("ExitWorktree", {"action": "keep"}),
+        ("Agent", {"prompt": "x"}),
+        ("Task", {"prompt": "x", "description": "y", "subagent_type": "general-purpose"}),
+    ],
 )
 def test_a_worktree_or_a_subagent_moves_the_directory_a_relative_read_is_found_from(addon, moved) -> None:
     # Claude Code switches into a worktree, and a subagent's Bash cd moves the main session's
     # directory (anthropics/claude-code#35058): not a Bash call of the transcript, the same move
     got, record = anthropic(addon, [moved], [READ_F], tools=["Bash", "Read"])
     assert got == [READ_F], record["decisions"]
-    assert f"a {moved[0]} call" in record["decisions"][0]["reason"], record["decisions"]
+    assert f"an earlier {moved[0]} call" in record["decisions"][0]["reason"], record["decisions"]
     got, _ = anthropic(addon, [moved], [use("exec_command", {"cmd": "make"})], tools=["Bash", "Read"])
     assert got == [use("exec_command", {"cmd": "make"})]  # and a command is not moved into that Bash
 

@@ -22,6 +22,7 @@ import pytest
 from harness import random_chunks
 from harness.dialects import Recorder
 from harness.dialects import context
+from harness.dialects import drive
 from harness.dialects import rewrite
 from harness.dialects import split_text
 from harness.dialects import sse_events
@@ -1304,3 +1305,31 @@ def test_responses_stream_of_a_kept_answer_is_byte_identical_and_never_held(
             + b"".join(rw.finish())
         )
         assert (out == upstream) is stored
+
+
+STREAM_BUILDERS = {"anthropic": anthropic_sse, "chat": chat_sse, "responses": responses_sse, "gemini": gemini_sse}
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    dialect=st.sampled_from(sorted(STREAM_BUILDERS)),
+    markup=st.sampled_from([HERMES, LLAMA, XML, KIMI]),
+    cut=st.integers(1, 12),
+    seed=st.integers(0, 2**16),
+)
+def test_markup_whose_next_text_event_is_not_json_is_never_lifted(
+    dialect: str, markup: str, cut: int, seed: int
+) -> None:
+    # The event that is not JSON may hold the prose that makes the text more than markup (found
+    # by an attack: Gemini and Responses lifted `rm -rf build` past "On second thought, do not").
+    upstream = STREAM_BUILDERS[dialect]([markup, "\n\nOn second thought, do not run this."])
+    blocks = upstream.split(b"\n\n")
+    i = next(k for k, b in enumerate(blocks) if b"second thought" in b)
+    blocks[i] = blocks[i][:-cut]  # cut off inside its data: not JSON
+    broken = b"\n\n".join(blocks)
+    rw = STREAM_DIALECTS[dialect].stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert drive(rw, split_bytes(broken, random.Random(seed))) == broken
+    # the control: whole, the text is prose and stays; the markup alone is lifted
+    assert run_stream(STREAM_DIALECTS[dialect], [upstream]) == upstream
+    alone = STREAM_BUILDERS[dialect]([markup])
+    assert run_stream(STREAM_DIALECTS[dialect], [alone]) != alone

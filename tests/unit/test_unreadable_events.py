@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -129,3 +130,26 @@ def test_a_call_with_an_event_that_is_not_json_goes_on_as_it_came(loaded, dialec
     assert record["decisions"] == [], record["decisions"]
     if dialect == "chat" or at > 1:  # (a block whose start is not JSON is no call the rewriter saw)
         assert any(n.startswith("passed through") for n in record["notes"]), record["notes"]
+
+
+@pytest.mark.parametrize("skipped", [b"event: ping\ndata: \n\n", b"event: keepalive\ndata: still working\n\n"])
+def test_an_event_the_client_skips_unread_keeps_the_repair(loaded, skipped) -> None:
+    # The anthropic SDKs skip a ping, and an event of a name they do not know, without reading
+    # its data: the call around it is still read whole
+    events = anthropic_stream(pieces(ARGUMENTS[0], [9]))
+    events.insert(3, skipped)
+    out, record = run(loaded, "anthropic", events)
+    assert [d["action"] for d in record["decisions"]] == ["rename"], record
+    assert b'"Bash"' in out and skipped in out
+
+
+def test_a_type_repeated_on_every_delta_does_not_make_a_call_known(loaded) -> None:
+    # some servers repeat "type" on each delta; the call's first chunk (id, name) was not JSON
+    events = chat_stream(pieces(ARGUMENTS[0], [7]))
+    events[0] = b'data: {"choices": [oops\n\n'
+    events[1:-2] = [
+        e.replace(b'{"index":0,"function"', b'{"index":0,"type":"function","function"') for e in events[1:-2]
+    ]
+    assert b'"type":"function"' in events[1]
+    out, record = run(loaded, "chat", events)
+    assert out == b"".join(events) and record["decisions"] == [], record

@@ -569,6 +569,20 @@ def _block_name(held: list[SSEEvent]) -> str:
     return name if isinstance(name, str) else "?"
 
 
+#: The events whose data a client parses (the anthropic SDKs' Stream: a ping or an event of
+#: another name is skipped unread): one of them that is not JSON leaves a held call unknown.
+_PARSED_EVENTS = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "error",
+    }
+)
+
 _BASH_INPUT = "<bash-input>"
 
 
@@ -670,7 +684,7 @@ class AnthropicStream(EventStreamRewriter):
             # that cannot hold one goes out unparsed (no delay for a long <think> lead).
             return [event.raw]
         data = event.json()
-        if data is None and event.data is not None and self.has_held():
+        if data is None and event.data is not None and self.has_held() and event.event in _PARSED_EVENTS:
             raise Unreadable()  # the held call (or text) cannot be read whole: all goes as it came
         kind = data.get("type") if isinstance(data, dict) else None
         if self._shift and isinstance(data, dict) and kind in _BLOCK_EVENTS and isinstance(data.get("index"), int):

@@ -640,6 +640,9 @@ class GeminiStream(EventStreamRewriter):
     def _on_text(self, event: Any, data: Any) -> list[bytes]:
         text = self._text
         assert text is not None
+        if data is None and event.data is not None:
+            # Not JSON: it may hold the text that makes the rest prose, so nothing is lifted
+            return self._give_up() + [event.raw]
         response = _unwrap(data)
         candidates = _list(response.get("candidates")) if isinstance(response, dict) else []
         if event.data is None or not candidates:

@@ -1104,11 +1104,12 @@ class ChatStream(EventStreamRewriter):
         return slots
 
     def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
-        if not slot.name and slot.id is None and slot.type is None:
+        if not slot.name and slot.id is None:
             # Deltas of a call whose first chunk never came as JSON (it went on as sent): the
-            # call is not known whole, so it goes on as it came, undecided.
+            # call is not known whole, so it goes on as it came, undecided (a "type" repeated
+            # on every delta, as some servers send it, does not make it known).
             self.unrepaired.append(
-                "a streamed tool call's deltas came without its id, type and name, so the call is not known whole"
+                "a streamed tool call's deltas came without its id and name, so the call is not known whole"
             )
             return {"rewrite": False, "id": None, "name": "", "args": None}
         position = self._position

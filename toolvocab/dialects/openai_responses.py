@@ -21,6 +21,7 @@ import msgspec
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
 from toolvocab.dialects.base import FlowContext
+from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
@@ -979,6 +980,9 @@ class ResponsesStream(EventStreamRewriter):
         held until the answer ends)."""
         text = self._text
         assert text is not None
+        if data is None and (event.raw if isinstance(event, JSONFrame) else event.data) is not None:
+            # Not JSON: it may hold the text that makes the rest prose, so nothing is lifted
+            return self._give_up() + [event]
         index = data.get("output_index") if isinstance(data, dict) else None
         if (
             kind == "response.output_text.delta"

@@ -776,11 +776,12 @@ def _check_session(
         found = _ran(calls, [(k, "shell.command") for k in keys], check)
         if found is None and dest != "none":
             found = _ran(calls, [(k, "shell.cwd") for k in cwd_keys], check)
-        if found is None:
-            found = _moved_by(target.fixed.get(_MOVED_BY), earlier, target.name)
+        ran = f"an earlier {target.name} call in this conversation ran {found!r}"
+        if found is None and (mover := _moved_by(target.fixed.get(_MOVED_BY), earlier, target.name)) is not None:
+            found, ran = mover, f"an earlier {mover} call in this conversation may have moved {target.name}'s directory"
         if found is not None:
             raise _Unusable(
-                f"an earlier {target.name} call in this conversation ran {found!r}: the command would start "
+                f"{ran}: the command would start "
                 f"where that left the shell in {reading.label} (its next call {_KEEPS[source]}) or in "
                 f"{target.name} (its next call {_KEEPS[dest]}), not in both"
             )
@@ -881,13 +882,13 @@ def _check_base(
             )
         keys = _command_keys(shell)
         found = _ran(calls, [k for k in keys if k[1] != "shell.cwd" or _session_of(shell) != "none"], changes_directory)
-        if found is None:
-            found = _moved_by(_moved_by_of(shell), earlier, shell)
+        what = f"an earlier {shell} call in this conversation ran {found!r}"
+        if found is None and (mover := _moved_by(_moved_by_of(shell), earlier, shell)) is not None:
+            found, what = mover, f"an earlier {mover} call in this conversation may have moved {shell}'s directory"
         if found is not None:
             raise _Unusable(
-                f"an earlier {shell} call in this conversation ran {found!r}: {shown!r} would be "
-                f"resolved where that left the shell in one of {reading.label} and {target.name} "
-                f"and where the agent started in the other"
+                f"{what}: {shown!r} would be resolved where that left the shell in one of {reading.label} "
+                f"and {target.name} and where the agent started in the other"
             )
 
 
@@ -916,14 +917,15 @@ def _ran(
 
 
 def _moved_by(names: Any, earlier: Earlier | None, shell: str) -> str | None:
-    """The first earlier call of a tool that moves ``shell``'s directory (``names``, the shell's
-    ``shell.moved_by``), as a reason; raises :class:`_Unusable` when those calls are not known."""
+    """The name of the first tool of ``names`` (the shell's ``shell.moved_by``: tools whose
+    calls move ``shell``'s directory) with an earlier call; raises :class:`_Unusable` when
+    those calls are not known."""
     for name in names or ():
         calls = earlier(name) if earlier is not None else []
         if calls is None:
             raise _Unusable(f"whether an earlier {name} call moved {shell}'s directory is not known")
         if calls:
-            return f"a {name} call"
+            return str(name)
     return None
 
 
