@@ -186,7 +186,9 @@ def transcript(size: int, *, mention_all: bool = True, stream: bool = False, spa
     n = 0
     while len(json.dumps(body)) < size:
         n += 1
-        name = TOOL_NAMES[n % 16]  # the plain (non-MCP) tools
+        # the plain (non-MCP) tools but Task: a subagent may move Bash's directory, after which
+        # the repaired answer's shell call is left for Bash (the earlier-calls rule)
+        name = TOOL_NAMES[1 + n % 15]
         tid = f"toolu_{n:020d}"
         body["messages"].append(
             {

@@ -178,8 +178,8 @@ _ROWS: tuple[ArgTable, ...] = (
     # -c; timeout in ms, default 120000, silently clamped to 600000. Its description: "The working
     # directory persists between commands, but shell state does not." Other calls move that
     # directory too (shell.moved_by): EnterWorktree switches into a worktree, ExitWorktree out of
-    # it (sdk-tools.d.ts), and a subagent's (Agent, Task as it was named before, Workflow) Bash
-    # `cd` moves the main session's (anthropics/claude-code#35058).
+    # it (sdk-tools.d.ts), and after a subagent (Agent, Task as it was named before, Workflow) the
+    # main session's Bash may be left where the subagent's was (anthropics/claude-code#45816).
     _t(
         "Bash",
         _CC,
