@@ -432,18 +432,9 @@ def test_a_relative_read_never_moves_out_of_claude_codes_vocabulary_after_a_cd(a
     assert chat(addon, ['{"command":"ls"}'], ['Read {"file_path":"f.txt"}'], tools=["bash", "read"])[0] == ["read"]
 
 
-@pytest.mark.parametrize(
-    "moved",
-    [
-        ("EnterWorktree", {"name": "feat"}),
-        ("ExitWorktree", {"action": "keep"}),
-        ("Agent", {"prompt": "x"}),
-        ("Task", {"prompt": "x", "description": "y", "subagent_type": "general-purpose"}),
-    ],
-)
-def test_a_worktree_or_a_subagent_moves_the_directory_a_relative_read_is_found_from(addon, moved) -> None:
-    # Claude Code switches into a worktree, and after a subagent the main session's Bash may be left
-    # where the subagent's was (anthropics/claude-code#45816): not a Bash call, the same move
+@pytest.mark.parametrize("moved", [("EnterWorktree", {"name": "feat"}), ("ExitWorktree", {"action": "keep"})])
+def test_a_worktree_moves_the_directory_a_relative_read_is_found_from(addon, moved) -> None:
+    # Claude Code switches into a worktree (sdk-tools.d.ts): not a Bash call, the same move
     got, record = anthropic(addon, [moved], [READ_F], tools=["Bash", "Read"])
     assert got == [READ_F], record["decisions"]
     assert f"an earlier {moved[0]} call" in record["decisions"][0]["reason"], record["decisions"]
@@ -511,3 +502,54 @@ def test_a_cd_the_user_ran_in_bash_mode_counts(addon, user) -> None:
     assert got == [READ_F], record["decisions"]
     got, _ = anthropic(addon, [], [READ_F], tools=["Bash", "Read"], user="<bash-input>ls</bash-input>")
     assert got == [use("Read", {"file_path": "f.txt"})]  # the control
+
+
+@pytest.mark.parametrize("subagent", ["Agent", "Task"])
+def test_a_subagent_call_leaves_the_repairs_after_it_alone(addon, subagent) -> None:
+    # A subagent's own Bash is not the session's; that the session's is sometimes left where the
+    # subagent's was is a reported fault (anthropics/claude-code#45816), not counted: most
+    # sessions use one, and every later repair would be lost (found by an attack: bash -> Bash)
+    moved = (subagent, {"prompt": "look around", "description": "x", "subagent_type": "Explore"})
+    got, _ = anthropic(addon, [moved], [use("bash", {"command": "ls"})], tools=["Bash", "Read"])
+    assert got == [use("Bash", {"command": "ls"})]
+    got, _ = anthropic(addon, [moved], [READ_F], tools=["Bash", "Read"])
+    assert got == [use("Read", {"file_path": "f.txt"})]
+
+
+def test_a_workdir_of_a_shell_that_keeps_nothing_moves_nothing_after_it(addon) -> None:
+    # OpenCode's bash workdir lasts one call (found by an attack: Grep was left after one)
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "h",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command":"npm test","workdir":"/p/pkg"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "h", "content": "ok"},
+        ],
+        "tools": [
+            {"type": "function", "function": {"name": "bash", "parameters": TERMINAL}},
+            {"type": "function", "function": {"name": "read", "parameters": OC_TOOLS["read"]}},
+        ],
+    }
+    call = {"id": "c", "type": "function", "function": {"name": "Read", "arguments": '{"file_path":"f.txt"}'}}
+    answer = {
+        "id": "c",
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}}
+        ],
+    }
+    headers = [("content-type", "application/json"), ("user-agent", "opencode/1.18.33")]
+    f = harness.json_flow(
+        addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=headers
+    )
+    got = json.loads(f.response.content)["choices"][0]["message"]["tool_calls"]
+    assert [c["function"]["name"] for c in got] == ["read"], f.metadata[METADATA_KEY]["decisions"]

@@ -1076,6 +1076,21 @@ def decide_with(
 
 
 @pytest.mark.parametrize(
+    ("args", "ran", "moves"),
+    [
+        # Hermes' terminal runs `cd <workdir>` and starts its next call there; Codex's starts afresh
+        ({"command": "ls", "workdir": "/p/sub"}, {}, False),
+        ({"command": "make"}, {"exec_command": []}, True),
+    ],
+)
+def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does_not(
+    args: dict[str, Any], ran: dict[str, list[str]], moves: bool
+) -> None:
+    d = decide_with([EXEC_COMMAND], "terminal", args, ran, client="Codex")
+    assert d.changed is moves, d.reason
+
+
+@pytest.mark.parametrize(
     ("tools", "name", "args", "client", "ran", "moves"),
     [
         # Claude Code's Read finds f.txt where its Bash was left (sub/f.txt after `cd sub`);
@@ -1095,9 +1110,13 @@ def decide_with(
         # Gemini CLI v0.10's read_file refused a relative absolute_path; 0.61's finds file_path
         ([GEM_READ], "read_file", {"absolute_path": "src/a.c"}, "Gemini CLI", {}, False),
         ([GEM_READ], "read_file", {"absolute_path": "/repo/src/a.c"}, "Gemini CLI", {}, True),
-        # other calls move Claude Code's directory: a worktree, a subagent's Bash
+        # other calls move Claude Code's directory: a worktree
         ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"EnterWorktree": ["feat"]}, False),
-        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"Agent": ["look around"]}, False),
+        # not a subagent: that it sometimes moves the session's is a reported fault (#45816)
+        ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"Agent": ["look around"]}, True),
+        # a list of one path (a repair may write it as its path)
+        ([READ], "read", {"filePath": ["f.txt"]}, "Claude Code", {"Bash": ["cd sub"]}, False),
+        ([CC_GREP], "grep", {"pattern": "x", "path": ["src"]}, "Claude Code", {"Bash": ["cd sub"]}, False),
         # ... and the other way: the model's Read would find it where the shell was left
         ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["cd sub"]}, False),
         ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["git status"]}, True),

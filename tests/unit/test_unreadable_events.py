@@ -143,13 +143,15 @@ def test_an_event_the_client_skips_unread_keeps_the_repair(loaded, skipped) -> N
     assert b'"Bash"' in out and skipped in out
 
 
-def test_a_type_repeated_on_every_delta_does_not_make_a_call_known(loaded) -> None:
-    # some servers repeat "type" on each delta; the call's first chunk (id, name) was not JSON
+@pytest.mark.parametrize("repeated", [b'"type":"function",', b'"id":"call_1",'])
+def test_a_type_or_id_repeated_on_every_delta_does_not_make_a_call_known(loaded, repeated) -> None:
+    # some servers repeat "type" (or the id) on each delta; the call's first chunk, with its
+    # name, was not JSON
     events = chat_stream(pieces(ARGUMENTS[0], [7]))
     events[0] = b'data: {"choices": [oops\n\n'
-    events[1:-2] = [
-        e.replace(b'{"index":0,"function"', b'{"index":0,"type":"function","function"') for e in events[1:-2]
-    ]
-    assert b'"type":"function"' in events[1]
+    marker = b'{"index":0,"function"'
+    events[1:-2] = [e.replace(marker, b'{"index":0,' + repeated + b'"function"') for e in events[1:-2]]
+    assert repeated in events[1]
     out, record = run(loaded, "chat", events)
     assert out == b"".join(events) and record["decisions"] == [], record
+    assert any("without its name" in n for n in record["notes"]), record["notes"]

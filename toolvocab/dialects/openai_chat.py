@@ -620,6 +620,7 @@ class _Slot:
         "was_object",
         "needs_normalize",
         "first_seen",
+        "named",
     )
 
     def __init__(self, choice: int, index: int, out_index: int) -> None:
@@ -634,6 +635,7 @@ class _Slot:
         self.was_object = False
         self.needs_normalize = False
         self.first_seen: tuple[int, int] | None = None  # (held event number, delta number)
+        self.named = False  # a delta carried a "name" (an empty one is a blank name)
 
 
 def _finish_reasons(held: list[SSEEvent]) -> dict[Any, Any]:
@@ -1084,6 +1086,8 @@ class ChatStream(EventStreamRewriter):
                             slot.needs_normalize = True  # a new id on a fragment
                     if isinstance(tc.get("type"), str) and slot.type is None:
                         slot.type = tc["type"]
+                    if isinstance(name, str):
+                        slot.named = True
                     if name == "" and slot.name:
                         slot.needs_normalize = True  # "name": "" after the first: send the name once
                     if isinstance(name, str) and name:
@@ -1104,12 +1108,13 @@ class ChatStream(EventStreamRewriter):
         return slots
 
     def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
-        if not slot.name and slot.id is None:
-            # Deltas of a call whose first chunk never came as JSON (it went on as sent): the
-            # call is not known whole, so it goes on as it came, undecided (a "type" repeated
-            # on every delta, as some servers send it, does not make it known).
+        if not slot.named:
+            # Deltas of a call whose first chunk never came as JSON (it went on as sent): no
+            # delta carried its name, so the call is not known whole and goes on as it came,
+            # undecided (an "id" or "type" repeated on every delta does not make it known; a
+            # name sent empty is a blank name, decided as such).
             self.unrepaired.append(
-                "a streamed tool call's deltas came without its id and name, so the call is not known whole"
+                "a streamed tool call's deltas came without its name, so the call is not known whole"
             )
             return {"rewrite": False, "id": None, "name": "", "args": None}
         position = self._position

@@ -178,8 +178,9 @@ _ROWS: tuple[ArgTable, ...] = (
     # -c; timeout in ms, default 120000, silently clamped to 600000. Its description: "The working
     # directory persists between commands, but shell state does not." Other calls move that
     # directory too (shell.moved_by): EnterWorktree switches into a worktree, ExitWorktree out of
-    # it (sdk-tools.d.ts), and after a subagent (Agent, Task as it was named before, Workflow) the
-    # main session's Bash may be left where the subagent's was (anthropics/claude-code#45816).
+    # it (sdk-tools.d.ts). Not a subagent (Agent, Task): that the main session's Bash is sometimes
+    # left where a subagent's was is a reported fault (anthropics/claude-code#45816), not the
+    # tool's behaviour, and counting it would leave every later repair of a session that used one.
     _t(
         "Bash",
         _CC,
@@ -195,7 +196,7 @@ _ROWS: tuple[ArgTable, ...] = (
         },
         fixed={
             "shell.session": "cwd",
-            "shell.moved_by": ("EnterWorktree", "ExitWorktree", "Agent", "Task", "Workflow"),
+            "shell.moved_by": ("EnterWorktree", "ExitWorktree"),
         },
     ),
     _t(

@@ -751,6 +751,11 @@ def _check_session(
         check = changes_directory if {source, dest} <= {"none", "cwd"} else changes_state
         lines = [v for v in (arguments[src_key], out.get(dst_key)) if isinstance(v, str)]
         found = next((f for f in map(check, lines) if f is not None), None)
+        if found is None and source != "none":
+            # a working directory the model's tool keeps after the call (Hermes' terminal workdir)
+            found = _ran(
+                [arguments], [(k, "shell.cwd") for k, m in reading.listed().items() if m.what == "shell.cwd"], check
+            )
         if found is not None:
             raise _Unusable(
                 f"the command may change the shell's state ({found!r}); the next call then "
@@ -774,7 +779,7 @@ def _check_session(
         keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.command" for m in meanings)]
         cwd_keys = [k for k, meanings in target.meanings.items() if any(m.what == "shell.cwd" for m in meanings)]
         found = _ran(calls, [(k, "shell.command") for k in keys], check)
-        if found is None and dest != "none":
+        if found is None and (dest != "none" or source != "none"):
             found = _ran(calls, [(k, "shell.cwd") for k in cwd_keys], check)
         ran = f"an earlier {target.name} call in this conversation ran {found!r}"
         if found is None and (mover := _moved_by(target.fixed.get(_MOVED_BY), earlier, target.name)) is not None:
@@ -806,6 +811,8 @@ _BASES = {
 def _floating(value: Any, posix: bool = True) -> bool:
     """A path a tool resolves against a directory of its own: a string not from a root (or
     empty, or null: "here" for a tool that defaults the key)."""
+    if isinstance(value, list):  # a list of paths (or one a repair unwraps to its path)
+        return any(_floating(v, posix) for v in value)
     rooted = _ROOTED if posix else _ROOTED_WINDOWS
     return value is None or (isinstance(value, str) and not rooted.match(value))
 
@@ -872,7 +879,8 @@ def _check_base(
         )
     if earlier is None:
         return
-    for shell in _shells_of(frozenset(t.clients for t in target.tables)):
+    clients = frozenset(t.clients for t in target.tables)
+    for shell in _shells_of(clients):
         calls = earlier(shell)
         if calls is None or not all(isinstance(c, Mapping) for c in calls):
             raise _Unusable(
@@ -880,10 +888,11 @@ def _check_base(
                 f"{target.name} and where it started in the other, and the earlier {shell} calls of this "
                 f"conversation are not all known"
             )
-        keys = _command_keys(shell)
-        found = _ran(calls, [k for k in keys if k[1] != "shell.cwd" or _session_of(shell) != "none"], changes_directory)
+        keys = _command_keys(shell, clients)
+        kept = _session_of(shell, clients) != "none"  # a working directory given outlasts the call
+        found = _ran(calls, [k for k in keys if k[1] != "shell.cwd" or kept], changes_directory)
         what = f"an earlier {shell} call in this conversation ran {found!r}"
-        if found is None and (mover := _moved_by(_moved_by_of(shell), earlier, shell)) is not None:
+        if found is None and (mover := _moved_by(_moved_by_of(shell, clients), earlier, shell)) is not None:
             found, what = mover, f"an earlier {mover} call in this conversation may have moved {shell}'s directory"
         if found is not None:
             raise _Unusable(
@@ -938,14 +947,21 @@ def _target_base(target: Target) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+def _rows(shell: str, clients: frozenset[str]) -> list[ArgTable]:
+    """The tables of the tools spelled ``shell`` of the agents ``clients`` (all such tables when
+    none is theirs)."""
+    tables = tables_named(shell)
+    return [t for t in tables if t.clients in clients] or list(tables)
+
+
 @lru_cache(maxsize=64)
-def _command_keys(shell: str) -> tuple[tuple[str, str], ...]:
-    """``(key, meaning)`` of the command and working-directory keys of the tools spelled ``shell``."""
+def _command_keys(shell: str, clients: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """``(key, meaning)`` of the command and working-directory keys of ``shell`` (:func:`_rows`)."""
     return tuple(
         sorted(
             {
                 (k, m.what)
-                for t in tables_named(shell)
+                for t in _rows(shell, clients)
                 for k, m in t.args.items()
                 if m.what in ("shell.command", "powershell.command", "shell.cwd")
             }
@@ -953,15 +969,15 @@ def _command_keys(shell: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _session_of(shell: str) -> Any:
-    """What the tools spelled ``shell`` keep between calls when they all record it alike, else ``None``."""
-    sessions = {t.fixed.get(_SESSION) for t in tables_named(shell)}
+def _session_of(shell: str, clients: frozenset[str]) -> Any:
+    """What ``shell`` (:func:`_rows`) keeps between calls when its tables record it alike, else ``None``."""
+    sessions = {t.fixed.get(_SESSION) for t in _rows(shell, clients)}
     return sessions.pop() if len(sessions) == 1 else None
 
 
-def _moved_by_of(shell: str) -> tuple[str, ...]:
-    """Every tool any table spelled ``shell`` says moves its directory (``shell.moved_by``)."""
-    return tuple(sorted({n for t in tables_named(shell) for n in t.fixed.get(_MOVED_BY, ())}))
+def _moved_by_of(shell: str, clients: frozenset[str]) -> tuple[str, ...]:
+    """Every tool a table of ``shell`` (:func:`_rows`) says moves its directory (``shell.moved_by``)."""
+    return tuple(sorted({n for t in _rows(shell, clients) for n in t.fixed.get(_MOVED_BY, ())}))
 
 
 #: The tools whose calls move a shell's kept directory, of every table (:attr:`ArgTable.fixed`
