@@ -1110,6 +1110,10 @@ def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does
         # Gemini CLI v0.10's read_file refused a relative absolute_path; 0.61's finds file_path
         ([GEM_READ], "read_file", {"absolute_path": "src/a.c"}, "Gemini CLI", {}, False),
         ([GEM_READ], "read_file", {"absolute_path": "/repo/src/a.c"}, "Gemini CLI", {}, True),
+        # the declared name with Hermes' key: Hermes finds it where its terminal was left
+        ([GEM_READ], "read_file", {"path": "src/a.c"}, "Gemini CLI", None, False),
+        ([GEM_READ], "read_file", {"path": "src/a.c"}, "Gemini CLI", {"run_shell_command": ["cd sub"]}, False),
+        ([GEM_READ], "read_file", {"path": "src/a.c"}, "Gemini CLI", {}, True),
         # other calls move Claude Code's directory: a worktree
         ([READ], "read", {"filePath": "f.txt"}, "Claude Code", {"EnterWorktree": ["feat"]}, False),
         # not a subagent: that it sometimes moves the session's is a reported fault (#45816)

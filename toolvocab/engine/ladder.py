@@ -516,10 +516,13 @@ def _decide_capability(
     )
 
 
-def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = None, posix: bool = True) -> Decision:
+def _decide_declared(
+    call: ToolCall, tool: DeclaredTool, client: str | None = None, posix: bool = True, earlier: Earlier | None = None
+) -> Decision:
     """Keep a call to a declared tool; change its arguments only to make them valid, and only when
     every key keeps its meaning (no key the tool does not declare survives a change: the client
-    would ignore it)."""
+    would ignore it; a relative path read as another agent's tool must be found where that tool
+    would find it, after ``earlier``)."""
     base = dict(_base(call, Step.DECLARED, [tool.qualified]), target=tool.name, target_namespace=tool.namespace)
     empty = _empty_to_object(call, tool)
     if empty is not None:
@@ -550,6 +553,7 @@ def _decide_declared(call: ToolCall, tool: DeclaredTool, client: str | None = No
         [own_reading(tool.name, tool.capability), *spelled_readings([tool.name], tool, client, same_name=True)],
         client,
         posix=posix,
+        earlier=earlier,
     )
     if repaired:
         # The argument text only parsed after lossless repairs: the parsed object is written back,
@@ -671,7 +675,7 @@ def _resolve_reverse(
     # (the client sees what it would have seen without the alias); its arguments change only as a
     # call to the declared name would (:func:`_decide_declared`).
     own = _decide_declared(
-        call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client, posix
+        call.model_copy(update={"name": tool.name, "namespace": tool.namespace}), tool, client, posix, earlier
     )
     said_of_arguments = (
         own.reason.partition("; ")[2]
@@ -779,7 +783,7 @@ _LadderStep = Callable[[_Ask], "Decision | None"]
 def _step_declared(ask: _Ask) -> Decision | None:
     """The call names a declared tool exactly: its own arguments question only."""
     exact = ask.tools.find(ask.call.name, ask.call.namespace)
-    return _decide_declared(ask.call, exact, ask.client, ask.posix) if exact is not None else None
+    return _decide_declared(ask.call, exact, ask.client, ask.posix, ask.earlier) if exact is not None else None
 
 
 def _step_reverse(ask: _Ask) -> Decision | None:
