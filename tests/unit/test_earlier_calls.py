@@ -189,25 +189,27 @@ def test_a_bash_call_never_moves_to_a_shell_that_starts_afresh_after_a_cd(addon)
 
 
 def chat(
-    addon, history: list[str], calls: list[str], tools: tuple[str, ...] = ("bash",)
+    addon,
+    history: list[str],
+    calls: list[str],
+    tools: tuple[str, ...] = ("bash",),
+    agent: str = "opencode/1.18.33",
 ) -> tuple[list[str], list[dict[str, Any]]]:
-    """OpenCode's Chat request declaring ``tools`` (of ``bash``, ``read``), a transcript of
-    ``bash`` calls whose argument text is ``history``, answered with ``calls`` (``name`` then
-    ``arguments`` text, split at the first space): the names the client got, and the record's
-    decisions."""
+    """A Chat request of ``agent`` (OpenCode's) declaring ``tools`` (of ``CHAT_TOOLS``), a
+    transcript of calls of the first tool whose argument text is ``history``, answered with
+    ``calls`` (``name`` then ``arguments`` text, split at the first space): the names the client
+    got, and the record's decisions."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "build"}]
     for i, text in enumerate(history):
+        call = {"id": f"h{i}", "type": "function", "function": {"name": tools[0], "arguments": text}}
         messages += [
-            {
-                "role": "assistant",
-                "tool_calls": [{"id": f"h{i}", "type": "function", "function": {"name": "bash", "arguments": text}}],
-            },
+            {"role": "assistant", "tool_calls": [call]},
             {"role": "tool", "tool_call_id": f"h{i}", "content": "ok"},
         ]
     body = {
         "model": "m",
         "messages": messages,
-        "tools": [{"type": "function", "function": {"name": name, "parameters": OC_TOOLS[name]}} for name in tools],
+        "tools": [{"type": "function", "function": {"name": name, "parameters": CHAT_TOOLS[name]}} for name in tools],
     }
     tool_calls = [
         {"id": f"c{i}", "type": "function", "function": {"name": c.split(" ", 1)[0], "arguments": c.split(" ", 1)[1]}}
@@ -224,7 +226,7 @@ def chat(
             }
         ],
     }
-    headers = [("content-type", "application/json"), ("user-agent", "opencode/1.18.33")]
+    headers = [("content-type", "application/json"), ("user-agent", agent)]
     f = harness.json_flow(
         addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=headers
     )
@@ -232,8 +234,14 @@ def chat(
     return [c["function"]["name"] for c in got], f.metadata[METADATA_KEY]["decisions"]
 
 
-OC_TOOLS = {
+TERMINAL = {
+    "type": "object",
+    "properties": {"command": {"type": "string"}, "workdir": {"type": "string"}},
+    "required": ["command"],
+}
+CHAT_TOOLS = {
     "bash": SCHEMA,
+    "terminal": TERMINAL,
     "read": {"type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]},
 }
 
@@ -442,50 +450,13 @@ def test_a_worktree_moves_the_directory_a_relative_read_is_found_from(addon, mov
     assert got == [use("exec_command", {"cmd": "make"})]  # and a command is not moved into that Bash
 
 
-HERMES = [("content-type", "application/json"), ("user-agent", "hermes-agent")]
-TERMINAL = {
-    "type": "object",
-    "properties": {"command": {"type": "string"}, "workdir": {"type": "string"}},
-    "required": ["command"],
-}
-
-
 def test_an_earlier_workdir_of_a_shell_that_keeps_its_directory_counts(addon) -> None:
     # Hermes' terminal runs `cd <workdir>` and starts its next call where that left it
-    def run(earlier: dict[str, Any]) -> list[str]:
-        body = {
-            "model": "m",
-            "messages": [
-                {"role": "user", "content": "x"},
-                {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {
-                            "id": "h",
-                            "type": "function",
-                            "function": {"name": "terminal", "arguments": json.dumps(earlier)},
-                        }
-                    ],
-                },
-                {"role": "tool", "tool_call_id": "h", "content": "ok"},
-            ],
-            "tools": [{"type": "function", "function": {"name": "terminal", "parameters": TERMINAL}}],
-        }
-        call = {"id": "c", "type": "function", "function": {"name": "exec_command", "arguments": '{"cmd":"make"}'}}
-        answer = {
-            "id": "c",
-            "object": "chat.completion",
-            "choices": [
-                {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}}
-            ],
-        }
-        f = harness.json_flow(
-            addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=HERMES
-        )
-        return [c["function"]["name"] for c in json.loads(f.response.content)["choices"][0]["message"]["tool_calls"]]
+    def run(earlier: str) -> list[str]:
+        return chat(addon, [earlier], ['exec_command {"cmd":"make"}'], tools=("terminal",), agent="hermes-agent")[0]
 
-    assert run({"command": "ls", "workdir": "/other"}) == ["exec_command"]
-    assert run({"command": "ls"}) == ["terminal"]  # the control
+    assert run('{"command": "ls", "workdir": "/other"}') == ["exec_command"]
+    assert run('{"command": "ls"}') == ["terminal"]  # the control
 
 
 @pytest.mark.parametrize(
@@ -518,38 +489,6 @@ def test_a_subagent_call_leaves_the_repairs_after_it_alone(addon, subagent) -> N
 
 def test_a_workdir_of_a_shell_that_keeps_nothing_moves_nothing_after_it(addon) -> None:
     # OpenCode's bash workdir lasts one call (found by an attack: Grep was left after one)
-    body = {
-        "model": "m",
-        "messages": [
-            {"role": "user", "content": "x"},
-            {
-                "role": "assistant",
-                "tool_calls": [
-                    {
-                        "id": "h",
-                        "type": "function",
-                        "function": {"name": "bash", "arguments": '{"command":"npm test","workdir":"/p/pkg"}'},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "h", "content": "ok"},
-        ],
-        "tools": [
-            {"type": "function", "function": {"name": "bash", "parameters": TERMINAL}},
-            {"type": "function", "function": {"name": "read", "parameters": OC_TOOLS["read"]}},
-        ],
-    }
-    call = {"id": "c", "type": "function", "function": {"name": "Read", "arguments": '{"file_path":"f.txt"}'}}
-    answer = {
-        "id": "c",
-        "object": "chat.completion",
-        "choices": [
-            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}}
-        ],
-    }
-    headers = [("content-type", "application/json"), ("user-agent", "opencode/1.18.33")]
-    f = harness.json_flow(
-        addon, body, orjson.dumps(answer), host="api.openai.com", path="/v1/chat/completions", headers=headers
-    )
-    got = json.loads(f.response.content)["choices"][0]["message"]["tool_calls"]
-    assert [c["function"]["name"] for c in got] == ["read"], f.metadata[METADATA_KEY]["decisions"]
+    earlier = '{"command":"npm test","workdir":"/p/pkg"}'
+    names, decisions = chat(addon, [earlier], ['Read {"file_path":"f.txt"}'], tools=("bash", "read"))
+    assert names == ["read"], decisions
