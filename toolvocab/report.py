@@ -390,7 +390,7 @@ def _request_lines(record: dict, *, observe: bool, indent: str = "  ") -> list[s
         if not any(r.get("caller") == caller for r in record.get("renames") or []):
             lines.append(f"{indent}renamed upstream: {caller} → {upstream}")
     for name, later in (record.get("duplicates") or {}).items():
-        shown = ", ".join(u if u is not None else "(dropped)" for u in later)
+        shown = ", ".join("(dropped)" if u is None else "(as declared)" if u == name else u for u in later)
         lines.append(f"{indent}declared more than once: {name} → later declarations {shown}")
     sentence = record.get("prompt_sentence")
     if sentence:

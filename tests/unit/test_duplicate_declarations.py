@@ -206,3 +206,56 @@ def test_property_only_byte_identical_repeats_are_dropped(
         expected = ["Read", alias]
     d.apply_request(body, plan)
     assert sent_names(dialect, body) == expected
+
+
+#: Anthropic's provider-defined tools (a ``type`` other than ``custom``): their names are fixed.
+PROVIDER_TYPES = ["web_search_20250305", "bash_20250124", "text_editor_20250728", "code_execution_20250522"]
+
+
+def _canonical(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, separators=(",", ":"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.sampled_from(["web_search", "bash", "Read"]),
+            st.sampled_from(["function", "custom", *PROVIDER_TYPES]),
+            st.sampled_from([{}, {"max_uses": 2}, {"cache_control": {"type": "ephemeral"}}]),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_property_no_declaration_but_an_exact_repeat_leaves_the_request(
+    entries: list[tuple[str, str, dict[str, Any]]],
+) -> None:
+    """Whatever mix of client and provider tools repeats a name, every declaration that is not a
+    byte-for-byte repeat of an earlier one goes upstream: a provider tool exactly as declared, a
+    client tool as declared or under another name, and in the client's order. Expected from the
+    entries as built: an earlier canonical text equal to an entry's is the only reason to drop it."""
+    wire = []
+    for name, kind, extra in entries:
+        if kind == "function":
+            wire.append({"name": name, "input_schema": {"type": "object"}, **extra})
+        elif kind == "custom":
+            wire.append({"type": "custom", "name": name, "input_schema": {"type": "object"}, **extra})
+        else:
+            wire.append({"type": kind, "name": name, **extra})
+    body = body_for("anthropic", copy.deepcopy(wire))
+    plan, d = plan_for("anthropic", body)
+    d.apply_request(body, plan)
+    seen: set[str] = set()
+    expected = []
+    for e in wire:
+        if _canonical(e) not in seen:
+            expected.append(e)
+        seen.add(_canonical(e))
+    sent = body["tools"]
+    assert len(sent) == len(expected), f"sent {sent}, expected every non-repeat of {wire}"
+    for got, want in zip(sent, expected):
+        if want.get("type") in (None, "custom"):
+            assert {**got, "name": want["name"]} == want  # only the name may change
+        else:
+            assert got == want  # a provider tool's name is its definition

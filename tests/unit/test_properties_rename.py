@@ -1986,26 +1986,41 @@ def test_duplicate_alias_is_checked_against_its_own_declaration(env: Env) -> Non
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: make_plan drops a repeated name's later declaration when it is not a function "
-    "tool, so a provider tool (web_search_20250305) declared after a client tool named web_search is "
-    "removed from the request instead of the client tool being aliased (README: 'a different tool under a "
-    "repeated name gets its own alias')",
-)
-def test_bug_provider_tool_repeating_a_client_tool_name_is_dropped(env: Env) -> None:
+@pytest.mark.parametrize("provider_first", [False, True])
+def test_a_provider_tool_repeating_a_client_tool_name_is_never_dropped(env: Env, provider_first: bool) -> None:
+    """Was a bug (strict xfail): a provider tool declared after a client tool of the same name
+    was removed from the request, so the model lost web search unseen. Its name is fixed, so it
+    goes up as declared (the client tool after it gets an alias, the one before it keeps its
+    name: the upstream sees the name twice and says so itself), and the client's tool is called
+    by the name the client declared."""
+    client_tool = {"name": "web_search", "input_schema": {"type": "object", "properties": {"query": STR}}}
+    provider = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
     body = {
         "model": "claude",
         "max_tokens": 10,
         "messages": [{"role": "user", "content": "x"}],
-        "tools": [
-            {"name": "web_search", "input_schema": {"type": "object", "properties": {"query": STR}}},
-            {"type": "web_search_20250305", "name": "web_search", "max_uses": 2},
-        ],
+        "tools": [provider, client_tool] if provider_first else [client_tool, provider],
     }
-    fwd, _, _ = through(env, "anthropic", body, lambda fwd: (b'{"content":[]}', "application/json"))
+    answer = {
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "?", "input": {"query": "q"}}],
+        "stop_reason": "tool_use",
+    }
+
+    def upstream(fwd: dict[str, Any]) -> tuple[bytes, str]:
+        (function,) = [t for t in fwd["tools"] if "type" not in t]
+        answer["content"][0]["name"] = function["name"]  # the model calls the client's tool as sent
+        return orjson.dumps(answer), "application/json"
+
+    fwd, client, record = through(env, "anthropic", body, upstream)
     assert len(fwd["tools"]) == 2, f"a declared tool vanished: {fwd['tools']}"
-    assert {"type": "web_search_20250305", "name": "web_search", "max_uses": 2} in fwd["tools"]
+    assert provider in fwd["tools"]  # byte for byte as declared
+    if provider_first:
+        assert fwd["tools"][1]["name"] != "web_search"  # the client tool after it is aliased
+    else:
+        assert fwd["tools"] == body["tools"]  # nothing to alias: the upstream sees the name twice
+        assert any("sent as declared" in n for n in record["notes"]), record["notes"]
+    got = orjson.loads(client)["content"][0]
+    assert got["name"] == "web_search" and got["input"] == {"query": "q"}
 
 
 # Was a bug: Gemini's apply_request ran dedupe_tools once per tools[] entry, each with a fresh

@@ -51,10 +51,12 @@ class Plan(BaseModel):
     ``rename_map`` maps a declared tool's flat name (first declaration) — or a name replayed in
     the transcript — to the name sent upstream; it is a bijection. ``duplicates`` maps a name
     declared more than once to the upstream names of its second, third… declarations (``None``:
-    an identical repeat, dropped). ``reverse_map`` inverts both, for the ladder's second step.
+    an identical repeat, dropped; the name itself: a provider-defined or free-text tool, whose name
+    is fixed, sent as declared). ``reverse_map`` inverts both, for the ladder's second step.
     ``prompt_sentence`` is the sentence added to the system text, or ``None``; ``unmentioned``
     lists the (upstream) names it names. ``renames`` explains every rename; ``skipped`` every
-    rename a profile asked for and the plan declined (collision, ambiguity).
+    rename a profile asked for and the plan declined (collision, ambiguity), and every repeated
+    name it could not alias.
 
     A plan holds nothing of one flow: the requests that give :func:`make_plan` the same inputs
     share one (:class:`PlanCache`). It is frozen once built; its dicts and lists are never
@@ -81,7 +83,7 @@ class Plan(BaseModel):
         out = {v: k for k, v in self.rename_map.items()}
         for name, aliases in self.duplicates.items():
             for k, a in enumerate(aliases, start=2):
-                if a is not None:
+                if a is not None and a != name:  # a != name: sent under its own name (a provider tool)
                     out[a] = f"{name}{DUPLICATE_MARK}{k}"
         return out
 
@@ -103,8 +105,9 @@ _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012345678
 class DuplicateCursor:
     """Walks a request's tool declarations in order and says what to do with each one.
 
-    ``step(flat)`` returns ``("keep", None)`` for a first declaration, ``("drop", None)`` for an
-    identical repeat, or ``("rename", alias)`` for a different tool under a repeated name.
+    ``step(flat)`` returns ``("keep", None)`` for a first declaration or a repeat sent as declared
+    (a provider tool), ``("drop", None)`` for an identical repeat, or ``("rename", alias)`` for a
+    different function tool under a repeated name.
     """
 
     def __init__(self, plan: Plan) -> None:
@@ -120,6 +123,8 @@ class DuplicateCursor:
         aliases = self._plan.duplicates.get(flat) or []
         if n - 1 < len(aliases):
             target = aliases[n - 1]
+            if target == flat:
+                return "keep", None
             return ("drop", None) if target is None else ("rename", target)
         return "keep", None
 
@@ -211,7 +216,8 @@ def make_plan(
     Order: the profile's capability renames (skipped on a collision with a declared name, or
     when the capability is held by zero or two+ declared tools); then every declared name the
     ``grammar`` rejects gets an alias (:func:`toolvocab.engine.grammar.alias`); then repeated names
-    (identical repeats dropped, different tools aliased); then names replayed in the transcript
+    (identical repeats dropped, different function tools aliased, a provider-defined or free-text
+    tool sent as declared); then names replayed in the transcript
     that the grammar rejects. A repeat is identical only byte for byte (:func:`same_declaration`:
     a field the model does not read, ``strict`` or ``cache_control``, makes it another tool).
     Provider-defined and free-text tools are never renamed. The
@@ -301,14 +307,13 @@ def make_plan(
                 )
                 continue
             if tool.kind is not ToolKind.FUNCTION:
-                aliases.append(None)
-                plan.renames.append(
-                    Rename(
-                        caller=flat,
-                        upstream=None,
-                        why="duplicate",
-                        detail=f"declaration {k} of {flat} is not a function tool and cannot be renamed; dropped",
-                    )
+                # A provider-defined or free-text tool keeps the name it is defined by, and it is
+                # another tool than the earlier one: dropping it would take a tool from the model
+                # unseen. It goes up as declared; the upstream says whether it takes the name twice.
+                aliases.append(flat)
+                plan.skipped.append(
+                    f"declaration {k} of {flat} is not a function tool, so its name cannot change, and it differs "
+                    f"from an earlier one: sent as declared (the upstream sees {flat} more than once)"
                 )
                 continue
             g = grammar or GRAMMARS["openai"]
@@ -323,7 +328,8 @@ def make_plan(
                     detail=f"declaration {k} of {flat} differs from the first; the client cannot tell them apart",
                 )
             )
-        plan.duplicates[flat] = aliases
+        if any(a != flat for a in aliases):
+            plan.duplicates[flat] = aliases
 
     if grammar is not None:
         for name in transcript_names:
