@@ -706,3 +706,127 @@ def test_on_unit_echo_rewritten_per_frame():
     assert len(flat) == len(frames)
     assert flat[0]["response"]["tools"][0]["name"] == "exec_command"
     assert b"run_exec" not in b"".join(raw for group in sent for raw in group)
+
+
+# -- tools declared inside input (additional_tools) ----------------------------------------------
+
+EXEC_SCHEMA = {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}
+SHELL_SCHEMA = {
+    "type": "object",
+    "properties": {"command": {"type": "array", "items": {"type": "string"}}, "workdir": {"type": "string"}},
+    "required": ["command"],
+}
+
+
+def additional(*tools: dict[str, Any]) -> dict[str, Any]:
+    """An ``additional_tools`` input item (openai-python ``response_input_item_param.py``)."""
+    return {"type": "additional_tools", "role": "developer", "tools": list(tools)}
+
+
+def test_tools_declared_inside_input_are_declared_after_the_top_level_ones():
+    body = {
+        "model": "m",
+        "tools": [{"type": "function", "name": "exec_command", "parameters": EXEC_SCHEMA}],
+        "input": [
+            additional(
+                {"type": "function", "name": "shell", "parameters": SHELL_SCHEMA},
+                {"type": "namespace", "name": "mcp__gh__", "tools": [{"type": "function", "name": "list"}]},
+            ),
+            {"role": "user", "content": "x"},
+            additional({"type": "custom", "name": "apply_patch"}),
+        ],
+    }
+    assert [(t.namespace, t.name, t.kind) for t in DIALECT.declared_tools(body)] == [
+        (None, "exec_command", ToolKind.FUNCTION),
+        (None, "shell", ToolKind.FUNCTION),
+        ("mcp__gh__", "list", ToolKind.FUNCTION),
+        (None, "apply_patch", ToolKind.FREEFORM),
+    ]
+    only_inside = {"model": "m", "input": [additional({"type": "function", "name": "shell"})]}
+    assert [t.name for t in DIALECT.declared_tools(only_inside)] == ["shell"]
+    # the peek reads no tools inside input: such a request is read whole
+    assert DIALECT.peek("POST", "/v1/responses", orjson.dumps(body)) is None
+    assert DIALECT.peek("POST", "/v1/responses", orjson.dumps({**body, "input": body["input"][1:2]})) is not None
+    # two requests that declare other tools never share a cached Toolset
+    assert DIALECT.declarations(body) != DIALECT.declarations({**body, "input": body["input"][1:]})
+
+
+def test_a_rename_reaches_the_tools_declared_inside_input_and_a_repeat_is_counted_across_lists():
+    body = {
+        "model": "m",
+        "tools": [{"type": "function", "name": "shell", "parameters": SHELL_SCHEMA}],
+        "input": [
+            additional(
+                {"type": "function", "name": "exec_command", "parameters": EXEC_SCHEMA},
+                {"type": "function", "name": "shell", "parameters": EXEC_SCHEMA},  # another tool, same name
+            ),
+            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
+        ],
+    }
+    plan = Plan(rename_map={"exec_command": "run_exec"}, duplicates={"shell": ["shell_2"]})
+    assert "input" in DIALECT.request_keys(body, plan)
+    assert DIALECT.apply_request(body, plan) is True
+    assert body["tools"][0]["name"] == "shell"  # the first declaration keeps its name
+    assert [t["name"] for t in body["input"][0]["tools"]] == ["run_exec", "shell_2"]
+    assert body["input"][1]["name"] == "run_exec"
+    assert "input" in DIALECT.request_keys(body, Plan(duplicates={"shell": ["shell_2"]}))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("top_level", [True, False])
+def test_a_call_to_a_tool_declared_inside_input_is_the_clients_own(stream: bool, top_level: bool):
+    """Codex's ``shell`` declared in an ``additional_tools`` item beside ``exec_command``: a
+    ``shell`` call is a declared tool's and goes to the client as answered, never moved to
+    ``exec_command``. Was a fault: the item was not read, so ``shell`` counted as undeclared."""
+    shell = {"type": "function", "name": "shell", "parameters": SHELL_SCHEMA}
+    exec_tool = {"type": "function", "name": "exec_command", "parameters": EXEC_SCHEMA}
+    body = {
+        "model": "gpt-5",
+        "store": False,
+        "stream": stream,
+        "input": [additional(shell), {"role": "user", "content": "list files"}],
+    }
+    if top_level:
+        body["tools"] = [exec_tool]
+    else:
+        body["input"].insert(0, additional(exec_tool))
+    arguments = '{"command":["bash","-lc","ls"],"workdir":"/repo"}'
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "shell", "arguments": arguments}
+    done = {"type": "response", "id": "r1", "object": "response", "status": "completed", "output": [item]}
+    if stream:
+        upstream = b"".join(
+            b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e))
+            for e in (
+                {"type": "response.output_item.added", "output_index": 0, "item": {**item, "arguments": ""}},
+                {
+                    "type": "response.function_call_arguments.done",
+                    "output_index": 0,
+                    "item_id": "fc_1",
+                    "arguments": arguments,
+                },
+                {"type": "response.output_item.done", "output_index": 0, "item": item},
+                {"type": "response.completed", "response": done},
+            )
+        )
+        ctype = "text/event-stream"
+    else:
+        upstream, ctype = orjson.dumps(done), "application/json"
+    with harness.script_context() as (tctx, module):
+        e = harness.Env(tctx, module)
+        e.configure(**harness.DEFAULTS)
+        f = harness.make_flow(
+            body,
+            host="api.openai.com",
+            path="/v1/responses",
+            upstream=upstream,
+            resp_type=ctype,
+            headers=[("user-agent", "codex_cli_rs/0.171.0")],
+        )
+        got = harness.replay(e, f)
+    if stream:
+        names = [d["item"]["name"] for d in by_type(got.out, "response.output_item.done")]
+        names += [o["name"] for o in completed(got.out)["output"]]
+    else:
+        names = [o["name"] for o in orjson.loads(got.out)["output"]]
+    assert names == ["shell"] * (2 if stream else 1)
+    assert [d["action"] for d in f.metadata["toolvocab"]["decisions"]] == ["keep"]

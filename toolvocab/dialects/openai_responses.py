@@ -49,6 +49,7 @@ from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.names import join_namespace
 from toolvocab.engine.names import split_flat
+from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 
@@ -81,6 +82,24 @@ def _hides_items(item: Any) -> bool:
 
 def _flat(namespace: Any, name: str) -> str:
     return join_namespace(namespace if isinstance(namespace, str) else None, name)
+
+
+#: The input item that declares tools inside ``input`` (``{"type": "additional_tools", "role":
+#: "developer", "tools": [...]}``: openai-python ``types/responses/response_input_item_param.py``).
+ADDITIONAL_TOOLS = "additional_tools"
+
+
+def _tool_lists(body: JSON) -> list[list[Any]]:
+    """Every list of tools the request declares, in :meth:`OpenAIResponses.declared_tools`' order:
+    the top-level ``tools``, then the ``tools`` of each ``additional_tools`` input item."""
+    if not isinstance(body, dict):
+        return []
+    lists = [body["tools"]] if isinstance(body.get("tools"), list) else []
+    return lists + [
+        item["tools"]
+        for item in as_list(body.get("input"))
+        if isinstance(item, dict) and item.get("type") == ADDITIONAL_TOOLS and isinstance(item.get("tools"), list)
+    ]
 
 
 class _Item(msgspec.Struct, gc=False):
@@ -154,6 +173,8 @@ class OpenAIResponses:
         names: list[str] = []
         longest = 0
         for position, item in enumerate(request.input if type(request.input) is list else ()):
+            if item.type == ADDITIONAL_TOOLS:
+                return None  # tools declared inside input: the whole read reads them
             if type(item.call_id) is str:
                 longest = max(longest, len(item.call_id))
             if item.type == "function_call" and type(item.name) is str:
@@ -189,11 +210,13 @@ class OpenAIResponses:
 
     def declared_tools(self, body: JSON) -> list[DeclaredTool]:
         """``function`` tools, ``custom`` tools (freeform) and the members of ``namespace``
-        tools (with their namespace). Built-ins (``web_search``, ``local_shell``,
-        ``apply_patch``, ``tool_search``, ``mcp``…) have no name to repair to: not listed."""
+        tools (with their namespace), of the top-level ``tools`` and then of each
+        ``additional_tools`` input item (:func:`_tool_lists`). Built-ins (``web_search``,
+        ``local_shell``, ``apply_patch``, ``tool_search``, ``mcp``…) have no name to repair to:
+        not listed."""
         out: list[DeclaredTool] = []
         raws: list[Any] = []
-        for tool in as_list(body.get("tools")):
+        for tool in (tool for tools in _tool_lists(body) for tool in tools):
             if not isinstance(tool, dict):
                 continue
             if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
@@ -210,8 +233,14 @@ class OpenAIResponses:
         return mark_repeats(out, raws)
 
     def declarations(self, body: JSON) -> JSON:
-        """``body["tools"]``: all that :meth:`declared_tools` reads."""
-        return body.get("tools") if isinstance(body, dict) else None
+        """All that :meth:`declared_tools` reads: ``body["tools"]``, or with the tools of
+        ``additional_tools`` input items, ``{"tools": …, "additional_tools": [[…], …]}``."""
+        if not isinstance(body, dict):
+            return None
+        lists = _tool_lists(body)
+        if isinstance(body.get("tools"), list):
+            lists = lists[1:]
+        return body.get("tools") if not lists else {"tools": body.get("tools"), ADDITIONAL_TOOLS: lists}
 
     def transcript_names(self, body: JSON) -> list[str]:
         """Flat names of ``function_call`` input items."""
@@ -301,19 +330,22 @@ class OpenAIResponses:
         return texts
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
-        """Rename per ``plan.rename_map`` (flat names) in function tools, namespace members,
-        ``tool_choice`` (function and ``allowed_tools``) and ``function_call`` input items; add
+        """Rename per ``plan.rename_map`` (flat names) in function tools and namespace members (of
+        ``tools`` and of ``additional_tools`` input items), ``tool_choice`` (function and
+        ``allowed_tools``) and ``function_call`` input items; add
         the prompt sentence to ``instructions`` or the first developer/system message."""
         changed = False
         rename = plan.rename_map
-        if isinstance(body.get("tools"), list):
-            # One count over the top-level tools and each namespace's members at its place
-            # (declared_tools' order).
+        lists = _tool_lists(body)
+        # One count over every list of tools and each namespace's members at its place
+        # (declared_tools' order).
+        cursor = DuplicateCursor(plan)
+        for tools in lists:
             changed |= dedupe_tools(
-                body["tools"], plan, _responses_tool_name, _set_responses_tool_name, members=_namespace_members
+                tools, plan, _responses_tool_name, _set_responses_tool_name, cursor=cursor, members=_namespace_members
             )
         if rename:
-            for tool in as_list(body.get("tools")):
+            for tool in (tool for tools in lists for tool in tools):
                 if not isinstance(tool, dict):
                     continue
                 if tool.get("type") == "function":
@@ -347,7 +379,8 @@ class OpenAIResponses:
         ``function_call`` items) or a replayed ``call_id`` is aliased; ``instructions`` and
         ``input`` for the prompt sentence."""
         keys = {"tools", "tool_choice"}
-        if plan.rename_map or _history_aliases(body):
+        declared_in_input = len(_tool_lists(body)) > isinstance(body.get("tools"), list)
+        if plan.rename_map or _history_aliases(body) or (plan.duplicates and declared_in_input):
             keys.add("input")
         if plan.prompt_sentence:
             keys |= {"instructions", "input"}
