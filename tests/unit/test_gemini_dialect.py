@@ -1508,3 +1508,42 @@ def test_addon_array_element_of_odd_shape_passes_through(env, seed):
     f = make_flow(load_json("request-gemini-cli.json"), upstream=upstream)
     r = replay(env, f, seed)
     assert r.out == upstream
+
+
+def test_an_alias_reaches_the_transcript_written_in_snake_case():
+    """google-genai's dicts and the API's JSON parser take the proto field names
+    (``function_call`` / ``function_response``) as well as ``functionCall`` /
+    ``functionResponse``: an alias must reach both, or the upstream sees an earlier call to a
+    name it was never declared under. Was a fault: only the camelCase parts were renamed."""
+    from toolvocab.engine.grammar import grammar_for
+
+    long = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance"  # 75 > 64
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "check it"}]},
+            {"role": "model", "parts": [{"function_call": {"name": long, "args": {"command": "a"}}}]},
+            {"role": "user", "parts": [{"function_response": {"name": long, "response": {"output": "ok"}}}]},
+            {"role": "model", "parts": [{"functionCall": {"name": long, "args": {"command": "b"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": long, "response": {"output": "ok"}}}]},
+        ],
+        "tools": [{"function_declarations": [{"name": long, "parameters_json_schema": {"type": "object"}}]}],
+        "tool_config": {"function_calling_config": {"mode": "ANY", "allowed_function_names": [long]}},
+    }
+    names = DIALECT.transcript_names(body)
+    assert names == [long] * 4
+    peek = DIALECT.peek("POST", "/v1beta/models/gemini-2.5-pro:generateContent", orjson.dumps(body))
+    assert peek is not None and peek.transcript_names == names
+    plan = make_plan(
+        Toolset(DIALECT.declared_tools(body)),
+        [],
+        add_sentence=False,
+        grammar=grammar_for("gemini", "generativelanguage.googleapis.com", None),
+        transcript_names=names,
+    )
+    alias = plan.rename_map[long]
+    assert alias != long
+    assert DIALECT.apply_request(body, plan) is True
+    parts = [next(iter(c["parts"][0].values())) for c in body["contents"][1:]]
+    assert [p["name"] for p in parts] == [alias] * 4
+    assert body["tools"][0]["function_declarations"][0]["name"] == alias
+    assert body["tool_config"]["function_calling_config"]["allowed_function_names"] == [alias]

@@ -133,9 +133,17 @@ class _Ref(msgspec.Struct, gc=False):
     id: Any = msgspec.UNSET
 
 
+#: The keys of a part that name a tool, in the order the readers read them: the API's
+#: ``functionCall`` / ``functionResponse`` and their proto field names, which its JSON parser
+#: takes too (``function_call`` / ``function_response``, as google-genai's snake_case dicts).
+_REF_KEYS = ("functionCall", "function_call", "functionResponse", "function_response")
+
+
 class _Part(msgspec.Struct, gc=False):
     functionCall: _Ref | msgspec.UnsetType = msgspec.UNSET  # noqa: N815 (the wire's spelling)
+    function_call: _Ref | msgspec.UnsetType = msgspec.UNSET
     functionResponse: _Ref | msgspec.UnsetType = msgspec.UNSET  # noqa: N815
+    function_response: _Ref | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Content(msgspec.Struct, gc=False):
@@ -177,7 +185,7 @@ class Gemini:
 
     def peek(self, method: str, path: str, content: bytes) -> Peek | None:
         """``model``, the system instruction (either spelling), and of ``contents`` the names of
-        the ``functionCall`` / ``functionResponse`` parts; ``tools`` as sent. A Code Assist
+        the ``functionCall`` / ``functionResponse`` parts (either spelling); ``tools`` as sent. A Code Assist
         envelope (a ``request`` or ``response`` key) is not read: ``None``."""
         request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
         if request is None or request.contents is msgspec.UNSET:
@@ -187,7 +195,7 @@ class Gemini:
         names: list[str] = []
         for entry in request.contents:
             for part in entry.parts if entry.parts is not msgspec.UNSET else ():
-                for ref in (part.functionCall, part.functionResponse):
+                for ref in (part.functionCall, part.function_call, part.functionResponse, part.function_response):
                     if ref is not msgspec.UNSET and type(ref.name) is str:
                         names.append(ref.name)
         small = present(request, "model", "systemInstruction", "system_instruction")
@@ -238,11 +246,12 @@ class Gemini:
         return req.get("tools") if isinstance(req, dict) else None
 
     def transcript_names(self, body: JSON) -> list[str]:
-        """Names in the transcript's ``functionCall`` and ``functionResponse`` parts."""
+        """Names in the transcript's ``functionCall`` and ``functionResponse`` parts (either
+        spelling, :data:`_REF_KEYS`)."""
         names: list[str] = []
         for content in _list(_unwrap(body).get("contents")):
             for part in _list(content.get("parts")) if isinstance(content, dict) else ():
-                for key in ("functionCall", "functionResponse"):
+                for key in _REF_KEYS:
                     inner = part.get(key) if isinstance(part, dict) else None
                     if isinstance(inner, dict) and isinstance(inner.get("name"), str):
                         names.append(inner["name"])
@@ -324,7 +333,7 @@ class Gemini:
     def apply_request(self, body: JSON, plan: Plan) -> bool:
         """Rename per ``plan.rename_map`` in declarations, the allowed function names (either
         spelling, :func:`_allowed_names`) and every
-        transcript ``functionCall`` / ``functionResponse``; add the prompt sentence as a text
+        transcript ``functionCall`` / ``functionResponse`` (either spelling); add the prompt sentence as a text
         part of ``systemInstruction``."""
         req = _unwrap(body)
         changed = False
@@ -353,8 +362,8 @@ class Gemini:
             for content in _list(req.get("contents")):
                 for part in _list(content.get("parts")) if isinstance(content, dict) else ():
                     if isinstance(part, dict):
-                        changed |= _rename(part.get("functionCall"), rename)
-                        changed |= _rename(part.get("functionResponse"), rename)
+                        for key in _REF_KEYS:
+                            changed |= _rename(part.get(key), rename)
         if plan.prompt_sentence:
             skey = (
                 "system_instruction"
