@@ -19,7 +19,6 @@ note's 10,000-example run sets it).
 from __future__ import annotations
 
 import os
-import re
 import shlex
 from typing import Any
 
@@ -513,9 +512,19 @@ def _floating(value: Any) -> bool:
 
 
 def _respelled(value: Any) -> bool:
-    """A path pi (path-utils.ts) or Gemini CLI reads otherwise than written: a leading @, a
-    Unicode space pi turns into a space."""
-    return isinstance(value, str) and bool(re.search("^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]", value))
+    """A path some tool reads otherwise than written: a leading @ (pi's path-utils.ts, Gemini
+    CLI), a Unicode space pi turns into a space, whitespace at an end (Claude Code and Qwen Code
+    trim, OpenCode does not), a backslash before a shell's special character (Qwen Code's
+    unescapePath drops it)."""
+    if not isinstance(value, str):
+        return False
+    return (
+        value.startswith("@")
+        or any(c in value for c in "\u00a0\u202f\u205f\u3000")
+        or any("\u2000" <= c <= "\u200a" for c in value)
+        or value != value.strip()
+        or any(value[i] == "\\" and value[i + 1] in " \t()[]{};|*?$`'\"#&<>!~" for i in range(len(value) - 1))
+    )
 
 
 #: A relative path a tool refuses: the call runs nothing there, which the model reads.
@@ -768,7 +777,12 @@ def path_calls(draw: st.DrawFn) -> tuple[ArgTable, ArgTable, dict[str, Any], boo
     keys = draw(st.lists(st.sampled_from(sorted(source.args)), unique=True, max_size=4))
     args = {
         k: draw(
-            st.sampled_from(["/repo/src", "src", "./a.py", "", "C:\\repo\\a.py", "~/a.py", "@src/a.py", "/r/a\u3000b"])
+            st.sampled_from(
+                [
+                    *("/repo/src", "src", "./a.py", "", "C:\\repo\\a.py", "~/a.py", "@src/a.py", "/r/a\u3000b"),
+                    *("/r/a\\ b.txt", "/r/a.txt ", " /r/a.txt", "a\\#b", "/r/a\\x"),
+                ]
+            )
             if source.args[k].what.endswith((".path", ".cwd"))
             else value_for(source.args[k])
         )
@@ -1040,6 +1054,7 @@ OC_WRITE = fn("write", schema("filePath", "content", filePath=STR, content=STR))
 OC_READ = fn("read", schema("filePath", filePath=STR, offset=INT, limit=INT))
 GEM_READ = fn("read_file", schema("file_path", file_path=STR, start_line=INT, end_line=INT))
 CC_GREP = fn("Grep", schema("pattern", additional=False, pattern=STR, path=STR, glob=STR))
+QWEN_WRITE = fn("write_file", schema("file_path", "content", file_path=STR, content=STR))
 
 
 @pytest.mark.parametrize(
@@ -1107,6 +1122,12 @@ def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does
         ([READ], "read", {"path": "@/repo/f.txt"}, "Claude Code", {}, False),
         ([READ], "read", {"path": "/repo/a\u00a0b.txt"}, "Claude Code", {}, False),
         ([READ], "read", {"path": "/repo/a b.txt"}, "Claude Code", {}, True),
+        # Claude Code trims a path, OpenCode does not: another file at either end
+        ([READ], "read", {"filePath": "/repo/f.txt "}, "Claude Code", {}, False),
+        ([OC_READ], "Read", {"file_path": " /repo/f.txt"}, "OpenCode", {}, False),
+        # Qwen Code drops a backslash before a shell's special character (unescapePath)
+        ([QWEN_WRITE], "write", {"filePath": "/p/notes\\ v1.txt", "content": "x"}, "Qwen Code", {}, False),
+        ([QWEN_WRITE], "write", {"filePath": "/p/notes v1.txt", "content": "x"}, "Qwen Code", {}, True),
         # Gemini CLI v0.10's read_file refused a relative absolute_path; 0.61's finds file_path
         ([GEM_READ], "read_file", {"absolute_path": "src/a.c"}, "Gemini CLI", {}, False),
         ([GEM_READ], "read_file", {"absolute_path": "/repo/src/a.c"}, "Gemini CLI", {}, True),

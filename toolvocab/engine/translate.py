@@ -57,8 +57,12 @@ _LOCATIONS = frozenset(
     {"read.path", "write.path", "edit.path", "list.path", "glob.path", "grep.path", "shell.command", "shell.cwd"}
 )
 
-#: A path some tools respell before resolving it: a leading @, a Unicode space pi reads as a space.
-_RESPELLED = re.compile("^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+#: A path some tools respell before resolving it: a leading @ (pi, Gemini CLI 0.61), a Unicode
+#: space pi reads as a space, whitespace at either end (Claude Code 2.1.197 and Qwen Code 0.15.10
+#: trim a path, OpenCode 1.18.33 does not), and a backslash before a character a shell reads
+#: specially (Qwen Code 0.15.10 runs every ``file_path``, ``path`` and ``filePath`` argument
+#: through ``unescapePath``, which drops it: ``notes\ v1.txt`` is ``notes v1.txt`` there).
+_RESPELLED = re.compile("^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^\\s|\\s\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]")
 
 #: Where Claude Code's Grep splits its ``glob`` into several (whitespace, commas).
 _LIST_SEPARATORS = re.compile(r"[\s,]")
@@ -242,8 +246,12 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         raise _Unusable(f"{value!r} is the home directory for some tools and a folder named ~ for others")
     if _is_path(src.what) and isinstance(value, str) and src is not dst and _RESPELLED.search(value):
         # pi (path-utils.ts normalizeAtPrefix, and its Unicode spaces) and Gemini CLI 0.61
-        # (resolveDefensiveToolPath) drop a leading @; the others read the path as written.
-        raise _Unusable(f"{value!r} is read with a leading @ dropped or its spaces respelled by some tools")
+        # (resolveDefensiveToolPath) drop a leading @; Claude Code and Qwen Code trim the path;
+        # Qwen Code unescapes it (unescapePath). The others read the path as written.
+        raise _Unusable(
+            f"{value!r} is read with a leading @ dropped, its spaces trimmed or respelled, or its backslashes "
+            "dropped by some tools"
+        )
     if {src.form, dst.form} == {"rg-glob", "rg-glob-list"}:
         if isinstance(value, str) and not _LIST_SEPARATORS.search(value):
             return value  # one glob: the same in a tool that reads a list of them
