@@ -323,6 +323,18 @@ def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
     return ToolCall(name=name, arguments=args)
 
 
+def _xml_unclosed(inside: str) -> bool:
+    """True for a ``<tool_call>`` block's inside in Qwen3-Coder XML that :func:`_xml_call` reads
+    without all its closing tags: a parameter not ended by ``</parameter>``, or no
+    ``</function>``. Such a block's last value may have held the ``</tool_call>`` that ended it."""
+    fm = _XML_FUNCTION.match(inside.strip())
+    if fm is None or inside.lstrip().startswith("{"):
+        return False
+    if not inside.rstrip().endswith("</function>"):
+        return True
+    return any(not pm.group(0).endswith("</parameter>") for pm in _XML_PARAM.finditer(fm.group(2)))
+
+
 def _kimi_calls(section: str, tools: Toolset) -> list[ToolCall] | None:
     """The calls of one Kimi section's inside, or ``None`` (see :func:`extract_text_calls`)."""
     calls: list[ToolCall] = []
@@ -504,6 +516,11 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
     sentence) means the model is writing *about* a call: ``None``, and the text stays text,
     byte for byte. Markup inside the reasoning block is never read.
 
+    Also ``None`` when a Qwen3-Coder XML block read without all its closing tags
+    (:func:`_xml_unclosed`) is one of several: its last value may hold the ``</tool_call>`` taken
+    for its end, and the text then reads as one call or as several (a ``Write`` whose content holds
+    markup would become an emptied file and a ``Bash`` call).
+
     Also ``None`` unless every block is closed and holds exactly the documented shape, every
     XML and Kimi function is declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix
     stripped from its id) and, for the XML, every parameter is declared once and converts to its
@@ -520,10 +537,13 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
     remaining = text[:end] if end > i else ""
     i = end
     calls: list[ToolCall] = []
+    blocks = 0
+    unclosed = False
     while True:
         i = _skip_ws(text, i)
         if i == len(text):
             break
+        blocks += 1
         for block in _BLOCKS:
             if text.startswith(block.opener, i):
                 if block.to_end:
@@ -536,9 +556,11 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
                 close = text.find(block.closer, i + len(block.opener))
                 if close < 0:
                     return None
-                found = block.read(text[i + len(block.opener) : close], tools)
+                inside = text[i + len(block.opener) : close]
+                found = block.read(inside, tools)
                 if found is None:
                     return None
+                unclosed |= block.opener == _XML_OPEN and _xml_unclosed(inside)
                 calls.extend(found)
                 i = close + len(block.closer)
                 if block.trailer and text.startswith(block.trailer, _skip_ws(text, i)):
@@ -546,6 +568,6 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
                 break
         else:
             return None  # prose around or between the blocks
-    if not calls:
+    if not calls or (unclosed and blocks > 1):
         return None
     return remaining, calls
