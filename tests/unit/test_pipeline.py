@@ -176,6 +176,7 @@ def chat() -> st.SearchStrategy:
             "messages": st.lists(message, max_size=5),
             "tools": st.lists(tool, min_size=1, max_size=3),
             "functions": st.lists(obj({"name": NAMES}), max_size=2),
+            "stop": st.sampled_from([None, "", "\n\n", [], ["END"], 0]),
         },
         required=("messages", "tools"),
     )
@@ -259,6 +260,8 @@ def gemini() -> st.SearchStrategy:
             "system_instruction": system,
             "tools": tools,
             "model": TEXT,
+            "generationConfig": obj({"stopSequences": st.sampled_from([[], ["END"], None]), "temperature": ANY}),
+            "generation_config": obj({"stop_sequences": st.sampled_from([[], ["END"]])}),
         },
         required=("contents", "tools"),
     )
@@ -293,6 +296,7 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
         assert peek.platform_texts == dialect.platform_texts(whole)
         assert peek.transcript_names == dialect.transcript_names(whole)
         assert peek.stored == dialect.keeps_answer(whole)
+        assert peek.stops == dialect.stop_sequences(whole)
         assert dialect.declarations(peek.declarations_body()) == dialect.declarations(whole)
         # a plan that renames nothing leaves a body the peek reads as sent (no replayed id to alias)
         assert not dialect.apply_request(copy.deepcopy(whole), Plan())
@@ -323,7 +327,7 @@ def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataOb
         assert whole.dialect is peeked.dialect
         assert whole.plan.model_dump() == peeked.plan.model_dump()
         assert whole.record.dump() == peeked.record.dump()
-        assert (whole.wants_stream, whole.windows) == (peeked.wants_stream, peeked.windows)
+        assert (whole.wants_stream, whole.windows, whole.stops) == (peeked.wants_stream, peeked.windows, peeked.stops)
         assert whole.tools.names() == peeked.tools.names()
     else:
         assert summary(peeked) == summary(whole)

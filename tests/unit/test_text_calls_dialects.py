@@ -1333,3 +1333,64 @@ def test_markup_whose_next_text_event_is_not_json_is_never_lifted(
     assert run_stream(STREAM_DIALECTS[dialect], [upstream]) == upstream
     alone = STREAM_BUILDERS[dialect]([markup])
     assert run_stream(STREAM_DIALECTS[dialect], [alone]) != alone
+
+
+# -- a request that names stop sequences: its answer may have ended at one ----------------------
+
+CHAT_TOOLS = [
+    {"type": "function", "function": {"name": "read_file", "parameters": SCHEMA_READ}},
+]
+GEMINI_TOOLS = [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": SCHEMA_READ}]}]
+
+
+def _through_hooks(dialect: str, stop: bool, stream: bool, peeked: bool) -> tuple[bytes, dict[str, Any]]:
+    """A request that declares ``read_file`` (naming a stop sequence when ``stop``) through the
+    real hooks, as plain mitmdump runs them when ``peeked``; its answer is :data:`HERMES` alone,
+    ended the way a stop sequence ends it. What the client got, and the record."""
+    import harness
+
+    if dialect == "chat":
+        body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": CHAT_TOOLS}
+        if stop:
+            body["stop"] = ["\n\nUser:"]
+        host, path = "api.openai.com", "/v1/chat/completions"
+        message = {"role": "assistant", "content": HERMES}
+        if stream:
+            body["stream"] = True
+            upstream = sse(None, {"choices": [{"index": 0, "delta": message}]}) + sse(
+                None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+            )
+        else:
+            upstream = orjson.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+    else:
+        body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}], "tools": GEMINI_TOOLS}
+        if stop:
+            body["generationConfig"] = {"stopSequences": ["\n\nUser:"]}
+        host = "generativelanguage.googleapis.com"
+        method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+        path = f"/v1beta/models/gemini-2.5-pro:{method}"
+        answer = {"candidates": [{"content": {"role": "model", "parts": [{"text": HERMES}]}, "finishReason": "STOP"}]}
+        upstream = sse(None, answer) if stream else orjson.dumps(answer)
+    ctype = "text/event-stream" if stream else "application/json"
+    with harness.script_context() as (tctx, module):
+        e = harness.Env(tctx, module)
+        e.configure(**harness.DEFAULTS)
+        if peeked:
+            harness.addon(module, "ToolVocabRecorder").saves_bodies = lambda: False
+        f = harness.make_flow(body, host=host, path=path, upstream=upstream, resp_type=ctype)
+        got = harness.replay(e, f, seed=1)
+    return got.out, f.metadata["toolvocab"]
+
+
+@pytest.mark.parametrize("peeked", [False, True])
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("dialect", ["chat", "gemini"])
+def test_markup_in_an_answer_a_stop_sequence_may_have_cut_is_never_lifted(dialect: str, stream: bool, peeked: bool):
+    """Chat reports an end at one of the request's ``stop`` sequences as ``finish_reason``
+    ``stop``, Gemini at one of its ``stopSequences`` as ``STOP``: the same as a natural end, so
+    the text may have been cut there (a call cut before an argument the model meant to give).
+    With stop sequences in the request the markup stays text; without, it is lifted."""
+    out, record = _through_hooks(dialect, stop=True, stream=stream, peeked=peeked)
+    assert b"<tool_call>" in out and not record.get("decisions"), out
+    out, record = _through_hooks(dialect, stop=False, stream=stream, peeked=peeked)
+    assert [d["target"] for d in record["decisions"]] == ["read_file"], out

@@ -350,6 +350,7 @@ class ToolVocab(Configurable):
             shared=result.shared,
             record_json=result.record_json,
             stored=result.stored,
+            stops=result.stops,
         )
         state.request_body = content
         if not result.verified:

@@ -74,9 +74,11 @@ class FlowState:
         shared: bool = False,
         record_json: bytes | None = None,
         stored: bool = False,
+        stops: bool = False,
     ) -> None:
         self.dialect = dialect
         self.stored = stored  # the upstream keeps the answer (FlowContext.stored)
+        self.stops = stops  # the request names stop sequences (FlowContext.stops)
         self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
         self.tools = tools
         self.plan = plan
@@ -111,6 +113,7 @@ class FlowState:
             self.call_ids,
             self.withdraw,
             stored=self.stored,
+            stops=self.stops,
             note=self.note,
         )
 

@@ -388,6 +388,11 @@ class AnthropicMessages:
         """False: no request of this API continues from a kept answer by its id."""
         return False
 
+    def stop_sequences(self, body: JSON) -> bool:
+        """False: an answer ended at one of ``stop_sequences`` says so (``stop_reason``
+        ``stop_sequence``), and is never lifted."""
+        return False
+
     def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
         return AnthropicStream(flow)

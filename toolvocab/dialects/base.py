@@ -56,6 +56,9 @@ class FlowContext:
     connection's own cache) with outputs for the calls the client got. A call id or a call the
     upstream never sent would then name nothing it knows (``No tool call found for function call
     output``): no id is invented (:meth:`ids`), no text lifted, no parallel wrapper expanded.
+    ``stops``: the request names stop sequences (:meth:`Dialect.stop_sequences`) and the API
+    reports an end at one as its natural end: an answer's text may have been cut there, so no
+    text is lifted.
     """
 
     resolve: Resolver
@@ -65,6 +68,7 @@ class FlowContext:
     call_ids: Mapping[str, str] = field(default_factory=dict)
     withdraw: Callable[[Sequence[Decision]], None] = field(default=lambda decisions: None)  # a record of none
     stored: bool = False
+    stops: bool = False
     #: ``note(text)``: a sentence for the flow's record (``notes``), once per distinct text.
     note: Callable[[str], None] = field(default=lambda text: None)
 
@@ -213,6 +217,13 @@ class Dialect(Protocol):
         the upstream did not send may appear in it (:attr:`FlowContext.stored`)."""
         ...
 
+    def stop_sequences(self, body: JSON) -> bool:
+        """True when the request names stop sequences and the API ends an answer at one with the
+        reason of a natural end (Chat's ``stop``: ``finish_reason`` ``stop``; Gemini's
+        ``generationConfig.stopSequences``: ``finishReason`` ``STOP``), so that its text may have
+        been cut (:attr:`FlowContext.stops`)."""
+        ...
+
     def stream_rewriter(self, flow: FlowContext) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
@@ -331,7 +342,8 @@ class Peek:
     ``model``: ``Dialect.model_of``; ``stream``: ``Dialect.wants_stream``; ``system_texts``,
     ``platform_texts``, ``transcript_names``: the readers of those names; ``sections``: the
     top-level declarations keys and their values' bytes as sent, in the order of
-    ``Dialect.declarations``; ``stored``: ``Dialect.keeps_answer``.
+    ``Dialect.declarations``; ``stored``: ``Dialect.keeps_answer``; ``stops``:
+    ``Dialect.stop_sequences``.
 
     A peek says nothing about the parts it skipped: a repeated key, an integer beyond 64 bits or
     an invalid byte there is found only by reading the whole body
@@ -346,6 +358,7 @@ class Peek:
     transcript_names: list[str]
     sections: tuple[tuple[str, bytes], ...]
     stored: bool = False
+    stops: bool = False
 
     def declarations_body(self) -> dict[str, Any]:
         """The declarations sections parsed (``jsonio.loads``; ``ValueError`` for what a strict

@@ -160,6 +160,8 @@ class _Request(msgspec.Struct, gc=False):
     system_instruction: Any = msgspec.UNSET
     contents: list[_Content] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    generationConfig: Any = msgspec.UNSET  # noqa: N815
+    generation_config: Any = msgspec.UNSET
     request: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     response: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
@@ -207,6 +209,7 @@ class Gemini:
             texts,
             names,
             sections_of(request, "tools"),
+            stops=self.stop_sequences(present(request, "generationConfig", "generation_config")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -424,6 +427,21 @@ class Gemini:
         """False: no request of this API continues from a kept answer by its id."""
         return False
 
+    def stop_sequences(self, body: JSON) -> bool:
+        """A non-empty ``stopSequences`` in the generation config (either spelling of each key,
+        inside a Code Assist envelope too): the API ends an answer at one with ``finishReason``
+        ``STOP``, as at its natural end (Gemini API reference, ``GenerationConfig.stopSequences``;
+        ``FinishReason.STOP``: "natural stop point of the model or provided stop sequence")."""
+        req = _unwrap(body)
+        if not isinstance(req, dict):
+            return False
+        for config in (req.get("generationConfig"), req.get("generation_config")):
+            if isinstance(config, dict):
+                for key in ("stopSequences", "stop_sequences"):
+                    if config.get(key):
+                        return True
+        return False
+
     def stream_rewriter(self, flow: FlowContext) -> GeminiStream:
         """A rewriter that accepts both stream framings (SSE or a JSON array)."""
         return GeminiStream(flow)
@@ -615,7 +633,9 @@ class GeminiStream(EventStreamRewriter):
         self._array = _ArraySplitter()
         self._prefix = bytearray()  # blank bytes seen before the framing was known
         # The answer's text, watched (and held from where markup may start) while a lift is possible
-        self._text: textcalls.TextHold | None = None if flow.tools is None else textcalls.TextHold()
+        self._text: textcalls.TextHold | None = (
+            None if flow.tools is None or flow.stops else textcalls.TextHold()
+        )  # none: nothing will be lifted, no text is held
 
     def holding(self) -> bool:
         """While the text may still be tool-call markup, every event goes to :meth:`on_event`."""

@@ -121,6 +121,7 @@ class _Request(msgspec.Struct, gc=False):
     messages: list[_Message] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     functions: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    stop: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -170,6 +171,7 @@ class OpenAIChat:
             texts,
             names,
             sections_of(request, "tools", "functions"),
+            stops=self.stop_sequences(present(request, "stop")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -412,6 +414,14 @@ class OpenAIChat:
     def keeps_answer(self, body: JSON) -> bool:
         """False: no request of this API continues from a kept answer by its id."""
         return False
+
+    def stop_sequences(self, body: JSON) -> bool:
+        """A non-empty ``stop`` (a string or a list): the API ends an answer at one with
+        ``finish_reason`` ``stop``, as at its natural end (OpenAI API reference, the chat
+        completion object's ``finish_reason``: "stop if the model hit a natural stop point or a
+        provided stop sequence")."""
+        stop = body.get("stop") if isinstance(body, dict) else None
+        return bool(stop) and isinstance(stop, (str, list))
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
@@ -741,7 +751,7 @@ class ChatStream(EventStreamRewriter):
         # where markup may start.
         self._hold = textcalls.TextHold()
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
-        self._prose = flow.tools is None
+        self._prose = flow.tools is None or flow.stops  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
 

@@ -418,6 +418,10 @@ class OpenAIResponses:
             return True
         return body.get("store") is not False or body.get("conversation") is not None
 
+    def stop_sequences(self, body: JSON) -> bool:
+        """False: the Responses API takes no stop sequences."""
+        return False
+
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""
         return ResponsesStream(flow)

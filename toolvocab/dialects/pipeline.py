@@ -228,6 +228,8 @@ class Handled:
     shared: bool = False
     #: the upstream keeps the answer for a later request to continue from (``Dialect.keeps_answer``)
     stored: bool = False
+    #: the request names stop sequences the API ends an answer at as naturally (``Dialect.stop_sequences``)
+    stops: bool = False
 
 
 def strict_read(content: bytes) -> tuple[Any, str | None]:
@@ -306,6 +308,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             record_json=record_json,
             shared=shared,
             stored=peek.stored,
+            stops=peek.stops,
         )
     return None
 
@@ -362,6 +365,7 @@ def _whole(
         dialect.wants_stream(request.path, body),
         caches.windows(dialect.platform_texts(body), request.header("user-agent")),
         stored=dialect.keeps_answer(body),
+        stops=dialect.stop_sequences(body),
     )
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
