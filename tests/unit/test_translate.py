@@ -93,7 +93,7 @@ def test_a_timeout_of_zero_or_less_never_moves_between_tools(timeout: Any) -> No
 def test_a_timeout_past_what_the_target_honours_is_left() -> None:
     # Bash clamps anything over 600000 ms: 900 s would run for 600.
     d = decide([BASH], "terminal", {"command": "make", "timeout": 900})
-    assert d.action is Action.LEAVE and "600000" in d.reason
+    assert d.action is Action.LEAVE and "600" in d.reason
 
 
 def test_milliseconds_to_seconds_only_when_exact() -> None:
@@ -1397,3 +1397,20 @@ def test_the_earlier_commands_read_are_kept_within_their_budget(monkeypatch: pyt
     assert calls[0] == before  # the last lines read are kept
     translate._checked(counted, lines[0])
     assert calls[0] == before + 1  # the first were let go
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args"),
+    [
+        # Claude Code's Bash runs 600000 ms at most: OpenCode's bash would run 900 s
+        ([OC_BASH], "Bash", {"command": "make", "timeout": 900000}),
+        # Claude Code's Read refuses a negative offset; OpenCode's read takes offset || 1 (-5: from the end)
+        ([OC_READ], "Read", {"file_path": "/r/a.py", "offset": -5}),
+        # Qwen Code's read_file counts from 0: -1 is before its first line
+        ([READ], "read_file", {"file_path": "/r/a.py", "offset": -1}),
+    ],
+)
+def test_a_number_the_models_own_tool_clamps_or_refuses_never_moves(tools: list[Any], name: str, args: dict) -> None:
+    d = decide(tools, name, args)
+    assert d.action is Action.LEAVE, d
+    assert "model's tool" in d.reason or "first line" in d.reason, d.reason

@@ -230,8 +230,10 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
     conversion exists.
 
     Listed conversions: seconds ↔ milliseconds (to a whole number of the target's unit only), 1-based ↔ 0-based
-    numbers (±1, never below the base), a command between shells (:func:`_command`), an exact edit
-    text to a normalising matcher. Everything else must be equal: operand, form, unit, base. With
+    numbers (±1), a command between shells (:func:`_command`), an exact edit
+    text to a normalising matcher. Everything else must be equal: operand, form, unit, base. A
+    number past ``src.most`` or below ``src.base`` never moves (the model's own tool clamps,
+    refuses or reads it its own way). With
     ``posix`` False (the agent runs on Windows) a command never changes form or tool. A
     number past ``dst.most`` (the largest the target honours) is refused: the tool would clamp or
     reject it. A duration of 0 or less never moves between tools (pi reads 0 as no limit).
@@ -264,6 +266,16 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
             # 0 disables pi's timer; for the others 0 or a negative is the default, refused or
             # unsourced: its meaning is each tool's own.
             raise _Unusable(f"a duration of {value!r} means something of its own in each tool (no limit, the default)")
+    if src is not dst and (src.most is not None or src.base is not None):
+        number = _number(value, bounded=False)
+        if number is not None and src.most is not None and number > src.most:
+            # The source clamps or refuses it (Claude Code's Bash runs 600000 ms at most): in a
+            # tool that honours more it would run longer than the model's own tool ever would.
+            raise _Unusable(f"{value!r} is past the {src.most:g} the model's tool honours")
+        if number is not None and src.base is not None and number < src.base:
+            # Below the first line: refused, or read as the first, or from the end, tool by tool
+            # (OpenCode's read takes offset || 1; Claude Code's schema refuses a negative).
+            raise _Unusable(f"{value!r} is before the first line of a {src.base}-based count")
     if src.unit == dst.unit and src.base == dst.base:
         new = value
     else:
