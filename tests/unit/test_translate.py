@@ -1055,6 +1055,7 @@ OC_READ = fn("read", schema("filePath", filePath=STR, offset=INT, limit=INT))
 GEM_READ = fn("read_file", schema("file_path", file_path=STR, start_line=INT, end_line=INT))
 CC_GREP = fn("Grep", schema("pattern", additional=False, pattern=STR, path=STR, glob=STR))
 QWEN_WRITE = fn("write_file", schema("file_path", "content", file_path=STR, content=STR))
+OC_GREP = fn("grep", schema("pattern", pattern=STR, path=STR, include=STR))
 
 
 @pytest.mark.parametrize(
@@ -1148,7 +1149,11 @@ def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does
         # a search with no directory searches "here"
         ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["pushd src"]}, False),
         ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["ls"]}, True),
-        ([CC_GREP], "grep", {"pattern": "TODO", "path": "/repo"}, "Claude Code", {"Bash": ["cd src"]}, True),
+        # read as OpenCode's grep, whose path names a file's whole directory (Claude Code's Grep
+        # searches the file alone): a path that may be a file never moves, rooted or not
+        ([CC_GREP], "grep", {"pattern": "TODO", "path": "/repo"}, "Claude Code", {"Bash": ["cd src"]}, False),
+        ([OC_GREP], "Grep", {"pattern": "TODO", "path": "/repo/a.py"}, "OpenCode", {}, False),
+        ([OC_GREP], "Grep", {"pattern": "TODO"}, "OpenCode", {}, True),
         # Qwen Code's read_file refuses a relative path: the model's call meant no file
         ([OC_READ], "read_file", {"file_path": "f.txt"}, "OpenCode", {}, False),
         # ... and reaches Qwen Code to be refused there, in its own words

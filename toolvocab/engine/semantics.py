@@ -920,7 +920,10 @@ _ROWS: tuple[ArgTable, ...] = (
         _OC_SRC,
         args={
             "pattern": m("grep.pattern", form="rg"),
-            "path": m("grep.path"),
+            # a file's path searches the file's whole directory (the tool runs rg with cwd set to
+            # the path when stat says Directory, else to its dirname); ripgrep and the other
+            # agents' tools search the file alone
+            "path": m("grep.path", form="dir"),
             "include": m("grep.include", form="rg-glob"),
         },
         fixed={"grep.ignore_case": False},
