@@ -543,14 +543,22 @@ WRITE_TOOLS = Toolset(
 )
 
 
-def xml_block(name: str, params: list[tuple[str, str]], *, close_last: bool = True, close_function: bool = True) -> str:
-    """One ``<tool_call>`` block in Qwen3-Coder XML; ``close_last``/``close_function`` False leave
-    out the last ``</parameter>`` / the ``</function>`` (a block the readers still take alone)."""
-    out = f"<tool_call>\n<function={name}>\n"
+def xml_block(
+    name: str,
+    params: list[tuple[str, str]],
+    *,
+    close_last: bool = True,
+    close_function: bool = True,
+    wrapped: bool = True,
+) -> str:
+    """One ``<tool_call>`` block in Qwen3-Coder XML (``wrapped`` False: without the ``<tool_call>``
+    the server may consume); ``close_last``/``close_function`` False leave out the last
+    ``</parameter>`` / the ``</function>`` (a block the readers still take alone)."""
+    out = f"<tool_call>\n<function={name}>\n" if wrapped else f"<function={name}>\n"
     for i, (key, value) in enumerate(params):
         last = i == len(params) - 1
         out += f"<parameter={key}>\n{value}\n" + ("</parameter>\n" if close_last or not last else "")
-    return out + ("</function>\n" if close_function else "") + "</tool_call>"
+    return out + ("</function>\n" if close_function else "") + ("</tool_call>" if wrapped else "")
 
 
 def test_a_write_whose_content_holds_markup_is_not_split_into_two_calls() -> None:
@@ -581,23 +589,28 @@ def test_a_write_whose_content_holds_markup_is_not_split_into_two_calls() -> Non
     ),
     which=st.integers(0, 3),
     drop=st.sampled_from(["parameter", "function", "both"]),
+    wrapped=st.booleans(),
 )
 def test_property_several_blocks_one_of_them_unclosed_are_never_lifted(
-    calls: list[tuple[str, list[tuple[str, str]]]], which: int, drop: str
+    calls: list[tuple[str, list[tuple[str, str]]]], which: int, drop: str, wrapped: bool
 ) -> None:
     """Blocks that would each lift, one of them missing its last ``</parameter>`` or its
-    ``</function>``: its end may be a value's text, so the text stays text."""
+    ``</function>``: its end may be a value's text, so the text stays text. Also with the
+    ``<tool_call>`` opener the server consumed (the block then always has its ``</function>``)."""
     which %= len(calls)
+    if not wrapped:
+        drop = "parameter"  # </function> is what ends a block without <tool_call>
     blocks = [
         xml_block(
             name,
             params,
             close_last=not (i == which and drop in ("parameter", "both")),
             close_function=not (i == which and drop in ("function", "both")),
+            wrapped=wrapped,
         )
         for i, (name, params) in enumerate(calls)
     ]
     assert extract_text_calls("\n".join(blocks), WRITE_TOOLS) is None
-    whole = "\n".join(xml_block(name, params) for name, params in calls)
+    whole = "\n".join(xml_block(name, params, wrapped=wrapped) for name, params in calls)
     lifted = extract_text_calls(whole, WRITE_TOOLS)
     assert lifted is not None and [c.name for c in lifted[1]] == [name for name, _ in calls]

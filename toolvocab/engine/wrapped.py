@@ -517,9 +517,10 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
     byte for byte. Markup inside the reasoning block is never read.
 
     Also ``None`` when a Qwen3-Coder XML block read without all its closing tags
-    (:func:`_xml_unclosed`) is one of several: its last value may hold the ``</tool_call>`` taken
-    for its end, and the text then reads as one call or as several (a ``Write`` whose content holds
-    markup would become an emptied file and a ``Bash`` call).
+    (:func:`_xml_unclosed`; inside ``<tool_call>`` or with that opener dropped) is one of several:
+    its last value may hold the ``</tool_call>`` or ``</function>`` taken for its end, and the text
+    then reads as one call or as several (a ``Write`` whose content holds markup would become an
+    emptied file and a ``Bash`` call).
 
     Also ``None`` unless every block is closed and holds exactly the documented shape, every
     XML and Kimi function is declared exactly (Kimi's ``functions.`` prefix and ``:n`` suffix
@@ -560,7 +561,11 @@ def extract_text_calls(text: str, tools: Toolset) -> tuple[str, list[ToolCall]] 
                 found = block.read(inside, tools)
                 if found is None:
                     return None
-                unclosed |= block.opener == _XML_OPEN and _xml_unclosed(inside)
+                unclosed |= (block.opener == _XML_OPEN and _xml_unclosed(inside)) or (
+                    block.opener == _LLAMA_OPEN
+                    and not _LLAMA_BODY.match(inside)
+                    and _xml_unclosed(_LLAMA_OPEN + inside + _LLAMA_CLOSE)
+                )
                 calls.extend(found)
                 i = close + len(block.closer)
                 if block.trailer and text.startswith(block.trailer, _skip_ws(text, i)):
