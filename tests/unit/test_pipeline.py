@@ -177,6 +177,7 @@ def chat() -> st.SearchStrategy:
             "tools": st.lists(tool, min_size=1, max_size=3),
             "functions": st.lists(obj({"name": NAMES}), max_size=2),
             "stop": st.sampled_from([None, "", "\n\n", [], ["END"], 0]),
+            "stop_token_ids": st.sampled_from([None, [], [151645], "x"]),
         },
         required=("messages", "tools"),
     )

@@ -1343,7 +1343,9 @@ CHAT_TOOLS = [
 GEMINI_TOOLS = [{"functionDeclarations": [{"name": "read_file", "parametersJsonSchema": SCHEMA_READ}]}]
 
 
-def _through_hooks(dialect: str, stop: bool, stream: bool, peeked: bool) -> tuple[bytes, dict[str, Any]]:
+def _through_hooks(
+    dialect: str, stop: bool, stream: bool, peeked: bool, stop_key: str = "stop"
+) -> tuple[bytes, dict[str, Any]]:
     """A request that declares ``read_file`` (naming a stop sequence when ``stop``) through the
     real hooks, as plain mitmdump runs them when ``peeked``; its answer is :data:`HERMES` alone,
     ended the way a stop sequence ends it. What the client got, and the record."""
@@ -1352,7 +1354,7 @@ def _through_hooks(dialect: str, stop: bool, stream: bool, peeked: bool) -> tupl
     if dialect == "chat":
         body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": CHAT_TOOLS}
         if stop:
-            body["stop"] = ["\n\nUser:"]
+            body[stop_key] = ["\n\nUser:"] if stop_key == "stop" else [151645]
         host, path = "api.openai.com", "/v1/chat/completions"
         message = {"role": "assistant", "content": HERMES}
         if stream:
@@ -1394,3 +1396,12 @@ def test_markup_in_an_answer_a_stop_sequence_may_have_cut_is_never_lifted(dialec
     assert b"<tool_call>" in out and not record.get("decisions"), out
     out, record = _through_hooks(dialect, stop=False, stream=stream, peeked=peeked)
     assert [d["target"] for d in record["decisions"]] == ["read_file"], out
+
+
+@pytest.mark.parametrize("peeked", [False, True])
+@pytest.mark.parametrize("stream", [False, True])
+def test_markup_in_an_answer_a_stop_token_may_have_cut_is_never_lifted(stream: bool, peeked: bool):
+    """vLLM's ``stop_token_ids`` (an extra parameter of its OpenAI-compatible server) end an
+    answer with ``finish_reason`` ``stop`` too."""
+    out, record = _through_hooks("chat", stop=True, stream=stream, peeked=peeked, stop_key="stop_token_ids")
+    assert b"<tool_call>" in out and not record.get("decisions"), out

@@ -122,6 +122,7 @@ class _Request(msgspec.Struct, gc=False):
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     functions: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     stop: Any = msgspec.UNSET
+    stop_token_ids: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -171,7 +172,7 @@ class OpenAIChat:
             texts,
             names,
             sections_of(request, "tools", "functions"),
-            stops=self.stop_sequences(present(request, "stop")),
+            stops=self.stop_sequences(present(request, *_STOP_KEYS)),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -416,12 +417,14 @@ class OpenAIChat:
         return False
 
     def stop_sequences(self, body: JSON) -> bool:
-        """A non-empty ``stop`` (a string or a list): the API ends an answer at one with
-        ``finish_reason`` ``stop``, as at its natural end (OpenAI API reference, the chat
-        completion object's ``finish_reason``: "stop if the model hit a natural stop point or a
-        provided stop sequence")."""
-        stop = body.get("stop") if isinstance(body, dict) else None
-        return bool(stop) and isinstance(stop, (str, list))
+        """A non-empty ``stop`` (a string or a list) or ``stop_token_ids`` (:data:`_STOP_KEYS`): the
+        API ends an answer at one with ``finish_reason`` ``stop``, as at its natural end (OpenAI
+        API reference, the chat completion object's ``finish_reason``: "stop if the model hit a
+        natural stop point or a provided stop sequence"; vLLM reports ``stop`` for its stop
+        strings, stop tokens and EOS alike)."""
+        if not isinstance(body, dict):
+            return False
+        return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in _STOP_KEYS)
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
@@ -538,6 +541,11 @@ def lift_text_calls(text: str, flow: FlowContext, position: int) -> tuple[str, l
 #: in the text). Any other — a token limit, ``content_filter``, a server's own — may have cut the
 #: text short or withheld what followed: the text stays text.
 _LIFT_REASONS = frozenset({"stop", "tool_calls", "function_call"})
+
+#: The request keys that name where an answer stops besides its natural end: OpenAI's ``stop``
+#: and vLLM's ``stop_token_ids`` (``vllm.SamplingParams``, taken as an extra parameter by its
+#: OpenAI-compatible server, which hosts the open models that leak markup into text).
+_STOP_KEYS = ("stop", "stop_token_ids")
 
 
 def _natural_end(finish_reason: Any) -> bool:
