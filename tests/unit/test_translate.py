@@ -523,6 +523,8 @@ def _respelled(value: Any) -> bool:
         or any(c in value for c in "\u00a0\u202f\u205f\u3000")
         or any("\u2000" <= c <= "\u200a" for c in value)
         or value != value.strip()
+        or value[:1] == "\ufeff"  # JavaScript's trim takes it, Python's strip does not
+        or value[-1:] == "\ufeff"
         or any(value[i] == "\\" and value[i + 1] in " \t()[]{};|*?$`'\"#&<>!~" for i in range(len(value) - 1))
     )
 
@@ -780,7 +782,7 @@ def path_calls(draw: st.DrawFn) -> tuple[ArgTable, ArgTable, dict[str, Any], boo
             st.sampled_from(
                 [
                     *("/repo/src", "src", "./a.py", "", "C:\\repo\\a.py", "~/a.py", "@src/a.py", "/r/a\u3000b"),
-                    *("/r/a\\ b.txt", "/r/a.txt ", " /r/a.txt", "a\\#b", "/r/a\\x"),
+                    *("/r/a\\ b.txt", "/r/a.txt ", " /r/a.txt", "a\\#b", "/r/a\\x", "\ufeff/r/a.txt"),
                 ]
             )
             if source.args[k].what.endswith((".path", ".cwd"))
@@ -1126,6 +1128,7 @@ def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does
         # Claude Code trims a path, OpenCode does not: another file at either end
         ([READ], "read", {"filePath": "/repo/f.txt "}, "Claude Code", {}, False),
         ([OC_READ], "Read", {"file_path": " /repo/f.txt"}, "OpenCode", {}, False),
+        ([READ], "read", {"filePath": "\ufeff/repo/f.txt"}, "Claude Code", {}, False),  # JavaScript trims U+FEFF
         # Qwen Code drops a backslash before a shell's special character (unescapePath)
         ([QWEN_WRITE], "write", {"filePath": "/p/notes\\ v1.txt", "content": "x"}, "Qwen Code", {}, False),
         ([QWEN_WRITE], "write", {"filePath": "/p/notes v1.txt", "content": "x"}, "Qwen Code", {}, True),

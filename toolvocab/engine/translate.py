@@ -59,10 +59,13 @@ _LOCATIONS = frozenset(
 
 #: A path some tools respell before resolving it: a leading @ (pi, Gemini CLI 0.61), a Unicode
 #: space pi reads as a space, whitespace at either end (Claude Code 2.1.197 and Qwen Code 0.15.10
-#: trim a path, OpenCode 1.18.33 does not), and a backslash before a character a shell reads
+#: trim a path with JavaScript's ``trim``, which takes U+FEFF too; OpenCode 1.18.33 does not),
+#: and a backslash before a character a shell reads
 #: specially (Qwen Code 0.15.10 runs every ``file_path``, ``path`` and ``filePath`` argument
 #: through ``unescapePath``, which drops it: ``notes\ v1.txt`` is ``notes v1.txt`` there).
-_RESPELLED = re.compile("^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^\\s|\\s\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]")
+_RESPELLED = re.compile(
+    "^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^[\\s\\ufeff]|[\\s\\ufeff]\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]"
+)
 
 #: Where Claude Code's Grep splits its ``glob`` into several (whitespace, commas).
 _LIST_SEPARATORS = re.compile(r"[\s,]")
