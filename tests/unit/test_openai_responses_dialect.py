@@ -751,30 +751,41 @@ def test_tools_declared_inside_input_are_declared_after_the_top_level_ones():
     assert DIALECT.declarations(body) != DIALECT.declarations({**body, "input": body["input"][1:]})
 
 
-def test_a_rename_reaches_the_tools_declared_inside_input_and_a_repeat_is_counted_across_lists():
+def test_a_rename_reaches_the_tools_declared_inside_input_and_a_repeat_there_is_the_same_tool():
+    """A long name an input item declares is aliased there, in the transcript and at the top
+    level alike; a name it repeats (a deferred tool a tool search loaded, a tool declared again)
+    is the declared tool, never dropped or aliased as a second one."""
+    from toolvocab.engine.grammar import grammar_for
+    from toolvocab.engine.plan import make_plan
+
+    long = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance"  # over 64
+    deferred = {"type": "function", "name": "shell", "parameters": SHELL_SCHEMA, "defer_loading": True}
     body = {
         "model": "m",
-        "tools": [{"type": "function", "name": "shell", "parameters": SHELL_SCHEMA}],
+        "tools": [deferred, {"type": "tool_search", "execution": "client"}],
         "input": [
-            additional(
-                {"type": "function", "name": "exec_command", "parameters": EXEC_SCHEMA},
-                {"type": "function", "name": "shell", "parameters": EXEC_SCHEMA},  # another tool, same name
-            ),
-            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
+            {"type": "tool_search_call", "call_id": "s1", "arguments": {}},
+            {"type": "tool_search_output", "call_id": "s1", "tools": [{**deferred, "defer_loading": False}]},
+            additional({"type": "function", "name": long, "parameters": EXEC_SCHEMA}),
+            {"type": "function_call", "call_id": "c1", "name": long, "arguments": "{}"},
         ],
     }
-    plan = Plan(rename_map={"exec_command": "run_exec"}, duplicates={"shell": ["shell_2"]})
+    tools = Toolset(DIALECT.declared_tools(body))
+    assert tools.names() == ["shell", long]
+    plan = make_plan(tools, [], add_sentence=False, grammar=grammar_for("openai_responses", "api.openai.com"))
+    assert plan.duplicates == {}
+    alias = plan.rename_map[long]
     assert "input" in DIALECT.request_keys(body, plan)
+    before = copy.deepcopy(body)
     assert DIALECT.apply_request(body, plan) is True
-    assert body["tools"][0]["name"] == "shell"  # the first declaration keeps its name
-    assert [t["name"] for t in body["input"][0]["tools"]] == ["run_exec", "shell_2"]
-    assert body["input"][1]["name"] == "run_exec"
-    assert "input" in DIALECT.request_keys(body, Plan(duplicates={"shell": ["shell_2"]}))
+    assert body["input"][2]["tools"][0]["name"] == alias and body["input"][3]["name"] == alias
+    assert body["tools"] == before["tools"] and body["input"][:2] == before["input"][:2]  # shell untouched
 
 
+@pytest.mark.parametrize("kind", ["additional_tools", "tool_search_output"])
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("top_level", [True, False])
-def test_a_call_to_a_tool_declared_inside_input_is_the_clients_own(stream: bool, top_level: bool):
+def test_a_call_to_a_tool_declared_inside_input_is_the_clients_own(stream: bool, top_level: bool, kind: str):
     """Codex's ``shell`` declared in an ``additional_tools`` item beside ``exec_command``: a
     ``shell`` call is a declared tool's and goes to the client as answered, never moved to
     ``exec_command``. Was a fault: the item was not read, so ``shell`` counted as undeclared."""
@@ -784,7 +795,10 @@ def test_a_call_to_a_tool_declared_inside_input_is_the_clients_own(stream: bool,
         "model": "gpt-5",
         "store": False,
         "stream": stream,
-        "input": [additional(shell), {"role": "user", "content": "list files"}],
+        "input": [
+            additional(shell) if kind == "additional_tools" else {"type": kind, "call_id": "s1", "tools": [shell]},
+            {"role": "user", "content": "list files"},
+        ],
     }
     if top_level:
         body["tools"] = [exec_tool]

@@ -87,18 +87,24 @@ def _flat(namespace: Any, name: str) -> str:
 #: The input item that declares tools inside ``input`` (``{"type": "additional_tools", "role":
 #: "developer", "tools": [...]}``: openai-python ``types/responses/response_input_item_param.py``).
 ADDITIONAL_TOOLS = "additional_tools"
+#: The input items whose ``tools`` the client declares: ``additional_tools``, and
+#: ``tool_search_output``, whose ``tools`` are "the loaded tool definitions returned by the tool
+#: search output" (openai-python ``ResponseToolSearchOutputItemParam``; a client-executed
+#: ``tool_search`` tool, as Codex declares, returns them).
+_TOOL_ITEMS = (ADDITIONAL_TOOLS, "tool_search_output")
 
 
 def _tool_lists(body: JSON) -> list[list[Any]]:
     """Every list of tools the request declares, in :meth:`OpenAIResponses.declared_tools`' order:
-    the top-level ``tools``, then the ``tools`` of each ``additional_tools`` input item."""
+    the top-level ``tools``, then the ``tools`` of each input item that declares some
+    (:data:`_TOOL_ITEMS`)."""
     if not isinstance(body, dict):
         return []
     lists = [body["tools"]] if isinstance(body.get("tools"), list) else []
     return lists + [
         item["tools"]
         for item in as_list(body.get("input"))
-        if isinstance(item, dict) and item.get("type") == ADDITIONAL_TOOLS and isinstance(item.get("tools"), list)
+        if isinstance(item, dict) and item.get("type") in _TOOL_ITEMS and isinstance(item.get("tools"), list)
     ]
 
 
@@ -173,7 +179,7 @@ class OpenAIResponses:
         names: list[str] = []
         longest = 0
         for position, item in enumerate(request.input if type(request.input) is list else ()):
-            if item.type == ADDITIONAL_TOOLS:
+            if item.type in _TOOL_ITEMS:
                 return None  # tools declared inside input: the whole read reads them
             if type(item.call_id) is str:
                 longest = max(longest, len(item.call_id))
@@ -210,31 +216,33 @@ class OpenAIResponses:
 
     def declared_tools(self, body: JSON) -> list[DeclaredTool]:
         """``function`` tools, ``custom`` tools (freeform) and the members of ``namespace``
-        tools (with their namespace), of the top-level ``tools`` and then of each
-        ``additional_tools`` input item (:func:`_tool_lists`). Built-ins (``web_search``,
-        ``local_shell``, ``apply_patch``, ``tool_search``, ``mcp``…) have no name to repair to:
-        not listed."""
+        tools (with their namespace), of the top-level ``tools`` and then of each input item that
+        declares tools (:func:`_tool_lists`). A tool an input item declares under a name already
+        declared is that tool again (a deferred tool a tool search loaded), never a second
+        declaration to drop or alias. Built-ins (``web_search``, ``local_shell``, ``apply_patch``,
+        ``tool_search``, ``mcp``…) have no name to repair to: not listed."""
         out: list[DeclaredTool] = []
         raws: list[Any] = []
-        for tool in (tool for tools in _tool_lists(body) for tool in tools):
-            if not isinstance(tool, dict):
-                continue
-            if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
-                for inner in as_list(tool.get("tools")):
-                    decl = _declared(inner, namespace=tool["name"])
-                    if decl is not None:
+        lists = _tool_lists(body)
+        first = 1 if isinstance(body, dict) and isinstance(body.get("tools"), list) else 0
+        for n, tools in enumerate(lists):
+            declared = {decl.qualified for decl in out} if n >= first else set()
+            for tool in tools:
+                if not isinstance(tool, dict):
+                    continue
+                if tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+                    found = [(_declared(inner, namespace=tool["name"]), inner) for inner in as_list(tool.get("tools"))]
+                else:
+                    found = [(_declared(tool, namespace=None), tool)]
+                for decl, raw in found:
+                    if decl is not None and decl.qualified not in declared:
                         out.append(decl)
-                        raws.append(inner)
-            else:
-                decl = _declared(tool, namespace=None)
-                if decl is not None:
-                    out.append(decl)
-                    raws.append(tool)
+                        raws.append(raw)
         return mark_repeats(out, raws)
 
     def declarations(self, body: JSON) -> JSON:
-        """All that :meth:`declared_tools` reads: ``body["tools"]``, or with the tools of
-        ``additional_tools`` input items, ``{"tools": …, "additional_tools": [[…], …]}``."""
+        """All that :meth:`declared_tools` reads: ``body["tools"]``, or with the tools of the input
+        items that declare some, ``{"tools": …, "additional_tools": [[…], …]}``."""
         if not isinstance(body, dict):
             return None
         lists = _tool_lists(body)
@@ -331,7 +339,7 @@ class OpenAIResponses:
 
     def apply_request(self, body: JSON, plan: Plan) -> bool:
         """Rename per ``plan.rename_map`` (flat names) in function tools and namespace members (of
-        ``tools`` and of ``additional_tools`` input items), ``tool_choice`` (function and
+        ``tools`` and of the input items that declare tools), ``tool_choice`` (function and
         ``allowed_tools``) and ``function_call`` input items; add
         the prompt sentence to ``instructions`` or the first developer/system message."""
         changed = False
