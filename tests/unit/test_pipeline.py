@@ -129,6 +129,7 @@ def anthropic() -> st.SearchStrategy:
             "messages": st.lists(message, max_size=5),
             "tools": st.lists(tool, min_size=1, max_size=3),
             "tool_choice": ANY,
+            "stop_sequences": st.sampled_from([None, [], ["END"]]),
         },
         required=("messages", "tools"),
     )
@@ -225,6 +226,7 @@ def responses() -> st.SearchStrategy:
         {
             "model": TEXT,
             "stream": st.booleans(),
+            "stop": st.sampled_from([None, [], ["END"]]),
             "instructions": TEXT | parts(),
             "store": st.booleans() | st.sampled_from([None, "false", 0]),
             "conversation": st.sampled_from([None, "conv_1", {"id": "conv_1"}]),

@@ -1405,3 +1405,46 @@ def test_markup_in_an_answer_a_stop_token_may_have_cut_is_never_lifted(stream: b
     answer with ``finish_reason`` ``stop`` too."""
     out, record = _through_hooks("chat", stop=True, stream=stream, peeked=peeked, stop_key="stop_token_ids")
     assert b"<tool_call>" in out and not record.get("decisions"), out
+
+
+@pytest.mark.parametrize("peeked", [False, True])
+@pytest.mark.parametrize("dialect", ["anthropic", "responses"])
+def test_markup_after_a_stop_a_compatible_server_calls_natural_is_never_lifted(dialect: str, peeked: bool):
+    """Messages-compatible servers in front of open models (vLLM's ``/v1/messages``) report an
+    end at one of ``stop_sequences`` as ``end_turn``; vLLM's ``/v1/responses`` takes ``stop`` and
+    reports ``completed``. A request naming them has no text lifted; without them it is."""
+    import harness
+
+    def run(stop: bool) -> tuple[bytes, dict[str, Any]]:
+        if dialect == "anthropic":
+            tools: list[dict[str, Any]] = [{"name": "read_file", "input_schema": SCHEMA_READ}]
+            body: dict[str, Any] = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "x"}]}
+            body["tools"] = tools
+            if stop:
+                body["stop_sequences"] = ["\n\nHuman:"]
+            path = "/v1/messages"
+            host = "api.anthropic.com"
+            answer = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": HERMES}]}
+            answer["stop_reason"] = "end_turn"
+        else:
+            body = {"model": "m", "store": False, "input": "x"}
+            body["tools"] = [{"type": "function", "name": "read_file", "parameters": SCHEMA_READ}]
+            if stop:
+                body["stop"] = ["\nDone"]
+            path, host = "/v1/responses", "api.openai.com"
+            text = {"type": "output_text", "text": HERMES, "annotations": []}
+            message = {"type": "message", "id": "m1", "role": "assistant", "status": "completed", "content": [text]}
+            answer = {"id": "r1", "object": "response", "status": "completed", "output": [message]}
+        with harness.script_context() as (tctx, module):
+            e = harness.Env(tctx, module)
+            e.configure(**harness.DEFAULTS)
+            if peeked:
+                harness.addon(module, "ToolVocabRecorder").saves_bodies = lambda: False
+            f = harness.make_flow(body, host=host, path=path, upstream=orjson.dumps(answer))
+            got = harness.replay(e, f, seed=1)
+        return got.out, f.metadata["toolvocab"]
+
+    out, record = run(stop=True)
+    assert b"<tool_call>" in out and not record.get("decisions"), out
+    out, record = run(stop=False)
+    assert [d["target"] for d in record["decisions"]] == ["read_file"], out

@@ -88,6 +88,7 @@ class _Request(msgspec.Struct, gc=False):
     system: Any = msgspec.UNSET
     messages: list[_Message] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    stop_sequences: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -144,6 +145,7 @@ class AnthropicMessages:
             texts,
             names,
             sections_of(request, "tools"),
+            stops=self.stop_sequences(present(request, "stop_sequences")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -389,9 +391,11 @@ class AnthropicMessages:
         return False
 
     def stop_sequences(self, body: JSON) -> bool:
-        """False: an answer ended at one of ``stop_sequences`` says so (``stop_reason``
-        ``stop_sequence``), and is never lifted."""
-        return False
+        """A non-empty ``stop_sequences``. Anthropic says ``stop_reason`` ``stop_sequence`` for an
+        end at one, but Messages-compatible servers in front of other models report it as
+        ``end_turn`` (vLLM's ``/v1/messages`` maps its ``stop`` finish to ``end_turn``)."""
+        stops = body.get("stop_sequences") if isinstance(body, dict) else None
+        return isinstance(stops, list) and bool(stops)
 
     def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""

@@ -383,6 +383,14 @@ def present(struct: Any, *names: str) -> dict[str, Any]:
     return {name: value for name in names if (value := getattr(struct, name)) is not msgspec.UNSET}
 
 
+#: The request keys of the OpenAI formats that name where an answer stops besides its natural
+#: end: OpenAI's ``stop``, vLLM's ``stop_token_ids`` (``vllm.SamplingParams``, taken as an extra
+#: parameter by its OpenAI-compatible server, which hosts the open models that leak markup into
+#: text; its ``/v1/responses`` takes ``stop`` too) and SGLang's ``stop_regex``. One key too many
+#: here only leaves a text as text.
+STOP_KEYS = ("stop", "stop_token_ids", "stop_regex")
+
+
 def sections_of(struct: Any, *names: str) -> tuple[tuple[str, bytes], ...]:
     """The ``msgspec.Raw`` fields ``names`` of ``struct`` that the body holds, as :attr:`Peek.sections`."""
     return tuple((name, bytes(value)) for name in names if (value := getattr(struct, name)) is not msgspec.UNSET)

@@ -20,6 +20,7 @@ import orjson
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import STOP_KEYS
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
 from toolvocab.dialects.base import Resolver
@@ -123,6 +124,7 @@ class _Request(msgspec.Struct, gc=False):
     functions: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     stop: Any = msgspec.UNSET
     stop_token_ids: Any = msgspec.UNSET
+    stop_regex: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -172,7 +174,7 @@ class OpenAIChat:
             texts,
             names,
             sections_of(request, "tools", "functions"),
-            stops=self.stop_sequences(present(request, *_STOP_KEYS)),
+            stops=self.stop_sequences(present(request, *STOP_KEYS)),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -417,14 +419,14 @@ class OpenAIChat:
         return False
 
     def stop_sequences(self, body: JSON) -> bool:
-        """A non-empty ``stop`` (a string or a list) or ``stop_token_ids`` (:data:`_STOP_KEYS`): the
+        """A non-empty ``stop`` (a string or a list), ``stop_token_ids`` or ``stop_regex`` (:data:`STOP_KEYS`): the
         API ends an answer at one with ``finish_reason`` ``stop``, as at its natural end (OpenAI
         API reference, the chat completion object's ``finish_reason``: "stop if the model hit a
         natural stop point or a provided stop sequence"; vLLM reports ``stop`` for its stop
         strings, stop tokens and EOS alike)."""
         if not isinstance(body, dict):
             return False
-        return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in _STOP_KEYS)
+        return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in STOP_KEYS)
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
@@ -541,11 +543,6 @@ def lift_text_calls(text: str, flow: FlowContext, position: int) -> tuple[str, l
 #: in the text). Any other — a token limit, ``content_filter``, a server's own — may have cut the
 #: text short or withheld what followed: the text stays text.
 _LIFT_REASONS = frozenset({"stop", "tool_calls", "function_call"})
-
-#: The request keys that name where an answer stops besides its natural end: OpenAI's ``stop``
-#: and vLLM's ``stop_token_ids`` (``vllm.SamplingParams``, taken as an extra parameter by its
-#: OpenAI-compatible server, which hosts the open models that leak markup into text).
-_STOP_KEYS = ("stop", "stop_token_ids")
 
 
 def _natural_end(finish_reason: Any) -> bool:

@@ -20,6 +20,7 @@ import msgspec
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import STOP_KEYS
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.base import Peek
@@ -128,6 +129,9 @@ class _Request(msgspec.Struct, gc=False):
     instructions: Any = msgspec.UNSET
     store: Any = msgspec.UNSET
     conversation: Any = msgspec.UNSET
+    stop: Any = msgspec.UNSET
+    stop_token_ids: Any = msgspec.UNSET
+    stop_regex: Any = msgspec.UNSET
     input: str | list[_Item] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
@@ -210,6 +214,7 @@ class OpenAIResponses:
             names,
             sections_of(request, "tools"),
             self.keeps_answer(small),
+            stops=self.stop_sequences(present(request, *STOP_KEYS)),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -427,8 +432,12 @@ class OpenAIResponses:
         return body.get("store") is not False or body.get("conversation") is not None
 
     def stop_sequences(self, body: JSON) -> bool:
-        """False: the Responses API takes no stop sequences."""
-        return False
+        """A non-empty stop key (:data:`toolvocab.dialects.base.STOP_KEYS`):
+        OpenAI's Responses API takes none, vLLM's ``/v1/responses`` takes ``stop`` and reports
+        ``status`` ``completed`` for an end at one (its ``ResponsesRequest``)."""
+        if not isinstance(body, dict):
+            return False
+        return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in STOP_KEYS)
 
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""
