@@ -525,6 +525,8 @@ def _respelled(value: Any) -> bool:
         or value != value.strip()
         or value[:1] == "\ufeff"  # JavaScript's trim takes it, Python's strip does not
         or value[-1:] == "\ufeff"
+        or "\x00" in value  # Gemini CLI drops it, Claude Code refuses the path
+        or value.endswith((" AM.png", " PM.png"))  # Claude Code's screenshot-name fallback
         or any(value[i] == "\\" and value[i + 1] in " \t()[]{};|*?$`'\"#&<>!~" for i in range(len(value) - 1))
     )
 
@@ -1129,6 +1131,13 @@ def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does
         ([READ], "read", {"filePath": "/repo/f.txt "}, "Claude Code", {}, False),
         ([OC_READ], "Read", {"file_path": " /repo/f.txt"}, "OpenCode", {}, False),
         ([READ], "read", {"filePath": "\ufeff/repo/f.txt"}, "Claude Code", {}, False),  # JavaScript trims U+FEFF
+        ([GEM_READ], "Read", {"file_path": "/repo/a\x00.txt"}, "Gemini CLI", {}, False),  # a NUL: dropped or refused
+        ([READ], "read", {"filePath": "/r/Screenshot 2026-01-02 at 10.00.00 AM.png"}, "Claude Code", {}, False),
+        ([READ], "read", {"filePath": "/r/Screenshot 2026-01-02.png"}, "Claude Code", {}, True),
+        # a file named as a directory: Claude Code's Read fails, Gemini CLI's read_file reads it
+        ([GEM_READ], "Read", {"file_path": "/repo/a.txt/"}, "Gemini CLI", {}, False),
+        ([GEM_READ], "Read", {"file_path": "/repo/a.txt/."}, "Gemini CLI", {}, False),
+        ([GEM_READ], "Read", {"file_path": "/repo/a.txt"}, "Gemini CLI", {}, True),
         # Qwen Code drops a backslash before a shell's special character (unescapePath)
         ([QWEN_WRITE], "write", {"filePath": "/p/notes\\ v1.txt", "content": "x"}, "Qwen Code", {}, False),
         ([QWEN_WRITE], "write", {"filePath": "/p/notes v1.txt", "content": "x"}, "Qwen Code", {}, True),

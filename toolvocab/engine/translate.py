@@ -62,9 +62,27 @@ _LOCATIONS = frozenset(
 #: trim a path with JavaScript's ``trim``, which takes U+FEFF too; OpenCode 1.18.33 does not),
 #: and a backslash before a character a shell reads
 #: specially (Qwen Code 0.15.10 runs every ``file_path``, ``path`` and ``filePath`` argument
-#: through ``unescapePath``, which drops it: ``notes\ v1.txt`` is ``notes v1.txt`` there).
+#: through ``unescapePath``, which drops it: ``notes\ v1.txt`` is ``notes v1.txt`` there); a NUL
+#: (Gemini CLI 0.61's resolveDefensiveToolPath drops it, Claude Code refuses the path); a
+#: screenshot's name (Claude Code 2.1.197's Read, on a missing ``… 10.00.00 AM.png``, reads the
+#: same name with U+202F before AM/PM, and the other way round).
 _RESPELLED = re.compile(
-    "^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^[\\s\\ufeff]|[\\s\\ufeff]\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]"
+    "^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^[\\s\\ufeff]|[\\s\\ufeff]\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]|\\x00"
+    "| (?:AM|PM)\\.png\\Z"
+)
+
+#: Operands naming a file (not a directory): a trailing ``/`` on one is read two ways.
+_FILE_OPERANDS = frozenset(
+    {
+        "read.path",
+        "write.path",
+        "edit.path",
+        "create.path",
+        "insert.path",
+        "notebook.path",
+        "view_image.path",
+        "diff_edit.path",
+    }
 )
 
 #: Where Claude Code's Grep splits its ``glob`` into several (whitespace, commas).
@@ -257,6 +275,10 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
             f"{value!r} is read with a leading @ dropped, its spaces trimmed or respelled, or its backslashes "
             "dropped by some tools"
         )
+    if src.what in _FILE_OPERANDS and isinstance(value, str) and src is not dst and value.endswith(("/", "/.")):
+        # A file's path written as a directory's: Claude Code's Read fails (ENOTDIR, path.normalize
+        # keeps the slash), Gemini CLI's read_file reads the file (path.resolve drops it).
+        raise _Unusable(f"{value!r} names a file as a directory: refused by some tools, read by others")
     if {src.form, dst.form} == {"rg-glob", "rg-glob-list"}:
         if isinstance(value, str) and not _LIST_SEPARATORS.search(value):
             return value  # one glob: the same in a tool that reads a list of them
