@@ -391,6 +391,13 @@ def present(struct: Any, *names: str) -> dict[str, Any]:
 STOP_KEYS = ("stop", "stop_token_ids", "stop_regex")
 
 
+def names_stops(body: JSON) -> bool:
+    """True when ``body`` holds a non-empty string or list under one of :data:`STOP_KEYS`."""
+    if not isinstance(body, dict):
+        return False
+    return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in STOP_KEYS)
+
+
 def sections_of(struct: Any, *names: str) -> tuple[tuple[str, bytes], ...]:
     """The ``msgspec.Raw`` fields ``names`` of ``struct`` that the body holds, as :attr:`Peek.sections`."""
     return tuple((name, bytes(value)) for name in names if (value := getattr(struct, name)) is not msgspec.UNSET)

@@ -29,6 +29,7 @@ from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import names_stops
 from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
@@ -424,9 +425,7 @@ class OpenAIChat:
         API reference, the chat completion object's ``finish_reason``: "stop if the model hit a
         natural stop point or a provided stop sequence"; vLLM reports ``stop`` for its stop
         strings, stop tokens and EOS alike)."""
-        if not isinstance(body, dict):
-            return False
-        return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in STOP_KEYS)
+        return names_stops(body)
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""

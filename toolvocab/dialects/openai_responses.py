@@ -28,6 +28,7 @@ from toolvocab.dialects.base import as_list
 from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
+from toolvocab.dialects.base import names_stops
 from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
@@ -435,9 +436,7 @@ class OpenAIResponses:
         """A non-empty stop key (:data:`toolvocab.dialects.base.STOP_KEYS`):
         OpenAI's Responses API takes none, vLLM's ``/v1/responses`` takes ``stop`` and reports
         ``status`` ``completed`` for an end at one (its ``ResponsesRequest``)."""
-        if not isinstance(body, dict):
-            return False
-        return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in STOP_KEYS)
+        return names_stops(body)
 
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""
