@@ -1480,9 +1480,13 @@ def answer_calls(s: Scenario, obs: Observed) -> list[tuple[str, str | None, str,
         up = obs.decl_up[i]
         if up in obs.renamed and profile_alias(up, obs.renamed[up]):
             # Under a profile's name the model may mean another agent's keys: a key the schema
-            # lacks leaves the call (test_a_profile_alias_with_a_key_the_tool_lacks_is_left).
+            # lacks leaves the call (test_a_profile_alias_with_a_key_the_tool_lacks_is_left); and
+            # that agent may find a relative path elsewhere, which leaves it when the earlier
+            # shell calls are not all known (test_a_profile_alias_with_a_relative_path_*), and
+            # a path some agent respells is never moved: the model here means what both read
+            # alike, a plain file's path from the root.
             declared = (SCHEMAS[d.schema_i] or {}).get("properties") or {}
-            args = {k: v for k, v in args.items() if k in declared}
+            args = {k: plain_path(v) if k == "path" else v for k, v in args.items() if k in declared}
         calls.append((up, d.ns, d.kind, args))
     # a name the client only replayed, which went up as an alias: the model may repeat it
     for up in sorted(obs.replayed):
@@ -1495,6 +1499,11 @@ def answer_calls(s: Scenario, obs: Observed) -> list[tuple[str, str | None, str,
 
 
 QUOTED = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+
+
+def plain_path(value: Any) -> str:
+    """``value`` as a plain file's path from the root (``"v two"`` → ``/srv/v_two.txt``)."""
+    return "/srv/" + (re.sub(r"\W", "_", str(value), flags=re.ASCII) or "f") + ".txt"
 
 
 def profile_alias(upstream: str, caller: str) -> bool:
@@ -2265,6 +2274,51 @@ def test_a_profile_alias_with_a_key_the_tool_lacks_is_left(env: Env) -> None:
     assert got["name"] == "shell" and orjson.loads(got["arguments"]) == args
     (decision,) = record["decisions"]
     assert decision["action"] == "leave" and "'workdir'" in decision["reason"]
+
+
+@pytest.mark.parametrize(
+    ("earlier", "path", "left"), [("cd sub", "f.txt", True), ("ls", "f.txt", False), ("cd sub", "/repo/f.txt", False)]
+)
+def test_a_profile_alias_with_a_relative_path_is_read_where_that_agent_finds_it(
+    env: Env, earlier: str, path: str, left: bool
+) -> None:
+    """A profile shows Read upstream as `read_file`, a name other agents resolve relative paths
+    with from where they started, while Claude Code's Read resolves one where its Bash was left.
+    After `Bash {command: "cd sub"}`, `read_file {path: "f.txt"}` names two files: the call is
+    left (the client reports `read_file`, an alias it never declared) and the record says why.
+    Without the `cd`, or with a path from the root, both read alike and it goes back as Read."""
+    schema = {"type": "object", "properties": {"path": STR}, "required": ["path"], "additionalProperties": False}
+    body = {
+        "model": "profiled-model",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "Bash", "arguments": orjson.dumps({"command": earlier}).decode()},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+        "tools": chat_tools(("Read", schema), ("Bash", {"type": "object", "properties": {"command": STR}})),
+    }
+    fwd, client, record = through(
+        env, "openai_chat", body, lambda fwd: (chat_answer("read_file", {"path": path}), "application/json")
+    )
+    assert chat_names(fwd) == ["read_file", "shell"]
+    got = orjson.loads(client)["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert orjson.loads(got["arguments"]) == {"path": path}
+    (decision,) = record["decisions"]
+    if left:
+        assert got["name"] == "read_file" and decision["action"] == "leave"
+        assert "an earlier Bash call" in decision["reason"] and "'f.txt'" in decision["reason"]
+    else:
+        assert got["name"] == "Read" and decision["action"] == "rename"
 
 
 @pytest.mark.xfail(
