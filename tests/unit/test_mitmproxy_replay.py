@@ -8,10 +8,13 @@ first pass's client original, upstream answer, diff, marker and comment are gone
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 
 import orjson
 import pytest
+from mitmproxy import eventsequence
+from mitmproxy import http
 
 import harness
 import toolvocab.report as report
@@ -101,3 +104,23 @@ def test_a_replay_drops_the_first_pass_record_whatever_handles_it(env, mode):
         assert record is None
     else:
         assert record["skipped"] and record["notes"] == [report.REPLAY_NOTE]
+
+
+@pytest.mark.parametrize("mode", ["auto", "repair", "observe"])
+def test_a_flow_read_from_a_file_is_left_as_saved(env, mode):
+    """``mitmdump -r``, ``mitmweb -r`` and ``toolvocab-web -r`` run every hook over each flow they
+    read (``master.load_flow``: ``eventsequence.iterate``), with ``flow.live`` false (G11). The flow
+    holds the request the upstream got and the record of what happened: nothing is planned or
+    repaired again, and its record, marker, comment and diffs stay as saved."""
+    f = first_pass(env)
+    saved = f.get_state()
+    loaded_flow = http.HTTPFlow.from_state(copy.deepcopy(saved))
+    loaded_flow.live = False  # as io.FlowReader gives it
+    env.configure(toolvocab_mode=mode)
+    harness.activate(env.tctx)
+    for event in eventsequence.iterate(loaded_flow):
+        env.hook(event)
+    assert loaded_flow.get_state() == saved
+    assert loaded_flow.metadata["toolvocab"]["decisions"][0]["target"] == "Bash"
+    assert loaded_flow.marked == f.marked == ":wrench:" and loaded_flow.comment == f.comment
+    assert loaded_flow.id not in env.addon._states

@@ -196,7 +196,12 @@ class ToolVocab(Configurable):
     def request(self, flow: http.HTTPFlow) -> None:
         """Detect the dialect, record the declared tools, apply the request-side plan. A replay
         (mitmproxy's ``replay.client``, mitmweb's Replay) is handled as a new request: its own
-        request, as the flow holds it now, and a record of its own (see :func:`_forget`)."""
+        request, as the flow holds it now, and a record of its own (see :func:`_forget`). A flow
+        read from a file (``mitmdump -r``, ``mitmweb -r``: ``flow.live`` is false, G11) is left as
+        saved: its request is the one the upstream got, and its record, marker, comment and diffs
+        are what happened then."""
+        if not flow.live:
+            return
         replay = flow.is_replay == "request"
         if replay:
             _forget(flow)
@@ -231,7 +236,7 @@ class ToolVocab(Configurable):
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         """Choose streaming for SSE answers (must be decided here: mitmproxy G4)."""
         state = self._states.get(flow.id)
-        if flow.response is None:
+        if flow.response is None or not flow.live:
             return
         if state is None:
             # Not ours to rewrite: an event stream still goes out as it arrives (mitmproxy

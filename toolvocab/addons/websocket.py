@@ -41,8 +41,8 @@ class ToolVocabWebSocket:
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
         client is a request; every frame from the server is one stream event."""
-        if self.core.mode == "off" or flow.websocket is None or not flow.websocket.messages:
-            return
+        if self.core.mode == "off" or flow.websocket is None or not flow.websocket.messages or not flow.live:
+            return  # not live: read from a file (G11), left as saved
         message = flow.websocket.messages[-1]
         if message.injected or not message.is_text:
             return
