@@ -86,9 +86,10 @@ def pytest_runtest_makereport(item, call):
 
 #: The integration tests the README's test command runs (the quick profile), one parametrization
 #: each: a repair through a real mitmdump for every SDK and wire, the stream bounds, the request
-#: layout, the first-minute commands and what mitmweb shows. Each starts mitmdump (~2 s of imports
-#: and startup on 2 cores), so the rest run as their own ``.ci/run`` step (``TOOLVOCAB_INTEGRATION=rest``).
+#: layout, the first-minute commands, what mitmweb shows and what a save writes. Each starts
+#: mitmdump (~2 s of imports and startup on 2 cores), so the rest run as their own ``.ci/run`` step (``TOOLVOCAB_INTEGRATION=rest``).
 SMOKE = frozenset({
+    "tests/fuzz/test_redaction_states.py::test_mitmdump_saves_a_client_gone_mid_body_without_its_credentials",
     "tests/integration/test_anthropic_sdk.py::test_foreign_bash_is_renamed_to_declared_Bash",
     "tests/integration/test_anthropic_sdk.py::test_shell_with_argv_becomes_Bash_command_string",
     "tests/integration/test_argjson_mitmdump.py::test_chat",

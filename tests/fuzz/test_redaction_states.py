@@ -163,8 +163,10 @@ def _send_partial(port: int) -> None:
 
 
 @pytest.mark.integration
-def test_mitmdump_saves_a_client_gone_mid_body_without_its_credentials(fake_upstream, proxy):
-    mitm = proxy(fake_upstream.url)
+def test_mitmdump_saves_a_client_gone_mid_body_without_its_credentials(fake_upstream, proxy, tmp_path):
+    """The ``-w`` file and a HAR written at exit (``hardump``) alike."""
+    har_path = tmp_path / "flows.har"
+    mitm = proxy(fake_upstream.url, options={"hardump": str(har_path)})
     _send_partial(mitm.port)
     deadline = time.monotonic() + 10
     while "client disconnect" not in mitm.output().lower() and time.monotonic() < deadline:
@@ -177,3 +179,50 @@ def test_mitmdump_saves_a_client_gone_mid_body_without_its_credentials(fake_upst
     leaked = [s.decode() for s in (BEARER, API_KEY, QUERY) if s in data]
     assert not leaked, f"saved flows leak {leaked}"
     assert b"<redacted>" in data
+    har = har_path.read_bytes()
+    leaked = [s.decode() for s in (BEARER, API_KEY, QUERY) if s in har]
+    assert not leaked, f"the HAR leaks {leaked}"
+    assert b"<redacted>" in har and b"/v1/messages" in har
+
+
+@pytest.mark.parametrize("name", [n for n in flows_in_every_state() if n != "websocket messages"])
+def test_a_har_export_holds_no_secret(replayer, name):
+    """mitmproxy's HAR writer (``hardump``, ``save.har``) reads headers, cookies, the query and
+    the body off the live flow, not through ``get_state``: what it writes is redacted too."""
+    from mitmproxy.addons.savehar import SaveHar
+
+    f = flows_in_every_state()[name]
+    plain = SaveHar().make_har([f])
+    assert len([s for s in SECRETS if s.decode() in str(plain)]) >= 3, "the HAR must carry secrets unredacted"
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, name))
+    savehar = replayer.tctx.master.addons.get("savehar") or SaveHar()
+    from toolvocab.addons.redaction import redact_har
+
+    redact_har(savehar)  # what the addon's configure does with the master's savehar
+    har = str(savehar.make_har([f]))
+    leaked = [s.decode() for s in SECRETS if s.decode() in har or s.decode().lower() in har.lower()]
+    assert not leaked, f"{name}: the HAR leaks {leaked}"
+    assert "<redacted>" in har and f.request.method in har
+    assert f.request.headers.get("authorization", "").endswith(BEARER.decode()) or name == "backup"
+
+
+def test_backup_revert_and_duplicate_keep_the_live_credentials(replayer):
+    """An edit or a client replay backs the flow up (``Flow.backup``), Revert restores that, and
+    Duplicate copies the flow (``Flow.copy``): each from the real state, so the next replay
+    sends the real key. Saving any of them still writes no secret."""
+    f = tflow.tflow(resp=True)
+    f.request.headers = credential_headers()
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    f.backup()
+    f.request.headers["x-api-key"] = "edited"
+    backed_up = saved_bytes(f)
+    f.revert()
+    assert f.request.headers["x-api-key"] == API_KEY.decode()
+    assert f.request.headers["authorization"] == "Bearer " + BEARER.decode()
+    duplicate = f.copy()
+    assert duplicate.request.headers["x-api-key"] == API_KEY.decode() and duplicate.id != f.id
+    for data in (backed_up, saved_bytes(f), saved_bytes(duplicate)):
+        leaked = [s.decode() for s in SECRETS if s in data]
+        assert not leaked and b"<redacted>" in data, leaked

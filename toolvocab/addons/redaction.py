@@ -1,6 +1,6 @@
-"""Credentials never reach a saved flow: every save (``-w``, save commands, ``toolvocab_record``)
-writes a redacted copy of the flow's state; the live flow, the UI and client replay keep the
-real values. Option: ``toolvocab_redact``.
+"""Credentials never reach a saved flow: every save (``-w``, save commands, ``toolvocab_record``,
+a HAR export: ``hardump``, ``save.har``) writes a redacted copy of the flow's state; the live
+flow, the UI and client replay keep the real values. Option: ``toolvocab_redact``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,11 @@ class ToolVocabRedaction(Configurable):
         )
 
     def _configure(self, updated: set[str]) -> None:
-        """Validate ``toolvocab_redact``; raises ``OptionsError``."""
+        """Validate ``toolvocab_redact``; raises ``OptionsError``. Also points mitmproxy's HAR
+        writer at redacted copies (:func:`redact_har`), once."""
         from mitmproxy import ctx
+
+        redact_har(ctx.master.addons.get("savehar"))
 
         if "toolvocab_redact" in updated:
             # A string, checked here: a bool option's bad value ("maybe") fails inside mitmproxy's
@@ -158,19 +161,62 @@ def _scrub(value: Any, secrets: list[bytes]) -> Any:
     return value
 
 
+def redact_har(savehar: Any) -> None:
+    """Make mitmproxy's HAR writer (the ``savehar`` addon: ``hardump``, ``save.har``) write each
+    flow that carries :func:`install_redaction` from its redacted state. Its ``make_har`` reads
+    headers, cookies, the query and the body off the flow itself (``flow_entry``, mitmproxy
+    ``addons/savehar.py``), not through ``get_state``; its ``flow_entry`` is wrapped on that one
+    instance to read a flow rebuilt from the redacted state instead (same connection ids, so
+    its timings are those of the flow). ``savehar`` ``None`` (not loaded) or already wrapped:
+    nothing to do."""
+    entry = getattr(savehar, "flow_entry", None)
+    if entry is None or getattr(entry, "_toolvocab_redacting", False):
+        return
+
+    def flow_entry(flow: Any, servers_seen: Any) -> Any:
+        if getattr(flow, "_toolvocab_redacting", False):
+            flow = type(flow).from_state(flow.get_state())
+        return entry(flow, servers_seen)
+
+    flow_entry._toolvocab_redacting = True  # type: ignore[attr-defined]
+    savehar.flow_entry = flow_entry
+
+
 def install_redaction(flow: http.HTTPFlow) -> None:
     """Make every save of ``flow`` write a redacted copy, leaving the flow itself untouched.
 
     mitmproxy's writers (``-w``, ``save.file``, ``FlowWriter``) serialize ``flow.get_state()``;
     shadowing it on this one instance redacts what is written while the live flow, the UI and
-    client replay keep the real values.
+    client replay keep the real values. The flow's own uses of its state see the real one:
+    ``backup`` (an edit, a client replay; ``revert`` restores it), ``modified`` and ``copy``
+    (mitmweb's Duplicate), whose copy is redacted when saved in turn (mitmproxy ``flow.py``:
+    ``backup``, ``revert``, ``modified``, ``copy``; ``coretypes/serializable.py``: ``copy``).
     """
     if getattr(flow, "_toolvocab_redacting", False):
         return
-    original = type(flow).get_state
+    cls = type(flow)
 
     def get_state() -> Any:
-        return redact_state(original(flow))
+        return redact_state(cls.get_state(flow))
+
+    def unredacted(method: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            shadow = flow.__dict__.pop("get_state", None)
+            try:
+                return method(flow, *args, **kwargs)
+            finally:
+                if shadow is not None:
+                    flow.get_state = shadow  # type: ignore[method-assign]
+
+        return call
+
+    def copy() -> Any:
+        duplicate = unredacted(cls.copy)()
+        install_redaction(duplicate)
+        return duplicate
 
     flow.get_state = get_state  # type: ignore[method-assign]
+    flow.backup = unredacted(cls.backup)  # type: ignore[method-assign]
+    flow.modified = unredacted(cls.modified)  # type: ignore[method-assign]
+    flow.copy = copy  # type: ignore[method-assign]
     flow._toolvocab_redacting = True  # type: ignore[attr-defined]
