@@ -174,3 +174,66 @@ def test_every_received_byte_reaches_an_http2_client_when_the_upstream_dies(tmp_
     finally:
         proxy.stop()
         upstream.stop()
+
+
+def test_an_http2_client_that_cancels_a_held_stream_gets_no_traceback():
+    """An HTTP/2 client cancels its stream (RST_STREAM CANCEL: the user interrupts the turn)
+    while a tool_use block is held and the upstream is silent: mitmproxy ends the flow with an
+    error, and the rest of the stream has no stream to go to. mitmdump says so in the record
+    and prints no traceback (``send_to_client`` on a reset stream raised StreamClosedError)."""
+    import ssl
+
+    import h2.config
+    import h2.connection
+    import h2.errors
+    import h2.events
+
+    upstream = ChunkedUpstream(IN_TOOL_BLOCK, pause=4.0, after=b"")
+    proxy = procs.start_mitmdump(upstream.url)
+    try:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2"])
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", proxy.port), timeout=10)) as s:
+            assert s.selected_alpn_protocol() == "h2"
+            c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            c.send_headers(
+                1,
+                [
+                    (":method", "POST"),
+                    (":path", "/v1/messages"),
+                    (":scheme", "https"),
+                    (":authority", "127.0.0.1"),
+                    ("content-type", "application/json"),
+                    ("content-length", str(len(REQUEST))),
+                ],
+            )
+            c.send_data(1, REQUEST, end_stream=True)
+            s.sendall(c.data_to_send())
+            s.settimeout(0.1)
+            got, reset, start = b"", False, time.monotonic()
+            while time.monotonic() - start < 3.0:
+                if not reset and b"word 19" in got:
+                    c.reset_stream(1, h2.errors.ErrorCodes.CANCEL)  # the text came; the tool block is held
+                    s.sendall(c.data_to_send())
+                    reset = True
+                    start = time.monotonic() - 2.0  # one more second for mitmdump to handle it
+                try:
+                    data = s.recv(65536)
+                except socket.timeout:
+                    continue
+                if not data:
+                    break
+                for event in c.receive_data(data):
+                    if isinstance(event, h2.events.DataReceived):
+                        got += event.data
+                        c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                s.sendall(c.data_to_send())
+        assert reset, f"the text before the tool block never came: {got[-200:]!r}"
+        assert b'"tool_use"' not in got  # held when the client went away
+    finally:
+        proxy.stop()
+        upstream.stop()
+    output = proxy.output()
+    assert "Traceback" not in output and "could not deliver the rest" not in output, output[-3000:]

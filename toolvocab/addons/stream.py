@@ -490,7 +490,7 @@ def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
     """Write ``data`` as more of ``flow``'s response body straight to the client connection,
     framed as mitmproxy frames it (HTTP/1 chunked or as is; an HTTP/2 DATA frame) and through
     the client connection's TLS layer(s); the description of what was done, or ``None`` when
-    the client connection is gone or the body cannot grow.
+    the client connection (or its HTTP/2 stream) is gone or the body cannot grow.
 
     For the ``error`` hook, and for the stall bound's timer (:class:`StreamCallable`) between
     two events of the connection: mitmproxy has no API to send body bytes after the upstream
@@ -515,7 +515,12 @@ def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
         return None
     h2server, stream_id, tunnels = _client_layers(handler, flow)
     if h2server is not None:
-        h2server.h2_conn.send_data(stream_id, data)
+        import h2.exceptions
+
+        try:
+            h2server.h2_conn.send_data(stream_id, data)
+        except h2.exceptions.ProtocolError:  # the client reset or closed this stream (StreamClosedError)
+            return None
         framed, how = h2server.h2_conn.data_to_send(), "HTTP/2 DATA"
     elif "chunked" in flow.response.headers.get("transfer-encoding", "").lower():
         framed, how = b"%x\r\n%s\r\n" % (len(data), data), "HTTP/1.1 chunk"
