@@ -151,7 +151,7 @@ def capture_injections(e: Env, *, others: bool = False) -> Iterator[list[tuple[A
     def call(command: str, *args: Any) -> Any:
         if command == "inject.websocket":
             flow, to_client, message, is_text = args
-            assert to_client and is_text, (to_client, is_text)  # toolvocab only sends text to clients
+            assert to_client, to_client  # toolvocab only sends frames to clients
             e.injected.append((flow, to_client, message, is_text))
             return None
         assert others, command
@@ -240,17 +240,26 @@ def ws_flow(host: str = "api.openai.com", path: str = "/v1/responses") -> http.H
 
 
 def send_ws(
-    e: Env, f: http.HTTPFlow, content: bytes, *, from_client: bool, text: bool = True
+    e: Env, f: http.HTTPFlow, content: bytes, *, from_client: bool, text: bool = True, deliver: bool = True
 ) -> tuple[WebSocketMessage, list[bytes]]:
     """Append one message to ``f`` and run ``websocket_message`` as mitmproxy's WebSocket layer
     does; ``(the message, the frames injected meanwhile)``. Every injection must go to the client
-    of ``f`` as text (``capture_injections`` must be active)."""
+    of ``f`` (``capture_injections`` must be active); with ``deliver`` each then comes through
+    the hook as mitmproxy sends it (an ``injected`` message), else it is still on its way."""
     message = WebSocketMessage(Opcode.TEXT if text else Opcode.BINARY, from_client, content)
     f.websocket.messages.append(message)
     mark = len(e.injected)
     e.hook(WebsocketMessageHook(f))
     new = e.injected[mark:]
-    assert all(flow is f and to_client and is_text for flow, to_client, _, is_text in new)
+    assert all(flow is f and to_client for flow, to_client, _, _ in new)
+    if deliver:
+        # mitmproxy sends each injected frame later, from a task, and runs the hook over it
+        # (``injected``): here at once, after the message at hand
+        for _, _, raw, is_text in new:
+            f.websocket.messages.append(
+                WebSocketMessage(Opcode.TEXT if is_text else Opcode.BINARY, False, raw, injected=True)
+            )
+            e.hook(WebsocketMessageHook(f))
     return message, [m for _, _, m, _ in new]
 
 

@@ -91,9 +91,11 @@ class Session:
         self.flow = flow or ws_flow()
         self.steps: list[Step] = []
 
-    def send(self, frame: dict | bytes, *, from_client: bool = False, text: bool = True) -> Step:
+    def send(self, frame: dict | bytes, *, from_client: bool = False, text: bool = True, deliver: bool = True) -> Step:
         content = frame if isinstance(frame, bytes) else orjson.dumps(frame)
-        message, injected = harness.send_ws(self.env, self.flow, content, from_client=from_client, text=text)
+        message, injected = harness.send_ws(
+            self.env, self.flow, content, from_client=from_client, text=text, deliver=deliver
+        )
         step = Step(message, content, injected)
         self.steps.append(step)
         return step
@@ -173,9 +175,8 @@ def test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order(env):
         "response.output_item.done",
         "response.completed",
     ]
-    # response.created: unchanged, but like every server frame it goes out through
-    # inject.websocket, so frames released from a hold can never be overtaken
-    assert steps[0].message.dropped and steps[0].injected == [steps[0].original]
+    # response.created: unchanged, relayed by mitmproxy as it came
+    assert not steps[0].message.dropped and steps[0].injected == [] and steps[0].message.content == steps[0].original
     # the call's frames: each dropped; nothing sent until output_item.done
     for step in steps[1:5]:
         assert step.message.dropped and step.injected == []
@@ -187,9 +188,10 @@ def test_foreign_call_frames_are_held_then_reinjected_rewritten_in_order(env):
     assert [r["delta"] for r in released[1:3]] == ['{"cmd":"echo hi"}', ""]
     assert released[3]["arguments"] == '{"cmd":"echo hi"}'
     assert released[4]["item"] == {**frames[5]["item"], "name": "exec_command", "arguments": '{"cmd":"echo hi"}'}
-    # response.completed: rewritten (its output echoes the call), dropped and re-injected
-    assert steps[6].message.dropped
-    [final] = parsed(steps[6].injected)
+    # response.completed: rewritten in place (its output echoes the call); the released frames
+    # went through the hook before it, so it cannot overtake them
+    assert not steps[6].message.dropped and steps[6].injected == []
+    [final] = parsed([steps[6].message.content])
     assert final["response"]["output"] == [released[4]["item"]]
     assert {k: v for k, v in final.items() if k != "response"} == {
         k: v for k, v in frames[6].items() if k != "response"
@@ -208,9 +210,10 @@ def test_declared_call_frames_arrive_byte_identical_in_order(env):
     frames = declared_frames()
     steps = s.server(frames)
     assert s.delivered() == [orjson.dumps(f) for f in frames]
-    # frames outside the call are re-sent at once; the call's frames are held and re-sent as they came
-    assert steps[0].injected == [steps[0].original] and steps[-1].injected == [steps[-1].original]
-    assert all(step.message.dropped for step in steps)
+    # frames outside the call are relayed as they came; the call's frames are held and injected as they came
+    for step in (steps[0], steps[-1]):
+        assert not step.message.dropped and step.injected == [] and step.message.content == step.original
+    assert all(step.message.dropped for step in steps[1:6])
     assert steps[5].injected == [orjson.dumps(f) for f in frames[1:6]]
     assert [d["action"] for d in s.record["decisions"]] == ["keep"]
     assert s.record["response_changed"] is False
@@ -255,12 +258,37 @@ def test_non_json_and_binary_server_frames_pass(env):
     a = s.send(b"\x00\x01binary", text=False)
     b = s.send(b"plain text, not JSON")
     c = s.send({"type": "response.output_text.delta", "delta": "hi", "sequence_number": 0})
-    # binary frames are not toolvocab's: forwarded as they are
-    assert not a.message.dropped and a.injected == [] and a.message.content == a.original
-    # text frames, JSON or not, go out unchanged through inject.websocket (kept in order)
-    for st in (b, c):
-        assert st.message.dropped and st.injected == [st.original]
+    # binary frames are not toolvocab's; text frames, JSON or not, that change nothing: each
+    # relayed as it came
+    for st in (a, b, c):
+        assert not st.message.dropped and st.injected == [] and st.message.content == st.original
     assert s.delivered() == [a.original, b.original, c.original]
+
+
+def test_no_frame_overtakes_frames_still_on_their_way(env):
+    """mitmproxy sends injected frames from tasks of their own: a server frame relayed while
+    released frames are still on their way would reach the client before them (a binary one
+    too). Until each has come through the hook, later frames are injected behind them; then
+    frames are relayed as they come again."""
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    steps = [s.send(f, deliver=False) for f in frames[:6]]  # the call held, then released: 5 injected
+    assert steps[5].message.dropped and len(steps[5].injected) == 5
+    later = [s.send(b"\x00\x01binary", text=False, deliver=False), s.send(frames[6], deliver=False)]
+    for step in later:
+        assert step.message.dropped and len(step.injected) == 1
+    order = [raw for step in steps + later for raw in step.injected]
+    assert [f.get("type") for f in parsed([raw for raw in order if raw[:1] == b"{"])] == [
+        f["type"] for f in frames[1:7]
+    ]
+    assert order[5] == b"\x00\x01binary"  # behind the released frames, before response.completed
+    # the injected frames come through the hook as mitmproxy sends them; then relaying resumes
+    for raw in order:
+        s.flow.websocket.messages.append(WebSocketMessage(Opcode.TEXT, False, raw, injected=True))
+        env.hook(WebsocketMessageHook(s.flow))
+    after = s.send({"type": "response.output_text.delta", "delta": "hi", "sequence_number": 9})
+    assert not after.message.dropped and after.injected == []
 
 
 def test_injected_messages_are_not_processed_again(env):

@@ -1,6 +1,14 @@
 """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the client is a
 request (its tools declared, its plan applied); every frame from the server is one stream event,
-rewritten by the Responses dialect's stream rewriter and sent on with ``inject.websocket``."""
+rewritten by the Responses dialect's stream rewriter.
+
+A server frame that comes out as one frame goes on as mitmproxy relays it (its content changed
+in place when rewritten), so it keeps its place before the close that may follow it. Frames a
+hold releases are more than the message at hand: they go out with ``inject.websocket``, which
+mitmproxy sends from tasks of its own (``proxyserver.inject_event``) and then runs through this
+hook again (``injected``). Until every injected frame has come through, later server frames are
+injected too, binary ones included, so none overtakes them (mitmproxy 11.0.2 and 12.x:
+``proxy/layers/websocket.py``, ``relay_messages``)."""
 
 from __future__ import annotations
 
@@ -37,14 +45,21 @@ class ToolVocabWebSocket:
         self.core = core
         self.recorder = recorder
         self._ws: dict[str, FlowState] = {}
+        self._pending: dict[str, int] = {}  # frames injected to the client, not yet through this hook
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
         client is a request; every frame from the server is one stream event."""
-        if self.core.mode == "off" or flow.websocket is None or not flow.websocket.messages or not flow.live:
+        if flow.websocket is None or not flow.websocket.messages or not flow.live:
             return  # not live: read from a file (G11), left as saved
         message = flow.websocket.messages[-1]
-        if message.injected or not message.is_text:
+        if message.injected:
+            if not message.from_client and self._pending.get(flow.id):
+                self._pending[flow.id] -= 1  # one of ours, on its way to the client
+            return
+        if self.core.mode == "off" or not message.is_text:
+            if not message.from_client:
+                self._queue(flow, message)
             return
         try:
             self._websocket_message(flow, message)
@@ -61,13 +76,12 @@ class ToolVocabWebSocket:
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
+        self._pending.pop(flow.id, None)
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
             flow.metadata[METADATA_KEY] = _storable(ws.record.dump())
 
     def _websocket_message(self, flow: http.HTTPFlow, message: Any) -> None:
-        from mitmproxy import ctx
-
         if message.from_client:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
@@ -134,6 +148,7 @@ class ToolVocabWebSocket:
             return
         state = self._ws.get(flow.id)
         if state is None or state.ws_rewriter is None:
+            self._queue(flow, message)
             return
         unit = JSONFrame(message.content)
         before = len(state.record.decisions)
@@ -159,14 +174,37 @@ class ToolVocabWebSocket:
             if news:
                 self.recorder.finish(flow, state)
             return
-        # Every server frame goes out through inject.websocket, unchanged ones too: mitmproxy
-        # sends injected frames from tasks of their own, so a frame forwarded directly could
-        # overtake frames released from a hold (all injections keep their order).
-        message.drop()
-        for out in outs:
-            ctx.master.commands.call("inject.websocket", flow, True, out.raw, True)
+        self._send(flow, message, [out.raw for out in outs])
         if any(o is not unit and o.raw != unit.raw for o in outs) or news:
             state.record.response_changed = state.record.response_changed or any(
                 d.changed for d in state.record.decisions[before:]
             )
             self.recorder.finish(flow, state)
+
+    def _send(self, flow: http.HTTPFlow, message: Any, frames: list[bytes]) -> None:
+        """``frames`` (text) go to the client in place of the server's ``message``: as the
+        message itself when they are one frame and no injected frame is still on its way, else
+        dropped and injected in order."""
+        pending = self._pending.get(flow.id, 0)
+        if not pending and len(frames) <= 1:
+            if not frames:
+                message.drop()  # held
+            elif frames[0] != message.content:
+                message.content = frames[0]
+            return
+        message.drop()
+        for raw in frames:
+            self._inject(flow, raw, True)
+
+    def _queue(self, flow: http.HTTPFlow, message: Any) -> None:
+        """A server ``message`` toolvocab does not rewrite (binary, not a turn's, off mode): on
+        as it is, unless injected frames are still on their way, then behind them."""
+        if self._pending.get(flow.id):
+            message.drop()
+            self._inject(flow, message.content, message.is_text)
+
+    def _inject(self, flow: http.HTTPFlow, raw: bytes, is_text: bool) -> None:
+        from mitmproxy import ctx
+
+        self._pending[flow.id] = self._pending.get(flow.id, 0) + 1
+        ctx.master.commands.call("inject.websocket", flow, True, raw, is_text)
