@@ -123,8 +123,10 @@ async def drive(
     addon installs one, gets the upstream body as ``chunks`` or in pieces of ``lo..hi`` bytes;
     after each an empty piece ``b""`` comes with probability ``blanks`` (mitmproxy passes an
     empty HTTP/2 DATA frame on as ``b""``), then the final ``b""`` unless the flow ended in an
-    error (``f.error``: the error hook runs instead of the response hook)."""
+    error (``f.error``: the error hook runs instead of the response hook). The flow is live
+    while its hooks run, as in the proxy core (a flow read from a file is not: G11)."""
     mgr = tctx.master.addons
+    f.live = True
     error = f.error
     f.error = None
     upstream = (f.response.raw_content if f.response is not None else None) or b""
