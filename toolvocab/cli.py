@@ -8,6 +8,8 @@
 (``normalized``, ``anthropic``, ``openai_chat``, ``openai_responses``, ``gemini``,
 ``langchain``); ``--upstream`` shows the names they were sent upstream under. ``stats`` and
 ``explain`` print what the mitmproxy commands ``toolvocab.stats`` / ``toolvocab.explain`` print.
+A file that cannot be read (not a flow file, truncated, missing) is named on stderr and the rest
+are read; the exit status is 1 only when none of the files given could be read.
 """
 
 from __future__ import annotations
@@ -25,23 +27,47 @@ from toolvocab.report import stats_text
 from toolvocab.report import tools_text
 
 
-def read_flows(paths: list[str]) -> Iterator[Any]:
+def read_flows(paths: list[str], errors: list[str] | None = None) -> Iterator[Any]:
     """Every HTTP flow in the given flow files, and in every ``*.mitm`` under the directories
-    given (mitmproxy's ``io.FlowReader``)."""
+    given (mitmproxy's ``io.FlowReader``).
+
+    A file that cannot be read (missing, unreadable, not a flow file, truncated): without
+    ``errors`` the ``OSError`` / ``mitmproxy.exceptions.FlowReadException`` propagates; with
+    ``errors`` one line naming the file and the problem is appended to it and reading goes on
+    with the next file (the flows a truncated file held before the damage are yielded)."""
+    from mitmproxy import exceptions
     from mitmproxy import http
     from mitmproxy import io
 
     from toolvocab.replay import flow_files
 
     for path in flow_files(paths):
-        with open(path, "rb") as fp:
-            for flow in io.FlowReader(fp).stream():
-                if isinstance(flow, http.HTTPFlow):
-                    yield flow
+        read = 0
+        try:
+            with open(path, "rb") as fp:
+                for flow in io.FlowReader(fp).stream():
+                    read += 1
+                    if isinstance(flow, http.HTTPFlow):
+                        yield flow
+        except (OSError, exceptions.FlowReadException) as exc:
+            if errors is None:
+                raise
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError):
+                errors.append(f"cannot read {path}: {why}")
+            elif read:
+                errors.append(
+                    f"cannot read {path} after its first {read} flow{'' if read == 1 else 's'} ({why}); "
+                    f"using {'it' if read == 1 else 'those'}"
+                )
+            else:
+                errors.append(f"cannot read {path}: not a flow file mitmproxy can read, or truncated ({why})")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code (2 on bad usage)."""
+    """Entry point; returns the process exit code: 0, 1 when files were given and none of them
+    could be read, 2 on bad usage (argparse). Each file that cannot be read is named on one
+    line on stderr (``toolvocab stats: cannot read FILE: …``) and the others are read."""
     parser = argparse.ArgumentParser(prog="toolvocab", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_tools = sub.add_parser("tools", help="print the tools each flow's client declared")
@@ -55,13 +81,24 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=text)
         p.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
-    flows = list(read_flows(args.files))
+    errors: list[str] = []
+    flows = list(read_flows(args.files, errors))
+    for line in errors:
+        print(f"toolvocab {args.command}: {line}", file=sys.stderr)
+    if errors and len(errors) == _count_files(args.files) and not flows:
+        return 1  # nothing could be read: no empty report
     if args.command == "tools":
         print(tools_text(flows, args.shape, upstream=args.upstream))
         return 0
     records = [f.metadata.get(METADATA_KEY) for f in flows if f.metadata.get(METADATA_KEY)]
     print(stats_text(records) if args.command == "stats" else explain_flows(records))
     return 0
+
+
+def _count_files(paths: list[str]) -> int:
+    from toolvocab.replay import flow_files
+
+    return sum(1 for _ in flow_files(paths))
 
 
 if __name__ == "__main__":

@@ -242,7 +242,7 @@ class StreamCallable:
                 how = self._send(data)
             except Exception:  # the bytes are not lost: they go out with the next piece
                 logger.exception("toolvocab: could not write released bytes to the client")
-        why = (
+        why = (  # "(toolvocab_hold_timeout " tells toolvocab replay (replay/flows.py) to skip the flow
             f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
             f"(toolvocab_hold_timeout {self.hold_timeout:g})"
         )

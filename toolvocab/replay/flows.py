@@ -53,15 +53,67 @@ def is_toolvocab_flow(f: http.HTTPFlow) -> bool:
     return isinstance(f.metadata.get(META_RECORD), dict)
 
 
+#: The notes the stall bound writes when the ``toolvocab_hold_timeout`` timer released a held
+#: block (``toolvocab/addons/stream.py``, ``_release_stalled``: the release names the option;
+#: ``_on_timer``: a failed release says so).
+HOLD_TIMEOUT_NOTE = "(toolvocab_hold_timeout "
+HOLD_FAILED_NOTE = "stalled hold not released"
+
+
 def replayable(f: http.HTTPFlow) -> str | None:
-    """``None`` when ``f`` can be replayed, else why not."""
+    """``None`` when ``f`` can be replayed and its replay can match the recording, else why not
+    (one phrase): no toolvocab record, a WebSocket flow, an answer body that was not saved, or an
+    outcome that depended on timing or on the connections (:func:`not_reproducible`)."""
     if not is_toolvocab_flow(f):
         return "no toolvocab record (the addon did not handle it)"
     if f.websocket is not None:
         return "a WebSocket flow (the replay drives HTTP hooks only)"
     if f.response is not None and f.response.raw_content is None and f.metadata.get(META_UPSTREAM) is None:
         return "the answer body was not saved (streamed without the addon's stream callable)"
+    return not_reproducible(f)
+
+
+def not_reproducible(f: http.HTTPFlow) -> str | None:
+    """Why what ``f`` recorded depended on timing or on the connections, which an offline replay
+    does not have; ``None`` when it did not.
+
+    * the answer ended in an error (``f.error`` with a response: the upstream closed or reset the
+      connection mid-answer, the client hung up, the flow was killed): what the client got then
+      depended on the connections (the addon writes the rest of a held stream to the client
+      connection, which a replay has not got);
+    * the ``toolvocab_hold_timeout`` timer released a held tool call (the upstream stalled):
+      the note the release writes (:data:`HOLD_TIMEOUT_NOTE`, :data:`HOLD_FAILED_NOTE`).
+
+    A flow that ended in an error before any answer (no response) stays replayable: the request
+    the upstream received and the record do not depend on the connection."""
+    if f.error is not None and f.response is not None:
+        return (
+            f"the answer ended in an error ({f.error.msg}): what the client got depended on the connections, "
+            "which an offline replay does not have"
+        )
+    record = f.metadata.get(META_RECORD) or {}
+    notes = record.get("notes") or []
+    if any(isinstance(n, str) and (HOLD_TIMEOUT_NOTE in n or n.startswith(HOLD_FAILED_NOTE)) for n in notes):
+        return (
+            "the hold timeout (toolvocab_hold_timeout) released a held tool call while the upstream was silent: "
+            "an offline replay has no timing and would hold the call to its end"
+        )
     return None
+
+
+def missing_profile(f: http.HTTPFlow, profiles_given: bool) -> str | None:
+    """Why ``f`` cannot be replayed as recorded: its record names the rename profile that was in
+    force (``profile``), no profile file was given (``profiles_given``: ``--profiles``) and the
+    flow carries none (``toolvocab_replay``'s ``profiles``; recordings never do, only the
+    repository's corpus). ``None`` when a profile file is at hand or none was in force."""
+    record = f.metadata.get(META_RECORD) or {}
+    name = record.get("profile")
+    if not name or profiles_given or replay_options(f).get("profiles"):
+        return None
+    return (
+        f"recorded under profile {name}: give --profiles FILE (the toolvocab_profiles file it was recorded with; "
+        "recordings do not store it, and without it the replay runs with no profile)"
+    )
 
 
 def _as_bytes(value: Any) -> bytes | None:
