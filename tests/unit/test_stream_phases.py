@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -155,3 +156,20 @@ def test_any_order_of_events_stays_in_the_table_and_loses_no_byte(body: bytes, d
         assert out in (body, repaired)
     else:
         assert _conserved(out, body, repaired), out
+
+
+@pytest.mark.parametrize("reached", [True, False])
+def test_drained_bytes_count_as_sent_only_once_delivered(reached: bool) -> None:
+    """The upstream ended mid-stream inside a held tool block: the error hook drains what was
+    held and writes it to the client connection (``send_to_client``). The bytes kept as what the
+    client got (the saved flow's answer) hold them only if that write reached the client."""
+    cut = STREAM.index(b'"tool_use"') + 40  # inside the held block
+    sc = _callable(observe=False)
+    got = b"".join(sc(STREAM[:cut]))
+    assert got and len(got) < cut  # the tool block is held
+    held = sc.drain()
+    assert got + held == STREAM[:cut]
+    if reached:
+        sc.delivered(held)
+    assert bytes(sc.sent) == (got + held if reached else got)
+    assert sc.differs is not reached  # bytes the client never got: what it got differs

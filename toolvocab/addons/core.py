@@ -300,6 +300,8 @@ class ToolVocab(Configurable):
             if not data:
                 return
             how = send_to_client(flow, data)
+            if how is not None:
+                stream.delivered(data)
             if how is None:
                 state.record.notes.append(
                     f"{len(data)} bytes received and not yet sent could not reach the client (its connection is gone)"

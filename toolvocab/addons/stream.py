@@ -311,7 +311,8 @@ class StreamCallable:
     def drain(self) -> bytes:
         """Every byte received and not yet sent, unchanged and in order (a held tool-call block,
         the unfinished last event, a buffered body); afterwards the callable passes chunks
-        through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3)."""
+        through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3). The
+        caller sends them, and says so with :meth:`delivered` (what the client got is saved)."""
         self._cancel_timer()
         if self.phase is Phase.DRAINED:
             return b""
@@ -326,9 +327,12 @@ class StreamCallable:
         except Exception:
             logger.exception("toolvocab: drain failed")
         self._to(Phase.DRAINED)
-        data = b"".join(out)
-        self._track(b"", [data] if data else [])
-        return data
+        return b"".join(out)
+
+    def delivered(self, data: bytes) -> None:
+        """``data`` (from :meth:`drain`) reached the client connection: it counts as sent."""
+        if data:
+            self._track(b"", [data])
 
     def release(self) -> None:
         """The flow is finished: drop the buffers and the links to the flow's state (the flow
