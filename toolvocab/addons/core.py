@@ -397,6 +397,7 @@ class ToolVocab(Configurable):
                 )
             )
             resp.stream = True
+            state.passed_streaming = True
             return
         if "content-length" in resp.headers:
             del resp.headers["content-length"]
@@ -425,6 +426,8 @@ class ToolVocab(Configurable):
             state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
             return
         if resp.raw_content is None:
+            if state.passed_streaming:
+                return  # responseheaders said why
             state.record.notes.append(
                 passed_note(
                     "the answer was streamed by another setting (stream_large_bodies?) before toolvocab could read it",

@@ -87,6 +87,7 @@ class FlowState:
         self.record_json = record_json  # the shared record's dump (JSON bytes), while shared
         self.wants_stream = wants_stream
         self.stream: StreamCallable | None = None
+        self.passed_streaming = False  # the answer streams as it came (encoded): no body to read
         self.ws_rewriter: FrameRewriter | None = None  # the WebSocket turn's rewriter (Responses frames)
         self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
         self.logged: set[str] = set()  # log lines already written for this flow (a WebSocket's turns)
