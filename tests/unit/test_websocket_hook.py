@@ -497,3 +497,42 @@ def test_a_response_create_frame_repeating_a_key_is_passed_through_as_an_http_bo
     assert s.flow.id not in harness.websocket(env.module)._ws
     record = s.record or {}
     assert "repeats a key" in " ".join(record.get("notes") or []) + (record.get("skipped") or "")
+
+
+@pytest.mark.parametrize("stall", [0.6, 0.05])
+def test_a_held_call_is_released_when_the_server_stalls(env, stall):
+    """``toolvocab_hold_timeout`` bounds a WebSocket hold as it bounds an HTTP one: when the
+    server sends no frame for that long while a call's frames are held, they go to the client as
+    they came, and the rest of the turn passes unrepaired (the record says so). A pause shorter
+    than the bound changes nothing: the call is held and repaired at its end."""
+    import asyncio
+
+    _, frames = load_frames()
+
+    async def turn() -> Session:
+        s = Session(env)
+        s.create()
+        for frame in frames[:3]:  # response.created, then the call's first frames: held
+            s.send(frame)
+        assert env.injected == []
+        await asyncio.sleep(stall)
+        for frame in frames[3:]:
+            s.send(frame)
+        return s
+
+    env.configure(toolvocab_hold_timeout="0.2")
+    try:
+        s = asyncio.run(turn())
+    finally:
+        env.configure(toolvocab_hold_timeout="30")
+        harness.websocket(env.module)._pending.clear()
+    got = [s.steps[1].message.content] + [raw for _, _, raw, _ in env.injected]
+    got += [st.message.content for st in s.steps[4:] if not st.message.dropped]
+    names = [f["item"]["name"] for f in parsed(got) if f["type"] == "response.output_item.added"]
+    if stall > 0.2:
+        assert got == [orjson.dumps(f) for f in frames]  # every frame once, in order, as it came
+        assert names == ["shell"]
+        notes = " | ".join(s.record["notes"])
+        assert "sent no frame for " in notes and "(toolvocab_hold_timeout 0.2)" in notes, notes
+    else:
+        assert names == ["exec_command"] and len(got) == len(frames)

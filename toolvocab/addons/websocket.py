@@ -8,10 +8,16 @@ hold releases are more than the message at hand: they go out with ``inject.webso
 mitmproxy sends from tasks of its own (``proxyserver.inject_event``) and then runs through this
 hook again (``injected``). Until every injected frame has come through, later server frames are
 injected too, binary ones included, so none overtakes them (mitmproxy 11.0.2 and 12.x:
-``proxy/layers/websocket.py``, ``relay_messages``)."""
+``proxy/layers/websocket.py``, ``relay_messages``).
+
+A held call is bounded as on HTTP (``toolvocab_hold_timeout``): when the server sends no frame
+for that long while frames are held, they go to the client as they came and the rest of the
+turn passes unrepaired. Frames held when the server closes the socket are lost with it:
+mitmproxy relays the close with no hook before it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 from typing import Any
@@ -46,6 +52,8 @@ class ToolVocabWebSocket:
         self.recorder = recorder
         self._ws: dict[str, FlowState] = {}
         self._pending: dict[str, int] = {}  # frames injected to the client, not yet through this hook
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # the hold bound of a turn holding frames
+        self._last: dict[str, float] = {}  # when a frame last came while frames were held (loop time)
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
@@ -77,6 +85,7 @@ class ToolVocabWebSocket:
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
         self._pending.pop(flow.id, None)
+        self._stop_timer(flow.id)
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
             flow.metadata[METADATA_KEY] = _storable(ws.record.dump())
@@ -140,6 +149,7 @@ class ToolVocabWebSocket:
             rewriter = state.rewriter()
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
             state.ws_rewriter = rewriter
+            self._stop_timer(flow.id)  # a new turn: the last one's bound ends
             self._ws[flow.id] = state
             if result.content is not None:
                 message.content = result.content
@@ -175,6 +185,7 @@ class ToolVocabWebSocket:
                 self.recorder.finish(flow, state)
             return
         self._send(flow, message, [out.raw for out in outs])
+        self._watch(flow, state)
         if any(o is not unit and o.raw != unit.raw for o in outs) or news:
             state.record.response_changed = state.record.response_changed or any(
                 d.changed for d in state.record.decisions[before:]
@@ -208,3 +219,57 @@ class ToolVocabWebSocket:
 
         self._pending[flow.id] = self._pending.get(flow.id, 0) + 1
         ctx.master.commands.call("inject.websocket", flow, True, raw, is_text)
+
+    # -- the hold bound -----------------------------------------------------------------------
+
+    def _watch(self, flow: http.HTTPFlow, state: FlowState) -> None:
+        """After a server frame: while the turn's rewriter holds frames, note when one last came
+        and start one timer when a hold begins; when nothing is held, stop it."""
+        timeout = self.core.hold_timeout
+        rewriter = state.ws_rewriter
+        if timeout <= 0 or rewriter is None or not rewriter.has_held():
+            self._stop_timer(flow.id)
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not on an event loop (a direct call in a test): no bound
+        self._last[flow.id] = loop.time()
+        if flow.id not in self._timers:
+            self._timers[flow.id] = loop.call_later(timeout, self._on_timer, flow, state, loop)
+
+    def _on_timer(self, flow: http.HTTPFlow, state: FlowState, loop: asyncio.AbstractEventLoop) -> None:
+        """The bound ran out: if the server has been silent that long and frames are still
+        held, send them as they came and let the rest of the turn pass; else wait the rest."""
+        self._timers.pop(flow.id, None)
+        try:
+            rewriter = state.ws_rewriter
+            if self._ws.get(flow.id) is not state or rewriter is None or not rewriter.has_held():
+                return
+            timeout = self.core.hold_timeout
+            idle = loop.time() - self._last.get(flow.id, 0.0)
+            if idle < timeout:
+                self._timers[flow.id] = loop.call_later(timeout - idle, self._on_timer, flow, state, loop)
+                return
+            held = rewriter.held_units()
+            state.ws_rewriter = None  # the rest of the turn goes as it comes
+            state.record.notes.append(
+                passed_note(
+                    f"the upstream sent no frame for {idle:.1f} s while a tool call was held "
+                    f"(toolvocab_hold_timeout {timeout:g})",
+                    f"the client got the {len(held)} held frames as the upstream sent them and the rest of the "
+                    "turn unrepaired",
+                )
+            )
+            for unit in held:
+                self._inject(flow, unit.raw, True)
+            self.recorder.finish(flow, state)
+        except Exception as exc:  # a timer callback must not raise into the event loop
+            logger.exception("toolvocab: releasing a stalled WebSocket hold failed")
+            state.record.notes.append(f"stalled hold not released ({type(exc).__name__}: {exc})")
+
+    def _stop_timer(self, flow_id: str) -> None:
+        timer = self._timers.pop(flow_id, None)
+        if timer is not None:
+            timer.cancel()
+        self._last.pop(flow_id, None)
