@@ -287,7 +287,8 @@ def test_apply_request_sentence_becomes_instructions_when_nothing_else(instructi
     if instructions is not None:
         body["instructions"] = instructions
     assert DIALECT.apply_request(body, Plan(prompt_sentence="S."))
-    assert body["instructions"] == "S."
+    # an empty string stays told apart from none, so the echo can give each back
+    assert body["instructions"] == ("S." if instructions is None else "\n\nS.")
 
 
 def test_apply_request_with_empty_plan_changes_nothing():

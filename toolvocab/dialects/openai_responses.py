@@ -526,8 +526,13 @@ def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
                 if isinstance(content, list):
                     content.append({"type": "input_text", "text": sentence})
                     return True
-    if instructions in (None, ""):
+    if instructions is None:
         body["instructions"] = sentence
+        return True
+    if instructions == "":
+        # kept apart from "none sent" (the sentence alone), so the echo gives each back
+        # (ResponsesCore.rewrite_response_object)
+        body["instructions"] = "\n\n" + sentence
         return True
     return False
 
@@ -775,8 +780,11 @@ class ResponsesCore:
         instructions = response.get("instructions")
         if sentence and isinstance(instructions, str) and sentence in instructions:
             # The echo shows the client its own instructions, not the sentence toolvocab added
-            # (which names tools by their upstream names).
-            response["instructions"] = instructions.replace("\n\n" + sentence, "").replace(sentence, "")
+            # (which names tools by their upstream names): none when it sent none (_add_sentence
+            # sent the sentence alone), "" when it sent "" ("\n\n" and the sentence).
+            response["instructions"] = (
+                None if instructions == sentence else instructions.replace("\n\n" + sentence, "").replace(sentence, "")
+            )
             changed = True
         return changed
 
