@@ -111,6 +111,7 @@ class Session:
         out: list[bytes] = []
         for step in self.steps:
             if step.message.from_client:
+                out.extend(step.injected)  # frames released to the client at a client frame
                 continue
             if not step.message.dropped:
                 out.append(step.message.content)
@@ -536,3 +537,50 @@ def test_a_held_call_is_released_when_the_server_stalls(env, stall):
         assert "sent no frame for " in notes and "(toolvocab_hold_timeout 0.2)" in notes, notes
     else:
         assert names == ["exec_command"] and len(got) == len(frames)
+
+
+def test_a_new_turn_while_a_call_is_held_leaves_both_turns_as_sent(env):
+    """A client ``response.create`` while the last turn still streams (its call held): which
+    turn a later frame belongs to is not known, so the held frames go out as they came, the new
+    request goes up as sent, and every later frame passes as it came (no call renamed in one
+    frame and not in another)."""
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    for frame in frames[:3]:  # response.created, then the call's first frames: held
+        s.send(frame)
+    assert [st.message.dropped for st in s.steps[1:]] == [False, True, True]
+    second = s.create()
+    assert second.message.content == second.original and not second.message.dropped
+    assert second.injected == [orjson.dumps(f) for f in frames[1:3]]  # as they came, before the new turn
+    rest = s.server(frames[3:])
+    assert all(not st.message.dropped and st.message.content == st.original for st in rest)
+    items = [f["item"]["name"] for f in parsed(s.delivered()) if f["type"].startswith("response.output_item")]
+    assert items == ["shell", "shell"]  # added and done alike, as the upstream sent them
+    notes = " | ".join(s.record["notes"])
+    assert "a response.create came while the previous turn was still streaming" in notes, notes
+
+
+def test_a_new_turn_after_the_last_one_ended_is_repaired(env):
+    s = Session(env)
+    _, frames = load_frames()
+    for _ in range(2):
+        s.create()
+        s.server(frames)
+    names = [f["item"]["name"] for f in parsed(s.delivered()) if f["type"] == "response.output_item.added"]
+    assert names == ["exec_command", "exec_command"]
+
+
+def test_a_binary_frame_inside_a_held_call_ends_the_hold_in_order(env):
+    """A binary frame (not toolvocab's) inside a held call: the held frames go before it as they
+    came, then it, then the rest of the turn as it came."""
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    for frame in frames[:3]:
+        s.send(frame)
+    b = s.send(b"\x00\x01binary", text=False)
+    assert b.message.dropped and b.injected == [orjson.dumps(f) for f in frames[1:3]] + [b"\x00\x01binary"]
+    s.server(frames[3:])
+    assert s.delivered() == [orjson.dumps(frames[0]), *b.injected, *[orjson.dumps(f) for f in frames[3:]]]
+    assert "a binary frame came while a tool call's frames were held" in " | ".join(s.record["notes"])

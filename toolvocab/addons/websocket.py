@@ -66,7 +66,7 @@ class ToolVocabWebSocket:
                 self._pending[flow.id] -= 1  # one of ours, on its way to the client
             return
         if self.core.mode == "off" or not message.is_text:
-            if not message.from_client:
+            if not message.from_client and not self._binary_in_hold(flow, message):
                 self._queue(flow, message)
             return
         try:
@@ -96,6 +96,18 @@ class ToolVocabWebSocket:
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
+            previous = self._ws.get(flow.id)
+            if previous is not None and previous.ws_rewriter is not None and not previous.ws_turn_done:
+                # The last turn is still streaming: which turn a later frame belongs to is not
+                # known, so neither this turn's request nor the frames from here on are touched.
+                self._give_up(
+                    flow,
+                    previous,
+                    "a response.create came while the previous turn was still streaming",
+                    "the client got what was held as the upstream sent it, and this frame and every frame after "
+                    "it in both turns as they came",
+                )
+                return
             result = pipeline.handle(
                 pipeline.Request(
                     message.content,
@@ -185,6 +197,8 @@ class ToolVocabWebSocket:
                 self.recorder.finish(flow, state)
             return
         self._send(flow, message, [out.raw for out in outs])
+        if _ends_turn(unit):
+            state.ws_turn_done = True
         self._watch(flow, state)
         if any(o is not unit and o.raw != unit.raw for o in outs) or news:
             state.record.response_changed = state.record.response_changed or any(
@@ -219,6 +233,37 @@ class ToolVocabWebSocket:
 
         self._pending[flow.id] = self._pending.get(flow.id, 0) + 1
         ctx.master.commands.call("inject.websocket", flow, True, raw, is_text)
+
+    def _binary_in_hold(self, flow: http.HTTPFlow, message: Any) -> bool:
+        """A binary server frame while a turn's frames are held (not toolvocab's to read): the
+        held frames go before it as they came and the rest of the turn passes; ``True`` when
+        that was done, ``False`` when nothing is held."""
+        state = self._ws.get(flow.id)
+        rewriter = state.ws_rewriter if state is not None else None
+        if state is None or rewriter is None or self.core.mode == "observe" or not rewriter.has_held():
+            return False
+        self._give_up(
+            flow,
+            state,
+            "a binary frame came while a tool call's frames were held",
+            "the client got the held frames as the upstream sent them, then the binary frame and the rest of "
+            "the turn as they came",
+        )
+        message.drop()
+        self._inject(flow, message.content, False)
+        return True
+
+    def _give_up(self, flow: http.HTTPFlow, state: FlowState, why: str, got: str) -> None:
+        """Stop rewriting ``state``'s turn: what its rewriter holds goes to the client as it came
+        (injected, in order), every later frame of the socket passes, the record says why."""
+        rewriter = state.ws_rewriter
+        held = rewriter.held_units() if rewriter is not None else []
+        state.ws_rewriter = None
+        self._stop_timer(flow.id)
+        state.record.notes.append(passed_note(why, got))
+        for unit in held:
+            self._inject(flow, unit.raw, True)
+        self.recorder.finish(flow, state)
 
     # -- the hold bound -----------------------------------------------------------------------
 
@@ -273,3 +318,17 @@ class ToolVocabWebSocket:
         if timer is not None:
             timer.cancel()
         self._last.pop(flow_id, None)
+
+
+#: Server events after which a Responses turn sends nothing more (developers.openai.com/docs/
+#: guides/websocket-mode; the Responses streaming events).
+_TURN_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
+
+
+def _ends_turn(unit: JSONFrame) -> bool:
+    """``unit`` is the last event of its turn."""
+    try:
+        data = unit.json()
+    except RepeatedKey:
+        return False
+    return isinstance(data, dict) and data.get("type") in _TURN_ENDS
