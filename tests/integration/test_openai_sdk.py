@@ -1205,7 +1205,7 @@ class WSUpstream:
 
         self.received: list[str] = []
         self.paths: list[str] = []
-        self.scripts: list[tuple[list[str], float]] = []
+        self.scripts: list[tuple[list[str], float, bool]] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
         self._server = serve(self._handler, "127.0.0.1", 0)
@@ -1214,10 +1214,11 @@ class WSUpstream:
         self._thread = threading.Thread(target=self._server.serve_forever, name="ws-upstream", daemon=True)
         self._thread.start()
 
-    def script(self, frames: list[str], delay: float = 0.0) -> None:
-        """Answer the next ``response.create`` with ``frames``, ``delay`` seconds apart."""
+    def script(self, frames: list[str], delay: float = 0.0, close: bool = False) -> None:
+        """Answer the next ``response.create`` with ``frames``, ``delay`` seconds apart; with
+        ``close``, close the socket (1000) right after the last."""
         with self._lock:
-            self.scripts.append((frames, delay))
+            self.scripts.append((frames, delay, close))
 
     def _handler(self, ws: Any) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -1236,7 +1237,7 @@ class WSUpstream:
             if kind != "response.create":
                 continue
             with self._lock:
-                frames, delay = self.scripts.pop(0) if self.scripts else (None, 0.0)
+                frames, delay, close = self.scripts.pop(0) if self.scripts else (None, 0.0, False)
             if frames is None:
                 self.errors.append("no script left")
                 frames = [
@@ -1249,6 +1250,9 @@ class WSUpstream:
                     if delay and i:
                         time.sleep(delay)
                     ws.send(frame)
+                if close:
+                    ws.close(1000, "bye")
+                    return
             except ConnectionClosed:
                 return
 
@@ -1319,6 +1323,36 @@ def ws_connect(px: procs.MitmdumpHandle, path: str = "/v1/responses") -> Any:
             "originator": "codex_cli_rs",
         },
     )
+
+
+@needs_addon
+@pytest.mark.parametrize("declared", [False, True], ids=["repaired", "kept"])
+def test_websocket_frames_of_a_call_reach_the_client_before_the_server_closes(ws_upstream, proxy, declared):
+    """The server sends a whole turn whose call is held until its end, then closes the socket at
+    once. Every frame reaches the client before the close, repaired or as it came: frames a hold
+    releases are written before mitmproxy relays the close (``inject.websocket`` sends them from
+    tasks of its own, which the close overtook, and the layer then drops them)."""
+    from websockets.exceptions import ConnectionClosed
+
+    px = proxy(ws_upstream.url)
+    name, args = ("exec_command", '{"cmd":"echo hi"}') if declared else ("shell", SHELL_ARGV)
+    sent = ws_frames([fc_item(name, args, "call_tvShell01", "fc_tvShell01")])
+    ws_upstream.script(sent, close=True)
+    got: list[str] = []
+    with ws_connect(px) as ws:
+        ws.send(json.dumps(response_create()))
+        try:
+            while len(got) <= len(sent):
+                got.append(ws.recv(timeout=15))
+        except ConnectionClosed as closed:
+            assert closed.rcvd is not None and closed.rcvd.code == 1000
+    assert len(got) == len(sent), [json.loads(g)["type"] for g in got]
+    down = [json.loads(g) for g in got]
+    assert [d["sequence_number"] for d in down] == list(range(len(sent)))
+    names = {d["item"]["name"] for d in down if "item" in d}
+    assert names == {"exec_command"}
+    if declared:
+        assert got == sent  # nothing to repair: every frame as it came
 
 
 @needs_addon

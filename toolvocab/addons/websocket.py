@@ -4,11 +4,13 @@ rewritten by the Responses dialect's stream rewriter.
 
 A server frame that comes out as one frame goes on as mitmproxy relays it (its content changed
 in place when rewritten), so it keeps its place before the close that may follow it. Frames a
-hold releases are more than the message at hand: they go out with ``inject.websocket``, which
-mitmproxy sends from tasks of its own (``proxyserver.inject_event``) and then runs through this
-hook again (``injected``). Until every injected frame has come through, later server frames are
-injected too, binary ones included, so none overtakes them (mitmproxy 11.0.2 and 12.x:
-``proxy/layers/websocket.py``, ``relay_messages``).
+hold releases are more than the message at hand: they are written to the client connection at
+once (:func:`write_to_client`), in order with the layer's own bytes. Where that cannot be done
+they go out with ``inject.websocket``, which mitmproxy sends from tasks of its own
+(``proxyserver.inject_event``) and then runs through this hook again (``injected``); until every
+injected frame has come through, later server frames are injected too, binary ones included, so
+none overtakes them (mitmproxy 11.0.2 and 12.x: ``proxy/layers/websocket.py``,
+``relay_messages``).
 
 A held call is bounded as on HTTP (``toolvocab_hold_timeout``): when the server sends no frame
 for that long while frames are held, they go to the client as they came and the rest of the
@@ -229,8 +231,13 @@ class ToolVocabWebSocket:
             self._inject(flow, message.content, message.is_text)
 
     def _inject(self, flow: http.HTTPFlow, raw: bytes, is_text: bool) -> None:
+        """Send one frame to ``flow``'s client now (:func:`write_to_client`), or, when that
+        cannot be done or an injected frame is still on its way, with ``inject.websocket``
+        (counted until it comes back through the hook)."""
         from mitmproxy import ctx
 
+        if not self._pending.get(flow.id) and write_to_client(flow, raw, is_text):
+            return
         self._pending[flow.id] = self._pending.get(flow.id, 0) + 1
         ctx.master.commands.call("inject.websocket", flow, True, raw, is_text)
 
@@ -332,3 +339,73 @@ def _ends_turn(unit: JSONFrame) -> bool:
     except RepeatedKey:
         return False
     return isinstance(data, dict) and data.get("type") in _TURN_ENDS
+
+
+def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:
+    """Write one WebSocket message to ``flow``'s client connection now, framed by the flow's
+    own WebSocket layer (its wsproto connection to the client) and through the connection's TLS
+    layer(s), and add it to ``flow.websocket.messages`` as mitmproxy adds an injected one (before
+    the message at hand, which stays last); ``False`` when there is no such open connection.
+
+    ``inject.websocket`` sends from a task of its own, after the message at hand: a close the
+    server sends right after would overtake it, and mitmproxy drops injected messages once the
+    layer is closed (``proxy/layers/websocket.py``: ``relay_messages`` sends the close with no
+    hook before it, then ``done``). Written here, in a hook (the layer is paused on it) or from
+    a timer between two events, the bytes go out in order with the layer's own (as
+    :func:`toolvocab.addons.stream.send_to_client` does for HTTP; mitmproxy 11.0.2 and 12.x)."""
+    from mitmproxy import ctx
+    from mitmproxy import websocket
+    from mitmproxy.proxy import commands
+    from wsproto.connection import ConnectionState
+    from wsproto.events import BytesMessage
+    from wsproto.events import TextMessage
+    from wsproto.frame_protocol import Opcode
+
+    from toolvocab.addons.stream import _client_layers
+
+    server = ctx.master.addons.get("proxyserver")
+    handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
+    if handler is None or flow.websocket is None:
+        return False
+    transport = handler.transports.get(flow.client_conn)
+    writer = getattr(transport, "writer", None)
+    layer = _websocket_layer(handler, flow)
+    if writer is None or writer.is_closing() or layer is None:
+        return False
+    h2server, _, tunnels = _client_layers(handler, flow)
+    connection = getattr(layer, "client_ws", None)
+    if h2server is not None or connection is None or connection.state is not ConnectionState.OPEN:
+        return False
+    try:
+        event = TextMessage(data=raw.decode("utf-8")) if is_text else BytesMessage(data=raw)
+    except UnicodeDecodeError:
+        return False
+    framed = connection.send(event)
+    for tunnel in tunnels:  # innermost first, as the bytes travel
+        framed = b"".join(c.data for c in tunnel.send_data(framed) if isinstance(c, commands.SendData))
+    writer.write(framed)
+    messages = flow.websocket.messages
+    sent = websocket.WebSocketMessage(Opcode.TEXT if is_text else Opcode.BINARY, False, raw, injected=True)
+    messages.insert(max(len(messages) - 1, 0), sent)
+    return True
+
+
+def _websocket_layer(handler: Any, flow: http.HTTPFlow) -> Any:
+    """``flow``'s WebSocket layer in the connection's layer stack (an HTTP stream's child after
+    the upgrade), or ``None``."""
+    seen: set[int] = set()
+    todo = [getattr(handler, "layer", None)]
+    while todo:
+        layer = todo.pop()
+        if layer is None or id(layer) in seen or len(seen) > 200:
+            continue
+        seen.add(id(layer))
+        if getattr(layer, "flow", None) is flow and hasattr(layer, "client_ws"):
+            return layer
+        streams = getattr(layer, "streams", None)
+        if isinstance(streams, dict):
+            todo.extend(streams.values())
+        for name in ("child_layer", "layer"):
+            todo.append(getattr(layer, name, None))
+        todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
+    return None
