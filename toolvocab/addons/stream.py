@@ -506,17 +506,10 @@ def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
     transport (``proxyserver.connections[client id].transports[client]``; mitmproxy 11.0.2
     and 12.3.1).
     """
-    from mitmproxy import ctx
-    from mitmproxy.proxy import commands
-
-    server = ctx.master.addons.get("proxyserver")
-    handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
-    if handler is None or flow.response is None:
+    open_ = client_connection(flow)
+    if open_ is None or flow.response is None:
         return None
-    transport = handler.transports.get(flow.client_conn)
-    writer = getattr(transport, "writer", None)
-    if writer is None or writer.is_closing():
-        return None
+    handler, writer = open_
     h2server, stream_id, tunnels = _client_layers(handler, flow)
     if h2server is not None:
         import h2.exceptions
@@ -532,10 +525,33 @@ def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
         return None  # a length-delimited body cannot grow
     else:
         framed, how = data, "HTTP/1 body bytes"
-    for tunnel in tunnels:  # innermost first, as the bytes travel
-        framed = b"".join(c.data for c in tunnel.send_data(framed) if isinstance(c, commands.SendData))
-    writer.write(framed)
+    writer.write(through_tunnels(tunnels, framed))
     return how + (" over TLS" if tunnels else "")
+
+
+def client_connection(flow: http.HTTPFlow) -> tuple[Any, Any] | None:
+    """``flow``'s client connection handler (``proxyserver.connections[client id]``) and its
+    transport's writer, or ``None`` when the connection is gone or closing."""
+    from mitmproxy import ctx
+
+    server = ctx.master.addons.get("proxyserver")
+    handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
+    if handler is None:
+        return None
+    writer = getattr(handler.transports.get(flow.client_conn), "writer", None)
+    if writer is None or writer.is_closing():
+        return None
+    return handler, writer
+
+
+def through_tunnels(tunnels: list[Any], data: bytes) -> bytes:
+    """``data`` as the client connection carries it: through each tunnel layer's ``send_data``
+    (TLS encryption), innermost first (:func:`_client_layers`)."""
+    from mitmproxy.proxy import commands
+
+    for tunnel in tunnels:
+        data = b"".join(c.data for c in tunnel.send_data(data) if isinstance(c, commands.SendData))
+    return data
 
 
 def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[Any]]:

@@ -353,24 +353,22 @@ def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:
     hook before it, then ``done``). Written here, in a hook (the layer is paused on it) or from
     a timer between two events, the bytes go out in order with the layer's own (as
     :func:`toolvocab.addons.stream.send_to_client` does for HTTP; mitmproxy 11.0.2 and 12.x)."""
-    from mitmproxy import ctx
     from mitmproxy import websocket
-    from mitmproxy.proxy import commands
     from wsproto.connection import ConnectionState
     from wsproto.events import BytesMessage
     from wsproto.events import TextMessage
     from wsproto.frame_protocol import Opcode
 
     from toolvocab.addons.stream import _client_layers
+    from toolvocab.addons.stream import client_connection
+    from toolvocab.addons.stream import through_tunnels
 
-    server = ctx.master.addons.get("proxyserver")
-    handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
-    if handler is None or flow.websocket is None:
+    open_ = client_connection(flow)
+    if open_ is None or flow.websocket is None:
         return False
-    transport = handler.transports.get(flow.client_conn)
-    writer = getattr(transport, "writer", None)
+    handler, writer = open_
     layer = _websocket_layer(handler, flow)
-    if writer is None or writer.is_closing() or layer is None:
+    if layer is None:
         return False
     h2server, _, tunnels = _client_layers(handler, flow)
     connection = getattr(layer, "client_ws", None)
@@ -380,10 +378,7 @@ def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:
         event = TextMessage(data=raw.decode("utf-8")) if is_text else BytesMessage(data=raw)
     except UnicodeDecodeError:
         return False
-    framed = connection.send(event)
-    for tunnel in tunnels:  # innermost first, as the bytes travel
-        framed = b"".join(c.data for c in tunnel.send_data(framed) if isinstance(c, commands.SendData))
-    writer.write(framed)
+    writer.write(through_tunnels(tunnels, connection.send(event)))
     messages = flow.websocket.messages
     sent = websocket.WebSocketMessage(Opcode.TEXT if is_text else Opcode.BINARY, False, raw, injected=True)
     messages.insert(max(len(messages) - 1, 0), sent)
