@@ -228,3 +228,51 @@ def test_control_without_a_bound_the_block_waits_and_is_repaired():
     finally:
         proxy.stop()
         upstream.stop()
+
+
+def test_a_release_through_the_regular_proxy_over_tls_is_encrypted(tmp_path):
+    """Regular mode (the client's ``HTTPS_PROXY``: CONNECT, then TLS to mitmproxy): the held
+    bytes the stall bound writes to the client go through the client connection's TLS layer,
+    which sits under the CONNECT stream of mitmproxy's HTTP layer. They went out unencrypted
+    (the client: ``SSL: WRONG_VERSION_NUMBER``) when the layer walk did not look into the HTTP
+    layer's streams."""
+    import httpx
+
+    upstream = ChunkedUpstream(BEFORE, pause=PAUSE, after=AFTER, tls=True)
+    port = procs.free_port()
+    argv = [
+        str(procs.MITMDUMP),
+        "-s",
+        str(procs.ADDON_SCRIPT),
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        str(port),
+    ]
+    argv += ["--ssl-insecure", "--set", "toolvocab_intercept=all", "--set", f"toolvocab_hold_timeout={BOUND}"]
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    proxy = procs.ManagedProcess(argv, name="regular-tls", workdir=str(tmp_path), env=dict(env, HOME=str(tmp_path)))
+    try:
+        deadline = time.monotonic() + 30
+        while not procs.port_open(port):
+            assert proxy.running() and time.monotonic() < deadline, proxy.output()
+            time.sleep(0.1)
+        seen, body = [], b""
+        with httpx.Client(
+            proxy=f"http://127.0.0.1:{port}", verify=False, trust_env=False, timeout=PAUSE + 15
+        ) as client:
+            with client.stream(
+                "POST", f"{upstream.url}/v1/messages", content=REQUEST, headers={"content-type": "application/json"}
+            ) as resp:
+                assert resp.status_code == 200
+                for data in resp.iter_raw():
+                    body += data
+                    seen.append((time.monotonic(), body))
+        assert upstream.resumed is not None
+        during = [b for t, b in seen if t < upstream.resumed]
+        assert during and during[-1] == BEFORE, f"client had {len(during[-1]) if during else 0} of {len(BEFORE)} bytes"
+        assert body == BODY  # the whole answer, byte-identical, over the client's TLS
+    finally:
+        proxy.stop()
+        upstream.stop()
+    assert "toolvocab: passed through (could not repair): the upstream sent no byte for " in proxy.output()

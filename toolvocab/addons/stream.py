@@ -578,6 +578,8 @@ def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[An
                     conn = connections.get(flow.client_conn)
                     if conn is not None and hasattr(conn, "h2_conn"):
                         h2server, stream_id = conn, sid
+        if isinstance(streams, dict):  # an HTTP layer's streams: in regular mode the client's
+            todo.extend(streams.values())  # TLS layer sits under the CONNECT stream
         for name in ("child_layer", "layer"):
             todo.append(getattr(layer, name, None))
         todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
