@@ -8,6 +8,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 from mitmproxy import http
@@ -554,18 +555,33 @@ def through_tunnels(tunnels: list[Any], data: bytes) -> bytes:
     return data
 
 
-def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[Any]]:
-    """Walk the connection's layer stack: ``flow``'s client-side HTTP/2 connection layer and
-    stream id (``None, 0`` for HTTP/1) and the tunnel layers (TLS) on the client connection,
-    innermost first."""
+def connection_layers(handler: Any) -> Iterator[Any]:
+    """Every layer of a connection handler's layer stack, outer before inner along each branch:
+    children (``child_layer``, ``layer``, a delegated ``_handle_event``'s owner) and an HTTP
+    layer's streams (in regular mode the client's TLS layer sits under the CONNECT stream; a
+    WebSocket layer is an upgraded stream's child). At most 200 layers."""
     seen: set[int] = set()
-    h2server, stream_id, tunnels = None, 0, []
     todo = [getattr(handler, "layer", None)]
     while todo:
         layer = todo.pop()
-        if layer is None or id(layer) in seen or len(seen) > 100:
+        if layer is None or id(layer) in seen or len(seen) > 200:
             continue
         seen.add(id(layer))
+        yield layer
+        streams = getattr(layer, "streams", None)
+        if isinstance(streams, dict):
+            todo.extend(streams.values())
+        for name in ("child_layer", "layer"):
+            todo.append(getattr(layer, name, None))
+        todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
+
+
+def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[Any]]:
+    """``flow``'s client-side HTTP/2 connection layer and stream id (``None, 0`` for HTTP/1)
+    and the tunnel layers (TLS) on the client connection, innermost first
+    (:func:`connection_layers`)."""
+    h2server, stream_id, tunnels = None, 0, []
+    for layer in connection_layers(handler):
         if getattr(layer, "tunnel_connection", None) is flow.client_conn and callable(
             getattr(layer, "send_data", None)
         ):
@@ -578,9 +594,4 @@ def _client_layers(handler: Any, flow: http.HTTPFlow) -> tuple[Any, int, list[An
                     conn = connections.get(flow.client_conn)
                     if conn is not None and hasattr(conn, "h2_conn"):
                         h2server, stream_id = conn, sid
-        if isinstance(streams, dict):  # an HTTP layer's streams: in regular mode the client's
-            todo.extend(streams.values())  # TLS layer sits under the CONNECT stream
-        for name in ("child_layer", "layer"):
-            todo.append(getattr(layer, name, None))
-        todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
     return h2server, stream_id, tunnels[::-1]

@@ -388,19 +388,9 @@ def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:
 def _websocket_layer(handler: Any, flow: http.HTTPFlow) -> Any:
     """``flow``'s WebSocket layer in the connection's layer stack (an HTTP stream's child after
     the upgrade), or ``None``."""
-    seen: set[int] = set()
-    todo = [getattr(handler, "layer", None)]
-    while todo:
-        layer = todo.pop()
-        if layer is None or id(layer) in seen or len(seen) > 200:
-            continue
-        seen.add(id(layer))
+    from toolvocab.addons.stream import connection_layers
+
+    for layer in connection_layers(handler):
         if getattr(layer, "flow", None) is flow and hasattr(layer, "client_ws"):
             return layer
-        streams = getattr(layer, "streams", None)
-        if isinstance(streams, dict):
-            todo.extend(streams.values())
-        for name in ("child_layer", "layer"):
-            todo.append(getattr(layer, name, None))
-        todo.append(getattr(getattr(layer, "_handle_event", None), "__self__", None))
     return None
