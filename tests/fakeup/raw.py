@@ -118,22 +118,31 @@ class ChunkedUpstream:
             length = next(
                 int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")
             )
-            while len(rest) < length:
-                rest += conn.recv(65536)
-            conn.sendall(HEAD)
-            for i in range(0, len(self.body), 100):
-                piece = self.body[i : i + 100]
-                conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-                time.sleep(0.002)
-            if self.after is None:
-                time.sleep(0.3)  # the proxy has read everything before the connection dies
-                if self.reset:
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            try:
+                self._send(conn, rest, length)
+            except OSError:
+                return  # the proxy closed the connection (its client went away): nothing to answer
+
+    def _send(self, conn: socket.socket, rest: bytes, length: int) -> None:
+        while len(rest) < length:
+            more = conn.recv(65536)
+            if not more:
                 return
-            time.sleep(self.pause)
-            self.resumed = time.monotonic()
-            conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(self.after), self.after))
-            time.sleep(0.5)
+            rest += more
+        conn.sendall(HEAD)
+        for i in range(0, len(self.body), 100):
+            piece = self.body[i : i + 100]
+            conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            time.sleep(0.002)
+        if self.after is None:
+            time.sleep(0.3)  # the proxy has read everything before the connection dies
+            if self.reset:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        time.sleep(self.pause)
+        self.resumed = time.monotonic()
+        conn.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(self.after), self.after))
+        time.sleep(0.5)
 
     def stop(self) -> None:
         self.stopped = True
