@@ -285,7 +285,7 @@ def start_fake_upstream(
 
 # ------------------------------------------------------------------------------ mitmdump
 class MitmdumpHandle:
-    """A running ``mitmdump`` in reverse mode in front of one upstream."""
+    """A running ``mitmdump``: reverse mode in front of one upstream, or regular mode."""
 
     def __init__(self, process: ManagedProcess, port: int, save_path: str | None) -> None:
         self.process = process
@@ -320,7 +320,7 @@ class MitmdumpHandle:
 
 
 def start_mitmdump(
-    upstream_url: str,
+    upstream_url: str | None,
     *,
     options: dict[str, str] | None = None,
     save_path: str | os.PathLike | None = None,
@@ -328,14 +328,19 @@ def start_mitmdump(
     extra_args: Sequence[str] = (),
     timeout: float = 20.0,
     attempts: int = 3,
+    home: str | os.PathLike | None = None,
 ) -> MitmdumpHandle:
-    """Run ``mitmdump [-s script] --mode reverse:<upstream_url>`` on a free local port.
+    """Run ``mitmdump [-s script] --mode reverse:<upstream_url>`` on a free local port, or
+    mitmdump in regular mode (a forward proxy: the client's ``HTTP(S)_PROXY``) when
+    ``upstream_url`` is ``None``.
 
-    ``options`` become ``--set k=v``; ``save_path`` becomes ``-w``; ``script=None`` runs
-    plain mitmdump (no addon). Waits until the port accepts connections (at most
-    ``timeout`` s per attempt) and mitmdump has not reported a startup error; raises
-    :class:`ProcessStartError` with mitmdump's output otherwise. Retries on another port
-    if the chosen one was taken meanwhile.
+    ``options`` become ``--set k=v`` (``termlog_verbosity=info`` unless they set it);
+    ``save_path`` becomes ``-w``; ``script=None`` runs plain mitmdump (no addon); ``extra_args``
+    go last. ``home`` becomes mitmdump's ``HOME`` and the folder of its output
+    files: a fresh ``~/.mitmproxy`` (no user's ``config.yaml``; its own CA). Waits until the
+    port accepts connections (at most ``timeout`` s per attempt) and mitmdump has not reported
+    a startup error; raises :class:`ProcessStartError` with mitmdump's output otherwise.
+    Retries on another port if the chosen one was taken meanwhile.
     """
     if not MITMDUMP.exists():
         raise ProcessStartError(f"mitmdump not found next to {sys.executable}")
@@ -345,25 +350,25 @@ def start_mitmdump(
         argv: list[str] = [str(MITMDUMP)]
         if script is not None:
             argv += ["-s", str(script)]
+        if upstream_url is not None:
+            argv += ["--mode", f"reverse:{upstream_url}"]
         argv += [
-            "--mode",
-            f"reverse:{upstream_url}",
             "--listen-host",
             "127.0.0.1",
             "--listen-port",
             str(port),
-            "--set",
-            "termlog_verbosity=info",
         ]
-        for key, value in (options or {}).items():
+        for key, value in {"termlog_verbosity": "info", **(options or {})}.items():
             argv += ["--set", f"{key}={value}"]
         if save_path is not None:
             argv += ["-w", str(save_path)]
         argv += list(extra_args)
         env = dict(os.environ, PYTHONUNBUFFERED="1")  # log lines reach the files promptly
         for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-            env.pop(var, None)  # reverse mode talks to the upstream directly
-        process = ManagedProcess(argv, name="mitmdump", env=env)
+            env.pop(var, None)  # mitmdump talks to the upstream directly
+        if home is not None:
+            env["HOME"] = str(home)
+        process = ManagedProcess(argv, name="mitmdump", env=env, workdir=None if home is None else str(home))
         try:
             problem = _wait_mitmdump_ready(process, port, timeout)
         except BaseException:

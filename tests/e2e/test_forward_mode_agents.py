@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import os
 import re
 import shutil
 import socket
@@ -77,48 +76,21 @@ class ForwardProxy:
     ) -> None:
         self.save_path = save_path
         self.confdir = confdir
-        last = None
-        for _ in range(3):
-            port = procs.free_port()
-            argv = [
-                str(procs.MITMDUMP),
-                "-s",
-                str(procs.ADDON_SCRIPT),
-                "-s",
-                str(ROUTE_SCRIPT),
-                "--listen-host",
-                "127.0.0.1",
-                "--listen-port",
-                str(port),
-                "--set",
-                f"confdir={confdir}",
-                "--set",
-                "connection_strategy=lazy",
-                "--set",
-                f"route_upstream={fake_url}",
-                "--set",
-                "termlog_verbosity=debug",
-                "--set",
-                "route_tunnels=" + ",".join(f"{k}={v}" for k, v in (tunnels or {}).items()),
-                "-w",
-                str(save_path),
-            ]
-            for key, value in (options or {}).items():
-                argv += ["--set", f"{key}={value}"]
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-            for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-                env.pop(var, None)
-            process = procs.ManagedProcess(argv, name="mitmdump", env=env)
-            problem = procs._wait_mitmdump_ready(process, port, 30.0)
-            if problem is None:
-                self.process, self.port = process, port
-                self.url = f"http://127.0.0.1:{port}"
-                return
-            last = f"{problem}\n{process.output()}"
-            process.stop(timeout=5)
-            if "address already in use" not in last.lower():
-                break
-        raise procs.ProcessStartError(last or "mitmdump did not start")
+        handle = procs.start_mitmdump(
+            None,
+            options={
+                "confdir": str(confdir),
+                "connection_strategy": "lazy",
+                "route_upstream": fake_url,
+                "termlog_verbosity": "debug",
+                "route_tunnels": ",".join(f"{k}={v}" for k, v in (tunnels or {}).items()),
+                **(options or {}),
+            },
+            save_path=save_path,
+            extra_args=["-s", str(ROUTE_SCRIPT)],
+            timeout=30.0,
+        )
+        self.process, self.port, self.url = handle.process, handle.port, handle.url
 
     @property
     def ca(self) -> str:

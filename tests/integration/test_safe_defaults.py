@@ -181,25 +181,11 @@ def test_regular_mode_handles_plain_http_to_any_host_as_the_hosts_help_says(tmp_
     fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})
     try:
         for hosts, expected in ((None, "Bash"), (r"^api\.anthropic\.com$", "shell")):
-            port = procs.free_port()
-            argv = [
-                str(procs.MITMDUMP),
-                "-s",
-                str(procs.ADDON_SCRIPT),
-                "--listen-host",
-                "127.0.0.1",
-                "--listen-port",
-                str(port),
-                "--set",
-                "termlog_verbosity=info",
-            ] + (["--set", f"toolvocab_hosts={hosts}"] if hosts else [])
-            proxy = procs.ManagedProcess(argv, name=f"regular-{expected}", workdir=str(tmp_path), env=_env(tmp_path))
+            proxy = procs.start_mitmdump(
+                None, options={"toolvocab_hosts": hosts} if hosts else {}, home=tmp_path, timeout=30
+            )
             try:
-                deadline = time.monotonic() + 30
-                while not procs.port_open(port):
-                    assert proxy.running() and time.monotonic() < deadline, proxy.output()
-                    time.sleep(0.1)
-                with httpx.Client(proxy=f"http://127.0.0.1:{port}", trust_env=False, timeout=30) as client:
+                with httpx.Client(proxy=proxy.url, trust_env=False, timeout=30) as client:
                     answer = client.post(
                         f"{fake.url}/v1/messages",
                         headers={"anthropic-version": "2023-06-01"},

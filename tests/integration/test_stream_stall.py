@@ -239,28 +239,20 @@ def test_a_release_through_the_regular_proxy_over_tls_is_encrypted(tmp_path):
     import httpx
 
     upstream = ChunkedUpstream(BEFORE, pause=PAUSE, after=AFTER, tls=True)
-    port = procs.free_port()
-    argv = [
-        str(procs.MITMDUMP),
-        "-s",
-        str(procs.ADDON_SCRIPT),
-        "--listen-host",
-        "127.0.0.1",
-        "--listen-port",
-        str(port),
-    ]
-    argv += ["--ssl-insecure", "--set", "toolvocab_intercept=all", "--set", f"toolvocab_hold_timeout={BOUND}"]
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    proxy = procs.ManagedProcess(argv, name="regular-tls", workdir=str(tmp_path), env=dict(env, HOME=str(tmp_path)))
     try:
-        deadline = time.monotonic() + 30
-        while not procs.port_open(port):
-            assert proxy.running() and time.monotonic() < deadline, proxy.output()
-            time.sleep(0.1)
+        proxy = procs.start_mitmdump(
+            None,
+            options={"toolvocab_intercept": "all", "toolvocab_hold_timeout": str(BOUND)},
+            extra_args=["--ssl-insecure"],
+            home=tmp_path,
+            timeout=30,
+        )
+    except BaseException:
+        upstream.stop()
+        raise
+    try:
         seen, body = [], b""
-        with httpx.Client(
-            proxy=f"http://127.0.0.1:{port}", verify=False, trust_env=False, timeout=PAUSE + 15
-        ) as client:
+        with httpx.Client(proxy=proxy.url, verify=False, trust_env=False, timeout=PAUSE + 15) as client:
             with client.stream(
                 "POST", f"{upstream.url}/v1/messages", content=REQUEST, headers={"content-type": "application/json"}
             ) as resp:
