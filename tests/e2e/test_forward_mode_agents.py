@@ -30,7 +30,6 @@ connection before a request, and every request to an intercepted host is routed 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import re
 import shutil
@@ -55,6 +54,7 @@ from e2e.agents import agent_env
 from e2e.agents import client_binary
 from e2e.agents import neutral_home
 from e2e.agents import run_client
+from fakeup.tls import self_signed
 
 pytestmark = pytest.mark.e2e
 
@@ -214,37 +214,6 @@ def test_agent_with_default_url_through_regular_mode(key: str, stack: contextlib
 
 # --------------------------------------------------------------------- tunnelled host
 TUNNEL_HOST = "tunnel.e2e.test"
-
-
-def self_signed(tmp: Path, name: str) -> tuple[Path, Path]:
-    """A self-signed certificate for ``name`` (and its key), PEM files under ``tmp``."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = tmp / f"{name}.pem", tmp / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
 
 
 class TLSServer:

@@ -15,7 +15,8 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+
+from fakeup.tls import server_context
 
 TOOLS = [
     {
@@ -80,7 +81,7 @@ class ChunkedUpstream:
         self.sock.listen(4)
         self.sock.settimeout(0.2)
         self.stopped = False
-        self.tls = self_signed_context() if tls else None  # HTTPS with a certificate made here
+        self.tls = server_context() if tls else None  # HTTPS with a certificate made here
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.sock.getsockname()[1]}"
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -148,46 +149,3 @@ class ChunkedUpstream:
         self.stopped = True
         self.thread.join(5)
         self.sock.close()
-
-
-def self_signed_context() -> Any:
-    """A server ``ssl.SSLContext`` with a certificate for 127.0.0.1 made now (RSA 2048, valid a
-    day; ``cryptography``, which mitmproxy depends on)."""
-    import datetime
-    import ipaddress
-    import ssl
-    import tempfile
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .sign(key, hashes.SHA256())
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with tempfile.TemporaryDirectory() as tmp:
-        cert_path, key_path = f"{tmp}/cert.pem", f"{tmp}/key.pem"
-        with open(cert_path, "wb") as fp:
-            fp.write(cert.public_bytes(serialization.Encoding.PEM))
-        with open(key_path, "wb") as fp:
-            fp.write(
-                key.private_bytes(
-                    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-                )
-            )
-        context.load_cert_chain(cert_path, key_path)
-    return context
