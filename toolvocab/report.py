@@ -204,19 +204,34 @@ def _where(record: dict) -> str:
 
 
 def log_line(record: dict) -> str:
-    """The one ``info`` line mitmdump prints for a changed flow, e.g.
-    ``toolvocab: shell→Bash (capability) · Claude Code → api.anthropic.com``. Repairs only:
-    calls left alone have their own line (:func:`left_line`), give-ups theirs (:func:`passed_line`)."""
+    """The one line mitmdump prints for a changed flow, e.g.
+    ``toolvocab: shell→Bash (capability) · Claude Code → api.anthropic.com``; in ``observe`` mode
+    what would have changed, ``toolvocab: would change (observe): shell→Bash (capability) · …``
+    (the words of the flow's :func:`comment`). Repairs only: calls left alone have their own line
+    (:func:`left_line`), give-ups theirs (:func:`passed_line`); :func:`log_kind` gives its level."""
+    observe = record.get("mode") == "observe"
+    sent = record.get("request_changed") or observe  # observe changes nothing: what it would send
     parts = _changes(record)
     renamed = record.get("rename_map") or {}
-    if renamed and record.get("request_changed"):
+    if renamed and sent:
         parts.append(f"{_plural(len(renamed), 'tool')} renamed upstream")
-    if record.get("prompt_sentence") and record.get("request_changed"):
+    if record.get("prompt_sentence") and sent:
         parts.append(f"prompt sentence names {_plural(len(record.get('prompt_names') or []), 'tool')}")
     if not parts and record.get("response_changed"):
         parts.append("answer rewritten (ids or argument encoding)")
-    prefix = "toolvocab (observe, nothing changed): " if record.get("mode") == "observe" else "toolvocab: "
+    prefix = "toolvocab: would change (observe): " if observe else "toolvocab: "
     return prefix + ("; ".join(parts) or "no change") + " · " + _where(record)
+
+
+def log_kind(record: dict) -> str | None:
+    """Whether the flow has a :func:`log_line`, and of what kind: :func:`change_kind` (``"tools"``,
+    ``"prompt"``), in ``observe`` mode what would have changed (``"prompt"`` when only the
+    sentence would have been added); ``None``: no line."""
+    if record.get("mode") != "observe":
+        return change_kind(record)
+    if _changes(record) or record.get("rename_map"):
+        return "tools"
+    return "prompt" if record.get("prompt_sentence") else None
 
 
 def left_line(record: dict) -> str | None:

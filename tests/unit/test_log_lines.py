@@ -133,6 +133,31 @@ def test_nothing_changed_nothing_logged_at_info(addon, loaded, caplog) -> None:
     assert not f.marked and not f.comment
 
 
+@pytest.mark.parametrize(
+    ("tools", "answer", "info", "debug"),
+    [
+        ([BASH], "shell", ["shell→Bash (capability); prompt sentence names 1 tool"], []),
+        ([BASH, PS], "Bash", [], ["prompt sentence names 2 tools"]),
+        ([BASH, PS], "frobnicate", [], ["prompt sentence names 2 tools"]),
+    ],
+)
+def test_observe_mode_logs_what_would_change_as_its_comment_says(addon, loaded, caplog, tools, answer, info, debug):
+    """Observe mode's line says what would change, at the level the same change logs at in
+    ``auto`` (the sentence alone at ``debug``): no "nothing changed … no change" at ``info``
+    beside a comment and a ``stats`` count of "would change"."""
+    tctx, script = loaded
+    tctx.configure(script, toolvocab_mode="observe")
+    caplog.set_level(logging.DEBUG)
+    f = run_flow(addon, tools, answer)
+    where = " · Claude Code → api.anthropic.com"
+    left = [f"toolvocab: {answer} left (not declared){where}"] if answer == "frobnicate" else []
+    assert messages(caplog, logging.INFO) == [f"toolvocab: would change (observe): {i}{where}" for i in info] + left
+    assert [m for m in messages(caplog, logging.DEBUG) if "(observe)" in m] == [
+        f"toolvocab: would change (observe): {d}{where}" for d in debug
+    ]
+    assert json.loads(f.response.content)["content"][0]["name"] == answer  # observe changes nothing
+
+
 def test_stats_text_counts_each_state_apart(addon) -> None:
     repaired = run_flow(addon, [BASH], "shell", system="Use Bash.").metadata["toolvocab"]
     left = run_flow(addon, [BASH, PS], "frobnicate").metadata["toolvocab"]

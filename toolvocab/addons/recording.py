@@ -31,9 +31,9 @@ from toolvocab.report import METADATA_REQUEST
 from toolvocab.report import METADATA_UPSTREAM
 from toolvocab.report import OBSERVED
 from toolvocab.report import PASSED
-from toolvocab.report import change_kind
 from toolvocab.report import comment
 from toolvocab.report import left_line
+from toolvocab.report import log_kind
 from toolvocab.report import log_line
 from toolvocab.report import outcome
 from toolvocab.report import passed_line
@@ -245,8 +245,8 @@ class ToolVocabRecorder(Configurable):
         added), ``info`` for calls left as answered, ``warning`` for a give-up (why, and what the
         client got); each once per ``logged``."""
         lines = []
-        kind = change_kind(record)
-        if kind or (record.get("mode") == "observe" and would_change(record)):
+        kind = log_kind(record)
+        if kind:
             lines.append((logging.DEBUG if kind == "prompt" else logging.INFO, log_line(record)))
         left = left_line(record)
         if left:
