@@ -11,11 +11,15 @@ declared tool names and schema keys, invented descriptions, ids and texts.
 from __future__ import annotations
 
 import copy
+import os
 import random
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 import harness
 from harness import dialects
@@ -845,3 +849,246 @@ def test_a_call_to_a_tool_declared_inside_input_is_the_clients_own(stream: bool,
         names = [o["name"] for o in orjson.loads(got.out)["output"]]
     assert names == ["shell"] * (2 if stream else 1)
     assert [d["action"] for d in f.metadata["toolvocab"]["decisions"]] == ["keep"]
+
+
+# -- a call's events out of the usual order ------------------------------------------------------
+
+
+def _stream(events: list[dict]) -> bytes:
+    """``events`` as SSE, ``sequence_number`` renumbered in their new order."""
+    out = b""
+    for n, data in enumerate(events):
+        data = {**data, "sequence_number": n} if "sequence_number" in data else data
+        out += b"event: " + data["type"].encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+    return out
+
+
+def _events(fixture: str) -> list[dict]:
+    return [e.json() for e in events_of(load_bytes(fixture)) if isinstance(e.json(), dict)]
+
+
+def _rewriter(plan: Plan) -> tuple[ResponsesStream, Recorder]:
+    resolver = Recorder(CODEX, plan)
+    rw = DIALECT.stream_rewriter(context(resolver, plan, flow_key="flow-order"))
+    assert isinstance(rw, ResponsesStream)
+    return rw, resolver
+
+
+def _call_names(out: bytes, kind: str) -> list[tuple[Any, str]]:
+    return [(d["item"].get("namespace"), d["item"]["name"]) for d in by_type(out, kind) if "name" in d["item"]]
+
+
+CLIENT_NAMES = [(None, "exec_command"), ("mcp__github__", "create_issue")]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_done_without_its_added_gets_the_upstream_alias_named_back(seed):
+    """Codex reads a call from ``output_item.done``: one that came without its ``.added`` still
+    names the client's tool, not the alias this flow sent upstream, as the echo does."""
+    events = [d for d in _events("stream-upstream-names.sse") if d["type"] != "response.output_item.added"]
+    upstream = _stream(events)
+    rw, rec = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = drive(rw, random_chunks(upstream, random.Random(seed)))
+    assert _call_names(out, "response.output_item.done") == CLIENT_NAMES
+    assert [(i.get("namespace"), i["name"]) for i in completed(out)["output"]] == CLIENT_NAMES
+    assert b"run_exec" not in out and b"open_issue" not in out
+    assert [d.step.value for d in rec.decisions] == ["reverse_map", "reverse_map"] and rw.unrepaired == []
+
+
+def test_a_done_without_its_added_is_not_repaired_past_a_rename_and_says_so():
+    """A foreign call (``shell`` with an argv: a new name and new arguments) whose ``.done`` came
+    without its ``.added``: its argument deltas already went out as sent, so nothing changes, the
+    echo included, and the give-up is noted."""
+    events = [
+        d
+        for d in _events("stream-foreign-shell.sse")
+        if not (d["type"] == "response.output_item.added" and d["item"]["type"] == "function_call")
+    ]
+    upstream = _stream(events)
+    rw, _ = _rewriter(Plan())
+    out = drive(rw, [upstream])
+    assert out == upstream  # the echo in response.completed included
+    assert rw.unrepaired == [
+        "the tool call shell's response.output_item.done came without its response.output_item.added "
+        "(events out of order)"
+    ]
+
+
+def test_a_call_added_without_its_name_is_held_and_named_from_its_done():
+    """An ``output_item.added`` that carries no ``name`` yet (the name in ``.done`` and in
+    ``function_call_arguments.done``): the call is held all the same, and every event that names
+    it names the client's tool."""
+    events = []
+    for d in _events("stream-upstream-names.sse"):
+        if d["type"] == "response.output_item.added" and d["item"]["type"] == "function_call":
+            d = {**d, "item": {k: v for k, v in d["item"].items() if k not in ("name", "namespace")}}
+        if d["type"] == "response.function_call_arguments.done":
+            d = {**d, "name": "run_exec" if d["item_id"] == "fc_fx05a" else "open_issue"}
+        events.append(d)
+    upstream = _stream(events)
+    rw, _ = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = drive(rw, [upstream])
+    assert _call_names(out, "response.output_item.done") == CLIENT_NAMES
+    assert [d["name"] for d in by_type(out, "response.function_call_arguments.done")] == [
+        "exec_command",
+        "create_issue",
+    ]
+    assert b"run_exec" not in out and b"open_issue" not in out
+
+
+def _interleaved(events: list[dict], first: int, second: int) -> list[dict]:
+    """The events of the calls at ``output_index`` ``first`` and ``second`` taken in turns, from
+    where the first call starts; the others in their places."""
+    calls = [d for d in events if d.get("output_index") in (first, second)]
+    a = [d for d in calls if d["output_index"] == first]
+    b = [d for d in calls if d["output_index"] == second]
+    mixed = [d for pair in zip(a, b) for d in pair] + a[len(b) :] + b[len(a) :]
+    start = events.index(a[0])
+    rest = [d for d in events if d not in calls]
+    return rest[:start] + mixed + rest[start:]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("first", [0, 1], ids=["first-ends-last", "first-ends-first"])
+def test_calls_whose_events_interleave_are_each_named_back(seed, first):
+    events = _interleaved(_events("stream-upstream-names.sse"), first, 1 - first)
+    upstream = _stream(events)
+    rw, rec = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = drive(rw, random_chunks(upstream, random.Random(seed)))
+    assert_consistent(out)
+    for kind in ("response.output_item.added", "response.output_item.done"):
+        assert sorted(_call_names(out, kind), key=str) == sorted(CLIENT_NAMES, key=str)
+    assert b"run_exec" not in out and b"open_issue" not in out
+    assert [d.step.value for d in rec.decisions] == ["reverse_map", "reverse_map"]
+
+
+def test_interleaved_calls_keep_each_its_own_arguments_when_one_is_fitted():
+    """A foreign ``shell`` call (argv fitted into ``exec_command``'s ``cmd``) interleaved with a
+    declared call: the fitted arguments go into the shell call's first delta only; the other
+    call's deltas, ``.done`` and echo keep its own arguments byte for byte."""
+    events = _events("stream-foreign-shell.sse")
+    declared = {
+        "id": "fc_other",
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": "call_other",
+        "name": "exec_command",
+    }
+    args = '{"cmd":"ls -la"}'
+    other = [
+        {"type": "response.output_item.added", "sequence_number": 0, "output_index": 2, "item": declared},
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 0,
+            "item_id": "fc_other",
+            "output_index": 2,
+            "delta": args[:7],
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 0,
+            "item_id": "fc_other",
+            "output_index": 2,
+            "delta": args[7:],
+        },
+        {
+            "type": "response.function_call_arguments.done",
+            "sequence_number": 0,
+            "item_id": "fc_other",
+            "output_index": 2,
+            "arguments": args,
+        },
+        {
+            "type": "response.output_item.done",
+            "sequence_number": 0,
+            "output_index": 2,
+            "item": {**declared, "status": "completed", "arguments": args},
+        },
+    ]
+    end = next(i for i, d in enumerate(events) if d["type"] == "response.completed")
+    final = events[end]
+    final = {**final, "response": {**final["response"], "output": [*final["response"]["output"], other[-1]["item"]]}}
+    events = _interleaved(events[:end] + other + [final], 1, 2)
+    rw, rec = _rewriter(Plan())
+    out = drive(rw, [_stream(events)])
+    assert_consistent(out)
+    done = {d["item"]["id"]: d["item"] for d in by_type(out, "response.output_item.done")}
+    assert (done["fc_fx01"]["name"], orjson.loads(done["fc_fx01"]["arguments"])) == ("exec_command", {"cmd": "echo hi"})
+    assert done["fc_other"]["arguments"] == args
+    assert [
+        d["delta"] for d in by_type(out, "response.function_call_arguments.delta") if d["item_id"] == "fc_other"
+    ] == [
+        args[:7],
+        args[7:],
+    ]
+    assert [(d.name, d.action) for d in rec.decisions if d.action is not Action.KEEP] == [("shell", Action.RENAME)]
+
+
+@settings(max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
+@given(data=st.data(), fitted=st.booleans(), seed=st.integers(0, 2**16))
+def test_any_interleaving_of_two_calls_names_each_back_with_its_own_arguments(data, fitted, seed):
+    """Whatever order two calls' events come in (each call's own in order): every event the
+    client gets names its declared tools, never an alias; each call's argument deltas add up to
+    its ``.done`` arguments; a fitted call gets its arguments, the other keeps its own."""
+    events = _events("stream-foreign-shell.sse" if fitted else "stream-upstream-names.sse")
+    if fitted:  # the foreign shell call, then a declared call aliased upstream
+        item = {
+            "id": "fc_b",
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": "c_b",
+            "name": "run_exec",
+        }
+        second = [
+            {"type": "response.output_item.added", "sequence_number": 0, "output_index": 2, "item": item},
+            {
+                "type": "response.function_call_arguments.delta",
+                "sequence_number": 0,
+                "item_id": "fc_b",
+                "output_index": 2,
+                "delta": '{"cmd":"ls"}',
+            },
+            {
+                "type": "response.function_call_arguments.done",
+                "sequence_number": 0,
+                "item_id": "fc_b",
+                "output_index": 2,
+                "arguments": '{"cmd":"ls"}',
+            },
+            {
+                "type": "response.output_item.done",
+                "sequence_number": 0,
+                "output_index": 2,
+                "item": {**item, "status": "completed", "arguments": '{"cmd":"ls"}'},
+            },
+        ]
+        end = next(i for i, d in enumerate(events) if d["type"] == "response.completed")
+        final = events[end]
+        echo = {**final["response"], "output": [*final["response"]["output"], second[-1]["item"]]}
+        events = events[:end] + second + [{**final, "response": echo}]
+        calls = (1, 2)
+    else:
+        calls = (0, 1)
+    a = [d for d in events if d.get("output_index") == calls[0]]
+    b = [d for d in events if d.get("output_index") == calls[1]]
+    order = data.draw(st.permutations([0] * len(a) + [1] * len(b)))
+    ia, ib = iter(a), iter(b)
+    mixed = [next(ia) if which == 0 else next(ib) for which in order]
+    start = events.index(a[0])
+    rest = [d for d in events if d not in a and d not in b]
+    upstream = _stream(rest[:start] + mixed + rest[start:])
+    rw, _ = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = drive(rw, harness.random_chunks(upstream, random.Random(seed), 1, 200))
+    assert_consistent(out)
+    assert b"run_exec" not in out and b"open_issue" not in out and rw.unrepaired == []
+    done = {d["item"]["id"]: d["item"] for d in by_type(out, "response.output_item.done")}
+    if fitted:
+        assert (done["fc_fx01"]["name"], orjson.loads(done["fc_fx01"]["arguments"])) == (
+            "exec_command",
+            {"cmd": "echo hi"},
+        )
+        assert (done["fc_b"]["name"], done["fc_b"]["arguments"]) == ("exec_command", '{"cmd":"ls"}')
+    else:
+        assert {(i.get("namespace"), i["name"]) for i in done.values()} == set(CLIENT_NAMES)

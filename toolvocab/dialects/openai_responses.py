@@ -47,6 +47,7 @@ from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import DeclaredTool
+from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
 from toolvocab.engine.names import join_namespace
@@ -846,6 +847,17 @@ def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
     return changed
 
 
+def _is_call(item: Any) -> bool:
+    """``item`` is a tool call output item (``function_call``, ``custom_tool_call``)."""
+    return isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] in _CALL_TYPES
+
+
+def _output_index(unit: Any) -> Any:
+    """The ``output_index`` of a stream event (``None`` when it has none, or is not JSON)."""
+    data = unit.json()
+    return data.get("output_index") if isinstance(data, dict) else None
+
+
 def _item_name(held: list[Any]) -> str:
     """The tool name a held call's ``response.output_item.added`` carries (``?`` when unreadable)."""
     data = held[0].json() if held else None
@@ -857,25 +869,31 @@ def _item_name(held: list[Any]) -> str:
 class ResponsesStream(EventStreamRewriter):
     """Rewrites a Responses SSE stream (also used frame by frame for the WebSocket path).
 
-    Events go out at once, except a tool call's: from its ``response.output_item.added`` to
-    its ``response.output_item.done`` the events are held (its arguments may need fitting),
-    then it is resolved once and sent — byte-identical when nothing changes; else with the new
-    name (and namespace) in both items, and fitted arguments whole in the first argument delta
-    (later deltas empty, so ``sequence_number`` stays contiguous), in ``.done`` and in the item.
-    The ``response`` object of ``response.completed`` (and its siblings) gets the same names and
-    the client's tool names in its ``tools`` / ``tool_choice`` echo.
+    Events go out at once, except a tool call's: from its ``response.output_item.added`` (named
+    or not) to its ``response.output_item.done`` the events are held (its arguments may need
+    fitting), then it is resolved once from the ``.done`` item and sent — byte-identical when
+    nothing changes; else with the new name (and namespace) in both items, and fitted arguments
+    whole in the first argument delta (later deltas empty, so ``sequence_number`` stays
+    contiguous), in ``.done`` and in the item. Calls whose events interleave are held together
+    until every one is done, and each is resolved from its own events (by ``output_index``). A
+    call's ``.done`` that comes without its ``.added`` (events out of order) gets only an upstream
+    alias of this flow named back (:attr:`~toolvocab.engine.models.Step.REVERSE_MAP`, no other
+    change: the events before it went out as sent); any other repair of it is given up. The
+    ``response`` object of ``response.completed`` (and its siblings) gets the same names and the
+    client's tool names in its ``tools`` / ``tool_choice`` echo.
     """
 
-    #: A call starts with ``output_item.added``; echoes sit in events with a ``response``
-    #: object (other events pass unparsed).
-    MARKERS = (b"output_item.added", b'"response"')
+    #: A call starts with ``output_item.added`` and ends with ``output_item.done``; echoes sit in
+    #: events with a ``response`` object (other events pass unparsed).
+    MARKERS = (b"output_item.", b'"response"')
 
     def __init__(self, flow: FlowContext) -> None:
         super().__init__()
         self.core = ResponsesCore(flow)
         self.core.streaming = True
         self._held: list[SSEEvent] | None = None
-        self._held_index: Any = None
+        self._open: list[Any] = []  # output_index of each held call not done yet
+        self._calls: list[Any] = []  # output_index of each call in the hold, in order
         # Tool calls left in text: the message item being watched and its hold.
         self._no_lift = flow.tools is None
         self._text: textcalls.TextHold | None = None
@@ -930,22 +948,24 @@ class ResponsesStream(EventStreamRewriter):
                 )
                 return held + self._dispatch(event)
             self._held.append(event)
-            if kind == "response.output_item.done" and data.get("output_index") == self._held_index:
-                out = self._release(self._held)
-                self._held = None  # only now: if _release raised, held() still has every unit
-                return out
+            index = data.get("output_index") if kind is not None else None
+            if kind == "response.output_item.added" and _is_call(data.get("item")) and index not in self._calls:
+                self._open.append(index)  # another call's events interleave with the held one's
+                self._calls.append(index)
+            elif kind == "response.output_item.done" and index in self._open:
+                self._open.remove(index)
+                if not self._open:
+                    out = self._release_calls(self._held)
+                    self._held = None  # only now: if a release raised, held() still has every unit
+                    return out
             return []
         if kind == "response.output_item.added":
             item = data.get("item")
-            if (
-                isinstance(item, dict)
-                and isinstance(item.get("type"), str)
-                and item.get("type") in _CALL_TYPES
-                and isinstance(item.get("name"), str)
-            ):
+            if _is_call(item):
                 self._no_lift = True  # real calls: text is only text (as in a JSON answer)
                 self._held = [event]
-                self._held_index = data.get("output_index")
+                self._open = [data.get("output_index")]
+                self._calls = list(self._open)
                 return []
             if (
                 isinstance(item, dict)
@@ -958,10 +978,42 @@ class ResponsesStream(EventStreamRewriter):
                 self._text = textcalls.TextHold()
                 self._msg_index = data.get("output_index")
                 return [event]
+        if kind == "response.output_item.done" and _is_call(data.get("item")):
+            return self._release_alone(event, data["item"])
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
             response = jsonio.loads(jsonio.dumps(data["response"]))
             if self.core.rewrite_response_object(response):
                 return [event.with_json({**data, "response": response})]
+        return [event]
+
+    def _release_calls(self, held: list[Any]) -> list[Any]:
+        """The held events of one call (:meth:`_release`), or of several whose events
+        interleaved: each call resolved from its own events (those with its ``output_index``;
+        no parallel wrapper unwrapped, the others' places would move), every event in its place."""
+        if len(self._calls) < 2:
+            return self._release(held)
+        groups: dict[Any, list[Any]] = {index: [] for index in self._calls}
+        for unit in held:
+            index = _output_index(unit)
+            if index in groups:
+                groups[index].append(unit)
+        released = {index: iter(self._release(units, expand=False)) for index, units in groups.items()}
+        return [next(released[index]) if (index := _output_index(u)) in released else u for u in held]
+
+    def _release_alone(self, event: Any, item: dict[str, Any]) -> list[Any]:
+        """A call's ``response.output_item.done`` that came without its ``.added``: what went
+        before it went out as sent, so only an upstream alias of this flow is named back (no
+        argument, id or other change); any other repair is given up."""
+        if not isinstance(item.get("name"), str):
+            return [event]
+        decision, new_args, new_id = self.core._decide(item)
+        if not decision.changed or (decision.step == Step.REVERSE_MAP and new_args is None and new_id is None):
+            return self._release([event])
+        self.unrepaired.append(
+            f"the tool call {item['name']}'s response.output_item.done came without its "
+            "response.output_item.added (events out of order)"
+        )
+        self.core.let_go(item, decision)
         return [event]
 
     def held_units(self) -> list[Any]:
@@ -1192,7 +1244,10 @@ class ResponsesStream(EventStreamRewriter):
             terminal = terminal.with_json({**data, "sequence_number": seq})
         return out + self._dispatch(terminal)
 
-    def _release(self, held: list[Any]) -> list[Any]:
+    def _release(self, held: list[Any], *, expand: bool = True) -> list[Any]:
+        """The held events of one call, from its ``.added`` to its ``.done`` (the last), resolved
+        once from the ``.done`` item; the same units when nothing changes. ``expand``: a
+        ``multi_tool_use.parallel`` wrapper may go out as one item per call (more units)."""
         done = held[-1]
         done_data = done.json()
         item = dict(done_data["item"])
@@ -1202,7 +1257,7 @@ class ResponsesStream(EventStreamRewriter):
             or item.get("type") not in _CALL_TYPES
         ):
             return held
-        if item["type"] == "function_call" and item["name"].strip() == PARALLEL_WRAPPER:
+        if expand and item["type"] == "function_call" and item["name"].strip() == PARALLEL_WRAPPER:
             expanded = self._expand_parallel(held, item)
             if expanded is not None:
                 return expanded
