@@ -173,3 +173,35 @@ def test_drained_bytes_count_as_sent_only_once_delivered(reached: bool) -> None:
         sc.delivered(held)
     assert bytes(sc.sent) == (got + held if reached else got)
     assert sc.differs is not reached  # bytes the client never got: what it got differs
+
+
+def test_a_replayed_flow_writes_nothing_into_the_live_client_connection() -> None:
+    """mitmproxy runs a replay (mitmweb's Replay, ``replay.client``) with a copy of the recorded
+    client connection, whose id is still the live connection's while the agent keeps it open:
+    bytes the stall bound or the error hook write outside mitmproxy's path must not go into the
+    agent's connection (they did, in the middle of its next answer)."""
+    from types import SimpleNamespace
+
+    from mitmproxy.test import taddons
+    from mitmproxy.test import tflow
+
+    from toolvocab.addons.stream import client_connection
+    from toolvocab.addons.stream import send_to_client
+
+    written: list[bytes] = []
+    flow = tflow.tflow(resp=True)
+    flow.response.headers["transfer-encoding"] = "chunked"
+    writer = SimpleNamespace(is_closing=lambda: False, write=written.append)
+
+    class ProxyServer:  # the name mitmproxy's proxyserver addon goes by
+        connections = {
+            flow.client_conn.id: SimpleNamespace(transports={flow.client_conn: SimpleNamespace(writer=writer)})
+        }
+
+    with taddons.context() as tctx:
+        tctx.master.addons.add(ProxyServer())
+        assert client_connection(flow) is not None  # the live flow's connection is found
+        flow.is_replay = "request"
+        assert client_connection(flow) is None
+        assert send_to_client(flow, b"held bytes") is None
+    assert written == []

@@ -532,9 +532,14 @@ def send_to_client(flow: http.HTTPFlow, data: bytes) -> str | None:
 
 def client_connection(flow: http.HTTPFlow) -> tuple[Any, Any] | None:
     """``flow``'s client connection handler (``proxyserver.connections[client id]``) and its
-    transport's writer, or ``None`` when the connection is gone or closing."""
+    transport's writer, or ``None`` when the connection is gone or closing, or the flow is a
+    replay (``flow.is_replay == "request"``: it has no client; mitmproxy's ``ReplayHandler``
+    runs it with a copy of the recorded client connection, whose id is the live connection's the
+    flow came from while that is still open: ``mitmproxy/addons/clientplayback.py``)."""
     from mitmproxy import ctx
 
+    if flow.is_replay == "request":
+        return None
     server = ctx.master.addons.get("proxyserver")
     handler = getattr(server, "connections", {}).get(flow.client_conn.id) if server is not None else None
     if handler is None:
