@@ -561,6 +561,32 @@ def test_transcript_names_outside_the_grammar_are_aliased_once() -> None:
     assert list(p.rename_map) == [LONG] and [r.why for r in p.renames] == ["grammar"]
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    names=st.lists(
+        st.text(alphabet="abc._-/", min_size=1, max_size=90).map(lambda s: "mcp__" + s),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    leaked=st.sets(st.integers(0, 3)),
+    duplicate=st.booleans(),
+)
+def test_an_alias_back_in_the_transcript_is_the_same_alias(names, leaked, duplicate) -> None:
+    """An alias that reached the client (a stream given up, the hold timeout) comes back in its
+    history: the declared tool keeps that alias, so the history call and the tool go up under one
+    name and the model's repeat of it is named back; a new alias left the repeat "not declared"
+    for the rest of the conversation. Also for a repeated declaration's alias."""
+    tools = [fn(n) for n in names] + ([fn(names[0], description="another")] if duplicate else [])
+    first = plan(tools)
+    given_out = sorted(set(first.rename_map.values()) | {a for v in first.duplicates.values() for a in v if a})
+    replayed = [a for k, a in enumerate(given_out) if k in leaked]
+    again = plan(tools, transcript=[*replayed, "Bash"])
+    assert again.rename_map == first.rename_map and again.duplicates == first.duplicates
+    for name in replayed:  # the model repeating it is named back to the tool it was given for
+        assert reverse_names(again)[name] == reverse_names(first)[name]
+
+
 def test_prompt_sentence_names_upstream_names() -> None:
     p = plan(
         [fn("Bash"), fn(LONG), fn("Read")],

@@ -231,6 +231,12 @@ def make_plan(
     # A name the upstream will see for another tool: declared, or replayed in the transcript (an
     # earlier call, maybe to a tool no longer declared). No rename or alias may land on one.
     taken: set[str] = set(firsts) | {t.name for t in tools.tools} | set(transcript_names)
+    # What a declared tool's alias may not land on: ``taken`` but the transcript's names. An
+    # alias is a hash of the tool's own name (:func:`alias`), so a transcript name it lands on is
+    # this tool's alias from an earlier turn that reached the client (a stream given up): taken
+    # again, the conversation stays one tool under one name and the model's repeat of it is
+    # named back, where a new alias would leave the client's history under a name no tool has.
+    own = taken - set(transcript_names)
 
     if profile is not None:
         for capability, target in profile.names.items():
@@ -259,6 +265,7 @@ def make_plan(
                 continue
             plan.rename_map[tool.qualified] = target
             taken.add(target)
+            own.add(target)
             plan.renames.append(
                 Rename(
                     caller=tool.qualified,
@@ -275,8 +282,9 @@ def make_plan(
             wire = split_flat(tool.namespace, plan.rename_map.get(flat, flat))
             if grammar.valid(wire):
                 continue
-            new = alias(wire, grammar, taken)
+            new = alias(wire, grammar, own)
             taken.add(new)
+            own.add(new)
             plan.rename_map[flat] = join_namespace(tool.namespace, new)
             plan.renames.append(
                 Rename(
@@ -317,8 +325,9 @@ def make_plan(
                 )
                 continue
             g = grammar or GRAMMARS["openai"]
-            new = alias(tool.name, g, taken, salt=f"#{k}")
+            new = alias(tool.name, g, own, salt=f"#{k}")
             taken.add(new)
+            own.add(new)
             aliases.append(join_namespace(tool.namespace, new))
             plan.renames.append(
                 Rename(
