@@ -406,6 +406,64 @@ def test_observe_mode_json_answer_unchanged(env):
     assert f.marked == ":eyes:"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("to", ["observe", "off"])
+def test_a_mode_set_while_a_request_is_upstream_leaves_its_answer_to_the_mode_it_was_sent_in(env, to, stream):
+    """The request went up in ``auto`` with an alias (``files.read`` is no Anthropic tool name);
+    the mode changes (mitmweb's options) before the answer: the answer still gets the client's
+    name back, as the request was sent, and the record says what reached the client."""
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "stream": stream,
+        "tools": [
+            {"name": "files.read", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+        ],
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    f = make_flow(body, response=False)
+    harness.core(env.module).request(f)
+    alias = orjson.loads(f.request.content)["tools"][0]["name"]
+    assert alias != "files.read"
+    env.configure(toolvocab_mode=to)
+    block = {"type": "tool_use", "id": "toolu_1", "name": alias, "input": {"path": "a"}}
+    if stream:
+        upstream = b"".join(
+            b"event: %s\ndata: %s\n\n" % (d["type"].encode(), orjson.dumps(d))
+            for d in (
+                {
+                    "type": "message_start",
+                    "message": {"id": "m1", "type": "message", "role": "assistant", "content": []},
+                },
+                {"type": "content_block_start", "index": 0, "content_block": {**block, "input": {}}},
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"path": "a"}'},
+                },
+                {"type": "content_block_stop", "index": 0},
+                {"type": "message_stop"},
+            )
+        )
+        f.response = harness.answer(upstream, "text/event-stream")
+    else:
+        answer = {"id": "m1", "type": "message", "role": "assistant", "content": [block], "stop_reason": "tool_use"}
+        f.response = harness.answer(orjson.dumps(answer), "application/json")
+    core = harness.core(env.module)
+    core.responseheaders(f)
+    if stream:
+        assert callable(f.response.stream)
+        out = b"".join(f.response.stream(upstream)) + b"".join(f.response.stream(b""))
+        f.response.content = b""
+    core.response(f)
+    if not stream:
+        out = f.response.content
+    record = f.metadata[KEY]
+    assert alias.encode() not in out and b'"files.read"' in out
+    assert record["mode"] == "auto" and record["response_changed"] is True
+    assert f.marked == ":wrench:"
+
+
 def test_off_mode_does_nothing(env):
     env.configure(toolvocab_mode="off")
     f = foreign_flow()

@@ -407,7 +407,7 @@ class ToolVocab(Configurable):
         # buffered inside the callable and rewritten whole at the end.
         state.stream = StreamCallable(
             state,
-            observe=self.mode == "observe",
+            observe=state.record.mode == "observe",
             keep=self.recorder.saves_bodies(),
             hold_timeout=self.hold_timeout,
             send=lambda data: send_to_client(flow, data),
@@ -461,7 +461,7 @@ class ToolVocab(Configurable):
         if not isinstance(body, dict):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
-        if state.dialect.rewrite_response(body, state.context) and self.mode != "observe":
+        if state.dialect.rewrite_response(body, state.context) and state.record.mode != "observe":
             if not state.may_change():
                 return
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
@@ -483,7 +483,7 @@ class ToolVocab(Configurable):
         if rewriter.error:
             state.record.notes.append(rewriter_note(rewriter.error))
         note_unrepaired(rewriter, state.record, 0)
-        if out != content and self.mode != "observe" and state.may_change():
+        if out != content and state.record.mode != "observe" and state.may_change():
             assert flow.response is not None
             state.upstream_raw = flow.response.raw_content
             flow.response.content = out
