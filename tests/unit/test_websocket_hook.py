@@ -360,6 +360,56 @@ def test_observe_mode_changes_no_frame_but_records(env):
     assert s.flow.marked == ":eyes:"
 
 
+@pytest.mark.parametrize("to", ["observe", "off"])
+def test_a_mode_changed_while_a_call_is_held_finishes_the_turn_in_its_own_mode(env, to):
+    """The turn's ``response.create`` was handled in ``auto``: a mode set while its call is held
+    (mitmweb's options) does not strand the held frames; the turn ends as it began, and the
+    next ``response.create`` is handled in the new mode."""
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    s.server(frames[:3])  # created, the call's added and first delta: held
+    assert len(s.delivered()) == 1
+    env.configure(toolvocab_mode=to)
+    s.server(frames[3:])
+    got = parsed(s.delivered())
+    assert [f["type"] for f in got] == [f["type"] for f in frames]
+    assert [f["item"]["name"] for f in got if f["type"] == "response.output_item.done"] == ["exec_command"]
+    assert not any("passed through" in n for n in s.record["notes"]), s.record["notes"]
+    before = len(s.steps)
+    create = s.create()
+    s.server(frames)
+    assert create.message.content == create.original  # not auto any more: no sentence
+    assert [st.message.content for st in s.steps[before + 1 :]] == [orjson.dumps(f) for f in frames]
+    assert all(not st.message.dropped and st.injected == [] for st in s.steps[before:])
+
+
+def test_observe_mode_over_several_turns_passes_every_frame_once_and_records_each_turn(env):
+    """Observe mode, three complete turns on one socket, then a turn whose end never comes
+    followed by another ``response.create``: every frame reaches the client once, as sent (no held
+    frame sent again when the unfinished turn is given up), and no complete turn is counted as
+    passed through."""
+    env.configure(toolvocab_mode="observe")
+    s = Session(env)
+    _, frames = load_frames()
+    for _ in range(3):
+        s.create()
+        s.server(frames)
+    assert not any("passed through" in n for n in s.record["notes"]), s.record["notes"]
+    assert [d["name"] for d in s.record["decisions"]] == ["shell"] * 3
+    s.create()
+    s.server(frames[:4])  # no output_item.done, no response.completed
+    s.create()
+    s.server(frames)
+    server = (
+        [orjson.dumps(f) for f in frames] * 3
+        + [orjson.dumps(f) for f in frames[:4]]
+        + [orjson.dumps(f) for f in frames]
+    )
+    assert s.delivered() == server and env.injected == []
+    assert sum("passed through" in n for n in s.record["notes"]) == 1
+
+
 def test_off_mode_does_nothing(env):
     env.configure(toolvocab_mode="off")
     s = Session(env)

@@ -67,9 +67,12 @@ class ToolVocabWebSocket:
             if not message.from_client and self._pending.get(flow.id):
                 self._pending[flow.id] -= 1  # one of ours, on its way to the client
             return
-        if self.core.mode == "off" or not message.is_text:
+        if not message.is_text:
             if not message.from_client and not self._binary_in_hold(flow, message):
                 self._queue(flow, message)
+            return
+        if message.from_client and self.core.mode == "off":
+            self._end_turns(flow)  # this turn is not toolvocab's: nothing of it is touched
             return
         try:
             self._websocket_message(flow, message)
@@ -194,7 +197,8 @@ class ToolVocabWebSocket:
         else:
             state.ws_unrepaired = note_unrepaired(state.ws_rewriter, state.record, state.ws_unrepaired)
         news = len(state.record.decisions) != before or len(state.record.notes) != notes  # the record grew
-        if self.core.mode == "observe":
+        if state.record.mode == "observe":  # the mode this turn's response.create was handled in
+            state.ws_turn_done = state.ws_turn_done or _ends_turn(unit)
             if news:
                 self.recorder.finish(flow, state)
             return
@@ -247,7 +251,7 @@ class ToolVocabWebSocket:
         that was done, ``False`` when nothing is held."""
         state = self._ws.get(flow.id)
         rewriter = state.ws_rewriter if state is not None else None
-        if state is None or rewriter is None or self.core.mode == "observe" or not rewriter.has_held():
+        if state is None or rewriter is None or state.record.mode == "observe" or not rewriter.has_held():
             return False
         self._give_up(
             flow,
@@ -260,6 +264,24 @@ class ToolVocabWebSocket:
         self._inject(flow, message.content, False)
         return True
 
+    def _end_turns(self, flow: http.HTTPFlow) -> None:
+        """A ``response.create`` in ``off`` mode: the last turn's rewriting ends (given up if it
+        was still streaming; its record stays in metadata), and no frame after it is touched."""
+        previous = self._ws.get(flow.id)
+        if previous is None:
+            return
+        if previous.ws_rewriter is not None and not previous.ws_turn_done:
+            self._give_up(
+                flow,
+                previous,
+                "a response.create came while the previous turn was still streaming",
+                "the client got what was held as the upstream sent it, and this frame and every frame after "
+                "it in both turns as they came",
+            )
+        self._stop_timer(flow.id)
+        del self._ws[flow.id]
+        flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
+
     def _give_up(self, flow: http.HTTPFlow, state: FlowState, why: str, got: str) -> None:
         """Stop rewriting ``state``'s turn: what its rewriter holds goes to the client as it came
         (injected, in order), every later frame of the socket passes, the record says why."""
@@ -268,8 +290,9 @@ class ToolVocabWebSocket:
         state.ws_rewriter = None
         self._stop_timer(flow.id)
         state.record.notes.append(passed_note(why, got))
-        for unit in held:
-            self._inject(flow, unit.raw, True)
+        if state.record.mode != "observe":  # observe: every frame already went on as it came
+            for unit in held:
+                self._inject(flow, unit.raw, True)
         self.recorder.finish(flow, state)
 
     # -- the hold bound -----------------------------------------------------------------------
