@@ -61,8 +61,8 @@ class ChunkedUpstream:
     """Listens on 127.0.0.1 (``url``) and answers every request (read to its Content-Length)
     with 200, ``text/event-stream`` and ``body`` in 100-byte HTTP/1.1 chunks, 2 ms apart. Then:
 
-    - ``after is None`` (the upstream dies): 0.3 s later (the proxy has read everything) the
-      connection closes without the last chunk: FIN, or RST when ``reset``;
+    - ``after is None`` (the upstream dies): 0.3 s (and ``pause``) later (the proxy has read
+      everything) the connection closes without the last chunk: FIN, or RST when ``reset``;
     - otherwise (the upstream stalls): ``pause`` seconds of silence, then ``after`` as one chunk
       and the last chunk; ``resumed`` holds the monotonic time those bytes were sent.
 
@@ -136,7 +136,7 @@ class ChunkedUpstream:
             conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
             time.sleep(0.002)
         if self.after is None:
-            time.sleep(0.3)  # the proxy has read everything before the connection dies
+            time.sleep(0.3 + self.pause)  # the proxy has read everything before the connection dies
             if self.reset:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return

@@ -384,6 +384,31 @@ def test_a_mode_changed_while_a_call_is_held_finishes_the_turn_in_its_own_mode(e
     assert all(not st.message.dropped and st.injected == [] for st in s.steps[before:])
 
 
+def test_a_turn_held_across_a_script_reload_completes_in_order(env):
+    """mitmproxy reloads a changed script: ``done`` on the old addons, ``running`` on the new.
+    The new WebSocket addon takes the socket's turn over, held frames and hold bound included
+    (they were lost, or sent by the old addon's timer after the turn's end)."""
+    s = Session(env)
+    s.create()
+    _, frames = load_frames()
+    s.server(frames[:3])  # the call's frames are held
+    old = harness.websocket(env.module)
+    old.done()
+    new = type(old)(old.core, old.recorder)
+    at = env.module.addons.index(old)
+    env.module.addons[at] = new
+    try:
+        new.running()
+        assert s.flow.id in new._ws  # the turn is the new addon's now
+        s.server(frames[3:])
+        got = parsed(s.delivered())
+        assert [f["type"] for f in got] == [f["type"] for f in frames]
+        assert [f["item"]["name"] for f in got if f["type"] == "response.output_item.done"] == ["exec_command"]
+    finally:
+        env.module.addons[at] = old
+        new._ws.clear()
+
+
 def test_observe_mode_over_several_turns_passes_every_frame_once_and_records_each_turn(env):
     """Observe mode, three complete turns on one socket, then a turn whose end never comes
     followed by another ``response.create``: every frame reaches the client once, as sent (no held

@@ -24,6 +24,8 @@ from toolvocab.addons.recording import OWN_COMMENTS
 from toolvocab.addons.recording import OWN_MARKERS
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.state import FlowState
+from toolvocab.addons.state import hand_over
+from toolvocab.addons.state import take_over
 from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
 from toolvocab.addons.stream import StreamCallable
 from toolvocab.addons.stream import note_unrepaired
@@ -174,13 +176,21 @@ class ToolVocab(Configurable):
                 raise exceptions.OptionsError(f"toolvocab_hold_timeout: {text!r} is not a number of seconds >= 0")
             self.hold_timeout = value
 
+    def done(self) -> None:
+        """Hand the flows in flight over to the addon a reloaded script makes (their state:
+        :func:`~toolvocab.addons.state.hand_over`)."""
+        if self._states:
+            hand_over("core", self._states)
+
     def running(self) -> None:
-        """Report a ``toolvocab_*`` option mitmproxy does not know (``--set toolvocab_mdoe=observe``,
+        """Take over the flows in flight of the addon this one replaces (a reloaded script);
+        report a ``toolvocab_*`` option mitmproxy does not know (``--set toolvocab_mdoe=observe``,
         a line of ``config.yaml``) as an error: mitmproxy keeps an unknown name aside without a
         word (``OptManager.deferred``: applied if an addon ever declares it), and an error logged
         at start makes mitmdump exit (its ``errorcheck`` addon) — as a bad value does."""
         from mitmproxy import ctx
 
+        self._states.update(take_over("core") or {})
         try:
             unknown = sorted(n for n in getattr(ctx.options, "deferred", {}) if n.startswith("toolvocab"))
             ours = sorted(n for n in ctx.options.keys() if n.startswith("toolvocab_"))

@@ -4,6 +4,7 @@ decision in the record)."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from functools import cached_property
 from functools import lru_cache
@@ -246,3 +247,30 @@ class FlowState:
         gone = {id(d) for d in decisions}
         if gone:
             self.record.decisions = [d for d in self.record.decisions if id(d) not in gone]
+
+
+#: The per-flow state a script's addons held when mitmproxy unloaded them (their ``done`` hook:
+#: the script's file changed and mitmproxy reloads it, ``mitmproxy/addons/script.py``), kept for
+#: the addons the reloaded script makes in the same master: a flow in flight keeps its state
+#: (the stream callable it already has, its record, the names its request went up with).
+_HANDED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def hand_over(kind: str, held: Any) -> None:
+    """Keep ``held`` (an addon's per-flow state) for the next addon of ``kind`` loaded into the
+    current master (:func:`take_over`); from an addon's ``done`` hook."""
+    from mitmproxy import ctx
+
+    master = getattr(ctx, "master", None)
+    if master is not None:
+        _HANDED.setdefault(master, {})[kind] = held
+
+
+def take_over(kind: str) -> Any | None:
+    """What the last addon of ``kind`` unloaded from the current master handed over
+    (:func:`hand_over`), once; ``None`` when nothing was."""
+    from mitmproxy import ctx
+
+    master = getattr(ctx, "master", None)
+    handed = _HANDED.get(master) if master is not None else None
+    return handed.pop(kind, None) if handed else None

@@ -30,6 +30,8 @@ from toolvocab import dialects
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.recording import _storable
 from toolvocab.addons.state import FlowState
+from toolvocab.addons.state import hand_over
+from toolvocab.addons.state import take_over
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.dialects import pipeline
 from toolvocab.dialects.base import FrameRewriter
@@ -54,8 +56,32 @@ class ToolVocabWebSocket:
         self.recorder = recorder
         self._ws: dict[str, FlowState] = {}
         self._pending: dict[str, int] = {}  # frames injected to the client, not yet through this hook
-        self._timers: dict[str, asyncio.TimerHandle] = {}  # the hold bound of a turn holding frames
+        # the hold bound of a turn holding frames: its timer, and the flow and turn it watches
+        self._timers: dict[str, tuple[asyncio.TimerHandle, http.HTTPFlow, FlowState]] = {}
         self._last: dict[str, float] = {}  # when a frame last came while frames were held (loop time)
+
+    def done(self) -> None:
+        """Hand the sockets in flight over to the addon a reloaded script makes (their turns,
+        frames on their way, the flows whose hold bound runs: restarted there); stop the timers."""
+        watched = []
+        for timer, flow, state in self._timers.values():
+            timer.cancel()
+            watched.append((flow, state))
+        self._timers.clear()
+        if self._ws or self._pending:
+            hand_over("websocket", (self._ws, self._pending, watched))
+
+    def running(self) -> None:
+        """Take over the sockets in flight of the addon this one replaces (a reloaded script)."""
+        handed = take_over("websocket")
+        if handed is None:
+            return
+        sockets, pending, watched = handed
+        self._ws.update(sockets)
+        self._pending.update(pending)
+        for flow, state in watched:
+            if self._ws.get(flow.id) is state:
+                self._watch(flow, state)  # a bound of its own again, from now
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
@@ -311,7 +337,7 @@ class ToolVocabWebSocket:
             return  # not on an event loop (a direct call in a test): no bound
         self._last[flow.id] = loop.time()
         if flow.id not in self._timers:
-            self._timers[flow.id] = loop.call_later(timeout, self._on_timer, flow, state, loop)
+            self._timers[flow.id] = (loop.call_later(timeout, self._on_timer, flow, state, loop), flow, state)
 
     def _on_timer(self, flow: http.HTTPFlow, state: FlowState, loop: asyncio.AbstractEventLoop) -> None:
         """The bound ran out: if the server has been silent that long and frames are still
@@ -324,7 +350,11 @@ class ToolVocabWebSocket:
             timeout = self.core.hold_timeout
             idle = loop.time() - self._last.get(flow.id, 0.0)
             if idle < timeout:
-                self._timers[flow.id] = loop.call_later(timeout - idle, self._on_timer, flow, state, loop)
+                self._timers[flow.id] = (
+                    loop.call_later(timeout - idle, self._on_timer, flow, state, loop),
+                    flow,
+                    state,
+                )
                 return
             held = rewriter.held_units()
             state.ws_rewriter = None  # the rest of the turn goes as it comes
@@ -346,7 +376,7 @@ class ToolVocabWebSocket:
     def _stop_timer(self, flow_id: str) -> None:
         timer = self._timers.pop(flow_id, None)
         if timer is not None:
-            timer.cancel()
+            timer[0].cancel()
         self._last.pop(flow_id, None)
 
 
