@@ -767,8 +767,11 @@ def stats_text(records: Iterable[Any]) -> str:
 
 def flow_tools(flow: Any, shape: str = "normalized", *, upstream: bool = False) -> Any:
     """The tools ``flow``'s client declared, rendered as ``shape``; ``None`` when the flow is not
-    an LLM request toolvocab understands. Uses the client's original request (metadata
-    ``toolvocab_request`` when toolvocab changed it) and the record's rename map."""
+    an LLM request toolvocab understands (a TCP, UDP or DNS flow has no request). Uses the
+    client's original request (metadata ``toolvocab_request`` when toolvocab changed it) and the
+    record's rename map."""
+    if getattr(flow, "request", None) is None:
+        return None
     raw = flow.metadata.get(METADATA_REQUEST)
     if raw is None:
         try:

@@ -108,3 +108,16 @@ def test_outside_mitmweb_the_commands_return_the_text(caplog):
         assert any(r.levelno == ALERT and r.getMessage() == text for r in caplog.records)
         assert "web_columns" not in tctx.options
         tctx.master.addons.get("toolvocabui").running()  # nothing to do outside mitmweb
+
+
+def test_the_commands_answer_for_flows_that_are_not_http(web):
+    """A TCP flow (a ``reverse:tcp`` listener, a file of them) has no request: each command
+    answers (nothing to show for it) instead of failing with ``AttributeError``."""
+    from mitmproxy.test import tflow
+
+    tctx, module, view = web
+    f = tflow.ttcpflow()
+    view.add([f])
+    assert tctx.master.commands.call("toolvocab.tools", f).startswith("toolvocab.tools:")
+    for command in ("toolvocab.stats @all", "toolvocab.explain @all"):
+        assert tctx.master.commands.execute(command).startswith(command.split()[0] + ":")
