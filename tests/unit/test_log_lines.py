@@ -304,3 +304,29 @@ def test_a_parallel_wrapper_given_up_records_only_the_wrapper(addon, caplog) -> 
     )
     names = [d["name"] for d in f.metadata["toolvocab"]["decisions"]]
     assert names == ["multi_tool_use.parallel"], names
+
+
+def test_a_record_folder_removed_while_running_is_made_again_or_one_warning(addon, loaded, caplog, tmp_path) -> None:
+    """``toolvocab_record``'s folder deleted while the proxy runs (a clean-up): the next record
+    makes it again; a folder that cannot be made (a file in its place) is one ``warn`` line per
+    flow, no traceback, and the flow is still repaired."""
+    import shutil
+
+    tctx, script = loaded
+    folder = tmp_path / "records"
+    tctx.configure(script, toolvocab_record=str(folder))
+    try:
+        caplog.set_level(logging.DEBUG)
+        shutil.rmtree(folder)
+        run_flow(addon, [BASH], "shell", system="Use Bash.")
+        assert len(list(folder.glob("*.mitm"))) == 1
+        shutil.rmtree(folder)
+        folder.write_text("not a folder")
+        caplog.clear()
+        f = run_flow(addon, [BASH], "shell", system="Use Bash.")
+        assert json.loads(f.response.content)["content"][0]["name"] == "Bash"
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert [r.getMessage().split(" in ")[0] for r in warnings] == [f"toolvocab: could not record flow {f.id[:8]}"]
+        assert not any(r.exc_info for r in caplog.records)
+    finally:
+        tctx.configure(script, toolvocab_record="")

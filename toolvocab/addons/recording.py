@@ -260,7 +260,8 @@ class ToolVocabRecorder(Configurable):
                 logger.log(level, line)
 
     def _write(self, flow: http.HTTPFlow, record: FlowRecord) -> None:
-        """Write ``flow`` alone to ``toolvocab_record`` (redacted like every save)."""
+        """Write ``flow`` alone to ``toolvocab_record`` (redacted like every save), making the
+        folder again if it went away; a write that fails is one ``warn`` line saying why."""
         from mitmproxy import io
 
         if self.redaction is not None:
@@ -269,8 +270,13 @@ class ToolVocabRecorder(Configurable):
         assert self.record_dir is not None
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(flow.timestamp_created))
         path = os.path.join(self.record_dir, f"{stamp}-{record.dialect or 'flow'}-{flow.id[:8]}.mitm")
-        with open(path, "wb") as fp:
-            io.FlowWriter(fp).add(flow)
+        try:
+            os.makedirs(self.record_dir, exist_ok=True)
+            with open(path, "wb") as fp:
+                io.FlowWriter(fp).add(flow)
+        except OSError as exc:
+            logger.warning("toolvocab: could not record flow %s in %s: %s", flow.id[:8], self.record_dir, exc)
+            return
         logger.info("toolvocab: recorded %s", path)
 
 
