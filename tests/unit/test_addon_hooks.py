@@ -1085,3 +1085,33 @@ def test_a_stream_event_repeating_a_key_is_noted_and_passes_as_it_came(env):
     notes = " | ".join(f.metadata[KEY]["notes"])
     assert "passed through: an event's data repeats a key" in notes, notes
     assert f.marked == ":warning:" and f.comment.startswith("passed through: an event's data repeats a key")
+
+
+def test_options_that_cannot_all_be_read_leave_every_flow_untouched(env, tmp_path):
+    """A reloaded script's new addon configures every option at once; the profile file the
+    options name is gone. Nothing of that update is kept and no flow is touched until an update
+    succeeds: the host the user excluded (``toolvocab_hosts``) was rewritten when the hosts, read
+    after the profile, were never applied."""
+    from mitmproxy import exceptions
+
+    from toolvocab.addons.core import ToolVocab
+
+    profile = tmp_path / "p.toml"
+    profile.write_text('[[profile]]\nname = "p"\n[profile.names]\nshell = "shell"\n')
+    env.configure(toolvocab_profiles=str(profile), toolvocab_hosts=r"^only\.example$")
+    try:
+        profile.unlink()
+        reloaded = ToolVocab(env.addon.recorder)  # what the reloaded script makes, configured with every option
+        with pytest.raises(exceptions.OptionsError, match="toolvocab_profiles"):
+            reloaded.configure({"toolvocab_mode", "toolvocab_profiles", "toolvocab_hosts", "toolvocab_hold_timeout"})
+        f = foreign_flow()
+        before = f.request.raw_content
+        reloaded.request(f)
+        assert f.request.raw_content == before and KEY not in f.metadata and not reloaded._states
+        profile.write_text('[[profile]]\nname = "p"\n[profile.names]\nshell = "shell"\n')
+        reloaded.configure({"toolvocab_mode"})  # any later update reads every option again
+        assert reloaded.hosts is not None and reloaded.hosts.pattern == r"^only\.example$"
+        reloaded.request(f)
+        assert f.request.raw_content == before  # an excluded host: left alone
+    finally:
+        env.configure(toolvocab_profiles="", toolvocab_hosts="")

@@ -80,6 +80,10 @@ def _forget(flow: http.HTTPFlow) -> None:
         flow.comment = ""
 
 
+#: The options :class:`ToolVocab` declares (:meth:`ToolVocab.load`).
+OPTIONS = ("toolvocab_mode", "toolvocab_profiles", "toolvocab_hosts", "toolvocab_hold_timeout")
+
+
 class ToolVocab(Configurable):
     """Repair tool calls: the request, responseheaders, response and error hooks, and the
     per-flow state between them (``_states``, by flow id). ``recorder``: the addon that
@@ -91,6 +95,8 @@ class ToolVocab(Configurable):
         self.hosts: re.Pattern[str] | None = None
         self.profiles: ProfileSet | None = None
         self.hold_timeout = DEFAULT_HOLD_TIMEOUT
+        #: The options were all read at the last update (:meth:`configure`); while not, no flow is touched.
+        self.ready = True
         self._states: dict[str, FlowState] = {}
         self.caches = pipeline.Caches()
 
@@ -139,42 +145,58 @@ class ToolVocab(Configurable):
             ),
         )
 
+    def configure(self, updated: set[str]) -> None:
+        """Validate and cache the options (:meth:`_configure`). All or nothing: when one is bad,
+        none of the update is taken and, until a later update succeeds, this addon touches no
+        flow (:attr:`ready`): a reloaded script whose options cannot all be read (a profile file
+        gone) keeps no half of the user's settings, such as the hosts it was told to leave alone.
+        While not ready, every update checks all of its options again."""
+        if not self.ready:
+            updated = set(updated) | set(OPTIONS)
+        try:
+            super().configure(updated)
+        except exceptions.OptionsError:
+            self.ready = False
+            raise
+        self.ready = True
+
     def _configure(self, updated: set[str]) -> None:
-        """Validate and cache the options; raises ``OptionsError`` naming the bad option."""
+        """Validate the options in ``updated``, then cache them all at once; raises
+        ``OptionsError`` naming the bad option (nothing cached then)."""
         from mitmproxy import ctx
 
+        mode, profiles, hosts, hold_timeout = self.mode, self.profiles, self.hosts, self.hold_timeout
         if "toolvocab_mode" in updated:
             mode = ctx.options.toolvocab_mode
             if mode not in MODES:
                 raise exceptions.OptionsError(f"toolvocab_mode: {mode!r} is not one of {', '.join(MODES)}")
-            self.mode = mode
         if "toolvocab_profiles" in updated:
             path = ctx.options.toolvocab_profiles
             if path:
                 try:
-                    self.profiles = load_profiles(path)
+                    profiles = load_profiles(path)
                 except ProfileError as exc:
                     raise exceptions.OptionsError(f"toolvocab_profiles: {exc}") from None
             else:
-                self.profiles = None
+                profiles = None
         if "toolvocab_hosts" in updated:
             value = ctx.options.toolvocab_hosts
             if value:
                 try:
-                    self.hosts = re.compile(value)
+                    hosts = re.compile(value)
                 except re.error as exc:
                     raise exceptions.OptionsError(f"toolvocab_hosts: invalid regex {value!r}: {exc}") from exc
             else:
-                self.hosts = None
+                hosts = None
         if "toolvocab_hold_timeout" in updated:
             text = ctx.options.toolvocab_hold_timeout
             try:
-                value = float(str(text).strip())
+                hold_timeout = float(str(text).strip())
             except ValueError:
-                value = -1.0
-            if not 0 <= value < float("inf"):  # NaN fails too
+                hold_timeout = -1.0
+            if not 0 <= hold_timeout < float("inf"):  # NaN fails too
                 raise exceptions.OptionsError(f"toolvocab_hold_timeout: {text!r} is not a number of seconds >= 0")
-            self.hold_timeout = value
+        self.mode, self.profiles, self.hosts, self.hold_timeout = mode, profiles, hosts, hold_timeout
 
     def done(self) -> None:
         """Hand the flows in flight over to the addon a reloaded script makes (their state:
@@ -215,7 +237,7 @@ class ToolVocab(Configurable):
         replay = flow.is_replay == "request"
         if replay:
             _forget(flow)
-        if self.mode == "off":
+        if self.mode == "off" or not self.ready:
             return
         try:
             self._request(flow)

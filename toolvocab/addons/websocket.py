@@ -97,7 +97,7 @@ class ToolVocabWebSocket:
             if not message.from_client and not self._binary_in_hold(flow, message):
                 self._queue(flow, message)
             return
-        if message.from_client and self.core.mode == "off":
+        if message.from_client and (self.core.mode == "off" or not self.core.ready):
             self._end_turns(flow)  # this turn is not toolvocab's: nothing of it is touched
             return
         try:
