@@ -530,3 +530,59 @@ def test_stream_resolver_exception_passes_held_block_through():
     out = b"".join(rw.feed(data) + rw.finish())
     assert rw.error == "RuntimeError: injected"
     assert out == data  # got the stream without the shell block's start and deltas
+
+
+# -- server tool search: the tools it loaded, by name -------------------------------------------
+
+SEARCH_PLAN = Plan(rename_map={"mcp__tracker__open_ticket": "tracker_open_ticket"})
+
+
+def _search_result(*names: str) -> dict:
+    return {
+        "type": "tool_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": n} for n in names],
+        },
+    }
+
+
+def test_a_tool_search_result_names_the_clients_tools_both_ways():
+    """``tool_search_tool_result.content.tool_references[].tool_name`` names tools as the
+    upstream knows them: the answer's gets the client's names back (the alias reached the client
+    while the ``tool_use`` beside it was named back), the replayed one in the history goes up
+    under the alias again; other names stay."""
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "stop_reason": "tool_use",
+        "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex", "input": {"query": "t"}},
+            _search_result("tracker_open_ticket", "Read"),
+        ],
+    }
+    rec = Recorder()
+    assert DIALECT.rewrite_response(answer, context(rec, SEARCH_PLAN)) is True
+    assert answer["content"][1] == _search_result("mcp__tracker__open_ticket", "Read")
+    body = load_json("request-claude-code.json")
+    body["messages"].append({"role": "assistant", "content": [_search_result("mcp__tracker__open_ticket", "Read")]})
+    assert DIALECT.apply_request(body, SEARCH_PLAN) is True
+    assert body["messages"][-1]["content"][0] == _search_result("tracker_open_ticket", "Read")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_streamed_tool_search_result_names_the_clients_tools(seed):
+    events = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": _search_result("tracker_open_ticket")},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_stop"},
+    ]
+    data = b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events)
+    rw = DIALECT.stream_rewriter(context(Recorder(), SEARCH_PLAN))
+    out = drive(rw, random_chunks(data, random.Random(seed)))
+    starts = [e.json() for e in events_of(out) if e.event == "content_block_start"]
+    assert starts == [{**events[1], "content_block": _search_result("mcp__tracker__open_ticket")}]
+    assert b"tracker_open_ticket" not in out.replace(b"mcp__tracker__open_ticket", b"")

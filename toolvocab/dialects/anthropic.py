@@ -10,6 +10,7 @@ anywhere. In a stream a tool name appears only in ``content_block_start``.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from typing import Any
@@ -306,6 +307,8 @@ class AnthropicMessages:
                         for inner in block["content"]:
                             if isinstance(inner, dict) and inner.get("type") == "tool_reference":
                                 changed |= _rename_key(inner, "tool_name", rename)
+                    elif block.get("type") == "tool_search_tool_result":
+                        changed |= _rename_references(block, rename)
         if plan.prompt_sentence:
             system = body.get("system")
             if system is None or system == "":
@@ -370,6 +373,8 @@ class AnthropicMessages:
                 # whose input is then never completed.
                 cut = not _natural_end(body.get("stop_reason")) and block is body["content"][-1]
                 changed |= _apply_block(block, resolve, truncated=cut)
+            elif isinstance(block, dict) and block.get("type") == "tool_search_tool_result":
+                changed |= _name_references_back(block, flow.plan)
             content.append(block)
         if changed:
             body["content"] = content
@@ -570,6 +575,29 @@ _BLOCK_EVENTS = ("content_block_start", "content_block_delta", "content_block_st
 _BLOCK_BREAKERS = ("content_block_start", "message_delta", "message_stop", "error")
 
 
+def _name_references_back(block: dict[str, Any], plan: Plan) -> bool:
+    """:func:`_rename_references` from each upstream name this flow gave a declared tool (an
+    alias, a repeat's alias) back to the client's."""
+    if not (plan.rename_map or plan.duplicates):
+        return False
+    back = {upstream: name for name, upstream in plan.rename_map.items()}
+    back.update((a, name) for name, aliases in plan.duplicates.items() for a in aliases if a is not None)
+    return _rename_references(block, back)
+
+
+def _rename_references(block: dict[str, Any], names: dict[str, str]) -> bool:
+    """In a ``tool_search_tool_result`` block (the tools a server tool search loaded: its
+    ``content.tool_references[].tool_name``, ``types/tool_search_tool_search_result_block.py`` of
+    the anthropic SDK), each name in ``names`` renamed to its value; in place, True when one was."""
+    content = block.get("content")
+    references = content.get("tool_references") if isinstance(content, dict) else None
+    changed = False
+    for reference in references if isinstance(references, list) else ():
+        if isinstance(reference, dict) and reference.get("type") == "tool_reference":
+            changed |= _rename_key(reference, "tool_name", names)
+    return changed
+
+
 def _block_name(held: list[SSEEvent]) -> str:
     """The tool name a held block's ``content_block_start`` carries (``?`` when unreadable)."""
     data = held[0].json() if held else None
@@ -740,6 +768,10 @@ class AnthropicStream(EventStreamRewriter):
                 return []
             if isinstance(block, dict) and block.get("type") in ("server_tool_use",):
                 self._no_lift = True
+            if isinstance(block, dict) and block.get("type") == "tool_search_tool_result":
+                block = copy.deepcopy(block)
+                if _name_references_back(block, self._flow.plan):
+                    return [event.with_json({**data, "content_block": block}).raw]
             if (
                 isinstance(block, dict)
                 and block.get("type") == "text"
