@@ -1092,3 +1092,19 @@ def test_any_interleaving_of_two_calls_names_each_back_with_its_own_arguments(da
         assert (done["fc_b"]["name"], done["fc_b"]["arguments"]) == ("exec_command", '{"cmd":"ls"}')
     else:
         assert {(i.get("namespace"), i["name"]) for i in done.values()} == set(CLIENT_NAMES)
+
+
+def test_a_call_cut_off_by_the_end_of_the_response_is_echoed_as_it_went_out():
+    """The response ended (``response.completed``) before a held call's ``output_item.done``:
+    the call's events go out as they came, and so does the call in the completed echo (it was
+    repaired there, so an SDK reading the final response saw another call than the events)."""
+    events = [
+        d
+        for d in _events("stream-foreign-shell.sse")
+        if d["type"] != "response.output_item.done" or d["output_index"] != 1
+    ]
+    upstream = _stream(events)
+    rw, _ = _rewriter(Plan())
+    out = drive(rw, [upstream])
+    assert out == upstream
+    assert rw.unrepaired and "events out of order" in rw.unrepaired[0]

@@ -946,6 +946,10 @@ class ResponsesStream(EventStreamRewriter):
                 self.unrepaired.append(
                     f"a {kind} event came before the tool call {_item_name(held)}'s response.output_item.done (events out of order)"
                 )
+                for unit in held:  # the echo in this event shows the calls as they went out
+                    item = (unit.json() or {}).get("item") if isinstance(unit.json(), dict) else None
+                    if _is_call(item) and isinstance(item.get("name"), str):
+                        self.core.let_go(item, self.core._decide(item)[0])
                 return held + self._dispatch(event)
             self._held.append(event)
             index = data.get("output_index") if kind is not None else None
