@@ -1115,3 +1115,24 @@ def test_options_that_cannot_all_be_read_leave_every_flow_untouched(env, tmp_pat
         assert f.request.raw_content == before  # an excluded host: left alone
     finally:
         env.configure(toolvocab_profiles="", toolvocab_hosts="")
+
+
+def test_a_bad_option_set_while_running_is_refused_and_repairs_go_on(env, tmp_path):
+    """mitmweb's options: a bad value is refused and mitmproxy puts the old ones back; the addon
+    keeps the settings it had and goes on repairing, even when the profile file it read at start
+    is gone by then (re-reading every option on that roll-back stopped every repair)."""
+    from mitmproxy import exceptions
+
+    profile = tmp_path / "p.toml"
+    profile.write_text('[[profile]]\nname = "p"\n[profile.names]\nshell = "shell"\n')
+    env.configure(toolvocab_profiles=str(profile))
+    try:
+        profile.unlink()
+        with pytest.raises(exceptions.OptionsError, match="toolvocab_hosts"):
+            env.configure(toolvocab_hosts="(")
+        assert env.addon.ready
+        r = replay(env, foreign_flow())
+        assert [d["action"] for d in r.record["decisions"]][0] == "rename"
+        env.configure(toolvocab_mode="auto")  # a good update is taken
+    finally:
+        env.configure(toolvocab_profiles="", toolvocab_hosts="")

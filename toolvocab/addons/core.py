@@ -147,16 +147,20 @@ class ToolVocab(Configurable):
 
     def configure(self, updated: set[str]) -> None:
         """Validate and cache the options (:meth:`_configure`). All or nothing: when one is bad,
-        none of the update is taken and, until a later update succeeds, this addon touches no
-        flow (:attr:`ready`): a reloaded script whose options cannot all be read (a profile file
-        gone) keeps no half of the user's settings, such as the hosts it was told to leave alone.
-        While not ready, every update checks all of its options again."""
+        none of the update is taken. An update of every option that fails (the script's first,
+        at start or when mitmproxy reloads it: a profile file gone) leaves this addon touching no
+        flow (:attr:`ready`) until an update succeeds, each one checking every option again: no
+        half of the user's settings is applied, such as the hosts it was told to leave alone. A
+        bad update while ready (mitmweb's options) only fails: mitmproxy puts the old values
+        back, and they are the ones cached."""
         if not self.ready:
             updated = set(updated) | set(OPTIONS)
         try:
             super().configure(updated)
         except exceptions.OptionsError:
-            self.ready = False
+            if self.ready and set(OPTIONS) <= set(updated):
+                logger.warning("toolvocab: options not applied (the error above): every flow passes untouched")
+                self.ready = False
             raise
         self.ready = True
 

@@ -54,13 +54,12 @@ class ToolVocabIntercept(Configurable):
             self.intercept_all = value == "all"
 
     def running(self) -> None:
-        """One line at start: toolvocab mode, proxy mode(s), profile file and host rule; when the
-        options could not all be read (a reloaded script), that no flow is touched."""
+        """One line at start: toolvocab mode, proxy mode(s), profile file and host rule (none when
+        the options could not all be read: the repair addon says that no flow is touched)."""
         from mitmproxy import ctx
 
         if not self.core.ready:
-            logger.warning("toolvocab: options not applied (the error above): every flow passes untouched")
-            return
+            return  # the repair addon said why no flow is touched
         try:
             logger.info(
                 hosts.start_line(ctx.options.mode, self.core.mode, ctx.options.toolvocab_profiles, self.host_rule())
