@@ -1108,3 +1108,81 @@ def test_a_call_cut_off_by_the_end_of_the_response_is_echoed_as_it_went_out():
     out = drive(rw, [upstream])
     assert out == upstream
     assert rw.unrepaired and "events out of order" in rw.unrepaired[0]
+
+
+def test_a_response_cut_before_one_of_two_calls_ends_still_repairs_the_finished_one():
+    """Two interleaved calls, the response cut (``response.incomplete``) before the second's
+    ``.done``: the first call, whole, is named back as every call is; only the unfinished one goes
+    as it came (noted), and the echo shows each as it went out."""
+    events = _events("stream-upstream-names.sse")
+    first = [d for d in events if d.get("output_index") == 0]
+    second = [d for d in events if d.get("output_index") == 1 and d["type"] != "response.output_item.done"]
+    end = next(d for d in events if d["type"] == "response.completed")
+    end = {**end, "type": "response.incomplete", "response": {**end["response"], "status": "incomplete"}}
+    upstream = _stream(events[:2] + [first[0], second[0], *first[1:], *second[1:], end])
+    rw, _ = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = drive(rw, [upstream])
+    assert [(d["item"]["id"], d["item"]["name"]) for d in by_type(out, "response.output_item.done")] == [
+        ("fc_fx05a", "exec_command")
+    ]
+    added = {d["item"]["id"]: d["item"]["name"] for d in by_type(out, "response.output_item.added")}
+    assert added == {"fc_fx05a": "exec_command", "fc_fx05b": "open_issue"}
+    [echo] = by_type(out, "response.incomplete")
+    assert [i["name"] for i in echo["response"]["output"]] == ["exec_command", "open_issue"]
+    assert rw.unrepaired == [
+        "the response ended before the tool call open_issue's response.output_item.done (events out of order)"
+    ]
+
+
+@pytest.mark.parametrize("index", [None, 1, "1"], ids=["none", "shared", "not-an-int"])
+def test_interleaved_calls_their_output_index_cannot_tell_apart_change_nothing(index):
+    """A foreign call needing its arguments fitted, interleaved with a declared call, and no
+    ``output_index`` tells their events apart (none, the same, not an int): fitting one call's
+    arguments could land in the other's events (``rm -rf build`` becoming ``echo hi``'s), so
+    both go as they came."""
+    events = _events("stream-foreign-shell.sse")
+    declared = {
+        "id": "fc_o",
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": "c_o",
+        "name": "exec_command",
+    }
+    args = '{"cmd":"rm -rf build"}'
+    other = [
+        {"type": "response.output_item.added", "sequence_number": 0, "output_index": 2, "item": declared},
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 0,
+            "item_id": "fc_o",
+            "output_index": 2,
+            "delta": args,
+        },
+        {
+            "type": "response.function_call_arguments.done",
+            "sequence_number": 0,
+            "item_id": "fc_o",
+            "output_index": 2,
+            "arguments": args,
+        },
+        {
+            "type": "response.output_item.done",
+            "sequence_number": 0,
+            "output_index": 2,
+            "item": {**declared, "status": "completed", "arguments": args},
+        },
+    ]
+    calls = [d for d in events if d.get("output_index") == 1]
+    rest = [d for d in events if d.get("output_index") != 1]
+    mixed = [d for pair in zip(calls, other) for d in pair] + calls[len(other) :]
+    for d in mixed:
+        if index is None:
+            d.pop("output_index")
+        else:
+            d["output_index"] = index
+    upstream = _stream(rest[:4] + mixed + rest[4:])
+    rw, _ = _rewriter(Plan())
+    out = drive(rw, [upstream])
+    assert out == upstream
+    assert rw.unrepaired and "no output_index to tell their events apart" in rw.unrepaired[0]

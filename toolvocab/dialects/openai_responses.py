@@ -941,19 +941,22 @@ class ResponsesStream(EventStreamRewriter):
             return self._on_text(event, data, kind)
         if self._held is not None:
             if kind == "error" or kind in _TERMINAL_EVENTS:
-                # The call will not complete: send what was held, unchanged, then this event.
+                # The open calls will not complete: they go as held, unchanged (the calls done
+                # meanwhile are resolved), then this event.
                 held, self._held = self._held, None
-                self.unrepaired.append(
-                    f"a {kind} event came before the tool call {_item_name(held)}'s response.output_item.done (events out of order)"
-                )
-                for unit in held:  # the echo in this event shows the calls as they went out
-                    item = (unit.json() or {}).get("item") if isinstance(unit.json(), dict) else None
-                    if _is_call(item) and isinstance(item.get("name"), str):
-                        self.core.let_go(item, self.core._decide(item)[0])
-                return held + self._dispatch(event)
+                return self._release_calls(held, cut=True) + self._dispatch(event)
             self._held.append(event)
             index = data.get("output_index") if kind is not None else None
-            if kind == "response.output_item.added" and _is_call(data.get("item")) and index not in self._calls:
+            if kind == "response.output_item.added" and _is_call(data.get("item")):
+                if type(index) is not int or index in self._calls or any(type(i) is not int for i in self._calls):
+                    # Two calls' events that their output_index cannot tell apart: none is changed.
+                    held, self._held = self._held, None
+                    self.unrepaired.append(
+                        f"the tool calls {_item_name(held)} and {_item_name([event])} came interleaved with no "
+                        "output_index to tell their events apart"
+                    )
+                    self._let_go(held)
+                    return held
                 self._open.append(index)  # another call's events interleave with the held one's
                 self._calls.append(index)
             elif kind == "response.output_item.done" and index in self._open:
@@ -990,19 +993,51 @@ class ResponsesStream(EventStreamRewriter):
                 return [event.with_json({**data, "response": response})]
         return [event]
 
-    def _release_calls(self, held: list[Any]) -> list[Any]:
+    def _release_calls(self, held: list[Any], *, cut: bool = False) -> list[Any]:
         """The held events of one call (:meth:`_release`), or of several whose events
         interleaved: each call resolved from its own events (those with its ``output_index``;
-        no parallel wrapper unwrapped, the others' places would move), every event in its place."""
+        no parallel wrapper unwrapped, the others' places would move), every event in its place.
+        A call whose events do not end with its ``output_item.done`` (``cut``: the response ended
+        first; or an event of it came after) goes as it came, noted, and is echoed so."""
         if len(self._calls) < 2:
-            return self._release(held)
-        groups: dict[Any, list[Any]] = {index: [] for index in self._calls}
+            if not cut:
+                return self._release(held)
+            self.unrepaired.append(
+                f"the response ended before the tool call {_item_name(held)}'s response.output_item.done "
+                "(events out of order)"
+            )
+            self._let_go(held)
+            return held
+        groups: dict[int, list[Any]] = {index: [] for index in self._calls}  # distinct ints
         for unit in held:
             index = _output_index(unit)
-            if index in groups:
+            if type(index) is int and index in groups:
                 groups[index].append(unit)
-        released = {index: iter(self._release(units, expand=False)) for index, units in groups.items()}
-        return [next(released[index]) if (index := _output_index(u)) in released else u for u in held]
+        released = {}
+        for index, units in groups.items():
+            last = units[-1].json() if units else None
+            if isinstance(last, dict) and last.get("type") == "response.output_item.done":
+                released[index] = iter(self._release(units, expand=False))
+            else:
+                self.unrepaired.append(
+                    f"the response ended before the tool call {_item_name(units)}'s response.output_item.done "
+                    "(events out of order)"
+                    if cut
+                    else f"an event of the tool call {_item_name(units)} came after its response.output_item.done"
+                )
+                self._let_go(units)
+        return [
+            next(released[index]) if type(index := _output_index(u)) is int and index in released else u for u in held
+        ]
+
+    def _let_go(self, units: list[Any]) -> None:
+        """The calls whose ``output_item.added`` is among ``units`` go as they came: their echo
+        too (:meth:`ResponsesCore.let_go`)."""
+        for unit in units:
+            data = unit.json()
+            item = data.get("item") if isinstance(data, dict) else None
+            if _is_call(item) and isinstance(item.get("name"), str):
+                self.core.let_go(item, self.core._decide(item)[0])
 
     def _release_alone(self, event: Any, item: dict[str, Any]) -> list[Any]:
         """A call's ``response.output_item.done`` that came without its ``.added``: what went
