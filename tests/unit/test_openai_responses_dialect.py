@@ -1130,7 +1130,8 @@ def test_a_response_cut_before_one_of_two_calls_ends_still_repairs_the_finished_
     [echo] = by_type(out, "response.incomplete")
     assert [i["name"] for i in echo["response"]["output"]] == ["exec_command", "open_issue"]
     assert rw.unrepaired == [
-        "the response ended before the tool call open_issue's response.output_item.done (events out of order)"
+        "a response.incomplete event came before the tool call open_issue's response.output_item.done "
+        "(events out of order)"
     ]
 
 

@@ -944,7 +944,7 @@ class ResponsesStream(EventStreamRewriter):
                 # The open calls will not complete: they go as held, unchanged (the calls done
                 # meanwhile are resolved), then this event.
                 held, self._held = self._held, None
-                return self._release_calls(held, cut=True) + self._dispatch(event)
+                return self._release_calls(held, cut=kind) + self._dispatch(event)
             self._held.append(event)
             index = data.get("output_index") if kind is not None else None
             if kind == "response.output_item.added" and _is_call(data.get("item")):
@@ -993,17 +993,18 @@ class ResponsesStream(EventStreamRewriter):
                 return [event.with_json({**data, "response": response})]
         return [event]
 
-    def _release_calls(self, held: list[Any], *, cut: bool = False) -> list[Any]:
+    def _release_calls(self, held: list[Any], *, cut: str | None = None) -> list[Any]:
         """The held events of one call (:meth:`_release`), or of several whose events
         interleaved: each call resolved from its own events (those with its ``output_index``;
         no parallel wrapper unwrapped, the others' places would move), every event in its place.
-        A call whose events do not end with its ``output_item.done`` (``cut``: the response ended
-        first; or an event of it came after) goes as it came, noted, and is echoed so."""
+        A call whose events do not end with its ``output_item.done`` (``cut``: the type of the
+        event that ended the response first; or an event of it came after) goes as it came,
+        noted, and is echoed so."""
         if len(self._calls) < 2:
             if not cut:
                 return self._release(held)
             self.unrepaired.append(
-                f"the response ended before the tool call {_item_name(held)}'s response.output_item.done "
+                f"a {cut} event came before the tool call {_item_name(held)}'s response.output_item.done "
                 "(events out of order)"
             )
             self._let_go(held)
@@ -1020,7 +1021,7 @@ class ResponsesStream(EventStreamRewriter):
                 released[index] = iter(self._release(units, expand=False))
             else:
                 self.unrepaired.append(
-                    f"the response ended before the tool call {_item_name(units)}'s response.output_item.done "
+                    f"a {cut} event came before the tool call {_item_name(units)}'s response.output_item.done "
                     "(events out of order)"
                     if cut
                     else f"an event of the tool call {_item_name(units)} came after its response.output_item.done"
