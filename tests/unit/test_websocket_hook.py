@@ -384,26 +384,42 @@ def test_a_mode_changed_while_a_call_is_held_finishes_the_turn_in_its_own_mode(e
     assert all(not st.message.dropped and st.injected == [] for st in s.steps[before:])
 
 
-def test_a_turn_held_across_a_script_reload_completes_in_order(env):
-    """mitmproxy reloads a changed script: ``done`` on the old addons, ``running`` on the new.
-    The new WebSocket addon takes the socket's turn over, held frames and hold bound included
-    (they were lost, or sent by the old addon's timer after the turn's end)."""
+@pytest.mark.parametrize("loads", [True, False], ids=["reloaded", "reload-fails"])
+def test_a_turn_held_at_a_script_reload_gives_its_frames_up_in_order(env, loads):
+    """mitmproxy reloads a changed script: ``done`` on the old addons, ``running`` on the new, if
+    the new script loads at all. A turn holding frames gives them up at ``done``, as they came:
+    every frame reaches the client once and in order whether or not a new addon takes over (they
+    were lost when the reloaded script failed to load, or sent after the turn's end by a later
+    addon's timer); the socket's record is handed over, and the next turn is repaired again."""
     s = Session(env)
     s.create()
     _, frames = load_frames()
-    s.server(frames[:3])  # the call's frames are held
+    s.server(frames[:3])  # created goes on; the call's added and first delta are held
+    sent = s.delivered()
     old = harness.websocket(env.module)
+    before = len(env.injected)
     old.done()
+    sent += [m for _, _, m, _ in env.injected[before:]]  # given up at done, as they came
+    assert sent == [orjson.dumps(f) for f in frames[:3]]
     new = type(old)(old.core, old.recorder)
     at = env.module.addons.index(old)
-    env.module.addons[at] = new
     try:
-        new.running()
-        assert s.flow.id in new._ws  # the turn is the new addon's now
+        if loads:
+            env.module.addons[at] = new
+            new.running()
+            assert s.flow.id in new._ws  # the socket's record is the new addon's now
+        mark = len(s.steps)
         s.server(frames[3:])
-        got = parsed(s.delivered())
-        assert [f["type"] for f in got] == [f["type"] for f in frames]
-        assert [f["item"]["name"] for f in got if f["type"] == "response.output_item.done"] == ["exec_command"]
+        for step in s.steps[mark:]:
+            sent += ([] if step.message.dropped else [step.message.content]) + step.injected
+        assert sent == [orjson.dumps(f) for f in frames]  # every frame once, in order, as sent
+        assert "the script was reloaded" in " ".join(s.record["notes"])
+        if loads:
+            s.create()
+            mark = len(s.steps)
+            s.server(frames)
+            done = [f for f in parsed(s.delivered()[-len(frames) :]) if f["type"] == "response.output_item.done"]
+            assert [f["item"]["name"] for f in done] == ["exec_command"]  # the next turn is repaired
     finally:
         env.module.addons[at] = old
         new._ws.clear()

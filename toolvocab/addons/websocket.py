@@ -56,32 +56,39 @@ class ToolVocabWebSocket:
         self.recorder = recorder
         self._ws: dict[str, FlowState] = {}
         self._pending: dict[str, int] = {}  # frames injected to the client, not yet through this hook
-        # the hold bound of a turn holding frames: its timer, and the flow and turn it watches
-        self._timers: dict[str, tuple[asyncio.TimerHandle, http.HTTPFlow, FlowState]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # the hold bound of a turn holding frames
         self._last: dict[str, float] = {}  # when a frame last came while frames were held (loop time)
 
     def done(self) -> None:
-        """Hand the sockets in flight over to the addon a reloaded script makes (their turns,
-        frames on their way, the flows whose hold bound runs: restarted there); stop the timers."""
-        watched = []
-        for timer, flow, state in self._timers.values():
+        """Hand the sockets in flight over to the addon a reloaded script makes (their records,
+        frames on their way). A turn holding frames gives them up first, as they came: the
+        reloaded script may not load, and then no addon would ever send them (mitmproxy relays
+        the socket's later frames past the held ones)."""
+        for timer in self._timers.values():
             timer.cancel()
-            watched.append((flow, state))
         self._timers.clear()
+        for state in list(self._ws.values()):
+            rewriter = state.ws_rewriter
+            if rewriter is not None and rewriter.has_held() and state.ws_flow is not None:
+                try:
+                    self._give_up(
+                        state.ws_flow,
+                        state,
+                        "the script was reloaded while a tool call's frames were held",
+                        "the client got the held frames as the upstream sent them and the rest of the turn as it came",
+                    )
+                except Exception:  # shutting down: the connection may be gone
+                    logger.debug("toolvocab: could not give up a held WebSocket turn", exc_info=True)
         if self._ws or self._pending:
-            hand_over("websocket", (self._ws, self._pending, watched))
+            hand_over("websocket", (self._ws, self._pending))
 
     def running(self) -> None:
         """Take over the sockets in flight of the addon this one replaces (a reloaded script)."""
         handed = take_over("websocket")
-        if handed is None:
-            return
-        sockets, pending, watched = handed
-        self._ws.update(sockets)
-        self._pending.update(pending)
-        for flow, state in watched:
-            if self._ws.get(flow.id) is state:
-                self._watch(flow, state)  # a bound of its own again, from now
+        if handed is not None:
+            sockets, pending = handed
+            self._ws.update(sockets)
+            self._pending.update(pending)
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
@@ -193,6 +200,7 @@ class ToolVocabWebSocket:
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
             state.ws_rewriter = rewriter
             self._stop_timer(flow.id)  # a new turn: the last one's bound ends
+            state.ws_flow = flow
             self._ws[flow.id] = state
             if result.content is not None:
                 message.content = result.content
@@ -337,7 +345,7 @@ class ToolVocabWebSocket:
             return  # not on an event loop (a direct call in a test): no bound
         self._last[flow.id] = loop.time()
         if flow.id not in self._timers:
-            self._timers[flow.id] = (loop.call_later(timeout, self._on_timer, flow, state, loop), flow, state)
+            self._timers[flow.id] = loop.call_later(timeout, self._on_timer, flow, state, loop)
 
     def _on_timer(self, flow: http.HTTPFlow, state: FlowState, loop: asyncio.AbstractEventLoop) -> None:
         """The bound ran out: if the server has been silent that long and frames are still
@@ -350,11 +358,7 @@ class ToolVocabWebSocket:
             timeout = self.core.hold_timeout
             idle = loop.time() - self._last.get(flow.id, 0.0)
             if idle < timeout:
-                self._timers[flow.id] = (
-                    loop.call_later(timeout - idle, self._on_timer, flow, state, loop),
-                    flow,
-                    state,
-                )
+                self._timers[flow.id] = loop.call_later(timeout - idle, self._on_timer, flow, state, loop)
                 return
             held = rewriter.held_units()
             state.ws_rewriter = None  # the rest of the turn goes as it comes
@@ -376,7 +380,7 @@ class ToolVocabWebSocket:
     def _stop_timer(self, flow_id: str) -> None:
         timer = self._timers.pop(flow_id, None)
         if timer is not None:
-            timer[0].cancel()
+            timer.cancel()
         self._last.pop(flow_id, None)
 
 
