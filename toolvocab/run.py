@@ -96,7 +96,7 @@ def with_local_default(args: list[str], out=None) -> list[str]:
     if chooses_listen_host(args):
         return args
     print(
-        f"toolvocab: listening on {LOCAL_HOST} only (mitmdump's default would be every interface); "
+        f"toolvocab: listening on {LOCAL_HOST} only (mitmproxy's default would be every interface); "
         "--listen-host 0.0.0.0 accepts other machines",
         file=out or sys.stderr,
     )

@@ -100,7 +100,7 @@ def test_the_console_script_listens_on_127_0_0_1_unless_told(tmp_path):
             time.sleep(0.1)
         out = proc.output()
         assert (
-            "toolvocab: listening on 127.0.0.1 only (mitmdump's default would be every interface); --listen-host 0.0.0.0 accepts other machines"
+            "toolvocab: listening on 127.0.0.1 only (mitmproxy's default would be every interface); --listen-host 0.0.0.0 accepts other machines"
             in out
         )
         assert f"listening at 127.0.0.1:{port}" in out
