@@ -134,17 +134,7 @@ class ToolVocabWebSocket:
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
-            previous = self._ws.get(flow.id)
-            if previous is not None and previous.ws_rewriter is not None and not previous.ws_turn_done:
-                # The last turn is still streaming: which turn a later frame belongs to is not
-                # known, so neither this turn's request nor the frames from here on are touched.
-                self._give_up(
-                    flow,
-                    previous,
-                    "a response.create came while the previous turn was still streaming",
-                    "the client got what was held as the upstream sent it, and this frame and every frame after "
-                    "it in both turns as they came",
-                )
+            if self._give_up_unfinished(flow):
                 return
             result = pipeline.handle(
                 pipeline.Request(
@@ -304,17 +294,26 @@ class ToolVocabWebSocket:
         previous = self._ws.get(flow.id)
         if previous is None:
             return
-        if previous.ws_rewriter is not None and not previous.ws_turn_done:
-            self._give_up(
-                flow,
-                previous,
-                "a response.create came while the previous turn was still streaming",
-                "the client got what was held as the upstream sent it, and this frame and every frame after "
-                "it in both turns as they came",
-            )
+        self._give_up_unfinished(flow)
         self._stop_timer(flow.id)
         del self._ws[flow.id]
         flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
+
+    def _give_up_unfinished(self, flow: http.HTTPFlow) -> bool:
+        """At a ``response.create``: if the socket's last turn is still streaming, which turn a
+        later frame belongs to is not known, so neither turn is touched from here on: the last
+        is given up (:meth:`_give_up`); True when it was."""
+        previous = self._ws.get(flow.id)
+        if previous is None or previous.ws_rewriter is None or previous.ws_turn_done:
+            return False
+        self._give_up(
+            flow,
+            previous,
+            "a response.create came while the previous turn was still streaming",
+            "the client got what was held as the upstream sent it, and this frame and every frame after "
+            "it in both turns as they came",
+        )
+        return True
 
     def _give_up(self, flow: http.HTTPFlow, state: FlowState, why: str, got: str) -> None:
         """Stop rewriting ``state``'s turn: what its rewriter holds goes to the client as it came
