@@ -962,54 +962,32 @@ def test_calls_whose_events_interleave_are_each_named_back(seed, first):
     assert [d.step.value for d in rec.decisions] == ["reverse_map", "reverse_map"]
 
 
+def _with_call(events: list[dict], item_id: str, name: str, deltas: list[str]) -> list[dict]:
+    """``events`` with one more function call at ``output_index`` 2 before ``response.completed``
+    (``output_item.added``, a delta per ``deltas``, ``function_call_arguments.done``,
+    ``output_item.done``), and in that event's echo."""
+    item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": ""}
+    item |= {"call_id": "call_" + item_id, "name": name}
+    args = "".join(deltas)
+    at = {"sequence_number": 0, "output_index": 2}
+    call = [{"type": "response.output_item.added", **at, "item": item}]
+    call += [{"type": "response.function_call_arguments.delta", **at, "item_id": item_id, "delta": d} for d in deltas]
+    call += [{"type": "response.function_call_arguments.done", **at, "item_id": item_id, "arguments": args}]
+    call += [{"type": "response.output_item.done", **at, "item": {**item, "status": "completed", "arguments": args}}]
+    end = next(i for i, d in enumerate(events) if d["type"] == "response.completed")
+    final = events[end]
+    echo = {**final["response"], "output": [*final["response"]["output"], call[-1]["item"]]}
+    return events[:end] + call + [{**final, "response": echo}] + events[end + 1 :]
+
+
 def test_interleaved_calls_keep_each_its_own_arguments_when_one_is_fitted():
     """A foreign ``shell`` call (argv fitted into ``exec_command``'s ``cmd``) interleaved with a
     declared call: the fitted arguments go into the shell call's first delta only; the other
     call's deltas, ``.done`` and echo keep its own arguments byte for byte."""
-    events = _events("stream-foreign-shell.sse")
-    declared = {
-        "id": "fc_other",
-        "type": "function_call",
-        "status": "in_progress",
-        "arguments": "",
-        "call_id": "call_other",
-        "name": "exec_command",
-    }
     args = '{"cmd":"ls -la"}'
-    other = [
-        {"type": "response.output_item.added", "sequence_number": 0, "output_index": 2, "item": declared},
-        {
-            "type": "response.function_call_arguments.delta",
-            "sequence_number": 0,
-            "item_id": "fc_other",
-            "output_index": 2,
-            "delta": args[:7],
-        },
-        {
-            "type": "response.function_call_arguments.delta",
-            "sequence_number": 0,
-            "item_id": "fc_other",
-            "output_index": 2,
-            "delta": args[7:],
-        },
-        {
-            "type": "response.function_call_arguments.done",
-            "sequence_number": 0,
-            "item_id": "fc_other",
-            "output_index": 2,
-            "arguments": args,
-        },
-        {
-            "type": "response.output_item.done",
-            "sequence_number": 0,
-            "output_index": 2,
-            "item": {**declared, "status": "completed", "arguments": args},
-        },
-    ]
-    end = next(i for i, d in enumerate(events) if d["type"] == "response.completed")
-    final = events[end]
-    final = {**final, "response": {**final["response"], "output": [*final["response"]["output"], other[-1]["item"]]}}
-    events = _interleaved(events[:end] + other + [final], 1, 2)
+    events = _interleaved(
+        _with_call(_events("stream-foreign-shell.sse"), "fc_other", "exec_command", [args[:7], args[7:]]), 1, 2
+    )
     rw, rec = _rewriter(Plan())
     out = drive(rw, [_stream(events)])
     assert_consistent(out)
@@ -1033,41 +1011,7 @@ def test_any_interleaving_of_two_calls_names_each_back_with_its_own_arguments(da
     its ``.done`` arguments; a fitted call gets its arguments, the other keeps its own."""
     events = _events("stream-foreign-shell.sse" if fitted else "stream-upstream-names.sse")
     if fitted:  # the foreign shell call, then a declared call aliased upstream
-        item = {
-            "id": "fc_b",
-            "type": "function_call",
-            "status": "in_progress",
-            "arguments": "",
-            "call_id": "c_b",
-            "name": "run_exec",
-        }
-        second = [
-            {"type": "response.output_item.added", "sequence_number": 0, "output_index": 2, "item": item},
-            {
-                "type": "response.function_call_arguments.delta",
-                "sequence_number": 0,
-                "item_id": "fc_b",
-                "output_index": 2,
-                "delta": '{"cmd":"ls"}',
-            },
-            {
-                "type": "response.function_call_arguments.done",
-                "sequence_number": 0,
-                "item_id": "fc_b",
-                "output_index": 2,
-                "arguments": '{"cmd":"ls"}',
-            },
-            {
-                "type": "response.output_item.done",
-                "sequence_number": 0,
-                "output_index": 2,
-                "item": {**item, "status": "completed", "arguments": '{"cmd":"ls"}'},
-            },
-        ]
-        end = next(i for i, d in enumerate(events) if d["type"] == "response.completed")
-        final = events[end]
-        echo = {**final["response"], "output": [*final["response"]["output"], second[-1]["item"]]}
-        events = events[:end] + second + [{**final, "response": echo}]
+        events = _with_call(events, "fc_b", "run_exec", ['{"cmd":"ls"}'])
         calls = (1, 2)
     else:
         calls = (0, 1)
@@ -1141,41 +1085,10 @@ def test_interleaved_calls_their_output_index_cannot_tell_apart_change_nothing(i
     ``output_index`` tells their events apart (none, the same, not an int): fitting one call's
     arguments could land in the other's events (``rm -rf build`` becoming ``echo hi``'s), so
     both go as they came."""
-    events = _events("stream-foreign-shell.sse")
-    declared = {
-        "id": "fc_o",
-        "type": "function_call",
-        "status": "in_progress",
-        "arguments": "",
-        "call_id": "c_o",
-        "name": "exec_command",
-    }
-    args = '{"cmd":"rm -rf build"}'
-    other = [
-        {"type": "response.output_item.added", "sequence_number": 0, "output_index": 2, "item": declared},
-        {
-            "type": "response.function_call_arguments.delta",
-            "sequence_number": 0,
-            "item_id": "fc_o",
-            "output_index": 2,
-            "delta": args,
-        },
-        {
-            "type": "response.function_call_arguments.done",
-            "sequence_number": 0,
-            "item_id": "fc_o",
-            "output_index": 2,
-            "arguments": args,
-        },
-        {
-            "type": "response.output_item.done",
-            "sequence_number": 0,
-            "output_index": 2,
-            "item": {**declared, "status": "completed", "arguments": args},
-        },
-    ]
+    events = _with_call(_events("stream-foreign-shell.sse"), "fc_o", "exec_command", ['{"cmd":"rm -rf build"}'])
     calls = [d for d in events if d.get("output_index") == 1]
-    rest = [d for d in events if d.get("output_index") != 1]
+    other = [d for d in events if d.get("output_index") == 2]
+    rest = [d for d in events if d.get("output_index") not in (1, 2)]
     mixed = [d for pair in zip(calls, other) for d in pair] + calls[len(other) :]
     for d in mixed:
         if index is None:
