@@ -1133,6 +1133,15 @@ def test_a_bad_option_set_while_running_is_refused_and_repairs_go_on(env, tmp_pa
         assert env.addon.ready
         r = replay(env, foreign_flow())
         assert [d["action"] for d in r.record["decisions"]][0] == "rename"
+        other = tmp_path / "q.toml"
+        other.write_text('[[profile]]\nname = "q"\n[profile.names]\nshell = "shell"\n')
+        with pytest.raises(exceptions.OptionsError):  # every option named, one bad: still only a refusal
+            env.configure(
+                toolvocab_mode="auto", toolvocab_profiles=str(other), toolvocab_hosts="(", toolvocab_hold_timeout="30"
+            )
+        assert env.addon.ready
+        r = replay(env, foreign_flow())
+        assert [d["action"] for d in r.record["decisions"]][0] == "rename"
         env.configure(toolvocab_mode="auto")  # a good update is taken
     finally:
         env.configure(toolvocab_profiles="", toolvocab_hosts="")

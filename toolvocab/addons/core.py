@@ -97,6 +97,7 @@ class ToolVocab(Configurable):
         self.hold_timeout = DEFAULT_HOLD_TIMEOUT
         #: The options were all read at the last update (:meth:`configure`); while not, no flow is touched.
         self.ready = True
+        self._configured = False  # configure has run once (its first run is the script's load)
         self._states: dict[str, FlowState] = {}
         self.caches = pipeline.Caches()
 
@@ -147,18 +148,19 @@ class ToolVocab(Configurable):
 
     def configure(self, updated: set[str]) -> None:
         """Validate and cache the options (:meth:`_configure`). All or nothing: when one is bad,
-        none of the update is taken. An update of every option that fails (the script's first,
-        at start or when mitmproxy reloads it: a profile file gone) leaves this addon touching no
-        flow (:attr:`ready`) until an update succeeds, each one checking every option again: no
-        half of the user's settings is applied, such as the hosts it was told to leave alone. A
-        bad update while ready (mitmweb's options) only fails: mitmproxy puts the old values
-        back, and they are the ones cached."""
+        none of the update is taken. When this addon's first update fails (at start, or when
+        mitmproxy reloads the script: a profile file gone) it touches no flow (:attr:`ready`)
+        until an update succeeds, each one checking every option again: no half of the user's
+        settings is applied, such as the hosts it was told to leave alone. A bad update later
+        (mitmweb's options, whichever options it names) only fails: the values cached are the
+        last good ones, whatever mitmproxy's roll-back reads."""
+        first, self._configured = not self._configured, True
         if not self.ready:
             updated = set(updated) | set(OPTIONS)
         try:
             super().configure(updated)
         except exceptions.OptionsError:
-            if self.ready and set(OPTIONS) <= set(updated):
+            if first:
                 logger.warning("toolvocab: options not applied (the error above): every flow passes untouched")
                 self.ready = False
             raise
