@@ -1100,3 +1100,52 @@ def test_interleaved_calls_their_output_index_cannot_tell_apart_change_nothing(i
     out = drive(rw, [upstream])
     assert out == upstream
     assert rw.unrepaired and "no output_index to tell their events apart" in rw.unrepaired[0]
+
+
+def test_a_given_up_calls_late_argument_event_keeps_its_own_arguments_in_the_next_hold():
+    """Two calls their ``output_index`` cannot tell apart are given up (as sent); one of them
+    still sends an argument delta while a later foreign call is held to be fitted: the fitted
+    arguments go into the held call's own events (by ``item_id``), never into the given-up
+    call's (its ``rm -rf build`` became ``echo hi`` in its delta)."""
+
+    def call(item_id: str, index: int, name: str) -> dict:
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": "c" + item_id,
+        }
+        return {"type": "response.output_item.added", "output_index": index, "item": {**item, "name": name}}
+
+    def delta(item_id: str, index: int, text: str) -> dict:
+        return {
+            "type": "response.function_call_arguments.delta",
+            "output_index": index,
+            "item_id": item_id,
+            "delta": text,
+        }
+
+    def done(start: dict, args: str) -> dict:
+        item = {**start["item"], "status": "completed", "arguments": args}
+        return {"type": "response.output_item.done", "output_index": start["output_index"], "item": item}
+
+    a, b, d = call("fa", 0, "exec_command"), call("fb", 0, "exec_command"), call("fd", 1, "shell")
+    shell = '{"command":["bash","-lc","echo hi"]}'
+    events = [a, b, delta("fa", 0, '{"cmd":"ls"}'), done(a, '{"cmd":"ls"}'), d]
+    events += [delta("fb", 0, '{"cmd":"rm -rf build"}'), delta("fd", 1, shell), done(d, shell)]
+    events += [done(b, '{"cmd":"rm -rf build"}')]
+    rw, _ = _rewriter(Plan())
+    out = datas(drive(rw, [_stream(events)]))
+    deltas = {e["item_id"]: e["delta"] for e in out if e["type"] == "response.function_call_arguments.delta"}
+    assert deltas == {"fa": '{"cmd":"ls"}', "fb": '{"cmd":"rm -rf build"}', "fd": '{"cmd":"echo hi"}'}
+    dones = {
+        e["item"]["id"]: (e["item"]["name"], e["item"]["arguments"])
+        for e in out
+        if e["type"] == "response.output_item.done"
+    }
+    assert dones == {
+        "fa": ("exec_command", '{"cmd":"ls"}'),
+        "fb": ("exec_command", '{"cmd":"rm -rf build"}'),
+        "fd": ("exec_command", '{"cmd":"echo hi"}'),
+    }

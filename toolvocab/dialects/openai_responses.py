@@ -1302,11 +1302,23 @@ class ResponsesStream(EventStreamRewriter):
             if expanded is not None:
                 return expanded
         decision, new_args, new_id = self.core._decide(item)
+        own_id = item.get("id") if isinstance(item.get("id"), str) else None
+        own_index = done_data.get("output_index")
+
+        def own(d: Any) -> bool:
+            """``d`` is an argument event of this call: by its ``item_id`` when both have one,
+            else by its ``output_index`` (a call given up earlier may still send its own)."""
+            if not isinstance(d, dict) or d.get("type") not in _ARGUMENT_EVENTS:
+                return False
+            if own_id is not None and isinstance(d.get("item_id"), str):
+                return d["item_id"] == own_id
+            return d.get("output_index") == own_index
+
         # Only the call's own argument events count: an unknown event between them may carry a
         # "delta" object of its own (that made a call needing no repair get its
         # argument fragments rewritten).
         objects = isinstance(item.get("arguments"), (dict, list)) or any(
-            isinstance(d, dict) and d.get("type") in _ARGUMENT_EVENTS and isinstance(d.get(k), (dict, list))
+            own(d) and isinstance(d.get(k), (dict, list))
             for d in (u.json() for u in held)
             for k in ("arguments", "delta")
         )
@@ -1334,10 +1346,14 @@ class ResponsesStream(EventStreamRewriter):
                 new_item = dict(data["item"])
                 self.core.apply_item(new_item, with_arguments=kind == "response.output_item.done")
                 out.append(unit.with_json({**data, "item": new_item}))
-            elif kind == "response.function_call_arguments.delta" and new_args is not None:
+            elif kind == "response.function_call_arguments.delta" and new_args is not None and own(data):
                 out.append(unit.with_json({**data, "delta": new_args if first_delta else ""}))
                 first_delta = False
-            elif kind == "response.function_call_arguments.done" and (new_args is not None or "name" in data):
+            elif (
+                kind == "response.function_call_arguments.done"
+                and (new_args is not None or "name" in data)
+                and own(data)
+            ):
                 # Some servers (and older SDK types) name the call here too: keep it consistent.
                 fixed = {**data}
                 if new_args is not None:
