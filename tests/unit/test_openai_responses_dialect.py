@@ -1149,3 +1149,14 @@ def test_a_given_up_calls_late_argument_event_keeps_its_own_arguments_in_the_nex
         "fb": ("exec_command", '{"cmd":"rm -rf build"}'),
         "fd": ("exec_command", '{"cmd":"echo hi"}'),
     }
+
+
+def test_the_end_of_a_message_item_is_not_read():
+    """A message item's ``output_item.done`` carries its whole text: it is no tool call's, and
+    goes on unread (one parse of every answer's text otherwise). A repeated key in it, which a
+    read would have to refuse, changes nothing."""
+    done = b'{"type":"response.output_item.done","output_index":0,"item":{"type":"message","id":"m","id":"m2"}}'
+    upstream = b"event: response.output_item.done\ndata: " + done + b"\n\n"
+    rw, _ = _rewriter(Plan())
+    assert drive(rw, [upstream]) == upstream
+    assert rw.error is None

@@ -847,6 +847,13 @@ def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
     return changed
 
 
+def _not_a_call_done(raw: bytes) -> bool:
+    """``raw`` is an ``output_item.done`` event that cannot be a tool call's: no call type
+    (``function_call``, ``custom_tool_call``: both end ``_call"``) and no ``\\u`` escape that could
+    spell one. Such an event (a message's end carries its whole text) needs no parse."""
+    return b"output_item.done" in raw and b'_call"' not in raw and b"\\u" not in raw
+
+
 def _is_call(item: Any) -> bool:
     """``item`` is a tool call output item (``function_call``, ``custom_tool_call``)."""
     return isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] in _CALL_TYPES
@@ -935,6 +942,8 @@ class ResponsesStream(EventStreamRewriter):
         return self._dispatch(event)
 
     def _dispatch(self, event: Any) -> list[Any]:
+        if self._held is None and self._text is None and _not_a_call_done(event.raw):
+            return [event]  # a message's or a reasoning item's end: its whole text, left unread
         data = event.json()
         kind = data.get("type") if isinstance(data, dict) else None
         if self._text is not None:
