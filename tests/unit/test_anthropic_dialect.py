@@ -7,10 +7,14 @@ Fixtures are synthetic bodies in ``tests/fixtures/anthropic/`` modelled on the d
 from __future__ import annotations
 
 import copy
+import os
 import random
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from harness import dialects
 from harness import random_chunks
@@ -586,3 +590,64 @@ def test_a_streamed_tool_search_result_names_the_clients_tools(seed):
     starts = [e.json() for e in events_of(out) if e.event == "content_block_start"]
     assert starts == [{**events[1], "content_block": _search_result("mcp__tracker__open_ticket")}]
     assert b"tracker_open_ticket" not in out.replace(b"mcp__tracker__open_ticket", b"")
+
+
+# -- a tool_use block whose repair is given up --------------------------------------------------
+
+
+def _tool_use_stream(name: str, how: str, fragments: list[str]) -> list[dict]:
+    """A message whose ``tool_use`` block (``name``, input in ``fragments``) is given up ``how``:
+    ``breaker`` (a text block starts before its stop), ``message`` (``message_delta`` before its
+    stop) or ``end`` (the stream ends inside it)."""
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}
+    block = {"type": "tool_use", "id": "toolu_01AbC", "name": name, "input": {}}
+    call = [{"type": "content_block_start", "index": 0, "content_block": block}]
+    call += [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": f}}
+        for f in fragments
+    ]
+    if how == "end":
+        return [start, *call]
+    if how == "breaker":
+        text = {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
+        return [start, *call, text, {"type": "content_block_stop", "index": 1}, {"type": "message_stop"}]
+    delta = {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}
+    return [start, *call, delta, {"type": "message_stop"}]
+
+
+def _sse(events: list[dict]) -> bytes:
+    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events)
+
+
+@settings(max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
+@given(
+    how=st.sampled_from(["breaker", "message", "end"]),
+    fragments=st.lists(st.sampled_from(['{"title"', ': "T"', "}", '{"a": 1}', "", '"x']), max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_a_tool_use_given_up_names_the_clients_tool_and_keeps_everything_else(how, fragments, seed):
+    """Out of order or cut off, a ``tool_use`` block goes as it came — but under the client's
+    own name when the upstream called it by the alias this flow sent (a transport spelling the
+    client never declared is no tool it can run); nothing else in any event changes."""
+    upstream = _tool_use_stream("tracker_open_ticket", how, fragments)
+    data = _sse(upstream)
+    rw = DIALECT.stream_rewriter(context(Recorder(), SEARCH_PLAN))
+    out = drive(rw, random_chunks(data, random.Random(seed)))
+    expected = [
+        {**e, "content_block": {**e["content_block"], "name": "mcp__tracker__open_ticket"}}
+        if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use"
+        else e
+        for e in upstream
+    ]
+    assert [e.json() for e in events_of(out)] == expected
+    assert b"tracker_open_ticket" not in out.replace(b"mcp__tracker__open_ticket", b"")
+    assert rw.unrepaired
+
+
+def test_a_tool_use_given_up_under_another_agents_name_goes_as_it_came():
+    """A profile's alias (``shell``: Codex's name for its shell, whose keys may mean otherwise)
+    is named back by the whole repair only: given up, the block goes byte for byte as it came."""
+    data = _sse(_tool_use_stream("shell", "message", ['{"command": ["ls"]}']))
+    rw = DIALECT.stream_rewriter(context(Recorder(), Plan(rename_map={"Bash": "shell"})))
+    assert drive(rw, [data]) == data
+    assert rw.unrepaired

@@ -127,3 +127,46 @@ def test_a_complete_stream_is_changed_not_passed(env, caplog):
         r = harness.replay(env, f, 0)
         assert not report.passed_reasons(r.record) and f.marked == ":wrench:" and f.comment.startswith("changed: ")
     assert warnings(caplog) == []
+
+
+def test_a_call_given_up_under_this_flows_alias_reaches_the_client_under_its_own_name(env, caplog):
+    """The upstream rejects ``files.read`` (a dot), so this flow sends it under an alias; the
+    model calls the alias and the stream ends out of order. The call goes as it came but for its
+    name, the client's own (an alias it never declared is no tool it can run), and the record,
+    the log and the comment say both."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    caplog.set_level(logging.INFO)
+    tool = {"name": "files.read", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    request = {**ANTHROPIC_REQUEST, "tools": [*ANTHROPIC_REQUEST["tools"], tool]}
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    block = {"type": "tool_use", "id": "toolu_01Xy", "name": upstream_name, "input": {}}
+    stream = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"path"'}},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
+    upstream = b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in stream)
+    f = harness.make_flow(
+        request,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+    r = harness.replay(env, f, 0)
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    sent = [orjson.loads(line[6:]) for line in r.out.split(b"\n") if line.startswith(b"data: ")]
+    assert sent[1]["content_block"]["name"] == "files.read"
+    assert [{**d, "content_block": block} if d["type"] == "content_block_start" else d for d in sent] == stream
+    why = (
+        f"a message_delta event came before the tool call {upstream_name}'s content_block_stop (events out of "
+        "order); named back to files.read"
+    )
+    note = f"passed through: {why}; the client got the call as the upstream sent it but for its name"
+    assert note in r.record["notes"], r.record["notes"]
+    assert f.marked == ":warning:" and f.comment.startswith("passed through: ")

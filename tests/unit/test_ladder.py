@@ -23,6 +23,7 @@ from toolvocab.dialects.base import call_from_payload
 from toolvocab.engine.ladder import PROVIDER_PREFIXES
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
+from toolvocab.engine.ladder import name_back
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
@@ -205,6 +206,53 @@ def test_reverse_map_fits_arguments() -> None:
     d = decide([write_to_file], "Write", {"file_path": "a.txt", "content": "x"}, reverse_map={"Write": "write_to_file"})
     assert_renamed(d, "write_to_file", Step.REVERSE_MAP)
     assert d.arguments_after == {"path": "a.txt", "content": "x"}
+
+
+def test_name_back_gives_a_transport_alias_its_declared_name_and_namespace() -> None:
+    gh = fn("create_issue", schema("title", title=STR), namespace="mcp__github__")
+    tools = Toolset([BASH, gh])
+    aliases = {"run_cmd": "Bash", "gh_a1b2": "mcp__github__create_issue"}
+    assert name_back(ToolCall(name="run_cmd"), tools, aliases) == ("Bash", None)
+    assert name_back(ToolCall(name="functions.run_cmd"), tools, aliases) == ("Bash", None)  # read losslessly
+    assert name_back(ToolCall(name="gh_a1b2"), tools, aliases) == ("create_issue", "mcp__github__")
+    assert name_back(ToolCall(name="Bash"), tools, aliases) is None  # not an alias
+    assert name_back(ToolCall(name="run_cmd"), tools, None) is None
+
+
+def test_name_back_leaves_a_profile_alias_and_names_a_replayed_name() -> None:
+    # `shell` is Codex's name: the model may have used Codex's keys, which only the ladder weighs.
+    assert name_back(ToolCall(name="shell"), Toolset(CLAUDE), {"shell": "Bash"}) is None
+    # BR-17: the alias of a name the client only replayed goes back to that name.
+    assert name_back(ToolCall(name="upstream_sh"), Toolset([READ]), {"upstream_sh": "search.evidence"}) == (
+        "search.evidence",
+        None,
+    )
+
+
+_ALIASES = st.sampled_from(["run_cmd", "shell", "Bash", "exec_command", "gh_a1b2", "read_file", "x_9f3e"])
+_ORIGINALS = st.sampled_from(["Bash", "Read", "mcp__github__create_issue", "search.evidence", "Bash\x00" + "1"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    aliases=st.dictionaries(_ALIASES, _ORIGINALS, max_size=4),
+    answered=st.one_of(_ALIASES, _ALIASES.map(lambda a: "functions." + a), _ALIASES.map(lambda a: f" {a} ")),
+    arguments=st.sampled_from([{}, {"command": "ls"}, {"file_path": "a"}, {"title": "t"}, {"cmd": ["ls"]}]),
+)
+def test_name_back_never_names_another_tool_than_the_ladder(aliases, answered, arguments) -> None:
+    """What a given-up call gets (the name alone) is the name the whole repair gives whenever that
+    repair renames it, and it is only ever given for an alias of this flow's map; a vocabulary
+    name (another agent's, whose keys may mean otherwise) never gets it."""
+    gh = fn("create_issue", schema("title", title=STR), namespace="mcp__github__")
+    tools = Toolset([BASH, READ, gh])
+    call = ToolCall(name=answered, arguments=arguments)
+    back = name_back(call, tools, aliases)
+    decision = resolve(call, tools, aliases)
+    if back is None:
+        return
+    assert any(answered.strip().removeprefix("functions.") == a for a in aliases)
+    assert decision.step is Step.REVERSE_MAP and decision.action is Action.RENAME
+    assert (decision.target, decision.target_namespace) == back
 
 
 # --- rung 3: lossless normalizations ----------------------------------------------------------

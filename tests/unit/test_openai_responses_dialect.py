@@ -1056,8 +1056,9 @@ def test_a_call_cut_off_by_the_end_of_the_response_is_echoed_as_it_went_out():
 
 def test_a_response_cut_before_one_of_two_calls_ends_still_repairs_the_finished_one():
     """Two interleaved calls, the response cut (``response.incomplete``) before the second's
-    ``.done``: the first call, whole, is named back as every call is; only the unfinished one goes
-    as it came (noted), and the echo shows each as it went out."""
+    ``.done``: the first call, whole, is named back as every call is; the unfinished one goes as
+    it came but for its upstream alias, named back too (noted), and the echo shows each as it
+    went out."""
     events = _events("stream-upstream-names.sse")
     first = [d for d in events if d.get("output_index") == 0]
     second = [d for d in events if d.get("output_index") == 1 and d["type"] != "response.output_item.done"]
@@ -1069,13 +1070,17 @@ def test_a_response_cut_before_one_of_two_calls_ends_still_repairs_the_finished_
     assert [(d["item"]["id"], d["item"]["name"]) for d in by_type(out, "response.output_item.done")] == [
         ("fc_fx05a", "exec_command")
     ]
-    added = {d["item"]["id"]: d["item"]["name"] for d in by_type(out, "response.output_item.added")}
-    assert added == {"fc_fx05a": "exec_command", "fc_fx05b": "open_issue"}
+    added = {
+        d["item"]["id"]: (d["item"].get("namespace"), d["item"]["name"])
+        for d in by_type(out, "response.output_item.added")
+    }
+    assert added == {"fc_fx05a": CLIENT_NAMES[0], "fc_fx05b": CLIENT_NAMES[1]}
     [echo] = by_type(out, "response.incomplete")
-    assert [i["name"] for i in echo["response"]["output"]] == ["exec_command", "open_issue"]
+    assert [(i.get("namespace"), i["name"]) for i in echo["response"]["output"]] == CLIENT_NAMES
+    assert b"run_exec" not in out and b"open_issue" not in out
     assert rw.unrepaired == [
         "a response.incomplete event came before the tool call open_issue's response.output_item.done "
-        "(events out of order)"
+        "(events out of order); named back to mcp__github__create_issue"
     ]
 
 
@@ -1160,3 +1165,107 @@ def test_the_end_of_a_message_item_is_not_read():
     rw, _ = _rewriter(Plan())
     assert drive(rw, [upstream]) == upstream
     assert rw.error is None
+
+
+#: Each way a call's repair is given up in a stream (the call then goes as it came).
+GIVE_UPS = ("no-index", "shared-index", "cut-both", "cut-second", "stream-ends", "done-first")
+
+
+def _given_up(events: list[dict], how: str, cut_at: int) -> list[dict]:
+    """The two calls of ``events`` (``output_index`` 0 and 1), interleaved, in a stream where
+    their repair is given up ``how`` (:data:`GIVE_UPS`); ``cut_at``: how many of the calls'
+    events come before a cut (``cut-*``, ``stream-ends``)."""
+    a = [d for d in events if d.get("output_index") == 0]
+    b = [d for d in events if d.get("output_index") == 1]
+    start = events.index(a[0])
+    rest = [d for d in events if d not in a and d not in b]
+    mixed = [d for pair in zip(a, b) for d in pair]
+    end = next(d for d in rest if d["type"] == "response.completed")
+    cut = {**end, "type": "response.incomplete", "response": {**end["response"], "status": "incomplete"}}
+    if how in ("no-index", "shared-index"):
+        mixed = [{k: v for k, v in d.items() if k != "output_index"} for d in mixed]
+        if how == "shared-index":
+            mixed = [{**d, "output_index": 0} for d in mixed]
+        return rest[:start] + mixed + rest[start:]
+    if how == "done-first":  # the second call's .done comes before its .added
+        b_done = b[-1]
+        mixed = [d for d in mixed if d is not b_done]
+        return rest[:start] + [b_done] + mixed + rest[start:]
+    calls = [d for d in mixed if how != "cut-second" or d is not b[-1]]
+    if how == "cut-both":
+        calls = calls[: max(1, min(cut_at, len(calls) - 1))]
+    if how == "stream-ends":
+        return rest[:start] + calls[: max(1, min(cut_at, len(calls) - 1))]
+    return rest[:start] + calls + [cut]
+
+
+def _names_back(d: dict, names: dict[tuple[Any, str], tuple[Any, str]]) -> dict:
+    """Event ``d`` with the call names of ``names`` (``(namespace, name)`` -> the client's) in its
+    item, or in a ``function_call_arguments.done``'s ``name``."""
+    item = d.get("item")
+    if isinstance(item, dict) and (item.get("namespace"), item.get("name")) in names:
+        namespace, name = names[(item.get("namespace"), item.get("name"))]
+        item = {**{k: v for k, v in item.items() if k != "namespace"}, "name": name}
+        return {**d, "item": item if namespace is None else {**item, "namespace": namespace}}
+    if d.get("type") == "response.function_call_arguments.done" and "name" in d:
+        flat = {name: back[1] for (_, name), back in names.items()}
+        return {**d, "name": flat.get(d["name"], d["name"])}
+    return d
+
+
+UPSTREAM_NAMES = {(None, "run_exec"): (None, "exec_command"), ("mcp__github__", "open_issue"): CLIENT_NAMES[1]}
+
+
+@settings(max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
+@given(how=st.sampled_from(GIVE_UPS), cut_at=st.integers(1, 12), named=st.booleans(), seed=st.integers(0, 2**16))
+def test_a_call_given_up_reaches_the_client_under_its_own_name_and_nothing_else_changes(how, cut_at, named, seed):
+    """However a stream's call repair is given up (events their index cannot tell apart, a
+    response or stream cut off before a call's end, a ``.done`` before its ``.added``), a call
+    under an upstream alias of the client's own tool reaches the client under the client's name
+    and namespace (a transport spelling the client never declared is no call it can run), and
+    every call event is otherwise the upstream's: arguments, ids and order as they came."""
+    events = _events("stream-upstream-names.sse")
+    if named:  # the upstream also names the call in function_call_arguments.done
+        events = [
+            {**d, "name": "run_exec" if d["item_id"] == "fc_fx05a" else "open_issue"}
+            if d["type"] == "response.function_call_arguments.done"
+            else d
+            for d in events
+        ]
+    upstream = _stream(_given_up(events, how, cut_at))
+    rw, _ = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = drive(rw, harness.random_chunks(upstream, random.Random(seed), 1, 200))
+    calls = ("response.output_item.", "response.function_call_arguments.")
+    sent = [d for d in datas(out) if isinstance(d, dict) and d["type"].startswith(calls)]
+    came = [d for d in datas(upstream) if isinstance(d, dict) and d["type"].startswith(calls)]
+    assert sent == [_names_back(d, UPSTREAM_NAMES) for d in came]
+    for d in datas(out):
+        for item in [d.get("item"), *(d.get("response") or {}).get("output", [])]:
+            if isinstance(item, dict) and "name" in item:
+                assert (item.get("namespace"), item["name"]) in CLIENT_NAMES
+    assert b"run_exec" not in out and b"open_issue" not in out
+
+
+def test_a_call_given_up_under_another_agents_name_goes_as_it_came():
+    """A profile's alias is another agent's tool name (a vocabulary name: ``shell``), whose keys
+    and units the model may have used: only the whole repair may name it back. Given up (the
+    response cut before its end), the call goes to the client exactly as the upstream sent it."""
+    events = [
+        d
+        for d in _events("stream-upstream-names.sse")
+        if d.get("output_index") != 1 and not (d["type"] == "response.output_item.done" and d["output_index"] == 0)
+    ]
+    raw = orjson.dumps(events).replace(b'"run_exec"', b'"shell"')
+    events = orjson.loads(raw)
+    end = next(d for d in events if d["type"] == "response.completed")
+    events[events.index(end)] = {**end, "type": "response.incomplete"}
+    upstream = _stream(events)
+    rw, _ = _rewriter(Plan(rename_map={"exec_command": "shell"}))
+    out = drive(rw, [upstream])
+    calls = [d for d in datas(out) if d["type"].startswith("response.output_item.")]
+    assert [d["item"]["name"] for d in calls] == ["shell"]
+    kinds = ("response.output_item.", "response.function_call_arguments.")
+    assert [e.raw for e in events_of(out) if (e.event or "").startswith(kinds)] == [
+        e.raw for e in events_of(upstream) if (e.event or "").startswith(kinds)
+    ]
+    assert rw.unrepaired

@@ -14,6 +14,7 @@ from typing import Any
 from mitmproxy import http
 
 from toolvocab.addons.state import FlowState
+from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import StreamRewriter
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import Unreadable
@@ -487,7 +488,8 @@ def note_unrepaired(rewriter: StreamRewriter, record: FlowRecord, seen: int) -> 
     could not complete — events out of order, the stream's end); how many it has noted now."""
     unrepaired = rewriter.unrepaired
     for why in unrepaired[seen:]:
-        record.notes.append(passed_note(why, "the client got the call as the upstream sent it"))
+        but = " but for its name" if NAMED_BACK in why else ""
+        record.notes.append(passed_note(why, f"the client got the call as the upstream sent it{but}"))
     return max(seen, len(unrepaired))
 
 

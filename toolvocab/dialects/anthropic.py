@@ -19,6 +19,7 @@ import msgspec
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
@@ -44,6 +45,7 @@ from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import join_namespace
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import PARALLEL_WRAPPER
 
@@ -704,12 +706,32 @@ class AnthropicStream(EventStreamRewriter):
         return [e.raw for e in awaiting + text + held]
 
     def at_end(self) -> list[bytes]:
-        """End of stream: whatever is held goes out as it came."""
+        """End of stream: whatever is held goes out as it came, a tool_use block's upstream
+        alias of the client's own tool named back (:meth:`_let_go`)."""
         if self._held:
             self.unrepaired.append(
                 f"the rewrite reached the end of the stream before the tool call {_block_name(self._held)}'s content_block_stop"
             )
+            held, self._held = self._held, None
+            return self.held() + self._let_go(held)
         return self.held()
+
+    def _let_go(self, held: list[SSEEvent]) -> list[bytes]:
+        """The held events of a ``tool_use`` block whose repair is given up, as they came but for
+        an upstream alias of the client's own tool in its start, named back
+        (:meth:`FlowContext.name_back`: spelling only, its input as sent; said at the end of the
+        last ``unrepaired`` sentence, the give-up's)."""
+        out = [e.raw for e in held]
+        start = held[0].json() if held else None
+        block = start.get("content_block") if isinstance(start, dict) else None
+        if isinstance(block, dict) and isinstance(block.get("name"), str):
+            back = self._flow.name_back(block["name"])
+            if back is not None:
+                block = {**block, "name": join_namespace(back[1], back[0])}
+                out[0] = held[0].with_json({**start, "content_block": block}).raw
+                if self.unrepaired:
+                    self.unrepaired[-1] += NAMED_BACK + block["name"]
+        return out
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold tool_use blocks until their stop; pass everything else at once. An event that is
@@ -749,7 +771,7 @@ class AnthropicStream(EventStreamRewriter):
                 self.unrepaired.append(
                     f"a {kind} event came before the tool call {_block_name(held)}'s content_block_stop (events out of order)"
                 )
-                return [e.raw for e in held] + self.on_event(event)
+                return self._let_go(held) + self.on_event(event)
             self._held.append(event)
             if kind == "content_block_stop" and data.get("index") == self._held_index:
                 if _empty_form_input(self._held):

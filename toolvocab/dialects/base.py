@@ -25,6 +25,7 @@ from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.ids import stable_call_id
 from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import name_back
 from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import DeclaredTool
@@ -72,11 +73,26 @@ class FlowContext:
     #: ``note(text)``: a sentence for the flow's record (``notes``), once per distinct text.
     note: Callable[[str], None] = field(default=lambda text: None)
 
+    def name_back(self, name: str, namespace: str | None = None) -> tuple[str, str | None] | None:
+        """``(name, namespace)`` the client declared for a tool the answer calls by an upstream
+        alias this flow sent for it under the client's own schema
+        (:func:`toolvocab.engine.ladder.name_back`): all a call whose repair is given up gets, so
+        that the client never sees a transport alias. ``None`` for any other name, or with no tools."""
+        if self.tools is None or not self.plan.reverse_map:
+            return None
+        return name_back(ToolCall(name=name, namespace=namespace), self.tools, self.plan.reverse_map)
+
     def ids(self) -> CallIds:
         """A fresh :class:`CallIds` for one answer of this flow."""
         return CallIds(
             self.flow_key, {alias: original for original, alias in self.call_ids.items()}, invent=not self.stored
         )
+
+
+#: Joins a give-up's sentence (a rewriter's ``unrepaired``) and the client's names of the calls it
+#: let go under an upstream alias this flow sent (:meth:`FlowContext.name_back`): those calls went
+#: as the upstream sent them but for their names.
+NAMED_BACK = "; named back to "
 
 
 #: JSON values as parsed by orjson.

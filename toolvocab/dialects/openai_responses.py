@@ -20,6 +20,7 @@ import msgspec
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import STOP_KEYS
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import JSONFrame
@@ -706,17 +707,50 @@ class ResponsesCore:
             self.decided[key] = result
         return result
 
-    def let_go(self, item: dict[str, Any], decision: Decision) -> None:
-        """The call ``item`` went to the client as the upstream sent it: its decision leaves the
-        record (the passed-through note says why) and the ``response.completed`` echo shows it
-        as sent too."""
+    def let_go(self, item: dict[str, Any], decision: Decision) -> tuple[str, str | None] | None:
+        """The call ``item`` went to the client as the upstream sent it, but for an upstream alias
+        of the client's own tool named back (:meth:`FlowContext.name_back`, returned: ``(name,
+        namespace)``, else ``None``): its decision leaves the record (the passed-through note
+        says why) and the ``response.completed`` echo shows the call as it went out."""
         self.flow.withdraw([decision])
+        back = self.flow.name_back(item["name"], _namespace(item)) if isinstance(item.get("name"), str) else None
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str):
             as_sent = decision.model_copy(
-                update={"action": Action.KEEP, "target": None, "target_namespace": None, "arguments_after": None}
+                update={
+                    "action": Action.KEEP if back is None else Action.RENAME,
+                    "target": None if back is None else back[0],
+                    "target_namespace": None if back is None else back[1],
+                    "arguments_after": None,
+                }
             )
             self.decided[key] = (as_sent, None, None)
+        return back
+
+    def as_let_go(self, unit: Any) -> Any:
+        """``unit`` (an event or frame) with the names of a call let go (:meth:`let_go`) as it went
+        out: its ``output_item`` items and ``function_call_arguments.done`` name; ``unit`` itself
+        when nothing in it changes."""
+        data = unit.json()
+        if not isinstance(data, dict):
+            return unit
+        kind = data.get("type")
+        if kind in ("response.output_item.added", "response.output_item.done") and _is_call(data.get("item")):
+            key = data["item"].get("id") or data["item"].get("call_id")
+            back = self.decided.get(key) if isinstance(key, str) else None
+            if back is None or back[0].action is not Action.RENAME or back[0].target is None:
+                return unit
+            item = {**data["item"], "name": back[0].target}
+            if back[0].target_namespace is not None:
+                item["namespace"] = back[0].target_namespace
+            else:
+                item.pop("namespace", None)
+            return unit.with_json({**data, "item": item})
+        if kind == "response.function_call_arguments.done" and isinstance(data.get("name"), str):
+            back = self.decided.get(data.get("item_id")) if isinstance(data.get("item_id"), str) else None
+            if back is not None and back[0].action is Action.RENAME and back[0].target is not None:
+                return unit.with_json({**data, "name": back[0].target})
+        return unit
 
     def apply_item(self, item: dict[str, Any], *, with_arguments: bool = True) -> bool:
         """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
@@ -854,6 +888,11 @@ def _not_a_call_done(raw: bytes) -> bool:
     return b"output_item.done" in raw and b'_call"' not in raw and b"\\u" not in raw
 
 
+def _namespace(item: dict[str, Any]) -> str | None:
+    namespace = item.get("namespace")
+    return namespace if isinstance(namespace, str) else None
+
+
 def _is_call(item: Any) -> bool:
     """``item`` is a tool call output item (``function_call``, ``custom_tool_call``)."""
     return isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] in _CALL_TYPES
@@ -901,6 +940,9 @@ class ResponsesStream(EventStreamRewriter):
         self._held: list[SSEEvent] | None = None
         self._open: list[Any] = []  # output_index of each held call not done yet
         self._calls: list[Any] = []  # output_index of each call in the hold, in order
+        #: Item ids of calls let go before their ``output_item.done``, named back
+        #: (:meth:`_let_go`): their later events are read for the name they carry.
+        self._gone: set[str] = set()
         # Tool calls left in text: the message item being watched and its hold.
         self._no_lift = flow.tools is None
         self._text: textcalls.TextHold | None = None
@@ -911,7 +953,12 @@ class ResponsesStream(EventStreamRewriter):
     def holding(self) -> bool:
         """A call is being held, a message's text is watched, or later events move up (a
         parallel wrapper was unwrapped): every event goes to :meth:`on_event`."""
-        return self._held is not None or self._text is not None or bool(self._index_shift or self._seq_shift)
+        return (
+            self._held is not None
+            or self._text is not None
+            or bool(self._index_shift or self._seq_shift)
+            or bool(self._gone)
+        )
 
     def has_held(self) -> bool:
         """A call's events or a message's text that may be markup are held."""
@@ -964,8 +1011,7 @@ class ResponsesStream(EventStreamRewriter):
                         f"the tool calls {_item_name(held)} and {_item_name([event])} came interleaved with no "
                         "output_index to tell their events apart"
                     )
-                    self._let_go(held)
-                    return held
+                    return self._let_go(held)
                 self._open.append(index)  # another call's events interleave with the held one's
                 self._calls.append(index)
             elif kind == "response.output_item.done" and index in self._open:
@@ -975,6 +1021,14 @@ class ResponsesStream(EventStreamRewriter):
                     self._held = None  # only now: if a release raised, held() still has every unit
                     return out
             return []
+        if self._gone:
+            # A call let go before its end is still sending: its name goes back in each event.
+            if kind == "response.function_call_arguments.done":
+                return [self.core.as_let_go(event)]
+            if kind == "response.output_item.done" and _is_call(data.get("item")):
+                self._gone.discard(data["item"].get("id"))
+            elif kind in _TERMINAL_EVENTS or kind == "error":
+                self._gone.clear()
         if kind == "response.output_item.added":
             item = data.get("item")
             if _is_call(item):
@@ -1016,14 +1070,14 @@ class ResponsesStream(EventStreamRewriter):
                 f"a {cut} event came before the tool call {_item_name(held)}'s response.output_item.done "
                 "(events out of order)"
             )
-            self._let_go(held)
-            return held
+            return self._let_go(held)
         groups: dict[int, list[Any]] = {index: [] for index in self._calls}  # distinct ints
         for unit in held:
             index = _output_index(unit)
             if type(index) is int and index in groups:
                 groups[index].append(unit)
         released = {}
+        gone: dict[int, Any] = {}  # id of a unit of a call let go -> the unit as it goes out
         for index, units in groups.items():
             last = units[-1].json() if units else None
             if isinstance(last, dict) and last.get("type") == "response.output_item.done":
@@ -1035,19 +1089,40 @@ class ResponsesStream(EventStreamRewriter):
                     if cut
                     else f"an event of the tool call {_item_name(units)} came after its response.output_item.done"
                 )
-                self._let_go(units)
+                gone.update(zip(map(id, units), self._let_go(units)))
         return [
-            next(released[index]) if type(index := _output_index(u)) is int and index in released else u for u in held
+            next(released[index])
+            if type(index := _output_index(u)) is int and index in released
+            else gone.get(id(u), u)
+            for u in held
         ]
 
-    def _let_go(self, units: list[Any]) -> None:
-        """The calls whose ``output_item.added`` is among ``units`` go as they came: their echo
-        too (:meth:`ResponsesCore.let_go`)."""
+    def _let_go(self, units: list[Any]) -> list[Any]:
+        """The calls whose ``output_item.added`` is among ``units`` go as they came, an upstream
+        alias of the client's own tool named back (:meth:`ResponsesCore.let_go`; said at the end
+        of the last ``unrepaired`` sentence, the give-up's), and are echoed so; ``units`` as they
+        go out, in order."""
+        backs: list[str] = []
         for unit in units:
             data = unit.json()
             item = data.get("item") if isinstance(data, dict) else None
             if _is_call(item) and isinstance(item.get("name"), str):
-                self.core.let_go(item, self.core._decide(item)[0])
+                back = self.core.let_go(item, self.core._decide(item)[0])
+                if back is not None and isinstance(item.get("id"), str):
+                    self._gone.add(item["id"])
+                if back is not None:
+                    backs.append(join_namespace(back[1], back[0]))
+        if backs and self.unrepaired:
+            self.unrepaired[-1] += NAMED_BACK + ", ".join(backs)
+        for unit in units:
+            data = unit.json()
+            if (
+                isinstance(data, dict)
+                and data.get("type") == "response.output_item.done"
+                and _is_call(data.get("item"))
+            ):
+                self._gone.discard(data["item"].get("id"))
+        return [self.core.as_let_go(u) for u in units]
 
     def _release_alone(self, event: Any, item: dict[str, Any]) -> list[Any]:
         """A call's ``response.output_item.done`` that came without its ``.added``: what went
@@ -1062,8 +1137,10 @@ class ResponsesStream(EventStreamRewriter):
             f"the tool call {item['name']}'s response.output_item.done came without its "
             "response.output_item.added (events out of order)"
         )
-        self.core.let_go(item, decision)
-        return [event]
+        back = self.core.let_go(item, decision)
+        if back is not None:
+            self.unrepaired[-1] += NAMED_BACK + join_namespace(back[1], back[0])
+        return [self.core.as_let_go(event)]
 
     def held_units(self) -> list[Any]:
         """The held units themselves (clears them); for the WebSocket path."""
@@ -1073,11 +1150,14 @@ class ResponsesStream(EventStreamRewriter):
         return text + held
 
     def at_end(self) -> list[bytes]:
-        """End of stream: what is held goes out as it came."""
+        """End of stream: what is held goes out as it came, an upstream alias of the client's
+        own tool named back (:meth:`_let_go`)."""
         if self._held:
             self.unrepaired.append(
                 f"the rewrite reached the end of the stream before the tool call {_item_name(self._held)}'s response.output_item.done"
             )
+            held, self._held = self._held, None
+            return [e.raw for e in self.held_units() + self._let_go(held)]
         return self.held()
 
     def _expand_parallel(self, held: list[Any], item: dict[str, Any]) -> list[Any] | None:
@@ -1340,8 +1420,10 @@ class ResponsesStream(EventStreamRewriter):
                 self.unrepaired.append(
                     f"an argument event of the tool call {item['name']} is not JSON, so its repair could not be written"
                 )
-            self.core.let_go(item, decision)
-            return held
+            back = self.core.let_go(item, decision)
+            if back is not None and self.unrepaired:
+                self.unrepaired[-1] += NAMED_BACK + join_namespace(back[1], back[0])
+            return [self.core.as_let_go(u) for u in held]
         if new_args is None and objects:
             # Arguments sent as an object (BR-21): every place the client reads them gets a string.
             value = item.get("arguments")

@@ -617,14 +617,13 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str
     return None
 
 
-def _resolve_reverse(
-    call: ToolCall,
-    tools: Toolset,
-    reverse_map: Mapping[str, str],
-    client: str | None,
-    posix: bool = True,
-    earlier: Earlier | None = None,
-) -> Decision | None:
+def _reverse_tool(
+    call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str]
+) -> tuple[str, str, DeclaredTool | None, str] | None:
+    """``(alias as found, original, the declared tool, what the alias is)`` for a call under an
+    upstream alias this flow sent (:func:`_reverse_lookup`); the tool is ``None`` for the alias of
+    a name the client only replayed (BR-17). ``None``: not an alias, or the k-th declaration of a
+    repeated name that is not there."""
     found = _reverse_lookup(call, reverse_map)
     if found is None:
         return None
@@ -636,23 +635,60 @@ def _resolve_reverse(
         k = int(nth) if nth.isdigit() else 0
         if not 1 <= k <= len(same):
             return None
-        tool = same[k - 1]
         reason = (
             f"{said} is the name this flow sent upstream for declaration {k} of {flat}; "
             f"the client declares {len(same)} tools named {flat} and cannot tell them apart"
         )
-    else:
-        tool = tools.by_qualified(original)
-        reason = f"{said} is the name this flow sent upstream for {original}"
-        if tool is None:
-            # An alias of a name the client only replayed in its transcript (BR-17): the alias
-            # is this flow's own and goes back; the client then reports its own name.
-            return Decision(
-                action=Action.RENAME,
-                target=original,
-                reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
-                **_base(call, Step.REVERSE_MAP, []),
-            )
+        return alias, original, same[k - 1], reason
+    return alias, original, tools.by_qualified(original), f"{said} is the name this flow sent upstream for {original}"
+
+
+def name_back(call: ToolCall, tools: Toolset, reverse_map: Mapping[str, str] | None) -> tuple[str, str | None] | None:
+    """``(name, namespace)`` the client declared, for a call whose name is an upstream alias this
+    flow sent for one of the client's tools under the client's own schema — a transport spelling
+    (a name the upstream rejects: too long, a character it refuses; a repeated declaration's) —
+    read losslessly as :func:`resolve` reads it; the namespace is ``None`` for a tool outside one.
+    For the alias of a name the client only replayed (BR-17), that name and ``None``.
+
+    ``None`` for any other name, and for a profile's alias (another agent's name, a vocabulary
+    name: the model may have used that agent's keys and units, which only :func:`resolve` can
+    weigh). Naming a transport alias back changes spelling only, arguments as sent: for a call
+    whose repair is given up (a stream's events out of order, a call cut off), which the client
+    must still see under its own name."""
+    if not reverse_map or tools.find(call.name, call.namespace) is not None:
+        return None  # a declared name is that tool, as the ladder's first step says
+    found = _reverse_tool(call, tools, reverse_map)
+    if found is None:
+        return None
+    alias, original, tool, _ = found
+    if tool is None:
+        return original, None
+    if vocabulary.entries_for(split_flat(call.namespace, alias)):
+        return None
+    return tool.name, tool.namespace
+
+
+def _resolve_reverse(
+    call: ToolCall,
+    tools: Toolset,
+    reverse_map: Mapping[str, str],
+    client: str | None,
+    posix: bool = True,
+    earlier: Earlier | None = None,
+) -> Decision | None:
+    found = _reverse_tool(call, tools, reverse_map)
+    if found is None:
+        return None
+    alias, original, tool, reason = found
+    if tool is None:
+        # An alias of a name the client only replayed in its transcript (BR-17): the alias
+        # is this flow's own and goes back; the client then reports its own name.
+        return Decision(
+            action=Action.RENAME,
+            target=original,
+            reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
+            **_base(call, Step.REVERSE_MAP, []),
+        )
     # The model saw another agent's name for this tool (a profile rename: `Bash` for Cline's
     # execute_command, BR-06) when the alias is a vocabulary name: it may then use that agent's
     # keys and units. A grammar or duplicate alias is the client's own tool under a transport name.
