@@ -24,6 +24,7 @@ from flowreplay.files import NEUTRAL_SYSTEM
 from flowreplay.files import load_flows
 from flowreplay.replay import _as_bytes
 from flowreplay.replay import request_body
+from toolvocab.addons.redaction import is_credential_header
 
 #: Markers of client-injected context in user turns (scrubbed, and refused in committed flows).
 CONTEXT_MARKERS = (
@@ -182,7 +183,7 @@ def _scrub_headers(headers: http.Headers) -> list[str]:
         if low in COOKIE_HEADERS:
             del headers[name]
             changed.append(f"dropped {name}")
-        elif low in CREDENTIAL_HEADERS or low in IDENTIFYING_HEADERS:
+        elif low in CREDENTIAL_HEADERS or is_credential_header(low) or low in IDENTIFYING_HEADERS:
             values = headers.get_all(name)
             if any(v != REDACTED for v in values):
                 headers.set_all(name, [REDACTED] * len(values))
@@ -197,6 +198,8 @@ def scrub_flow(f: http.HTTPFlow, *, descriptions: bool = True) -> list[str]:
     notes = _scrub_headers(f.request.headers)
     if f.response is not None:
         notes += _scrub_headers(f.response.headers)
+    if f.metadata.pop("proxyauth", None) is not None:  # mitmproxy's proxyauth: (user, password)
+        notes.append("dropped the proxyauth metadata")
     path = _KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, f.request.path)
     if path != f.request.path:
         f.request.path = path
@@ -241,12 +244,15 @@ def leaks(path: str | os.PathLike) -> list[str]:
                 low = name.lower()
                 if low in COOKIE_HEADERS:
                     problems.append(f"flow {f.id[:8]}: {side} header {name} present")
-                elif low in CREDENTIAL_HEADERS and value != REDACTED:
+                elif (low in CREDENTIAL_HEADERS or is_credential_header(low)) and value != REDACTED:
                     problems.append(f"flow {f.id[:8]}: {side} header {name} not redacted")
             blobs.append((f"flow {f.id[:8]} {side} body", msg.get_content(strict=False) or b""))
         for key in (META_REQUEST, META_UPSTREAM):
             if f.metadata.get(key) is not None:
                 blobs.append((f"flow {f.id[:8]} {key}", _as_bytes(f.metadata[key]) or b""))
+        auth = f.metadata.get("proxyauth")
+        if isinstance(auth, (list, tuple)) and len(auth) == 2 and auth[1] != REDACTED:
+            problems.append(f"flow {f.id[:8]}: proxyauth metadata holds a password")
         if _KEY_PARAM.search(f.request.path) and REDACTED not in f.request.path:
             problems.append(f"flow {f.id[:8]}: key parameter in the path")
         dialect = (f.metadata.get(META_RECORD) or {}).get("dialect")

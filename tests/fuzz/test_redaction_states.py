@@ -226,3 +226,105 @@ def test_backup_revert_and_duplicate_keep_the_live_credentials(replayer):
     for data in (backed_up, saved_bytes(f), saved_bytes(duplicate)):
         leaked = [s.decode() for s in SECRETS if s in data]
         assert not leaked and b"<redacted>" in data, leaked
+
+
+def _saved(f: mflow.Flow) -> mflow.Flow:
+    return list(mio.FlowReader(io.BytesIO(saved_bytes(f))).stream())[0]
+
+
+def test_the_proxyauth_password_is_not_saved(replayer):
+    """mitmproxy's ``proxyauth`` takes the ``Proxy-Authorization`` header off the request and
+    keeps ``(user, password)`` in ``flow.metadata["proxyauth"]`` (mitmproxy
+    ``addons/proxyauth.py``): the saved flow keeps the user, not the password, anywhere."""
+    password = "S3cretProxyPass99"
+    f = tflow.tflow(resp=True)
+    f.request.headers = credential_headers()
+    f.metadata["proxyauth"] = ("alice", password)
+    f.request.content = b'{"note": "the proxy password is ' + password.encode() + b'"}'
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    data = saved_bytes(f)
+    assert password.encode() not in data
+    assert tuple(_saved(f).metadata["proxyauth"]) == ("alice", "<redacted>")
+    assert f.metadata["proxyauth"] == ("alice", password)  # the live flow keeps it
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+def test_a_key_echoed_in_a_compressed_body_is_redacted_in_the_decoded_body(replayer, encoding):
+    """A transcript that printed the key (``cat .env``) in a compressed request, and an error
+    answer echoing it compressed: searched in the decoded bytes, written encoded again."""
+    f = tflow.tflow(resp=True)
+    f.request.headers = credential_headers()
+    f.request.headers["content-encoding"] = encoding
+    f.request.content = b'{"messages": [{"role": "user", "content": "ANTHROPIC_API_KEY=' + API_KEY + b'"}]}'
+    f.response.headers["content-encoding"] = encoding
+    f.response.content = b'{"error": {"message": "invalid key ' + GOOG + b'"}}'
+    assert f.request.raw_content != f.request.get_content()  # encoded
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    saved = _saved(f)
+    assert saved.request.headers["content-encoding"] == encoding
+    assert saved.request.get_content() == b'{"messages": [{"role": "user", "content": "ANTHROPIC_API_KEY=<redacted>"}]}'
+    assert saved.response.get_content() == b'{"error": {"message": "invalid key <redacted>"}}'
+    assert API_KEY in f.request.get_content()  # the live flow keeps it
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Ocp-Apim-Subscription-Key",  # Azure API Management
+        "cf-aig-authorization",  # Cloudflare AI Gateway
+        "x-portkey-api-key",
+        "x-litellm-api-key",
+        "Helicone-Auth",
+        "apikey",
+        "api_key",
+        "x-amz-security-token",
+        "X-Auth-Token",
+    ],
+)
+def test_gateway_credential_headers_are_redacted(replayer, header):
+    f = tflow.tflow(resp=True)
+    f.request.headers[header] = "Bearer " + BEARER.decode()
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    data = saved_bytes(f)
+    assert BEARER not in data
+    assert _saved(f).request.headers[header] == "<redacted>"
+
+
+@pytest.mark.parametrize(
+    "param", ["token", "subscription-key", "auth", "access-token", "x-goog-api-key", "%6Bey", "api%5Fkey", "sig"]
+)
+def test_credential_query_parameters_are_redacted_whatever_their_spelling(replayer, param):
+    f = tflow.tflow(resp=True)
+    f.request.path = f"/v1/messages?beta=true&{param}={QUERY.decode()}&n=1"
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    assert QUERY not in saved_bytes(f)
+    assert _saved(f).request.path == f"/v1/messages?beta=true&{param}=<redacted>&n=1"
+
+
+def test_set_cookie_attributes_are_no_secrets_and_other_headers_stay():
+    """Only a cookie's value is a credential: a ``Set-Cookie`` ``Domain`` or ``Expires`` scrubbed
+    as one would cut the host and dates out of the whole saved flow. Headers with no credential
+    in their name (rate limits counting tokens, ``WWW-Authenticate``) stay as they are."""
+    from toolvocab.addons.redaction import redact_state
+
+    f = tflow.tflow(resp=True)
+    f.request.host = "api.openai.com"
+    f.request.headers["host"] = "api.openai.com"
+    f.response.headers["set-cookie"] = (
+        "__cf_bm=" + COOKIE.decode() + "; path=/; expires=Sat, 05-Dec-26 07:00:00 GMT; domain=.api.openai.com; HttpOnly"
+    )
+    f.response.headers["x-ratelimit-remaining-tokens"] = "799000"
+    f.response.headers["www-authenticate"] = 'Bearer realm="api.openai.com"'
+    f.response.content = b'{"note": "from api.openai.com on Sat, 05-Dec-26 07:00:00 GMT"}'
+    state = redact_state(f.get_state())
+    back = http.HTTPFlow.from_state(state)
+    assert back.request.host == "api.openai.com" and back.request.headers["host"] == "api.openai.com"
+    assert back.response.content == f.response.content
+    assert back.response.headers["set-cookie"] == "<redacted>"
+    assert back.response.headers["x-ratelimit-remaining-tokens"] == "799000"
+    assert back.response.headers["www-authenticate"] == 'Bearer realm="api.openai.com"'
+    assert COOKIE not in str(state).encode()

@@ -13,6 +13,7 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from toolvocab.addons.options import Configurable
+from toolvocab.report import METADATA_UPSTREAM
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +33,9 @@ class ToolVocabRedaction(Configurable):
             typespec=str,
             default="true",
             help=(
-                "true or false. Redact credentials (Authorization, x-api-key, x-goog-api-key, api-key, cookies, "
-                "key= query parameters) from every flow whenever it is saved (-w, save commands, toolvocab_record). "
+                "true or false. Redact credentials (Authorization, x-api-key, x-goog-api-key, cookies, any header "
+                "or query parameter named like a key, token, secret or auth; the proxyauth password) from every flow "
+                "whenever it is saved (-w, save commands, toolvocab_record, a HAR). "
                 "The live traffic and the flow shown in the UI keep them."
             ),
         )
@@ -73,14 +75,19 @@ class ToolVocabRedaction(Configurable):
 def redact_state(state: dict[str, Any]) -> dict[str, Any]:
     """Return a copy of a flow's saved state with credentials replaced by ``<redacted>``.
 
-    Headers and trailers ``authorization``, ``proxy-authorization``, ``x-api-key``,
-    ``x-goog-api-key``, ``api-key``, ``cookie`` and ``set-cookie`` (names in any case), and
-    query parameters ``key``, ``api_key``, ``api-key``, ``apikey``, ``access_token`` (any case:
-    ``?KEY=``) in the path. Each credential value found there (and, for ``Bearer``/``Basic``
-    and the like, the token after the scheme) of 8 bytes or more is then replaced wherever else
-    it occurs in the state: bodies (also a partial body of an aborted request), metadata,
-    WebSocket messages, the error message. ``state`` is mitmproxy's ``Flow.get_state()`` dict
-    (headers as ``(name, value)`` byte pairs); the input is not modified.
+    Credential headers and trailers (:func:`is_credential_header`: ``Authorization``,
+    ``Proxy-Authorization``, ``x-api-key``, ``Cookie``, ``Ocp-Apim-Subscription-Key``,
+    ``cf-aig-authorization``, ``x-amz-security-token``…; names in any case), credential query
+    parameters in the path (:func:`is_credential_param`: ``key``, ``api_key``, ``token``…; names
+    percent-decoded, any case), and the password mitmproxy's ``proxyauth`` keeps in
+    ``metadata["proxyauth"]`` (``(user, password)``: mitmproxy ``addons/proxyauth.py``). Each
+    credential value found there (for ``Bearer``/``Basic`` and the like, also the token after the
+    scheme; for cookies, each cookie's value, not a ``Set-Cookie`` attribute) of 8 bytes or more is
+    then replaced wherever else it occurs in the state: bodies — content-decoded first when they
+    are ``gzip``, ``deflate``, ``br`` or ``zstd`` (and written encoded again), the upstream's
+    original answer in ``toolvocab_upstream`` as its response's body — a partial body of an
+    aborted request, metadata, WebSocket messages, the error message. ``state`` is mitmproxy's
+    ``Flow.get_state()`` dict (headers as ``(name, value)`` byte pairs); the input is not modified.
     """
     import copy
 
@@ -95,27 +102,100 @@ def redact_state(state: dict[str, Any]) -> dict[str, Any]:
                 message[part] = _redact_fields(message[part], secrets)
     request = out.get("request")
     if isinstance(request, dict) and isinstance(request.get("path"), bytes):
-        for match in _KEY_PARAM.finditer(request["path"]):
-            secrets.add(match.group(2))
-        request["path"] = _KEY_PARAM.sub(rb"\1<redacted>", request["path"])
+        request["path"] = _redact_query(request["path"], secrets)
+    metadata = out.get("metadata")
+    auth = metadata.get("proxyauth") if isinstance(metadata, dict) else None
+    if isinstance(auth, (list, tuple)) and len(auth) == 2:
+        user, password = auth
+        if isinstance(password, str):
+            secrets.add(password.encode("utf-8", "surrogateescape"))
+        metadata["proxyauth"] = type(auth)([user, "<redacted>"])
     if isinstance(out.get("backup"), dict):  # the state before an edit in the UI
         out["backup"] = redact_state(out["backup"])
     long_secrets = sorted((s for s in secrets if len(s) >= 8), key=len, reverse=True)
     if long_secrets:
+        bodies = {}
+        for side in ("request", "response"):
+            message = out.get(side)
+            if isinstance(message, dict):
+                encoding = _content_encoding(message.get("headers"))
+                bodies[side] = encoding
+                if isinstance(message.get("content"), bytes):
+                    message["content"] = _scrub_encoded(message["content"], encoding, long_secrets)
+        if isinstance(metadata, dict) and isinstance(metadata.get(METADATA_UPSTREAM), bytes):
+            metadata[METADATA_UPSTREAM] = _scrub_encoded(
+                metadata[METADATA_UPSTREAM], bodies.get("response"), long_secrets
+            )
         out = _scrub(out, long_secrets)
     return out
 
 
+#: Header names that are credentials whatever their spelling around them.
 _REDACT_NAMES = frozenset(
-    {b"authorization", b"proxy-authorization", b"x-api-key", b"x-goog-api-key", b"api-key", b"cookie", b"set-cookie"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "apikey",
+        "cookie",
+        "set-cookie",
+    }
 )
-_KEY_PARAM = re.compile(rb"([?&;](?:key|api_key|api-key|apikey|access_token)=)([^&#;]*)", re.IGNORECASE)
+#: A header or parameter name part (split at ``-`` and ``_``) that makes it a credential:
+#: ``cf-aig-authorization``, ``helicone-auth``, ``x-amz-security-token``, ``x-portkey-api-key``.
+_SECRET_PARTS = frozenset(
+    {"authorization", "auth", "token", "secret", "password", "passwd", "apikey", "credential", "credentials"}
+)
+#: Adjacent name parts that make it a credential: ``ocp-apim-subscription-key``, ``x-litellm-api-key``.
+_SECRET_PAIRS = frozenset({("api", "key"), ("subscription", "key"), ("access", "key"), ("secret", "key")})
+#: Query parameter names that are credentials on their own (``?key=``: Gemini; ``?sig=``: Azure SAS).
+_SECRET_PARAMS = frozenset({"key", "sig", "signature", "code"})
 _AUTH_SCHEME = re.compile(rb"^\s*[A-Za-z][A-Za-z0-9_-]*\s+(\S+)\s*$")
+_PARAM = re.compile(rb"([?&;])([^=&#;?]*)=([^&#;]*)")
+
+
+def _parts(name: str) -> list[str]:
+    return [p for p in re.split(r"[-_.\s]+", name.strip().lower()) if p]
+
+
+def is_credential_header(name: str) -> bool:
+    """A header (or trailer) whose value is a credential: :data:`_REDACT_NAMES`, or a name with a
+    part of :data:`_SECRET_PARTS` or a pair of :data:`_SECRET_PAIRS` (``Ocp-Apim-Subscription-Key``,
+    ``cf-aig-authorization``, ``x-amz-security-token``, ``Helicone-Auth``)."""
+    parts = _parts(name)
+    if name.strip().lower() in _REDACT_NAMES or any(p in _SECRET_PARTS for p in parts):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in zip(parts, parts[1:]))
+
+
+def is_credential_param(name: str) -> bool:
+    """A query parameter whose value is a credential (``name`` percent-decoded): a credential
+    header's name (:func:`is_credential_header`: ``api_key``, ``access_token``, ``auth``,
+    ``subscription-key``) or one of :data:`_SECRET_PARAMS` (``key``, ``sig``)."""
+    return name.strip().lower() in _SECRET_PARAMS or is_credential_header(name)
+
+
+def _redact_query(path: bytes, secrets: set[bytes]) -> bytes:
+    """``path`` with the value of each credential query parameter redacted (added to ``secrets``,
+    as sent and percent-decoded)."""
+    from urllib.parse import unquote_to_bytes
+
+    def one(match: re.Match[bytes]) -> bytes:
+        name = unquote_to_bytes(match.group(2).replace(b"+", b" ")).decode("utf-8", "replace")
+        if not is_credential_param(name):
+            return match.group(0)
+        value = match.group(3)
+        secrets.update({value, unquote_to_bytes(value)})
+        return match.group(1) + match.group(2) + b"=<redacted>"
+
+    return _PARAM.sub(one, path)
 
 
 def _redact_fields(fields: Any, secrets: set[bytes]) -> list[Any]:
     """Header or trailer ``(name, value)`` pairs with credential values redacted; the values
-    (and a scheme's token) are added to ``secrets``."""
+    (a scheme's token; each cookie's value) are added to ``secrets``."""
     out = []
     for pair in fields:
         try:
@@ -123,19 +203,52 @@ def _redact_fields(fields: Any, secrets: set[bytes]) -> list[Any]:
         except (TypeError, ValueError):
             out.append(pair)
             continue
-        key = name.encode("latin-1", "replace") if isinstance(name, str) else name
-        if isinstance(key, bytes) and key.strip().lower() in _REDACT_NAMES:
+        text = name.decode("latin-1") if isinstance(name, bytes) else name
+        if isinstance(text, str) and is_credential_header(text):
             raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
             if isinstance(raw, bytes):
                 secrets.add(raw.strip())
                 scheme = _AUTH_SCHEME.match(raw)
                 if scheme:
                     secrets.add(scheme.group(1))
-                for cookie in raw.split(b";"):
-                    secrets.add(cookie.partition(b"=")[2].strip())
+                lowered = text.strip().lower()
+                if lowered == "cookie":
+                    secrets.update(c.partition(b"=")[2].strip() for c in raw.split(b";"))
+                elif lowered == "set-cookie":  # the cookie's value; its attributes are no secret
+                    secrets.add(raw.split(b";", 1)[0].partition(b"=")[2].strip())
             value = b"<redacted>" if isinstance(value, bytes) else "<redacted>"
         out.append((name, value))
     return out
+
+
+def _content_encoding(headers: Any) -> str | None:
+    """The ``content-encoding`` of saved ``(name, value)`` header pairs, lower case, or ``None``."""
+    for pair in headers if isinstance(headers, (list, tuple)) else ():
+        try:
+            name, value = pair
+        except (TypeError, ValueError):
+            continue
+        if isinstance(name, bytes) and name.strip().lower() == b"content-encoding" and isinstance(value, bytes):
+            return value.strip().lower().decode("latin-1")
+    return None
+
+
+def _scrub_encoded(body: bytes, encoding: str | None, secrets: list[bytes]) -> bytes:
+    """A body with ``content-encoding`` ``encoding`` scrubbed of ``secrets`` where they occur in
+    its decoded bytes (encoded again; mitmproxy ``net/encoding.py``); as it is when the encoding
+    is none or not one mitmproxy reads, or the body does not decode."""
+    if not encoding or encoding == "identity":
+        return body
+    from mitmproxy.net import encoding as codec
+
+    try:
+        decoded = codec.decode(body, encoding)
+    except (ValueError, TypeError):
+        return body
+    if not isinstance(decoded, bytes):
+        return body
+    scrubbed = _scrub(decoded, secrets)
+    return body if scrubbed == decoded else codec.encode(scrubbed, encoding)
 
 
 def _scrub(value: Any, secrets: list[bytes]) -> Any:
