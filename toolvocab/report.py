@@ -33,6 +33,11 @@ METADATA_KEY = "toolvocab"
 METADATA_REQUEST = "toolvocab_request"
 METADATA_UPSTREAM = "toolvocab_upstream"
 METADATA_DIFF = "toolvocab_diff"
+#: The headers toolvocab changed on a flow, as they were: ``{"request": {name: value or None},
+#: "response": {…}}`` (``None``: absent); ``accept-encoding`` (the answer must be readable as it
+#: streams), ``content-length`` and ``transfer-encoding`` (an answer rewritten as it streams).
+#: A replay puts them back before it runs the addon again.
+METADATA_HEADERS = "toolvocab_headers"
 VIEW_NAME = "toolvocab"
 #: The first note of a replayed flow's record (mitmproxy's ``replay.client``, mitmweb's Replay).
 REPLAY_NOTE = (

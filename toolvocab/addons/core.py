@@ -38,6 +38,7 @@ from toolvocab.engine.profiles import ProfileSet
 from toolvocab.engine.profiles import load_profiles
 from toolvocab.engine.record import FlowRecord
 from toolvocab.report import METADATA_DIFF
+from toolvocab.report import METADATA_HEADERS
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import METADATA_REQUEST
 from toolvocab.report import METADATA_UPSTREAM
@@ -67,12 +68,20 @@ def header_reader(headers: http.Headers) -> Callable[[str], str | None]:
     return get
 
 
+def _changed_header(flow: http.HTTPFlow, side: str, name: str, before: str | None) -> None:
+    """Keep ``before``, the value of header ``name`` of the flow's ``side`` (``request``,
+    ``response``; ``None``: absent) that toolvocab is about to change, in
+    ``metadata[METADATA_HEADERS]`` (the first value only), for a replay to start from."""
+    changed = flow.metadata.setdefault(METADATA_HEADERS, {})
+    changed.setdefault(side, {}).setdefault(name, before)
+
+
 def _forget(flow: http.HTTPFlow) -> None:
     """Drop what toolvocab wrote on ``flow`` before a replay of it: the record, the diff, the
     client's original request and the upstream's original answer (they describe the first pass;
     mitmproxy's backup of the flow, which Revert restores, keeps them), and toolvocab's own
     marker and comment."""
-    for key in (METADATA_KEY, METADATA_REQUEST, METADATA_UPSTREAM, METADATA_DIFF):
+    for key in (METADATA_KEY, METADATA_REQUEST, METADATA_UPSTREAM, METADATA_DIFF, METADATA_HEADERS):
         flow.metadata.pop(key, None)
     if flow.marked in OWN_MARKERS:
         flow.marked = ""
@@ -406,6 +415,7 @@ class ToolVocab(Configurable):
                 req.content = result.content
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
             if header("accept-encoding") != "identity":  # else anticomp() would write it again
+                _changed_header(flow, "request", "accept-encoding", req.headers.get("accept-encoding"))
                 req.anticomp()
         self._states[flow.id] = state
         # the record as the pipeline started it, when its dump is at hand: the same dict
@@ -438,8 +448,10 @@ class ToolVocab(Configurable):
             state.passed_streaming = True
             return
         if "content-length" in resp.headers:
+            _changed_header(flow, "response", "content-length", resp.headers["content-length"])
             del resp.headers["content-length"]
             if flow.request.http_version == "HTTP/1.1":
+                _changed_header(flow, "response", "transfer-encoding", resp.headers.get("transfer-encoding"))
                 resp.headers["transfer-encoding"] = "chunked"
         # A stream request answered with JSON (an error, or a server that ignored "stream") is
         # buffered inside the callable and rewritten whole at the end.

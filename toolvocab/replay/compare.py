@@ -19,6 +19,7 @@ from mitmproxy import http
 from toolvocab.replay import drive as driving
 from toolvocab.replay.flows import ADDON_KEYS
 from toolvocab.replay.flows import META_DIFF
+from toolvocab.replay.flows import META_HEADERS
 from toolvocab.replay.flows import META_RECORD
 from toolvocab.replay.flows import META_REQUEST
 from toolvocab.replay.flows import META_UPSTREAM
@@ -38,6 +39,8 @@ class Outcome:
 
     request: bytes  # what the upstream receives (content-decoded)
     response: bytes | None  # what the client receives (raw bytes), None without a response
+    request_headers: list[tuple[bytes, bytes]]  # the headers the upstream receives
+    response_headers: list[tuple[bytes, bytes]] | None  # the headers the client receives
     record: dict | None
     diff: str | None
     has_request: bool  # toolvocab_request present
@@ -51,6 +54,8 @@ class Outcome:
         return cls(
             request=request_body(f.request),
             response=None if f.response is None else (resp or b""),
+            request_headers=list(f.request.headers.fields),
+            response_headers=None if f.response is None else list(f.response.headers.fields),
             record=comparable_record(f.metadata.get(META_RECORD)),
             diff=f.metadata.get(META_DIFF),
             has_request=f.metadata.get(META_REQUEST) is not None,
@@ -72,15 +77,26 @@ def records_match(expected: Any, got: Any) -> bool:
     return type(expected) is type(got) and expected == got
 
 
+def _streamed(record: Any) -> Any:
+    return record.get("streamed") if isinstance(record, dict) else None
+
+
 def mismatches(expected: Outcome, got: Outcome, strict: bool = True) -> list[str]:
     """What differs, one short label per aspect (empty: the replay matches): the request the
-    upstream receives and the response the client receives, and with ``strict`` the record, the
-    diff text, which original bytes are kept, the marker and the comment."""
+    upstream receives and the response the client receives, bodies and headers, and whether the
+    answer streams; with ``strict`` also the record, the diff text, which original bytes are
+    kept, the marker and the comment."""
     out = []
     if expected.request != got.request:
         out.append("request the upstream receives")
+    if expected.request_headers != got.request_headers:
+        out.append("request headers the upstream receives")
     if expected.response != got.response:
         out.append("response the client receives")
+    if expected.response_headers != got.response_headers:
+        out.append("response headers the client receives")
+    if _streamed(expected.record) != _streamed(got.record):
+        out.append("how the answer reaches the client (streamed or whole)")
     if not strict:
         return out
     if not records_match(expected.record, got.record):
@@ -208,10 +224,19 @@ class Replayer:
 
 def prepare(saved: http.HTTPFlow) -> http.HTTPFlow:
     """A copy of ``saved`` as the addon first saw it: the original request and upstream answer,
-    no addon metadata, no marker or comment, ``live`` (G11). Same flow id."""
+    the headers the addon changed as they were (``toolvocab_headers``), no addon metadata, no
+    marker or comment, ``live`` (G11). Same flow id."""
     f = clone(saved)
     body = original_request(saved)
     upstream = original_upstream(saved)
+    changed = saved.metadata.get(META_HEADERS)
+    for side, message in (("request", f.request), ("response", f.response)):
+        before = changed.get(side) if isinstance(changed, dict) else None
+        for name, value in before.items() if isinstance(before, dict) and message is not None else ():
+            if value is None:
+                message.headers.pop(name, None)
+            else:
+                message.headers[name] = value
     for key in ADDON_KEYS:
         f.metadata.pop(key, None)
     f.marked = ""

@@ -7,7 +7,7 @@ A saved flow holds ``flow.request`` (what the upstream received, after the addon
 the bytes it sent, mitmproxy G6), ``metadata["toolvocab"]`` (the record), ``["toolvocab_request"]``
 (the client's original body, only when the addon changed it), ``["toolvocab_upstream"]`` (the
 upstream's original answer, only when the addon changed it), ``["toolvocab_diff"]`` (a readable
-diff) and, optionally, ``["toolvocab_replay"]`` (the options to replay with: ``mode``,
+diff), ``["toolvocab_headers"]`` (the headers the addon changed, as they were) and, optionally, ``["toolvocab_replay"]`` (the options to replay with: ``mode``,
 ``profiles`` as TOML text, ``hosts``; the flow corpus sets it).
 """
 
@@ -21,6 +21,7 @@ from mitmproxy import http
 from mitmproxy import io as mio
 
 from toolvocab.report import METADATA_DIFF as META_DIFF
+from toolvocab.report import METADATA_HEADERS as META_HEADERS
 from toolvocab.report import METADATA_KEY as META_RECORD
 from toolvocab.report import METADATA_REQUEST as META_REQUEST
 from toolvocab.report import METADATA_UPSTREAM as META_UPSTREAM
@@ -29,7 +30,7 @@ from toolvocab.report import METADATA_UPSTREAM as META_UPSTREAM
 META_REPLAY = "toolvocab_replay"
 
 #: Metadata the addon writes; cleared before a replay so the replay writes it afresh.
-ADDON_KEYS = (META_RECORD, META_REQUEST, META_UPSTREAM, META_DIFF)
+ADDON_KEYS = (META_RECORD, META_REQUEST, META_UPSTREAM, META_DIFF, META_HEADERS)
 
 #: Record fields that differ from run to run and are never compared.
 RUN_SPECIFIC = frozenset({"ttfb_ms", "total_ms"})

@@ -129,12 +129,23 @@ def render_failure(saved: http.HTTPFlow, result: Replay, source: str = "", hint:
         if exp_sys != got_sys:
             lines += ["  " + line for line in _side_by_side("system texts", exp_sys, got_sys)]
         lines += _unified(_pretty(exp.request), _pretty(got.request))
+    for title, before, after in (
+        ("request headers the upstream receives", exp.request_headers, got.request_headers),
+        ("response headers the client receives", exp.response_headers, got.response_headers),
+    ):
+        if before != after:
+            lines += [f"{title}:"] + _unified(_header_lines(before), _header_lines(after))
     if (exp.diff or "") != (got.diff or ""):
         lines += ["toolvocab_diff:"] + _unified((exp.diff or "").splitlines(), (got.diff or "").splitlines())
     if (exp.marked, exp.comment) != (got.marked, got.comment):
         lines.append(f"marker/comment: {exp.marked!r} {exp.comment!r} → {got.marked!r} {got.comment!r}")
     lines.append(hint)
     return "\n".join(lines)
+
+
+def _header_lines(fields: list[tuple[bytes, bytes]] | None) -> list[str]:
+    """Header fields as ``name: value`` lines (none: no response)."""
+    return [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in fields or ()]
 
 
 def _answer_lines(data: bytes | None) -> list[str]:
