@@ -680,6 +680,8 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
         # each flow once, in the first state that applies (outcome); a give-up may come with a skip
         "state": _count_states(recs),
         "calls": {k: sum(int(r.get(f"calls_{k}") or 0) for r in handled) for k in ("seen", "kept", "repaired", "left")},
+        # observe mode changes nothing: its repairs are ones that would have been made
+        "would_repair": sum(int(r.get("calls_repaired") or 0) for r in handled if r.get("mode") == "observe"),
         "action": Counter(),
         "step": Counter(),
         "client": Counter(),
@@ -698,6 +700,8 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
             out["calls"]["kept"] += sum(d.get("action") == "keep" for d in decisions)
             out["calls"]["repaired"] += sum(d.get("action") in ("rename", "fit") for d in decisions)
             out["calls"]["left"] += sum(d.get("action") == "leave" for d in decisions)
+            if r.get("mode") == "observe":
+                out["would_repair"] += sum(d.get("action") in ("rename", "fit") for d in decisions)
         for d in decisions:
             out["action"][d.get("action") or "?"] += 1
             out["step"][d.get("step") or "?"] += 1
@@ -716,6 +720,7 @@ def stats(records: Iterable[Any]) -> dict[str, Any]:
     for key in ("ttfb_ms", "total_ms"):
         values = [float(r[key]) for r in handled if isinstance(r.get(key), (int, float))]
         out[f"median_{key}"] = statistics.median(values) if values else None
+    out["calls"]["repaired"] -= out["would_repair"]
     return out
 
 
@@ -740,7 +745,8 @@ def _counter_line(label: str, counter: Counter) -> str:
 def stats_text(records: Iterable[Any]) -> str:
     """Counts per decision action, ladder step, client, upstream host, dialect and model; tool
     error kinds (when records carry them; a call id seen again in a later request of the session
-    counts once); totals of calls seen/kept/repaired/left; median time
+    counts once); totals of calls seen/kept/repaired/left (an observe-mode flow's repairs as
+    "would be repaired": nothing was changed); median time
     to first byte and total. ``records`` holds record dicts or flows."""
     s = stats(records)
     if not s["flows"]:
@@ -751,7 +757,8 @@ def stats_text(records: Iterable[Any]) -> str:
         f"toolvocab stats: {_plural(s['flows'], 'flow')} with a record — {s['handled']} handled "
         f"({s['observe']} in observe mode), {s['skipped']} not handled",
         f"flows by state: {states}",
-        f"calls: {c['seen']} seen, {c['kept']} kept, {c['repaired']} repaired, {c['left']} left",
+        f"calls: {c['seen']} seen, {c['kept']} kept, {c['repaired']} repaired, {c['left']} left"
+        + (f", {s['would_repair']} would be repaired (observe mode)" if s["would_repair"] else ""),
         _counter_line("decisions by action", s["action"]),
         _counter_line("decisions by ladder step", s["step"]),
         _counter_line("flows by client", s["client"]),

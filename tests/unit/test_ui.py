@@ -318,7 +318,8 @@ def test_stats_counts_every_dimension():
         "would change": 1,
         "unchanged": 0,
     }
-    assert s["calls"] == {"seen": 5, "kept": 2, "repaired": 2, "left": 1}
+    # the observed flow's repair was not made: "would be repaired", not "repaired"
+    assert s["calls"] == {"seen": 5, "kept": 2, "repaired": 1, "left": 1} and s["would_repair"] == 1
     assert s["action"] == {"rename": 2, "keep": 2, "leave": 1}
     assert s["step"] == {"capability": 3, "declared": 2}
     assert s["client"] == {"Claude Code": 2, "Qwen Code": 1}
@@ -335,7 +336,7 @@ def test_stats_text():
     assert text.splitlines() == [
         "toolvocab stats: 4 flows with a record — 3 handled (1 in observe mode), 1 not handled",
         "flows by state: changed 1, left 1, passed through 0, prompt sentence only 0, would change 1, unchanged 0",
-        "calls: 5 seen, 2 kept, 2 repaired, 1 left",
+        "calls: 5 seen, 2 kept, 1 repaired, 1 left, 1 would be repaired (observe mode)",
         "decisions by action: keep 2, rename 2, leave 1",
         "decisions by ladder step: capability 3, declared 2",
         "flows by client: Claude Code 2, Qwen Code 1",
@@ -578,7 +579,7 @@ def test_explain_and_stats_commands_on_real_flows(env, caplog):
         "flows by state: changed 1, left 1, passed through 0, prompt sentence only 0, would change 1, unchanged 0"
         in text
     )
-    assert "calls: 5 seen, 2 kept, 2 repaired, 1 left" in text
+    assert "calls: 5 seen, 2 kept, 1 repaired, 1 left, 1 would be repaired (observe mode)" in text
     assert "decisions by action: keep 2, rename 2, leave 1" in text
     assert "flows by client: Claude Code 3" in text
     assert "flows by upstream host: api.anthropic.com 3" in text
