@@ -83,9 +83,9 @@ class ToolVocabRecorder(Configurable):
             typespec=str | None,
             default=None,
             help=(
-                "Directory: write each flow toolvocab changed (in observe mode: would change), left a call in (the "
-                "client will reject it) or passed through (could not repair) as its own .mitm file there, "
-                "credentials redacted, with what a replay needs."
+                "Directory: write each flow toolvocab changed (in auto mode a request given only the prompt sentence "
+                "counts; in observe mode: would change), left a call in (the client will reject it) or passed through "
+                "(could not repair) as its own .mitm file there, credentials redacted, with what a replay needs."
             ),
         )
 
