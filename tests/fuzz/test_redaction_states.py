@@ -328,3 +328,21 @@ def test_set_cookie_attributes_are_no_secrets_and_other_headers_stay():
     assert back.response.headers["x-ratelimit-remaining-tokens"] == "799000"
     assert back.response.headers["www-authenticate"] == 'Bearer realm="api.openai.com"'
     assert COOKIE not in str(state).encode()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "access-control-allow-credentials",
+        "x-amzn-bedrock-input-token-count",
+        "x-amzn-bedrock-output-token-count",
+        "anthropic-ratelimit-tokens-remaining",
+        "x-ratelimit-limit-tokens",
+        "www-authenticate",
+        "anthropic-version",
+    ],
+)
+def test_headers_that_only_talk_about_credentials_or_tokens_stay(header):
+    from toolvocab.addons.redaction import is_credential_header
+
+    assert not is_credential_header(header)

@@ -114,18 +114,17 @@ def redact_state(state: dict[str, Any]) -> dict[str, Any]:
         out["backup"] = redact_state(out["backup"])
     long_secrets = sorted((s for s in secrets if len(s) >= 8), key=len, reverse=True)
     if long_secrets:
-        bodies = {}
+        response = out.get("response")
+        stream = isinstance(response, dict) and b"text/event-stream" in _header(response, b"content-type").lower()
         for side in ("request", "response"):
             message = out.get(side)
-            if isinstance(message, dict):
-                encoding = _content_encoding(message.get("headers"))
-                bodies[side] = encoding
-                if isinstance(message.get("content"), bytes):
-                    message["content"] = _scrub_encoded(message["content"], encoding, long_secrets)
+            if isinstance(message, dict) and isinstance(message.get("content"), bytes):
+                before = message["content"]
+                message["content"] = _scrub_body(before, message, long_secrets, stream and side == "response")
+                if message["content"] != before:
+                    _fix_length(message, before)
         if isinstance(metadata, dict) and isinstance(metadata.get(METADATA_UPSTREAM), bytes):
-            metadata[METADATA_UPSTREAM] = _scrub_encoded(
-                metadata[METADATA_UPSTREAM], bodies.get("response"), long_secrets
-            )
+            metadata[METADATA_UPSTREAM] = _scrub_body(metadata[METADATA_UPSTREAM], response, long_secrets, stream)
         out = _scrub(out, long_secrets)
     return out
 
@@ -145,9 +144,10 @@ _REDACT_NAMES = frozenset(
 )
 #: A header or parameter name part (split at ``-`` and ``_``) that makes it a credential:
 #: ``cf-aig-authorization``, ``helicone-auth``, ``x-amz-security-token``, ``x-portkey-api-key``.
-_SECRET_PARTS = frozenset(
-    {"authorization", "auth", "token", "secret", "password", "passwd", "apikey", "credential", "credentials"}
-)
+_SECRET_PARTS = frozenset({"authorization", "auth", "token", "secret", "password", "passwd", "apikey"})
+#: A last name part that makes a name with a secret part a count or a setting, not a credential:
+#: ``x-amzn-bedrock-input-token-count``, ``auth_mode``, ``token_type``.
+_NOT_SECRET_ENDS = frozenset({"count", "counts", "limit", "remaining", "reset", "type", "mode", "usage"})
 #: Adjacent name parts that make it a credential: ``ocp-apim-subscription-key``, ``x-litellm-api-key``.
 _SECRET_PAIRS = frozenset({("api", "key"), ("subscription", "key"), ("access", "key"), ("secret", "key")})
 #: Query parameter names that are credentials on their own (``?key=``: Gemini; ``?sig=``: Azure SAS).
@@ -163,11 +163,14 @@ def _parts(name: str) -> list[str]:
 def is_credential_header(name: str) -> bool:
     """A header (or trailer) whose value is a credential: :data:`_REDACT_NAMES`, or a name with a
     part of :data:`_SECRET_PARTS` or a pair of :data:`_SECRET_PAIRS` (``Ocp-Apim-Subscription-Key``,
-    ``cf-aig-authorization``, ``x-amz-security-token``, ``Helicone-Auth``)."""
+    ``cf-aig-authorization``, ``x-amz-security-token``, ``Helicone-Auth``) that does not end as a
+    count or setting does (:data:`_NOT_SECRET_ENDS`: ``x-amzn-bedrock-input-token-count``)."""
     parts = _parts(name)
-    if name.strip().lower() in _REDACT_NAMES or any(p in _SECRET_PARTS for p in parts):
+    if name.strip().lower() in _REDACT_NAMES:
         return True
-    return any(pair in _SECRET_PAIRS for pair in zip(parts, parts[1:]))
+    if parts and parts[-1] in _NOT_SECRET_ENDS:
+        return False
+    return any(p in _SECRET_PARTS for p in parts) or any(pair in _SECRET_PAIRS for pair in zip(parts, parts[1:]))
 
 
 def is_credential_param(name: str) -> bool:
@@ -221,34 +224,139 @@ def _redact_fields(fields: Any, secrets: set[bytes]) -> list[Any]:
     return out
 
 
-def _content_encoding(headers: Any) -> str | None:
-    """The ``content-encoding`` of saved ``(name, value)`` header pairs, lower case, or ``None``."""
+def _header(message: Any, name: bytes) -> bytes:
+    """The first value of header ``name`` (lower case) in a saved message's ``(name, value)``
+    byte pairs, ``b""`` when it has none."""
+    headers = message.get("headers") if isinstance(message, dict) else None
     for pair in headers if isinstance(headers, (list, tuple)) else ():
         try:
-            name, value = pair
+            key, value = pair
         except (TypeError, ValueError):
             continue
-        if isinstance(name, bytes) and name.strip().lower() == b"content-encoding" and isinstance(value, bytes):
-            return value.strip().lower().decode("latin-1")
-    return None
+        if isinstance(key, bytes) and key.strip().lower() == name and isinstance(value, bytes):
+            return value.strip()
+    return b""
 
 
-def _scrub_encoded(body: bytes, encoding: str | None, secrets: list[bytes]) -> bytes:
-    """A body with ``content-encoding`` ``encoding`` scrubbed of ``secrets`` where they occur in
-    its decoded bytes (encoded again; mitmproxy ``net/encoding.py``); as it is when the encoding
-    is none or not one mitmproxy reads, or the body does not decode."""
-    if not encoding or encoding == "identity":
-        return body
-    from mitmproxy.net import encoding as codec
+def _fix_length(message: dict[str, Any], before: bytes) -> None:
+    """A saved message whose body was scrubbed says its new length: a ``Content-Length`` that gave
+    the old body's (``before``) gives the new one's, as mitmproxy's own content setter would."""
+    headers = message.get("headers")
+    if not isinstance(headers, list):
+        return
+    for k, pair in enumerate(headers):
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], bytes):
+            if pair[0].strip().lower() == b"content-length" and pair[1].strip() == str(len(before)).encode():
+                headers[k] = type(pair)((pair[0], str(len(message["content"])).encode()))
 
-    try:
-        decoded = codec.decode(body, encoding)
-    except (ValueError, TypeError):
-        return body
-    if not isinstance(decoded, bytes):
-        return body
+
+def _scrub_body(body: bytes, message: Any, secrets: list[bytes], stream: bool) -> bytes:
+    """A body of ``message`` (a saved request or response, for its ``content-encoding``) with
+    ``secrets`` replaced where they occur in its decoded bytes (encoded again; mitmproxy
+    ``net/encoding.py``), and for an event stream (``stream``) where its events' text fragments
+    spell one only when joined (:func:`_scrub_split`). As it is when the encoding is not one
+    mitmproxy reads or the body does not decode."""
+    encoding = _header(message, b"content-encoding").lower().decode("latin-1")
+    decoded: Any = body
+    if encoding and encoding != "identity":
+        from mitmproxy.net import encoding as codec
+
+        try:
+            decoded = codec.decode(body, encoding)
+        except (ValueError, TypeError):
+            return body
+        if not isinstance(decoded, bytes):
+            return body
     scrubbed = _scrub(decoded, secrets)
-    return body if scrubbed == decoded else codec.encode(scrubbed, encoding)
+    if stream:
+        scrubbed = _scrub_split(scrubbed, secrets)
+    if scrubbed == decoded:
+        return body
+    return codec.encode(scrubbed, encoding) if decoded is not body else scrubbed
+
+
+#: The keys whose string values are the pieces of a streamed text or argument: Anthropic
+#: ``delta.partial_json`` / ``text`` / ``thinking``, Chat ``delta.content`` and
+#: ``function.arguments``, Responses ``delta`` and ``arguments``.
+_FRAGMENT_KEYS = frozenset({"partial_json", "text", "thinking", "content", "arguments", "delta"})
+
+
+def _scrub_split(body: bytes, secrets: list[bytes]) -> bytes:
+    """An event stream whose events' text fragments (strings under :data:`_FRAGMENT_KEYS`, in
+    order) spell a secret only when joined — a streamed tool call's arguments cut inside the key
+    (``…echo sk-ant-`` | ``dummy-12345…``) — with that secret cut out: the fragment where it
+    starts gets ``<redacted>`` in its place, the others lose their part of it; those events are
+    written again (:meth:`SSEEvent.with_json`), every other byte as it was. Events are cut as a
+    client's parser cuts them (:class:`SSEParser`); a body that is not whole events, as it is."""
+    from toolvocab.dialects.sse import SSEEvent
+    from toolvocab.dialects.sse import SSEParser
+
+    parser = SSEParser()
+    raws = parser.feed_raw(body) + parser.close_raw()
+    rest = parser.flush()
+    texts = [s.decode("utf-8", "surrogateescape") for s in secrets]
+    events: list[Any] = []
+    slots: list[tuple[int, list[Any], str]] = []  # (event, path to the string, the string)
+    for n, raw in enumerate(raws):
+        event = SSEEvent.parse(raw)
+        try:
+            data = event.json()
+        except Exception:
+            data = None
+        events.append([event, data])
+        for path, text in _fragments(data, []):
+            slots.append((n, path, text))
+    joined = "".join(text for _, _, text in slots)
+    starts, at = [], 0
+    for _, _, text in slots:
+        starts.append(at)
+        at += len(text)
+    cuts: dict[int, list[tuple[int, int, bool]]] = {}  # slot -> (from, to, marker here)
+    for secret in texts:
+        pos = joined.find(secret)
+        while pos != -1:
+            end = pos + len(secret)
+            first = True
+            for k, (start, (_, _, text)) in enumerate(zip(starts, slots, strict=True)):
+                lo, hi = max(pos, start), min(end, start + len(text))
+                if lo < hi:
+                    cuts.setdefault(k, []).append((lo - start, hi - start, first))
+                    first = False
+            pos = joined.find(secret, end)
+    if not cuts:
+        return body
+    changed: set[int] = set()
+    for k, spans in cuts.items():
+        n, path, text = slots[k]
+        for lo, hi, marker in sorted(spans, reverse=True):
+            text = text[:lo] + ("<redacted>" if marker else "") + text[hi:]
+        data = events[n][1] = _copy_set(events[n][1], path, text)
+        changed.add(n)
+    out = [events[n][0].with_json(events[n][1]).raw if n in changed else raw for n, raw in enumerate(raws)]
+    return b"".join(out) + rest
+
+
+def _fragments(value: Any, path: list[Any]) -> list[tuple[list[Any], str]]:
+    """``(path, string)`` of each string under a key of :data:`_FRAGMENT_KEYS` in ``value``, in order."""
+    out: list[tuple[list[Any], str]] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, str):
+            if key in _FRAGMENT_KEYS:
+                out.append(([*path, key], item))
+        else:
+            out += _fragments(item, [*path, key])
+    return out
+
+
+def _copy_set(value: Any, path: list[Any], text: str) -> Any:
+    """``value`` with the string at ``path`` set to ``text`` (containers on the path copied)."""
+    if not path:
+        return text
+    head, rest = path[0], path[1:]
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[head] = _copy_set(value[head], rest, text)
+    return copy
 
 
 def _scrub(value: Any, secrets: list[bytes]) -> Any:

@@ -1,0 +1,132 @@
+"""A key the model streams back inside a tool call (``echo $KEY > .env`` spelled out) may be cut
+across events anywhere: the saved flow must hold no piece of it that spells it when the events'
+fragments are read in order, and it must still replay as recorded. And a body that redaction
+shortens says its new length (a replay compares the headers)."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import orjson
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from mitmproxy import io as mio
+
+import flowreplay as fr
+import harness
+from harness.dialects import sse_events
+from harness.fixtures import env  # noqa: F401  (pytest fixture)
+from harness.fixtures import loaded  # noqa: F401
+
+KEY = "sk-ant-api03-Zq8vN2xK7pLm4RtY"
+BASH = {
+    "name": "Bash",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+}
+
+
+def sse(events: list[dict]) -> bytes:
+    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events)
+
+
+def answer(arguments: str, cuts: list[int]) -> bytes:
+    """An Anthropic stream whose ``shell`` call's arguments come in pieces cut at ``cuts``."""
+    at = sorted({min(max(c, 1), len(arguments) - 1) for c in cuts})
+    pieces = [arguments[a:b] for a, b in zip([0, *at], [*at, len(arguments)], strict=True)]
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": []}
+    events = [{"type": "message_start", "message": message}]
+    events.append(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_01Ab", "name": "shell", "input": {}},
+        }
+    )
+    events += [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+        for p in pieces
+    ]
+    events += [
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    ]
+    return sse(events)
+
+
+def saved(f) -> tuple[bytes, object]:
+    buf = io.BytesIO()
+    mio.FlowWriter(buf).add(f)
+    data = buf.getvalue()
+    return data, list(mio.FlowReader(io.BytesIO(data)).stream())[0]
+
+
+def fragments(body: bytes) -> str:
+    """The ``partial_json`` pieces of a stream, joined (what a client reassembles)."""
+    out = []
+    for e in sse_events(body):
+        data = e.json()
+        if isinstance(data, dict) and isinstance(data.get("delta"), dict):
+            out.append(data["delta"].get("partial_json") or "")
+    return "".join(out)
+
+
+@settings(
+    max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(cuts=st.lists(st.integers(0, 200), max_size=4), repaired=st.booleans())
+def test_a_key_cut_across_events_is_redacted_and_the_flow_replays(env, cuts, repaired):
+    arguments = orjson.dumps({"command": ["bash", "-lc", f"echo ANTHROPIC_API_KEY={KEY} > .env"]}).decode()
+    if not repaired:  # the call as the client declares it: nothing joins the pieces
+        arguments = orjson.dumps({"command": f"echo ANTHROPIC_API_KEY={KEY} > .env"}).decode()
+    upstream = answer(arguments, cuts)
+    f = harness.make_flow(
+        {
+            "model": "m",
+            "max_tokens": 9,
+            "stream": True,
+            "tools": [BASH],
+            "messages": [{"role": "user", "content": "go"}],
+        },
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("x-api-key", KEY)],
+        upstream=upstream if repaired else upstream.replace(b'"shell"', b'"Bash"'),
+        resp_type="text/event-stream",
+    )
+    harness.replay(env, f, 0)
+    data, back = saved(f)
+    assert KEY.encode() not in data
+    for body in (back.response.raw_content, back.metadata.get("toolvocab_upstream")):
+        if body:
+            assert KEY not in fragments(body) and "<redacted>" in fragments(body)
+    with fr.Replayer(strict=False) as r:
+        assert r.replay(back).problems == []
+
+
+def test_a_body_redaction_shortens_says_its_new_length(env):
+    """An error answer echoing the key, untouched by toolvocab: saved with the key cut out, its
+    Content-Length is the saved body's, and the flow replays as recorded."""
+    body = {"model": "m", "max_tokens": 9, "tools": [BASH], "messages": [{"role": "user", "content": f"key {KEY}"}]}
+    error = orjson.dumps({"type": "error", "error": {"type": "authentication_error", "message": f"bad key {KEY}"}})
+    f = harness.make_flow(
+        body,
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("x-api-key", KEY)],
+        upstream=error,
+        status=401,
+        resp_headers=[("content-length", str(len(error)))],
+    )
+    harness.replay(env, f, 0)
+    data, back = saved(f)
+    assert KEY.encode() not in data
+    assert back.request.headers["content-length"] == str(len(back.request.raw_content))
+    assert back.response.headers["content-length"] == str(len(back.response.raw_content))
+    with fr.Replayer(strict=False) as r:
+        assert r.replay(back).problems == []
