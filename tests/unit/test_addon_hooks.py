@@ -1145,3 +1145,25 @@ def test_a_bad_option_set_while_running_is_refused_and_repairs_go_on(env, tmp_pa
         env.configure(toolvocab_mode="auto")  # a good update is taken
     finally:
         env.configure(toolvocab_profiles="", toolvocab_hosts="")
+
+
+@pytest.mark.parametrize("status", [204, 205])
+@pytest.mark.parametrize("mode", ["auto", "observe"])
+def test_an_answer_with_no_body_keeps_its_framing(env, status, mode):
+    """A 204 (or 205) to a streaming request has no body: made chunked, mitmproxy would write a
+    terminating ``0\\r\\n\\r\\n`` the client reads as the start of its next response."""
+    env.configure(toolvocab_mode=mode)
+    try:
+        f = foreign_flow()
+        assert orjson.loads(f.request.content)["stream"] is True
+        f.response = None
+        core = harness.core(env.module)
+        core.request(f)
+        f.response = harness.answer(b"", None, [("content-length", "0")], status=status)
+        core.responseheaders(f)
+        assert f.response.headers.get("content-length") == "0" and "transfer-encoding" not in f.response.headers
+        assert not callable(f.response.stream)
+        core.response(f)
+        assert f.response.raw_content == b""
+    finally:
+        env.configure(toolvocab_mode="auto")

@@ -432,6 +432,10 @@ class ToolVocab(Configurable):
         assert resp is not None
         if not 200 <= resp.status_code < 300:
             return
+        if resp.status_code in (204, 205) or flow.request.method == "HEAD":
+            # No body by definition (RFC 9110 §15.3.5, §15.3.6, §9.3.2): a chunked framing
+            # would put a stray "0\r\n\r\n" on the connection, read as the next response.
+            return
         ctype = resp.headers.get("content-type", "").lower()
         is_sse = "text/event-stream" in ctype
         if not is_sse and not state.wants_stream:
