@@ -1048,3 +1048,14 @@ def test_property_a_name_two_declared_tools_spell_is_never_renamed(
     name = f"{server}{join}{op}"
     d = resolve(ToolCall(name=name.upper() if upper else name, arguments={"x": "1"}), Toolset([mcp, flat]))
     assert d.action is not Action.RENAME, d
+
+
+def test_a_shell_call_too_long_to_read_is_left_as_answered() -> None:
+    """Another agent's shell call whose command is a file written through the shell (over
+    ``MAX_READ``): what it does to the shell's state is not read, so it is not moved."""
+    from toolvocab.engine.shellwords import MAX_READ
+
+    d = decide(CLAUDE, "shell", {"command": ["bash", "-lc", "cat > a.txt <<'EOF'\n" + "x" * MAX_READ + "\nEOF"]})
+    assert d.action is Action.LEAVE and "not read" in d.reason
+    d = decide(CLAUDE, "shell", {"command": ["bash", "-lc", "git status"]})
+    assert d.action is Action.RENAME

@@ -382,3 +382,17 @@ def test_the_state_oracle_sees_a_change() -> None:
     assert _bash_state_changed("cd sub", root) is True
     assert _bash_state_changed("true", root) is False
     assert _pwd_after("dash", "cd sub", root) == str((root / "work" / "sub").resolve())
+
+
+def test_a_command_line_too_long_to_read_gets_the_answer_that_changes_nothing():
+    """Over ``MAX_READ`` characters (a file written through the shell) a command is not scanned
+    (its regular expressions would hold mitmproxy's event loop about a second a megabyte): it is
+    not portable and may change a directory or state, so no tool moves it."""
+    from toolvocab.engine.shellwords import MAX_READ
+    from toolvocab.engine.shellwords import TOO_LONG
+
+    long = "echo " + "x" * MAX_READ
+    assert is_portable("echo " + "x" * (MAX_READ - 10)) and not is_portable(long)
+    assert changes_directory(long) == TOO_LONG and changes_state(long) == TOO_LONG
+    assert changes_directory(["bash", "-lc", long]) == TOO_LONG
+    assert changes_state("echo " + "x" * (MAX_READ - 10)) is None

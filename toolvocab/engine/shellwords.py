@@ -94,6 +94,22 @@ def _unquote_one(m: re.Match[str]) -> str:
 _QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.DOTALL)
 
 
+#: The longest command line (characters) these readings scan; a longer one is not read and gets
+#: the answer that changes nothing (not portable; may change a directory or state). Their
+#: regular expressions cost about 1 s a megabyte on this machine, on mitmproxy's event loop (every
+#: other flow waits): a command this long is a file written through the shell, rarely another
+#: agent's call to move.
+MAX_READ = 64 * 1024
+#: What :func:`changes_directory` / :func:`changes_state` give for a command line over :data:`MAX_READ`.
+TOO_LONG = f"a command line over {MAX_READ // 1024} KiB (not read)"
+
+
+def _too_long(command: object) -> bool:
+    if isinstance(command, str):
+        return len(command) > MAX_READ
+    return isinstance(command, list) and sum(len(w) for w in command if isinstance(w, str)) > MAX_READ
+
+
 def is_portable(command: str) -> bool:
     """True when ``command`` runs the same argv, in the same order, in bash, zsh and dash.
 
@@ -102,7 +118,10 @@ def is_portable(command: str) -> bool:
     (zsh's EQUALS expansion); no command is a reserved word or builtin of one of the shells
     (``_SHELL_WORDS``, ``cd DIR`` and a few others aside). Anything else — quotes, ``$``, globs,
     ``~``, redirections, newlines, ``&`` — is not portable, even where it happens to agree.
+    A command over :data:`MAX_READ` characters is not read: not portable.
     """
+    if _too_long(command):
+        return False
     text = command.rstrip(" \t")
     pos = 0
     words: list[str] = []
@@ -334,7 +353,9 @@ def changes_directory(command: object) -> str | None:
     be another). Not seen: a function or alias of the user's profile that changes directory
     (zoxide's ``z``) and zsh's ``AUTO_CD`` (a directory named as a command). A value of another
     type gives ``None`` (no shell runs it). 1–12 µs a command line on this machine; called only
-    for a command that moves."""
+    for a command that moves. Over :data:`MAX_READ` characters: :data:`TOO_LONG`, unread."""
+    if _too_long(command):
+        return TOO_LONG
     for line in _lines_of(command):
         flat = line.replace("\\\n", "").translate(_SQUEEZE)
         if _MAY_MOVE.search(flat) is not None or _MAY_MOVE.search(line) is not None:
@@ -351,7 +372,9 @@ def changes_state(command: object) -> str | None:
     (the working directory, a variable, an option, an alias, a function, a trap, a limit);
     ``None`` when nothing does. Conservative as :func:`changes_directory`: any builtin or reserved
     word but the stateless ones at the head of a command, and every mark of ``_STATE_MARKS``
-    (``=``, ``((``, ``$[``, ``x++``, ``()``)."""
+    (``=``, ``((``, ``$[``, ``x++``, ``()``). Over :data:`MAX_READ` characters: :data:`TOO_LONG`, unread."""
+    if _too_long(command):
+        return TOO_LONG
     for line in _lines_of(command):
         found = _find(line, _STATE_WORDS)
         if found is None and (m := _STATE_MARKS.search(line)) is not None:
