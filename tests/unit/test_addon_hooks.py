@@ -13,6 +13,7 @@ import copy
 import gzip
 import io
 import json
+import logging
 from pathlib import Path
 
 import orjson
@@ -465,13 +466,15 @@ def test_a_mode_set_while_a_request_is_upstream_leaves_its_answer_to_the_mode_it
 
 
 def test_off_mode_does_nothing(env):
+    """Nothing changed, nothing recorded; an event stream still streams as it arrives, as a flow
+    of a host toolvocab leaves alone does (mitmproxy alone would hold it to its end)."""
     env.configure(toolvocab_mode="off")
     f = foreign_flow()
     raw_request = f.request.raw_content
     req_headers = copy.deepcopy(f.request.headers)
     r = replay(env, f)
     assert KEY not in f.metadata
-    assert r.streamed == "buffered"  # no stream callable installed
+    assert r.streamed == "passthrough"  # streamed, no stream callable of toolvocab's
     assert r.out == fixture_bytes("stream-foreign-tool.sse")
     assert f.request.raw_content == raw_request and f.request.headers == req_headers
     assert not f.marked and not f.comment
@@ -1145,6 +1148,41 @@ def test_a_bad_option_set_while_running_is_refused_and_repairs_go_on(env, tmp_pa
         env.configure(toolvocab_mode="auto")  # a good update is taken
     finally:
         env.configure(toolvocab_profiles="", toolvocab_hosts="")
+
+
+def test_a_mode_set_while_running_is_said_in_the_log(env, caplog):
+    """Options set at start (``--set``) say nothing beyond the start line; a mode set once
+    mitmproxy runs (mitmweb's options, the console's ``:set``) is said, with the one before."""
+    caplog.set_level(logging.INFO)
+    env.configure(toolvocab_mode="repair")  # not running yet: the start line says the mode
+    env.configure(toolvocab_mode="auto")
+    assert not [r for r in caplog.records if "from the next request" in r.getMessage()]
+    env.addon.running()
+    try:
+        env.configure(toolvocab_mode="observe")
+        env.configure(toolvocab_mode="observe")  # the same mode again: nothing new to say
+        lines = [r.getMessage() for r in caplog.records if "from the next request" in r.getMessage()]
+        assert lines == ["toolvocab: mode observe from the next request (was auto)"]
+    finally:
+        env.configure(toolvocab_mode="auto")
+        env.addon._running = False
+
+
+def test_redaction_off_is_said_at_start_and_a_change_later(env, caplog):
+    caplog.set_level(logging.INFO)
+    redaction = harness.addon(env.module, "ToolVocabRedaction")
+    env.configure(toolvocab_redact="no")
+    try:
+        redaction.running()
+        env.configure(toolvocab_redact="true")
+        lines = [r.getMessage() for r in caplog.records if "toolvocab_redact" in r.getMessage()]
+        assert lines == [
+            "toolvocab: toolvocab_redact is off: flows saved from now on keep their credentials",
+            "toolvocab: toolvocab_redact on from now on",
+        ]
+    finally:
+        env.configure(toolvocab_redact="true")
+        redaction._said = False
 
 
 @pytest.mark.parametrize("status", [204, 205])

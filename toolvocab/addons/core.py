@@ -107,6 +107,7 @@ class ToolVocab(Configurable):
         #: The options were all read at the last update (:meth:`configure`); while not, no flow is touched.
         self.ready = True
         self._configured = False  # configure has run once (its first run is the script's load)
+        self._running = False  # mitmproxy said running: a mode set from now on is said in the log
         self._states: dict[str, FlowState] = {}
         self.caches = pipeline.Caches()
 
@@ -170,7 +171,10 @@ class ToolVocab(Configurable):
             super().configure(updated)
         except exceptions.OptionsError:
             if first:
-                logger.warning("toolvocab: options not applied (the error above): every flow passes untouched")
+                logger.warning(
+                    "toolvocab: options not applied (the error above): mitmdump stops at start; a proxy already "
+                    "running (the script reloaded) passes every flow untouched until they are"
+                )
                 self.ready = False
             raise
         self.ready = True
@@ -211,6 +215,9 @@ class ToolVocab(Configurable):
                 hold_timeout = -1.0
             if not 0 <= hold_timeout < float("inf"):  # NaN fails too
                 raise exceptions.OptionsError(f"toolvocab_hold_timeout: {text!r} is not a number of seconds >= 0")
+        if self._running and mode != self.mode:
+            # set while running (mitmweb's options, the console's :set): no other line says so
+            logger.info("toolvocab: mode %s from the next request (was %s)", mode, self.mode)
         self.mode, self.profiles, self.hosts, self.hold_timeout = mode, profiles, hosts, hold_timeout
 
     def done(self) -> None:
@@ -228,6 +235,7 @@ class ToolVocab(Configurable):
         from mitmproxy import ctx
 
         self._states.update(take_over("core") or {})
+        self._running = True
         try:
             unknown = sorted(n for n in getattr(ctx.options, "deferred", {}) if n.startswith("toolvocab"))
             ours = sorted(n for n in ctx.options.keys() if n.startswith("toolvocab_"))
@@ -286,9 +294,10 @@ class ToolVocab(Configurable):
         if flow.response is None or not flow.live:
             return
         if state is None:
-            # Not ours to rewrite: an event stream still goes out as it arrives (mitmproxy
-            # buffers a response whose stream is not set: G4).
-            if self.mode != "off" and "text/event-stream" in flow.response.headers.get("content-type", "").lower():
+            # Not ours to rewrite (another host, mode off): an event stream still goes out as it
+            # arrives, as in every mode (mitmproxy buffers a response whose stream is not set:
+            # G4; an agent would then wait for the whole answer, or time out).
+            if "text/event-stream" in flow.response.headers.get("content-type", "").lower():
                 flow.response.stream = True
             return
         try:

@@ -25,6 +25,7 @@ class ToolVocabRedaction(Configurable):
 
     def __init__(self) -> None:
         self.redact = True
+        self._said = False  # running() has said the setting: a change is said from then on
 
     def load(self, loader: Any) -> None:
         """Register ``toolvocab_redact``."""
@@ -55,7 +56,16 @@ class ToolVocabRedaction(Configurable):
                 raise exceptions.OptionsError(
                     f"toolvocab_redact: {ctx.options.toolvocab_redact!r} is not true or false"
                 )
-            self.redact = value in ("true", "yes", "1", "on")
+            redact = value in ("true", "yes", "1", "on")
+            if redact != self.redact and self._said:
+                logger.info("toolvocab: toolvocab_redact %s from now on", "on" if redact else "off")
+            self.redact = redact
+
+    def running(self) -> None:
+        """Say at start when redaction is off: every saved flow then keeps the credentials."""
+        self._said = True  # a change from now on is said in the log
+        if not self.redact:
+            logger.warning("toolvocab: toolvocab_redact is off: flows saved from now on keep their credentials")
 
     def install(self, flow: http.HTTPFlow) -> None:
         """Redact whatever of ``flow`` is saved from now on, when ``toolvocab_redact`` is on."""
