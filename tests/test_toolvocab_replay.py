@@ -90,3 +90,6 @@ def test_nothing_to_replay_exits_2(tmp_path):
     (tmp_path / "empty").mkdir()
     run = toolvocab("replay", str(tmp_path / "empty"))
     assert run.returncode == 2 and run.stdout.strip() == "toolvocab replay: 0 passed, 0 failed, 0 skipped"
+    assert run.stderr.strip() == (
+        "toolvocab replay: nothing to replay: no flow found (a directory is read for *.mitm files)"
+    )

@@ -102,3 +102,16 @@ def test_the_addon_keeps_the_headers_it_changes_on_a_live_flow(env):
         "request": {"accept-encoding": "gzip, br"},
         "response": {"content-length": str(len(upstream)), "transfer-encoding": None},
     }
+
+
+def test_a_flow_the_addon_no_longer_handles_is_not_said_to_stream_differently(replayer):
+    """Replayed with ``--hosts`` that match nothing, a buffered answer is still buffered: no
+    streamed-or-whole difference is made up from the missing record."""
+    saved = fr.load_flows(fr.REPO / "flows" / "harness" / "br03-qwen-bash-anthropic-json.mitm")[0]
+    replayer._activate()
+    replayer.overrides = {"hosts": "^nothing-matches$"}
+    try:
+        problems = replayer.replay(saved).problems
+    finally:
+        replayer.overrides = {}
+    assert "how the answer reaches the client (streamed or whole)" not in problems

@@ -151,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"toolvocab replay: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
     if counts["failed"]:
         return 1
-    return 0 if counts["passed"] else 2
+    if not counts["passed"]:
+        why = "every flow was skipped" if counts["skipped"] else "no flow found (a directory is read for *.mitm files)"
+        print(f"toolvocab replay: nothing to replay: {why}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
