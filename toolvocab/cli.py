@@ -78,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         ("stats", "counts per decision, client, upstream"),
         ("explain", "why each name was or was not repaired"),
     ):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("files", nargs="+")
+        p = sub.add_parser(name, help=text, description=f"toolvocab {name}: {text}, over saved flows.")
+        p.add_argument("files", nargs="+", metavar="FILE|DIR", help="flow files, or directories of .mitm files")
     args = parser.parse_args(argv)
     errors: list[str] = []
     flows = list(read_flows(args.files, errors))
@@ -91,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         print(tools_text(flows, args.shape, upstream=args.upstream))
         return 0
     records = [f.metadata.get(METADATA_KEY) for f in flows if f.metadata.get(METADATA_KEY)]
-    print(stats_text(records) if args.command == "stats" else explain_flows(records))
+    # explain names each flow by its id (as `toolvocab replay` does) and its request
+    print(
+        stats_text(records)
+        if args.command == "stats"
+        else explain_flows(f for f in flows if f.metadata.get(METADATA_KEY))
+    )
     return 0
 
 

@@ -230,3 +230,12 @@ def test_the_console_command_prints_no_traceback(tmp_path, args):
     )
     assert run.returncode == (2 if args[0] == "replay" else 1), run.stderr
     assert "Traceback" not in run.stderr and len(run.stderr.splitlines()) == 1, run.stderr
+
+
+def test_explain_names_each_flow_by_its_id_as_replay_does(capsys):
+    """``toolvocab replay`` names a flow ``FILE flow 7ef0b99c``: ``explain`` names it the same way
+    (with its request), so a FAIL can be looked up in the explanation."""
+    flow = fr.load_flows(STREAMED)[0]
+    assert cli.main(["explain", str(STREAMED)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith(f"flow {flow.id[:8]}: {flow.request.method} {flow.request.pretty_url} (")
