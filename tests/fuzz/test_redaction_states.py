@@ -346,3 +346,35 @@ def test_headers_that_only_talk_about_credentials_or_tokens_stay(header):
     from toolvocab.addons.redaction import is_credential_header
 
     assert not is_credential_header(header)
+
+
+@pytest.mark.parametrize("cut", [1, 7, 13, 20])
+def test_a_key_cut_across_websocket_frames_is_redacted(replayer, cut):
+    """Codex's Responses socket streams a call's arguments as ``function_call_arguments.delta``
+    frames: a key the model writes out, cut between two frames, leaves no piece in the saved
+    flow that spells it when the frames' deltas are joined."""
+    import orjson
+
+    key = BEARER.decode()
+    args = f'{{"cmd":"echo {key} > .env"}}'
+    at = args.index(key) + cut
+    f = tflow.twebsocketflow()
+    f.request.headers = credential_headers()
+    f.websocket.messages = [
+        websocket.WebSocketMessage(1, True, b'{"type":"response.create"}'),
+        *[
+            websocket.WebSocketMessage(
+                1,
+                False,
+                orjson.dumps({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": piece}),
+            )
+            for piece in (args[:at], args[at:])
+        ],
+    ]
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    saved = list(mio.FlowReader(io.BytesIO(saved_bytes(f))).stream())[0]
+    joined = "".join(orjson.loads(m.content)["delta"] for m in saved.websocket.messages if not m.from_client)
+    assert joined == '{"cmd":"echo <redacted> > .env"}'
+    assert BEARER not in saved_bytes(f)
+    assert [m.content for m in f.websocket.messages][1:] != [m.content for m in saved.websocket.messages][1:]

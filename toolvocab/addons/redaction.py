@@ -136,6 +136,9 @@ def redact_state(state: dict[str, Any]) -> dict[str, Any]:
         if isinstance(metadata, dict) and isinstance(metadata.get(METADATA_UPSTREAM), bytes):
             metadata[METADATA_UPSTREAM] = _scrub_body(metadata[METADATA_UPSTREAM], response, long_secrets, stream)
         out = _scrub(out, long_secrets)
+        ws = out.get("websocket")
+        if isinstance(ws, dict) and isinstance(ws.get("messages"), list):
+            ws["messages"] = _scrub_split_messages(ws["messages"], long_secrets)
     return out
 
 
@@ -292,28 +295,69 @@ _FRAGMENT_KEYS = frozenset({"partial_json", "text", "thinking", "content", "argu
 
 
 def _scrub_split(body: bytes, secrets: list[bytes]) -> bytes:
-    """An event stream whose events' text fragments (strings under :data:`_FRAGMENT_KEYS`, in
-    order) spell a secret only when joined — a streamed tool call's arguments cut inside the key
-    (``…echo sk-ant-`` | ``dummy-12345…``) — with that secret cut out: the fragment where it
-    starts gets ``<redacted>`` in its place, the others lose their part of it; those events are
-    written again (:meth:`SSEEvent.with_json`), every other byte as it was. Events are cut as a
-    client's parser cuts them (:class:`SSEParser`); a body that is not whole events, as it is."""
+    """An event stream with each secret its events' text fragments spell only when joined cut
+    out (:func:`_cut_joined`); the events changed are written again
+    (:meth:`SSEEvent.with_json`), every other byte as it was. Events are cut as a client's parser
+    cuts them (:class:`SSEParser`)."""
     from toolvocab.dialects.sse import SSEEvent
     from toolvocab.dialects.sse import SSEParser
 
     parser = SSEParser()
     raws = parser.feed_raw(body) + parser.close_raw()
     rest = parser.flush()
-    texts = [s.decode("utf-8", "surrogateescape") for s in secrets]
-    events: list[Any] = []
-    slots: list[tuple[int, list[Any], str]] = []  # (event, path to the string, the string)
-    for n, raw in enumerate(raws):
-        event = SSEEvent.parse(raw)
+    events = [SSEEvent.parse(raw) for raw in raws]
+    datas: list[Any] = []
+    for event in events:
         try:
-            data = event.json()
-        except Exception:
-            data = None
-        events.append([event, data])
+            datas.append(event.json())
+        except Exception:  # a repeated key: not read
+            datas.append(None)
+    changed = _cut_joined(datas, secrets)
+    if not changed:
+        return body
+    return (
+        b"".join(events[n].with_json(v).raw if (v := changed.get(n)) is not None else raw for n, raw in enumerate(raws))
+        + rest
+    )
+
+
+def _scrub_split_messages(messages: list[Any], secrets: list[bytes]) -> list[Any]:
+    """Saved WebSocket messages (mitmproxy's state tuples: ``(type, from_client, content, …)``)
+    whose JSON text frames from the server spell a secret only when their fragments are joined
+    (Codex's Responses socket: ``response.function_call_arguments.delta`` frames), that secret cut
+    out (:func:`_cut_joined`); the frames changed hold compact JSON, every other as it was."""
+    from toolvocab.engine import jsonio
+
+    server = []
+    for k, message in enumerate(messages):
+        if isinstance(message, (list, tuple)) and len(message) > 2 and message[1] is False:
+            content = message[2]
+            try:
+                data = jsonio.loads(content) if isinstance(content, (bytes, str)) and message[0] == 1 else None
+            except ValueError:
+                data = None
+            server.append((k, data))
+    changed = _cut_joined([data for _, data in server], secrets)
+    if not changed:
+        return messages
+    out = list(messages)
+    for n, value in changed.items():
+        k = server[n][0]
+        message = list(out[k])
+        message[2] = jsonio.dumps(value) if isinstance(message[2], bytes) else jsonio.dumps(value).decode()
+        out[k] = type(out[k])(message)
+    return out
+
+
+def _cut_joined(datas: list[Any], secrets: list[bytes]) -> dict[int, Any]:
+    """The parsed events ``datas`` whose text fragments (strings under :data:`_FRAGMENT_KEYS`,
+    in order) spell a secret only when joined — a streamed tool call's arguments cut inside the
+    key (``…echo sk-ant-`` | ``dummy-12345…``) — with that secret cut out: the fragment where it
+    starts gets ``<redacted>`` in its place, the others lose their part of it. Index of each event
+    changed -> its new value (the others are not in it)."""
+    texts = [s.decode("utf-8", "surrogateescape") for s in secrets]
+    slots: list[tuple[int, list[Any], str]] = []  # (event, path to the string, the string)
+    for n, data in enumerate(datas):
         for path, text in _fragments(data, []):
             slots.append((n, path, text))
     joined = "".join(text for _, _, text in slots)
@@ -333,17 +377,13 @@ def _scrub_split(body: bytes, secrets: list[bytes]) -> bytes:
                     cuts.setdefault(k, []).append((lo - start, hi - start, first))
                     first = False
             pos = joined.find(secret, end)
-    if not cuts:
-        return body
-    changed: set[int] = set()
+    changed: dict[int, Any] = {}
     for k, spans in cuts.items():
         n, path, text = slots[k]
         for lo, hi, marker in sorted(spans, reverse=True):
             text = text[:lo] + ("<redacted>" if marker else "") + text[hi:]
-        data = events[n][1] = _copy_set(events[n][1], path, text)
-        changed.add(n)
-    out = [events[n][0].with_json(events[n][1]).raw if n in changed else raw for n, raw in enumerate(raws)]
-    return b"".join(out) + rest
+        changed[n] = _copy_set(changed.get(n, datas[n]), path, text)
+    return changed
 
 
 def _fragments(value: Any, path: list[Any]) -> list[tuple[list[Any], str]]:
