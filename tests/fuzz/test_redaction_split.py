@@ -130,3 +130,51 @@ def test_a_body_redaction_shortens_says_its_new_length(env):
     assert back.response.headers["content-length"] == str(len(back.response.raw_content))
     with fr.Replayer(strict=False) as r:
         assert r.replay(back).problems == []
+
+
+def chat_stream(calls: list[tuple[int, str]]) -> bytes:
+    """A Chat stream of tool-call argument pieces, each ``(tool call index, piece)`` in order."""
+    out = b""
+    for index, piece in calls:
+        delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+        out += b"data: " + orjson.dumps(chunk) + b"\n\n"
+    return out + b"data: [DONE]\n\n"
+
+
+def chat_arguments(body: bytes) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for e in sse_events(body):
+        data = e.json()
+        if isinstance(data, dict):
+            for call in data["choices"][0]["delta"].get("tool_calls", []):
+                out[call["index"]] = out.get(call["index"], "") + call["function"]["arguments"]
+    return out
+
+
+@settings(max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "60")), deadline=None)
+@given(cut=st.integers(1, 80), between=st.booleans())
+def test_bearer_and_its_token_cut_anywhere_are_cut_once_and_nothing_else(cut, between):
+    """``Authorization: Bearer KEY`` makes two secrets, one inside the other; cut across events
+    (inside ``Bearer`` or the key), with another call's piece between them or not, each call's
+    arguments read afterwards exactly as before but for the key: no byte after it lost, no piece
+    of ``<redacted>`` left over."""
+    from mitmproxy import http
+    from mitmproxy.test import tflow
+    from mitmproxy.test import tutils
+
+    from toolvocab.addons.redaction import redact_state
+
+    args = f'{{"cmd":"curl -H \'Authorization: Bearer {KEY}\' https://api.example.test/v1/models"}}'
+    cut = min(cut, len(args) - 1)
+    pieces = [(0, args[:cut])] + ([(1, '{"cmd":"ls"}')] if between else []) + [(0, args[cut:])]
+    body = chat_stream(pieces)
+    f = tflow.tflow(resp=True)
+    f.request.headers["authorization"] = f"Bearer {KEY}"
+    f.response = tutils.tresp(headers=http.Headers([(b"content-type", b"text/event-stream")]), content=body)
+    state = redact_state(f.get_state())
+    assert KEY.encode() not in str(state).encode()
+    got = chat_arguments(state["response"]["content"])
+    assert got[0] == args.replace(KEY, "<redacted>")
+    if between:
+        assert got[1] == '{"cmd":"ls"}'

@@ -123,6 +123,9 @@ def redact_state(state: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("backup"), dict):  # the state before an edit in the UI
         out["backup"] = redact_state(out["backup"])
     long_secrets = sorted((s for s in secrets if len(s) >= 8), key=len, reverse=True)
+    # A value holding another (``Bearer sk-…`` and ``sk-…``; a Cookie header and its cookies'
+    # values) is cut by the one it holds: one spelling, whether a text has it whole or in pieces.
+    long_secrets = [s for s in long_secrets if not any(t != s and t in s for t in long_secrets)]
     if long_secrets:
         response = out.get("response")
         stream = isinstance(response, dict) and b"text/event-stream" in _header(response, b"content-type").lower()
@@ -350,40 +353,78 @@ def _scrub_split_messages(messages: list[Any], secrets: list[bytes]) -> list[Any
 
 
 def _cut_joined(datas: list[Any], secrets: list[bytes]) -> dict[int, Any]:
-    """The parsed events ``datas`` whose text fragments (strings under :data:`_FRAGMENT_KEYS`,
-    in order) spell a secret only when joined — a streamed tool call's arguments cut inside the
-    key (``…echo sk-ant-`` | ``dummy-12345…``) — with that secret cut out: the fragment where it
-    starts gets ``<redacted>`` in its place, the others lose their part of it. Index of each event
-    changed -> its new value (the others are not in it)."""
+    """The parsed events ``datas`` whose text fragments spell a secret only when joined — a
+    streamed tool call's arguments cut inside the key (``…echo sk-ant-`` | ``dummy-12345…``) —
+    with that secret cut out: the fragment where it starts gets ``<redacted>`` in its place, the
+    others lose their part of it (secrets that overlap are cut as one span). Fragments are the
+    strings under :data:`_FRAGMENT_KEYS`, joined in order per stream they belong to
+    (:func:`_channel`: a content block, a choice's tool call, an output item), as a client joins
+    them. Index of each event changed -> its new value (the others are not in it)."""
+    from bisect import bisect_right
+
     texts = [s.decode("utf-8", "surrogateescape") for s in secrets]
-    slots: list[tuple[int, list[Any], str]] = []  # (event, path to the string, the string)
+    channels: dict[Any, list[tuple[int, list[Any], str]]] = {}
     for n, data in enumerate(datas):
         for path, text in _fragments(data, []):
-            slots.append((n, path, text))
-    joined = "".join(text for _, _, text in slots)
-    starts, at = [], 0
-    for _, _, text in slots:
-        starts.append(at)
-        at += len(text)
-    cuts: dict[int, list[tuple[int, int, bool]]] = {}  # slot -> (from, to, marker here)
-    for secret in texts:
-        pos = joined.find(secret)
-        while pos != -1:
-            end = pos + len(secret)
+            channels.setdefault(_channel(data, path), []).append((n, path, text))
+    cuts: dict[tuple[Any, int], list[tuple[int, int, bool]]] = {}  # (channel, slot) -> (from, to, marker)
+    for channel, slots in channels.items():
+        joined = "".join(text for _, _, text in slots)
+        spans = []
+        for secret in texts:
+            pos = joined.find(secret)
+            while pos != -1:
+                spans.append((pos, pos + len(secret)))
+                pos = joined.find(secret, pos + 1)
+        if not spans:
+            continue
+        merged: list[list[int]] = []
+        for lo, hi in sorted(spans):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], hi)
+            else:
+                merged.append([lo, hi])
+        starts, at = [], 0
+        for _, _, text in slots:
+            starts.append(at)
+            at += len(text)
+        for lo, hi in merged:
+            k = bisect_right(starts, lo) - 1
             first = True
-            for k, (start, (_, _, text)) in enumerate(zip(starts, slots, strict=True)):
-                lo, hi = max(pos, start), min(end, start + len(text))
-                if lo < hi:
-                    cuts.setdefault(k, []).append((lo - start, hi - start, first))
+            while k < len(slots) and starts[k] < hi:
+                a, b = max(lo, starts[k]), min(hi, starts[k] + len(slots[k][2]))
+                if a < b:
+                    cuts.setdefault((channel, k), []).append((a - starts[k], b - starts[k], first))
                     first = False
-            pos = joined.find(secret, end)
+                k += 1
     changed: dict[int, Any] = {}
-    for k, spans in cuts.items():
-        n, path, text = slots[k]
-        for lo, hi, marker in sorted(spans, reverse=True):
+    for (channel, k), spans_of_slot in cuts.items():
+        n, path, text = channels[channel][k]
+        for lo, hi, marker in sorted(spans_of_slot, reverse=True):  # disjoint: cut from the end
             text = text[:lo] + ("<redacted>" if marker else "") + text[hi:]
         changed[n] = _copy_set(changed.get(n, datas[n]), path, text)
     return changed
+
+
+#: The fields of an event that name the stream its fragments belong to: Anthropic's block
+#: ``index``, Responses' ``output_index`` / ``item_id`` / ``content_index``.
+_CHANNEL_KEYS = ("index", "output_index", "item_id", "content_index")
+
+
+def _channel(data: Any, path: list[Any]) -> tuple[Any, ...]:
+    """Which stream of fragments the string at ``path`` in event ``data`` continues: its path
+    (list positions and keys), the ``index`` of each object along it (Chat's choice and tool
+    call), and the event's own :data:`_CHANNEL_KEYS`."""
+    top = tuple(data.get(k) for k in _CHANNEL_KEYS) if isinstance(data, dict) else ()
+    along: list[Any] = []
+    node = data
+    for step in path[:-1]:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            break
+        along.append(node.get("index") if isinstance(node, dict) else None)
+    return (*top, *map(str, path), *map(repr, along))
 
 
 def _fragments(value: Any, path: list[Any]) -> list[tuple[list[Any], str]]:
