@@ -9,6 +9,7 @@ import io
 import os
 
 import orjson
+import pytest
 from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
@@ -178,3 +179,76 @@ def test_bearer_and_its_token_cut_anywhere_are_cut_once_and_nothing_else(cut, be
     assert got[0] == args.replace(KEY, "<redacted>")
     if between:
         assert got[1] == '{"cmd":"ls"}'
+
+
+def _redacted_sse(body: bytes) -> bytes:
+    from mitmproxy import http
+    from mitmproxy.test import tflow
+    from mitmproxy.test import tutils
+
+    from toolvocab.addons.redaction import redact_state
+
+    f = tflow.tflow(resp=True)
+    f.request.headers["x-api-key"] = KEY
+    f.response = tutils.tresp(headers=http.Headers([(b"content-type", b"text/event-stream")]), content=body)
+    return redact_state(f.get_state())["response"]["content"]
+
+
+def _event(data: bytes, end: bytes = b"\n\n") -> bytes:
+    return b"event: e\ndata: " + data + end
+
+
+A, B = KEY[:12], KEY[12:]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a block's starting text and its delta: one stream for the client's accumulator
+        _event(orjson.dumps({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": A}}))
+        + _event(orjson.dumps({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": B}})),
+        # Chat: the same tool call (index 1) at another place of the list in each chunk
+        _event(
+            orjson.dumps(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"tool_calls": [{"index": 0}, {"index": 1, "function": {"arguments": A}}]},
+                        }
+                    ]
+                }
+            )
+        )
+        + _event(
+            orjson.dumps(
+                {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "function": {"arguments": B}}]}}]}
+            )
+        ),
+        # an event the strict reader refuses (a repeated key), which a client still reads
+        _event(b'{"index":0,"index":0,"delta":{"text":"' + A.encode() + b'"}}')
+        + _event(orjson.dumps({"index": 0, "delta": {"text": B}})),
+        # an unfinished last event
+        _event(orjson.dumps({"index": 0, "delta": {"text": A}}))
+        + _event(orjson.dumps({"index": 0, "delta": {"text": B}}), b""),
+    ],
+    ids=["block-start", "chat-list-place", "repeated-key", "unfinished"],
+)
+def test_a_key_split_as_a_client_joins_it_is_cut(body):
+    out = _redacted_sse(body)
+    assert A.encode() not in out and B.encode() not in out, out
+    assert b"<redacted>" in out
+
+
+def test_text_websocket_content_is_read_too():
+    from mitmproxy.test import tflow
+
+    from toolvocab.addons.redaction import redact_state
+
+    f = tflow.twebsocketflow()
+    f.request.headers["x-api-key"] = KEY
+    state = f.get_state()
+    delta = lambda piece: '{"type":"response.function_call_arguments.delta","item_id":"fc","delta":"%s"}' % piece  # noqa: E731
+    state["websocket"]["messages"] = [(1, False, delta(A), 1.0, False, False), (1, False, delta(B), 1.0, False, False)]
+    messages = redact_state(state)["websocket"]["messages"]
+    assert "".join(orjson.loads(m[2])["delta"] for m in messages) == "<redacted>"

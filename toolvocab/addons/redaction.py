@@ -308,20 +308,43 @@ def _scrub_split(body: bytes, secrets: list[bytes]) -> bytes:
     parser = SSEParser()
     raws = parser.feed_raw(body) + parser.close_raw()
     rest = parser.flush()
+    if rest:  # an unfinished last event: a reader of the saved file still reads it
+        raws.append(rest)
     events = [SSEEvent.parse(raw) for raw in raws]
-    datas: list[Any] = []
-    for event in events:
-        try:
-            datas.append(event.json())
-        except Exception:  # a repeated key: not read
-            datas.append(None)
+    datas = [_lenient(event.data) for event in events]
     changed = _cut_joined(datas, secrets)
     if not changed:
         return body
-    return (
-        b"".join(events[n].with_json(v).raw if (v := changed.get(n)) is not None else raw for n, raw in enumerate(raws))
-        + rest
-    )
+    out = []
+    for n, raw in enumerate(raws):
+        value = changed.get(n)
+        try:
+            out.append(events[n].with_json(value).raw if value is not None else raw)
+        except Exception:  # a value no strict writer takes (a number past any float): not written
+            out.append(raw)
+    return b"".join(out)
+
+
+def _lenient(data: Any) -> Any:
+    """An event's or frame's data as any JSON reader reads it: strictly
+    (:mod:`toolvocab.engine.jsonio`), else as Python's ``json`` does (the last of a repeated
+    key, a number past any float, deep nesting): a client may read what the strict reader
+    refuses. ``None`` for no data or no JSON."""
+    if data is None:
+        return None
+    import json
+
+    from toolvocab.engine import jsonio
+
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    try:
+        return jsonio.loads(raw)
+    except Exception:
+        pass
+    try:
+        return json.loads(raw)
+    except Exception:  # not JSON (or too deep even for json): no fragments
+        return None
 
 
 def _scrub_split_messages(messages: list[Any], secrets: list[bytes]) -> list[Any]:
@@ -335,10 +358,7 @@ def _scrub_split_messages(messages: list[Any], secrets: list[bytes]) -> list[Any
     for k, message in enumerate(messages):
         if isinstance(message, (list, tuple)) and len(message) > 2 and message[1] is False:
             content = message[2]
-            try:
-                data = jsonio.loads(content) if isinstance(content, (bytes, str)) and message[0] == 1 else None
-            except ValueError:
-                data = None
+            data = _lenient(content) if isinstance(content, (bytes, str)) and message[0] == 1 else None
             server.append((k, data))
     changed = _cut_joined([data for _, data in server], secrets)
     if not changed:
@@ -347,7 +367,11 @@ def _scrub_split_messages(messages: list[Any], secrets: list[bytes]) -> list[Any
     for n, value in changed.items():
         k = server[n][0]
         message = list(out[k])
-        message[2] = jsonio.dumps(value) if isinstance(message[2], bytes) else jsonio.dumps(value).decode()
+        try:
+            written = jsonio.dumps(value)
+        except Exception:  # a value no strict writer takes: the frame stays
+            continue
+        message[2] = written if isinstance(message[2], bytes) else written.decode("utf-8", "surrogateescape")
         out[k] = type(out[k])(message)
     return out
 
@@ -412,9 +436,11 @@ _CHANNEL_KEYS = ("index", "output_index", "item_id", "content_index")
 
 
 def _channel(data: Any, path: list[Any]) -> tuple[Any, ...]:
-    """Which stream of fragments the string at ``path`` in event ``data`` continues: its path
-    (list positions and keys), the ``index`` of each object along it (Chat's choice and tool
-    call), and the event's own :data:`_CHANNEL_KEYS`."""
+    """Which stream of fragments the string at ``path`` in event ``data`` continues, as a
+    client's accumulator joins them: the event's own :data:`_CHANNEL_KEYS`, the string's key
+    (``text``, ``partial_json``, ``arguments``…: a block's starting text and its deltas are one
+    stream), and along the path each list element's ``index`` (Chat's choice and tool call: a
+    client joins them by it, not by their place in the list), else its place."""
     top = tuple(data.get(k) for k in _CHANNEL_KEYS) if isinstance(data, dict) else ()
     along: list[Any] = []
     node = data
@@ -423,13 +449,23 @@ def _channel(data: Any, path: list[Any]) -> tuple[Any, ...]:
             node = node[step]
         except (KeyError, IndexError, TypeError):
             break
-        along.append(node.get("index") if isinstance(node, dict) else None)
-    return (*top, *map(str, path), *map(repr, along))
+        if isinstance(step, int):
+            along.append(node.get("index", step) if isinstance(node, dict) else step)
+    return (*top, path[-1], *map(repr, along))
+
+
+#: How deep in an event fragments are looked for: the wire formats' are at depth 6 at most
+#: (Chat's ``choices[].delta.tool_calls[].function.arguments``); deeper nesting costs time on
+#: every fragment and holds none.
+_FRAGMENT_DEPTH = 12
 
 
 def _fragments(value: Any, path: list[Any]) -> list[tuple[list[Any], str]]:
-    """``(path, string)`` of each string under a key of :data:`_FRAGMENT_KEYS` in ``value``, in order."""
+    """``(path, string)`` of each string under a key of :data:`_FRAGMENT_KEYS` in ``value``, in
+    order, down to :data:`_FRAGMENT_DEPTH`."""
     out: list[tuple[list[Any], str]] = []
+    if len(path) >= _FRAGMENT_DEPTH:
+        return out
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         if isinstance(item, str):
