@@ -31,9 +31,9 @@ def events(data: bytes) -> list[bytes]:
     return [e + b"\n\n" for e in data.split(b"\n\n") if e]
 
 
-def anthropic_flow(upstream: bytes):
+def anthropic_flow(upstream: bytes, request: dict = ANTHROPIC_REQUEST):
     return harness.make_flow(
-        ANTHROPIC_REQUEST,
+        request,
         host="api.anthropic.com",
         path="/v1/messages",
         headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")],
@@ -150,14 +150,7 @@ def test_a_call_given_up_under_this_flows_alias_reaches_the_client_under_its_own
         {"type": "message_stop"},
     ]
     upstream = b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in stream)
-    f = harness.make_flow(
-        request,
-        host="api.anthropic.com",
-        path="/v1/messages",
-        headers=[("content-type", "application/json"), ("user-agent", "claude-cli/2.0.14 (external, cli)")],
-        upstream=upstream,
-        resp_type="text/event-stream",
-    )
+    f = anthropic_flow(upstream, request)
     r = harness.replay(env, f, 0)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     sent = [orjson.loads(line[6:]) for line in r.out.split(b"\n") if line.startswith(b"data: ")]
