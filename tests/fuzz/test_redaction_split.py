@@ -252,3 +252,12 @@ def test_text_websocket_content_is_read_too():
     state["websocket"]["messages"] = [(1, False, delta(A), 1.0, False, False), (1, False, delta(B), 1.0, False, False)]
     messages = redact_state(state)["websocket"]["messages"]
     assert "".join(orjson.loads(m[2])["delta"] for m in messages) == "<redacted>"
+
+
+def test_an_event_with_odd_index_values_is_read_without_error():
+    """Fields that name a stream may hold anything (a list, an object): the flow is still saved,
+    the key still cut."""
+    body = _event(b'{"index":[0],"output_index":{"a":1},"delta":{"text":"' + A.encode() + b'"}}')
+    body += _event(b'{"index":[0],"output_index":{"a":1},"delta":{"text":"' + B.encode() + b'"}}')
+    out = _redacted_sse(body)
+    assert A.encode() not in out and B.encode() not in out and b"<redacted>" in out

@@ -441,7 +441,7 @@ def _channel(data: Any, path: list[Any]) -> tuple[Any, ...]:
     (``text``, ``partial_json``, ``arguments``…: a block's starting text and its deltas are one
     stream), and along the path each list element's ``index`` (Chat's choice and tool call: a
     client joins them by it, not by their place in the list), else its place."""
-    top = tuple(data.get(k) for k in _CHANNEL_KEYS) if isinstance(data, dict) else ()
+    top = tuple(repr(data.get(k)) for k in _CHANNEL_KEYS) if isinstance(data, dict) else ()  # any value: hashable
     along: list[Any] = []
     node = data
     for step in path[:-1]:
@@ -451,7 +451,7 @@ def _channel(data: Any, path: list[Any]) -> tuple[Any, ...]:
             break
         if isinstance(step, int):
             along.append(node.get("index", step) if isinstance(node, dict) else step)
-    return (*top, path[-1], *map(repr, along))
+    return (*top, repr(path[-1]), *map(repr, along))
 
 
 #: How deep in an event fragments are looked for: the wire formats' are at depth 6 at most

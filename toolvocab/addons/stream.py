@@ -179,7 +179,13 @@ class StreamCallable:
         if self._carry:
             out = [self._carry + b"".join(out)]
             self._carry = b""
-        if self.state.unverified is not None and not self.observe and self.phase is not Phase.DRAINED:
+        if (
+            (self.state.unverified is not None or self.state.refused is not None)
+            and not self.observe
+            and self.phase is not Phase.DRAINED
+        ):
+            # a peeked request not yet read whole, or read and refused (earlier() may read it
+            # before the first changed byte: the refusal then still holds every byte back)
             out = self._confirm(chunk, out)
         self._track(chunk, out)
         if not chunk and self.phase is not Phase.DRAINED:
