@@ -272,11 +272,12 @@ def _scrub_body(body: bytes, message: Any, secrets: list[bytes], stream: bool) -
     ``net/encoding.py``), and for an event stream (``stream``) where its events' text fragments
     spell one only when joined (:func:`_scrub_split`). As it is when the encoding is not one
     mitmproxy reads or the body does not decode."""
-    encoding = _header(message, b"content-encoding").lower().decode("latin-1")
-    decoded: Any = body
-    if encoding and encoding != "identity":
-        from mitmproxy.net import encoding as codec
+    from mitmproxy.net import encoding as codec
 
+    encoding = _header(message, b"content-encoding").lower().decode("latin-1")
+    encoded = encoding not in ("", "identity")
+    decoded: Any = body
+    if encoded:
         try:
             decoded = codec.decode(body, encoding)
         except (ValueError, TypeError):
@@ -288,7 +289,7 @@ def _scrub_body(body: bytes, message: Any, secrets: list[bytes], stream: bool) -
         scrubbed = _scrub_split(scrubbed, secrets)
     if scrubbed == decoded:
         return body
-    return codec.encode(scrubbed, encoding) if decoded is not body else scrubbed
+    return codec.encode(scrubbed, encoding) if encoded else scrubbed
 
 
 #: The keys whose string values are the pieces of a streamed text or argument: Anthropic
