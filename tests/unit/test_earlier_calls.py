@@ -492,3 +492,65 @@ def test_a_workdir_of_a_shell_that_keeps_nothing_moves_nothing_after_it(addon) -
     earlier = '{"command":"npm test","workdir":"/p/pkg"}'
     names, decisions = chat(addon, [earlier], ['Read {"file_path":"f.txt"}'], tools=("bash", "read"))
     assert names == ["read"], decisions
+
+
+def chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    """One Chat Completions stream event of choice 0 carrying ``delta``."""
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
+
+
+@pytest.mark.parametrize("repeated", [True, False])
+def test_a_request_refused_by_the_earlier_calls_read_holds_its_answer_back(loaded, repeated: bool) -> None:
+    """As plain mitmdump runs it in repair mode, the request only peeked. The stream's first
+    argument piece comes before the event that names the call: the shell call's session check reads
+    the transcript (the whole body) before any byte of the answer differs, and the body repeats a
+    key: the whole read refuses it, so the answer goes to the client as the upstream sent it (a
+    byte-for-byte answer is what the long fuzz profile checks); the control, with no repeated key,
+    is repaired."""
+    body = orjson.dumps(
+        {
+            "model": "m",
+            "stream": True,
+            "messages": [{"role": "user", "content": "find the rust files"}],
+            "tools": [{"type": "function", "function": {"name": "run_shell_command", "parameters": SCHEMA}}],
+        }
+    )
+    if repeated:
+        body = body.replace(b'{"model":"m"', b'{"model":{},"model":"m"', 1)
+    answer = b"".join(
+        [
+            chat_chunk({"role": "assistant", "content": ""}),
+            chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"command":"find . -name '}}]}),
+            chat_chunk(
+                {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "bash"}}]}
+            ),
+            chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "'*.rs'\"}"}}]}),
+            chat_chunk({}, "tool_calls"),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    with harness.configured(loaded, toolvocab_mode="repair") as e:
+        e.addon.recorder.saves_bodies = lambda: False
+        f = harness.make_flow(
+            body,
+            host="api.openai.com",
+            path="/v1/chat/completions",
+            headers=[("content-type", "application/json")],
+            upstream=answer,
+            resp_type="text/event-stream",
+        )
+        r = harness.replay(e, f)
+    assert f.request.content == body
+    if repeated:
+        assert r.out == answer
+        assert r.record["skipped"] == "request body repeats a key; passed through", r.record
+    else:
+        names = [
+            c["function"]["name"]
+            for ev in sse_events(r.out)
+            if isinstance(data := ev.json(), dict)
+            for c in (data.get("choices") or [{}])[0].get("delta", {}).get("tool_calls") or ()
+            if "name" in c.get("function", {})
+        ]
+        assert names == ["run_shell_command"], r.out
