@@ -1547,3 +1547,111 @@ def test_an_alias_reaches_the_transcript_written_in_snake_case():
     assert [p["name"] for p in parts] == [alias] * 4
     assert body["tools"][0]["function_declarations"][0]["name"] == alias
     assert body["tool_config"]["function_calling_config"]["allowed_function_names"] == [alias]
+
+
+# -- arguments streamed in pieces (Vertex AI streamFunctionCallArguments) -------------------------
+
+#: Claude Code's ``Bash`` (its ``timeout`` is in milliseconds), declared to Gemini.
+BASH_DECL = {
+    "name": "Bash",
+    "parametersJsonSchema": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}},
+        "required": ["command"],
+    },
+}
+
+
+def _gemini_sse(*responses: dict) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(r) + b"\r\n\r\n" for r in responses)
+
+
+def _candidate(parts: list[dict], finish: str | None = None) -> dict:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+def _partial_stream(name: str) -> bytes:
+    """A call of ``name`` as Vertex AI streams its arguments (google-genai 2.34
+    ``FunctionCall.partial_args`` / ``will_continue``): the name first, then ``partialArgs``
+    pieces keyed by JSON path, then an empty call with the natural end."""
+    return _gemini_sse(
+        _candidate([{"functionCall": {"name": name, "willContinue": True}}]),
+        _candidate(
+            [
+                {
+                    "functionCall": {
+                        "partialArgs": [
+                            {"jsonPath": "$.command", "stringValue": "npm test"},
+                            {"jsonPath": "$.timeout", "numberValue": 600},
+                        ],
+                        "willContinue": True,
+                    }
+                }
+            ]
+        ),
+        _candidate([{"functionCall": {}}], "STOP"),
+    )
+
+
+VERTEX_STREAM = "/v1/projects/p/locations/global/publishers/google/models/gemini-3-pro:streamGenerateContent?alt=sse"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_call_whose_arguments_stream_in_pieces_is_left_as_sent(env, seed):
+    """Its name alone is no call known whole: renaming ``bash`` (whose ``timeout`` is in
+    seconds in the agents that declare it) to Claude Code's ``Bash`` (milliseconds) before
+    ``$.timeout = 600`` arrives would make 600 s 600 ms. The control, the same call with its
+    arguments whole and no timeout, is repaired."""
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "run the tests"}]}],
+        "tools": [{"functionDeclarations": [BASH_DECL]}],
+    }
+    upstream = _partial_stream("bash")
+    f = make_flow(body, host=VERTEX_HOST, path=VERTEX_STREAM, resp_type=SSE_TYPE, upstream=upstream)
+    r = replay(env, f, seed)
+    assert r.out == upstream
+    notes = " | ".join(r.record["notes"])
+    assert "passed through: the tool call bash's arguments are streamed in later parts (partialArgs)" in notes, notes
+    whole = _gemini_sse(_candidate([{"functionCall": {"name": "bash", "args": {"command": "npm test"}}}], "STOP"))
+    g = make_flow(body, host=VERTEX_HOST, path=VERTEX_STREAM, resp_type=SSE_TYPE, upstream=whole)
+    assert [c["name"] for c in calls_in(orjson.loads(replay(env, g, seed).out[len(b"data: ") :]))] == ["Bash"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_call_whose_arguments_stream_in_pieces_gets_its_own_name_back(env, seed):
+    """Under the alias this flow sent for a name the API refuses (over 64 characters) the call
+    is the client's own tool: the alias is named back, every other byte as it came."""
+    long = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance"
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "check it"}]}],
+        "tools": [{"functionDeclarations": [{**BASH_DECL, "name": long}]}],
+    }
+    f = make_flow(body, host=VERTEX_HOST, path=VERTEX_STREAM, resp_type=SSE_TYPE, response=False)
+    env.addon.request(f)
+    [alias] = [d["name"] for d in request_json(f)["tools"][0]["functionDeclarations"]]
+    assert alias != long
+    upstream = _partial_stream(alias)
+    g = make_flow(body, host=VERTEX_HOST, path=VERTEX_STREAM, resp_type=SSE_TYPE, upstream=upstream)
+    r = replay(env, g, seed)
+    assert r.out == upstream.replace(alias.encode(), long.encode(), 1)
+    assert any(
+        n.endswith("the client got the call as the upstream sent it but for its name") for n in r.record["notes"]
+    )
+
+
+def test_a_json_answer_with_arguments_in_pieces_is_left_and_noted(env):
+    """The same in a buffered JSON array (the stream request answered whole)."""
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "run the tests"}]}],
+        "tools": [{"functionDeclarations": [BASH_DECL]}],
+    }
+    upstream = (
+        b"[" + b",".join(line[len(b"data: ") :] for line in _partial_stream("bash").split(b"\r\n\r\n") if line) + b"]"
+    )
+    f = make_flow(body, host=VERTEX_HOST, path=VERTEX_STREAM.split("?")[0], resp_type=JSON_TYPE, upstream=upstream)
+    r = replay(env, f)
+    assert orjson.loads(r.out) == orjson.loads(upstream)
+    assert any("streamed in later parts (partialArgs)" in n for n in r.record["notes"]), r.record["notes"]

@@ -23,6 +23,7 @@ import orjson
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import CallIds
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
@@ -411,13 +412,20 @@ class Gemini:
         (:func:`lift_text_parts`); a JSON array (``streamGenerateContent`` without ``alt``) is
         rewritten element by element, without lifting."""
         ids = flow.ids()
+        gave_up: list[str] = []
         if isinstance(body, list):
             changed = False
             for element in body:
                 # An element holds a piece of the text: no lift from one piece.
-                changed |= _rewrite_candidates(element, flow, ids, lift_text=False)
-            return changed
-        return _rewrite_candidates(body, flow, ids)
+                changed |= _rewrite_candidates(element, flow, ids, lift_text=False, gave_up=gave_up)
+        else:
+            changed = _rewrite_candidates(body, flow, ids, gave_up=gave_up)
+        from toolvocab.report import passed_note  # the record's module imports the dialects
+
+        for why in gave_up:
+            but = " but for its name" if NAMED_BACK in why else ""
+            flow.note(passed_note(why, f"the client got the call as the upstream sent it{but}"))
+        return changed
 
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
@@ -478,7 +486,32 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None, *, lift_text: bool = True) -> bool:
+def _streams_arguments(call: dict[str, Any]) -> bool:
+    """True for a ``functionCall`` whose arguments come in later parts (Vertex AI's
+    ``streamFunctionCallArguments``: ``partialArgs`` pieces keyed by JSON path, ``willContinue``
+    until the last; google-genai 2.34 ``types.FunctionCall.partial_args`` / ``will_continue``):
+    the call is not known whole in this part."""
+    return (
+        "partialArgs" in call
+        or "partial_args" in call
+        or call.get("willContinue") is True
+        or call.get("will_continue") is True
+    )
+
+
+def _rewrite_candidates(
+    body: Any,
+    flow: FlowContext,
+    ids: CallIds | None = None,
+    *,
+    lift_text: bool = True,
+    gave_up: list[str] | None = None,
+) -> bool:
+    """Resolve each ``functionCall`` of ``body``'s candidates in place (and, with ``lift_text``,
+    lift a single candidate's text into calls); True when anything changed. A call whose
+    arguments are streamed in later parts (:func:`_streams_arguments`) is not resolved: it goes
+    as it came but for an upstream alias of the client's own tool, named back, and ``gave_up``
+    (a stream rewriter's ``unrepaired``) gets a sentence saying why."""
     resolve = flow.resolve
     response = _unwrap(body)
     if not isinstance(response, dict):
@@ -508,6 +541,19 @@ def _rewrite_candidates(body: Any, flow: FlowContext, ids: CallIds | None = None
                     changed = True
                     continue
                 new_parts.append(part)
+                if _streams_arguments(call):
+                    # Its arguments are not all here (they come as partialArgs in later parts):
+                    # a decision on what is here could move them under another schema's reading.
+                    back = flow.name_back(call["name"])
+                    if gave_up is not None:
+                        gave_up.append(
+                            f"the tool call {call['name']}'s arguments are streamed in later parts (partialArgs), "
+                            "so the call is not known whole" + (NAMED_BACK + back[0] if back is not None else "")
+                        )
+                    if back is not None:
+                        call["name"] = back[0]
+                        changed = True
+                    continue
                 # args null / "" / [] reach the engine as empty arguments and come back as {}
                 # after a natural end; an absent args is a call without arguments and stays absent.
                 read = object_arguments_call(
@@ -662,7 +708,7 @@ class GeminiStream(EventStreamRewriter):
             return self._on_text(event, data)
         if data is None:
             return [event.raw]
-        if _rewrite_candidates(data, self._flow, self._ids, lift_text=False):
+        if _rewrite_candidates(data, self._flow, self._ids, lift_text=False, gave_up=self.unrepaired):
             return [event.with_json(data).raw]
         return [event.raw]
 
@@ -704,7 +750,9 @@ class GeminiStream(EventStreamRewriter):
     def _plain(self, event: Any, data: Any) -> list[bytes]:
         if isinstance(event, _ArrayUnit):
             return [event.raw]  # an array element: its calls were resolved when it was cut
-        if data is not None and _rewrite_candidates(data, self._flow, self._ids, lift_text=False):
+        if data is not None and _rewrite_candidates(
+            data, self._flow, self._ids, lift_text=False, gave_up=self.unrepaired
+        ):
             return [event.with_json(data).raw]
         return [event.raw]
 
@@ -827,7 +875,7 @@ class GeminiStream(EventStreamRewriter):
             self.error = f"RepeatedKey: {RepeatedKey.NOTE}"
             return raw
         try:
-            if _rewrite_candidates(data, self._flow, self._ids, lift_text=False):
+            if _rewrite_candidates(data, self._flow, self._ids, lift_text=False, gave_up=self.unrepaired):
                 return mark(jsonio.dumps(data))
         except Exception as exc:  # contain: this element and the rest pass through unchanged
             self.error = f"{type(exc).__name__}: {exc}"
