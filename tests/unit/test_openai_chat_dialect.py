@@ -1103,3 +1103,71 @@ def test_a_finish_reason_of_any_json_type_is_read_without_error(finish_reason):
     assert DIALECT.rewrite_response(body, context(rec, flow_key="flow-json-1")) is True
     assert body["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "run_shell_command"
     assert body["choices"][0]["finish_reason"] == finish_reason
+
+
+def _chunk(choices: list[dict], **extra: Any) -> bytes:
+    return (
+        b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": choices, **extra}) + b"\n\n"
+    )
+
+
+#: Between a call's first delta (its name's first piece) and its second, (n > 1) another choice
+#: finishes, or a chunk with no choice and no usage comes (a content-filter chunk).
+BETWEEN = {
+    "another_choice_finishes": _chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+    "empty_choices": _chunk([], prompt_filter_results=[]),
+}
+
+
+@pytest.mark.parametrize("between", BETWEEN)
+@pytest.mark.parametrize("seed", range(6))
+def test_a_call_is_held_whole_across_chunks_that_do_not_end_it(between, seed):
+    """The call of choice 1 is ``Read`` + ``_file`` (a name split across deltas, as
+    OpenAI-compatible servers send it): read whole it is ``Read_file``, which means Qwen Code's
+    ``read_file``. Was a fault: the chunk between released the hold, the first piece was decided
+    alone and the second got an id of its own, which the SDK joins to the first
+    (``call_btc_…``), and the record named two calls."""
+    upstream = b"".join(
+        [
+            _chunk([{"index": 0, "delta": {"role": "assistant", "content": "Sure."}}]),
+            _chunk(
+                [
+                    {
+                        "index": 1,
+                        "delta": {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_b",
+                                    "type": "function",
+                                    "function": {"name": "Read", "arguments": ""},
+                                }
+                            ],
+                        },
+                    }
+                ]
+            ),
+            BETWEEN[between],
+            _chunk(
+                [
+                    {
+                        "index": 1,
+                        "delta": {
+                            "tool_calls": [
+                                {"index": 0, "function": {"name": "_file", "arguments": '{"file_path": "/tmp/x"}'}}
+                            ]
+                        },
+                    }
+                ]
+            ),
+            _chunk([{"index": 1, "delta": {}, "finish_reason": "tool_calls"}]),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    out, resolver = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)))
+    [call] = sdk_calls(out, choice=1)
+    assert (call["id"], call["type"], call["name"]) == ("call_b", "function", "read_file")
+    assert orjson.loads(call["arguments"]) == {"file_path": "/tmp/x"}
+    assert [(d.name, d.target) for d in resolver.decisions] == [("Read_file", "read_file")]
+    assert b"Sure." in out and BETWEEN[between] in out  # the chunk between goes out as it came

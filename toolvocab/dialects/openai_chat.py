@@ -689,23 +689,49 @@ def _odd_indices(held: list[SSEEvent]) -> bool:
 
 
 def _hold_to_end_of_choice(
-    held: list[SSEEvent], event: SSEEvent, choices: Any, release: Callable[[], list[bytes]]
+    held: list[SSEEvent],
+    event: SSEEvent,
+    choices: Any,
+    release: Callable[[], list[bytes]],
+    open_choices: set[Any],
+    key: str,
 ) -> list[bytes]:
     """Hold a streamed call's chunk until its calls are complete; the bytes to send now.
 
-    ``held`` is the list ``release`` assembles and sends (then clears). A comment or keep-alive
-    (``": OPENROUTER PROCESSING"``) inside a call is held in place, so a stream that needs no
-    change still goes out byte-identical. ``[DONE]``, a usage-only chunk or an error (no
-    ``choices``): the calls are complete, what is held goes, then the event. A chunk with a
-    ``finish_reason`` is held, then everything goes.
+    ``held`` is the list ``release`` assembles and sends (then clears); ``open_choices`` the
+    indexes of the choices whose calls (``delta[key]``: ``tool_calls``, or a legacy
+    ``function_call``) are held and have not finished, kept across the hold's chunks. A comment
+    or keep-alive (``": OPENROUTER PROCESSING"``) inside a call is held in place, so a stream
+    that needs no change still goes out byte-identical; so is a chunk with an empty ``choices``
+    list and no ``usage`` (a content-filter chunk): neither says the calls are complete.
+    ``[DONE]``, a usage chunk or an error (no ``choices``): the calls are complete, what is held
+    goes, then the event. A chunk with a ``finish_reason`` is held, then everything goes once
+    every choice whose calls are held has finished (with ``n`` > 1 another choice may finish
+    while a call is still streaming: its later deltas belong to the same call).
     """
     if event.data is None:
         held.append(event)
         return []
-    if not isinstance(choices, list) or not choices:
+    if not isinstance(choices, list):
         return release() + [event.raw]
+    if not choices:
+        data = event.json()
+        if not isinstance(data, dict) or "usage" in data or "error" in data:
+            return release() + [event.raw]
     held.append(event)
-    if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+    finished = False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            continue
+        index = choice.get("index", 0)
+        index = index if type(index) in (int, str) else repr(index)  # any JSON value: hashable
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and delta.get(key):
+            open_choices.add(index)
+        if choice.get("finish_reason"):
+            open_choices.discard(index)
+            finished = True
+    if finished and not open_choices:
         return release()
     return []
 
@@ -758,6 +784,9 @@ class ChatStream(EventStreamRewriter):
         self._prose = flow.tools is None or flow.stops  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
+        # The choices whose held calls (legacy function_call) have not finished (_hold_to_end_of_choice)
+        self._open_calls: set[Any] = set()
+        self._open_legacy: set[Any] = set()
 
     def has_held(self) -> bool:
         """Tool-call chunks, a legacy function_call or content that may be markup are held."""
@@ -803,6 +832,7 @@ class ChatStream(EventStreamRewriter):
             self._prose = True
             out = [e.raw for e in self._hold.release()]  # text before a call is text
             self._legacy = []
+            self._open_legacy = set()
             return out + self._on_legacy(event, choices)
         if self._hold.held is not None:
             return self._on_text(event, choices, has_calls)
@@ -812,7 +842,8 @@ class ChatStream(EventStreamRewriter):
             if not has_calls:
                 return [self._finish_reason_fixed(event, choices)]
             self._held = []
-        return _hold_to_end_of_choice(self._held, event, choices, self._release)
+            self._open_calls = set()
+        return _hold_to_end_of_choice(self._held, event, choices, self._release, self._open_calls, "tool_calls")
 
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get);
@@ -826,7 +857,9 @@ class ChatStream(EventStreamRewriter):
     def _on_legacy(self, event: SSEEvent, choices: Any) -> list[bytes]:
         """Hold a legacy ``delta.function_call`` to the end of its choice, like tool calls."""
         assert self._legacy is not None
-        return _hold_to_end_of_choice(self._legacy, event, choices, self._release_legacy)
+        return _hold_to_end_of_choice(
+            self._legacy, event, choices, self._release_legacy, self._open_legacy, "function_call"
+        )
 
     def _release_legacy(self) -> list[bytes]:
         """Assemble each choice's ``function_call`` (name and arguments concatenated, as the SDK
