@@ -1036,6 +1036,33 @@ def test_on_windows_no_command_moves_between_tools_or_is_respelled(
     assert resolve(ToolCall(name=name, arguments=args), Toolset(tools)).changed
 
 
+#: Codex 0.171.0's exec_command: ``shell`` names the program ``cmd`` runs in when the model gives
+#: one (codex-rs core/src/shell_detect.rs, get_shell_by_model_provided_path).
+CODEX_EXEC = fn("exec_command", schema("cmd", additional=False, cmd=STR, workdir=STR, shell=STR, login=BOOL))
+
+
+@pytest.mark.parametrize("program", ["pwsh", "powershell", "cmd", "bash"])
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("exec_command", {"cmd": ["bash", "-lc", "rm a\\ b.txt"]}),  # the client's own tool, an argv for its string
+        ("shell", {"command": ["rm", "a b.txt"]}),  # Codex's earlier shell tool
+    ],
+)
+def test_a_command_is_not_written_again_for_a_call_that_names_its_program(
+    program: str, name: str, args: dict[str, Any]
+) -> None:
+    """Found by an attack round: the argv joined for a POSIX shell (``rm a\\ b.txt``) ran in
+    PowerShell, where the backslash escapes nothing (about_Special_Characters: the backtick
+    does): ``rm`` got ``a\\`` and ``b.txt`` and removed another file. Without ``shell`` the same
+    calls still repair."""
+    d = decide([CODEX_EXEC], name, {**args, "shell": program})
+    assert d.arguments_after is None and d.target in (None, name), d
+    assert "the call names the program that runs its command ('shell'" in d.reason, d
+    control = decide([CODEX_EXEC], name, args)
+    assert control.changed and isinstance(control.arguments_after["cmd"], str), control
+
+
 @pytest.mark.parametrize(
     ("text", "windows"),
     [

@@ -415,10 +415,12 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "cmd": m("shell.command", form="user"),
             "workdir": m("shell.cwd"),
+            # the program cmd runs in when the model names one (core/src/shell_detect.rs,
+            # get_shell_by_model_provided_path: zsh, bash, powershell, pwsh, sh or cmd)
+            "shell": m("shell.program"),
             **{
                 k: _own("codex.exec_command", k)
                 for k in (
-                    "shell",
                     "login",
                     "tty",
                     "yield_time_ms",
