@@ -1655,3 +1655,33 @@ def test_a_json_answer_with_arguments_in_pieces_is_left_and_noted(env):
     r = replay(env, f)
     assert orjson.loads(r.out) == orjson.loads(upstream)
     assert any("streamed in later parts (partialArgs)" in n for n in r.record["notes"]), r.record["notes"]
+
+
+def _markup(path: str) -> str:
+    return '<tool_call>\n{"name": "read_file", "arguments": {"file_path": "%s"}}\n</tool_call>' % path
+
+
+def _candidate_event(index: int, text: str, finish: str | None = None) -> dict:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}, "index": index}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_texts_of_several_candidates_are_never_lifted_as_one(seed):
+    """candidateCount 2, each candidate streamed in events of its own, each one call written as
+    markup. Was a fault: both calls landed in candidate 0 and candidate 1's text became "".
+    The stream goes out as it came; the control, candidate 0 alone, is lifted."""
+    two = _gemini_sse(
+        _candidate_event(0, _markup("/tmp/a.txt")),
+        _candidate_event(1, _markup("/tmp/b.txt")),
+        _candidate_event(0, "", "STOP"),
+        _candidate_event(1, "", "STOP"),
+    )
+    out, _, _ = run_stream(random_chunks(two, random.Random(seed)))
+    assert out == two
+    one = _gemini_sse(_candidate_event(0, _markup("/tmp/a.txt")), _candidate_event(0, "", "STOP"))
+    out, _, _ = run_stream(random_chunks(one, random.Random(seed)))
+    calls = [c for block in out.split(b"\r\n\r\n") if block for c in calls_in(orjson.loads(block[len(b"data: ") :]))]
+    assert [(c["name"], c["args"]) for c in calls] == [("read_file", {"file_path": "/tmp/a.txt"})]

@@ -1171,3 +1171,37 @@ def test_a_call_is_held_whole_across_chunks_that_do_not_end_it(between, seed):
     assert orjson.loads(call["arguments"]) == {"file_path": "/tmp/x"}
     assert [(d.name, d.target) for d in resolver.decisions] == [("Read_file", "read_file")]
     assert b"Sure." in out and BETWEEN[between] in out  # the chunk between goes out as it came
+
+
+def _markup(path: str) -> str:
+    return '<tool_call>\n{"name": "read_file", "arguments": {"file_path": "%s"}}\n</tool_call>' % path
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_texts_of_several_choices_are_never_lifted_as_one(seed):
+    """n = 2, each choice's text one call written as markup: choice 0 reads a.txt, choice 1
+    b.txt. Was a fault: the two texts were read as one and both calls landed in choice 0 (choice
+    1 lost its text). Each choice's text stays its own (the stream goes out as it came); the
+    control, choice 0 alone, is lifted."""
+    two = b"".join(
+        [
+            _chunk([{"index": 0, "delta": {"role": "assistant", "content": _markup("/tmp/a.txt")}}]),
+            _chunk([{"index": 1, "delta": {"role": "assistant", "content": _markup("/tmp/b.txt")}}]),
+            _chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+            _chunk([{"index": 1, "delta": {}, "finish_reason": "stop"}]),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    out, _ = rewrite_stream(two, random_chunks(two, random.Random(seed)))
+    assert out == two
+    one = b"".join(
+        [
+            _chunk([{"index": 0, "delta": {"role": "assistant", "content": _markup("/tmp/a.txt")}}]),
+            _chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
+            b"data: [DONE]\n\n",
+        ]
+    )
+    out, _ = rewrite_stream(one, random_chunks(one, random.Random(seed)))
+    assert [(c["name"], orjson.loads(c["arguments"])) for c in sdk_calls(out)] == [
+        ("read_file", {"file_path": "/tmp/a.txt"})
+    ]

@@ -725,7 +725,11 @@ class GeminiStream(EventStreamRewriter):
             if text.held is not None:
                 return text.keep(event)
             return self._plain(event, data)
-        candidate = candidates[0] if len(candidates) == 1 and isinstance(candidates[0], dict) else None
+        candidate = (
+            candidates[0]
+            if len(candidates) == 1 and isinstance(candidates[0], dict) and candidates[0].get("index", 0) == 0
+            else None
+        )  # another candidate (candidateCount > 1, one per event): the texts are not one text
         content = candidate.get("content") if candidate is not None else None
         parts = _list(content.get("parts")) if isinstance(content, dict) else []
         if candidate is None or any(isinstance(p, dict) and "functionCall" in p for p in parts):

@@ -607,6 +607,11 @@ def _apply_call(
     return changed
 
 
+def _other_choice(choice: Any) -> bool:
+    """True for a choice of a chunk that is not the first choice (``index`` other than 0)."""
+    return isinstance(choice, dict) and choice.get("index", 0) != 0
+
+
 def _content_of(choices: Any) -> str:
     """The text of the content deltas in one chunk's ``choices``."""
     if not isinstance(choices, list):
@@ -807,6 +812,13 @@ class ChatStream(EventStreamRewriter):
         if data is None and event.data is not None and event.data.strip() != "[DONE]" and self.has_held():
             raise Unreadable()
         choices = data.get("choices") if isinstance(data, dict) else None
+        if not self._prose and isinstance(choices, list) and any(_other_choice(c) for c in choices):
+            # Several choices (n > 1): their texts are not one text, and a call lifted from them
+            # would land in one choice; none is lifted in this answer (the JSON path lifts each
+            # choice's own). What was held goes out as it came.
+            out = [e.raw for e in self._hold.release()]
+            self._settle()
+            return out + self.on_event(event)
         has_calls = isinstance(choices, list) and any(
             isinstance(c, dict) and isinstance(c.get("delta"), dict) and c["delta"].get("tool_calls") for c in choices
         )
