@@ -1685,3 +1685,53 @@ def test_the_texts_of_several_candidates_are_never_lifted_as_one(seed):
     out, _, _ = run_stream(random_chunks(one, random.Random(seed)))
     calls = [c for block in out.split(b"\r\n\r\n") if block for c in calls_in(orjson.loads(block[len(b"data: ") :]))]
     assert [(c["name"], c["args"]) for c in calls] == [("read_file", {"file_path": "/tmp/a.txt"})]
+
+
+MARKUP = '<tool_call>\n{"name": "read_file", "arguments": {"file_path": "/tmp/a.txt"}}\n</tool_call>'
+
+
+def _text_event(parts: list[dict], finish: str | None = None) -> dict:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+#: Markup streamed in two events, the text's thoughtSignature on the first text part or on a
+#: last empty one (Gemini 3 streams it either way).
+SIGNED = {
+    "on_the_first_text": [
+        _text_event([{"text": MARKUP[:30], "thoughtSignature": "U0lH"}]),
+        _text_event([{"text": MARKUP[30:]}], "STOP"),
+    ],
+    "on_a_last_empty_text": [
+        _text_event([{"text": MARKUP}]),
+        _text_event([{"text": "", "thoughtSignature": "U0lH"}], "STOP"),
+    ],
+}
+
+
+def _parts_out(out: bytes, framing: str) -> list[dict]:
+    if framing == "array":
+        elements = orjson.loads(out)
+    else:
+        elements = [orjson.loads(b[len(b"data: ") :]) for b in out.split(b"\r\n\r\n") if b]
+    return [p for e in elements for c in e["candidates"] for p in c["content"].get("parts", [])]
+
+
+@pytest.mark.parametrize("framing", ["sse", "array"])
+@pytest.mark.parametrize("where", SIGNED)
+@pytest.mark.parametrize("seed", range(4))
+def test_a_lifted_call_keeps_the_texts_thought_signature(framing, where, seed):
+    """As the JSON path does (lift_text_parts): the text's signature goes on the first call.
+    Was a fault: a stream dropped it (SSE) or left it on an emptied text part (array)."""
+    events = SIGNED[where]
+    if framing == "sse":
+        data = _gemini_sse(*events)
+    else:
+        data = b"[" + b",\r\n".join(orjson.dumps(e) for e in events) + b"]"
+    out, _, _ = run_stream(random_chunks(data, random.Random(seed)))
+    signed = [p for p in _parts_out(out, framing) if "thoughtSignature" in p]
+    assert signed == [
+        {"functionCall": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thoughtSignature": "U0lH"}
+    ]

@@ -580,6 +580,20 @@ def _rewrite_candidates(
     return changed
 
 
+def _first_signature(held: list[Any]) -> Any:
+    """The ``thoughtSignature`` of the first text part that has one in the held events
+    (candidate 0's parts), or ``None``."""
+    for event in held:
+        inner = _unwrap(event.json())
+        candidates = _list(inner.get("candidates")) if isinstance(inner, dict) else []
+        candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
+        content = candidate.get("content")
+        for part in _list(content.get("parts")) if isinstance(content, dict) else []:
+            if _is_text_part(part) and "thoughtSignature" in part:
+                return part["thoughtSignature"]
+    return None
+
+
 def _call_part(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"functionCall": {"name": name, "args": args}}
 
@@ -780,9 +794,14 @@ class GeminiStream(EventStreamRewriter):
         parts = [p for p in _list(content.get("parts")) if not _is_text_part(p)]
         new: list[Any] = []
         extra = hold.remaining_after_release(remaining)
+        # The first held text part's thoughtSignature goes where the JSON path puts it
+        # (lift_text_parts): on the text that remains, else on the first call.
+        signature = _first_signature(held)
         if extra:
-            new.append({"text": extra})
+            new.append({"text": extra} if signature is None else {"text": extra, "thoughtSignature": signature})
         new += [_call_part(call.name, call.arguments) for call in calls]
+        if signature is not None and not extra and len(new) > 0:
+            new[0]["thoughtSignature"] = signature
         out: list[bytes] = []
         for event in held[:-1]:
             earlier = event.json()
@@ -797,8 +816,9 @@ class GeminiStream(EventStreamRewriter):
                 # An array element cannot be dropped (its comma stays): its text becomes "".
                 copy = jsonio.loads(jsonio.dumps(earlier))
                 _unwrap(copy)["candidates"][0]["content"]["parts"] = [
-                    {**p, "text": ""} if _is_text_part(p) else p for p in earlier_parts
-                ]
+                    {**{k: v for k, v in p.items() if k != "thoughtSignature"}, "text": ""} if _is_text_part(p) else p
+                    for p in earlier_parts
+                ]  # its signature, if any, went with the lifted parts
                 out.append(event.with_json(copy).raw)
             elif kept:  # thought parts in a held event still go out, without the text
                 copy = jsonio.loads(jsonio.dumps(earlier))
