@@ -1031,8 +1031,8 @@ def test_an_empty_chunk_before_the_end_does_not_send_a_json_body_twice(env):
 
 def test_a_held_block_is_released_when_the_upstream_stalls(env):
     # No proxy server in this context: the released bytes cannot be written to a client
-    # connection, so they go out first with the next piece. Every byte exactly once, in order,
-    # and nothing repaired after the stall.
+    # connection, so they go out first with the next piece. Every byte exactly once, in order;
+    # the stalled call goes as it came (the fixture's later call is the declared Bash).
     upstream = fixture_bytes("stream-foreign-tool.sse")
     cut = upstream.index(b"g --oneline")  # inside the held tool_use block
     env.configure(toolvocab_hold_timeout="0.2")
@@ -1049,6 +1049,88 @@ def test_a_held_block_is_released_when_the_upstream_stalls(env):
     from toolvocab.replay.flows import not_reproducible
 
     assert "toolvocab_hold_timeout" in (not_reproducible(f) or "")
+
+
+def _anthropic_events(events: list[dict]) -> bytes:
+    return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events)
+
+
+def _stalled_alias_stream(upstream_name: str) -> tuple[bytes, bytes]:
+    """An Anthropic stream, cut where it stalls: a call of ``upstream_name`` (this flow's alias
+    of the client's ``files.read``) whose input comes in two pieces, the stall between them, then
+    a call of Gemini CLI's ``read_file`` (which means Claude Code's ``Read``)."""
+    alias_block = {"type": "tool_use", "id": "toolu_01Xy", "name": upstream_name, "input": {}}
+    read_block = {"type": "tool_use", "id": "toolu_01Xz", "name": "read_file", "input": {}}
+    head = _anthropic_events(
+        [
+            {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+            {"type": "content_block_start", "index": 0, "content_block": alias_block},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"path"'},
+            },
+        ]
+    )
+    tail = _anthropic_events(
+        [
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": ': "a"}'},
+            },
+            {"type": "content_block_stop", "index": 0},
+            {"type": "content_block_start", "index": 1, "content_block": read_block},
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '{"file_path": "/etc/hosts"}'},
+            },
+            {"type": "content_block_stop", "index": 1},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
+            {"type": "message_stop"},
+        ]
+    )
+    return head, tail
+
+
+def _files_read_request() -> bytes:
+    tool = {"name": "files.read", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    request = fixture_json("request-claude-code.json")
+    return orjson.dumps({**request, "stream": True, "tools": [*request["tools"], tool]})
+
+
+def test_a_stall_names_the_held_call_back_and_the_rewrite_goes_on(env):
+    """The upstream rejects ``files.read`` (a dot): this flow sends it under an alias, and the
+    model's call of the alias is held when the upstream stalls. The client gets it under its own
+    name (an alias it never declared is no tool it can run), its input as sent; the stream after
+    the stall is read as usual: the later ``read_file`` call is repaired to ``Read``. Was: the alias
+    reached the client and nothing after the stall was repaired."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    head, tail = _stalled_alias_stream(upstream_name)
+    env.configure(toolvocab_hold_timeout="0.2")
+    try:
+        f = make_flow(_files_read_request(), upstream=head + tail)
+        out = asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
+    finally:
+        env.configure(toolvocab_hold_timeout="30")
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert tool_blocks(out) == [
+        {"name": "files.read", "input": {"path": "a"}},
+        {"name": "Read", "input": {"file_path": "/etc/hosts"}},
+    ]
+    notes = f.metadata[KEY]["notes"]
+    assert any(
+        n.startswith("passed through: the upstream sent no byte for ")
+        and "(toolvocab_hold_timeout 0.2)" in n
+        and "as the upstream sent them but for names given back (files.read)" in n
+        and n.endswith("the rest of the stream read as usual")
+        for n in notes
+    ), notes
+    assert len([n for n in notes if n.startswith("passed through: ")]) == 1, notes  # one note for the stall
 
 
 def test_no_stall_release_for_pauses_shorter_than_the_bound(env):

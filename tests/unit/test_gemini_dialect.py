@@ -1735,3 +1735,23 @@ def test_a_lifted_call_keeps_the_texts_thought_signature(framing, where, seed):
     assert signed == [
         {"functionCall": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thoughtSignature": "U0lH"}
     ]
+
+
+def test_text_let_go_at_a_stall_goes_as_it_came_and_later_calls_are_repaired():
+    """The stall bound gives up held text that may be markup (``let_go``): it goes as it came and
+    is never lifted; the rewrite goes on, so a later ``functionCall`` of another agent's tool
+    (``Bash``) still reaches Gemini CLI's ``run_shell_command``. Was: the rest passed through."""
+    head = _gemini_sse(_text_event([{"text": MARKUP[:30]}]))
+    tail = _gemini_sse(
+        _text_event([{"text": MARKUP[30:]}]),
+        _text_event([{"functionCall": {"name": "Bash", "args": {"command": "make test"}}}], "STOP"),
+    )
+    rw = DIALECT.stream_rewriter(context(Recorder()))
+    out = b"".join(rw.feed(head))
+    assert out == b"" and rw.has_held()
+    released = b"".join(rw.let_go("the upstream sent no byte for 31.0 s"))
+    assert released == head and not rw.has_held() and rw.error is None
+    rest = b"".join(rw.feed(tail)) + b"".join(rw.finish())
+    first, second = [orjson.loads(b[len(b"data: ") :]) for b in rest.split(b"\r\n\r\n") if b]
+    assert first == _text_event([{"text": MARKUP[30:]}])  # text, never lifted
+    assert calls_in(second) == [{"name": "run_shell_command", "args": {"command": "make test"}}]

@@ -1269,3 +1269,28 @@ def test_a_call_given_up_under_another_agents_name_goes_as_it_came():
         e.raw for e in events_of(upstream) if (e.event or "").startswith(kinds)
     ]
     assert rw.unrepaired
+
+
+@pytest.mark.parametrize("at", ["response.function_call_arguments.delta", "response.function_call_arguments.done"])
+def test_a_call_let_go_at_a_stall_is_named_back_in_every_later_event(at):
+    """The stall bound gives up the held call (``let_go``) before its ``output_item.done``: it
+    goes as it came but for the alias this flow sent, named back in what was held, in its later
+    events and in the echo (Codex reads the call from ``output_item.done``), and the rewrite goes
+    on to the end (the echo). Was: the rest passed through, aliases and all."""
+    events = _events("stream-upstream-names.sse")
+    second = [d for d in events if d.get("output_index") == 1]
+    cut = events.index(next(d for d in second if d["type"] == at))
+    upstream = _stream(events)
+    split = len(_stream(events[:cut]))
+    rw, _ = _rewriter(Plan(rename_map=UPSTREAM_RENAME))
+    out = b"".join(rw.feed(upstream[:split]))
+    assert rw.has_held()
+    out += b"".join(rw.let_go("the upstream sent no byte for 31.0 s"))
+    assert not rw.has_held() and rw.error is None
+    out += b"".join(rw.feed(upstream[split:])) + b"".join(rw.finish())
+    assert b"run_exec" not in out and b"open_issue" not in out
+    for kind in ("response.output_item.added", "response.output_item.done"):
+        assert [(d["item"].get("namespace"), d["item"]["name"]) for d in by_type(out, kind)] == CLIENT_NAMES
+    assert [(i.get("namespace"), i["name"]) for i in completed(out)["output"]] == CLIENT_NAMES
+    assert len(rw.unrepaired) == 1 and rw.unrepaired[0].startswith("the upstream sent no byte for 31.0 s while")
+    assert rw.unrepaired[0].endswith("; named back to mcp__github__create_issue"), rw.unrepaired

@@ -240,42 +240,57 @@ class StreamCallable:
                 self.state.record.notes.append(f"stalled hold not released ({type(exc).__name__}: {exc})")
 
     def _release_stalled(self, idle: float) -> None:
-        """Everything received and not sent goes to the client unchanged, now; the rest of the
-        stream passes through (the rewriter's :meth:`salvage`)."""
-        data = b"".join(self.rewriter.salvage())
+        """Everything held goes to the client now, given up (the rewriter's :meth:`let_go`: each
+        call as it came but for an upstream alias named back; for a dialect that cannot go on,
+        every byte received as it came and the rest of the stream passes through). For a request
+        not read whole yet, a first changed byte waits for that read (:meth:`_confirm`)."""
+        why = (  # "(toolvocab_hold_timeout " tells toolvocab replay (replay/flows.py) to skip the flow
+            f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
+            f"(toolvocab_hold_timeout {self.hold_timeout:g})"
+        )
+        rewriter = self.rewriter
+        parts = rewriter.let_go(f"the upstream sent no byte for {idle:.1f} s")
+        if (self.state.unverified is not None or self.state.refused is not None) and not self.observe:
+            # A name given back needs an alias this flow sent, so a request written (read whole):
+            # this only keeps the rule for any change a release might make.
+            parts = self._confirm(b"", parts)
+        data = b"".join(parts)
         self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
+        rest = (
+            "the rest of the stream unrepaired"
+            if rewriter.error is not None or self.phase is Phase.DRAINED
+            else "the rest of the stream read as usual"
+        )
         how = None
         if data and self._send is not None:
             try:
                 how = self._send(data)
             except Exception:  # the bytes are not lost: they go out with the next piece
                 logger.exception("toolvocab: could not write released bytes to the client")
-        why = (  # "(toolvocab_hold_timeout " tells toolvocab replay (replay/flows.py) to skip the flow
-            f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
-            f"(toolvocab_hold_timeout {self.hold_timeout:g})"
-        )
+        # The calls let go are this note's (their sentences say only what it says), the names
+        # given back too, unless the request, read whole, refused any change (all went as it came).
+        backs = [u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[self._unrepaired :] if NAMED_BACK in u]
+        self._unrepaired = len(rewriter.unrepaired)
+        names = f" but for names given back ({', '.join(backs)})" if backs and self.phase is not Phase.DRAINED else ""
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
             self.state.record.notes.append(
                 passed_note(
                     why,
                     (
-                        f"the client got the {len(data)} held bytes as the upstream sent them, with the next bytes (its "
-                        "connection took none then), and the rest of the stream unrepaired"
+                        f"the client got the {len(data)} held bytes as the upstream sent them{names}, with the next bytes "
+                        f"(its connection took none then), and {rest}"
                     ),
                 )
             )
-            return
-        self._track(b"", [data])
-        self.state.record.notes.append(
-            passed_note(
-                why,
-                (
-                    f"the client got the {len(data)} held bytes as the upstream sent them ({how}) and the rest of the "
-                    "stream unrepaired"
-                ),
+        else:
+            self._track(b"", [data])
+            self.state.record.notes.append(
+                passed_note(
+                    why,
+                    f"the client got the {len(data)} held bytes as the upstream sent them{names} ({how}) and {rest}",
+                )
             )
-        )
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:

@@ -716,6 +716,25 @@ class AnthropicStream(EventStreamRewriter):
             return self.held() + self._let_go(held)
         return self.held()
 
+    def let_go(self, why: str) -> list[bytes]:
+        """What is held, given up (:meth:`EventStreamRewriter.let_go`): a held ``tool_use`` block
+        (and one awaiting the answer's end) as it came but for an upstream alias named back
+        (:meth:`_let_go`), held text as it came; no text is lifted after it. The rewrite goes on."""
+        awaiting, self._awaiting_end = self._awaiting_end or [], None
+        text = self._text.release() if self._text is not None else []
+        self._text = None
+        self._no_lift = True
+        held, self._held = self._held or [], None
+        out: list[bytes] = []
+        if awaiting:
+            self.unrepaired.append(f"{why} while the tool call {_block_name(awaiting)} was held")
+            out += self._let_go(awaiting)
+        out += [e.raw for e in text]
+        if held:
+            self.unrepaired.append(f"{why} while the tool call {_block_name(held)} was held")
+            out += self._let_go(held)
+        return out
+
     def _let_go(self, held: list[SSEEvent]) -> list[bytes]:
         """The held events of a ``tool_use`` block whose repair is given up, as they came but for
         an upstream alias of the client's own tool in its start, named back

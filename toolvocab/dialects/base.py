@@ -107,7 +107,10 @@ class StreamRewriter(Protocol):
     ``feed(chunk)`` returns a list of byte strings to send now (possibly empty, never a lone
     ``b""``); ``finish()`` returns what is left at end of stream. Implementations must keep
     every byte they do not deliberately change. ``salvage()``: every byte taken in and not yet
-    sent, unchanged (afterwards everything passes through); ``has_held()``: whole events are
+    sent, unchanged (afterwards everything passes through); ``let_go(why)``: what is held, now,
+    given up (each call as it came but for an upstream alias named back, ``why`` in its
+    ``unrepaired`` sentence), the rewrite going on where the dialect can (else ``salvage()``);
+    ``has_held()``: whole events are
     held back (what a stall releases); ``consumed``: bytes taken in so far; ``error``: what the
     rewriter contained (it then passes the rest through), or ``None``; ``unrepaired``: one
     sentence per tool call it let go as it came.
@@ -124,6 +127,8 @@ class StreamRewriter(Protocol):
     def finish(self) -> list[bytes]: ...
 
     def salvage(self) -> list[bytes]: ...
+
+    def let_go(self, why: str) -> list[bytes]: ...
 
     def has_held(self) -> bool: ...
 

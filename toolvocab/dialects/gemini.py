@@ -863,6 +863,14 @@ class GeminiStream(EventStreamRewriter):
                 break
         return out
 
+    def let_go(self, why: str) -> list[bytes]:
+        """What is held, given up (:meth:`EventStreamRewriter.let_go`): only text is ever held
+        (each call goes out with its event), as it came, never lifted; an unfinished event or
+        element stays to be completed. The rewrite goes on."""
+        if self.error is not None:
+            return self.salvage()
+        return self.held()
+
     def salvage(self) -> list[bytes]:
         """Every byte taken in but not sent, unchanged; then pass everything through."""
         if self._framing == "sse":

@@ -1149,6 +1149,20 @@ class ResponsesStream(EventStreamRewriter):
         self._text = None
         return text + held
 
+    def let_go(self, why: str) -> list[bytes]:
+        """What is held, given up (:meth:`EventStreamRewriter.let_go`): the held calls as they
+        came but for an upstream alias named back, in their later events and the echo too
+        (:meth:`_let_go`); held text as it came, never lifted. The rewrite goes on."""
+        held, self._held = self._held or [], None
+        text = self._text.release() if self._text is not None else []
+        self._text = None
+        self._no_lift = True
+        out = list(text)
+        if held:
+            self.unrepaired.append(f"{why} while the tool call {_item_name(held)} was held")
+            out += self._let_go(held)
+        return [u.raw for u in out]
+
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came, an upstream alias of the client's
         own tool named back (:meth:`_let_go`)."""

@@ -314,6 +314,15 @@ class EventStreamRewriter:
         out.append(self._take_pending())
         return [b for b in out if b]
 
+    def let_go(self, why: str) -> list[bytes]:
+        """What is held, given up now (the stall bound: ``why`` says what stalled); the
+        default is :meth:`salvage` (every byte taken in, unchanged, and the rest passes through).
+        A dialect that can go on overrides it: each held call goes as it came but for an
+        upstream alias of the client's own tool, named back, with ``why`` in its ``unrepaired``
+        sentence; held text as it came, never lifted; an unfinished event stays to be completed;
+        later events are read as usual."""
+        return self.salvage()
+
     def at_end(self) -> list[bytes]:
         """End of stream, after the last event: what is still held (default: unchanged)."""
         return self.held()
