@@ -1112,10 +1112,15 @@ def _chunk(choices: list[dict], **extra: Any) -> bytes:
 
 
 #: Between a call's first delta (its name's first piece) and its second, (n > 1) another choice
-#: finishes, or a chunk with no choice and no usage comes (a content-filter chunk).
+#: finishes, or a chunk with no choice and no usage or error value comes (a content-filter chunk,
+#: ``"usage": null`` as every chunk but the last carries under ``stream_options.include_usage``).
 BETWEEN = {
     "another_choice_finishes": _chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
     "empty_choices": _chunk([], prompt_filter_results=[]),
+    "usage_null": _chunk([], usage=None, prompt_filter_results=[]),  # stream_options.include_usage
+    "error_null": _chunk([], error=None),
+    "choices_null": b'data: {"id":"c","object":"chat.completion.chunk","choices":null}\n\n',
+    "no_choices": b'data: {"id":"c","object":"chat.completion.chunk"}\n\n',
 }
 
 

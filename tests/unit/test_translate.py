@@ -1047,6 +1047,7 @@ CODEX_EXEC = fn("exec_command", schema("cmd", additional=False, cmd=STR, workdir
     [
         ("exec_command", {"cmd": ["bash", "-lc", "rm a\\ b.txt"]}),  # the client's own tool, an argv for its string
         ("shell", {"command": ["rm", "a b.txt"]}),  # Codex's earlier shell tool
+        ("exec_command", {"command": ["bash", "-lc", "rm a\\ b.txt"]}),  # its key spelled as the shell tool's
     ],
 )
 def test_a_command_is_not_written_again_for_a_call_that_names_its_program(
@@ -1056,10 +1057,10 @@ def test_a_command_is_not_written_again_for_a_call_that_names_its_program(
     PowerShell, where the backslash escapes nothing (about_Special_Characters: the backtick
     does): ``rm`` got ``a\\`` and ``b.txt`` and removed another file. Without ``shell`` the same
     calls still repair."""
-    d = decide([CODEX_EXEC], name, {**args, "shell": program})
+    d = decide([CODEX_EXEC], name, {**args, "shell": program}, client="Codex")
     assert d.arguments_after is None and d.target in (None, name), d
     assert "the call names the program that runs its command ('shell'" in d.reason, d
-    control = decide([CODEX_EXEC], name, args)
+    control = decide([CODEX_EXEC], name, args, client="Codex")
     assert control.changed and isinstance(control.arguments_after["cmd"], str), control
 
 

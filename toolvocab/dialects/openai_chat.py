@@ -708,22 +708,25 @@ def _hold_to_end_of_choice(
     ``function_call``) are held and have not finished, kept across the hold's chunks. A comment
     or keep-alive (``": OPENROUTER PROCESSING"``) inside a call is held in place, so a stream
     that needs no change still goes out byte-identical; so is a chunk with an empty ``choices``
-    list and no ``usage`` (a content-filter chunk): neither says the calls are complete.
-    ``[DONE]``, a usage chunk or an error (no ``choices``): the calls are complete, what is held
-    goes, then the event. A chunk with a ``finish_reason`` is held, then everything goes once
+    list (or none) and no ``usage`` or ``error`` value (a content-filter chunk; ``"usage": null``
+    on every chunk but the last under ``stream_options.include_usage``): neither says the calls
+    are complete. ``[DONE]``, the usage chunk or an error (no choice): the calls are complete,
+    what is held goes, then the event. A chunk with a ``finish_reason`` is held, then everything goes once
     every choice whose calls are held has finished (with ``n`` > 1 another choice may finish
     while a call is still streaming: its later deltas belong to the same call).
     """
     if event.data is None:
         held.append(event)
         return []
-    if not isinstance(choices, list):
-        return release() + [event.raw]
-    if not choices:
+    if not isinstance(choices, list) or not choices:
         data = event.json()
-        if not isinstance(data, dict) or "usage" in data or "error" in data:
+        # [DONE] (not JSON), the usage chunk, an error end the calls; "usage": null (every
+        # chunk but the last under stream_options.include_usage), "choices": null, {}: do not
+        if not isinstance(data, dict) or data.get("usage") or data.get("error"):
             return release() + [event.raw]
     held.append(event)
+    if not isinstance(choices, list):
+        return []
     finished = False
     for choice in choices:
         if not isinstance(choice, dict):

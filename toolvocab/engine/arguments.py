@@ -33,6 +33,7 @@ from toolvocab.engine.translate import ANNOTATION_KEYS
 from toolvocab.engine.translate import Earlier
 from toolvocab.engine.translate import Reading
 from toolvocab.engine.translate import Target
+from toolvocab.engine.translate import program_named
 from toolvocab.engine.translate import translate
 
 #: Keys holding a command line: only these turn an argv list into a command string.
@@ -219,6 +220,9 @@ def fit_arguments(
     if translation.arguments is None:
         return Fit(None, reason=translation.reason)
     out, changes = respell(translation.arguments, schema, target_capability=target_capability if posix else None)  # type: ignore[arg-type]
+    program = program_named(out, changes, target)
+    if program is not None:  # an argv joined for a POSIX shell, run by the program the call names
+        return Fit(None, reason=program)
     changes = unglued + translation.changes + changes
     drop = drop_annotations and (closed or schema.get("additionalProperties") is False)  # type: ignore[union-attr]
     for key in list(out):

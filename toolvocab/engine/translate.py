@@ -644,7 +644,9 @@ def _read(
             changes.append(ArgChange(op="rename_key", key=key, to=dst_key, before=value, after=value))
         if not _equal(new, value):
             changes.append(ArgChange(op=_value_op(what, value, new), key=dst_key, before=value, after=new))
-    _check_program(out, changes, target)
+    program = program_named(out, changes, target)
+    if program is not None:
+        raise _Unusable(program)
     _check_session(arguments, out, placed, reading, target, earlier)
     _check_base(out, placed, reading, target, earlier, posix)
     _check_effects(arguments, out, reading, target)
@@ -653,22 +655,24 @@ def _read(
     return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
 
 
-def _check_program(out: Mapping[str, Any], changes: Sequence[ArgChange], target: Target) -> None:
-    """A command written again (an argv joined, a line rewrapped) was written for the shell its
-    meaning's form names; a call that also names the program that runs it (Codex's
-    ``exec_command`` ``shell``: ``pwsh``, ``cmd``…) has it run there, where the same text may mean
-    otherwise (PowerShell's escape is the backtick, not the backslash): no change."""
+def program_named(out: Mapping[str, Any], changes: Sequence[ArgChange], target: Target) -> str | None:
+    """The reason there is no change, or ``None``: ``changes`` write a command of ``out`` again
+    (an argv joined, a line rewrapped: for the shell its meaning's form names) while ``out`` also
+    names the program that runs it (Codex's ``exec_command`` ``shell``: ``pwsh``, ``cmd``…), where
+    the same text may mean otherwise (PowerShell's escape is the backtick, not the backslash)."""
     program = [k for k in out if any(m.what == _PROGRAM for m in target.meanings.get(k, ()))]
     if not program:
-        return
+        return None
     commands = {k for k in out if any(m.what in _COMMANDS for m in target.meanings.get(k, ()))}
     if any(c.op in _COMMAND_OPS and c.key in commands for c in changes):
-        raise _Unusable(f"the call names the program that runs its command ({program[0]!r}: {out[program[0]]!r})")
+        return f"the call names the program that runs its command ({program[0]!r}: {out[program[0]]!r})"
+    return None
 
 
 #: The operand naming the program a command runs in (:data:`toolvocab.engine.semantics`).
 _PROGRAM = "shell.program"
-#: The :class:`ArgChange` ops that write a command again (:func:`_value_op`).
+#: The :class:`ArgChange` ops that write a command again (:func:`_value_op`,
+#: :func:`toolvocab.engine.arguments.respell`).
 _COMMAND_OPS = frozenset({"argv_to_string", "json_to_array", "rewrap_command"})
 
 
