@@ -1755,3 +1755,15 @@ def test_text_let_go_at_a_stall_goes_as_it_came_and_later_calls_are_repaired():
     first, second = [orjson.loads(b[len(b"data: ") :]) for b in rest.split(b"\r\n\r\n") if b]
     assert first == _text_event([{"text": MARKUP[30:]}])  # text, never lifted
     assert calls_in(second) == [{"name": "run_shell_command", "args": {"command": "make test"}}]
+
+
+@pytest.mark.parametrize("where", SIGNED)
+def test_a_lifted_json_answer_keeps_the_signature_as_a_stream_does(where):
+    """The JSON path (generateContent) and the stream put the text's signature in the same
+    place, wherever the text part that carries it is. Was: a signature on a last empty text part
+    was dropped from a JSON answer."""
+    parts = [p for e in SIGNED[where] for p in e["candidates"][0]["content"]["parts"]]
+    lifted = gemini_module.lift_text_parts(parts, context(Recorder()))
+    assert lifted == [
+        {"functionCall": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thoughtSignature": "U0lH"}
+    ]

@@ -635,8 +635,8 @@ def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
     (:func:`toolvocab.dialects.textcalls.lift`). The call parts take the place of the first text part,
     after the reasoning text that remains (if any); they carry no ``id`` (Gemini pairs calls and
     responses by name and sends none itself) and the first keeps the text's
-    ``thoughtSignature``. The candidate's ``finishReason`` stays (``STOP`` is what Gemini sends
-    with calls)."""
+    ``thoughtSignature`` (the first text part's that has one; on the remaining text, if any).
+    The candidate's ``finishReason`` stays (``STOP`` is what Gemini sends with calls)."""
     if any(isinstance(p, dict) and "functionCall" in p for p in parts):
         return None
     texts = [i for i, p in enumerate(parts) if _is_text_part(p)]
@@ -647,13 +647,16 @@ def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
         return None
     remaining, calls = found
     first = parts[texts[0]]
+    # the first text part's signature that has one (Gemini 3 may stream it on a last empty part)
+    signed = next((parts[i] for i in texts if "thoughtSignature" in parts[i]), None)
     new: list[Any] = []
     if remaining.strip():
-        new.append({**first, "text": remaining})
+        kept = {k: v for k, v in first.items() if k != "thoughtSignature"}
+        new.append({**kept, "text": remaining, **({"thoughtSignature": signed["thoughtSignature"]} if signed else {})})
     for k, call in enumerate(calls):
         part = _call_part(call.name, call.arguments)
-        if k == 0 and "thoughtSignature" in first and not new:
-            part["thoughtSignature"] = first["thoughtSignature"]
+        if k == 0 and signed is not None and not new:
+            part["thoughtSignature"] = signed["thoughtSignature"]
         new.append(part)
     text_set = set(texts)
     return (
