@@ -1133,6 +1133,44 @@ def test_a_stall_names_the_held_call_back_and_the_rewrite_goes_on(env):
     assert len([n for n in notes if n.startswith("passed through: ")]) == 1, notes  # one note for the stall
 
 
+def test_a_stall_release_for_a_request_not_read_whole_changes_no_byte(env, monkeypatch):
+    """As plain mitmdump runs it in repair mode (the request only peeked): no alias can be given
+    back (an alias goes in a written request, read whole), so a release is the upstream's bytes.
+    A rewriter whose release changed one anyway (made to, here) is overruled: every byte as it
+    came, the rest passed through, and the note says so."""
+    from toolvocab.dialects.anthropic import AnthropicStream
+
+    real = AnthropicStream.let_go
+    monkeypatch.setattr(
+        AnthropicStream, "let_go", lambda self, why: [b.replace(b"shell", b"Shell") for b in real(self, why)]
+    )
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    cut = upstream.index(b"g --oneline")
+    env.configure(toolvocab_hold_timeout="0.2", toolvocab_mode="repair")
+    saves = env.addon.recorder.saves_bodies
+    env.addon.recorder.saves_bodies = lambda: False
+    try:
+        headers = [("content-type", "application/json"), ("user-agent", "claude-cli/2.1.197 (peeked here)")]
+        f = harness.make_flow(
+            fixture_json("request-claude-code.json"),
+            host=HOST,
+            path="/v1/messages",
+            headers=headers,
+            resp_type="text/event-stream",
+            upstream=upstream,
+        )
+        out = asyncio.run(_drive_parts(env, f, _split(upstream[:cut], 40) + [0.6] + _split(upstream[cut:], 40) + [b""]))
+    finally:
+        env.addon.recorder.saves_bodies = saves
+        env.configure(toolvocab_hold_timeout="30", toolvocab_mode="auto")
+    assert out == upstream
+    notes = f.metadata[KEY]["notes"]
+    assert any(
+        "(toolvocab_hold_timeout 0.2)" in n and n.endswith("the rest of the stream unrepaired") for n in notes
+    ), notes
+    assert not any("names given back" in n for n in notes), notes
+
+
 def test_no_stall_release_for_pauses_shorter_than_the_bound(env):
     upstream = fixture_bytes("stream-foreign-tool.sse")
     cut = upstream.index(b"g --oneline")

@@ -241,24 +241,27 @@ class StreamCallable:
 
     def _release_stalled(self, idle: float) -> None:
         """Everything held goes to the client now, given up (the rewriter's :meth:`let_go`: each
-        call as it came but for an upstream alias named back; for a dialect that cannot go on,
-        every byte received as it came and the rest of the stream passes through). For a request
-        not read whole yet, a first changed byte waits for that read (:meth:`_confirm`)."""
+        call as it came but for an upstream alias named back, then the rest read as usual; for a
+        dialect that cannot go on, every byte received as it came and the rest passes through).
+        For a request not read whole the bytes released are the upstream's, as they came."""
         why = (  # "(toolvocab_hold_timeout " tells toolvocab replay (replay/flows.py) to skip the flow
             f"the upstream sent no byte for {idle:.1f} s while a tool call was held "
             f"(toolvocab_hold_timeout {self.hold_timeout:g})"
         )
         rewriter = self.rewriter
-        parts = rewriter.let_go(f"the upstream sent no byte for {idle:.1f} s")
-        if (self.state.unverified is not None or self.state.refused is not None) and not self.observe:
-            # A name given back needs an alias this flow sent, so a request written (read whole):
-            # this only keeps the rule for any change a release might make.
-            parts = self._confirm(b"", parts)
-        data = b"".join(parts)
+        data = b"".join(rewriter.let_go(f"the upstream sent no byte for {idle:.1f} s"))
+        if (self.state.unverified is not None or self.state.refused is not None) and not bytes(self._lag).startswith(
+            data
+        ):
+            # A request not read whole has no alias to give back (an alias goes in a written
+            # request): a release that changed a byte anyway goes as it came, and the rest passes.
+            rewriter.salvage()
+            data = bytes(self._lag)
+            self._unrepaired = len(rewriter.unrepaired)  # no name went back
         self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
         rest = (
             "the rest of the stream unrepaired"
-            if rewriter.error is not None or self.phase is Phase.DRAINED
+            if rewriter.error is not None
             else "the rest of the stream read as usual"
         )
         how = None
@@ -268,10 +271,10 @@ class StreamCallable:
             except Exception:  # the bytes are not lost: they go out with the next piece
                 logger.exception("toolvocab: could not write released bytes to the client")
         # The calls let go are this note's (their sentences say only what it says), the names
-        # given back too, unless the request, read whole, refused any change (all went as it came).
+        # given back too.
         backs = [u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[self._unrepaired :] if NAMED_BACK in u]
         self._unrepaired = len(rewriter.unrepaired)
-        names = f" but for names given back ({', '.join(backs)})" if backs and self.phase is not Phase.DRAINED else ""
+        names = f" but for names given back ({', '.join(backs)})" if backs else ""
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
             self.state.record.notes.append(
