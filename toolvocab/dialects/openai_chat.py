@@ -711,9 +711,9 @@ def _hold_to_end_of_choice(
     list (or none) and no ``usage`` or ``error`` value (a content-filter chunk; ``"usage": null``
     on every chunk but the last under ``stream_options.include_usage``): neither says the calls
     are complete. ``[DONE]``, the usage chunk or an error (no choice): the calls are complete,
-    what is held goes, then the event. A chunk with a ``finish_reason`` is held, then everything goes once
-    every choice whose calls are held has finished (with ``n`` > 1 another choice may finish
-    while a call is still streaming: its later deltas belong to the same call).
+    what is held goes, then the event. A chunk with a ``finish_reason`` is held, then everything
+    goes once every choice whose calls are held has finished (with ``n`` > 1 another choice may
+    finish while a call is still streaming: its later deltas belong to the same call).
     """
     if event.data is None:
         held.append(event)
@@ -792,7 +792,8 @@ class ChatStream(EventStreamRewriter):
         self._prose = flow.tools is None or flow.stops  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
-        # The choices whose held calls (legacy function_call) have not finished (_hold_to_end_of_choice)
+        # The choices whose held calls (legacy function_call) have not finished yet
+        # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
         self._open_legacy: set[Any] = set()
 
