@@ -1133,6 +1133,34 @@ def test_a_stall_names_the_held_call_back_and_the_rewrite_goes_on(env):
     assert len([n for n in notes if n.startswith("passed through: ")]) == 1, notes  # one note for the stall
 
 
+def test_a_give_up_after_a_stall_is_still_noted(env):
+    """The rewrite goes on after a stall; a later event that repeats a key stops it (the rest
+    passes as it came) and the record says so, beside the stall's note. Was: the stall marked
+    the rewriter's errors noted, so the later one went unsaid ("read as usual")."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    head, tail = _stalled_alias_stream(upstream_name)
+    repeated = (
+        b"event: content_block_start\n"
+        b'data: {"type":"content_block_start","index":1,"index":1,"content_block":{"type":"text","text":""}}\n\n'
+    )
+    stop = b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    assert stop in tail
+    tail = tail.replace(stop, stop + repeated, 1)
+    env.configure(toolvocab_hold_timeout="0.2")
+    try:
+        f = make_flow(_files_read_request(), upstream=head + tail)
+        out = asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
+    finally:
+        env.configure(toolvocab_hold_timeout="30")
+    assert out.endswith(tail[tail.index(repeated) :])  # from the repeated key on, as it came
+    notes = f.metadata[KEY]["notes"]
+    assert any("(toolvocab_hold_timeout 0.2)" in n for n in notes), notes
+    assert any("an event's data repeats a key" in n for n in notes), notes
+
+
 def test_a_stall_release_for_a_request_not_read_whole_changes_no_byte(env, monkeypatch):
     """As plain mitmdump runs it in repair mode (the request only peeked): no alias can be given
     back (an alias goes in a written request, read whole), so a release is the upstream's bytes.

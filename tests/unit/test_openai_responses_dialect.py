@@ -1294,3 +1294,63 @@ def test_a_call_let_go_at_a_stall_is_named_back_in_every_later_event(at):
     assert [(i.get("namespace"), i["name"]) for i in completed(out)["output"]] == CLIENT_NAMES
     assert len(rw.unrepaired) == 1 and rw.unrepaired[0].startswith("the upstream sent no byte for 31.0 s while")
     assert rw.unrepaired[0].endswith("; named back to mcp__github__create_issue"), rw.unrepaired
+
+
+def test_a_parallel_wrapper_let_go_at_a_stall_ends_as_it_began():
+    """A ``multi_tool_use.parallel`` call let go at a stall went out as one item: its
+    ``output_item.done`` goes the same way. Was: the ``.done`` was expanded into two items, the
+    first at the wrapper's ``output_index`` (used twice), the wrapper never ending."""
+    wrapper = orjson.dumps(
+        {
+            "tool_uses": [
+                {"recipient_name": "functions.exec_command", "parameters": {"cmd": "ls"}},
+                {"recipient_name": "functions.exec_command", "parameters": {"cmd": "pwd"}},
+            ]
+        }
+    ).decode()
+    item = {"type": "function_call", "id": "fc_w", "status": "in_progress", "call_id": "call_w"}
+    item = {**item, "name": "multi_tool_use.parallel", "arguments": ""}
+    done = {**item, "status": "completed", "arguments": wrapper}
+    events = [
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": {"id": "r", "status": "in_progress", "output": []},
+        },
+        {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item},
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 2,
+            "item_id": "fc_w",
+            "output_index": 0,
+            "delta": wrapper[:20],
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "sequence_number": 3,
+            "item_id": "fc_w",
+            "output_index": 0,
+            "delta": wrapper[20:],
+        },
+        {
+            "type": "response.function_call_arguments.done",
+            "sequence_number": 4,
+            "item_id": "fc_w",
+            "output_index": 0,
+            "arguments": wrapper,
+        },
+        {"type": "response.output_item.done", "sequence_number": 5, "output_index": 0, "item": done},
+        {
+            "type": "response.completed",
+            "sequence_number": 6,
+            "response": {"id": "r", "status": "completed", "output": [done]},
+        },
+    ]
+    upstream = _stream(events)
+    split = len(_stream(events[:3]))
+    rw, _ = _rewriter(Plan())
+    out = b"".join(rw.feed(upstream[:split])) + b"".join(rw.let_go("the upstream sent no byte for 31.0 s"))
+    out += b"".join(rw.feed(upstream[split:])) + b"".join(rw.finish())
+    assert out == upstream
+    control, _ = _rewriter(Plan())
+    assert len(by_type(drive(control, [upstream]), "response.output_item.done")) == 2  # expanded when whole

@@ -258,7 +258,8 @@ class StreamCallable:
             rewriter.salvage()
             data = bytes(self._lag)
             self._unrepaired = len(rewriter.unrepaired)  # no name went back
-        self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
+        if rewriter.error is not None:
+            self.noted = True  # the rewriter's "salvaged" is not an error: the note below says it
         rest = (
             "the rest of the stream unrepaired"
             if rewriter.error is not None

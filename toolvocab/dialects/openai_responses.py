@@ -556,6 +556,8 @@ class ResponsesCore:
         self.decided: dict[
             str, tuple[Decision, str | None, str | None]
         ] = {}  # item id / call_id → (decision, new args, new call_id)
+        #: Item ids (call_ids) of the calls let go (:meth:`let_go`): they end as they began.
+        self.let_gone: set[str] = set()
         self.ids = flow.ids()
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
@@ -716,6 +718,7 @@ class ResponsesCore:
         back = self.flow.name_back(item["name"], _namespace(item)) if isinstance(item.get("name"), str) else None
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str):
+            self.let_gone.add(key)
             as_sent = decision.model_copy(
                 update={
                     "action": Action.KEEP if back is None else Action.RENAME,
@@ -1130,6 +1133,10 @@ class ResponsesStream(EventStreamRewriter):
         argument, id or other change); any other repair is given up."""
         if not isinstance(item.get("name"), str):
             return [event]
+        if (item.get("id") or item.get("call_id")) in self.core.let_gone:
+            # Its .added went out let go (a stall, a give-up): its end goes the same way, named
+            # back and nothing else (a parallel wrapper stays whole: its place is one item).
+            return [self.core.as_let_go(event)]
         decision, new_args, new_id = self.core._decide(item)
         if not decision.changed or (decision.step == Step.REVERSE_MAP and new_args is None and new_id is None):
             return self._release([event])
