@@ -1161,6 +1161,62 @@ def test_a_give_up_after_a_stall_is_still_noted(env):
     assert any("an event's data repeats a key" in n for n in notes), notes
 
 
+def _chat_chunk(delta: dict, finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
+
+
+@pytest.mark.parametrize("split", ["alias", "name_in_pieces"])
+def test_a_chat_stall_gives_a_whole_name_back_and_leaves_a_name_in_pieces(env, split):
+    """A Chat call held when the upstream stalls: under the alias this flow sent for
+    ``files.read`` (a dot), whole in its first delta, the client gets its own name; a name in
+    pieces (``Read`` | ``_file``) cannot be told complete, so it goes as it came, its later
+    deltas too, with no id of toolvocab's spliced in (the SDK would join it to the call's)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    body = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "read a"}],
+        "tools": [{"type": "function", "function": {"name": "files.read", "parameters": schema}}],
+    }
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    first, rest = (upstream_name, None) if split == "alias" else ("Read", "_file")
+    head = _chat_chunk({"role": "assistant", "content": None}) + _chat_chunk(
+        {
+            "tool_calls": [
+                {"index": 0, "id": "call_b", "type": "function", "function": {"name": first, "arguments": '{"pa'}}
+            ]
+        }
+    )
+    later = {"index": 0, "function": {"arguments": 'th": "a"}'}}
+    if rest:
+        later["function"]["name"] = rest
+    tail = _chat_chunk({"tool_calls": [later]}) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    env.configure(toolvocab_hold_timeout="0.2")
+    try:
+        f = harness.make_flow(
+            body,
+            host="api.openai.com",
+            path="/v1/chat/completions",
+            headers=[("content-type", "application/json")],
+            resp_type="text/event-stream",
+            upstream=head + tail,
+        )
+        out = asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
+    finally:
+        env.configure(toolvocab_hold_timeout="30")
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    if split == "alias":
+        assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
+        assert any("but for names given back (files.read)" in n for n in f.metadata[KEY]["notes"])
+    else:
+        assert out == head + tail
+    assert len([n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: ")]) == 1, f.metadata[KEY]
+
+
 def test_a_stall_release_for_a_request_not_read_whole_changes_no_byte(env, monkeypatch):
     """As plain mitmdump runs it in repair mode (the request only peeked): no alias can be given
     back (an alias goes in a written request, read whole), so a release is the upstream's bytes.

@@ -20,6 +20,7 @@ import orjson
 
 from toolvocab.dialects import textcalls
 from toolvocab.dialects.base import JSON
+from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import STOP_KEYS
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import Peek
@@ -792,6 +793,9 @@ class ChatStream(EventStreamRewriter):
         self._prose = flow.tools is None or flow.stops  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
+        #: (choice, index) → id of each call let go at a stall (let_go): later deltas there with
+        #: no other id are the rest of that call
+        self._gone: dict[tuple[Any, Any], str | None] = {}
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -807,6 +811,66 @@ class ChatStream(EventStreamRewriter):
         text = self._hold.release()
         legacy, self._legacy = self._legacy or [], None
         return [e.raw for e in text + held + legacy]
+
+    def let_go(self, why: str) -> list[bytes]:
+        """What is held, given up (:meth:`EventStreamRewriter.let_go`): held text as it came and
+        never lifted; the held calls' chunks as they came but for a name this flow sent upstream
+        in place of the client's own, given back where one delta carries it whole (a name in
+        pieces cannot be told complete); a legacy ``function_call`` as it came. The rewrite goes
+        on: the later deltas of a call let go pass as they come, undecided (no name of theirs)."""
+        text = self._hold.release()
+        self._settle()
+        held, self._held = self._held or [], None
+        legacy, self._legacy = self._legacy or [], None
+        out = [e.raw for e in text]
+        if held:
+            self.unrepaired.append(f"{why} while tool calls were held")
+            out += self._name_back(held)
+        return out + [e.raw for e in legacy]
+
+    def _name_back(self, held: list[SSEEvent]) -> list[bytes]:
+        """``held`` as it came but for each call's name that is an upstream alias of this flow
+        and came whole in one delta, given back (said at the end of the last ``unrepaired``
+        sentence); the calls' (choice, index) are let go (:meth:`_decide`)."""
+        if _odd_indices(held):
+            return [e.raw for e in held]
+        slots = self._assemble(held)
+        self._gone.update(((slot.choice, slot.index), slot.id) for slot in slots)
+        backs: list[str] = []
+        out: list[bytes] = []
+        for e_no, event in enumerate(held):
+            data = event.json()
+            choices = data.get("choices") if isinstance(data, dict) else None
+            if not isinstance(choices, list):
+                out.append(event.raw)
+                continue
+            new_choices = []
+            for choice in choices:
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+                if not isinstance(calls, list):
+                    new_choices.append(choice)
+                    continue
+                new_calls = []
+                for d_no, call in enumerate(calls):
+                    slot = self._routes.get((e_no, choice.get("index", 0), d_no))
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    name = fn.get("name") if isinstance(fn, dict) else None
+                    back = (
+                        self._flow.name_back(name)
+                        if slot is not None and slot.name_parts == 1 and isinstance(name, str) and name
+                        else None
+                    )
+                    if back is not None:
+                        call = {**call, "function": {**fn, "name": back[0]}}
+                        backs.append(back[0])
+                    new_calls.append(call)
+                new_choices.append({**choice, "delta": {**delta, "tool_calls": new_calls}})
+            changed = len(backs) and new_choices != choices
+            out.append(event.with_json({**data, "choices": new_choices}).raw if changed else event.raw)
+        if backs:
+            self.unrepaired[-1] += NAMED_BACK + ", ".join(backs)
+        return out
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold from the first tool-call chunk to the end of the choice; pass the rest. A chunk
@@ -1171,6 +1235,11 @@ class ChatStream(EventStreamRewriter):
         return slots
 
     def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
+        key = (slot.choice, slot.index)
+        if key in self._gone and slot.id in (None, self._gone[key]):
+            # The rest of a call let go at a stall (let_go, noted then; a name's later piece
+            # too): as it comes, undecided.
+            return {"rewrite": False, "id": None, "name": "", "args": None}
         if not slot.named:
             # Deltas of a call whose first chunk never came as JSON (it went on as sent): no
             # delta carried its name, so the call is not known whole and goes on as it came,
