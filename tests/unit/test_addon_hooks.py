@@ -1166,35 +1166,47 @@ def _chat_chunk(delta: dict, finish: str | None = None) -> bytes:
     return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
 
 
-@pytest.mark.parametrize("split", ["alias", "name_in_pieces"])
-def test_a_chat_stall_gives_a_whole_name_back_and_leaves_a_name_in_pieces(env, split):
-    """A Chat call held when the upstream stalls: under the alias this flow sent for
-    ``files.read`` (a dot), whole in its first delta, the client gets its own name; a name in
-    pieces (``Read`` | ``_file``) cannot be told complete, so it goes as it came, its later
-    deltas too, with no id of toolvocab's spliced in (the SDK would join it to the call's)."""
+#: After the stall: the rest of the call's arguments; its name repeated whole (some servers send
+#: it on every delta); a legacy function_call's; a new call reusing index 0 with its own id.
+AFTER_A_CHAT_STALL = ("alias", "name_in_pieces", "repeated", "legacy", "index_reused")
+
+
+@pytest.mark.parametrize("case", AFTER_A_CHAT_STALL)
+def test_a_chat_stall_gives_every_alias_back_and_passes_the_rest(env, case):
+    """A Chat call held when the upstream stalls, under the alias this flow sent for
+    ``files.read`` (a dot): the client gets its own name wherever the upstream sends the alias
+    whole, in what was held and after; every other byte as it came (calls are assembled only
+    at their choice's end, so nothing after the stall is a call known whole): a name in pieces
+    (``Read`` | ``_file``) is left, and a new call at the same index keeps its id and its deltas
+    (Was: the alias reached the SDK; then a repeated name, a legacy function_call kept it, and a
+    new call's id and name were moved onto the tail of the call let go)."""
     from toolvocab.engine.grammar import GRAMMARS
     from toolvocab.engine.grammar import alias
 
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
-    body = {
-        "model": "m",
-        "stream": True,
-        "messages": [{"role": "user", "content": "read a"}],
-        "tools": [{"type": "function", "function": {"name": "files.read", "parameters": schema}}],
-    }
+    body: dict = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "read a"}]}
+    if case == "legacy":
+        body["functions"] = [{"name": "files.read", "parameters": schema}]
+    else:
+        body["tools"] = [{"type": "function", "function": {"name": "files.read", "parameters": schema}}]
     upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
-    first, rest = (upstream_name, None) if split == "alias" else ("Read", "_file")
-    head = _chat_chunk({"role": "assistant", "content": None}) + _chat_chunk(
-        {
-            "tool_calls": [
-                {"index": 0, "id": "call_b", "type": "function", "function": {"name": first, "arguments": '{"pa'}}
-            ]
-        }
-    )
-    later = {"index": 0, "function": {"arguments": 'th": "a"}'}}
-    if rest:
-        later["function"]["name"] = rest
-    tail = _chat_chunk({"tool_calls": [later]}) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    name = "Read" if case == "name_in_pieces" else upstream_name
+    if case == "legacy":
+        head = _chat_chunk({"role": "assistant", "function_call": {"name": name, "arguments": '{"pa'}})
+        later = [_chat_chunk({"function_call": {"arguments": 'th": "a"}'}})]
+    else:
+        call = {"index": 0, "id": "call_a", "type": "function", "function": {"name": name, "arguments": '{"pa'}}
+        head = _chat_chunk({"role": "assistant", "tool_calls": [call]})
+        rest: dict = {"index": 0, "function": {"arguments": 'th": "a"}'}}
+        if case == "name_in_pieces":
+            rest["function"]["name"] = "_file"
+        if case == "repeated":
+            rest["function"]["name"] = upstream_name
+        later = [_chat_chunk({"tool_calls": [rest]})]
+        if case == "index_reused":
+            again = {"index": 0, "id": "call_b", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+            later.append(_chat_chunk({"tool_calls": [again]}))
+    tail = b"".join(later) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
     env.configure(toolvocab_hold_timeout="0.2")
     try:
         f = harness.make_flow(
@@ -1209,12 +1221,10 @@ def test_a_chat_stall_gives_a_whole_name_back_and_leaves_a_name_in_pieces(env, s
     finally:
         env.configure(toolvocab_hold_timeout="30")
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
-    if split == "alias":
-        assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
-        assert any("but for names given back (files.read)" in n for n in f.metadata[KEY]["notes"])
-    else:
-        assert out == head + tail
-    assert len([n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: ")]) == 1, f.metadata[KEY]
+    assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
+    notes = [n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: ")]
+    assert len(notes) == 1 and notes[0].endswith("the rest of the stream unrepaired but for names given back"), notes
+    assert ("but for names given back (files.read)" in notes[0]) is (case != "name_in_pieces"), notes
 
 
 def test_a_stall_release_for_a_request_not_read_whole_changes_no_byte(env, monkeypatch):

@@ -264,6 +264,8 @@ class StreamCallable:
             "the rest of the stream unrepaired"
             if rewriter.error is not None
             else "the rest of the stream read as usual"
+            if rewriter.repairs_after_let_go
+            else "the rest of the stream unrepaired but for names given back"
         )
         how = None
         if data and self._send is not None:

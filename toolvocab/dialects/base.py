@@ -109,7 +109,8 @@ class StreamRewriter(Protocol):
     every byte they do not deliberately change. ``salvage()``: every byte taken in and not yet
     sent, unchanged (afterwards everything passes through); ``let_go(why)``: what is held, now,
     given up (each call as it came but for an upstream alias named back, ``why`` in its
-    ``unrepaired`` sentence), the rewrite going on where the dialect can (else ``salvage()``);
+    ``unrepaired`` sentence), the rewrite going on where the dialect can (else ``salvage()``;
+    ``repairs_after_let_go`` false: the rest passes unrepaired);
     ``has_held()``: whole events are
     held back (what a stall releases); ``consumed``: bytes taken in so far; ``error``: what the
     rewriter contained (it then passes the rest through), or ``None``; ``unrepaired``: one
@@ -118,6 +119,7 @@ class StreamRewriter(Protocol):
 
     error: str | None
     unrepaired: list[str]
+    repairs_after_let_go: bool
 
     @property
     def consumed(self) -> int: ...

@@ -793,9 +793,8 @@ class ChatStream(EventStreamRewriter):
         self._prose = flow.tools is None or flow.stops  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
-        #: (choice, index) → id of each call let go at a stall (let_go): later deltas there with
-        #: no other id are the rest of that call
-        self._gone: dict[tuple[Any, Any], str | None] = {}
+        #: After a stall's let_go: every event passes as it came but for an alias given back
+        self._giving_back = False
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -813,64 +812,65 @@ class ChatStream(EventStreamRewriter):
         return [e.raw for e in text + held + legacy]
 
     def let_go(self, why: str) -> list[bytes]:
-        """What is held, given up (:meth:`EventStreamRewriter.let_go`): held text as it came and
-        never lifted; the held calls' chunks as they came but for a name this flow sent upstream
-        in place of the client's own, given back where one delta carries it whole (a name in
-        pieces cannot be told complete); a legacy ``function_call`` as it came. The rewrite goes
-        on: the later deltas of a call let go pass as they come, undecided (no name of theirs)."""
+        """What is held, given up (:meth:`EventStreamRewriter.let_go`): held text as it came
+        (never lifted), the held calls' chunks (tool calls, a legacy ``function_call``) as they
+        came but for each name that is an upstream alias of this flow, given back. Calls are
+        assembled only at their choice's end, so what follows is no call known whole: the rest of
+        the stream passes as it comes, but for such names, given back in every later delta."""
         text = self._hold.release()
         self._settle()
-        held, self._held = self._held or [], None
-        legacy, self._legacy = self._legacy or [], None
-        out = [e.raw for e in text]
-        if held:
-            self.unrepaired.append(f"{why} while tool calls were held")
-            out += self._name_back(held)
-        return out + [e.raw for e in legacy]
-
-    def _name_back(self, held: list[SSEEvent]) -> list[bytes]:
-        """``held`` as it came but for each call's name that is an upstream alias of this flow
-        and came whole in one delta, given back (said at the end of the last ``unrepaired``
-        sentence); the calls' (choice, index) are let go (:meth:`_decide`)."""
-        if _odd_indices(held):
-            return [e.raw for e in held]
-        slots = self._assemble(held)
-        self._gone.update(((slot.choice, slot.index), slot.id) for slot in slots)
+        calls = (self._held or []) + (self._legacy or [])
+        self._held = self._legacy = None
+        self._giving_back = True
+        self.repairs_after_let_go = False
         backs: list[str] = []
-        out: list[bytes] = []
-        for e_no, event in enumerate(held):
-            data = event.json()
-            choices = data.get("choices") if isinstance(data, dict) else None
-            if not isinstance(choices, list):
-                out.append(event.raw)
-                continue
-            new_choices = []
-            for choice in choices:
-                delta = choice.get("delta") if isinstance(choice, dict) else None
-                calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-                if not isinstance(calls, list):
-                    new_choices.append(choice)
-                    continue
-                new_calls = []
-                for d_no, call in enumerate(calls):
-                    slot = self._routes.get((e_no, choice.get("index", 0), d_no))
-                    fn = call.get("function") if isinstance(call, dict) else None
-                    name = fn.get("name") if isinstance(fn, dict) else None
-                    back = (
-                        self._flow.name_back(name)
-                        if slot is not None and slot.name_parts == 1 and isinstance(name, str) and name
-                        else None
-                    )
-                    if back is not None:
-                        call = {**call, "function": {**fn, "name": back[0]}}
-                        backs.append(back[0])
-                    new_calls.append(call)
-                new_choices.append({**choice, "delta": {**delta, "tool_calls": new_calls}})
-            changed = len(backs) and new_choices != choices
-            out.append(event.with_json({**data, "choices": new_choices}).raw if changed else event.raw)
-        if backs:
-            self.unrepaired[-1] += NAMED_BACK + ", ".join(backs)
+        out = [e.raw for e in text] + [self._give_names_back(e, backs) for e in calls]
+        if calls:
+            self.unrepaired.append(f"{why} while tool calls were held")
+            if backs:
+                self.unrepaired[-1] += NAMED_BACK + ", ".join(dict.fromkeys(backs))
         return out
+
+    def _give_names_back(self, event: SSEEvent, backs: list[str]) -> bytes:
+        """``event`` as it came but for each tool call's (or legacy ``function_call``'s) name that
+        is an upstream alias of this flow, given back (:meth:`FlowContext.name_back`: only such a
+        name, whole, is one; a piece of another name is not) and added to ``backs``."""
+        data = event.json()
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list):
+            return event.raw
+        changed = False
+        new_choices = []
+        for choice in choices:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                new_choices.append(choice)
+                continue
+            new_delta = dict(delta)
+            if isinstance(delta.get("tool_calls"), list):
+                new_calls = []
+                for call in delta["tool_calls"]:
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    back = self._alias_back(fn)
+                    if back is not None:
+                        call = {**call, "function": {**fn, "name": back}}
+                        backs.append(back)
+                        changed = True
+                    new_calls.append(call)
+                new_delta["tool_calls"] = new_calls
+            back = self._alias_back(delta.get("function_call"))
+            if back is not None:
+                new_delta["function_call"] = {**delta["function_call"], "name": back}
+                backs.append(back)
+                changed = True
+            new_choices.append({**choice, "delta": new_delta})
+        return event.with_json({**data, "choices": new_choices}).raw if changed else event.raw
+
+    def _alias_back(self, fn: Any) -> str | None:
+        """The client's name for ``fn["name"]`` when it is an upstream alias of this flow."""
+        name = fn.get("name") if isinstance(fn, dict) else None
+        back = self._flow.name_back(name) if isinstance(name, str) and name else None
+        return back[0] if back is not None else None
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold from the first tool-call chunk to the end of the choice; pass the rest. A chunk
@@ -879,6 +879,8 @@ class ChatStream(EventStreamRewriter):
         data = event.json()
         if data is None and event.data is not None and event.data.strip() != "[DONE]" and self.has_held():
             raise Unreadable()
+        if self._giving_back:
+            return [self._give_names_back(event, [])]
         choices = data.get("choices") if isinstance(data, dict) else None
         if not self._prose and isinstance(choices, list) and any(_other_choice(c) for c in choices):
             # Several choices (n > 1): their texts are not one text, and a call lifted from them
@@ -1235,11 +1237,6 @@ class ChatStream(EventStreamRewriter):
         return slots
 
     def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
-        key = (slot.choice, slot.index)
-        if key in self._gone and slot.id in (None, self._gone[key]):
-            # The rest of a call let go at a stall (let_go, noted then; a name's later piece
-            # too): as it comes, undecided.
-            return {"rewrite": False, "id": None, "name": "", "args": None}
         if not slot.named:
             # Deltas of a call whose first chunk never came as JSON (it went on as sent): no
             # delta carried its name, so the call is not known whole and goes on as it came,

@@ -274,6 +274,9 @@ class EventStreamRewriter:
         #: One sentence per tool call a subclass sent on as it came, unresolved, because it could
         #: not complete (events out of order, the stream's end): the addon notes each as a give-up.
         self.unrepaired: list[str] = []
+        #: False once :meth:`let_go` left the rest of the stream unrepaired (a dialect whose calls
+        #: cannot be told complete after it): the stall's note says so.
+        self.repairs_after_let_go = True
         self._pending = bytearray()  # fast path: bytes after the last block boundary
         self._lf_only = True  # no CR seen yet: a block ends at "\n\n"
         self._consumed = 0
