@@ -198,12 +198,15 @@ def _start(tool: str, args: list[str]) -> int:
     if "--version" in args:
         print(f"toolvocab: {version()}")
     elif any(a in ("-h", "--help") for a in args):
-        print_help(tool)
-        sys.stdout.flush()
         try:
-            start(argv_for(args))
-        except SystemExit:  # mitmproxy exits 1 after printing its help (tools/main.py)
-            pass
+            print_help(tool)
+            sys.stdout.flush()
+            try:
+                start(argv_for(args))
+            except SystemExit:  # mitmproxy exits 1 after printing its help (tools/main.py)
+                pass
+        except BrokenPipeError:  # `toolvocab --help | head`: the reader has gone
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     else:
         args = with_local_default(args)

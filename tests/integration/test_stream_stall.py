@@ -7,7 +7,7 @@ block to repair it: ``shell`` is not declared, ``Bash`` is), then it says nothin
 :data:`PAUSE` seconds, then sends the rest and ends. With ``toolvocab_hold_timeout=0.5`` the
 client must have every byte sent before the pause while the pause lasts (a bounded wait), and,
 once the stream ended, the whole answer byte-identical to the upstream's (after a stall the
-block and the rest pass through unrepaired). The control: with the bound at 0 (never) nothing
+block goes as it came and the rest is read as usual: nothing in it to repair). The control: with the bound at 0 (never) nothing
 arrives during the pause and the call is repaired. Clients: a raw HTTP/1.1 socket, httpx over
 TLS (HTTP/1.1) and httpx over TLS with HTTP/2, so the release goes through mitmproxy's TLS layer
 and its HTTP/2 connection. Run on mitmproxy 11 (``.venv``) and 12 (``.venv-312``).
@@ -194,7 +194,7 @@ def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, cli
         )
         first = next(t for t, body in seen if body == BEFORE)
         assert first < upstream.resumed - 1.0  # within the bound (plus margin), well before the pause ended
-        assert seen[-1][1] == BODY  # the whole answer, byte-identical (unrepaired after the stall)
+        assert seen[-1][1] == BODY  # the whole answer, byte-identical (the block let go at the stall)
         flows = proxy.flows()
         assert len(flows) == 1
         notes = " | ".join(flows[0].metadata["toolvocab"]["notes"])

@@ -151,8 +151,10 @@ class ToolVocab(Configurable):
             default=f"{DEFAULT_HOLD_TIMEOUT:g}",
             help=(
                 "Seconds. A streamed tool call is held until it is complete, to repair it; when the upstream "
-                "sends no byte for this long meanwhile, what is held goes to the client as it came and the rest "
-                "of the stream passes through unrepaired. 0: hold as long as the upstream takes."
+                "sends no byte for this long meanwhile, what is held goes to the client as it came (but for a "
+                "name toolvocab sent upstream because the upstream rejects the client's own, given back) and "
+                "the rest of the stream is read as usual (OpenAI Chat: passed on unrepaired but for such "
+                "names; Codex's WebSocket: unrepaired). 0: hold as long as the upstream takes."
             ),
         )
 

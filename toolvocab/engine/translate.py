@@ -836,7 +836,8 @@ def _check_session(
         if calls is None:
             raise _Unusable(
                 f"the command would start where the conversation's earlier calls left the shell, which "
-                f"{reading.label} and {target.name} keep differently, and this request does not carry those calls"
+                f"{reading.label} and {target.name} keep differently, and those calls are not known (this request "
+                "does not carry them, or one before it in this answer went to the client undecided)"
             )
         if not all(isinstance(c, Mapping) for c in calls):
             # arguments a strict reader refuses (a repeated key, a cut-off object, a stray
