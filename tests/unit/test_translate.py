@@ -1041,7 +1041,7 @@ def test_on_windows_no_command_moves_between_tools_or_is_respelled(
 CODEX_EXEC = fn("exec_command", schema("cmd", additional=False, cmd=STR, workdir=STR, shell=STR, login=BOOL))
 
 
-@pytest.mark.parametrize("program", ["pwsh", "powershell", "cmd", "bash"])
+@pytest.mark.parametrize("program", ["pwsh", "powershell", "cmd", "C:\\Program Files\\PowerShell\\7\\pwsh.exe", "fish"])
 @pytest.mark.parametrize(
     ("name", "args"),
     [
@@ -1062,6 +1062,14 @@ def test_a_command_is_not_written_again_for_a_call_that_names_its_program(
     assert "the call names the program that runs its command ('shell'" in d.reason, d
     control = decide([CODEX_EXEC], name, args, client="Codex")
     assert control.changed and isinstance(control.arguments_after["cmd"], str), control
+
+
+@pytest.mark.parametrize("program", ["bash", "zsh", "sh", "/bin/zsh", "/usr/bin/bash"])
+def test_a_command_is_written_again_for_a_posix_program(program: str) -> None:
+    """bash, zsh and sh read a command written for the user's shell alike (the portable join):
+    naming one of them changes nothing of its meaning."""
+    d = decide([CODEX_EXEC], "exec_command", {"cmd": ["bash", "-lc", "git status"], "shell": program}, client="Codex")
+    assert d.changed and d.arguments_after == {"cmd": "git status", "shell": program}, d
 
 
 @pytest.mark.parametrize(

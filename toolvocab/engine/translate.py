@@ -658,9 +658,12 @@ def _read(
 def program_named(out: Mapping[str, Any], changes: Sequence[ArgChange], target: Target) -> str | None:
     """The reason there is no change, or ``None``: ``changes`` write a command of ``out`` again
     (an argv joined, a line rewrapped: for the shell its meaning's form names) while ``out`` also
-    names the program that runs it (Codex's ``exec_command`` ``shell``: ``pwsh``, ``cmd``…), where
-    the same text may mean otherwise (PowerShell's escape is the backtick, not the backslash)."""
-    program = [k for k in out if any(m.what == _PROGRAM for m in target.meanings.get(k, ()))]
+    names a program that runs it other than bash, zsh or sh (Codex's ``exec_command`` ``shell``:
+    ``pwsh``, ``cmd``…), where the same text may mean otherwise (PowerShell's escape is the
+    backtick, not the backslash)."""
+    program = [
+        k for k in out if any(m.what == _PROGRAM for m in target.meanings.get(k, ())) and not _posix_program(out[k])
+    ]
     if not program:
         return None
     commands = {k for k in out if any(m.what in _COMMANDS for m in target.meanings.get(k, ()))}
@@ -671,6 +674,16 @@ def program_named(out: Mapping[str, Any], changes: Sequence[ArgChange], target: 
 
 #: The operand naming the program a command runs in (:data:`toolvocab.engine.semantics`).
 _PROGRAM = "shell.program"
+#: Programs a command written for the user's shell (form ``"user"``: bash, zsh or sh, the forms'
+#: common reading) means the same in, named bare or by a path (``/bin/zsh``).
+_POSIX_PROGRAMS = frozenset({"bash", "zsh", "sh"})
+
+
+def _posix_program(value: Any) -> bool:
+    """True for a program name (``"bash"``, ``"/usr/bin/zsh"``) of :data:`_POSIX_PROGRAMS`."""
+    return isinstance(value, str) and value.rsplit("/", 1)[-1] in _POSIX_PROGRAMS
+
+
 #: The :class:`ArgChange` ops that write a command again (:func:`_value_op`,
 #: :func:`toolvocab.engine.arguments.respell`).
 _COMMAND_OPS = frozenset({"argv_to_string", "json_to_array", "rewrap_command"})
