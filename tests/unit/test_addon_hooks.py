@@ -1051,6 +1051,16 @@ def test_a_held_block_is_released_when_the_upstream_stalls(env):
     assert "toolvocab_hold_timeout" in (not_reproducible(f) or "")
 
 
+def _stalled(env, f: http.HTTPFlow, head: bytes, tail: bytes) -> bytes:
+    """What the client got of ``f``'s answer ``head + tail`` with the upstream silent for 0.6 s
+    between them, under ``toolvocab_hold_timeout`` 0.2 (restored to 30 after)."""
+    env.configure(toolvocab_hold_timeout="0.2")
+    try:
+        return asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
+    finally:
+        env.configure(toolvocab_hold_timeout="30")
+
+
 def _anthropic_events(events: list[dict]) -> bytes:
     return b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events)
 
@@ -1111,12 +1121,8 @@ def test_a_stall_names_the_held_call_back_and_the_rewrite_goes_on(env):
 
     upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
     head, tail = _stalled_alias_stream(upstream_name)
-    env.configure(toolvocab_hold_timeout="0.2")
-    try:
-        f = make_flow(_files_read_request(), upstream=head + tail)
-        out = asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
-    finally:
-        env.configure(toolvocab_hold_timeout="30")
+    f = make_flow(_files_read_request(), upstream=head + tail)
+    out = _stalled(env, f, head, tail)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert tool_blocks(out) == [
         {"name": "files.read", "input": {"path": "a"}},
@@ -1149,12 +1155,8 @@ def test_a_give_up_after_a_stall_is_still_noted(env):
     stop = b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
     assert stop in tail
     tail = tail.replace(stop, stop + repeated, 1)
-    env.configure(toolvocab_hold_timeout="0.2")
-    try:
-        f = make_flow(_files_read_request(), upstream=head + tail)
-        out = asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
-    finally:
-        env.configure(toolvocab_hold_timeout="30")
+    f = make_flow(_files_read_request(), upstream=head + tail)
+    out = _stalled(env, f, head, tail)
     assert out.endswith(tail[tail.index(repeated) :])  # from the repeated key on, as it came
     notes = f.metadata[KEY]["notes"]
     assert any("(toolvocab_hold_timeout 0.2)" in n for n in notes), notes
@@ -1207,19 +1209,15 @@ def test_a_chat_stall_gives_every_alias_back_and_passes_the_rest(env, case):
             again = {"index": 0, "id": "call_b", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
             later.append(_chat_chunk({"tool_calls": [again]}))
     tail = b"".join(later) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
-    env.configure(toolvocab_hold_timeout="0.2")
-    try:
-        f = harness.make_flow(
-            body,
-            host="api.openai.com",
-            path="/v1/chat/completions",
-            headers=[("content-type", "application/json")],
-            resp_type="text/event-stream",
-            upstream=head + tail,
-        )
-        out = asyncio.run(_drive_parts(env, f, _split(head, 40) + [0.6] + _split(tail, 40) + [b""]))
-    finally:
-        env.configure(toolvocab_hold_timeout="30")
+    f = harness.make_flow(
+        body,
+        host="api.openai.com",
+        path="/v1/chat/completions",
+        headers=[("content-type", "application/json")],
+        resp_type="text/event-stream",
+        upstream=head + tail,
+    )
+    out = _stalled(env, f, head, tail)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
     notes = [n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: ")]
