@@ -275,11 +275,13 @@ class StreamCallable:
                 logger.exception("toolvocab: could not write released bytes to the client")
         # The calls let go are this note's (their sentences say only what it says), the names
         # given back too.
-        # Said now, while the upstream is still silent (the flow's own line comes at its end).
-        logger.warning("toolvocab: %s; what was held went to the client as it came · %s", why, self.state.record.host)
         backs = [u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[self._unrepaired :] if NAMED_BACK in u]
         self._unrepaired = len(rewriter.unrepaired)
         names = f" but for names given back ({', '.join(backs)})" if backs else ""
+        # Said now, while the upstream is still silent (the flow's own line comes at its end).
+        logger.warning(
+            "toolvocab: %s; what was held went to the client as it came%s · %s", why, names, self.state.record.host
+        )
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
             self.state.record.notes.append(
