@@ -393,7 +393,15 @@ def test_responses_json_empty_object_or_absent_arguments_are_left(item: dict[str
     assert orjson.dumps(body) == before
 
 
-def responses_stream(deltas: list[Any], done_arguments: Any) -> bytes:
+def responses_stream(
+    deltas: list[Any],
+    done_arguments: Any,
+    end: str | None = "response.completed",
+    status: Any = "completed",
+    after: bool = False,
+) -> bytes:
+    """A call to ``list_files`` whose arguments stream as ``deltas``, then (``after``) a message
+    item, then the event ``end`` (``None``: the stream just stops) with a response of ``status``."""
     seq = iter(range(100))
     events: list[tuple[str, dict[str, Any]]] = [
         (
@@ -447,20 +455,20 @@ def responses_stream(deltas: list[Any], done_arguments: Any) -> bytes:
                 "item": responses_item(done_arguments),
             },
         ),
-        (
-            "response.completed",
-            {
-                "type": "response.completed",
-                "sequence_number": next(seq),
-                "response": {
-                    "id": "resp_1",
-                    "object": "response",
-                    "status": "completed",
-                    "output": [responses_item(done_arguments)],
-                },
-            },
-        ),
     ]
+    output = [responses_item(done_arguments)]
+    if after:
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
+        text = {"type": "output_text", "text": "Listing.", "annotations": []}
+        for kind, item in (("added", {**message, "content": []}), ("done", {**message, "content": [text]})):
+            event = {"type": f"response.output_item.{kind}", "sequence_number": next(seq), "output_index": 1}
+            events.append((event["type"], {**event, "item": item}))
+        output.append({**message, "content": [text]})
+    if end == "error":
+        events.append(("error", {"type": "error", "sequence_number": next(seq), "code": "server_error"}))
+    elif end is not None:
+        response = {"id": "resp_1", "object": "response", "status": status, "output": output}
+        events.append((end, {"type": end, "sequence_number": next(seq), "response": response}))
     return sse(events)
 
 
@@ -521,6 +529,86 @@ def test_responses_websocket_frames_empty_arguments_become_an_empty_object(delta
     view = responses_client_view(sse([(None, unit.json()) for unit in out]))
     assert view["done"] == view["item_done"] == view["completed"] == "{}"
     assert [u.json()["sequence_number"] for u in out] == list(range(len(frames)))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    ("end", "status"),
+    [
+        ("response.incomplete", "incomplete"),
+        ("response.failed", "failed"),
+        ("response.completed", "cancelled"),
+        ("response.done", None),
+        ("response.done", "incomplete"),
+        ("error", None),
+        (None, None),
+    ],
+)
+@pytest.mark.parametrize("after", [False, True], ids=["last", "text-after"])
+def test_responses_stream_empty_arguments_of_a_response_cut_short_stay(
+    end: str | None, status: Any, after: bool, seed: int | None
+) -> None:
+    """The call's ``output_item.done`` comes before the event that says how the response ended
+    (``incomplete``, ``failed``, an ``error``, no end at all): the call waits for it, and its empty
+    arguments stay as sent (the stream byte for byte: list_files is declared)."""
+    upstream = responses_stream([], "", end=end, status=status, after=after)
+    assert run(RESPONSES, upstream, seed) == upstream
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("end", ["response.completed", "response.done"])
+def test_responses_stream_empty_arguments_before_more_output_wait_for_the_end(end: str, seed: int | None) -> None:
+    """A message after the call, then a completed response: the call became ``{}`` in every place,
+    the message's events after it, in order."""
+    upstream = responses_stream(["nu", "ll"], "null", end=end, after=True)
+    out = run(RESPONSES, upstream, seed)
+    events = parsed(out)
+    done = [d["item"] for d in events if d["type"] == "response.output_item.done"]
+    assert [(i["type"], i.get("arguments")) for i in done] == [("function_call", "{}"), ("message", None)]
+    assert events[-1]["response"]["output"][0]["arguments"] == "{}"
+    assert [d["sequence_number"] for d in events] == list(range(len(events)))
+    assert [d["type"] for d in events] == [d["type"] for d in parsed(upstream)]
+
+
+@pytest.mark.parametrize("status", ["failed", "cancelled", "incomplete"])
+@pytest.mark.parametrize("arguments", ["", "null", None])
+def test_responses_json_empty_arguments_of_a_response_cut_short_stay(status: str, arguments: Any) -> None:
+    body = {"id": "resp_1", "object": "response", "status": status, "output": [responses_item(arguments)]}
+    before = orjson.dumps(body)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert orjson.dumps(body) == before
+
+
+def test_responses_websocket_frames_wait_for_the_end_and_a_failed_one_keeps_empty_arguments() -> None:
+    """Frame by frame: after the call's ``output_item.done`` its frames are held (a stall
+    releases them: :meth:`held_units` gives them as they came); ``response.failed`` leaves them."""
+    frames = [
+        JSONFrame(orjson.dumps(d)) for d in parsed(responses_stream([], "", end="response.failed", status="failed"))
+    ]
+    rw = RESPONSES.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    out = [unit for frame in frames[:-1] for unit in rw.on_unit(frame)]
+    assert rw.has_held()
+    assert [u.raw for u in out + rw.held_units()] == [f.raw for f in frames[:-1]]
+    rw = RESPONSES.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    out = [unit for frame in frames for unit in rw.on_unit(frame)]
+    assert [u.raw for u in out] == [f.raw for f in frames] and not rw.has_held()
+
+
+def test_responses_stream_stall_after_the_call_lets_it_go_as_it_came() -> None:
+    """The stall bound fires after the call's ``output_item.done``, before the response's end:
+    the call goes as it came (its empty arguments are not written without the end), the rest is
+    read as usual."""
+    upstream = responses_stream([], "", after=True)
+    events = upstream.split(b"\n\n")
+    cut = next(k for k, e in enumerate(events) if b"msg_1" in e)
+    head, tail = b"\n\n".join(events[:cut]) + b"\n\n", b"\n\n".join(events[cut:])
+    rw = RESPONSES.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    out = b"".join(rw.feed(head))
+    assert rw.has_held() and b"output_item.done" not in out
+    out += b"".join(rw.let_go("the upstream sent no byte for 2.0 s"))
+    out += b"".join(rw.feed(tail)) + b"".join(rw.finish())
+    assert out == upstream
+    assert rw.unrepaired == ["the upstream sent no byte for 2.0 s while the tool call list_files was held"]
 
 
 # -- Anthropic ----------------------------------------------------------------------------------
@@ -988,10 +1076,17 @@ def test_anthropic_stream_empty_input_followed_by_another_block_stays(seed: int 
 @given(reason=REASONS, arguments=st.sampled_from(["", "null", "[]", None]))
 def test_property_empty_arguments_become_an_object_only_after_the_models_own_end(reason: Any, arguments: Any) -> None:
     """Over any stop reason: empty arguments change (to ``{}``) exactly when the reason is one of
-    the dialect's natural ends, in Chat, Anthropic and Gemini alike."""
+    the dialect's natural ends, in Chat, Anthropic, Gemini and Responses alike (a Responses
+    ``status``, in a JSON answer and in the ``response.done`` that ends a stream)."""
     assert _chat_json_keeps(arguments, reason) is (reason not in CHAT_ENDS)
     value = None if arguments in ("null", None) else ([] if arguments == "[]" else "")
     assert _anthropic_json_keeps(value, reason) is (reason not in ANTHROPIC_ENDS)
     assert _gemini_json_keeps(value, reason) is (reason != "STOP")
     stream = anthropic_stream(value, [], stop=reason)
     assert (run(ANTHROPIC, stream, 1) == stream) is (reason not in ANTHROPIC_ENDS)
+    body = {"id": "resp_1", "object": "response", "status": reason, "output": [responses_item(arguments)]}
+    before = orjson.dumps(body)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert (orjson.dumps(body) == before) is (reason != "completed")
+    stream = responses_stream([], arguments, end="response.done", status=reason, after=True)
+    assert (run(RESPONSES, stream, 1) == stream) is (reason != "completed")

@@ -69,6 +69,9 @@ _RESPONSE_EVENTS = (
     "response.done",
     "response.queued",
 )
+#: A response status that says the answer stopped short (OpenAI API reference, "The response
+#: object", ``status``): its calls' empty arguments are never completed.
+_CUT_STATUSES = ("incomplete", "failed", "cancelled")
 
 
 def _hides_items(item: Any) -> bool:
@@ -564,8 +567,9 @@ class ResponsesCore:
         self.streaming = False
         self.stream_lifts: dict[str, list[dict[str, Any]]] = {}
         self._item_ids = 0
-        #: The response says ``status: incomplete`` (max_output_tokens): its calls' empty
-        #: arguments are never completed, whatever an item's own status says.
+        #: The response stopped short (``status`` ``incomplete`` — max_output_tokens —,
+        #: ``failed``, ``cancelled``; a stream's ``error`` or end without a ``response.completed``):
+        #: its calls' empty arguments are never completed, whatever an item's own status says.
         self.cut_off = False
 
     # tool calls left in text ------------------------------------------------------
@@ -788,8 +792,9 @@ class ResponsesCore:
     def rewrite_response_object(self, response: dict[str, Any]) -> bool:
         """Rewrite ``output[]`` calls and the ``tools`` / ``tool_choice`` echo in place."""
         changed = False
-        if response.get("status") == "incomplete":
-            self.cut_off = True
+        status = response.get("status")
+        if status in _CUT_STATUSES or (not self.streaming and status != "completed"):
+            self.cut_off = True  # a JSON answer says its end only here
         output = response.get("output")
         before = [id(i) for i in output] if isinstance(output, list) else []
         if isinstance(output, list) and self.stream_lifts:
@@ -901,6 +906,33 @@ def _is_call(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] in _CALL_TYPES
 
 
+def _empty_call_done(unit: Any) -> bool:
+    """``unit`` is a function call's ``response.output_item.done`` whose arguments are an empty
+    form (:meth:`~toolvocab.engine.models.ToolCall.read`): ``""``, ``null``, ``[]``…"""
+    data = unit.json()
+    if not isinstance(data, dict) or data.get("type") != "response.output_item.done":
+        return False
+    item = data.get("item")
+    return (
+        isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and isinstance(item.get("name"), str)
+        and "arguments" in item
+        and ToolCall.read(item["name"], item["arguments"]).empty_arguments
+    )
+
+
+def _cut_short(kind: Any, data: Any) -> bool:
+    """The event that ends a response (an ``error`` or one of :data:`_TERMINAL_EVENTS`) says the
+    answer stopped short: ``error``, ``response.incomplete``, ``response.failed``, a ``response``
+    whose ``status`` is not ``completed``, or a ``response.done`` that gives none."""
+    if kind in ("response.completed", "response.done"):
+        response = data.get("response") if isinstance(data, dict) else None
+        status = response.get("status") if isinstance(response, dict) else None
+        return status != "completed" if isinstance(status, str) or kind == "response.done" else False
+    return True
+
+
 def _output_index(unit: Any) -> Any:
     """The ``output_index`` of a stream event (``None`` when it has none, or is not JSON)."""
     data = unit.json()
@@ -941,6 +973,12 @@ class ResponsesStream(EventStreamRewriter):
         self.core = ResponsesCore(flow)
         self.core.streaming = True
         self._held: list[SSEEvent] | None = None
+        #: The done calls of a hold in which one has empty arguments, then every later event,
+        #: until the event that ends the response says whether it stopped short (a cut-off call's
+        #: empty arguments are never written as ``{}``; :data:`_CUT_STATUSES`).
+        self._awaiting: list[Any] | None = None
+        self._awaited = 0  # how many of them are the hold's
+        self._end_known = False  # the response's end was seen (nothing more to wait for)
         self._open: list[Any] = []  # output_index of each held call not done yet
         self._calls: list[Any] = []  # output_index of each call in the hold, in order
         #: Item ids of calls let go before their ``output_item.done``, named back
@@ -958,6 +996,7 @@ class ResponsesStream(EventStreamRewriter):
         parallel wrapper was unwrapped): every event goes to :meth:`on_event`."""
         return (
             self._held is not None
+            or self._awaiting is not None
             or self._text is not None
             or bool(self._index_shift or self._seq_shift)
             or bool(self._gone)
@@ -965,7 +1004,7 @@ class ResponsesStream(EventStreamRewriter):
 
     def has_held(self) -> bool:
         """A call's events or a message's text that may be markup are held."""
-        return bool(self._held) or (self._text is not None and bool(self._text.held))
+        return bool(self._held) or bool(self._awaiting) or (self._text is not None and bool(self._text.held))
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held events (clears them)."""
@@ -978,6 +1017,13 @@ class ResponsesStream(EventStreamRewriter):
     def on_unit(self, event: Any) -> list[Any]:
         """Like :meth:`on_event` over any object with ``json()``, ``raw`` and ``with_json()``
         (an :class:`SSEEvent` or a WebSocket frame); returns units to send, in order."""
+        if self._awaiting is not None:
+            data = event.json()
+            kind = data.get("type") if isinstance(data, dict) else None
+            if kind != "error" and kind not in _TERMINAL_EVENTS:
+                self._awaiting.append(event)
+                return []
+            return self._end_awaiting(cut=_cut_short(kind, data)) + self.on_unit(event)
         if self._index_shift or self._seq_shift:
             # A parallel wrapper went out as several items: later items and events move up.
             data = event.json()
@@ -1019,6 +1065,10 @@ class ResponsesStream(EventStreamRewriter):
                 self._calls.append(index)
             elif kind == "response.output_item.done" and index in self._open:
                 self._open.remove(index)
+                if not self._open and not self._end_known and any(map(_empty_call_done, self._held)):
+                    # Whether "" becomes {} waits for the response's end (:meth:`_end_awaiting`).
+                    self._awaiting, self._awaited, self._held = self._held, len(self._held), None
+                    return []
                 if not self._open:
                     out = self._release_calls(self._held)
                     self._held = None  # only now: if a release raised, held() still has every unit
@@ -1100,6 +1150,22 @@ class ResponsesStream(EventStreamRewriter):
             for u in held
         ]
 
+    def _end_awaiting(self, *, cut: bool) -> list[Any]:
+        """The awaited calls resolved now that the response's end is known (``cut``: it stopped
+        short, so their empty arguments stay as sent), then the events after them read as usual;
+        the units to send, in order. If that raises, every awaited unit is still held."""
+        awaiting, self._awaiting = self._awaiting or [], None
+        self.core.cut_off = self.core.cut_off or cut
+        self._end_known = True
+        try:
+            out = self._release_calls(awaiting[: self._awaited])
+            for unit in awaiting[self._awaited :]:
+                out += self.on_unit(unit)
+        except BaseException:
+            self._held, self._text, self._awaiting = None, None, awaiting
+            raise
+        return out
+
     def _let_go(self, units: list[Any]) -> list[Any]:
         """The calls whose ``output_item.added`` is among ``units`` go as they came, an upstream
         alias of the client's own tool named back (:meth:`ResponsesCore.let_go`; said at the end
@@ -1151,6 +1217,9 @@ class ResponsesStream(EventStreamRewriter):
 
     def held_units(self) -> list[Any]:
         """The held units themselves (clears them); for the WebSocket path."""
+        awaiting, self._awaiting = self._awaiting or [], None
+        if awaiting:
+            return awaiting  # nothing else is held meanwhile
         held, self._held = self._held or [], None
         text = self._text.release() if self._text is not None else []
         self._text = None
@@ -1159,7 +1228,15 @@ class ResponsesStream(EventStreamRewriter):
     def let_go(self, why: str) -> list[bytes]:
         """What is held, given up (:meth:`EventStreamRewriter.let_go`): the held calls as they
         came but for an upstream alias named back, in their later events and the echo too
-        (:meth:`_let_go`); held text as it came, never lifted. The rewrite goes on."""
+        (:meth:`_let_go`); held text as it came, never lifted. The rewrite goes on: calls done
+        but awaiting the response's end go so too, and the events after them are read."""
+        if self._awaiting:
+            awaiting, self._awaiting = self._awaiting, None
+            self.unrepaired.append(f"{why} while the tool call {_item_name(awaiting)} was held")
+            out = self._let_go(awaiting[: self._awaited])
+            for unit in awaiting[self._awaited :]:
+                out += self.on_unit(unit)
+            return [u.raw for u in out] + self.let_go(why)
         held, self._held = self._held or [], None
         text = self._text.release() if self._text is not None else []
         self._text = None
@@ -1172,7 +1249,11 @@ class ResponsesStream(EventStreamRewriter):
 
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came, an upstream alias of the client's
-        own tool named back (:meth:`_let_go`)."""
+        own tool named back (:meth:`_let_go`); calls awaiting the response's end are resolved as
+        cut off (no event said it completed)."""
+        if self._awaiting is not None:
+            out = [u.raw for u in self._end_awaiting(cut=True)]
+            return out + self.at_end()
         if self._held:
             self.unrepaired.append(
                 f"the rewrite reached the end of the stream before the tool call {_item_name(self._held)}'s response.output_item.done"
