@@ -185,6 +185,47 @@ def test_reverse_map_gives_the_client_its_own_name_back_even_when_the_schema_fai
         assert text in d.reason
 
 
+def _namespaced_alias(operation: str, namespace: str) -> tuple[DeclaredTool, str, dict[str, str]]:
+    """A tool of ``namespace`` and the alias a plan gives its operation (the OpenAI grammar)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    tool = fn(operation, schema("title", title=STR), namespace=namespace)
+    op_alias = alias(operation, GRAMMARS["openai"], {operation})
+    return tool, op_alias, {namespace + op_alias: namespace + operation}
+
+
+@settings(max_examples=int(__import__("os").environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
+@given(
+    operation=st.from_regex(r"[a-z][a-z_]{0,70}[a-z]", fullmatch=True),
+    server=st.sampled_from(["github", "git_hub", "Github"]),
+    other=st.sampled_from([None, "mcp__gitlab__", "functions"]),
+)
+def test_an_alias_called_outside_its_server_is_left_and_the_record_says_whose_it_is(
+    operation: str, server: str, other: str | None
+) -> None:
+    """The model kept the alias this flow sent for a namespaced tool but dropped its server or
+    put it under another: a bare name never enters a namespace, a namespaced one never leaves it,
+    so the call is left (no target) and the reason names the tool whose alias it is; under its
+    own server the same alias goes back."""
+    namespace = f"mcp__{server}__"
+    tool, op_alias, reverse = _namespaced_alias(operation, namespace)
+    d = decide([tool], op_alias, {"title": "t"}, namespace=other, reverse_map=reverse)
+    assert d.action is Action.LEAVE and d.target is None and d.target_namespace is None
+    assert f"the name this flow sent upstream for {namespace}{operation}" in d.reason
+    home = decide([tool], op_alias, {"title": "t"}, namespace=namespace, reverse_map=reverse)
+    assert (home.action, home.target, home.target_namespace) == (Action.RENAME, operation, namespace)
+
+
+def test_an_alias_flattened_with_another_server_is_left_and_said() -> None:
+    tool, op_alias, reverse = _namespaced_alias("create_an_issue_" + "x" * 60, "mcp__github__")
+    d = decide([tool], "mcp__gitlab__" + op_alias, {"title": "t"}, reverse_map=reverse)
+    assert d.action is Action.LEAVE and d.target is None
+    assert d.reason.endswith("but under another server: the client will report it")
+    plain = decide([tool], "create_issue_" + "0" * 8, {"title": "t"}, reverse_map=reverse)
+    assert "sent upstream" not in plain.reason  # another alias-shaped name: nothing said
+
+
 def test_a_transport_alias_always_goes_back_with_its_arguments_as_sent() -> None:
     # `run_cmd` is no agent's name: a transport alias of the client's own tool. Undoing it
     # reinterprets nothing, so it goes back whatever the arguments; they are not changed.

@@ -27,6 +27,7 @@ into several declared servers, and a namespaced or free-text name with no match 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -1063,8 +1064,43 @@ def _resolve(
     for step in LADDER:
         decision = step(ask)
         if decision is not None:
+            if decision.action is Action.LEAVE and reverse_map:
+                said = _alias_elsewhere(call, reverse_map)
+                if said:
+                    decision = decision.model_copy(update={"reason": decision.reason + said})
             return decision
     raise AssertionError("the capability step always decides")  # pragma: no cover
+
+
+#: The separators a server or namespace is joined to a name by (:func:`join_namespace`, ``mcp__``).
+_JOINS = re.compile(r"__|[.:/]")
+#: How an alias ends (:func:`toolvocab.engine.grammar.alias`: ``_`` and 8 hex digits).
+_ALIAS_END = re.compile(r".*_[0-9a-f]{8}", re.DOTALL)
+
+
+def _alias_tail(name: str) -> str | None:
+    """The part of ``name`` after its last join (:data:`_JOINS`) when it ends as an alias does."""
+    tail = _JOINS.split(name)[-1]
+    return tail if _ALIAS_END.fullmatch(tail) else None
+
+
+def _alias_elsewhere(call: ToolCall, reverse_map: Mapping[str, str]) -> str:
+    """For a call left: ``"; …"`` saying that its name ends as an upstream alias this flow sent
+    for a tool does (the model kept the alias but dropped its server, or put it under another),
+    so the record says whose name the client will report; ``""`` otherwise. A bare name never
+    enters a namespace and a namespaced one never leaves it: the name is not given back."""
+    own = _alias_tail(call.name)
+    if own is None:
+        return ""
+    flat = join_namespace(call.namespace, call.name)
+    for alias, original in reverse_map.items():
+        if alias != flat and _alias_tail(alias) == own:
+            where = "with no server" if flat == own else "under another server"
+            return (
+                f"; it ends as {alias} does, the name this flow sent upstream for "
+                f"{original.partition(DUPLICATE_MARK)[0]}, but {where}: the client will report it"
+            )
+    return ""
 
 
 def declared_tool(
