@@ -675,3 +675,140 @@ def test_a_binary_frame_inside_a_held_call_ends_the_hold_in_order(env):
     s.server(frames[3:])
     assert s.delivered() == [orjson.dumps(frames[0]), *b.injected, *[orjson.dumps(f) for f in frames[3:]]]
     assert "a binary frame came while a tool call's frames were held" in " | ".join(s.record["notes"])
+
+
+# -- turns toolvocab did not read; give-ups that keep the client's names -------------------------
+
+FS_READ = {
+    "type": "function",
+    "name": "fs.read",
+    "description": "Read a file.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+}
+
+
+def calling(name: str, arguments: str) -> list[dict]:
+    """The fixture's server answer, its one call named ``name`` with ``arguments``."""
+    _, frames = load_frames()
+    out = json.loads(json.dumps(frames))
+    for f in out:
+        item = f.get("item")
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            item["name"] = name
+            if item["arguments"]:
+                item["arguments"] = arguments
+        if f["type"] == "response.function_call_arguments.delta":
+            f["delta"] = arguments if f["sequence_number"] == 2 else ""
+        if f["type"] == "response.function_call_arguments.done":
+            f["arguments"] = arguments
+        if f["type"] == "response.completed":
+            for item in f["response"]["output"]:
+                item["name"], item["arguments"] = name, arguments
+    return out
+
+
+def names_seen(frames: list[bytes]) -> list[str]:
+    """Every call name the client reads: output items, and the completed echo's output."""
+    out = []
+    for f in parsed(frames):
+        if f["type"].startswith("response.output_item"):
+            out.append(f["item"]["name"])
+        if f["type"] == "response.completed":
+            out += [i["name"] for i in f["response"]["output"]]
+    return out
+
+
+def test_a_turn_whose_create_cannot_be_read_is_never_repaired_with_the_last_turns_tools(env):
+    """Turn 1 declares exec_command and is repaired. Turn 2's response.create is not JSON
+    toolvocab reads (``NaN``): it declares only ``shell``, and its answer's ``shell`` call must
+    reach the client as sent (only a tool this request declared is a target), every frame byte
+    for byte; the record says why."""
+    s = Session(env)
+    create, frames = load_frames()
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 3
+    second = dict(create, tools=[{"type": "function", "name": "shell", "parameters": {"type": "object"}}])
+    raw = orjson.dumps(second)[:-1] + b',"temperature":NaN}'
+    sent = s.send(raw, from_client=True)
+    assert sent.message.content == raw
+    turn = s.server(frames)
+    assert all(not st.message.dropped and st.message.content == st.original for st in turn)
+    assert [d["target"] for d in s.record["decisions"]] == ["exec_command"]
+    assert "a client frame toolvocab cannot read began a turn whose tools toolvocab did not read" in " | ".join(
+        s.record["notes"]
+    )
+
+
+def test_a_response_append_turn_is_read_with_the_last_creates_tools(env):
+    """``response.append`` continues the socket's last response (its tools the last
+    response.create's): its answer is read as a new turn, each call decided and recorded again."""
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames)
+    s.send(
+        {"type": "response.append", "input": [{"type": "message", "role": "user", "content": "go on"}]},
+        from_client=True,
+    )
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 6
+    assert [d["target"] for d in s.record["decisions"]] == ["exec_command", "exec_command"]
+
+
+def test_another_client_frame_mid_turn_is_named_in_the_give_up(env):
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames[:3])
+    s.send({"type": "response.noop"}, from_client=True)
+    s.server(frames[3:])
+    assert s.delivered() == [orjson.dumps(f) for f in frames]
+    notes = " | ".join(s.record["notes"])
+    assert "a response.noop came while the previous turn was still streaming" in notes, notes
+
+
+def test_frames_held_when_the_socket_closes_are_noted(env):
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames[:3])
+    s.end()
+    notes = " | ".join(s.record["notes"])
+    assert "the socket closed while 2 frames of a tool call were held" in notes, notes
+
+
+@pytest.mark.parametrize("give_up", ["stall", "binary"])
+def test_a_give_up_sends_the_clients_name_not_the_alias_and_reads_on(env, give_up):
+    """``fs.read`` goes upstream under an alias (a dot: the upstream refuses it). A stall
+    (``toolvocab_hold_timeout``) or a binary frame inside the call's frames gives them up: the
+    client gets them as they came but for ``fs.read`` named back, in every frame (the call's
+    later ones and the completed echo too), never the alias; the record names it."""
+    import asyncio
+
+    create, _ = load_frames()
+    create = dict(create, tools=[*create["tools"], FS_READ])
+
+    async def turn() -> Session:
+        s = Session(env)
+        up = orjson.loads(s.create(create).message.content)
+        [alias] = [t["name"] for t in up["tools"] if t.get("name", "").startswith("fs_read_")]
+        frames = calling(alias, '{"path":"a"}')
+        s.server(frames[:3])
+        if give_up == "stall":
+            await asyncio.sleep(0.6)
+        else:
+            s.send(b"\x00\x01", text=False)
+        s.server(frames[3:])
+        return s
+
+    env.configure(toolvocab_hold_timeout="0.2")
+    try:
+        s = asyncio.run(asyncio.wait_for(turn(), 10))
+    finally:
+        env.configure(toolvocab_hold_timeout="30")
+        harness.websocket(env.module)._pending.clear()
+    got = [st.message.content for st in s.steps[1:] if not st.message.dropped and st.message.is_text]
+    got += [raw for _, _, raw, text in env.injected if text]
+    assert sorted(names_seen(got)) == ["fs.read"] * 3
+    assert "names given back: fs.read" in " | ".join(s.record["notes"]) or "(fs.read)" in " | ".join(s.record["notes"])

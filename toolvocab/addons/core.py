@@ -154,7 +154,7 @@ class ToolVocab(Configurable):
                 "sends no byte for this long meanwhile, what is held goes to the client as it came (but for a "
                 "name toolvocab sent upstream because the upstream rejects the client's own, given back) and "
                 "the rest of the stream is read as usual (OpenAI Chat: passed on unrepaired but for such "
-                "names; Codex's WebSocket: unrepaired). 0: hold as long as the upstream takes."
+                "names). 0: hold as long as the upstream takes."
             ),
         )
 

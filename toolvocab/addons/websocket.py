@@ -13,8 +13,9 @@ none overtakes them (mitmproxy 11.0.2 and 12.x: ``proxy/layers/websocket.py``,
 ``relay_messages``).
 
 A held call is bounded as on HTTP (``toolvocab_hold_timeout``): when the server sends no frame
-for that long while frames are held, they go to the client as they came and the rest of the
-turn passes unrepaired. Frames held when the server closes the socket are lost with it:
+for that long while frames are held, they go to the client as they came but for an upstream
+alias of the client's own tool, named back, and the rest of the turn is read as usual. Frames
+held when the server closes the socket are lost with it (the record and a ``warn`` line say so):
 mitmproxy relays the close with no hook before it."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 from typing import TYPE_CHECKING
 from typing import Any
 
+import msgspec
 from mitmproxy import http
 
 from toolvocab import dialects
@@ -34,6 +36,7 @@ from toolvocab.addons.state import hand_over
 from toolvocab.addons.state import take_over
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.dialects import pipeline
+from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.dialects.base import JSONFrame
 from toolvocab.dialects.sse import RepeatedKey
@@ -105,7 +108,7 @@ class ToolVocabWebSocket:
                 self._queue(flow, message)
             return
         if message.from_client and (self.core.mode == "off" or not self.core.ready):
-            self._end_turns(flow)  # this turn is not toolvocab's: nothing of it is touched
+            self._end_turns(flow, message.content)  # this turn is not toolvocab's: nothing of it is touched
             return
         try:
             self._websocket_message(flow, message)
@@ -126,6 +129,14 @@ class ToolVocabWebSocket:
         self._stop_timer(flow.id)
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
+            rewriter = ws.ws_rewriter
+            if rewriter is not None and rewriter.has_held() and ws.record.mode != "observe":
+                # mitmproxy relays the close with no hook before it: the frames are lost.
+                lost = len(rewriter.held_units())
+                why = f"the socket closed while {lost} frames of a tool call were held"
+                ws.record.notes.append(passed_note(why, "the client never got them (the call was cut off anyway)"))
+                logger.warning("toolvocab: %s; the client never got them · %s", why, ws.record.host)
+                self.recorder.finish(flow, ws)  # the mark and comment say it too
             flow.metadata[METADATA_KEY] = _storable(ws.record.dump())
 
     def _websocket_message(self, flow: http.HTTPFlow, message: Any) -> None:
@@ -134,7 +145,8 @@ class ToolVocabWebSocket:
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
-            if self._give_up_unfinished(flow):
+            kind = _frame_type(message.content)
+            if self._give_up_unfinished(flow, kind):
                 return
             result = pipeline.handle(
                 pipeline.Request(
@@ -150,6 +162,7 @@ class ToolVocabWebSocket:
                 accept=lambda frame: isinstance(frame, dict) and frame.get("type") == "response.create",
             )
             if result is None:
+                self._unread_turn(flow, kind)
                 return
             if isinstance(result, pipeline.Skipped):
                 # As the HTTP request hook does: which repeated key the server reads is its
@@ -281,52 +294,97 @@ class ToolVocabWebSocket:
             flow,
             state,
             "a binary frame came while a tool call's frames were held",
-            "the client got the held frames as the upstream sent them, then the binary frame and the rest of "
-            "the turn as they came",
+            "the client got the held frames as the upstream sent them, then the binary frame; the rest of the "
+            "turn was read as usual",
+            keep_reading=True,
         )
         message.drop()
         self._inject(flow, message.content, False)
         return True
 
-    def _end_turns(self, flow: http.HTTPFlow) -> None:
-        """A ``response.create`` in ``off`` mode: the last turn's rewriting ends (given up if it
-        was still streaming; its record stays in metadata), and no frame after it is touched."""
+    def _end_turns(self, flow: http.HTTPFlow, content: bytes) -> None:
+        """A client frame (``content``) in ``off`` mode: the last turn's rewriting ends (given up
+        if it was still streaming; its record stays in metadata), and no frame after it is touched."""
         previous = self._ws.get(flow.id)
         if previous is None:
             return
-        self._give_up_unfinished(flow)
+        self._give_up_unfinished(flow, _frame_type(content))
         self._stop_timer(flow.id)
         del self._ws[flow.id]
         flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
 
-    def _give_up_unfinished(self, flow: http.HTTPFlow) -> bool:
-        """At a ``response.create``: if the socket's last turn is still streaming, which turn a
-        later frame belongs to is not known, so neither turn is touched from here on: the last
-        is given up (:meth:`_give_up`); True when it was."""
+    def _give_up_unfinished(self, flow: http.HTTPFlow, kind: str | None) -> bool:
+        """At a client text frame (``kind``: its ``type``, :func:`_frame_type`): if the socket's
+        last turn is still streaming, which turn a later frame belongs to is not known, so neither
+        turn is touched from here on: the last is given up (:meth:`_give_up`); True when it was."""
         previous = self._ws.get(flow.id)
         if previous is None or previous.ws_rewriter is None or previous.ws_turn_done:
             return False
+        what = f"a {kind}" if kind is not None else "a client frame toolvocab cannot read"
         self._give_up(
             flow,
             previous,
-            "a response.create came while the previous turn was still streaming",
+            f"{what} came while the previous turn was still streaming",
             "the client got what was held as the upstream sent it, and this frame and every frame after "
             "it in both turns as they came",
         )
         return True
 
-    def _give_up(self, flow: http.HTTPFlow, state: FlowState, why: str, got: str) -> None:
-        """Stop rewriting ``state``'s turn: what its rewriter holds goes to the client as it came
-        (injected, in order), every later frame of the socket passes, the record says why."""
-        rewriter = state.ws_rewriter
-        held = rewriter.held_units() if rewriter is not None else []
-        state.ws_rewriter = None
+    def _unread_turn(self, flow: http.HTTPFlow, kind: str | None) -> None:
+        """A client text frame that is no ``response.create`` toolvocab reads (``kind``: its
+        ``type``, ``None`` when not JSON toolvocab reads), after the last turn ended: the server's
+        next frames answer it. A ``response.append`` continues the socket's last response, its
+        tools those of the last ``response.create`` (codex-rs ``codex-api/src/common.rs``
+        ``ResponsesWsRequest``): a new turn is read with them. After anything else no frame of the
+        socket is touched until the next ``response.create``: only a tool this request declared
+        is a target, and what it declares is not known."""
+        previous = self._ws.get(flow.id)
+        if previous is None:
+            return
+        if kind == "response.append" and previous.ws_rewriter is not None:
+            previous.ws_rewriter = previous.rewriter()
+            previous.ws_turn_done = False
+            previous.ws_unrepaired = 0
+            return
         self._stop_timer(flow.id)
+        del self._ws[flow.id]
+        what = f"a {kind} frame" if kind is not None else "a client frame toolvocab cannot read"
+        previous.record.notes.append(
+            f"{what} began a turn whose tools toolvocab did not read: its frames went as they came"
+        )
+        flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
+        self.recorder.finish(flow, previous)
+
+    def _give_up(
+        self, flow: http.HTTPFlow, state: FlowState, why: str, got: str, *, keep_reading: bool = False
+    ) -> None:
+        """Give up what ``state``'s turn holds: it goes to the client as it came but for an
+        upstream alias of the client's own tool, named back (:meth:`_let_go`; injected, in
+        order); then the rest of the turn is read as usual (``keep_reading``) or every later
+        frame of the socket passes. The record says why."""
+        rewriter = state.ws_rewriter
+        held, backs = self._let_go(state, rewriter, why) if rewriter is not None else ([], [])
+        if not keep_reading:
+            state.ws_rewriter = None
+        self._stop_timer(flow.id)
+        if backs:
+            got += f" (names given back: {', '.join(backs)})"
         state.record.notes.append(passed_note(why, got))
         if state.record.mode != "observe":  # observe: every frame already went on as it came
             for unit in held:
                 self._inject(flow, unit.raw, True)
         self.recorder.finish(flow, state)
+
+    @staticmethod
+    def _let_go(state: FlowState, rewriter: FrameRewriter, why: str) -> tuple[list[Any], list[str]]:
+        """What ``rewriter`` holds, let go (:meth:`~toolvocab.dialects.base.FrameRewriter.let_go_units`),
+        and the client's names given back in it; the rewriter's sentences about it are this
+        give-up's own note (not noted again)."""
+        seen = len(rewriter.unrepaired)
+        held = rewriter.let_go_units(why)
+        backs = [u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[seen:] if NAMED_BACK in u]
+        state.ws_unrepaired = len(rewriter.unrepaired)
+        return held, backs
 
     # -- the hold bound -----------------------------------------------------------------------
 
@@ -359,15 +417,23 @@ class ToolVocabWebSocket:
             if idle < timeout:
                 self._timers[flow.id] = loop.call_later(timeout - idle, self._on_timer, flow, state, loop)
                 return
-            held = rewriter.held_units()
-            state.ws_rewriter = None  # the rest of the turn goes as it comes
+            why = f"the upstream sent no frame for {idle:.1f} s"
+            held, backs = self._let_go(state, rewriter, why)
+            names = f" but for names given back ({', '.join(backs)})" if backs else ""
             state.record.notes.append(
                 passed_note(
-                    f"the upstream sent no frame for {idle:.1f} s while a tool call was held "
-                    f"(toolvocab_hold_timeout {timeout:g})",
-                    f"the client got the {len(held)} held frames as the upstream sent them and the rest of the "
-                    "turn unrepaired",
+                    f"{why} while a tool call was held (toolvocab_hold_timeout {timeout:g})",
+                    f"the client got the {len(held)} held frames as the upstream sent them{names}, and the rest "
+                    "of the turn read as usual",
                 )
+            )
+            logger.warning(
+                "toolvocab: %s while a tool call was held (toolvocab_hold_timeout %g); what was held went to "
+                "the client as it came%s · %s",
+                why,
+                timeout,
+                names,
+                state.record.host,
             )
             for unit in held:
                 self._inject(flow, unit.raw, True)
@@ -386,6 +452,21 @@ class ToolVocabWebSocket:
 #: Server events after which a Responses turn sends nothing more (developers.openai.com/docs/
 #: guides/websocket-mode; the Responses streaming events).
 _TURN_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
+
+
+class _Typed(msgspec.Struct):
+    """The ``type`` of a frame, nothing else decoded."""
+
+    type: Any = None
+
+
+def _frame_type(content: bytes) -> str | None:
+    """A client frame's ``type`` (a string), or ``None`` (not a JSON object, no string type)."""
+    try:
+        kind = msgspec.json.decode(content, type=_Typed).type
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def _ends_turn(unit: JSONFrame) -> bool:

@@ -139,11 +139,14 @@ class StreamRewriter(Protocol):
 class FrameRewriter(StreamRewriter, Protocol):
     """A stream rewriter that also takes whole units (Codex's Responses-over-WebSocket frames,
     :class:`JSONFrame`): ``on_unit(unit)`` returns the units to send now, in order;
-    ``held_units()`` the held ones themselves (clearing them), when the turn gives up."""
+    ``held_units()`` the held ones themselves (clearing them), when the turn gives up;
+    ``let_go_units(why)`` what :meth:`let_go` gives up, as units (the rewrite goes on)."""
 
     def on_unit(self, unit: Any) -> list[Any]: ...
 
     def held_units(self) -> list[Any]: ...
+
+    def let_go_units(self, why: str) -> list[Any]: ...
 
 
 class Dialect(Protocol):

@@ -1226,8 +1226,12 @@ class ResponsesStream(EventStreamRewriter):
         return text + held
 
     def let_go(self, why: str) -> list[bytes]:
-        """What is held, given up (:meth:`EventStreamRewriter.let_go`): the held calls as they
-        came but for an upstream alias named back, in their later events and the echo too
+        """What is held, given up (:meth:`EventStreamRewriter.let_go`; :meth:`let_go_units`)."""
+        return [u.raw for u in self.let_go_units(why)]
+
+    def let_go_units(self, why: str) -> list[Any]:
+        """What is held, given up now, as units to send in order: the held calls as they came but
+        for an upstream alias named back, in their later events and the echo too
         (:meth:`_let_go`); held text as it came, never lifted. The rewrite goes on: calls done
         but awaiting the response's end go so too, and the events after them are read."""
         if self._awaiting:
@@ -1236,7 +1240,7 @@ class ResponsesStream(EventStreamRewriter):
             out = self._let_go(awaiting[: self._awaited])
             for unit in awaiting[self._awaited :]:
                 out += self.on_unit(unit)
-            return [u.raw for u in out] + self.let_go(why)
+            return out + self.let_go_units(why)
         held, self._held = self._held or [], None
         text = self._text.release() if self._text is not None else []
         self._text = None
@@ -1245,7 +1249,7 @@ class ResponsesStream(EventStreamRewriter):
         if held:
             self.unrepaired.append(f"{why} while the tool call {_item_name(held)} was held")
             out += self._let_go(held)
-        return [u.raw for u in out]
+        return out
 
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came, an upstream alias of the client's
