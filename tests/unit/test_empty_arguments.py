@@ -476,7 +476,7 @@ def responses_client_view(out: bytes) -> dict[str, Any]:
     """Every place a Responses client reads a call's arguments."""
     view: dict[str, Any] = {"accumulated": None, "done": None, "item_done": None, "completed": None}
     for data in parsed(out):
-        kind = data.get("type")
+        kind = data.get("type") if isinstance(data, dict) else None  # None: a comment
         if kind == "response.output_item.added":
             view["accumulated"] = data["item"]["arguments"]
         elif kind == "response.function_call_arguments.delta":
@@ -557,17 +557,24 @@ def test_responses_stream_empty_arguments_of_a_response_cut_short_stay(
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("end", ["response.completed", "response.done"])
-def test_responses_stream_empty_arguments_before_more_output_wait_for_the_end(end: str, seed: int | None) -> None:
-    """A message after the call, then a completed response: the call became ``{}`` in every place,
-    the message's events after it, in order."""
+def test_responses_stream_empty_arguments_followed_by_more_output_stay(end: str, seed: int | None) -> None:
+    """A message after the call: how the response ends is not known when the call must go (its
+    order kept), so its empty arguments stay as sent, as an Anthropic block's do when another
+    block follows; nothing after it is held (the stream byte for byte)."""
     upstream = responses_stream(["nu", "ll"], "null", end=end, after=True)
+    assert run(RESPONSES, upstream, seed) == upstream
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_responses_stream_empty_arguments_wait_past_a_comment_for_the_end(seed: int | None) -> None:
+    """A keep-alive comment between the call and ``response.completed`` says nothing of the end:
+    the call waits past it (the comment kept in its place) and becomes ``{}``."""
+    upstream = responses_stream([], "")
+    cut = upstream.index(b"event: response.completed")
+    upstream = upstream[:cut] + b": keep-alive\n\n" + upstream[cut:]
     out = run(RESPONSES, upstream, seed)
-    events = parsed(out)
-    done = [d["item"] for d in events if d["type"] == "response.output_item.done"]
-    assert [(i["type"], i.get("arguments")) for i in done] == [("function_call", "{}"), ("message", None)]
-    assert events[-1]["response"]["output"][0]["arguments"] == "{}"
-    assert [d["sequence_number"] for d in events] == list(range(len(events)))
-    assert [d["type"] for d in events] == [d["type"] for d in parsed(upstream)]
+    assert responses_client_view(out)["item_done"] == responses_client_view(out)["completed"] == "{}"
+    assert out.index(b"output_item.done") < out.index(b": keep-alive") < out.index(b"response.completed")
 
 
 @pytest.mark.parametrize("status", ["failed", "cancelled", "incomplete"])
@@ -1088,5 +1095,25 @@ def test_property_empty_arguments_become_an_object_only_after_the_models_own_end
     before = orjson.dumps(body)
     RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert (orjson.dumps(body) == before) is (reason != "completed")
-    stream = responses_stream([], arguments, end="response.done", status=reason, after=True)
+    stream = responses_stream([], arguments, end="response.done", status=reason)
     assert (run(RESPONSES, stream, 1) == stream) is (reason != "completed")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    status=st.one_of(st.sampled_from(["completed", "incomplete", "failed", "cancelled"]), REASONS),
+    end=st.sampled_from(["response.completed", "response.done", "response.incomplete", "response.failed"]),
+    after=st.booleans(),
+    arguments=st.sampled_from(["", "null", "[]", None]),
+)
+def test_property_responses_empty_arguments_become_an_object_only_at_a_completed_end(
+    status: Any, end: str, after: bool, arguments: Any
+) -> None:
+    """Over the event that ends a Responses stream, its status and what follows the call: the
+    empty arguments change (to ``{}``) exactly when the call is the answer's last output and the
+    response ends completed (``response.completed`` or ``response.done`` with status
+    ``completed``; ``response.completed`` that gives no status string says so by its type)."""
+    stream = responses_stream([], arguments, end=end, status=status, after=after)
+    completed = status == "completed" if isinstance(status, str) or end == "response.done" else True
+    natural = end in ("response.completed", "response.done") and completed
+    assert (run(RESPONSES, stream, 1) != stream) is (natural and not after)

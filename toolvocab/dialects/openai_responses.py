@@ -571,6 +571,9 @@ class ResponsesCore:
         #: ``failed``, ``cancelled``; a stream's ``error`` or end without a ``response.completed``):
         #: its calls' empty arguments are never completed, whatever an item's own status says.
         self.cut_off = False
+        #: Item ids (call_ids) of calls that went out before the response's end was known: their
+        #: empty arguments are never completed either.
+        self.end_unknown: set[str] = set()
 
     # tool calls left in text ------------------------------------------------------
 
@@ -702,7 +705,7 @@ class ResponsesCore:
                 call_id=item.get("call_id"),
                 namespace=item.get("namespace"),
             )
-            if item.get("status") == "incomplete" or self.cut_off:
+            if item.get("status") == "incomplete" or self.cut_off or (isinstance(key, str) and key in self.end_unknown):
                 call = call.model_copy(update={"truncated": True})  # cut off: never completed
         decision = self.resolve(call)
         new_args = None
@@ -973,12 +976,12 @@ class ResponsesStream(EventStreamRewriter):
         self.core = ResponsesCore(flow)
         self.core.streaming = True
         self._held: list[SSEEvent] | None = None
-        #: The done calls of a hold in which one has empty arguments, then every later event,
-        #: until the event that ends the response says whether it stopped short (a cut-off call's
-        #: empty arguments are never written as ``{}``; :data:`_CUT_STATUSES`).
+        #: The done calls of a hold in which one has empty arguments (then any comment), until the
+        #: next event: the response's end says whether it stopped short (a cut-off call's empty
+        #: arguments are never written as ``{}``; :data:`_CUT_STATUSES`); any other event leaves
+        #: that unknown (:meth:`_end_awaiting`).
         self._awaiting: list[Any] | None = None
         self._awaited = 0  # how many of them are the hold's
-        self._end_known = False  # the response's end was seen (nothing more to wait for)
         self._open: list[Any] = []  # output_index of each held call not done yet
         self._calls: list[Any] = []  # output_index of each call in the hold, in order
         #: Item ids of calls let go before their ``output_item.done``, named back
@@ -1019,11 +1022,12 @@ class ResponsesStream(EventStreamRewriter):
         (an :class:`SSEEvent` or a WebSocket frame); returns units to send, in order."""
         if self._awaiting is not None:
             data = event.json()
-            kind = data.get("type") if isinstance(data, dict) else None
-            if kind != "error" and kind not in _TERMINAL_EVENTS:
+            if data is None:  # a comment, a keep-alive: no news of the response's end
                 self._awaiting.append(event)
                 return []
-            return self._end_awaiting(cut=_cut_short(kind, data)) + self.on_unit(event)
+            kind = data.get("type") if isinstance(data, dict) else None
+            ends = kind == "error" or kind in _TERMINAL_EVENTS
+            return self._end_awaiting(cut=_cut_short(kind, data) if ends else None) + self.on_unit(event)
         if self._index_shift or self._seq_shift:
             # A parallel wrapper went out as several items: later items and events move up.
             data = event.json()
@@ -1065,8 +1069,8 @@ class ResponsesStream(EventStreamRewriter):
                 self._calls.append(index)
             elif kind == "response.output_item.done" and index in self._open:
                 self._open.remove(index)
-                if not self._open and not self._end_known and any(map(_empty_call_done, self._held)):
-                    # Whether "" becomes {} waits for the response's end (:meth:`_end_awaiting`).
+                if not self._open and any(map(_empty_call_done, self._held)):
+                    # Whether "" becomes {} waits for the next event (:meth:`_end_awaiting`).
                     self._awaiting, self._awaited, self._held = self._held, len(self._held), None
                     return []
                 if not self._open:
@@ -1150,13 +1154,23 @@ class ResponsesStream(EventStreamRewriter):
             for u in held
         ]
 
-    def _end_awaiting(self, *, cut: bool) -> list[Any]:
-        """The awaited calls resolved now that the response's end is known (``cut``: it stopped
-        short, so their empty arguments stay as sent), then the events after them read as usual;
-        the units to send, in order. If that raises, every awaited unit is still held."""
+    def _end_awaiting(self, *, cut: bool | None) -> list[Any]:
+        """The awaited calls resolved at the next event, then the comments after them; the units
+        to send, in order. ``cut``: the event ends the response and says it stopped short (their
+        empty arguments stay as sent) or not (``False``: ``{}`` where the tool requires nothing);
+        ``None``: another event came first, so how the response ends is not known when they must
+        go (their order kept): their empty arguments stay as sent, as an Anthropic block's do
+        when another block follows it. If this raises, every awaited unit is still held."""
         awaiting, self._awaiting = self._awaiting or [], None
-        self.core.cut_off = self.core.cut_off or cut
-        self._end_known = True
+        if cut:
+            self.core.cut_off = True
+        elif cut is None:
+            for unit in awaiting[: self._awaited]:
+                data = unit.json()
+                item = data.get("item") if isinstance(data, dict) else None
+                key = item.get("id") or item.get("call_id") if _is_call(item) else None
+                if isinstance(key, str):
+                    self.core.end_unknown.add(key)
         try:
             out = self._release_calls(awaiting[: self._awaited])
             for unit in awaiting[self._awaited :]:

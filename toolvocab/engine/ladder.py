@@ -323,7 +323,10 @@ def _empty_to_object(call: ToolCall, tool: DeclaredTool) -> list[ArgChange] | No
 def _empty_left(call: ToolCall, tool: DeclaredTool) -> str:
     """Why empty arguments are left as sent."""
     if call.truncated:
-        return "the answer was cut off before this call's arguments; a truncated call is never completed"
+        return (
+            "the answer may have been cut off before this call's arguments (its end said so, or had not "
+            "come when the call had to go on); a truncated call is never completed"
+        )
     required = _required(tool)
     if required:
         return f"its arguments are empty ({call.raw_arguments!r} on the wire) and {tool.qualified} requires {', '.join(map(repr, required))}: left for the client to report"
