@@ -7,6 +7,7 @@ and that the recorded reason is non-empty and names what it decided about.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -195,7 +196,7 @@ def _namespaced_alias(operation: str, namespace: str) -> tuple[DeclaredTool, str
     return tool, op_alias, {namespace + op_alias: namespace + operation}
 
 
-@settings(max_examples=int(__import__("os").environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
+@settings(max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
 @given(
     operation=st.from_regex(r"[a-z][a-z_]{0,70}[a-z]", fullmatch=True),
     server=st.sampled_from(["github", "git_hub", "Github"]),
