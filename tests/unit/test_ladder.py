@@ -1101,3 +1101,16 @@ def test_a_shell_call_too_long_to_read_is_left_as_answered() -> None:
     assert d.action is Action.LEAVE and "not read" in d.reason
     d = decide(CLAUDE, "shell", {"command": ["bash", "-lc", "git status"]})
     assert d.action is Action.RENAME
+
+
+@pytest.mark.parametrize("name", ["apply-patch", "applypatch", "ApplyPatch"])
+def test_a_function_call_whose_capability_only_a_free_text_tool_has_is_left_and_said_so(name: str) -> None:
+    """Codex declares ``apply_patch`` as a free-text (custom) tool: a function call spelled
+    ``apply-patch`` never becomes a free-text call, so it is left, and the reason names the
+    tool that has the capability instead of saying none does."""
+    patch = declared_tool("apply_patch", kind=ToolKind.FREEFORM)
+    d = decide([patch, fn("exec_command", schema("cmd", cmd=STR))], name, {"input": "*** Begin Patch"})
+    assert d.action is Action.LEAVE and d.target is None
+    assert "apply_patch (a free-text tool) has it, and a function call never becomes either" in d.reason
+    nothing = decide([fn("exec_command", schema("cmd", cmd=STR))], name, {"input": "*** Begin Patch"})
+    assert nothing.action is Action.LEAVE and "has it:" not in nothing.reason

@@ -1030,10 +1030,21 @@ def _step_capability(ask: _Ask) -> Decision:
             earlier=ask.earlier,
         )
     if not candidates:
+        # A free-text tool or a server's tool with the capability (or the name but for spelling) is
+        # never a function call's target (a call never changes kind, a bare name never enters a
+        # namespace): the reason names them.
+        elsewhere = [
+            t.qualified + (" (a free-text tool)" if t.kind is not ToolKind.FUNCTION else " (a server's tool)")
+            for t, tserver, _, _ in ask.tools.keys
+            if (t.capability in held or name_key(t.name) == name_key(stripped))
+            and (t.kind is not ToolKind.FUNCTION or tserver is not None)
+        ]
+        said = f": {', '.join(elsewhere)} has it, and a function call never becomes either" if elsewhere else ""
         return _leave(
             call,
             Step.CAPABILITY,
-            f"{call.qualified} has capability {capability} and no declared tool has it; never inventing a name",
+            f"{call.qualified} has capability {capability} and no declared function tool outside a server "
+            f"has it{said}; never inventing a name",
         )
     return _leave(
         call,
