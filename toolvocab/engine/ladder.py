@@ -1039,12 +1039,14 @@ def _step_capability(ask: _Ask) -> Decision:
             if (t.capability in held or name_key(t.name) == name_key(stripped))
             and (t.kind is not ToolKind.FUNCTION or tserver is not None)
         ]
-        said = f": {', '.join(elsewhere)} has it, and a function call never becomes either" if elsewhere else ""
+        said = (
+            f"no declared function tool outside a server has it: {', '.join(elsewhere)} has it, and a "
+            "function call never becomes either"
+            if elsewhere
+            else "no declared tool has it"
+        )
         return _leave(
-            call,
-            Step.CAPABILITY,
-            f"{call.qualified} has capability {capability} and no declared function tool outside a server "
-            f"has it{said}; never inventing a name",
+            call, Step.CAPABILITY, f"{call.qualified} has capability {capability} and {said}; never inventing a name"
         )
     return _leave(
         call,
