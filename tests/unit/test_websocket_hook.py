@@ -732,8 +732,9 @@ def test_a_turn_whose_create_cannot_be_read_is_never_repaired_with_the_last_turn
     raw = orjson.dumps(second)[:-1] + b',"temperature":NaN}'
     sent = s.send(raw, from_client=True)
     assert sent.message.content == raw
-    turn = s.server(frames)
-    assert all(not st.message.dropped and st.message.content == st.original for st in turn)
+    before = len(s.delivered())
+    s.server(frames)
+    assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]  # every frame as it came
     assert [d["target"] for d in s.record["decisions"]] == ["exec_command"]
     assert "a client frame toolvocab cannot read began a turn whose tools toolvocab did not read" in " | ".join(
         s.record["notes"]
@@ -812,3 +813,86 @@ def test_a_give_up_sends_the_clients_name_not_the_alias_and_reads_on(env, give_u
     got += [raw for _, _, raw, text in env.injected if text]
     assert sorted(names_seen(got)) == ["fs.read"] * 3
     assert "names given back: fs.read" in " | ".join(s.record["notes"]) or "(fs.read)" in " | ".join(s.record["notes"])
+
+
+def aliased_session(env: Env) -> tuple[Session, list[dict]]:
+    """A socket whose create declares ``fs.read`` (sent upstream under an alias) and the
+    server's answer calling the alias."""
+    create, _ = load_frames()
+    s = Session(env)
+    up = orjson.loads(s.create(dict(create, tools=[*create["tools"], FS_READ])).message.content)
+    [alias] = [t["name"] for t in up["tools"] if t.get("name", "").startswith("fs_read_")]
+    return s, calling(alias, '{"path":"a"}')
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        {"type": "response.append", "input": []},
+        {"type": "response.noop"},
+        b"not json",
+    ],
+    ids=["append", "other", "unreadable"],
+)
+def test_after_a_mid_turn_give_up_every_later_frame_has_the_alias_named_back(env, frame):
+    """A client frame while an aliased call is held gives the turn up (which turn a later frame
+    is of is not known): the held frames, the call's later frames, the echo and the next turn's
+    frames reach the client with ``fs.read``, never the alias, and nothing else is changed."""
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    s.server(frames[:3])
+    s.send(frame, from_client=True)
+    s.server(frames[3:])
+    s.server(frames)  # the appended (or unknown) turn's answer, calling the alias too
+    got = s.delivered()
+    assert alias.encode() not in b"".join(got)
+    assert names_seen(got) == ["fs.read"] * 6
+    expected = [orjson.dumps(f).replace(alias.encode(), b"fs.read") for f in frames * 2]
+    assert [orjson.loads(g) for g in got] == [orjson.loads(e) for e in expected]
+
+
+def test_an_unread_turn_names_aliases_back_and_the_record_keeps_every_turn(env):
+    """Turn 1 repaired; a client frame toolvocab cannot read, then an append: their answers
+    have only the socket's aliases named back; a later create is read again, and the record
+    still has turn 1's decision and the note."""
+    s, frames = aliased_session(env)
+    _, shell = load_frames()
+    s.server(shell)
+    s.send(b"not json", from_client=True)
+    s.send({"type": "response.append", "input": []}, from_client=True)
+    before = len(s.delivered())
+    s.server(frames)
+    assert names_seen(s.delivered()[before:]) == ["fs.read"] * 3
+    s.create()
+    s.server(shell)
+    assert [d["target"] for d in s.record["decisions"] if d["action"] == "rename"][:1] == ["exec_command"]
+    assert [d["target"] for d in s.record["decisions"] if d["action"] == "rename"][-1] == "exec_command"
+    assert any("began a turn whose tools toolvocab did not read" in n for n in s.record["notes"])
+
+
+def test_an_append_after_the_mode_became_observe_is_not_rewritten(env):
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames)
+    env.configure(toolvocab_mode="observe")
+    try:
+        s.send({"type": "response.append", "input": []}, from_client=True)
+        before = len(s.delivered())
+        s.server(frames)
+    finally:
+        env.configure(toolvocab_mode="auto")
+    assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]
+
+
+def test_a_frame_repeating_a_key_in_a_hold_still_gives_the_alias_back(env):
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    s.server(frames[:3])
+    repeated = orjson.dumps(frames[3])[:-1] + b',"type":"response.function_call_arguments.delta"}'
+    s.send(repeated)
+    s.server(frames[4:])
+    got = s.delivered()
+    assert repeated in got  # the frame itself as it came
+    assert names_seen([g for g in got if g != repeated]) == ["fs.read"] * 3
+    assert alias.encode() not in b"".join(g for g in got if g != repeated)

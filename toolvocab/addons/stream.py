@@ -275,7 +275,9 @@ class StreamCallable:
                 logger.exception("toolvocab: could not write released bytes to the client")
         # The calls let go are this note's (their sentences say only what it says), the names
         # given back too.
-        backs = [u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[self._unrepaired :] if NAMED_BACK in u]
+        backs = list(
+            dict.fromkeys(u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[self._unrepaired :] if NAMED_BACK in u)
+        )
         self._unrepaired = len(rewriter.unrepaired)
         names = f" but for names given back ({', '.join(backs)})" if backs else ""
         # Said now, while the upstream is still silent (the flow's own line comes at its end).

@@ -134,9 +134,8 @@ class ToolVocabWebSocket:
                 # mitmproxy relays the close with no hook before it: the frames are lost.
                 lost = len(rewriter.held_units())
                 why = f"the socket closed while {lost} frames of a tool call were held"
-                ws.record.notes.append(passed_note(why, "the client never got them (the call was cut off anyway)"))
-                logger.warning("toolvocab: %s; the client never got them · %s", why, ws.record.host)
-                self.recorder.finish(flow, ws)  # the mark and comment say it too
+                ws.record.notes.append(passed_note(why, "the client never got them"))
+                self.recorder.finish(flow, ws)  # the mark, the comment and a warn line say it
             flow.metadata[METADATA_KEY] = _storable(ws.record.dump())
 
     def _websocket_message(self, flow: http.HTTPFlow, message: Any) -> None:
@@ -220,17 +219,28 @@ class ToolVocabWebSocket:
         try:
             outs = state.ws_rewriter.on_unit(unit)
         except Exception as exc:
-            got = "the client got that frame, what was held and the rest of the turn's frames as the upstream sent them"
+            got = (
+                "the client got that frame, what was held and the rest of the turn's frames as the upstream "
+                "sent them but for the names this socket sent upstream, given back"
+            )
             if isinstance(exc, RepeatedKey):
                 state.record.notes.append(passed_note("a frame's data repeats a key (this turn)", got))
             else:
                 state.record.notes.append(
                     passed_note(f"internal error in the WebSocket rewrite ({type(exc).__name__}: {exc})", got)
                 )
-            outs = state.ws_rewriter.held_units()
-            if not outs or outs[-1] is not unit:
+            rewriter = state.ws_rewriter
+            try:
+                # As they came but for the aliases this socket sent, named back; from then on only
+                # those are (a frame that raised again passes as it came).
+                outs, _ = self._let_go(state, rewriter, "a frame could not be read")
+                rewriter.read_names_only()
+                state.ws_names_only = True
+            except Exception:
+                outs = rewriter.held_units()
+                state.ws_rewriter = None
+            if unit not in outs:
                 outs.append(unit)  # the failing frame may already be among the held ones
-            state.ws_rewriter = None
         else:
             state.ws_unrepaired = note_unrepaired(state.ws_rewriter, state.record, state.ws_unrepaired)
         news = len(state.record.decisions) != before or len(state.record.notes) != notes  # the record grew
@@ -326,7 +336,8 @@ class ToolVocabWebSocket:
             previous,
             f"{what} came while the previous turn was still streaming",
             "the client got what was held as the upstream sent it, and this frame and every frame after "
-            "it in both turns as they came",
+            "it in both turns as they came but for the names this socket sent upstream, given back",
+            names_only=True,
         )
         return True
 
@@ -335,36 +346,58 @@ class ToolVocabWebSocket:
         ``type``, ``None`` when not JSON toolvocab reads), after the last turn ended: the server's
         next frames answer it. A ``response.append`` continues the socket's last response, its
         tools those of the last ``response.create`` (codex-rs ``codex-api/src/common.rs``
-        ``ResponsesWsRequest``): a new turn is read with them. After anything else no frame of the
-        socket is touched until the next ``response.create``: only a tool this request declared
-        is a target, and what it declares is not known."""
+        ``ResponsesWsRequest``): a new turn is read with them, in the mode it was read in. Any
+        other frame (or an append after one, or in another mode) begins a turn whose tools are not
+        known: only a tool this request declared is a target, so its calls are read only to name
+        back the aliases this socket sent upstream (``read_names_only``), which no declared tool
+        is; in ``observe`` mode nothing of it is touched. The record keeps every turn."""
         previous = self._ws.get(flow.id)
         if previous is None:
             return
-        if kind == "response.append" and previous.ws_rewriter is not None:
-            previous.ws_rewriter = previous.rewriter()
-            previous.ws_turn_done = False
-            previous.ws_unrepaired = 0
-            return
         self._stop_timer(flow.id)
-        del self._ws[flow.id]
+        previous.ws_turn_done = False
+        previous.ws_unrepaired = 0
+        if (
+            kind == "response.append"
+            and previous.ws_rewriter is not None
+            and not previous.ws_names_only
+            and self.core.mode == previous.record.mode
+        ):
+            previous.ws_rewriter = previous.rewriter()
+            return
         what = f"a {kind} frame" if kind is not None else "a client frame toolvocab cannot read"
-        previous.record.notes.append(
-            f"{what} began a turn whose tools toolvocab did not read: its frames went as they came"
-        )
-        flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
+        if previous.record.mode == "observe" or self.core.mode == "observe":
+            previous.ws_rewriter = None
+            got = "its frames went as they came"
+        else:
+            previous.ws_rewriter = previous.rewriter()
+            previous.ws_rewriter.read_names_only()
+            previous.ws_names_only = True
+            got = "its frames went as they came but for the names this socket sent upstream, given back"
+        previous.record.notes.append(f"{what} began a turn whose tools toolvocab did not read: {got}")
         self.recorder.finish(flow, previous)
 
     def _give_up(
-        self, flow: http.HTTPFlow, state: FlowState, why: str, got: str, *, keep_reading: bool = False
+        self,
+        flow: http.HTTPFlow,
+        state: FlowState,
+        why: str,
+        got: str,
+        *,
+        keep_reading: bool = False,
+        names_only: bool = False,
     ) -> None:
         """Give up what ``state``'s turn holds: it goes to the client as it came but for an
         upstream alias of the client's own tool, named back (:meth:`_let_go`; injected, in
-        order); then the rest of the turn is read as usual (``keep_reading``) or every later
-        frame of the socket passes. The record says why."""
+        order); then the rest of the turn is read as usual (``keep_reading``), read only to name
+        such aliases back (``names_only``: which turn a frame is of is no longer known), or every
+        later frame of the socket passes. The record says why."""
         rewriter = state.ws_rewriter
         held, backs = self._let_go(state, rewriter, why) if rewriter is not None else ([], [])
-        if not keep_reading:
+        if names_only and rewriter is not None and state.record.mode != "observe":
+            rewriter.read_names_only()
+            state.ws_names_only = True
+        elif not keep_reading:
             state.ws_rewriter = None
         self._stop_timer(flow.id)
         if backs:
@@ -382,7 +415,7 @@ class ToolVocabWebSocket:
         give-up's own note (not noted again)."""
         seen = len(rewriter.unrepaired)
         held = rewriter.let_go_units(why)
-        backs = [u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[seen:] if NAMED_BACK in u]
+        backs = list(dict.fromkeys(u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[seen:] if NAMED_BACK in u))
         state.ws_unrepaired = len(rewriter.unrepaired)
         return held, backs
 

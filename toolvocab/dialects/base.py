@@ -140,13 +140,16 @@ class FrameRewriter(StreamRewriter, Protocol):
     """A stream rewriter that also takes whole units (Codex's Responses-over-WebSocket frames,
     :class:`JSONFrame`): ``on_unit(unit)`` returns the units to send now, in order;
     ``held_units()`` the held ones themselves (clearing them), when the turn gives up;
-    ``let_go_units(why)`` what :meth:`let_go` gives up, as units (the rewrite goes on)."""
+    ``let_go_units(why)`` what :meth:`let_go` gives up, as units (the rewrite goes on);
+    ``read_names_only()``: from then on only upstream aliases this flow sent are named back."""
 
     def on_unit(self, unit: Any) -> list[Any]: ...
 
     def held_units(self) -> list[Any]: ...
 
     def let_go_units(self, why: str) -> list[Any]: ...
+
+    def read_names_only(self) -> None: ...
 
 
 class Dialect(Protocol):

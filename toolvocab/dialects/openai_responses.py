@@ -574,6 +574,10 @@ class ResponsesCore:
         #: Item ids (call_ids) of calls that went out before the response's end was known: their
         #: empty arguments are never completed either.
         self.end_unknown: set[str] = set()
+        #: Calls are decided only to name back an upstream alias this flow sent
+        #: (:meth:`FlowContext.name_back`), nothing else: for a turn whose request toolvocab did not
+        #: read (its tools unknown), where only this flow's own aliases are known for what they are.
+        self.names_only = False
 
     # tool calls left in text ------------------------------------------------------
 
@@ -708,6 +712,19 @@ class ResponsesCore:
             if item.get("status") == "incomplete" or self.cut_off or (isinstance(key, str) and key in self.end_unknown):
                 call = call.model_copy(update={"truncated": True})  # cut off: never completed
         decision = self.resolve(call)
+        if self.names_only:
+            self.flow.withdraw([decision])
+            back = self.flow.name_back(call.name, call.namespace)
+            decision = decision.model_copy(
+                update={
+                    "action": Action.KEEP if back is None else Action.RENAME,
+                    "step": Step.REVERSE_MAP if back is not None else decision.step,
+                    "target": None if back is None else back[0],
+                    "target_namespace": None if back is None else back[1],
+                    "arguments_after": None,
+                    "reason": "a turn toolvocab did not read: only this flow's own alias is named back",
+                }
+            )
         new_args = None
         if decision.changed and decision.arguments_after is not None:
             new_args = jsonio.dumps(decision.arguments_after).decode()
@@ -1243,27 +1260,41 @@ class ResponsesStream(EventStreamRewriter):
         """What is held, given up (:meth:`EventStreamRewriter.let_go`; :meth:`let_go_units`)."""
         return [u.raw for u in self.let_go_units(why)]
 
+    def read_names_only(self) -> None:
+        """From now on only an upstream alias this flow sent is named back, in every call and the
+        echo (:attr:`ResponsesCore.names_only`); no text is lifted: the rest of a turn (or a turn)
+        whose request toolvocab did not read."""
+        self.core.names_only = True
+        self._no_lift = True
+
     def let_go_units(self, why: str) -> list[Any]:
         """What is held, given up now, as units to send in order: the held calls as they came but
         for an upstream alias named back, in their later events and the echo too
         (:meth:`_let_go`); held text as it came, never lifted. The rewrite goes on: calls done
         but awaiting the response's end go so too, and the events after them are read."""
         if self._awaiting:
-            awaiting, self._awaiting = self._awaiting, None
-            self.unrepaired.append(f"{why} while the tool call {_item_name(awaiting)} was held")
-            out = self._let_go(awaiting[: self._awaited])
+            awaiting = self._awaiting
+            out = self._let_go_said(awaiting[: self._awaited], why)  # if this raises, all is still held
+            self._awaiting = None
             for unit in awaiting[self._awaited :]:
                 out += self.on_unit(unit)
             return out + self.let_go_units(why)
-        held, self._held = self._held or [], None
+        held = self._held or []
+        let = self._let_go_said(held, why) if held else []  # if this raises, all is still held
+        self._held = None
         text = self._text.release() if self._text is not None else []
         self._text = None
         self._no_lift = True
-        out = list(text)
-        if held:
-            self.unrepaired.append(f"{why} while the tool call {_item_name(held)} was held")
-            out += self._let_go(held)
-        return out
+        return text + let
+
+    def _let_go_said(self, held: list[Any], why: str) -> list[Any]:
+        """:meth:`_let_go` of ``held``, its ``unrepaired`` sentence said (and taken back if it raises)."""
+        self.unrepaired.append(f"{why} while the tool call {_item_name(held)} was held")
+        try:
+            return self._let_go(held)
+        except BaseException:
+            self.unrepaired.pop()
+            raise
 
     def at_end(self) -> list[bytes]:
         """End of stream: what is held goes out as it came, an upstream alias of the client's
