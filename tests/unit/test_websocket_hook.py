@@ -896,3 +896,39 @@ def test_a_frame_repeating_a_key_in_a_hold_still_gives_the_alias_back(env):
     assert repeated in got  # the frame itself as it came
     assert names_seen([g for g in got if g != repeated]) == ["fs.read"] * 3
     assert alias.encode() not in b"".join(g for g in got if g != repeated)
+
+
+def test_a_turn_not_read_changes_nothing_but_an_alias(env):
+    """In a turn toolvocab did not read, arguments sent as an object stay an object (the read
+    path writes them as the string the API specifies: a repair, not a name): every frame as it
+    came, the alias call's but for its name."""
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    s.send(b"not json", from_client=True)
+    objects = json.loads(json.dumps(frames))
+    for f in objects:
+        for item in [f.get("item"), *((f.get("response") or {}).get("output") or [])]:
+            if isinstance(item, dict) and item.get("arguments"):
+                item["arguments"] = {"path": "a"}
+        if f["type"] == "response.function_call_arguments.done":
+            f["arguments"] = {"path": "a"}
+    s.server(objects)
+    got = [orjson.loads(g) for g in s.delivered()]
+    want = [orjson.loads(orjson.dumps(f).replace(alias.encode(), b"fs.read")) for f in objects]
+    assert got == want
+
+
+def test_a_mid_turn_frame_in_off_mode_still_names_the_turns_aliases_back(env):
+    """The mode becomes ``off`` while an aliased call is held; the client's next frame gives the
+    turn up: its later frames and echo still come with ``fs.read``, until the turn ends."""
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    s.server(frames[:3])
+    env.configure(toolvocab_mode="off")
+    try:
+        s.create()
+        s.server(frames[3:])
+    finally:
+        env.configure(toolvocab_mode="auto")
+    assert alias.encode() not in b"".join(s.delivered())
+    assert names_seen(s.delivered()) == ["fs.read"] * 3

@@ -78,7 +78,9 @@ class ToolVocabWebSocket:
                         state.ws_flow,
                         state,
                         "the script was reloaded while a tool call's frames were held",
-                        "the client got the held frames as the upstream sent them and the rest of the turn as it came",
+                        "the client got the held frames and the rest of the turn as the upstream sent them but for "
+                        "the names this socket sent upstream, given back",
+                        names_only=True,
                     )
                 except Exception:  # shutting down: the connection may be gone
                     logger.debug("toolvocab: could not give up a held WebSocket turn", exc_info=True)
@@ -318,7 +320,8 @@ class ToolVocabWebSocket:
         previous = self._ws.get(flow.id)
         if previous is None:
             return
-        self._give_up_unfinished(flow, _frame_type(content))
+        if self._give_up_unfinished(flow, _frame_type(content)) and previous.ws_names_only:
+            return  # the last turn's later frames still get this socket's names back, until it ends
         self._stop_timer(flow.id)
         del self._ws[flow.id]
         flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
@@ -331,10 +334,16 @@ class ToolVocabWebSocket:
         if previous is None or previous.ws_rewriter is None or previous.ws_turn_done:
             return False
         what = f"a {kind}" if kind is not None else "a client frame toolvocab cannot read"
+        # A turn toolvocab did not read may have ended without its server saying so (no answer).
+        when = (
+            "before a turn toolvocab did not read had ended"
+            if previous.ws_names_only
+            else "while the previous turn was still streaming"
+        )
         self._give_up(
             flow,
             previous,
-            f"{what} came while the previous turn was still streaming",
+            f"{what} came {when}",
             "the client got what was held as the upstream sent it, and this frame and every frame after "
             "it in both turns as they came but for the names this socket sent upstream, given back",
             names_only=True,

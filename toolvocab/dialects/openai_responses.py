@@ -794,7 +794,7 @@ class ResponsesCore:
         if new_id is not None:
             item["call_id"] = new_id
             changed = True
-        if with_arguments and isinstance(item.get("arguments"), (dict, list)):
+        if with_arguments and not self.names_only and isinstance(item.get("arguments"), (dict, list)):
             item["arguments"] = jsonio.dumps(item["arguments"]).decode()  # BR-21
             changed = True
         if not decision.changed:
@@ -1557,10 +1557,13 @@ class ResponsesStream(EventStreamRewriter):
         # Only the call's own argument events count: an unknown event between them may carry a
         # "delta" object of its own (that made a call needing no repair get its
         # argument fragments rewritten).
-        objects = isinstance(item.get("arguments"), (dict, list)) or any(
-            own(d) and isinstance(d.get(k), (dict, list))
-            for d in (u.json() for u in held)
-            for k in ("arguments", "delta")
+        objects = not self.core.names_only and (  # names only: nothing but a name changes
+            isinstance(item.get("arguments"), (dict, list))
+            or any(
+                own(d) and isinstance(d.get(k), (dict, list))
+                for d in (u.json() for u in held)
+                for k in ("arguments", "delta")
+            )
         )
         if not decision.changed and new_id is None and not objects:
             return held
