@@ -40,24 +40,29 @@ def load_frames(name: str = "websocket-foreign-shell.jsonl") -> tuple[dict, list
     return lines[0]["frame"], [line["frame"] for line in lines[1:]]
 
 
-def declared_frames() -> list[dict]:
-    """The same server answer, but calling the declared exec_command with valid arguments."""
+def calling(name: str, arguments: str) -> list[dict]:
+    """The fixture's server answer, its one call named ``name`` with ``arguments``."""
     _, frames = load_frames()
     out = json.loads(json.dumps(frames))
     for f in out:
         item = f.get("item")
         if isinstance(item, dict) and item.get("type") == "function_call":
-            item["name"] = "exec_command"
+            item["name"] = name
             if item["arguments"]:
-                item["arguments"] = '{"cmd":"echo hi"}'
+                item["arguments"] = arguments
         if f["type"] == "response.function_call_arguments.delta":
-            f["delta"] = '{"cmd":"echo hi"}' if f["sequence_number"] == 2 else ""
+            f["delta"] = arguments if f["sequence_number"] == 2 else ""
         if f["type"] == "response.function_call_arguments.done":
-            f["arguments"] = '{"cmd":"echo hi"}'
+            f["arguments"] = arguments
         if f["type"] == "response.completed":
             for item in f["response"]["output"]:
-                item["name"], item["arguments"] = "exec_command", '{"cmd":"echo hi"}'
+                item["name"], item["arguments"] = name, arguments
     return out
+
+
+def declared_frames() -> list[dict]:
+    """The same server answer, but calling the declared exec_command with valid arguments."""
+    return calling("exec_command", '{"cmd":"echo hi"}')
 
 
 # -- harness (tests/harness/) -------------------------------------------------------------------
@@ -685,26 +690,6 @@ FS_READ = {
     "description": "Read a file.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
 }
-
-
-def calling(name: str, arguments: str) -> list[dict]:
-    """The fixture's server answer, its one call named ``name`` with ``arguments``."""
-    _, frames = load_frames()
-    out = json.loads(json.dumps(frames))
-    for f in out:
-        item = f.get("item")
-        if isinstance(item, dict) and item.get("type") == "function_call":
-            item["name"] = name
-            if item["arguments"]:
-                item["arguments"] = arguments
-        if f["type"] == "response.function_call_arguments.delta":
-            f["delta"] = arguments if f["sequence_number"] == 2 else ""
-        if f["type"] == "response.function_call_arguments.done":
-            f["arguments"] = arguments
-        if f["type"] == "response.completed":
-            for item in f["response"]["output"]:
-                item["name"], item["arguments"] = name, arguments
-    return out
 
 
 def names_seen(frames: list[bytes]) -> list[str]:
