@@ -146,8 +146,7 @@ class ToolVocabWebSocket:
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
-            kind = _frame_type(message.content)
-            if self._give_up_unfinished(flow, kind):
+            if self._give_up_unfinished(flow, message.content):
                 return
             result = pipeline.handle(
                 pipeline.Request(
@@ -163,7 +162,7 @@ class ToolVocabWebSocket:
                 accept=lambda frame: isinstance(frame, dict) and frame.get("type") == "response.create",
             )
             if result is None:
-                self._unread_turn(flow, kind)
+                self._unread_turn(flow, message.content)
                 return
             if isinstance(result, pipeline.Skipped):
                 # As the HTTP request hook does: which repeated key the server reads is its
@@ -320,19 +319,21 @@ class ToolVocabWebSocket:
         previous = self._ws.get(flow.id)
         if previous is None:
             return
-        if self._give_up_unfinished(flow, _frame_type(content)) and previous.ws_names_only:
+        if self._give_up_unfinished(flow, content) and previous.ws_names_only:
             return  # the last turn's later frames still get this socket's names back, until it ends
         self._stop_timer(flow.id)
         del self._ws[flow.id]
         flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
 
-    def _give_up_unfinished(self, flow: http.HTTPFlow, kind: str | None) -> bool:
-        """At a client text frame (``kind``: its ``type``, :func:`_frame_type`): if the socket's
-        last turn is still streaming, which turn a later frame belongs to is not known, so neither
-        turn is touched from here on: the last is given up (:meth:`_give_up`); True when it was."""
+    def _give_up_unfinished(self, flow: http.HTTPFlow, content: bytes) -> bool:
+        """At a client text frame (``content``; its ``type`` read only when it is said,
+        :func:`_frame_type`): if the socket's last turn is still streaming, which turn a later frame
+        belongs to is not known, so neither turn is touched from here on: the last is given up
+        (:meth:`_give_up`); True when it was."""
         previous = self._ws.get(flow.id)
         if previous is None or previous.ws_rewriter is None or previous.ws_turn_done:
             return False
+        kind = _frame_type(content)
         what = f"a {kind}" if kind is not None else "a client frame toolvocab cannot read"
         # A turn toolvocab did not read may have ended without its server saying so (no answer).
         when = (
@@ -350,9 +351,9 @@ class ToolVocabWebSocket:
         )
         return True
 
-    def _unread_turn(self, flow: http.HTTPFlow, kind: str | None) -> None:
-        """A client text frame that is no ``response.create`` toolvocab reads (``kind``: its
-        ``type``, ``None`` when not JSON toolvocab reads), after the last turn ended: the server's
+    def _unread_turn(self, flow: http.HTTPFlow, content: bytes) -> None:
+        """A client text frame (``content``) that is no ``response.create`` toolvocab reads, after
+        the last turn ended (its ``type`` read only here, :func:`_frame_type`): the server's
         next frames answer it. A ``response.append`` continues the socket's last response, its
         tools those of the last ``response.create`` (codex-rs ``codex-api/src/common.rs``
         ``ResponsesWsRequest``): a new turn is read with them, in the mode it was read in. Any
@@ -363,6 +364,7 @@ class ToolVocabWebSocket:
         previous = self._ws.get(flow.id)
         if previous is None:
             return
+        kind = _frame_type(content)
         self._stop_timer(flow.id)
         previous.ws_turn_done = False
         previous.ws_unrepaired = 0
