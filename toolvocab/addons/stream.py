@@ -16,6 +16,7 @@ from mitmproxy import http
 from toolvocab.addons.state import FlowState
 from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import StreamRewriter
+from toolvocab.dialects.base import names_given_back
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import Unreadable
 from toolvocab.engine import jsonio
@@ -275,9 +276,7 @@ class StreamCallable:
                 logger.exception("toolvocab: could not write released bytes to the client")
         # The calls let go are this note's (their sentences say only what it says), the names
         # given back too.
-        backs = list(
-            dict.fromkeys(u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[self._unrepaired :] if NAMED_BACK in u)
-        )
+        backs = names_given_back(rewriter.unrepaired[self._unrepaired :])
         self._unrepaired = len(rewriter.unrepaired)
         names = f" but for names given back ({', '.join(backs)})" if backs else ""
         # Said now, while the upstream is still silent (the flow's own line comes at its end).

@@ -36,9 +36,9 @@ from toolvocab.addons.state import hand_over
 from toolvocab.addons.state import take_over
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.dialects import pipeline
-from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.dialects.base import JSONFrame
+from toolvocab.dialects.base import names_given_back
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.report import METADATA_KEY
 from toolvocab.report import passed_note
@@ -426,7 +426,7 @@ class ToolVocabWebSocket:
         give-up's own note (not noted again)."""
         seen = len(rewriter.unrepaired)
         held = rewriter.let_go_units(why)
-        backs = list(dict.fromkeys(u.split(NAMED_BACK, 1)[1] for u in rewriter.unrepaired[seen:] if NAMED_BACK in u))
+        backs = names_given_back(rewriter.unrepaired[seen:])
         state.ws_unrepaired = len(rewriter.unrepaired)
         return held, backs
 

@@ -95,6 +95,12 @@ class FlowContext:
 NAMED_BACK = "; named back to "
 
 
+def names_given_back(sentences: list[str]) -> list[str]:
+    """The client's names given back in give-up ``sentences`` (their :data:`NAMED_BACK` parts),
+    each once, in order."""
+    return list(dict.fromkeys(s.split(NAMED_BACK, 1)[1] for s in sentences if NAMED_BACK in s))
+
+
 #: JSON values as parsed by orjson.
 JSON = Any
 

@@ -946,11 +946,13 @@ def _cut_short(kind: Any, data: Any) -> bool:
     """The event that ends a response (an ``error`` or one of :data:`_TERMINAL_EVENTS`) says the
     answer stopped short: ``error``, ``response.incomplete``, ``response.failed``, a ``response``
     whose ``status`` is not ``completed``, or a ``response.done`` that gives none."""
-    if kind in ("response.completed", "response.done"):
-        response = data.get("response") if isinstance(data, dict) else None
-        status = response.get("status") if isinstance(response, dict) else None
-        return status != "completed" if isinstance(status, str) or kind == "response.done" else False
-    return True
+    if kind not in ("response.completed", "response.done"):
+        return True
+    response = data.get("response") if isinstance(data, dict) else None
+    status = response.get("status") if isinstance(response, dict) else None
+    if not isinstance(status, str):
+        return kind == "response.done"  # response.completed says it by its type
+    return status != "completed"
 
 
 def _output_index(unit: Any) -> Any:
