@@ -1302,6 +1302,44 @@ def test_a_stream_event_repeating_a_key_is_noted_and_passes_as_it_came(env):
     assert f.marked == ":warning:" and f.comment.startswith("passed through: an event's data repeats a key")
 
 
+def test_a_repeated_key_while_an_alias_is_held_gives_the_client_its_own_name(env):
+    """The upstream rejects ``files.read`` (a dot): this flow sends it under an alias, and the
+    model's call of the alias is held when an event of it repeats a key. That event goes as it
+    came; what was held, and every later event, as they came but for the alias, given back (an
+    alias the client never declared is no tool it can run); nothing after it is repaired (the
+    later ``read_file`` stays). The record says so. Was: the held start, with the alias, and the
+    rest of the stream went as the upstream sent them."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    head, tail = _stalled_alias_stream(upstream_name)
+    delta = b'"delta":{"type":"input_json_delta","partial_json":": \\"a\\"}"}'
+    assert delta in tail
+    tail = tail.replace(delta, b'"delta":{},' + delta, 1)  # the call's second piece repeats "delta"
+    later = _anthropic_events(
+        [
+            {
+                "type": "content_block_start",
+                "index": 2,
+                "content_block": {"type": "tool_use", "id": "t3", "name": upstream_name, "input": {}},
+            }
+        ]
+    )
+    cut = tail.index(b"event: message_delta")
+    upstream = head + tail[:cut] + later + tail[cut:]
+    f = make_flow(_files_read_request(), upstream=upstream)
+    out = asyncio.run(_drive_parts(env, f, _split(upstream, 37) + [b""]))
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert out == upstream.replace(upstream_name.encode(), b"files.read")
+    notes = f.metadata[KEY]["notes"]
+    assert any(
+        n.startswith("passed through: an event's data repeats a key")
+        and n.endswith("but for the names this flow sent upstream, given back")
+        for n in notes
+    ), notes
+
+
 def test_options_that_cannot_all_be_read_leave_every_flow_untouched(env, tmp_path):
     """A reloaded script's new addon configures every option at once; the profile file the
     options name is gone. Nothing of that update is kept and no flow is touched until an update

@@ -2,10 +2,15 @@
 
 Which of two values under one key a client reads is its JSON parser's choice; a rewrite keeps
 only the last. So an event the rewriter reads (marker-bearing, or any event while a block is
-held) that repeats a key stops the rewrite: what was held, that event and the rest of the stream
-go out as they came, and the addon's record says why. Each dialect's stream below calls the
+held) that repeats a key stops the rewrite: that event goes out as it came, and what was held
+and the rest of the stream as they came but for the upstream aliases this flow sent, named back
+(``EventStreamRewriter.give_back``: the client never gets a name it did not declare from an event
+that can be read); the addon's record says why. Each dialect's stream below calls the
 undeclared ``shell`` (which resolves to the declared ``Bash``): without a repeated key the call
-is renamed (the control), with one anywhere in the call's events nothing changes.
+is renamed (the control), with one anywhere in the call's events nothing changes. Then streams
+that call a declared tool by the alias the request sent for it (``fs.read``, sent upstream as
+``fs_read_4074bc02``), with a repeated key in any event: every alias in an event that can be read
+is named back, the event that cannot be read goes as it came, and nothing else changes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from toolvocab.dialects.sse import SSEEvent
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
+from toolvocab.engine.plan import Plan
 
 TOOLS = Toolset(
     [
@@ -167,8 +173,14 @@ def repeat_a_key(event: bytes, rnd: random.Random) -> bytes:
 
 
 def run(dialect: str, data: bytes, rnd: random.Random) -> tuple[bytes, object, Resolver]:
-    resolver = Resolver()
-    rw = tvdialects.by_name(dialect).stream_rewriter(context(resolver, flow_key="k"))
+    return run_with(Resolver(), dialect, data, rnd)
+
+
+def run_with(resolver, dialect: str, data: bytes, rnd: random.Random) -> tuple[bytes, object, object]:
+    """``data`` through a new stream rewriter of ``dialect`` in random chunks (the resolver's
+    tools; ALIAS_PLAN for an AliasResolver)."""
+    plan = ALIAS_PLAN if isinstance(resolver, AliasResolver) else None
+    rw = tvdialects.by_name(dialect).stream_rewriter(context(resolver, plan, flow_key="k"))
     out: list[bytes] = []
     i = 0
     while i < len(data):
@@ -198,7 +210,7 @@ def test_a_repeated_key_in_a_call_event_leaves_the_stream_as_it_came(dialect: st
     data = b"".join(events)
     out, rw, _ = run(dialect, data, rnd)
     assert out == data
-    assert rw.error is not None and rw.error.startswith("RepeatedKey: ")
+    assert rw.error is None and rw.contained is not None and rw.contained.startswith("RepeatedKey: ")
 
 
 @pytest.mark.parametrize("dialect", ["anthropic", "openai_responses"])
@@ -214,7 +226,7 @@ def test_a_repeated_key_in_an_event_nobody_reads_costs_nothing_and_changes_nothi
         assert b"Bash" in out and rw.error is None  # message_start is passed unparsed
         assert out.startswith(events[0])
     else:
-        assert out == data and rw.error.startswith("RepeatedKey: ")  # response.created is read
+        assert out == data and rw.contained.startswith("RepeatedKey: ")  # response.created is read
 
 
 def test_gemini_array_element_with_a_repeated_key_passes_as_it_came() -> None:
@@ -242,3 +254,148 @@ def test_json_raises_every_time_and_with_json_copies_do_not() -> None:
     assert SSEEvent.parse(b'data: {"s": "\\": x"}\n\n').json() == {
         "s": '": x'
     }  # a colon after an escaped quote is no key
+
+
+# -- an upstream alias this flow sent, and a repeated key ---------------------------------------
+
+ALIAS = "fs_read_4074bc02"
+ALIAS_TOOLS = Toolset(
+    [
+        declared_tool(
+            "fs.read",
+            input_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        )
+    ]
+)
+ALIAS_PLAN = Plan(rename_map={"fs.read": ALIAS})
+
+
+class AliasResolver:
+    """The engine's ladder over ALIAS_TOOLS with ALIAS_PLAN's reverse map (the addon's resolver)."""
+
+    tools = ALIAS_TOOLS
+
+    def __call__(self, call):
+        return resolve(call, ALIAS_TOOLS, ALIAS_PLAN.reverse_map)
+
+
+def compact(obj: dict, event: bool = True) -> bytes:
+    """An event as an upstream writes it compactly (as the rewriter writes a changed one)."""
+    head = f"event: {obj['type']}\n" if event and "type" in obj else ""
+    return (head + "data: " + json.dumps(obj, separators=(",", ":")) + "\n\n").encode()
+
+
+def alias_anthropic() -> list[bytes]:
+    out = [compact({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant"}})]
+    for i in range(2):
+        start = {"type": "tool_use", "id": f"toolu_{i}", "name": ALIAS, "input": {}}
+        out += [
+            compact({"type": "content_block_start", "index": i, "content_block": start}),
+            compact(
+                {
+                    "type": "content_block_delta",
+                    "index": i,
+                    "delta": {"type": "input_json_delta", "partial_json": f'{{"path":"f{i}"}}'},
+                }
+            ),
+            compact({"type": "content_block_stop", "index": i}),
+        ]
+    return out + [
+        compact({"type": "message_delta", "delta": {"stop_reason": "tool_use"}}),
+        compact({"type": "message_stop"}),
+    ]
+
+
+def alias_chat() -> list[bytes]:
+    def chunk(delta: dict, finish=None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return compact({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}, event=False)
+
+    out = [chunk({"role": "assistant"})]
+    for i in range(2):
+        first = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": ALIAS, "arguments": ""}}
+        out += [
+            chunk({"tool_calls": [first]}),
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": f'{{"path":"f{i}"}}'}}]}),
+        ]
+    return out + [chunk({}, "tool_calls"), b"data: [DONE]\n\n"]
+
+
+def alias_responses() -> list[bytes]:
+    out = [compact({"type": "response.created", "sequence_number": 0, "response": {"id": "r", "output": []}})]
+    done = []
+    n = 1
+    for i in range(2):
+        item = {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": ALIAS, "arguments": ""}
+        args = f'{{"path":"f{i}"}}'
+        done.append({**item, "arguments": args, "status": "completed"})
+        for event in (
+            {"type": "response.output_item.added", "output_index": i, "item": item},
+            {"type": "response.function_call_arguments.delta", "output_index": i, "item_id": f"fc_{i}", "delta": args},
+            {
+                "type": "response.function_call_arguments.done",
+                "output_index": i,
+                "item_id": f"fc_{i}",
+                "arguments": args,
+            },
+            {"type": "response.output_item.done", "output_index": i, "item": done[-1]},
+        ):
+            out.append(compact({**event, "sequence_number": n}))
+            n += 1
+    completed = {"id": "r", "status": "completed", "output": done}
+    return out + [compact({"type": "response.completed", "sequence_number": n, "response": completed})]
+
+
+def alias_gemini() -> list[bytes]:
+    def event(part: dict, finish: str | None = None) -> bytes:
+        candidate = {"content": {"role": "model", "parts": [part]}, **({"finishReason": finish} if finish else {})}
+        return compact({"candidates": [candidate]}, event=False)
+
+    return [
+        event({"functionCall": {"name": ALIAS, "args": {"path": "f0"}}}),
+        event({"text": "and"}),
+        event({"functionCall": {"name": ALIAS, "args": {"path": "f1"}}}, "STOP"),
+    ]
+
+
+ALIAS_STREAMS = {
+    "anthropic": alias_anthropic,
+    "openai_chat": alias_chat,
+    "openai_responses": alias_responses,
+    "gemini": alias_gemini,
+}
+NAMED = json.dumps(ALIAS).encode()
+
+
+def repeat_first_key(event: bytes) -> bytes:
+    """``event`` with its data's first key written twice (a dummy value first: a reader that keeps
+    the last value still reads the original)."""
+    head, _, rest = event.partition(b"data: {")
+    return head + b"data: {" + rest[: rest.index(b":")] + b':"other",' + rest
+
+
+@pytest.mark.parametrize("dialect", list(ALIAS_STREAMS))
+def test_control_every_alias_is_named_back(dialect: str) -> None:
+    events = ALIAS_STREAMS[dialect]()
+    out, rw, _ = run_with(AliasResolver(), dialect, b"".join(events), random.Random(0))
+    assert rw.error is None and rw.contained is None
+    assert out == b"".join(events).replace(NAMED, b'"fs.read"')
+
+
+@pytest.mark.parametrize("dialect", list(ALIAS_STREAMS))
+@pytest.mark.parametrize("seed", range(12))
+def test_a_repeated_key_anywhere_names_every_readable_alias_back(dialect: str, seed: int) -> None:
+    """The event that repeats a key goes as it came (its alias too: it cannot be read); every
+    other event as it came but for the alias, named back: before it (decided), held at it (let
+    go) and after it (names only). Events drawn at random, split into random chunks."""
+    rnd = random.Random(seed)
+    events = ALIAS_STREAMS[dialect]()
+    k = rnd.randrange(len(events))
+    if b"data: {" not in events[k]:
+        k = 0
+    events[k] = repeat_first_key(events[k])
+    out, rw, _ = run_with(AliasResolver(), dialect, b"".join(events), rnd)
+    want = b"".join(e if i == k else e.replace(NAMED, b'"fs.read"') for i, e in enumerate(events))
+    assert out == want
+    # None: an event the rewriter passes unread (no marker, nothing held) cannot raise
+    assert rw.error is None and (rw.contained is None or rw.contained.startswith("RepeatedKey: "))

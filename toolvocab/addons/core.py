@@ -547,6 +547,8 @@ class ToolVocab(Configurable):
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if rewriter.error:
             state.record.notes.append(rewriter_note(rewriter.error))
+        if rewriter.contained:
+            state.record.notes.append(rewriter_note(rewriter.contained, names_back=True))
         note_unrepaired(rewriter, state.record, 0)
         if out != content and state.record.mode != "observe" and state.may_change():
             assert flow.response is not None

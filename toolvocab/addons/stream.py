@@ -129,6 +129,7 @@ class StreamCallable:
         self.changed = False
         self._sniffed_sent = False  # observe: the sniffed bytes went out as they came
         self.noted = False  # the rewriter's error (or a stall) is in the record
+        self.noted_contained = False  # the rewriter's contained is in the record
         self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
         self._differs = False
         self._unrepaired = 0  # calls of rewriter.unrepaired already noted
@@ -447,6 +448,9 @@ class StreamCallable:
         if self.rewriter.error and not self.noted:
             self.noted = True
             self.state.record.notes.append(rewriter_note(self.rewriter.error))
+        if self.rewriter.contained and not self.noted_contained:
+            self.noted_contained = True
+            self.state.record.notes.append(rewriter_note(self.rewriter.contained, names_back=True))
         if len(self.rewriter.unrepaired) > self._unrepaired:  # the record copied only for a note
             self._unrepaired = note_unrepaired(self.rewriter, self.state.record, self._unrepaired)
         if self.observe:
@@ -495,18 +499,21 @@ class StreamCallable:
         return body
 
 
-def rewriter_note(error: str) -> str:
+def rewriter_note(error: str, *, names_back: bool = False) -> str:
     """The record's note for a stream rewriter's ``error`` (what it contained: the rest of the
-    stream passed through as it came): a give-up (:func:`toolvocab.report.passed_note`)."""
+    stream passed through as it came) or, ``names_back``, its ``contained`` (the same, but for
+    the names this flow sent upstream, given back: ``EventStreamRewriter.give_back``): a
+    give-up (:func:`toolvocab.report.passed_note`)."""
+    but = " but for the names this flow sent upstream, given back" if names_back else ""
     if error.startswith(f"{RepeatedKey.__name__}: "):
         return passed_note(
             "an event's data repeats a key (which value the client reads is its parser's choice)",
-            "the client got that event, what was held and the rest of the stream as the upstream sent them",
+            f"the client got that event as it came, what was held and the rest of the stream as the upstream sent them{but}",
         )
     if error.startswith(f"{Unreadable.__name__}: "):
         return passed_note(
             "an event inside a tool call the stream held is not JSON (the call cannot be read whole)",
-            "the client got what was held, that event and the rest of the stream as the upstream sent them",
+            f"the client got that event as it came, what was held and the rest of the stream as the upstream sent them{but}",
         )
     return passed_note(
         f"internal error in the stream rewrite ({error})",

@@ -687,6 +687,7 @@ class AnthropicStream(EventStreamRewriter):
         self._no_lift = flow.tools is None
         self._text: textcalls.TextHold | None = None  # the text block that may be markup, and its hold
         self._text_index: Any = None
+        self._names_only = False  # give_back: every later event as it came but for an alias named back
 
     def holding(self) -> bool:
         """A tool_use block is held, a text block is watched or held, or indexes shift: every
@@ -735,6 +736,35 @@ class AnthropicStream(EventStreamRewriter):
             out += self._let_go(held)
         return out
 
+    def give_back(self, why: str) -> list[bytes]:
+        """:meth:`EventStreamRewriter.give_back`: :meth:`let_go`, then every later event as it
+        came but for a ``tool_use`` block's upstream alias of the client's own tool (and a tool
+        search's references to one), named back; indexes keep the shift unwrapped parallel
+        calls gave them."""
+        out = self.let_go(why)
+        self._names_only = True
+        return out
+
+    def _name_back(self, event: SSEEvent) -> list[bytes]:
+        """One event after :meth:`give_back`: as it came but for the names it gives back."""
+        data = event.json()
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind not in _BLOCK_EVENTS:
+            return [event.raw]
+        changed = False
+        if self._shift and isinstance(data.get("index"), int):
+            data, changed = {**data, "index": data["index"] + self._shift}, True
+        block = data.get("content_block") if kind == "content_block_start" else None
+        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+            back = self._flow.name_back(block["name"])
+            if back is not None:
+                data, changed = {**data, "content_block": {**block, "name": join_namespace(back[1], back[0])}}, True
+        elif isinstance(block, dict) and block.get("type") == "tool_search_tool_result":
+            block = copy.deepcopy(block)
+            if _name_references_back(block, self._flow.plan):
+                data, changed = {**data, "content_block": block}, True
+        return [event.with_json(data).raw] if changed else [event.raw]
+
     def _let_go(self, held: list[SSEEvent]) -> list[bytes]:
         """The held events of a ``tool_use`` block whose repair is given up, as they came but for
         an upstream alias of the client's own tool in its start, named back
@@ -756,6 +786,8 @@ class AnthropicStream(EventStreamRewriter):
         """Hold tool_use blocks until their stop; pass everything else at once. An event that is
         not JSON while a block (or text that may be a call) is held raises
         :class:`~toolvocab.dialects.sse.Unreadable`."""
+        if self._names_only:
+            return self._name_back(event)
         text = self._text
         if text is not None and text.held is None and text.watch.skippable() and _cannot_close(event.raw):
             # Inside an open reasoning block only a closing tag changes anything: a text delta

@@ -119,11 +119,13 @@ class StreamRewriter(Protocol):
     ``repairs_after_let_go`` false: the rest passes unrepaired);
     ``has_held()``: whole events are
     held back (what a stall releases); ``consumed``: bytes taken in so far; ``error``: what the
-    rewriter contained (it then passes the rest through), or ``None``; ``unrepaired``: one
-    sentence per tool call it let go as it came.
+    rewriter contained (it then passes the rest through), or ``None``; ``contained``: an event
+    it could not read, after which it gives this flow's aliases back and nothing else
+    (``give_back``), or ``None``; ``unrepaired``: one sentence per tool call it let go as it came.
     """
 
     error: str | None
+    contained: str | None
     unrepaired: list[str]
     repairs_after_let_go: bool
 

@@ -699,6 +699,7 @@ class GeminiStream(EventStreamRewriter):
         self._text: textcalls.TextHold | None = (
             None if flow.tools is None or flow.stops else textcalls.TextHold()
         )  # none: nothing will be lifted, no text is held
+        self._names_only = False  # give_back: every later event as it came but for an alias named back
 
     def holding(self) -> bool:
         """While the text may still be tool-call markup, every event goes to :meth:`on_event`."""
@@ -718,9 +719,40 @@ class GeminiStream(EventStreamRewriter):
         """End of stream: held text goes out as it came (no ``finishReason`` arrived)."""
         return self.held()
 
+    def give_back(self, why: str) -> list[bytes] | None:
+        """:meth:`EventStreamRewriter.give_back` (SSE only: an array element that cannot be read
+        is contained element by element): held text as it came (:meth:`let_go`), then every later
+        event as it came but for a ``functionCall``'s upstream alias of the client's own tool,
+        named back."""
+        if self._framing != "sse":
+            return None
+        out = self.let_go(why)
+        self._names_only = True
+        return out
+
+    def _name_back(self, event: SSEEvent, data: Any) -> list[bytes]:
+        """One event after :meth:`give_back`: as it came but for the names it gives back."""
+        response = _unwrap(data)
+        changed = False
+        for candidate in _list(response.get("candidates")) if isinstance(response, dict) else []:
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            for part in _list(content.get("parts")) if isinstance(content, dict) else []:
+                call = part.get("functionCall") if isinstance(part, dict) else None
+                back = (
+                    self._flow.name_back(call["name"])
+                    if isinstance(call, dict) and isinstance(call.get("name"), str)
+                    else None
+                )
+                if back is not None:
+                    call["name"] = back[0]
+                    changed = True
+        return [event.with_json(data).raw] if changed else [event.raw]
+
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """One SSE event: rewrite its response if a call changes; hold text that may be a call."""
         data = event.json()
+        if self._names_only:
+            return self._name_back(event, data)
         if self._text is not None:
             return self._on_text(event, data)
         if data is None:

@@ -831,6 +831,11 @@ class ChatStream(EventStreamRewriter):
                 self.unrepaired[-1] += NAMED_BACK + ", ".join(dict.fromkeys(backs))
         return out
 
+    def give_back(self, why: str) -> list[bytes]:
+        """:meth:`EventStreamRewriter.give_back`: :meth:`let_go` (after it, every event goes as
+        it came but for such names, given back)."""
+        return self.let_go(why)
+
     def _give_names_back(self, event: SSEEvent, backs: list[str]) -> bytes:
         """``event`` as it came but for each tool call's (or legacy ``function_call``'s) name that
         is an upstream alias of this flow, given back (:meth:`FlowContext.name_back`: only such a

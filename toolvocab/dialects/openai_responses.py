@@ -1262,6 +1262,13 @@ class ResponsesStream(EventStreamRewriter):
         """What is held, given up (:meth:`EventStreamRewriter.let_go`; :meth:`let_go_units`)."""
         return [u.raw for u in self.let_go_units(why)]
 
+    def give_back(self, why: str) -> list[bytes]:
+        """What is held, given up (:meth:`let_go`), then only aliases named back
+        (:meth:`read_names_only`): :meth:`EventStreamRewriter.give_back`."""
+        out = self.let_go(why)
+        self.read_names_only()
+        return out
+
     def read_names_only(self) -> None:
         """From now on only an upstream alias this flow sent is named back, in every call and the
         echo (:attr:`ResponsesCore.names_only`); no text is lifted: the rest of a turn (or a turn)

@@ -252,7 +252,12 @@ class EventStreamRewriter:
     Subclasses implement :meth:`on_event` (return the bytes to send for one whole event, or
     ``[]`` to hold it) and :meth:`held` (the raw bytes of events held so far, in order). If
     :meth:`on_event` raises, the held events and the failing event go out unchanged and the rest
-    of the stream passes through untouched; ``error`` keeps the exception text.
+    of the stream passes through untouched; ``error`` keeps the exception text. An event that
+    cannot be read (:class:`RepeatedKey`, :class:`Unreadable`) in a dialect that can give its
+    aliases back (:meth:`give_back`) is contained with less: what is held goes as it came but for
+    this flow's upstream aliases, named back, the event as it came, and the rest is read for
+    those names only (``contained`` keeps the exception text; ``error`` stays ``None``), so the
+    client never gets a name it did not declare from an event toolvocab can read.
 
     Cost follows what can change, not the bytes. A subclass names in :attr:`MARKERS`
     byte strings one of which is in every event it may change or must see to keep its state
@@ -277,6 +282,9 @@ class EventStreamRewriter:
         #: False once :meth:`let_go` left the rest of the stream unrepaired (a dialect whose calls
         #: cannot be told complete after it): the stall's note says so.
         self.repairs_after_let_go = True
+        #: What :meth:`give_back` contained (the exception text of the first event that could not
+        #: be read) while the rest is read for this flow's aliases only, or ``None``.
+        self.contained: str | None = None
         self._pending = bytearray()  # fast path: bytes after the last block boundary
         self._lf_only = True  # no CR seen yet: a block ends at "\n\n"
         self._consumed = 0
@@ -330,6 +338,14 @@ class EventStreamRewriter:
         """End of stream, after the last event: what is still held (default: unchanged)."""
         return self.held()
 
+    def give_back(self, why: str) -> list[bytes] | None:
+        """At an event that cannot be read: what is held, given up as :meth:`let_go` gives it
+        (each call as it came but for an upstream alias of this flow, named back; ``why`` in its
+        ``unrepaired`` sentence), after which every later event goes as it came but for such a
+        name, given back (nothing else changes: no call is decided, no text lifted). ``None``
+        (the default): the dialect cannot, and the held events and the rest pass as they came."""
+        return None
+
     def _take_pending(self) -> bytes:
         rest = bytes(self._pending)
         self._pending.clear()
@@ -355,18 +371,38 @@ class EventStreamRewriter:
                     out.append(raw)
                     continue
                 out.extend(self.on_event(SSEEvent.parse(raw)))
+            except (RepeatedKey, Unreadable) as exc:  # an event that cannot be read
+                given = self._give_back(exc)
+                if given is None:
+                    out.extend(self._pass_rest(exc, blocks[i:]))
+                    break
+                out.extend(given)
+                if not any(b is raw for b in given):  # the failing event may be among the held ones
+                    out.append(raw)
             except Exception as exc:  # contain: pass the rest through byte-identical
-                self.error = f"{type(exc).__name__}: {exc}"
-                held = self.held()
-                rest = blocks[i:]
-                if held and held[-1] is rest[0]:
-                    rest = rest[1:]  # the failing event was already held
-                out.extend(held)
-                out.extend(rest)
-                out.append(self._parser.flush())
-                out.append(self._take_pending())
+                out.extend(self._pass_rest(exc, blocks[i:]))
                 break
         return out
+
+    def _give_back(self, exc: Exception) -> list[bytes] | None:
+        """:meth:`give_back` at the event that raised ``exc``; ``None`` when the dialect cannot
+        (or it fails: then what it still holds passes as it came with the rest)."""
+        try:
+            given = self.give_back("an event could not be read")
+        except Exception:
+            return None
+        if given is not None and self.contained is None:
+            self.contained = f"{type(exc).__name__}: {exc}"
+        return given
+
+    def _pass_rest(self, exc: Exception, rest: list[bytes]) -> list[bytes]:
+        """What is held, ``rest`` (from the event that raised ``exc``) and the framer's remainder,
+        as they came; from here on every byte passes through (``error``)."""
+        self.error = f"{type(exc).__name__}: {exc}"
+        held = self.held()
+        if held and held[-1] is rest[0]:
+            rest = rest[1:]  # the failing event was already held
+        return [*held, *rest, self._parser.flush(), self._take_pending()]
 
     @staticmethod
     def _one(out: list[bytes]) -> list[bytes]:
