@@ -1340,6 +1340,58 @@ def test_a_repeated_key_while_an_alias_is_held_gives_the_client_its_own_name(env
     ), notes
 
 
+def test_a_stall_after_an_unreadable_event_says_the_rest_is_names_only(env):
+    """A Responses stream whose event repeats a key is read for this flow's aliases only from
+    there on (a call is still held to its done, to give its name back in every event): a stall
+    then lets that call go under the client's own name, and its note says the rest is unrepaired
+    but for names given back, not "read as usual" (nothing after the repeated key is repaired)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    body = {
+        "model": "m",
+        "stream": True,
+        "input": "read a",
+        "tools": [{"type": "function", "name": "files.read", "parameters": schema}],
+    }
+
+    def event(obj: dict) -> bytes:
+        return b"event: %s\ndata: %s\n\n" % (obj["type"].encode(), orjson.dumps(obj))
+
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": upstream_name, "arguments": ""}
+    done = {**item, "arguments": '{"path":"a"}', "status": "completed"}
+    head = (
+        event({"type": "response.created", "sequence_number": 0, "response": {"id": "r", "output": []}})
+        # a reasoning item's start, its type written twice: read (an output item), and not readable
+        + b'event: response.output_item.added\ndata: {"type":"response.output_item.added","type":'
+        + b'"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"reasoning","id":"rs_1"}}\n\n'
+        + event({"type": "response.output_item.added", "sequence_number": 2, "output_index": 1, "item": item})
+    )
+    tail = event({"type": "response.output_item.done", "sequence_number": 3, "output_index": 1, "item": done}) + event(
+        {
+            "type": "response.completed",
+            "sequence_number": 4,
+            "response": {"id": "r", "status": "completed", "output": [done]},
+        }
+    )
+    f = harness.make_flow(
+        body,
+        host="api.openai.com",
+        path="/v1/responses",
+        headers=[("content-type", "application/json")],
+        resp_type="text/event-stream",
+        upstream=head + tail,
+    )
+    out = _stalled(env, f, head, tail)
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
+    notes = [n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: the upstream sent no byte")]
+    assert len(notes) == 1 and notes[0].endswith("the rest of the stream unrepaired but for names given back"), notes
+    assert any(n.startswith("passed through: an event's data repeats a key") for n in f.metadata[KEY]["notes"])
+
+
 def test_options_that_cannot_all_be_read_leave_every_flow_untouched(env, tmp_path):
     """A reloaded script's new addon configures every option at once; the profile file the
     options name is gone. Nothing of that update is kept and no flow is touched until an update

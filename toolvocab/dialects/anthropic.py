@@ -743,6 +743,7 @@ class AnthropicStream(EventStreamRewriter):
         calls gave them."""
         out = self.let_go(why)
         self._names_only = True
+        self.repairs_after_let_go = False  # a later stall's note: nothing after this is repaired
         return out
 
     def _name_back(self, event: SSEEvent) -> list[bytes]:

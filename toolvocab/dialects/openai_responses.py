@@ -1267,6 +1267,7 @@ class ResponsesStream(EventStreamRewriter):
         (:meth:`read_names_only`): :meth:`EventStreamRewriter.give_back`."""
         out = self.let_go(why)
         self.read_names_only()
+        self.repairs_after_let_go = False  # a later stall's note: nothing after this is repaired
         return out
 
     def read_names_only(self) -> None:
