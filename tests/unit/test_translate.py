@@ -1341,6 +1341,26 @@ def test_calls_crushs_tools_would_read_otherwise_are_left(name: str, args: dict,
     assert not d.changed, (why, d.reason)
 
 
+# ------------------------------------------------------------------ glob: which files a search skips
+OPENCODE_GLOB = fn("glob", schema("pattern", pattern=STR, path=STR))
+CLAUDE_GLOB = fn("Glob", schema("pattern", additional=False, pattern=STR, path=STR))
+
+
+@pytest.mark.parametrize("args", [{"pattern": "**/*.log"}, {"pattern": "*.py", "path": "/repo"}, {}])
+def test_claude_codes_glob_never_moves_to_a_glob_that_skips_other_files(args: dict) -> None:
+    """Claude Code's Glob lists gitignored files and dotfiles (--no-ignore --hidden,
+    code.claude.com/docs/en/tools-reference); OpenCode's and Crush's run rg without --no-ignore,
+    which skips them: `**/*.log` would find fewer files. Either way round, the call is left.
+    Was: renamed with its arguments as sent (the name differs only by case)."""
+    for client, tools, name in (("OpenCode", [OPENCODE_GLOB], "Glob"), ("Claude Code", [CLAUDE_GLOB], "glob")):
+        d = decide(tools, name, args, client=client)
+        assert not d.changed, (client, name, args, d.reason)
+        if name == "Glob":  # one reading, Claude Code's (the other way, each agent's glob is one)
+            assert "glob.hidden is not recorded" in d.reason, d.reason
+    d = decide(CRUSH_TOOLS, "Glob", args)  # Crush: no client header to know it by
+    assert not d.changed, d.reason
+
+
 # ------------------------------------------------------------------ Roo Code (RooCodeInc/Roo-Code v3.52.1)
 ROO_TOOLS = [
     fn(

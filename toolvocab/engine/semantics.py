@@ -268,6 +268,10 @@ _ROWS: tuple[ArgTable, ...] = (
         },
     ),
     # Glob and Grep use ripgrep: rg --files --glob, and rg's Rust regex (case-sensitive; -i).
+    # Glob adds --no-ignore and --hidden (unless CLAUDE_CODE_GLOB_NO_IGNORE / _HIDDEN is false): it
+    # lists gitignored files and dotfiles ("Glob does not respect .gitignore by default ... This
+    # differs from Grep", https://code.claude.com/docs/en/tools-reference); an absolute pattern is
+    # split into the directory searched and the rest. No other glob tool records what it skips.
     _t(
         "Glob",
         _CC,
@@ -276,6 +280,7 @@ _ROWS: tuple[ArgTable, ...] = (
         _CC_SRC,
         "rejected",
         args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")},
+        fixed={"glob.ignores": "none", "glob.hidden": True},
     ),
     _t(
         "Grep",
@@ -1056,13 +1061,16 @@ _ROWS: tuple[ArgTable, ...] = (
         },
         fixed={"grep.ignore_case": False},
     ),
+    # glob: `rg --files --null --glob /PATTERN` from the pattern's literal directory (rg.go
+    # getRgCmd puts "/" before a relative pattern): anchored at the search root, so `*.go` matches
+    # only the root's own files where Claude Code's and OpenCode's rg match it at any depth.
     _t(
         "glob",
         _CRUSH,
         None,
         "0.90.0",
         _CRUSH_TOOLS,
-        args={"pattern": m("glob.pattern", form="rg-glob"), "path": m("glob.path")},
+        args={"pattern": m("glob.pattern", form="rg-glob-rooted"), "path": m("glob.path")},
     ),
     _t(
         "ls",

@@ -561,8 +561,10 @@ def _read(
     out: dict[str, Any] = {}
     changes: list[ArgChange] = []
     placed: dict[str, str] = {}  # target key -> the source key that filled it
-    if reading.competing and not any(k in reading.listed() for k in arguments if k not in ANNOTATION_KEYS):
-        # Another agent's tool of the same name is a reading only when the call uses its spelling.
+    keys = [k for k in arguments if k not in ANNOTATION_KEYS]
+    if reading.competing and keys and not any(k in reading.listed() for k in keys):
+        # Another agent's tool of the same name is a reading only when the call uses its spelling;
+        # a call with no key uses every such tool's, and leaves each tool's defaults to it.
         raise _NotThisTool(f"the call uses none of {reading.label}'s keys")
     if not reading.own:
         # A key this tool has nothing for rules the tool out, whatever the other keys say.
@@ -1069,9 +1071,18 @@ DIRECTORY_MOVERS: frozenset[str] = frozenset(n for t in TABLES for n in t.fixed.
 
 
 #: Effects a tool has when the call leaves them out, recorded per tool (a key's ``default`` or the
-#: table's ``fixed``): compared between the reading and the target.
+#: table's ``fixed``): compared between the reading and the target. ``glob.ignores`` and
+#: ``glob.hidden``: which files a glob search skips (ignore files, dotfiles).
 _EFFECTS = frozenset(
-    {"edit.all", "shell.background", "subagent.background", "grep.ignore_case", "powershell.background"}
+    {
+        "edit.all",
+        "shell.background",
+        "subagent.background",
+        "grep.ignore_case",
+        "powershell.background",
+        "glob.ignores",
+        "glob.hidden",
+    }
 )
 
 
