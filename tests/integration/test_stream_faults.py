@@ -52,12 +52,12 @@ IN_TEXT_EVENT = (
 IN_TOOL_EVENT = IN_TOOL_BLOCK + b'event: content_block_delta\ndata: {"type": "content_block_delta", "ind'
 
 
-def fetch(port: int) -> tuple[int, bytes, bool]:
+def fetch(port: int, request: bytes = REQUEST) -> tuple[int, bytes, bool]:
     """(status, de-chunked body bytes, whether the terminating chunk came)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=15)
     s.sendall(
         b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-        b"content-length: %d\r\n\r\n%s" % (len(REQUEST), REQUEST)
+        b"content-length: %d\r\n\r\n%s" % (len(request), request)
     )
     raw = b""
     deadline = time.monotonic() + 15
@@ -102,6 +102,55 @@ def test_every_received_byte_reaches_the_client_when_the_upstream_dies(tmp_path,
             assert flows[0].response.raw_content == body  # the saved flow has what the client got
         # mitmdump says so, at warn: why, and what the client got
         assert "toolvocab: passed through (could not repair): the upstream ended the stream mid-way" in proxy.output()
+    finally:
+        proxy.stop()
+        upstream.stop()
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["fin", "rst"])
+def test_an_alias_held_when_the_upstream_dies_reaches_the_client_named_back(tmp_path, reset):
+    """The client declares ``files.read`` (a dot, which the upstream rejects): it goes up under
+    an alias, and the upstream dies inside a held call of that alias. The client gets every byte
+    received, as it came but for that name, given back (an alias it never declared is no tool it
+    can run; as at a stall); the record says so. Was: the held block went out with the alias."""
+    import json
+
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    tool = {"name": "files.read", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    request = json.dumps(
+        {
+            "model": "m",
+            "max_tokens": 100,
+            "stream": True,
+            "tools": [tool],
+            "messages": [{"role": "user", "content": "hi"}],
+        }
+    ).encode()
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    block = {"type": "tool_use", "id": "toolu_1", "name": upstream_name, "input": {}}
+    body = (
+        HEAD
+        + ev({"type": "content_block_stop", "index": 0})
+        # compact, as the proxy writes the event it gives the name back in
+        + b"event: content_block_start\ndata: %s\n\n"
+        % json.dumps(
+            {"type": "content_block_start", "index": 1, "content_block": block}, separators=(",", ":")
+        ).encode()
+        + ev({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"pa'}})
+    )
+    upstream = ChunkedUpstream(body, reset=reset)
+    proxy = procs.start_mitmdump(upstream.url, save_path=tmp_path / "flows.mitm")
+    try:
+        status, got, ended = fetch(proxy.port, request)
+        assert status == 200 and not ended
+        assert got == body.replace(upstream_name.encode(), b"files.read"), got[-300:]
+        record = proxy.flows()[-1].metadata["toolvocab"]
+        assert any(
+            "the upstream ended the stream mid-way" in n and "but for names given back (files.read)" in n
+            for n in record["notes"]
+        ), record["notes"]
     finally:
         proxy.stop()
         upstream.stop()

@@ -347,7 +347,7 @@ class ToolVocab(Configurable):
 
     def _deliver_rest(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """The upstream (or the client) ended a streamed answer mid-stream: send the client every
-        byte received and not yet sent, unchanged. mitmproxy calls the stream callable
+        byte received and not yet sent, unchanged but for names given back (:meth:`drain`). mitmproxy calls the stream callable
         no more (G3); this ``error`` hook is the last code that runs before it closes the client
         connection (``HttpStream.handle_protocol_error``: the hook, then the error to the
         client; 11.0.2 and 12.x), so the bytes are written to the client connection here."""
@@ -368,7 +368,13 @@ class ToolVocab(Configurable):
                 state.record.notes.append(
                     passed_note(
                         "the upstream ended the stream mid-way",
-                        f"the client got the {len(data)} bytes received and not yet sent as they came ({how})",
+                        f"the client got the {len(data)} bytes received and not yet sent as they came"
+                        + (
+                            f" but for names given back ({', '.join(stream.drained_names)})"
+                            if stream.drained_names
+                            else ""
+                        )
+                        + f" ({how})",
                     )
                 )
         except Exception as exc:

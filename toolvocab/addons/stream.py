@@ -130,6 +130,8 @@ class StreamCallable:
         self._sniffed_sent = False  # observe: the sniffed bytes went out as they came
         self.noted = False  # the rewriter's error (or a stall) is in the record
         self.noted_contained = False  # the rewriter's contained is in the record
+        #: The client's names :meth:`drain` gave back (for its note).
+        self.drained_names: list[str] = []
         self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
         self._differs = False
         self._unrepaired = 0  # calls of rewriter.unrepaired already noted
@@ -344,10 +346,12 @@ class StreamCallable:
             del lag[: len(piece)]
 
     def drain(self) -> bytes:
-        """Every byte received and not yet sent, unchanged and in order (a held tool-call block,
-        the unfinished last event, a buffered body); afterwards the callable passes chunks
-        through. For an upstream that ends mid-stream (mitmproxy calls no ``b""`` then: G3). The
-        caller sends them, and says so with :meth:`delivered` (what the client got is saved)."""
+        """Every byte received and not yet sent, in order (a held tool-call block, the unfinished
+        last event, a buffered body), unchanged but for a name toolvocab sent upstream for one of
+        the client's tools, given back (the rewriter's ``let_go``, as at a stall; the names are
+        :attr:`drained_names`); afterwards the callable passes chunks through. For an upstream
+        that ends mid-stream (mitmproxy calls no ``b""`` then: G3). The caller sends them, and
+        says so with :meth:`delivered` (what the client got is saved)."""
         self._cancel_timer()
         if self.phase is Phase.DRAINED:
             return b""
@@ -357,12 +361,24 @@ class StreamCallable:
             if self.phase in _BUFFERING:
                 out += [bytes(self.upstream)] if not self._sniffed_sent else []
             elif self.phase is Phase.STREAMING and not self.observe:
-                out += list(self.rewriter.salvage())
+                out += self._drain_rewriter()
             # ENDED, DONE: the rewrite ended at an empty chunk; PASSING: what was held went out
         except Exception:
             logger.exception("toolvocab: drain failed")
         self._to(Phase.DRAINED)
         return b"".join(out)
+
+    def _drain_rewriter(self) -> list[bytes]:
+        """What the rewriter holds and the framer's remainder, given up for good: each held call
+        as it came but for an upstream alias named back (a request read whole is the only one
+        that sent aliases: any other's release is the bytes as they came)."""
+        rewriter = self.rewriter
+        if self.state.unverified is None and self.state.refused is None and rewriter.error is None:
+            given = rewriter.let_go("the upstream ended the stream mid-way")
+            self.drained_names = names_given_back(rewriter.unrepaired[self._unrepaired :])
+            self._unrepaired = len(rewriter.unrepaired)  # the drain's note says them
+            return [*given, *rewriter.salvage()]
+        return list(rewriter.salvage())
 
     def delivered(self, data: bytes) -> None:
         """``data`` (from :meth:`drain`) reached the client connection: it counts as sent."""
