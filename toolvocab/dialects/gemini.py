@@ -38,6 +38,7 @@ from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import Unreadable
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.models import DeclaredTool
@@ -720,10 +721,10 @@ class GeminiStream(EventStreamRewriter):
         return self.held()
 
     def give_back(self, why: str) -> list[bytes] | None:
-        """:meth:`EventStreamRewriter.give_back` (SSE only: an array element that cannot be read
-        is contained element by element): held text as it came (:meth:`let_go`), then every later
-        event as it came but for a ``functionCall``'s upstream alias of the client's own tool,
-        named back."""
+        """:meth:`EventStreamRewriter.give_back` (SSE; a JSON array does the same element by
+        element, in :meth:`feed` and :meth:`_element`): held text as it came (:meth:`let_go`), then
+        every later event as it came but for a ``functionCall``'s upstream alias of the client's
+        own tool, named back."""
         if self._framing != "sse":
             return None
         out = self.let_go(why)
@@ -733,6 +734,11 @@ class GeminiStream(EventStreamRewriter):
 
     def _name_back(self, event: SSEEvent, data: Any) -> list[bytes]:
         """One event after :meth:`give_back`: as it came but for the names it gives back."""
+        return [event.with_json(data).raw] if self._names_back_in(data) else [event.raw]
+
+    def _names_back_in(self, data: Any) -> bool:
+        """Give back, in ``data`` (a response, or its Code Assist envelope), each ``functionCall``
+        name that is an upstream alias of this flow; whether one was."""
         response = _unwrap(data)
         changed = False
         for candidate in _list(response.get("candidates")) if isinstance(response, dict) else []:
@@ -747,7 +753,7 @@ class GeminiStream(EventStreamRewriter):
                 if back is not None:
                     call["name"] = back[0]
                     changed = True
-        return [event.with_json(data).raw] if changed else [event.raw]
+        return changed
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """One SSE event: rewrite its response if a call changes; hold text that may be a call."""
@@ -882,6 +888,8 @@ class GeminiStream(EventStreamRewriter):
         pieces = [b for b in self._array.feed(chunk, self._element) if b]
         if self._array.error is not None and self.error is None:
             self.error = self._array.error
+        if self._names_only and self._text is not None:
+            return [bytes(b) for b in self.held() + pieces]  # the text watch ends: held text as it came
         if self._text is None or self.error is not None:
             held = self._text is not None and bool(self._text.held)
             return [bytes(b) for b in self.held() + pieces] if held else [bytes(b) for b in pieces]
@@ -891,7 +899,13 @@ class GeminiStream(EventStreamRewriter):
             try:
                 out += self._on_text(unit, unit.json()) if self._text is not None else [unit.raw]
             except Exception as exc:  # contain: what is held and the rest go out as received
-                self.error = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, (RepeatedKey, Unreadable)):
+                    # an element that cannot be read: later ones are read for aliases only
+                    self.contained = self.contained or f"{type(exc).__name__}: {exc}"
+                    self._names_only = True
+                    self.repairs_after_let_go = False
+                else:
+                    self.error = f"{type(exc).__name__}: {exc}"
                 out += self.held()
                 if not out or out[-1] is not unit.raw:
                     out.append(unit.raw)
@@ -927,7 +941,8 @@ class GeminiStream(EventStreamRewriter):
         return super().finish()
 
     def _element(self, raw: bytes) -> bytes:
-        """One whole array element: rewritten if a call in it changes; on any error, as is.
+        """One whole array element: rewritten if a call in it changes; on any error, as is (one
+        that repeats a key: as is, and later ones only have this flow's aliases given back).
         While a lift is possible the result is marked as an element (:class:`_Element`) for the
         text watch in :meth:`feed`."""
         mark = _Element if self._text is not None else bytes
@@ -938,10 +953,14 @@ class GeminiStream(EventStreamRewriter):
         except orjson.JSONDecodeError:
             return raw
         if (b'"functionCall"' in raw or b"\\u" in raw) and jsonio.has_duplicate_keys(raw, data):
-            # Which value the client reads is its parser's choice: this element and the rest
-            # pass as they came.
-            self.error = f"RepeatedKey: {RepeatedKey.NOTE}"
+            # Which value the client reads is its parser's choice: this element passes as it
+            # came, and the rest as they come but for this flow's aliases, given back.
+            self.contained = self.contained or f"RepeatedKey: {RepeatedKey.NOTE}"
+            self._names_only = True
+            self.repairs_after_let_go = False
             return raw
+        if self._names_only:
+            return jsonio.dumps(data) if self._names_back_in(data) else raw
         try:
             if _rewrite_candidates(data, self._flow, self._ids, lift_text=False, gave_up=self.unrepaired):
                 return mark(jsonio.dumps(data))
