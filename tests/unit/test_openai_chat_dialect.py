@@ -1210,3 +1210,44 @@ def test_the_texts_of_several_choices_are_never_lifted_as_one(seed):
     assert [(c["name"], orjson.loads(c["arguments"])) for c in sdk_calls(out)] == [
         ("read_file", {"file_path": "/tmp/a.txt"})
     ]
+
+
+@pytest.mark.parametrize("index", ["0", 0.0, None])
+def test_a_call_whose_index_is_not_an_integer_still_gets_its_own_name_back(index):
+    """Calls whose index is not an integer cannot be told apart: they go as they came, but for
+    the alias this flow sent upstream for the client's ``fs.read`` (an alias the client never
+    declared is no tool it can run), whole in a delta, given back. Was: the alias reached it."""
+    from toolvocab.engine.ladder import declared_tool
+    from toolvocab.engine.ladder import resolve
+
+    alias = "fs_read_4074bc02"
+    plan = Plan(rename_map={"fs.read": alias})
+    declared = Toolset(
+        [declared_tool("fs.read", input_schema={"type": "object", "properties": {"path": {"type": "string"}}})]
+    )
+
+    class Resolver:
+        """The ladder over ``tools`` with the plan's reverse map (``tools``: what the flow declared)."""
+
+        tools = declared
+
+        def __call__(self, call):
+            return resolve(call, declared, plan.reverse_map)
+
+    call = {
+        "index": index,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": alias, "arguments": '{"path":"a"}'},
+    }
+    upstream = (
+        b"data: "
+        + orjson.dumps({"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+        + b"\n\ndata: "
+        + orjson.dumps({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        + b"\n\ndata: [DONE]\n\n"
+    )
+    rw = DIALECT.stream_rewriter(context(Resolver(), plan, flow_key="k"))
+    out = drive(rw, [upstream])
+    assert out == upstream.replace(alias.encode(), b"fs.read")
+    assert rw.unrepaired and rw.unrepaired[-1].endswith("; named back to fs.read"), rw.unrepaired

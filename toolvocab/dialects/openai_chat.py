@@ -1142,12 +1142,16 @@ class ChatStream(EventStreamRewriter):
             return []
         if _odd_indices(held):
             # A choice or tool-call index that is not an integer: the calls cannot be told apart
-            # with certainty, so the block goes out exactly as it came.
+            # with certainty, so the block goes out as it came but for a name that is an upstream
+            # alias of this flow, whole in one delta, given back.
+            backs: list[str] = []
+            out = [self._give_names_back(e, backs) for e in held]
             self._held = None
             self.unrepaired.append(
                 "a choice or tool-call index is not an integer, so the tool calls cannot be told apart"
+                + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
             )
-            return [e.raw for e in held]
+            return out
         slots = self._assemble(held)
         finish = _finish_reasons(held)
         updates: dict[int, dict[str, Any]] = {}
