@@ -342,6 +342,8 @@ def test_a_json_answer_repeating_a_key_passes_as_it_came(env, repeat, stream):
     assert r.record["response_changed"] is False
     assert any("could not be written back exactly" in n for n in r.record["notes"]), r.record["notes"]
     assert f.marked == ":warning:" and f.comment.startswith("passed through: the rewritten answer")
+    # no call reached the client changed: the record decides none (the log line said shell→Bash)
+    assert r.record["decisions"] == [] and r.record["calls_repaired"] == 0, r.record["decisions"]
 
 
 def test_auto_mode_client_naming_all_tools_gets_no_sentence(env):

@@ -532,11 +532,15 @@ class ToolVocab(Configurable):
         if not isinstance(body, dict):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
+        before = len(state.record.decisions)
         if state.dialect.rewrite_response(body, state.context) and state.record.mode != "observe":
             if not state.may_change():
                 return
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
             if new is None:
+                # the calls reached the client as the upstream sent them: no decision of this
+                # answer's stands (the log line and the counts say none)
+                state.withdraw(state.record.decisions[before:])
                 state.record.notes.append(
                     passed_note(
                         "the rewritten answer could not be written back exactly (a repeated key?)",

@@ -491,10 +491,13 @@ class StreamCallable:
         if not isinstance(parsed, dict):
             self.state.record.notes.append("answer body is not a JSON object; passed through")
             return body
+        before = len(self.state.record.decisions)
         try:
             if self.state.dialect.rewrite_response(parsed, self.state.context) and not self.observe:
                 new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
                 if new is None:
+                    # the calls reached the client as the upstream sent them: no decision stands
+                    self.state.withdraw(self.state.record.decisions[before:])
                     self.state.record.notes.append(
                         passed_note(
                             "the rewritten answer could not be written back exactly (a repeated key?)",
