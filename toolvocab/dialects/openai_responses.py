@@ -1215,7 +1215,7 @@ class ResponsesStream(EventStreamRewriter):
                 if back is not None:
                     backs.append(join_namespace(back[1], back[0]))
         if backs and self.unrepaired:
-            self.unrepaired[-1] += NAMED_BACK + ", ".join(backs)
+            self.unrepaired[-1] += NAMED_BACK + ", ".join(dict.fromkeys(backs))  # one per call, not per event
         for unit in units:
             data = unit.json()
             if (
