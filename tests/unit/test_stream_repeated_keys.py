@@ -418,3 +418,29 @@ def test_a_gemini_array_names_every_readable_alias_back_after_a_repeated_key(see
     want = b"[" + b",\n".join(e if i == k else e.replace(NAMED, b'"fs.read"') for i, e in enumerate(elements)) + b"]"
     assert out == want
     assert rw.error is None and (rw.contained is None or rw.contained.startswith("RepeatedKey: "))
+
+
+@pytest.mark.parametrize("pieces", [("fs_rea", "d_4074bc02"), ("fs", "_read_", "4074bc02")])
+def test_a_chat_alias_held_in_pieces_is_given_back_whole_at_a_give_up(pieces: tuple[str, ...]) -> None:
+    """A Chat call whose name comes in pieces across held chunks, which joined are this flow's
+    alias, is let go (a chunk repeating a key): the client's name goes in the first piece and the
+    later pieces carry none (a client joins the pieces, as the repaired calls are written). Was:
+    the pieces went as they came, and the client joined them into the alias."""
+
+    def chunk(delta: dict, finish=None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return compact({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}, event=False)
+
+    first = {"index": 0, "id": "call_0", "type": "function", "function": {"name": pieces[0], "arguments": ""}}
+    later = [{"index": 0, "function": {"name": p}} for p in pieces[1:]]
+    events = [chunk({"role": "assistant"}), chunk({"tool_calls": [first]})]
+    events += [chunk({"tool_calls": [c]}) for c in later]
+    events += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":"a"}'}}]})]
+    events += [repeat_first_key(chunk({}, "tool_calls")), b"data: [DONE]\n\n"]
+    out, rw, _ = run_with(AliasResolver(), "openai_chat", b"".join(events), random.Random(len(pieces)))
+    want = list(events)
+    want[1] = chunk({"tool_calls": [{**first, "function": {"name": "fs.read", "arguments": ""}}]})
+    for i in range(len(later)):
+        want[2 + i] = chunk({"tool_calls": [{"index": 0, "function": {}}]})
+    assert out == b"".join(want)
+    assert rw.unrepaired and rw.unrepaired[-1].endswith("; named back to fs.read"), rw.unrepaired

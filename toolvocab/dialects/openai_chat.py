@@ -12,6 +12,7 @@ change, emits a normalized call: id, type and full name in its first delta, then
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -824,6 +825,7 @@ class ChatStream(EventStreamRewriter):
         self._giving_back = True
         self.repairs_after_let_go = False
         backs: list[str] = []
+        calls = self._join_split_names(calls, backs)
         out = [e.raw for e in text] + [self._give_names_back(e, backs) for e in calls]
         if calls:
             self.unrepaired.append(f"{why} while tool calls were held")
@@ -835,6 +837,58 @@ class ChatStream(EventStreamRewriter):
         """:meth:`EventStreamRewriter.give_back`: :meth:`let_go` (after it, every event goes as
         it came but for such names, given back)."""
         return self.let_go(why)
+
+    def _join_split_names(self, held: list[SSEEvent], backs: list[str]) -> list[SSEEvent]:
+        """``held`` (tool-call chunks let go) with each call's name that came in pieces across
+        them and, joined, is an upstream alias of this flow, given back: the client's name in the
+        first piece, no name in the later ones (as the repaired calls are written; a client joins
+        the pieces), and added to ``backs``. A call is its choice's and index's pieces up to a
+        piece with another id; with an index that is not an integer nothing is joined."""
+        if _odd_indices(held):
+            return held
+        groups: dict[tuple[Any, Any], list[list[Any]]] = {}  # (choice, index) -> calls: [id, pieces]
+        for e_no, event in enumerate(held):
+            data = event.json()
+            choices = data.get("choices") if isinstance(data, dict) else None
+            for c_no, choice in enumerate(choices if isinstance(choices, list) else []):
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+                for t_no, call in enumerate(calls if isinstance(calls, list) else []):
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    if not isinstance(fn, dict):
+                        continue
+                    runs = groups.setdefault((choice.get("index", 0), call.get("index", 0)), [])
+                    new_id = call.get("id")
+                    if not runs or (isinstance(new_id, str) and runs[-1][0] not in (None, new_id)):
+                        runs.append([new_id if isinstance(new_id, str) else None, []])
+                    elif isinstance(new_id, str):
+                        runs[-1][0] = new_id
+                    if isinstance(fn.get("name"), str) and fn["name"]:
+                        runs[-1][1].append((e_no, c_no, t_no, fn["name"]))
+        edits: dict[int, list[tuple[int, int, str | None]]] = {}  # event -> (choice, call, name or drop)
+        for runs in groups.values():
+            for _, pieces in runs:
+                if len(pieces) < 2 or any(self._alias_back({"name": p[3]}) is not None for p in pieces):
+                    continue
+                back = self._alias_back({"name": "".join(p[3] for p in pieces)})
+                if back is None:
+                    continue
+                backs.append(back)
+                for i, (e_no, c_no, t_no, _) in enumerate(pieces):
+                    edits.setdefault(e_no, []).append((c_no, t_no, back if i == 0 else None))
+        if not edits:
+            return held
+        out = list(held)
+        for e_no, changes in edits.items():
+            data = copy.deepcopy(held[e_no].json())
+            for c_no, t_no, name in changes:
+                fn = data["choices"][c_no]["delta"]["tool_calls"][t_no]["function"]
+                if name is None:
+                    del fn["name"]
+                else:
+                    fn["name"] = name
+            out[e_no] = held[e_no].with_json(data)
+        return out
 
     def _give_names_back(self, event: SSEEvent, backs: list[str]) -> bytes:
         """``event`` as it came but for each tool call's (or legacy ``function_call``'s) name that
