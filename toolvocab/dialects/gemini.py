@@ -721,12 +721,10 @@ class GeminiStream(EventStreamRewriter):
         return self.held()
 
     def give_back(self, why: str) -> list[bytes] | None:
-        """:meth:`EventStreamRewriter.give_back` (SSE; a JSON array does the same element by
-        element, in :meth:`feed` and :meth:`_element`): held text as it came (:meth:`let_go`), then
-        every later event as it came but for a ``functionCall``'s upstream alias of the client's
-        own tool, named back."""
-        if self._framing != "sse":
-            return None
+        """:meth:`EventStreamRewriter.give_back`, in either framing (a JSON array's elements as
+        :meth:`feed` and :meth:`_element` read them after one that cannot be read): held text as
+        it came (:meth:`let_go`), then every later event or element as it came but for a
+        ``functionCall``'s upstream alias of the client's own tool, named back."""
         out = self.let_go(why)
         self._names_only = True
         self.repairs_after_let_go = False  # a later stall's note: nothing after this is repaired
