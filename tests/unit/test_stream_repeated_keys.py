@@ -444,3 +444,16 @@ def test_a_chat_alias_held_in_pieces_is_given_back_whole_at_a_give_up(pieces: tu
         want[2 + i] = chunk({"tool_calls": [{"index": 0, "function": {}}]})
     assert out == b"".join(want)
     assert rw.unrepaired and rw.unrepaired[-1].endswith("; named back to fs.read"), rw.unrepaired
+
+
+@pytest.mark.parametrize("end", [b"\n", b"", b"\r\n"])
+def test_a_gemini_last_event_without_its_blank_line_is_read(end: bytes) -> None:
+    """google-genai dispatches every ``data:`` line as it ends, the last one at the end of the
+    stream with or without its blank line: such a last event is read as one (the alias in its
+    call named back), its own line ending kept. Was: it went as it came, alias and all."""
+    events = alias_gemini()
+    last = events[-1].removesuffix(b"\n\n") + end
+    data = b"".join(events[:-1]) + last
+    out, rw, _ = run_with(AliasResolver(), "gemini", data, random.Random(len(end)))
+    assert out == data.replace(NAMED, b'"fs.read"')
+    assert rw.error is None

@@ -688,6 +688,9 @@ class GeminiStream(EventStreamRewriter):
     #: A ``functionCall`` is changed; text events are read only while a lift is possible
     #: (:meth:`holding`). Other SSE events pass unparsed.
     MARKERS = (b'"functionCall"',)
+    #: google-genai dispatches every ``data:`` line as it ends, the last one at the end of the
+    #: stream too, blank line or not (google/genai/_api_client.py, HttpResponse._iter_response_stream).
+    READS_UNTERMINATED = True
 
     def __init__(self, flow: FlowContext) -> None:
         super().__init__()

@@ -143,7 +143,8 @@ class SSEParser:
     event stream"), so mixed endings such as ``data: x\n\r\n`` end a block too. A CR at the
     very end of the buffer waits for the next byte (it may be half of a CRLF), so the result never
     depends on where the transport cut the stream. ``flush()`` returns the bytes left at end of
-    stream (an unterminated last block), which callers pass through unchanged.
+    stream (an unterminated last block), which callers pass through unchanged (or read as a last
+    event: ``EventStreamRewriter.READS_UNTERMINATED``).
 
     Work is linear in the bytes fed whatever the piece sizes: every byte is searched once (an
     unfinished line is not searched again when more of it arrives).
@@ -272,6 +273,10 @@ class EventStreamRewriter:
 
     #: Byte strings, one of which is in every event :meth:`on_event` must see (``None``: all).
     MARKERS: tuple[bytes, ...] | None = None
+    #: Whether the bytes after the last blank line at the end of the stream are read as one last
+    #: event (a dialect whose client dispatches it); else they pass as they came (the WHATWG
+    #: parser drops an event its blank line never ended, and so do the OpenAI and Anthropic SDKs).
+    READS_UNTERMINATED = False
 
     def __init__(self) -> None:
         self._parser = SSEParser()
@@ -460,7 +465,10 @@ class EventStreamRewriter:
         out: list[bytes] = []
         if self.error is None:
             blocks = self._parser.feed_raw(self._take_pending()) if self._pending else []
-            out = self._process(blocks + self._parser.close_raw())
+            blocks += self._parser.close_raw()
+            if type(self).READS_UNTERMINATED and (rest := self._parser.flush()).strip():
+                blocks.append(rest)  # keeps its own (missing) terminator
+            out = self._process(blocks)
             if self.error is None:
                 try:
                     out.extend(self.at_end())
