@@ -457,3 +457,32 @@ def test_a_gemini_last_event_without_its_blank_line_is_read(end: bytes) -> None:
     out, rw, _ = run_with(AliasResolver(), "gemini", data, random.Random(len(end)))
     assert out == data.replace(NAMED, b'"fs.read"')
     assert rw.error is None
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_chat_alias_in_pieces_after_a_give_up_is_given_back_whole(seed: int) -> None:
+    """After a give-up (a chunk repeating a key) Chat is read for this flow's aliases only; a
+    later call whose name comes in pieces that join into the alias is held until its name can
+    grow no more, then goes with the client's name in the first piece and none in the later ones.
+    Its other chunks, and every other byte, as they came. Was: the pieces went as they came."""
+    rnd = random.Random(seed)
+
+    def chunk(delta: dict, finish=None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return compact({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}, event=False)
+
+    cuts = sorted(rnd.sample(range(1, len(ALIAS)), rnd.randint(1, 3)))
+    pieces = [ALIAS[a:b] for a, b in zip([0, *cuts], [*cuts, len(ALIAS)])]
+    first = {"index": 0, "id": "call_0", "type": "function", "function": {"name": pieces[0], "arguments": ""}}
+    events = [chunk({"role": "assistant"}), repeat_first_key(chunk({"content": "ok"}))]
+    events += [chunk({"tool_calls": [first]})]
+    events += [chunk({"tool_calls": [{"index": 0, "function": {"name": p}}]}) for p in pieces[1:]]
+    events += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path":"a"}'}}]})]
+    events += [chunk({}, "tool_calls"), b"data: [DONE]\n\n"]
+    out, rw, _ = run_with(AliasResolver(), "openai_chat", b"".join(events), rnd)
+    want = list(events)
+    want[2] = chunk({"tool_calls": [{**first, "function": {"name": "fs.read", "arguments": ""}}]})
+    for i in range(len(pieces) - 1):
+        want[3 + i] = chunk({"tool_calls": [{"index": 0, "function": {}}]})
+    assert out == b"".join(want)
+    assert rw.error is None and rw.contained is not None

@@ -778,6 +778,7 @@ class ChatStream(EventStreamRewriter):
             or self._legacy is not None
             or not self._prose
             or bool(self._with_calls)
+            or self._name_hold is not None
         )
 
     def __init__(self, flow: FlowContext) -> None:
@@ -796,6 +797,10 @@ class ChatStream(EventStreamRewriter):
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
         #: After a stall's let_go: every event passes as it came but for an alias given back
         self._giving_back = False
+        #: While giving back: the chunks held because a call's name so far is the start of an
+        #: alias of this flow (its pieces may make it whole), and that call's (choice, index).
+        self._name_hold: list[SSEEvent] | None = None
+        self._name_key: tuple[Any, Any] | None = None
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -803,14 +808,15 @@ class ChatStream(EventStreamRewriter):
 
     def has_held(self) -> bool:
         """Tool-call chunks, a legacy function_call or content that may be markup are held."""
-        return bool(self._held) or bool(self._hold.held) or bool(self._legacy)
+        return bool(self._held) or bool(self._hold.held) or bool(self._legacy) or bool(self._name_hold)
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
         held, self._held = self._held or [], None
         text = self._hold.release()
         legacy, self._legacy = self._legacy or [], None
-        return [e.raw for e in text + held + legacy]
+        names, self._name_hold = self._name_hold or [], None
+        return [e.raw for e in text + held + legacy + names]
 
     def let_go(self, why: str) -> list[bytes]:
         """What is held, given up (:meth:`EventStreamRewriter.let_go`): held text as it came
@@ -820,8 +826,8 @@ class ChatStream(EventStreamRewriter):
         the stream passes as it comes, but for such names, given back in every later delta."""
         text = self._hold.release()
         self._settle()
-        calls = (self._held or []) + (self._legacy or [])
-        self._held = self._legacy = None
+        calls = (self._held or []) + (self._legacy or []) + (self._name_hold or [])
+        self._held = self._legacy = self._name_hold = None
         self._giving_back = True
         self.repairs_after_let_go = False
         backs: list[str] = []
@@ -837,6 +843,60 @@ class ChatStream(EventStreamRewriter):
         """:meth:`EventStreamRewriter.give_back`: :meth:`let_go` (after it, every event goes as
         it came but for such names, given back)."""
         return self.let_go(why)
+
+    def _give_back_event(self, event: SSEEvent) -> list[bytes]:
+        """One chunk while giving back (after :meth:`let_go`): as it came but for an alias of
+        this flow, given back. A call whose name so far is only the start of such an alias is held
+        (with every chunk after it) until its name can grow no more — a chunk of that call with
+        no name piece, or a name that is no longer the start of an alias — then let go with its
+        pieces joined (:meth:`_join_split_names`)."""
+        if self._name_hold is None:
+            key = self._alias_start(event)
+            if key is None:
+                return [self._give_names_back(event, [])]
+            self._name_hold, self._name_key = [event], key
+            return []
+        self._name_hold.append(event)
+        name = self._held_name()
+        if name is not None and self._strict_alias_prefix(name) and self._adds_name(event):
+            return []
+        held, self._name_hold = self._name_hold, None
+        backs: list[str] = []
+        return [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
+
+    def _call_pieces(self, event: SSEEvent) -> list[tuple[tuple[Any, Any], str]]:
+        """``((choice, index), name piece)`` of each tool call in ``event`` that carries a name."""
+        data = event.json()
+        choices = data.get("choices") if isinstance(data, dict) else None
+        out = []
+        for choice in choices if isinstance(choices, list) else []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for call in calls if isinstance(calls, list) else []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"]:
+                    out.append(((choice.get("index", 0), call.get("index", 0)), fn["name"]))
+        return out
+
+    def _alias_start(self, event: SSEEvent) -> tuple[Any, Any] | None:
+        """The (choice, index) of a call in ``event`` whose name is only the start of an alias."""
+        for key, piece in self._call_pieces(event):
+            if _is_index(key[0]) and _is_index(key[1]) and self._strict_alias_prefix(piece):
+                return key
+        return None
+
+    def _held_name(self) -> str | None:
+        """The held call's name pieces joined, ``None`` before any."""
+        pieces = [p for e in self._name_hold or [] for k, p in self._call_pieces(e) if k == self._name_key]
+        return "".join(pieces) if pieces else None
+
+    def _adds_name(self, event: SSEEvent) -> bool:
+        return any(k == self._name_key for k, _ in self._call_pieces(event))
+
+    def _strict_alias_prefix(self, name: str) -> bool:
+        """``name`` begins an upstream alias of this flow and is not one."""
+        aliases = self._flow.plan.reverse_map
+        return name not in aliases and any(a.startswith(name) for a in aliases)
 
     def _join_split_names(self, held: list[SSEEvent], backs: list[str]) -> list[SSEEvent]:
         """``held`` (tool-call chunks let go) with each call's name that came in pieces across
@@ -939,7 +999,7 @@ class ChatStream(EventStreamRewriter):
         if data is None and event.data is not None and event.data.strip() != "[DONE]" and self.has_held():
             raise Unreadable()
         if self._giving_back:
-            return [self._give_names_back(event, [])]
+            return self._give_back_event(event)
         choices = data.get("choices") if isinstance(data, dict) else None
         if not self._prose and isinstance(choices, list) and any(_other_choice(c) for c in choices):
             # Several choices (n > 1): their texts are not one text, and a call lifted from them
@@ -991,6 +1051,10 @@ class ChatStream(EventStreamRewriter):
         held text goes out as it came (the stream ended before its choice did: never lifted)."""
         out = self._release_text(final=True, lift=False) if self._hold.held else []
         out += self._release_legacy() if self._legacy is not None else []
+        if self._name_hold:  # giving back: a name that only began an alias, as it came
+            held, self._name_hold = self._name_hold, None
+            backs: list[str] = []
+            out += [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
         return out + (self._release() if self._held else [])
 
     # -- legacy function_call ------------------------------------------------------------------
