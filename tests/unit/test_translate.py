@@ -19,6 +19,7 @@ note's 10,000-example run sets it).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from typing import Any
 
@@ -241,6 +242,58 @@ def test_an_exact_edit_never_reaches_qwen_codes_normalising_edit(name: str, args
 def test_a_normalising_edit_reaches_an_exact_one() -> None:
     d = decide([EDIT], "edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}, client="Claude Code")
     assert d.action is Action.RENAME and d.target == "Edit"
+
+
+CLAUDE_WRITE = fn("Write", schema("file_path", "content", additional=False, file_path=STR, content=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args"),
+    [
+        # a patch's empty context line is one space: Claude Code's Write would drop it
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/r/fix.patch", "content": "@@ -1,2 +1,2 @@\n a\n \n-b\n+c\n"}),
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/r/a.py", "content": "x = 1  \r\ny = 2\u00a0"}),
+        ([EDIT], "replace", {"file_path": "/r/a.py", "old_string": "x", "new_string": 'S = """a  \nb"""'}),
+        # an empty replacement: Claude Code's Edit takes the line's newline too
+        ([EDIT], "replace", {"file_path": "/r/a.py", "old_string": "import os", "new_string": ""}),
+        # Claude Code's Edit finds a straight-quoted literal in a file that has curly quotes
+        (
+            [EDIT],
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/r/a.py", "old_str": 'MSG = "it\'s done"', "new_str": "x"},
+        ),
+        (
+            [EDIT],
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/r/a.py", "old_str": "caf\u00e9", "new_str": "x"},
+        ),
+        # Claude Code's Bash hands its shell \; for \\;
+        ([BASH], "run_shell_command", {"command": "printf '%s\\n' 'a\\\\;b' > o.txt"}),
+        ([BASH], "exec_command", {"cmd": "find . -name '*.o' -exec rm {} \\\\;"}),
+    ],
+)
+def test_text_claude_code_would_respell_never_moves_into_it(tools: list, name: str, args: dict) -> None:
+    """Claude Code 2.1.197 rewrites a call's input before its tool runs (normalizeToolInput, in
+    its bundled JS): each line's trailing whitespace goes from Write's content and Edit's
+    new_string (outside .md/.mdx files), an empty new_string takes its line's newline, Edit finds
+    the literal with curly quotes read as straight ones (and escapes, non-ASCII, sanitized tags
+    read either way), and Bash gets \\; for \\\\;. Text those change never moves into them from a
+    tool that writes, matches or runs it as given. Was: moved as sent."""
+    d = decide(tools, name, args, client="Claude Code")
+    assert not d.changed, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "target"),
+    [
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/r/a.py", "content": "x = 1\ny = 2\n"}, "Write"),
+        ([EDIT], "replace", {"file_path": "/r/a.py", "old_string": "x = 1", "new_string": "x = 2"}, "Edit"),
+        ([BASH], "exec_command", {"cmd": "git status"}, "Bash"),
+    ],
+)
+def test_text_claude_code_reads_as_sent_still_moves_into_it(tools: list, name: str, args: dict, target: str) -> None:
+    d = decide(tools, name, args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == target, d.reason
 
 
 @pytest.mark.parametrize("extra", [{"mode": "append"}, {"append": True}])
@@ -557,9 +610,23 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             continue
         meaning = listed[key]
         if meaning.what in ("shell.command", "monitor.command"):
+            for old, to in meaning.respells:  # what the client hands the shell
+                value = value.replace(old, to) if isinstance(value, str) else value
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
+        elif meaning.form == "trimmed-lines":
+            # Claude Code's Write and Edit write each line without its trailing whitespace (JS \s);
+            # an empty replacement there also takes the line's newline
+            gone = "empty, newline too" if meaning.what == "edit.new" and value == "" else None
+            out[meaning.what] = (_trimmed(value) if gone is None else gone, None)
+        elif (
+            meaning.form == "exact-quotes"
+            and isinstance(value, str)
+            and value.isascii()
+            and not any(c in value for c in "'\"\\<")
+        ):
+            out[meaning.what] = (value, "exact")  # nothing it could read another way: an exact match
         elif meaning.what.endswith((".path", ".cwd")) and (
             isinstance(value, str) and value.startswith("~") or _respelled(value)
         ):
@@ -593,6 +660,18 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         if meaning.default is not None:
             out.setdefault(meaning.what, (meaning.default, meaning.form))
     return out
+
+
+def _trimmed(text: Any) -> Any:
+    """``text`` with each line's trailing whitespace gone (the test's own reading of Claude Code's
+    normalizeToolInput: lines split at CRLF, LF or CR; JavaScript's ``\\s``)."""
+    if not isinstance(text, str):
+        return text
+    js_space = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
+        chr(c) for c in range(0x2000, 0x200B)
+    )
+    parts = re.split(r"(\r\n|\n|\r)", text)
+    return "".join(p if i % 2 else p.rstrip(js_space) for i, p in enumerate(parts))
 
 
 def _same_form(source: Any, target: Any, what: str) -> bool:
@@ -644,7 +723,18 @@ def declared_from(table: ArgTable, closed: bool) -> Any:
     )
 
 
-COMMANDS = ["git status", "ls -la | wc -l", "rm -f **/*.orig", "echo $HOME", "grep -n 'a b' x", *LEAVES]
+COMMANDS = [
+    "git status",
+    "ls -la | wc -l",
+    "rm -f **/*.orig",
+    "echo $HOME",
+    "grep -n 'a b' x",
+    "find . -name '*.o' -exec rm {} \\\\;",  # \\; : Claude Code's Bash hands its shell \;
+    *LEAVES,
+]
+#: Written text: as given everywhere; a line ending in whitespace (stripped by Claude Code's Write
+#: and Edit); quotes and non-ASCII (read another way by its Edit when the literal is missing).
+TEXTS = ["x", "needle", "a  \nb", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n>"]
 
 
 def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
@@ -656,6 +746,8 @@ def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
         return st.sampled_from([0, 1, 5, 30, 120, 600, 1500, 120000, 600000, 900000])
     if meaning.base is not None:
         return st.integers(0, 40)
+    if meaning.what in ("write.content", "edit.new", "edit.old"):
+        return st.sampled_from(TEXTS)
     t = _json_type(meaning)
     if t == BOOL:
         return st.booleans()

@@ -61,6 +61,14 @@ class Meaning:
     list-valued operands the item shape. ``most``: the largest value the tool honours as given,
     in ``unit`` (a larger one is clamped or refused). ``default``: the value the tool uses when
     the key is absent, recorded only where it selects an effect (``edit.all``, background flags).
+    ``respells``: literal ``(from, to)`` replacements the client makes in the value before the
+    tool runs it (Claude Code's Bash: two backslashes and a semicolon become one and one).
+
+    Forms of written text (``write.content``, ``edit.new``): ``None`` written as given;
+    ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
+    replacement takes the line's newline too). Of an edit's old text, ``"exact-quotes"``: the
+    literal, else the literal with curly quotes read as straight ones, backslash-u escapes read as
+    their characters, sanitized tags read whole.
     """
 
     what: str
@@ -69,6 +77,7 @@ class Meaning:
     form: str | None = None
     most: float | None = None
     default: Any = None
+    respells: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +112,10 @@ def m(
     form: str | None = None,
     most: float | None = None,
     default: Any = None,
+    respells: tuple[tuple[str, str], ...] = (),
 ) -> Meaning:
     """Shorthand for :class:`Meaning`."""
-    return Meaning(what=what, unit=unit, base=base, form=form, most=most, default=default)
+    return Meaning(what=what, unit=unit, base=base, form=form, most=most, default=default, respells=respells)
 
 
 # --- who (as the vocabulary spells them) and how the agents are identified ------------------------
@@ -189,7 +199,8 @@ _ROWS: tuple[ArgTable, ...] = (
         _CC_SRC,
         "rejected",
         args={
-            "command": m("shell.command", form="user"),
+            # normalizeToolInput (the bundled JS) replaces every \\; in the command with \;
+            "command": m("shell.command", form="user", respells=(("\\\\;", "\\;"),)),
             "timeout": m("shell.timeout", unit="ms", most=600000),
             "run_in_background": _BG_FALSE,
             "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
@@ -235,9 +246,13 @@ _ROWS: tuple[ArgTable, ...] = (
         "2.1.197",
         _CC_SRC,
         "rejected",
-        args={"file_path": m("write.path"), "content": m("write.content")},
+        args={"file_path": m("write.path"), "content": m("write.content", form="trimmed-lines")},
     ),
-    # Edit: old_string matched literally, exactly once unless replace_all.
+    # Edit: old_string matched exactly once unless replace_all: the literal, else with curly
+    # quotes read as straight ones, \uXXXX escapes and non-ASCII spelled either way, sanitized tags
+    # (<fnr>, <n>…) read whole (findActualString, desanitize). normalizeToolInput strips each line's
+    # trailing whitespace from Write's content and Edit's new_string (not in a .md/.mdx file), and
+    # an empty new_string also takes the line's newline when the file has one after old_string.
     _t(
         "Edit",
         _CC,
@@ -247,8 +262,8 @@ _ROWS: tuple[ArgTable, ...] = (
         "rejected",
         args={
             "file_path": m("edit.path"),
-            "old_string": m("edit.old", form="exact"),
-            "new_string": m("edit.new"),
+            "old_string": m("edit.old", form="exact-quotes"),
+            "new_string": m("edit.new", form="trimmed-lines"),
             "replace_all": _EDIT_ALL,
         },
     ),

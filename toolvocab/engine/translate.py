@@ -246,6 +246,45 @@ def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
     )
 
 
+#: JavaScript's ``\s`` (ECMA-262 WhiteSpace and LineTerminator), which Claude Code's ``/\s+$/``
+#: strips from the end of each line of Write's content and Edit's new_string.
+_JS_TRAILING_SPACE = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$")
+_LINE_BREAK = re.compile(r"\r\n|\n|\r")
+#: What Claude Code 2.1.197's Edit reads another way than literally when the literal is missing
+#: (findActualString, desanitize): a quote (curly ones read as straight), a backslash-u escape or
+#: a character past ASCII (each spelled either way), a sanitized tag (``<fnr>``, ``<n>``, ``< EOT >``,
+#: a blank line then ``H:`` or ``A:``).
+_QUOTES_READ = re.compile(
+    r"""['"\u2018\u2019\u201c\u201d]|\\u[0-9a-fA-F]{4}|[^\x00-\x7f]|</?[noesr]>|<fnr>|< [A-Z_]+ >|\n\n[HA]:"""
+)
+
+
+def _check_trimmed(value: Any, what: str) -> None:
+    """``value`` (written text) moves between a tool that writes it as given and one that strips
+    each line's trailing whitespace first (Claude Code's Write and Edit: normalizeToolInput,
+    outside a .md/.mdx file) only when that changes nothing; an empty replacement never (Claude
+    Code's Edit then also deletes the line's newline, the others leave an empty line)."""
+    if not isinstance(value, str):
+        raise _Unusable("the text is not a string", applicable=False)
+    if what == "edit.new" and value == "":
+        raise _Unusable("an empty replacement also deletes its line's newline in Claude Code's Edit, not elsewhere")
+    if any(_JS_TRAILING_SPACE.search(line) for line in _LINE_BREAK.split(value)):
+        raise _Unusable(
+            "a line of it ends in whitespace, which Claude Code's Write and Edit strip and the other tools write"
+        )
+
+
+def _check_respelled(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
+    """A command moves between tools that respell it differently (``Meaning.respells``: Claude
+    Code's Bash turns two backslashes and a semicolon into one and one) only when neither
+    respelling applies to it, as sent or as written for the target."""
+    for text in (value, new):
+        if isinstance(text, str):
+            for old, _ in (*src.respells, *dst.respells):
+                if old in text:
+                    raise _Unusable(f"it holds {old!r}, which one of the tools respells before running it")
+
+
 def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> Any:
     """``value`` as meant by ``src``, written for ``dst``; raises :class:`_Unusable` when no exact
     conversion exists.
@@ -262,7 +301,10 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
     if src.what != dst.what:
         raise _Unusable(f"it means {src.what}, the target's {dst.what}")
     if src.what in _COMMANDS:
-        return _command(value, src, dst, posix)
+        new = _command(value, src, dst, posix)
+        if src is not dst and src.respells != dst.respells:
+            _check_respelled(value, new, src, dst)
+        return new
     if _is_path(src.what) and isinstance(value, str) and value.startswith("~") and src is not dst:
         # Hermes, pi, OpenClaw and Claude Code's Read expand ~ to the home directory; OpenCode and
         # Gemini CLI resolve it against the project (<project>/~/…): another file.
@@ -283,7 +325,14 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         if isinstance(value, str) and not _LIST_SEPARATORS.search(value):
             return value  # one glob: the same in a tool that reads a list of them
         raise _Unusable(f"{value!r} is split into several globs by one tool and read as one by the other")
-    if src.form != dst.form and not (src.what == "edit.old" and _matching_allows(src.form, dst.form)):
+    src_form, dst_form = src.form, dst.form
+    if src_form != dst_form and "trimmed-lines" in (src_form, dst_form) and src_form in (None, "trimmed-lines"):
+        _check_trimmed(value, src.what)  # text no line of which ends in whitespace is written as given
+        src_form = dst_form
+    if src.what == "edit.old" and isinstance(value, str) and not _QUOTES_READ.search(value):
+        # nothing Claude Code's Edit reads another way: it matches this text exactly
+        src_form, dst_form = ("exact" if f == "exact-quotes" else f for f in (src_form, dst_form))
+    if src_form != dst_form and not (src.what == "edit.old" and _matching_allows(src_form, dst_form)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
     if src.unit is not None and src is not dst:
         number = _number(value, bounded=False)
