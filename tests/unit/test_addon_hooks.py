@@ -1191,6 +1191,18 @@ def test_a_give_up_after_a_stall_is_still_noted(env):
     assert any("an event's data repeats a key" in n for n in notes), notes
 
 
+def _openai_stream_flow(body: dict, path: str, upstream: bytes) -> http.HTTPFlow:
+    """A streamed OpenAI request of ``body`` to ``path`` on api.openai.com, answered ``upstream``."""
+    return harness.make_flow(
+        body,
+        host="api.openai.com",
+        path=path,
+        headers=[("content-type", "application/json")],
+        resp_type="text/event-stream",
+        upstream=upstream,
+    )
+
+
 def _chat_chunk(delta: dict, finish: str | None = None) -> bytes:
     choice = {"index": 0, "delta": delta, "finish_reason": finish}
     return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
@@ -1237,14 +1249,7 @@ def test_a_chat_stall_gives_every_alias_back_and_passes_the_rest(env, case):
             again = {"index": 0, "id": "call_b", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
             later.append(_chat_chunk({"tool_calls": [again]}))
     tail = b"".join(later) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
-    f = harness.make_flow(
-        body,
-        host="api.openai.com",
-        path="/v1/chat/completions",
-        headers=[("content-type", "application/json")],
-        resp_type="text/event-stream",
-        upstream=head + tail,
-    )
+    f = _openai_stream_flow(body, "/v1/chat/completions", head + tail)
     out = _stalled(env, f, head, tail)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
@@ -1404,14 +1409,7 @@ def test_a_stall_after_an_unreadable_event_says_the_rest_is_names_only(env):
             "response": {"id": "r", "status": "completed", "output": [done]},
         }
     )
-    f = harness.make_flow(
-        body,
-        host="api.openai.com",
-        path="/v1/responses",
-        headers=[("content-type", "application/json")],
-        resp_type="text/event-stream",
-        upstream=head + tail,
-    )
+    f = _openai_stream_flow(body, "/v1/responses", head + tail)
     out = _stalled(env, f, head, tail)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert out == (head + tail).replace(upstream_name.encode(), b"files.read")
