@@ -43,8 +43,8 @@ class Phase(enum.Enum):
     * ``PASSING``: the rewrite failed (an internal error): what was held went out as it came, and
       every later chunk passes through.
     * ``ENDED``: the first ``b""`` came; a byte after it (an empty HTTP/2 DATA frame ended the
-      rewrite early) is noted once and passes through.
-    * ``DONE``: ended, nothing more to note; chunks pass through.
+      rewrite early) is noted once and passes through, but for this flow's aliases, given back.
+    * ``DONE``: ended, nothing more to note; chunks pass through (aliases given back).
     * ``DRAINED``: everything received went out unchanged (the upstream ended mid-stream, the
       flow finished, or the request's whole read refused a change); chunks pass through untracked.
 
@@ -431,6 +431,7 @@ class StreamCallable:
         later chunk would pass through unchanged."""
         self._cancel_timer()
         self._send = None
+        self._names_rewriter = None
         self._to(Phase.DRAINED)
         self.upstream = bytearray()
         self.sent = bytearray()
