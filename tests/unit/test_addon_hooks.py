@@ -1020,32 +1020,6 @@ def test_an_empty_chunk_mid_stream_loses_and_repeats_nothing(env, where):
         assert out == upstream  # the open call went out as it came at the empty chunk
 
 
-@pytest.mark.parametrize("where", ["before_call", "inside_call"])
-def test_an_empty_chunk_mid_stream_still_gives_every_alias_back(env, where):
-    """After an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite, the rest goes as it
-    came but for the alias this flow sent upstream for the client's ``files.read``, given back
-    wherever an event can be read; nothing else is repaired (the later ``read_file`` stays). Was:
-    every alias after the empty chunk reached the client."""
-    from toolvocab.engine.grammar import GRAMMARS
-    from toolvocab.engine.grammar import alias
-
-    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
-    head, tail = _stalled_alias_stream(upstream_name)
-    upstream = head + tail
-    cut = upstream.index(b"event: content_block_start") if where == "before_call" else len(head)
-    parts = _split(upstream[:cut], 37) + [b""] + _split(upstream[cut:], 37) + [b"", b""]
-    f = make_flow(_files_read_request(), upstream=upstream)
-    out = asyncio.run(_drive_parts(env, f, parts))
-    assert upstream_name.encode() in f.request.content  # the upstream got the alias
-    assert upstream_name.encode() not in out
-    blocks = tool_blocks(out)
-    assert [b["name"] for b in blocks] == ["files.read", "read_file"], blocks  # read_file: not repaired
-    if where == "before_call":
-        assert out == upstream[:cut] + upstream[cut:].replace(upstream_name.encode(), b"files.read")
-    notes = " | ".join(f.metadata[KEY]["notes"])
-    assert "the client got the bytes after it as the upstream sent them but for the names this flow sent" in notes
-
-
 def test_an_empty_chunk_before_the_end_does_not_send_a_json_body_twice(env):
     # An HTTP/2 upstream that ends with an empty DATA frame: b"" (the frame), then b"" (the end).
     body = fixture_bytes("response-foreign-tool.json")

@@ -43,8 +43,8 @@ class Phase(enum.Enum):
     * ``PASSING``: the rewrite failed (an internal error): what was held went out as it came, and
       every later chunk passes through.
     * ``ENDED``: the first ``b""`` came; a byte after it (an empty HTTP/2 DATA frame ended the
-      rewrite early) is noted once and passes through, but for this flow's aliases, given back.
-    * ``DONE``: ended, nothing more to note; chunks pass through (aliases given back).
+      rewrite early) is noted once and passes through.
+    * ``DONE``: ended, nothing more to note; chunks pass through.
     * ``DRAINED``: everything received went out unchanged (the upstream ended mid-stream, the
       flow finished, or the request's whole read refused a change); chunks pass through untracked.
 
@@ -132,8 +132,6 @@ class StreamCallable:
         self.noted_contained = False  # the rewriter's contained is in the record
         #: The client's names :meth:`drain` gave back (for its note).
         self.drained_names: list[str] = []
-        #: Reads the bytes after an empty chunk ended the rewrite, for aliases only (or None).
-        self._names_rewriter: StreamRewriter | None = None
         self._lag = bytearray()  # upstream bytes not yet matched by identical sent bytes
         self._differs = False
         self._unrepaired = 0  # calls of rewriter.unrepaired already noted
@@ -155,18 +153,16 @@ class StreamCallable:
             return [chunk] if chunk else []
         if self.phase in (Phase.ENDED, Phase.DONE):
             # An empty HTTP/2 DATA frame ended the rewrite early (or this is the real end after
-            # it): what comes now passes through as it came, but for this flow's aliases.
+            # it): what comes now passes through as it came.
             if chunk and self.phase is Phase.ENDED:
                 self._to(Phase.DONE)
-                self._names_rewriter = self._names_only_rewriter()
-                but = " but for the names this flow sent upstream, given back" if self._names_rewriter else ""
                 self.state.record.notes.append(
                     passed_note(
                         "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
-                        f"the client got the bytes after it as the upstream sent them{but}",
+                        "the client got the bytes after it as the upstream sent them",
                     )
                 )
-            out = self._after_end(chunk)
+            out = [chunk] if chunk else []
             self._track(chunk, out)
             return out
         consumed = self._consumed()
@@ -202,42 +198,6 @@ class StreamCallable:
         elif self.hold_timeout > 0:
             self._watch_hold()
         return out
-
-    def _names_only_rewriter(self) -> StreamRewriter | None:
-        """A new rewriter of the flow's dialect that only gives this flow's aliases back
-        (``give_back``), for the bytes after an empty chunk ended the rewrite; ``None`` when
-        there is none to give back (no alias sent: a request not read whole, or a plan that
-        renames nothing), in observe mode, or when the dialect cannot."""
-        state = self.state
-        if self.observe or state.unverified is not None or state.refused is not None or not state.plan.reverse_map:
-            return None
-        try:
-            rewriter = state.rewriter()
-            return rewriter if rewriter.give_back("an empty chunk ended the rewrite") is not None else None
-        except Exception:
-            logger.exception("toolvocab: could not read on after an empty chunk")
-            return None
-
-    def _after_end(self, chunk: bytes) -> list[bytes]:
-        """A chunk after an empty one ended the rewrite (``b""``: the real end): through the
-        names-only rewriter (:meth:`_names_only_rewriter`), else as it came. Never raises: a
-        failure sends what that rewriter took in and every later byte as it came."""
-        rewriter = self._names_rewriter
-        if rewriter is None:
-            return [chunk] if chunk else []
-        before = rewriter.consumed
-        try:
-            return rewriter.feed(chunk) if chunk else rewriter.finish()
-        except Exception:
-            logger.exception("toolvocab: reading on after an empty chunk failed; passing the rest through")
-            self._names_rewriter = None
-            try:
-                out = list(rewriter.salvage())
-            except Exception:
-                out = []
-            if chunk and rewriter.consumed == before:
-                out.append(chunk)
-            return out
 
     # -- stall bound ------------------------------------------------------------------------
 
@@ -431,7 +391,6 @@ class StreamCallable:
         later chunk would pass through unchanged."""
         self._cancel_timer()
         self._send = None
-        self._names_rewriter = None
         self._to(Phase.DRAINED)
         self.upstream = bytearray()
         self.sent = bytearray()
