@@ -283,6 +283,33 @@ def test_text_claude_code_would_respell_never_moves_into_it(tools: list, name: s
     assert not d.changed, d.reason
 
 
+OC_WRITE = fn("write", schema("filePath", "content", filePath=STR, content=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # Claude Code decodes \u0024 to $ before Bash runs: the shell would expand $HOME
+        ([BASH], "run_shell_command", {"command": 'printf %s "\\u0041\\u0024HOME" > o.txt'}, "Claude Code"),
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/r/a.js", "content": 'const Q = "\\u0022";\n'}, "Claude Code"),
+        ([READ], "read_file", {"file_path": "/r/\\u0041.txt"}, "Claude Code"),
+        ([EDIT], "replace", {"file_path": "/r/a.py", "old_string": "x", "new_string": "X = '\\u0024'"}, "Claude Code"),
+        # the other way: the model's Claude Code tool would have decoded it, OpenCode's write does not
+        ([OC_WRITE], "Write", {"file_path": "/r/a.js", "content": 'const Q = "\\u0022";\n'}, "OpenCode"),
+    ],
+)
+def test_a_string_with_a_backslash_u_escape_never_moves_into_or_out_of_claude_code(
+    tools: list, name: str, args: dict, client: str
+) -> None:
+    """Claude Code 2.1.197 decodes every backslash-u escape in every string of a tool's input
+    before the tool runs (its bundled JS, before normalizeToolInput); the other agents' tools take
+    the text as written. Such a string never moves between them. Was: moved as sent, and real
+    Claude Code ran printf with $HOME expanded (/tmp/attack45)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed, d.reason
+    assert "backslash-u escape" in d.reason, d.reason
+
+
 @pytest.mark.parametrize(
     ("tools", "name", "args", "target"),
     [

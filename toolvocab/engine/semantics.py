@@ -91,7 +91,10 @@ class ArgTable:
     then only selects the operation. ``fixed`` gives effects the tool has without a key
     (``{"edit.all": False}``: every edit must match once). ``unknown_keys``: how the client treats
     a key it does not declare — ``"rejected"``, ``"ignored"`` (stripped or never read), or
-    ``"mixed"`` (see ``source``).
+    ``"mixed"`` (see ``source``). ``unescapes``: the client turns every backslash-u escape in
+    every string of the input into its character before the tool runs (Claude Code 2.1.197: its
+    bundled JS decodes the parsed tool_use input whole, before normalizeToolInput), so a string
+    holding one means another text there than in a tool that takes it as written.
     """
 
     name: str
@@ -103,6 +106,7 @@ class ArgTable:
     by_command: Mapping[str, Mapping[str, Meaning]] = field(default_factory=dict)
     fixed: Mapping[str, Any] = field(default_factory=dict)
     unknown_keys: str = "ignored"
+    unescapes: bool = False
 
 
 def m(
@@ -171,8 +175,21 @@ def _t(
     name: str, clients: str, client: str | None, version: str, source: str, unknown_keys: str = "ignored", **kw: Any
 ) -> ArgTable:
     return ArgTable(
-        name=name, clients=clients, client=client, version=version, source=source, unknown_keys=unknown_keys, **kw
+        name=name,
+        clients=clients,
+        client=client,
+        version=version,
+        source=source,
+        unknown_keys=unknown_keys,
+        unescapes=clients in _UNESCAPING,
+        **kw,
     )
+
+
+#: Agents whose client decodes backslash-u escapes in every string of a tool's input
+#: (:attr:`ArgTable.unescapes`): Claude Code 2.1.197, whose bundled JS walks the parsed input of
+#: each tool_use and replaces each escape not itself escaped with its character.
+_UNESCAPING = frozenset({_CC})
 
 
 _TEXT_EDITOR = {

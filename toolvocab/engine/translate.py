@@ -259,6 +259,24 @@ _QUOTES_READ = re.compile(
 )
 
 
+#: A backslash-u escape written in a string (:attr:`ArgTable.unescapes`).
+_ESCAPE_IN = re.compile(r"\\u[0-9a-fA-F]{4}")
+
+
+def _strings_of(value: Any, depth: int = 0) -> str:
+    """Every string in ``value`` (keys too), joined by NULs, to search at once; nesting past a
+    depth no JSON writer keeps counts as no string."""
+    if isinstance(value, str):
+        return value
+    if depth > 64:
+        return ""
+    if isinstance(value, Mapping):
+        return "\0".join(f"{k}\0{_strings_of(v, depth + 1)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "\0".join(_strings_of(v, depth + 1) for v in value)
+    return ""
+
+
 def _check_trimmed(value: Any, what: str) -> None:
     """``value`` (written text) moves between a tool that writes it as given and one that strips
     each line's trailing whitespace first (Claude Code's Write and Edit: normalizeToolInput,
@@ -610,6 +628,14 @@ def _read(
     out: dict[str, Any] = {}
     changes: list[ArgChange] = []
     placed: dict[str, str] = {}  # target key -> the source key that filled it
+    if not reading.own and _ESCAPE_IN.search(_strings_of(arguments)):
+        ours = reading.table.unescapes if reading.table is not None else None
+        theirs = {t.unescapes for t in target.tables}
+        if ours is None or theirs != {ours}:
+            raise _Unusable(
+                "a string in it holds a backslash-u escape, which Claude Code decodes in every tool's input "
+                "before the tool runs and the other agents' tools take as written"
+            )
     keys = [k for k in arguments if k not in ANNOTATION_KEYS]
     if reading.competing and keys and not any(k in reading.listed() for k in keys):
         # Another agent's tool of the same name is a reading only when the call uses its spelling;
