@@ -486,3 +486,50 @@ def test_a_chat_alias_in_pieces_after_a_give_up_is_given_back_whole(seed: int) -
         want[3 + i] = chunk({"tool_calls": [{"index": 0, "function": {}}]})
     assert out == b"".join(want)
     assert rw.error is None and rw.contained is not None
+
+
+def _chat_chunk(delta: dict, finish=None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return compact({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}, event=False)
+
+
+def _call(index: int, name: str, call_id: str | None = None, arguments: str | None = None) -> dict:
+    fn: dict = {} if name is None else {"name": name}
+    if arguments is not None:
+        fn["arguments"] = arguments
+    call: dict = {"index": index, **({"id": call_id, "type": "function"} if call_id else {}), "function": fn}
+    return {"tool_calls": [call]}
+
+
+CHAT_PIECES = {
+    # two calls' pieces interleaved
+    "interleaved": (
+        [_call(0, "fs_rea", "c0"), _call(1, "fs_", "c1"), _call(0, "d_4074bc02"), _call(1, "read_4074bc02")],
+        [_call(0, "fs.read", "c0"), _call(1, "fs.read", "c1"), _call(0, None), _call(1, None)],
+    ),
+    # arguments between the pieces
+    "arguments_between": (
+        [_call(0, "fs_rea", "c0"), _call(0, None, arguments='{"pa'), _call(0, "d_4074bc02", arguments='th":"a"}')],
+        [_call(0, "fs.read", "c0"), _call(0, None, arguments='{"pa'), _call(0, None, arguments='th":"a"}')],
+    ),
+    # a legacy function_call's name in pieces
+    "legacy": (
+        [{"function_call": {"name": "fs_rea", "arguments": ""}}, {"function_call": {"name": "d_4074bc02"}}],
+        [{"function_call": {"name": "fs.read", "arguments": ""}}, {"function_call": {}}],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CHAT_PIECES))
+def test_chat_aliases_in_pieces_after_a_give_up_are_given_back_whatever_comes_between(case: str) -> None:
+    """While giving back, Chat holds from a name that only begins an alias to the choice's end:
+    two calls' pieces interleaved, arguments between the pieces and a legacy function_call's
+    pieces are all joined, each call's first piece getting the client's name. Was: the first
+    other chunk let the pieces go as they came, and the SDK joined them into the alias."""
+    sent, want = CHAT_PIECES[case]
+    head = [_chat_chunk({"role": "assistant"}), repeat_first_key(_chat_chunk({"content": "ok"}))]
+    tail = [_chat_chunk({}, "tool_calls"), b"data: [DONE]\n\n"]
+    data = b"".join(head + [_chat_chunk(d) for d in sent] + tail)
+    out, rw, _ = run_with(AliasResolver(), "openai_chat", data, random.Random(len(case)))
+    assert out == b"".join(head + [_chat_chunk(d) for d in want] + tail)
+    assert rw.error is None

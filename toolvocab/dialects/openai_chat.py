@@ -674,6 +674,18 @@ def _is_index(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _ends_a_choice(event: SSEEvent) -> bool:
+    """``event`` ends a choice's chunks: ``[DONE]``, a chunk with a ``finish_reason``, or one with
+    no choice (usage only)."""
+    if event.data is not None and event.data.strip() == "[DONE]":
+        return True
+    data = event.json()
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if isinstance(data, dict) and (choices == [] or "choices" not in data):
+        return True
+    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+
+
 def _odd_indices(held: list[SSEEvent]) -> bool:
     """True when a held chunk carries a choice ``index`` or a tool-call ``index`` that is
     present but not an integer."""
@@ -797,10 +809,9 @@ class ChatStream(EventStreamRewriter):
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
         #: After a stall's let_go: every event passes as it came but for an alias given back
         self._giving_back = False
-        #: While giving back: the chunks held because a call's name so far is the start of an
-        #: alias of this flow (its pieces may make it whole), and that call's (choice, index).
+        #: While giving back: the chunks held since a call's name so far began an alias of this
+        #: flow (its pieces may make it whole), to a choice's end.
         self._name_hold: list[SSEEvent] | None = None
-        self._name_key: tuple[Any, Any] | None = None
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -846,86 +857,70 @@ class ChatStream(EventStreamRewriter):
 
     def _give_back_event(self, event: SSEEvent) -> list[bytes]:
         """One chunk while giving back (after :meth:`let_go`): as it came but for an alias of
-        this flow, given back. A call whose name so far is only the start of such an alias is held
-        (with every chunk after it) until its name can grow no more — a chunk of that call with
-        no name piece, or a name that is no longer the start of an alias — then let go with its
-        pieces joined (:meth:`_join_split_names`)."""
+        this flow, given back. From a call whose name so far only begins such an alias (its
+        pieces may make it whole), every chunk is held to a choice's end (a ``finish_reason``,
+        ``[DONE]``, a chunk of no choice), then let go with each call's pieces joined
+        (:meth:`_join_split_names`: interleaved calls, arguments between pieces and legacy
+        ``function_call`` names too). A stall, a give-up and the stream's end release it too."""
         if self._name_hold is None:
-            key = self._alias_start(event)
-            if key is None:
+            if not any(self._strict_alias_prefix(piece[-1]) for piece in self._name_pieces(event)):
                 return [self._give_names_back(event, [])]
-            self._name_hold, self._name_key = [event], key
-            return []
-        self._name_hold.append(event)
-        name = self._held_name()
-        if name is not None and self._strict_alias_prefix(name) and self._adds_name(event):
+            self._name_hold = [event]
+        else:
+            self._name_hold.append(event)
+        if not _ends_a_choice(event):
             return []
         held, self._name_hold = self._name_hold, None
         backs: list[str] = []
         return [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
 
-    def _call_pieces(self, event: SSEEvent) -> list[tuple[tuple[Any, Any], str]]:
-        """``((choice, index), name piece)`` of each tool call in ``event`` that carries a name."""
+    @staticmethod
+    def _name_pieces(event: SSEEvent) -> list[tuple[int, int, int | None, Any, Any, str]]:
+        """Each call name (or piece) ``event`` carries: ``(choice position, call position or None
+        for a legacy function_call, choice index, call index or "function_call", id, name)``."""
         data = event.json()
         choices = data.get("choices") if isinstance(data, dict) else None
-        out = []
-        for choice in choices if isinstance(choices, list) else []:
+        out: list[tuple[int, int, int | None, Any, Any, str]] = []
+        for c_no, choice in enumerate(choices if isinstance(choices, list) else []):
             delta = choice.get("delta") if isinstance(choice, dict) else None
-            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-            for call in calls if isinstance(calls, list) else []:
+            if not isinstance(delta, dict):
+                continue
+            calls = delta.get("tool_calls")
+            for t_no, call in enumerate(calls if isinstance(calls, list) else []):
                 fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"]:
-                    out.append(((choice.get("index", 0), call.get("index", 0)), fn["name"]))
+                if isinstance(fn, dict):
+                    name = fn.get("name")
+                    out.append((c_no, t_no, choice.get("index", 0), call.get("index", 0), call.get("id"), name))
+            legacy = delta.get("function_call")
+            if isinstance(legacy, dict):
+                out.append((c_no, None, choice.get("index", 0), "function_call", None, legacy.get("name")))
         return out
 
-    def _alias_start(self, event: SSEEvent) -> tuple[Any, Any] | None:
-        """The (choice, index) of a call in ``event`` whose name is only the start of an alias."""
-        for key, piece in self._call_pieces(event):
-            if _is_index(key[0]) and _is_index(key[1]) and self._strict_alias_prefix(piece):
-                return key
-        return None
-
-    def _held_name(self) -> str | None:
-        """The held call's name pieces joined, ``None`` before any."""
-        pieces = [p for e in self._name_hold or [] for k, p in self._call_pieces(e) if k == self._name_key]
-        return "".join(pieces) if pieces else None
-
-    def _adds_name(self, event: SSEEvent) -> bool:
-        return any(k == self._name_key for k, _ in self._call_pieces(event))
-
-    def _strict_alias_prefix(self, name: str) -> bool:
-        """``name`` begins an upstream alias of this flow and is not one."""
+    def _strict_alias_prefix(self, name: Any) -> bool:
+        """``name`` (a string) begins an upstream alias of this flow and is not one."""
         aliases = self._flow.plan.reverse_map
-        return name not in aliases and any(a.startswith(name) for a in aliases)
+        return isinstance(name, str) and bool(name) and name not in aliases and any(a.startswith(name) for a in aliases)
 
     def _join_split_names(self, held: list[SSEEvent], backs: list[str]) -> list[SSEEvent]:
         """``held`` (tool-call chunks let go) with each call's name that came in pieces across
         them and, joined, is an upstream alias of this flow, given back: the client's name in the
         first piece, no name in the later ones (as the repaired calls are written; a client joins
-        the pieces), and added to ``backs``. A call is its choice's and index's pieces up to a
-        piece with another id; with an index that is not an integer nothing is joined."""
+        the pieces), and added to ``backs``. A call is its choice's and index's pieces (or its
+        legacy ``function_call``'s) up to a piece with another id; with an index that is not an
+        integer nothing is joined."""
         if _odd_indices(held):
             return held
         groups: dict[tuple[Any, Any], list[list[Any]]] = {}  # (choice, index) -> calls: [id, pieces]
         for e_no, event in enumerate(held):
-            data = event.json()
-            choices = data.get("choices") if isinstance(data, dict) else None
-            for c_no, choice in enumerate(choices if isinstance(choices, list) else []):
-                delta = choice.get("delta") if isinstance(choice, dict) else None
-                calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-                for t_no, call in enumerate(calls if isinstance(calls, list) else []):
-                    fn = call.get("function") if isinstance(call, dict) else None
-                    if not isinstance(fn, dict):
-                        continue
-                    runs = groups.setdefault((choice.get("index", 0), call.get("index", 0)), [])
-                    new_id = call.get("id")
-                    if not runs or (isinstance(new_id, str) and runs[-1][0] not in (None, new_id)):
-                        runs.append([new_id if isinstance(new_id, str) else None, []])
-                    elif isinstance(new_id, str):
-                        runs[-1][0] = new_id
-                    if isinstance(fn.get("name"), str) and fn["name"]:
-                        runs[-1][1].append((e_no, c_no, t_no, fn["name"]))
-        edits: dict[int, list[tuple[int, int, str | None]]] = {}  # event -> (choice, call, name or drop)
+            for c_no, t_no, choice, index, new_id, name in self._name_pieces(event):
+                runs = groups.setdefault((choice, index), [])
+                if not runs or (isinstance(new_id, str) and runs[-1][0] not in (None, new_id)):
+                    runs.append([new_id if isinstance(new_id, str) else None, []])
+                elif isinstance(new_id, str):
+                    runs[-1][0] = new_id
+                if isinstance(name, str) and name:
+                    runs[-1][1].append((e_no, c_no, t_no, name))
+        edits: dict[int, list[tuple[int, int | None, str | None]]] = {}  # event -> (choice, call, name or drop)
         for runs in groups.values():
             for _, pieces in runs:
                 if len(pieces) < 2 or any(self._alias_back({"name": p[3]}) is not None for p in pieces):
@@ -942,7 +937,8 @@ class ChatStream(EventStreamRewriter):
         for e_no, changes in edits.items():
             data = copy.deepcopy(held[e_no].json())
             for c_no, t_no, name in changes:
-                fn = data["choices"][c_no]["delta"]["tool_calls"][t_no]["function"]
+                delta = data["choices"][c_no]["delta"]
+                fn = delta["function_call"] if t_no is None else delta["tool_calls"][t_no]["function"]
                 if name is None:
                     del fn["name"]
                 else:
