@@ -263,18 +263,18 @@ _QUOTES_READ = re.compile(
 _ESCAPE_IN = re.compile(r"\\u[0-9a-fA-F]{4}")
 
 
-def _strings_of(value: Any, depth: int = 0) -> str:
-    """Every string in ``value`` (keys too), joined by NULs, to search at once; nesting past a
-    depth no JSON writer keeps counts as no string."""
+def _has_escape(value: Any, depth: int = 0) -> bool:
+    """Whether a string in ``value`` (a key too) holds a backslash-u escape; nesting past a depth
+    no JSON writer keeps holds none. Stops at the first; copies nothing."""
     if isinstance(value, str):
-        return value
+        return _ESCAPE_IN.search(value) is not None
     if depth > 64:
-        return ""
+        return False
     if isinstance(value, Mapping):
-        return "\0".join(f"{k}\0{_strings_of(v, depth + 1)}" for k, v in value.items())
+        return any(_has_escape(k) or _has_escape(v, depth + 1) for k, v in value.items())
     if isinstance(value, list):
-        return "\0".join(_strings_of(v, depth + 1) for v in value)
-    return ""
+        return any(_has_escape(v, depth + 1) for v in value)
+    return False
 
 
 def _check_trimmed(value: Any, what: str) -> None:
@@ -624,11 +624,12 @@ def _read(
     consumed: frozenset[str],
     posix: bool = True,
     earlier: Earlier | None = None,
+    escaped: bool = False,
 ) -> tuple[dict[str, Any], list[ArgChange]]:
     out: dict[str, Any] = {}
     changes: list[ArgChange] = []
     placed: dict[str, str] = {}  # target key -> the source key that filled it
-    if not reading.own and _ESCAPE_IN.search(_strings_of(arguments)):
+    if not reading.own and escaped:
         ours = reading.table.unescapes if reading.table is not None else None
         theirs = {t.unescapes for t in target.tables}
         if ours is None or theirs != {ours}:
@@ -1191,9 +1192,10 @@ def translate(
     """
     results: list[tuple[Reading, dict[str, Any], list[ArgChange]]] = []
     unusable: list[tuple[Reading, _Unusable]] = []
+    escaped = any(not r.own for r in readings) and _has_escape(arguments)  # read once, not per reading
     for reading in readings:
         try:
-            out, changes = _read(arguments, reading, target, consumed, posix, earlier)
+            out, changes = _read(arguments, reading, target, consumed, posix, earlier, escaped)
         except _NotThisTool as exc:
             # The target's own reading is never set aside: the call names the target.
             unusable.append((reading, _Unusable(str(exc), applicable=reading.own)))
