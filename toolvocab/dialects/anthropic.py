@@ -756,10 +756,10 @@ class AnthropicStream(EventStreamRewriter):
         if self._shift and isinstance(data.get("index"), int):
             data, changed = {**data, "index": data["index"] + self._shift}, True
         block = data.get("content_block") if kind == "content_block_start" else None
-        if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("name"), str):
-            back = self._flow.name_back(block["name"])
-            if back is not None:
-                data, changed = {**data, "content_block": {**block, "name": join_namespace(back[1], back[0])}}, True
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            named = self._named_back(block)
+            if named is not None:
+                data, changed = {**data, "content_block": named}, True
         elif isinstance(block, dict) and block.get("type") == "tool_search_tool_result":
             block = copy.deepcopy(block)
             if _name_references_back(block, self._flow.plan):
@@ -774,14 +774,18 @@ class AnthropicStream(EventStreamRewriter):
         out = [e.raw for e in held]
         start = held[0].json() if held else None
         block = start.get("content_block") if isinstance(start, dict) else None
-        if isinstance(block, dict) and isinstance(block.get("name"), str):
-            back = self._flow.name_back(block["name"])
-            if back is not None:
-                block = {**block, "name": join_namespace(back[1], back[0])}
-                out[0] = held[0].with_json({**start, "content_block": block}).raw
-                if self.unrepaired:
-                    self.unrepaired[-1] += NAMED_BACK + block["name"]
+        named = self._named_back(block) if isinstance(block, dict) else None
+        if named is not None:
+            out[0] = held[0].with_json({**start, "content_block": named}).raw
+            if self.unrepaired:
+                self.unrepaired[-1] += NAMED_BACK + named["name"]
         return out
+
+    def _named_back(self, block: dict[str, Any]) -> dict[str, Any] | None:
+        """``block`` (a tool call's content block) with its name, an upstream alias of the
+        client's own tool, given back (:meth:`FlowContext.name_back`); ``None`` for any other name."""
+        back = self._flow.name_back(block["name"]) if isinstance(block.get("name"), str) else None
+        return None if back is None else {**block, "name": join_namespace(back[1], back[0])}
 
     def on_event(self, event: SSEEvent) -> list[bytes]:
         """Hold tool_use blocks until their stop; pass everything else at once. An event that is
