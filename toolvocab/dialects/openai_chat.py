@@ -935,51 +935,34 @@ class ChatStream(EventStreamRewriter):
             return held
         out = list(held)
         for e_no, changes in edits.items():
-            data = copy.deepcopy(held[e_no].json())
-            for c_no, t_no, name in changes:
-                delta = data["choices"][c_no]["delta"]
-                fn = delta["function_call"] if t_no is None else delta["tool_calls"][t_no]["function"]
-                if name is None:
-                    del fn["name"]
-                else:
-                    fn["name"] = name
-            out[e_no] = held[e_no].with_json(data)
+            out[e_no] = self._renamed(held[e_no], changes)
         return out
 
     def _give_names_back(self, event: SSEEvent, backs: list[str]) -> bytes:
         """``event`` as it came but for each tool call's (or legacy ``function_call``'s) name that
         is an upstream alias of this flow, given back (:meth:`FlowContext.name_back`: only such a
         name, whole, is one; a piece of another name is not) and added to ``backs``."""
-        data = event.json()
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(choices, list):
-            return event.raw
-        changed = False
-        new_choices = []
-        for choice in choices:
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict):
-                new_choices.append(choice)
-                continue
-            new_delta = dict(delta)
-            if isinstance(delta.get("tool_calls"), list):
-                new_calls = []
-                for call in delta["tool_calls"]:
-                    fn = call.get("function") if isinstance(call, dict) else None
-                    back = self._alias_back(fn)
-                    if back is not None:
-                        call = {**call, "function": {**fn, "name": back}}
-                        backs.append(back)
-                        changed = True
-                    new_calls.append(call)
-                new_delta["tool_calls"] = new_calls
-            back = self._alias_back(delta.get("function_call"))
+        changes: list[tuple[int, int | None, str | None]] = []
+        for c_no, t_no, _, _, _, name in self._name_pieces(event):
+            back = self._alias_back({"name": name})
             if back is not None:
-                new_delta["function_call"] = {**delta["function_call"], "name": back}
+                changes.append((c_no, t_no, back))
                 backs.append(back)
-                changed = True
-            new_choices.append({**choice, "delta": new_delta})
-        return event.with_json({**data, "choices": new_choices}).raw if changed else event.raw
+        return self._renamed(event, changes).raw if changes else event.raw
+
+    @staticmethod
+    def _renamed(event: SSEEvent, changes: list[tuple[int, int | None, str | None]]) -> SSEEvent:
+        """``event`` with each ``(choice position, call position or None for a legacy
+        function_call, name)`` of ``changes`` applied: that call's name set, or removed (``None``)."""
+        data = copy.deepcopy(event.json())
+        for c_no, t_no, name in changes:
+            delta = data["choices"][c_no]["delta"]
+            fn = delta["function_call"] if t_no is None else delta["tool_calls"][t_no]["function"]
+            if name is None:
+                del fn["name"]
+            else:
+                fn["name"] = name
+        return event.with_json(data)
 
     def _alias_back(self, fn: Any) -> str | None:
         """The client's name for ``fn["name"]`` when it is an upstream alias of this flow."""
