@@ -31,6 +31,7 @@ from harness.fixtures import loaded  # noqa: F401
 from toolvocab.addons.core import header_reader
 from toolvocab.addons.recording import ToolVocabRecorder
 from toolvocab.addons.state import FlowState
+from toolvocab.dialects import pipeline
 from toolvocab.engine.clients import HEADERS
 from toolvocab.report import METADATA_DIFF
 
@@ -287,3 +288,29 @@ def test_a_flow_state_goes_when_its_flow_ends_without_the_cyclic_gc(
         assert [ref() for ref in states] == [None, None]
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_with_nothing_to_change_copies_no_record(env, monkeypatch, stream: bool) -> None:  # noqa: F811
+    """As plain mitmdump runs it (mode ``repair``: the request is only peeked), a flow whose
+    answer (JSON, or streamed) has no call and no note ends on its request's shared record: reading the record's mode or how many decisions
+    it holds copies nothing (``FlowState.shared_record``), so the finish takes the shared
+    record's dump (``ToolVocabRecorder._finish_untouched``) and builds no record of its own."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    env.configure(toolvocab_mode="repair")
+    request = orjson.dumps({**fixture_json("request-claude-code.json"), "stream": stream})
+    answer = (
+        SSE_ANSWERS[0]
+        if stream
+        else b'{"type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn"}'
+    )
+    ctype = "text/event-stream" if stream else "application/json"
+    replay(env, make_flow(request, upstream=answer, resp_type=ctype))  # the plan's shared record is built
+    copies: list[Any] = []
+    real = pipeline.fresh_record
+    monkeypatch.setattr(pipeline, "fresh_record", lambda template: copies.append(template) or real(template))
+    f = make_flow(request, upstream=answer, resp_type=ctype)
+    result = replay(env, f)
+    assert result.out == answer
+    assert f.metadata[KEY]["streamed"] is stream and f.metadata[KEY]["decisions"] == []
+    assert copies == []

@@ -478,7 +478,7 @@ class ToolVocab(Configurable):
         # buffered inside the callable and rewritten whole at the end.
         state.stream = StreamCallable(
             state,
-            observe=state.record.mode == "observe",
+            observe=state.shared_record.mode == "observe",  # read: a shared record stays shared
             keep=self.recorder.saves_bodies(),
             hold_timeout=self.hold_timeout,
             send=lambda data: send_to_client(flow, data),
@@ -532,7 +532,7 @@ class ToolVocab(Configurable):
         if not isinstance(body, dict):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
-        before = len(state.record.decisions)
+        before = len(state.shared_record.decisions)  # read: a shared record stays shared
         if state.dialect.rewrite_response(body, state.context) and state.record.mode != "observe":
             if not state.may_change():
                 return
