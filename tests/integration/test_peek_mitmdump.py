@@ -69,7 +69,7 @@ def test_the_sdk_gets_its_declared_name_and_the_upstream_the_clients_bytes(plain
     fake, px = plain
     before = len(fake.requests())
     client = sdk.anthropic_client(px.url)
-    kwargs = dict(model="claude-sonnet-4-5", max_tokens=100, system=SYSTEM, tools=TOOLS, messages=MESSAGES)
+    kwargs = dict(model="claude-test", max_tokens=100, system=SYSTEM, tools=TOOLS, messages=MESSAGES)
     if stream:
         with client.messages.stream(**kwargs) as s:
             message = s.get_final_message()

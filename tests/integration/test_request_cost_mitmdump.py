@@ -134,7 +134,7 @@ def test_large_changed_request_through_the_sdk_is_a_whole_write(renamed):
     try:
         client = sdk.anthropic_client(px.url)
         reply = client.messages.create(
-            model="claude-sonnet-4-5", max_tokens=100, system=system, tools=tools, messages=messages
+            model="claude-test", max_tokens=100, system=system, tools=tools, messages=messages
         )
         assert reply.type == "message" and reply.content  # the SDK read the answer
         (got,) = fake.wait_requests(1)
