@@ -1448,3 +1448,268 @@ def test_markup_after_a_stop_a_compatible_server_calls_natural_is_never_lifted(d
     assert b"<tool_call>" in out and not record.get("decisions"), out
     out, record = run(stop=False)
     assert [d["target"] for d in record["decisions"]] == ["read_file"], out
+
+
+# -- what makes markup prose: a cut-short end, a refusal, a citation, another call, text sent whole ---
+# Each answer below holds markup that would lift alone; something else in it says the model did
+# not mean it as a call (or may not have finished it): JSON and streamed, the answer goes as sent.
+
+
+def _responses_end(data: bytes, kind: str, status: str | None) -> bytes:
+    """``data`` (:func:`responses_sse`) ending with ``kind`` whose response has ``status``
+    (``None``: no ``status`` key)."""
+    data = data.replace(b"response.completed", kind.encode())
+    new = b'"object":"response"' + (b',"status":"' + status.encode() + b'"' if status is not None else b"")
+    assert data.count(b'"object":"response","status":"completed"') == 1
+    return data.replace(b'"object":"response","status":"completed"', new)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("response.done", "incomplete"),
+        ("response.done", "failed"),
+        ("response.done", "cancelled"),
+        ("response.done", None),
+        ("response.completed", "incomplete"),
+    ],
+)
+@pytest.mark.parametrize("seed", range(2))
+def test_responses_stream_whose_end_says_it_stopped_short_is_never_lifted(kind: str, status: Any, seed: int) -> None:
+    """The status of the response the terminal event carries counts, not only the event's type:
+    ``response.done`` (the WebSocket transport's end) with ``incomplete`` may have cut the markup."""
+    data = _responses_end(responses_sse(split_text(HERMES, random.Random(seed))), kind, status)
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(seed))) == data
+    # the control: the same end with "completed" lifts
+    lifted = _responses_end(responses_sse(split_text(HERMES, random.Random(seed))), kind, "completed")
+    assert run_stream(RESPONSES, split_bytes(lifted, random.Random(seed))) != lifted
+
+
+def test_chat_json_with_a_refusal_or_a_legacy_call_keeps_its_text() -> None:
+    for extra in (
+        {"refusal": "I will not run this; shown for reference."},
+        {"function_call": {"name": "read_file", "arguments": "{}"}},
+    ):
+        body = chat_json(HERMES)
+        body["choices"][0]["message"].update(extra)
+        before = orjson.dumps(body)
+        CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+        assert orjson.dumps(body) == before
+    body = chat_json(HERMES)
+    body["choices"][0]["message"]["refusal"] = None  # no refusal: the control lifts
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("seed", range(3))
+def test_chat_stream_with_a_refusal_keeps_its_text(where: str, seed: int) -> None:
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    refusal = sse(
+        None, {**head, "choices": [{"index": 0, "delta": {"refusal": "I will not run it."}, "finish_reason": None}]}
+    )
+    data = chat_sse(split_text(HERMES, random.Random(seed)))
+    cut = data.index(b"data: ", 1) if where == "before" else data.rindex(b"data: ", 0, data.rindex(b"data: [DONE]"))
+    data = data[:cut] + refusal + data[cut:]
+    assert run_stream(CHAT, split_bytes(data, random.Random(seed))) == data
+
+
+def test_responses_json_a_refusal_message_keeps_the_other_messages_text() -> None:
+    body = responses_json(HERMES)
+    refusal = {
+        "id": "msg_0",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "refusal", "refusal": "I will not run it. For reference, it would be:"}],
+    }
+    body["output"].insert(0, refusal)
+    before = orjson.dumps(body)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert orjson.dumps(body) == before
+
+
+def test_text_that_cites_a_source_is_never_lifted() -> None:
+    body = anthropic_json(HERMES)
+    body["content"][0]["citations"] = [
+        {"type": "char_location", "cited_text": HERMES, "document_index": 0, "start_char_index": 0, "end_char_index": 9}
+    ]
+    before = orjson.dumps(body)
+    assert ANTHROPIC.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is False
+    assert orjson.dumps(body) == before
+    body = responses_json(HERMES)
+    body["output"][0]["content"][0]["annotations"] = [
+        {"type": "file_citation", "file_id": "file-1", "filename": "runbook.md", "index": 0}
+    ]
+    before = orjson.dumps(body)
+    RESPONSES.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert orjson.dumps(body) == before
+    # streamed, the annotation only in the parts and the item at their ends
+    cited = [{"type": "file_citation", "file_id": "file-1", "filename": "runbook.md", "index": 0}]
+    data = responses_sse(split_text(HERMES, random.Random(1))).replace(
+        b'"annotations":[]', b'"annotations":' + orjson.dumps(cited)
+    )
+    assert data.count(b"file_citation") >= 2
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(1))) == data
+
+
+def _anthropic_two_blocks(first: dict[str, Any], markup: list[str]) -> bytes:
+    """An Anthropic stream: block 0 as ``first`` (its text in its start, no delta), then a text
+    block of ``markup`` deltas."""
+    out = [
+        sse(
+            "message_start",
+            {"type": "message_start", "message": {**anthropic_json(""), "content": [], "stop_reason": None}},
+        ),
+        sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": first}),
+        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        ),
+    ]
+    out += [
+        sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": p}},
+        )
+        for p in markup
+    ]
+    out += [
+        sse("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        ),
+        sse("message_stop", {"type": "message_stop"}),
+    ]
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_anthropic_stream_a_block_sent_with_its_text_makes_later_markup_prose(seed: int) -> None:
+    pieces = split_text(HERMES, random.Random(seed))
+    data = _anthropic_two_blocks(
+        {"type": "text", "text": "Here is the call I would make, but I will not run it:"}, pieces
+    )
+    assert run_stream(ANTHROPIC, split_bytes(data, random.Random(seed))) == data
+    # the control: a blank first block leaves the markup the one text, and it lifts
+    blank = _anthropic_two_blocks({"type": "text", "text": " "}, pieces)
+    assert run_stream(ANTHROPIC, split_bytes(blank, random.Random(seed))) != blank
+
+
+def _responses_two_messages(prose: str, markup: list[str], *, added_with_text: bool) -> bytes:
+    """A Responses stream: message 0 holding ``prose`` sent whole (in its item at ``added`` when
+    ``added_with_text``, else only in its ``done`` events: no delta), then message 1 of ``markup``
+    deltas, then ``response.completed``."""
+    seq = iter(range(10_000))
+
+    def ev(d: dict[str, Any]) -> bytes:
+        return sse(d["type"], {**d, "sequence_number": next(seq)})
+
+    resp = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "m", "output": []}
+    part0 = {"type": "output_text", "text": prose, "annotations": []}
+    msg0 = {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant", "content": [part0]}
+    text = "".join(markup)
+    part1 = {"type": "output_text", "text": text, "annotations": []}
+    msg1 = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant", "content": [part1]}
+    out = [
+        ev({"type": "response.created", "response": resp}),
+        ev(
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": msg0 if added_with_text else {**msg0, "status": "in_progress", "content": []},
+            }
+        ),
+        ev(
+            {
+                "type": "response.output_text.done",
+                "item_id": "msg_0",
+                "output_index": 0,
+                "content_index": 0,
+                "text": prose,
+                "logprobs": [],
+            }
+        ),
+        ev(
+            {
+                "type": "response.content_part.done",
+                "item_id": "msg_0",
+                "output_index": 0,
+                "content_index": 0,
+                "part": part0,
+            }
+        ),
+        ev({"type": "response.output_item.done", "output_index": 0, "item": msg0}),
+        ev(
+            {
+                "type": "response.output_item.added",
+                "output_index": 1,
+                "item": {**msg1, "status": "in_progress", "content": []},
+            }
+        ),
+        ev(
+            {
+                "type": "response.content_part.added",
+                "item_id": "msg_1",
+                "output_index": 1,
+                "content_index": 0,
+                "part": {**part1, "text": ""},
+            }
+        ),
+    ]
+    out += [
+        ev(
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 1,
+                "content_index": 0,
+                "delta": p,
+                "logprobs": [],
+            }
+        )
+        for p in markup
+    ]
+    out += [
+        ev(
+            {
+                "type": "response.output_text.done",
+                "item_id": "msg_1",
+                "output_index": 1,
+                "content_index": 0,
+                "text": text,
+                "logprobs": [],
+            }
+        ),
+        ev(
+            {
+                "type": "response.content_part.done",
+                "item_id": "msg_1",
+                "output_index": 1,
+                "content_index": 0,
+                "part": part1,
+            }
+        ),
+        ev({"type": "response.output_item.done", "output_index": 1, "item": msg1}),
+        ev({"type": "response.completed", "response": {**resp, "status": "completed", "output": [msg0, msg1]}}),
+    ]
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("added_with_text", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_responses_stream_a_message_sent_whole_makes_later_markup_prose(added_with_text: bool, seed: int) -> None:
+    pieces = split_text(HERMES, random.Random(seed))
+    data = _responses_two_messages(
+        "Here is the call I would make, but I will not run it:", pieces, added_with_text=added_with_text
+    )
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(seed))) == data
+    # the control: a blank first message leaves the markup the one text, and it lifts
+    blank = _responses_two_messages(" ", pieces, added_with_text=added_with_text)
+    assert run_stream(RESPONSES, split_bytes(blank, random.Random(seed))) != blank
+

@@ -544,8 +544,8 @@ def lift_text_block(content: list[Any], flow: FlowContext, ids: CallIds) -> tupl
         for i, b in enumerate(content)
         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
     ]
-    if len(texts) != 1:
-        return None
+    if len(texts) != 1 or content[texts[0]].get("citations"):
+        return None  # none, more than one, or a text that cites a source (markup in it is quoted)
     index = texts[0]
     found = textcalls.lift(content[index]["text"], flow, lambda i: ids.fix(None) or "")
     if found is None:
@@ -562,6 +562,12 @@ def lift_text_block(content: list[Any], flow: FlowContext, ids: CallIds) -> tupl
 
 #: Anthropic's pattern for a ``tool_use`` id (the API rejects others when the call is replayed).
 _TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _says(text: Any) -> bool:
+    """True for a text block's ``text`` that says something: a string that is not blank, or a
+    value of another JSON type (unknown: it may)."""
+    return text.strip() != "" if isinstance(text, str) else text is not None
 
 
 def _cannot_close(raw: bytes) -> bool:
@@ -855,10 +861,15 @@ class AnthropicStream(EventStreamRewriter):
                 and block.get("type") == "text"
                 and not self._no_lift
                 and block.get("text") in ("", None)
+                and not block.get("citations")
             ):
                 # The start goes out at once (it carries no text); the block is watched.
                 self._text = textcalls.TextHold()
                 self._text_index = data.get("index")
+            elif isinstance(block, dict) and block.get("type") == "text" and _says(block.get("text")):
+                # A block that comes with its text (a compatible server's start): it is the one
+                # text block that says something, so markup in another is prose.
+                self._no_lift = True
         return [event.raw]
 
     # -- tool calls left in text ------------------------------------------------------

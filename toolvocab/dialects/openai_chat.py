@@ -391,6 +391,8 @@ class OpenAIChat:
                 )
             if (
                 not message.get("tool_calls")
+                and not message.get("function_call")  # a legacy call came: the text is only text
+                and not message.get("refusal")  # the model declined: markup beside it is prose
                 and isinstance(message.get("content"), str)
                 and _natural_end(choice.get("finish_reason"))
             ):
@@ -612,6 +614,13 @@ def _apply_call(
 def _other_choice(choice: Any) -> bool:
     """True for a choice of a chunk that is not the first choice (``index`` other than 0)."""
     return isinstance(choice, dict) and choice.get("index", 0) != 0
+
+
+def _refuses(choice: Any) -> bool:
+    """True for a choice whose delta carries a ``refusal`` (the model declined: Chat Completions'
+    ``delta.refusal``, ``message.refusal`` in a JSON answer), any value but ``null`` or ``""``."""
+    delta = choice.get("delta") if isinstance(choice, dict) else None
+    return isinstance(delta, dict) and delta.get("refusal") not in (None, "")
 
 
 def _content_of(choices: Any) -> str:
@@ -980,10 +989,11 @@ class ChatStream(EventStreamRewriter):
         if self._giving_back:
             return self._give_back_event(event)
         choices = data.get("choices") if isinstance(data, dict) else None
-        if not self._prose and isinstance(choices, list) and any(_other_choice(c) for c in choices):
+        if not self._prose and isinstance(choices, list) and any(_other_choice(c) or _refuses(c) for c in choices):
             # Several choices (n > 1): their texts are not one text, and a call lifted from them
             # would land in one choice; none is lifted in this answer (the JSON path lifts each
-            # choice's own). What was held goes out as it came.
+            # choice's own). A refusal: what the model declined is prose, markup included. What
+            # was held goes out as it came.
             out = [e.raw for e in self._hold.release()]
             self._settle()
             return out + self.on_event(event)

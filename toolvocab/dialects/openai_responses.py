@@ -617,19 +617,15 @@ class ResponsesCore:
         holding the reasoning that remains, if any). True when changed."""
         if any(isinstance(i, dict) and isinstance(i.get("type"), str) and i.get("type") in _CALL_TYPES for i in output):
             return False
-        messages = [
-            k
-            for k, i in enumerate(output)
-            if isinstance(i, dict)
-            and i.get("type") == "message"
-            and _message_text(i) is not None
-            and _message_text(i).strip()
-        ]
+        messages = [k for k, i in enumerate(output) if isinstance(i, dict) and i.get("type") == "message" and _says(i)]
         if len(messages) != 1:
-            return False
+            return False  # none, or another message says something (a refusal, prose): text stays text
         k = messages[0]
         message = output[k]
-        lifted = self.lift_text(_message_text(message) or "")
+        text = _message_text(message)
+        if text is None or _annotated(message):
+            return False  # a refusal or another part, or text that cites a source: not markup alone
+        lifted = self.lift_text(text)
         if lifted is None:
             return False
         remaining, items = lifted
@@ -880,6 +876,32 @@ def _message_text(item: dict[str, Any]) -> str | None:
     return "".join(p["text"] for p in parts)
 
 
+def _says(item: dict[str, Any]) -> bool:
+    """True for a ``message`` item that holds anything but blank ``output_text`` parts: text, a
+    ``refusal`` part, or a part of another type (whatever it holds may make markup prose)."""
+    parts = item.get("content")
+    if not isinstance(parts, list):
+        return parts not in (None, "")
+    return any(
+        not (isinstance(p, dict) and p.get("type") == "output_text" and isinstance(p.get("text"), str))
+        or p["text"].strip()
+        for p in parts
+    )
+
+
+def _other_parts(item: dict[str, Any]) -> bool:
+    """True for a ``message`` item with a part that is not ``output_text`` (a ``refusal``…)."""
+    parts = item.get("content")
+    return isinstance(parts, list) and any(not (isinstance(p, dict) and p.get("type") == "output_text") for p in parts)
+
+
+def _annotated(item: dict[str, Any]) -> bool:
+    """True for a ``message`` item one of whose parts has ``annotations`` (a file or URL
+    citation: the text quotes a source, and markup in it is quoted)."""
+    parts = item.get("content")
+    return isinstance(parts, list) and any(isinstance(p, dict) and p.get("annotations") for p in parts)
+
+
 def _with_text(message: dict[str, Any], text: str) -> dict[str, Any]:
     """``message`` with one ``output_text`` part holding ``text`` (the first part's other
     fields kept)."""
@@ -1124,6 +1146,8 @@ class ResponsesStream(EventStreamRewriter):
                 self._text = textcalls.TextHold()
                 self._msg_index = data.get("output_index")
                 return [event]
+            if isinstance(item, dict) and item.get("type") == "message" and _says(item):
+                self._no_lift = True  # a message that comes with its text: only one message may hold text
         if kind == "response.output_item.done" and _is_call(data.get("item")):
             return self._release_alone(event, data["item"])
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
@@ -1398,13 +1422,10 @@ class ResponsesStream(EventStreamRewriter):
                 self._text = None
                 self._no_lift = True
             return out
-        if (
-            kind in _TERMINAL_EVENTS
-            and kind not in ("response.failed", "response.incomplete")
-            and text.held is not None
-        ):
-            # Lifted at a complete answer only: an incomplete one (max_output_tokens) may have
-            # stopped mid-answer, and its held text goes out as it came below.
+        if kind in _TERMINAL_EVENTS and not _cut_short(kind, data) and text.held is not None:
+            # Lifted at a complete answer only (the end's type and its response's status): an
+            # incomplete one (max_output_tokens) may have stopped mid-answer, and its held text
+            # goes out as it came below.
             return self._lift_held(event, data)
         if (
             kind == "error"
@@ -1422,8 +1443,10 @@ class ResponsesStream(EventStreamRewriter):
             return text.keep(event)
         if kind == "response.output_item.done" and index == self._msg_index:
             # The message ended as whitespace or reasoning: no markup to lift (a blank one may
-            # be followed by another message).
-            if text.watch.text.strip():
+            # be followed by another message) — unless the item says more than its deltas did
+            # (text sent only whole, a refusal part): then it is the one message with text.
+            item = data.get("item")
+            if text.watch.text.strip() or (isinstance(item, dict) and _says(item)):
                 self._no_lift = True
             self._text = None
         return [event]
@@ -1442,6 +1465,11 @@ class ResponsesStream(EventStreamRewriter):
                 message = d["item"]
             if isinstance(d, dict) and isinstance(d.get("item_id"), str):
                 item_id = d["item_id"]
+            part = d.get("part") if isinstance(d, dict) else None
+            if isinstance(part, dict) and (part.get("annotations") or part.get("type") != "output_text"):
+                return self._give_up() + self._dispatch(terminal)  # a citation or a refusal: not markup alone
+        if message is not None and (_other_parts(message) or _annotated(message)):
+            return self._give_up() + self._dispatch(terminal)
         known = message.get("id") if message is not None else item_id
         if not (isinstance(known, str) and known):
             # Without the message's id the response.completed echo cannot show the lifted
