@@ -1713,3 +1713,11 @@ def test_responses_stream_a_message_sent_whole_makes_later_markup_prose(added_wi
     blank = _responses_two_messages(" ", pieces, added_with_text=added_with_text)
     assert run_stream(RESPONSES, split_bytes(blank, random.Random(seed))) != blank
 
+
+def test_a_models_id_used_twice_in_lifted_markup_gives_each_call_its_own() -> None:
+    second = KIMI.replace("README.md", "NOTES.md")
+    body = chat_json(KIMI + "\n" + second)
+    assert CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY)) is True
+    calls = body["choices"][0]["message"]["tool_calls"]
+    assert [orjson.loads(c["function"]["arguments"]) for c in calls] == [{"path": "README.md"}, {"path": "NOTES.md"}]
+    assert calls[0]["id"] == "functions.read_file:0" and calls[1]["id"] != calls[0]["id"]

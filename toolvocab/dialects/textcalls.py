@@ -73,7 +73,7 @@ def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[st
 
     ``flow``: the flow's resolver and declared tools (none: nothing is lifted);
     ``new_id(i)`` gives the id of the ``i``-th lifted
-    call that brings none. A ``multi_tool_use.parallel`` call in the markup stands for its calls
+    call that brings none, or whose id an earlier call of the text brought. A ``multi_tool_use.parallel`` call in the markup stands for its calls
     (BR-08). ``None`` when: no tools are declared, the request names stop sequences the answer
     may have ended at (:attr:`FlowContext.stops`), the text is not markup alone
     (:func:`~toolvocab.engine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
@@ -96,8 +96,12 @@ def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[st
         calls.extend(subs if subs is not None else [call])
     out: list[LiftedCall] = []
     made: list[Decision] = []
+    used: set[str] = set()
     for i, call in enumerate(calls):
-        call_id = call.id or new_id(i)
+        # a model's id used twice (Kimi's ``functions.x:0`` with a repeated index) would leave the
+        # client two calls whose results it cannot tell apart: the second gets an id of its own
+        call_id = call.id if call.id and call.id not in used else new_id(i)
+        used.add(call_id)
         decision = resolve(call.model_copy(update={"id": call_id}))
         made.append(decision)
         lifted = _liftable(call, decision, tools)
