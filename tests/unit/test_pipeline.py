@@ -128,8 +128,11 @@ def anthropic() -> st.SearchStrategy:
             "system": TEXT | parts(),
             "messages": st.lists(message, max_size=5),
             "tools": st.lists(tool, min_size=1, max_size=3),
-            "tool_choice": ANY,
             "stop_sequences": st.sampled_from([None, [], ["END"]]),
+            "tool_choice": ANY
+            | st.sampled_from(
+                [None, {"type": "auto"}, {"type": "any"}, {"type": "none"}, {"type": "tool", "name": "Read"}, "auto", 1]
+            ),
         },
         required=("messages", "tools"),
     )
@@ -178,6 +181,8 @@ def chat() -> st.SearchStrategy:
             "tools": st.lists(tool, min_size=1, max_size=3),
             "functions": st.lists(obj({"name": NAMES}), max_size=2),
             "stop": st.sampled_from([None, "", "\n\n", [], ["END"], 0]),
+            "tool_choice": OPENAI_CHOICES,
+            "function_call": st.sampled_from([None, "auto", "none", {"name": "Read"}]),
             "stop_token_ids": st.sampled_from([None, [], [151645], "x"]),
         },
         required=("messages", "tools"),
@@ -227,6 +232,7 @@ def responses() -> st.SearchStrategy:
             "model": TEXT,
             "stream": st.booleans(),
             "stop": st.sampled_from([None, [], ["END"]]),
+            "tool_choice": OPENAI_CHOICES,
             "instructions": TEXT | parts(),
             "store": st.booleans() | st.sampled_from([None, "false", 0]),
             "conversation": st.sampled_from([None, "conv_1", {"id": "conv_1"}]),
@@ -235,6 +241,22 @@ def responses() -> st.SearchStrategy:
         },
         required=("tools",),
     )
+
+
+#: ``tool_choice`` values of the OpenAI formats: open, none, one tool, an allowed list, odd ones.
+OPENAI_CHOICES = st.sampled_from(
+    [
+        None,
+        "auto",
+        "required",
+        "none",
+        {"type": "function", "function": {"name": "Read"}},
+        {"type": "function", "name": "Read"},
+        {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "Read"}]},
+        {"type": "file_search"},
+        ["auto"],
+    ]
+)
 
 
 def gemini() -> st.SearchStrategy:
@@ -265,6 +287,17 @@ def gemini() -> st.SearchStrategy:
             "model": TEXT,
             "generationConfig": obj({"stopSequences": st.sampled_from([[], ["END"], None]), "temperature": ANY}),
             "generation_config": obj({"stop_sequences": st.sampled_from([[], ["END"]])}),
+            "toolConfig": obj(
+                {
+                    "functionCallingConfig": obj(
+                        {
+                            "mode": st.sampled_from(["AUTO", "ANY", "NONE", "VALIDATED", "auto", None]),
+                            "allowedFunctionNames": st.sampled_from([["Read"], []]),
+                        }
+                    )
+                }
+            ),
+            "tool_config": obj({"function_calling_config": obj({"mode": st.sampled_from(["ANY", "NONE"])})}),
         },
         required=("contents", "tools"),
     )
@@ -300,6 +333,7 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
         assert peek.transcript_names == dialect.transcript_names(whole)
         assert peek.stored == dialect.keeps_answer(whole)
         assert peek.stops == dialect.stop_sequences(whole)
+        assert peek.limited == dialect.limits_calls(whole)
         assert dialect.declarations(peek.declarations_body()) == dialect.declarations(whole)
         # a plan that renames nothing leaves a body the peek reads as sent (no replayed id to alias)
         assert not dialect.apply_request(copy.deepcopy(whole), Plan())
@@ -330,7 +364,12 @@ def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataOb
         assert whole.dialect is peeked.dialect
         assert whole.plan.model_dump() == peeked.plan.model_dump()
         assert whole.record.dump() == peeked.record.dump()
-        assert (whole.wants_stream, whole.windows, whole.stops) == (peeked.wants_stream, peeked.windows, peeked.stops)
+        assert (whole.wants_stream, whole.windows, whole.stops, whole.limited) == (
+            peeked.wants_stream,
+            peeked.windows,
+            peeked.stops,
+            peeked.limited,
+        )
         assert whole.tools.names() == peeked.tools.names()
     else:
         assert summary(peeked) == summary(whole)

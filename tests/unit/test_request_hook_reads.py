@@ -314,3 +314,40 @@ def test_an_answer_with_nothing_to_change_copies_no_record(env, monkeypatch, str
     assert result.out == answer
     assert f.metadata[KEY]["streamed"] is stream and f.metadata[KEY]["decisions"] == []
     assert copies == []
+
+
+@pytest.mark.parametrize("mode", ["auto", "repair"])  # repair: the request only peeked
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_request_whose_tool_choice_is_none_gets_its_markup_as_text(  # noqa: F811
+    env, monkeypatch, mode: str, stream: bool
+) -> None:
+    """From the request as the client sent it to the answer the client gets: with
+    ``tool_choice: {"type": "none"}`` the markup stays text; without it (the control) it is lifted
+    into the declared ``Read``."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    env.configure(toolvocab_mode=mode)
+    markup = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "/tmp/notes.txt"}}\n</tool_call>'
+    text = {"type": "text", "text": markup}
+    if stream:
+        answer = (
+            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
+            b'"assistant","content":[],"model":"m","stop_reason":null}}\n\n'
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+            b'{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta",'
+            b'"index":0,"delta":{"type":"text_delta","text":' + orjson.dumps(markup) + b"}}\n\n"
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}\n\n'
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+        )
+    else:
+        answer = orjson.dumps({"type": "message", "role": "assistant", "content": [text], "stop_reason": "end_turn"})
+    for choice, lifted in (({"type": "none"}, False), (None, True)):
+        request = {**fixture_json("request-claude-code.json"), "stream": stream}
+        if choice is not None:
+            request["tool_choice"] = choice
+        f = make_flow(
+            orjson.dumps(request), upstream=answer, resp_type="text/event-stream" if stream else "application/json"
+        )
+        result = replay(env, f)
+        assert (result.out == answer) is not lifted
+        assert (b'"tool_use"' in result.out) is lifted

@@ -1721,3 +1721,69 @@ def test_a_models_id_used_twice_in_lifted_markup_gives_each_call_its_own() -> No
     calls = body["choices"][0]["message"]["tool_calls"]
     assert [orjson.loads(c["function"]["arguments"]) for c in calls] == [{"path": "README.md"}, {"path": "NOTES.md"}]
     assert calls[0]["id"] == "functions.read_file:0" and calls[1]["id"] != calls[0]["id"]
+
+
+# -- a request that limits the calls: nothing is lifted -------------------------------------------
+# tool_choice "none" (or one named tool, an allowed list): a call made out of text might be one the
+# client ruled out for this answer, and the upstream, told so, made no call. Read from the request
+# by each dialect (Dialect.limits_calls), JSON and streamed.
+
+LIMITS = [
+    ("anthropic", {"tool_choice": {"type": "none"}}, True),
+    ("anthropic", {"tool_choice": {"type": "tool", "name": "read_file"}}, True),
+    ("anthropic", {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}, False),
+    ("anthropic", {"tool_choice": {"type": "any"}}, False),
+    ("anthropic", {}, False),
+    ("openai_chat", {"tool_choice": "none"}, True),
+    ("openai_chat", {"tool_choice": {"type": "function", "function": {"name": "read_file"}}}, True),
+    (
+        "openai_chat",
+        {"tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}},
+        True,
+    ),
+    ("openai_chat", {"function_call": "none"}, True),
+    ("openai_chat", {"tool_choice": "required", "function_call": "auto"}, False),
+    ("openai_chat", {"tool_choice": None}, False),
+    ("openai_responses", {"tool_choice": "none"}, True),
+    ("openai_responses", {"tool_choice": {"type": "file_search"}}, True),
+    ("openai_responses", {"tool_choice": "auto"}, False),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}, True),
+    ("gemini", {"tool_config": {"function_calling_config": {"mode": "ANY", "allowed_function_names": ["x"]}}}, True),
+    ("gemini", {"request": {"contents": [], "toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}}, True),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}, False),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}, False),
+    ("gemini", {}, False),
+]
+MODULES = {"anthropic": ANTHROPIC, "openai_chat": CHAT, "openai_responses": RESPONSES, "gemini": GEMINI}
+
+
+@pytest.mark.parametrize(("dialect", "body", "limited"), LIMITS)
+def test_which_tool_choices_limit_the_calls(dialect: str, body: dict[str, Any], limited: bool) -> None:
+    assert MODULES[dialect].limits_calls(body) is limited
+
+
+def _answers(dialect: str) -> tuple[dict[str, Any], bytes]:
+    pieces = split_text(HERMES, random.Random(7))
+    return {
+        "anthropic": (anthropic_json(HERMES), anthropic_sse(pieces)),
+        "openai_chat": (chat_json(HERMES), chat_sse(pieces)),
+        "openai_responses": (responses_json(HERMES), responses_sse(pieces)),
+        "gemini": (gemini_json(HERMES), gemini_sse(pieces)),
+    }[dialect]
+
+
+@pytest.mark.parametrize("dialect", sorted(MODULES))
+def test_markup_is_never_lifted_when_the_request_limits_the_calls(dialect: str) -> None:
+    import dataclasses
+
+    module = MODULES[dialect]
+    for limited in (True, False):
+        flow = dataclasses.replace(context(Resolver(), PLAN, flow_key=FLOW_KEY), limited=limited)
+        body, data = _answers(dialect)
+        before = orjson.dumps(body)
+        module.rewrite_response(body, flow)
+        rw = module.stream_rewriter(dataclasses.replace(context(Resolver(), PLAN, flow_key=FLOW_KEY), limited=limited))
+        out = drive(rw, split_bytes(data, random.Random(3)))
+        # limited: as sent; not limited (the control): lifted
+        assert (orjson.dumps(body) == before) is limited
+        assert (out == data) is limited

@@ -422,6 +422,7 @@ class ToolVocab(Configurable):
             record_json=result.record_json,
             stored=result.stored,
             stops=result.stops,
+            limited=result.limited,
         )
         state.request_body = content
         if not result.verified:

@@ -76,10 +76,12 @@ class FlowState:
         record_json: bytes | None = None,
         stored: bool = False,
         stops: bool = False,
+        limited: bool = False,
     ) -> None:
         self.dialect = dialect
         self.stored = stored  # the upstream keeps the answer (FlowContext.stored)
         self.stops = stops  # the request names stop sequences (FlowContext.stops)
+        self.limited = limited  # the request's tool choice limits the calls (FlowContext.limited)
         self.windows = windows  # the request says the agent runs on Windows: no command moves between shells
         self.tools = tools
         self.plan = plan
@@ -119,6 +121,7 @@ class FlowState:
             self.withdraw,
             stored=self.stored,
             stops=self.stops,
+            limited=self.limited,
             note=self.note,
         )
 

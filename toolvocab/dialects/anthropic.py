@@ -92,6 +92,7 @@ class _Request(msgspec.Struct, gc=False):
     messages: list[_Message] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     stop_sequences: Any = msgspec.UNSET
+    tool_choice: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -149,6 +150,7 @@ class AnthropicMessages:
             names,
             sections_of(request, "tools"),
             stops=self.stop_sequences(present(request, "stop_sequences")),
+            limited=self.limits_calls(present(request, "tool_choice")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -403,6 +405,13 @@ class AnthropicMessages:
         ``end_turn`` (vLLM's ``/v1/messages`` maps its ``stop`` finish to ``end_turn``)."""
         stops = body.get("stop_sequences") if isinstance(body, dict) else None
         return isinstance(stops, list) and bool(stops)
+
+    def limits_calls(self, body: JSON) -> bool:
+        """A ``tool_choice`` other than ``{"type": "auto"}`` or ``{"type": "any"}`` (absent or
+        ``null``: auto): ``none``, ``tool`` (one named tool), or a value of another shape
+        (Messages API reference, ``tool_choice``)."""
+        choice = body.get("tool_choice") if isinstance(body, dict) else None
+        return choice is not None and not (isinstance(choice, dict) and choice.get("type") in ("auto", "any"))
 
     def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""

@@ -59,7 +59,9 @@ class FlowContext:
     output``): no id is invented (:meth:`ids`), no text lifted, no parallel wrapper expanded.
     ``stops``: the request names stop sequences (:meth:`Dialect.stop_sequences`) and the API
     reports an end at one as its natural end: an answer's text may have been cut there, so no
-    text is lifted.
+    text is lifted. ``limited``: the request's tool choice forbids calls or allows only some
+    (:meth:`Dialect.limits_calls`): a call lifted out of text may be one the client ruled out for
+    this answer, so none is.
     """
 
     resolve: Resolver
@@ -70,6 +72,7 @@ class FlowContext:
     withdraw: Callable[[Sequence[Decision]], None] = field(default=lambda decisions: None)  # a record of none
     stored: bool = False
     stops: bool = False
+    limited: bool = False
     #: ``note(text)``: a sentence for the flow's record (``notes``), once per distinct text.
     note: Callable[[str], None] = field(default=lambda text: None)
 
@@ -261,6 +264,13 @@ class Dialect(Protocol):
         been cut (:attr:`FlowContext.stops`)."""
         ...
 
+    def limits_calls(self, body: JSON) -> bool:
+        """True when the request's tool choice forbids calls (``none``) or allows only some (one
+        named tool, an allowed list), or is a value this dialect does not know: no call is lifted
+        out of the answer's text (:attr:`FlowContext.limited`). False when it names none, or one
+        that lets the model call any declared tool."""
+        ...
+
     def stream_rewriter(self, flow: FlowContext) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
@@ -380,7 +390,7 @@ class Peek:
     ``platform_texts``, ``transcript_names``: the readers of those names; ``sections``: the
     top-level declarations keys and their values' bytes as sent, in the order of
     ``Dialect.declarations``; ``stored``: ``Dialect.keeps_answer``; ``stops``:
-    ``Dialect.stop_sequences``.
+    ``Dialect.stop_sequences``; ``limited``: ``Dialect.limits_calls``.
 
     A peek says nothing about the parts it skipped: a repeated key, an integer beyond 64 bits or
     an invalid byte there is found only by reading the whole body
@@ -396,6 +406,7 @@ class Peek:
     sections: tuple[tuple[str, bytes], ...]
     stored: bool = False
     stops: bool = False
+    limited: bool = False
 
     def declarations_body(self) -> dict[str, Any]:
         """The declarations sections parsed (``jsonio.loads``; ``ValueError`` for what a strict
@@ -433,6 +444,20 @@ def names_stops(body: JSON) -> bool:
     if not isinstance(body, dict):
         return False
     return any(isinstance(v := body.get(key), (str, list)) and bool(v) for key in STOP_KEYS)
+
+
+#: Chat Completions' and Responses' ``tool_choice`` values that let the model call any declared
+#: tool or none (OpenAI API reference: ``none``, ``auto``, ``required``; an object names one tool,
+#: an allowed list or a hosted tool); ``null`` and an absent key are ``auto``.
+OPENAI_OPEN_CHOICES = (None, "auto", "required")
+
+
+def openai_limits_calls(body: JSON) -> bool:
+    """:meth:`Dialect.limits_calls` for the OpenAI formats: a ``tool_choice`` (and Chat's legacy
+    ``function_call``) other than :data:`OPENAI_OPEN_CHOICES`."""
+    if not isinstance(body, dict):
+        return False
+    return body.get("tool_choice") not in OPENAI_OPEN_CHOICES or body.get("function_call") not in (None, "auto")
 
 
 def sections_of(struct: Any, *names: str) -> tuple[tuple[str, bytes], ...]:

@@ -109,6 +109,11 @@ def _unwrap(body: Any) -> Any:
     return body
 
 
+#: ``FunctionCallingConfig.mode`` values that let the model call any declared function (or
+#: none): absent, ``MODE_UNSPECIFIED`` (the default, ``AUTO``), ``AUTO``, ``ANY``, ``VALIDATED``.
+_OPEN_MODES = (None, "MODE_UNSPECIFIED", "AUTO", "ANY", "VALIDATED")
+
+
 def _allowed_names(req: dict[str, Any]) -> list[list[Any]]:
     """Every ``allowedFunctionNames`` list of ``toolConfig.functionCallingConfig``, each of the
     three fields in either spelling: the API reads proto JSON, which accepts the lowerCamelCase
@@ -164,6 +169,8 @@ class _Request(msgspec.Struct, gc=False):
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     generationConfig: Any = msgspec.UNSET  # noqa: N815
     generation_config: Any = msgspec.UNSET
+    toolConfig: Any = msgspec.UNSET  # noqa: N815
+    tool_config: Any = msgspec.UNSET
     request: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     response: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
@@ -212,6 +219,7 @@ class Gemini:
             names,
             sections_of(request, "tools"),
             stops=self.stop_sequences(present(request, "generationConfig", "generation_config")),
+            limited=self.limits_calls(present(request, "toolConfig", "tool_config")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -449,6 +457,28 @@ class Gemini:
                 for key in ("stopSequences", "stop_sequences"):
                     if config.get(key):
                         return True
+        return False
+
+    def limits_calls(self, body: JSON) -> bool:
+        """A ``toolConfig.functionCallingConfig`` (either spelling of each key, inside a Code
+        Assist envelope too) whose ``mode`` is ``NONE`` or not one this reader knows, or that
+        lists ``allowedFunctionNames`` (Gemini API reference, ``FunctionCallingConfig``: ``AUTO``,
+        ``ANY``, ``NONE``, ``VALIDATED``; absent: ``AUTO``)."""
+        req = _unwrap(body)
+        if not isinstance(req, dict):
+            return False
+        if _allowed_names(req):
+            return True
+        for config in (req.get("toolConfig"), req.get("tool_config")):
+            if config is not None and not isinstance(config, dict):
+                return True
+            for calling in (
+                (config.get("functionCallingConfig"), config.get("function_calling_config")) if config else ()
+            ):
+                if calling is None:
+                    continue
+                if not isinstance(calling, dict) or calling.get("mode") not in _OPEN_MODES:
+                    return True
         return False
 
     def stream_rewriter(self, flow: FlowContext) -> GeminiStream:
@@ -701,7 +731,7 @@ class GeminiStream(EventStreamRewriter):
         self._prefix = bytearray()  # blank bytes seen before the framing was known
         # The answer's text, watched (and held from where markup may start) while a lift is possible
         self._text: textcalls.TextHold | None = (
-            None if flow.tools is None or flow.stops else textcalls.TextHold()
+            None if flow.tools is None or flow.stops or flow.limited else textcalls.TextHold()
         )  # none: nothing will be lifted, no text is held
         self._names_only = False  # give_back: every later event as it came but for an alias named back
 

@@ -32,6 +32,7 @@ from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import names_stops
+from toolvocab.dialects.base import openai_limits_calls
 from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
@@ -128,6 +129,8 @@ class _Request(msgspec.Struct, gc=False):
     stop: Any = msgspec.UNSET
     stop_token_ids: Any = msgspec.UNSET
     stop_regex: Any = msgspec.UNSET
+    tool_choice: Any = msgspec.UNSET
+    function_call: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -178,6 +181,7 @@ class OpenAIChat:
             names,
             sections_of(request, "tools", "functions"),
             stops=self.stop_sequences(present(request, *STOP_KEYS)),
+            limited=self.limits_calls(present(request, "tool_choice", "function_call")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -430,6 +434,12 @@ class OpenAIChat:
         natural stop point or a provided stop sequence"; vLLM reports ``stop`` for its stop
         strings, stop tokens and EOS alike)."""
         return names_stops(body)
+
+    def limits_calls(self, body: JSON) -> bool:
+        """A ``tool_choice`` other than ``auto``/``required``/none (``none``, one named function, an
+        ``allowed_tools`` list), or a legacy ``function_call`` other than ``auto``
+        (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
+        return openai_limits_calls(body)
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
@@ -813,7 +823,7 @@ class ChatStream(EventStreamRewriter):
         # where markup may start.
         self._hold = textcalls.TextHold()
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
-        self._prose = flow.tools is None or flow.stops  # nothing will be lifted: no text is held
+        self._prose = flow.tools is None or flow.stops or flow.limited  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
         self._legacy: list[SSEEvent] | None = None  # chunks of a legacy delta.function_call
         #: After a stall's let_go: every event passes as it came but for an alias given back

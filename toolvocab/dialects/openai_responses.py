@@ -30,6 +30,7 @@ from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import names_stops
+from toolvocab.dialects.base import openai_limits_calls
 from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
 from toolvocab.dialects.base import present
@@ -140,6 +141,7 @@ class _Request(msgspec.Struct, gc=False):
     stop_regex: Any = msgspec.UNSET
     input: str | list[_Item] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    tool_choice: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -221,6 +223,7 @@ class OpenAIResponses:
             sections_of(request, "tools"),
             self.keeps_answer(small),
             stops=self.stop_sequences(present(request, *STOP_KEYS)),
+            limited=self.limits_calls(present(request, "tool_choice")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -442,6 +445,11 @@ class OpenAIResponses:
         OpenAI's Responses API takes none, vLLM's ``/v1/responses`` takes ``stop`` and reports
         ``status`` ``completed`` for an end at one (its ``ResponsesRequest``)."""
         return names_stops(body)
+
+    def limits_calls(self, body: JSON) -> bool:
+        """A ``tool_choice`` other than ``auto``/``required``/none: ``none``, one function, an
+        ``allowed_tools`` list, a hosted tool (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
+        return openai_limits_calls(body)
 
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""

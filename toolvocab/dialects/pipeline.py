@@ -230,6 +230,8 @@ class Handled:
     stored: bool = False
     #: the request names stop sequences the API ends an answer at as naturally (``Dialect.stop_sequences``)
     stops: bool = False
+    #: the request's tool choice forbids calls or allows only some (``Dialect.limits_calls``)
+    limited: bool = False
 
 
 def strict_read(content: bytes) -> tuple[Any, str | None]:
@@ -309,6 +311,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             shared=shared,
             stored=peek.stored,
             stops=peek.stops,
+            limited=peek.limited,
         )
     return None
 
@@ -366,6 +369,7 @@ def _whole(
         caches.windows(dialect.platform_texts(body), request.header("user-agent")),
         stored=dialect.keeps_answer(body),
         stops=dialect.stop_sequences(body),
+        limited=dialect.limits_calls(body),
     )
     if settings.mode in ("auto", "repair"):
         # The plan is applied to the parsed copy; the wire gets it only as a complete body

@@ -75,14 +75,15 @@ def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[st
     ``new_id(i)`` gives the id of the ``i``-th lifted
     call that brings none, or whose id an earlier call of the text brought. A ``multi_tool_use.parallel`` call in the markup stands for its calls
     (BR-08). ``None`` when: no tools are declared, the request names stop sequences the answer
-    may have ended at (:attr:`FlowContext.stops`), the text is not markup alone
+    may have ended at (:attr:`FlowContext.stops`), its tool choice forbids calls or allows only
+    some (:attr:`FlowContext.limited`), the text is not markup alone
     (:func:`~toolvocab.engine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
     tool that is not a declared ``function`` tool, or its arguments (fitted, if fitted) fail that
     tool's schema or carry a key it does not declare (annotation keys aside: a client that does not
     enforce its schema would run the call without it). The remaining text is the leading reasoning block (or ``""``).
     """
     tools, resolve = flow.tools, flow.resolve
-    if tools is None or flow.stops or not may_hold_markup(text):
+    if tools is None or flow.stops or flow.limited or not may_hold_markup(text):
         return None
     found = extract_text_calls(text, tools)
     if found is None:
