@@ -554,3 +554,26 @@ def test_a_request_refused_by_the_earlier_calls_read_holds_its_answer_back(loade
             if "name" in c.get("function", {})
         ]
         assert names == ["run_shell_command"], r.out
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "This session is being continued from a previous conversation that ran out of context. The summary "
+        "below covers the earlier portion of the conversation.\n\nSummary:\n1. The assistant ran `cd packages/api`.",
+        [
+            {"type": "text", "text": "<system-reminder>x</system-reminder>"},
+            {"type": "text", "text": "This session is being continued from a previous conversation that ran out."},
+        ],
+    ],
+)
+def test_a_compacted_conversation_hides_where_bash_is(addon, user) -> None:
+    # Claude Code's compaction summary replaces the turns it summarized (a `cd` among them, gone from
+    # the request, still where Bash is): earlier calls are not known, so nothing moves into Bash
+    shell = use("shell", {"command": ["rm", "-rf", "build"]})
+    got, record = anthropic(addon, [], [shell], tools=["Bash", "Read"], user=user)
+    assert got == [shell], record["decisions"]
+    got, _ = anthropic(addon, [], [READ_F], tools=["Bash", "Read"], user=user)
+    assert got == [READ_F]  # a relative read is found from that directory too
+    got, _ = anthropic(addon, [], [shell], tools=["Bash", "Read"], user="Summary: the build is broken.")
+    assert got == [use("Bash", {"command": "rm -rf build"})]  # the control

@@ -194,12 +194,13 @@ class AnthropicMessages:
                     names.append(block["name"])
         return names
 
-    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
+    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]] | None:
         """``(name, input)`` of each ``tool_use`` block of an assistant message in ``messages``, in
         order: the calls the model made, which the client replays in the assistant's turns. A
         command the user ran in Claude Code's bash mode (``!cd sub``), which reaches the model as
         user text in ``<bash-input>`` tags and runs where ``Bash`` runs, counts as a ``Bash`` call
-        (an unclosed tag: the rest of the text)."""
+        (an unclosed tag: the rest of the text). ``None`` when a user text holds Claude Code's
+        compaction summary (:data:`_COMPACTED`): the calls before it are not in the request."""
         out: list[tuple[str, Any]] = []
         for message in as_list(body.get("messages")):
             if not isinstance(message, dict):
@@ -214,6 +215,8 @@ class AnthropicMessages:
                 ]
             elif message.get("role") == "user":
                 for text in _user_texts(message.get("content")):
+                    if _COMPACTED in text:
+                        return None
                     if _BASH_INPUT in text:
                         out += [("Bash", {"command": command}) for command in _bash_inputs(text)]
         return out
@@ -638,6 +641,13 @@ _PARSED_EVENTS = frozenset(
 )
 
 _BASH_INPUT = "<bash-input>"
+
+#: The first words of the user message Claude Code puts in place of the turns ``/compact`` (or an
+#: automatic compaction) summarized (its bundled ``cli.js``, 2.1.197: "This session is being
+#: continued from a previous conversation that ran out of context. The summary below covers the
+#: earlier portion of the conversation."). The calls before it are gone from the request while
+#: their effects stay (Bash's directory is the process's, not the transcript's).
+_COMPACTED = "This session is being continued from a previous conversation"
 
 
 def _user_texts(content: Any) -> list[str]:
