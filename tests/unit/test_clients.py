@@ -3,6 +3,7 @@ few it needs (:func:`client_headers`, what the request hook passes)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -102,3 +103,48 @@ def test_the_windows_words_look_is_the_case_insensitive_search(text: str) -> Non
     from toolvocab.engine.clients import announces_windows
 
     assert announces_windows([text]) is bool(_WINDOWS.search(text))
+
+
+# -- Windows, said in a User-Agent ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "windows"),
+    [
+        # Codex: <originator>/<version> (<os_info type> <version>; <arch>) <terminal> [(<client>; <ver>)]
+        # (openai/codex codex-rs/login/src/auth/default_client.rs, get_codex_user_agent)
+        ("codex_cli_rs/0.171.0 (Windows 10.0.26100; x86_64) WindowsTerminal", True),
+        ("codex_vscode/0.171.0 (Windows 10.0.22631; arm64) vscode/1.99.0 (codex-vscode; 0.4.0)", True),
+        ("codex_cli_rs/0.171.0 (Windows Unknown; x86_64) unknown", True),
+        ("Codex Desktop/0.171.0 (Windows 10.0.26100; x86_64) unknown", True),
+        ("codex_cli_rs/0.171.0 (Mac OS 15.0.1; arm64) iTerm.app/3.5.0", False),
+        ("codex_cli_rs/0.171.0 (Ubuntu 24.4.0; x86_64) xterm-256color", False),
+        # the word elsewhere: a terminal, a product, a later comment, a browser's OS
+        ("codex_cli_rs/0.171.0 (Mac OS 15.0.1; arm64) WindowsTerminal", False),
+        ("WindowsAgent/1.0 (Linux 6.1; x86_64)", False),
+        ("codex_cli_rs/0.171.0 (Ubuntu 24.4.0; x86_64) vscode/1.99.0 (Windows Copilot; 1.2)", False),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36", False),
+        # Gemini CLI and Qwen Code: Node's process.platform
+        ("GeminiCLI/0.1.0/gemini-2.5-pro (win32; x64)", True),
+        ("QwenCode/0.15.10 (linux; x64)", False),
+        (None, False),
+    ],
+)
+def test_a_user_agent_says_windows_only_in_its_os_part(user_agent: str | None, windows: bool) -> None:
+    """Codex names Windows as ``os_info`` writes it, in the comment after its product token;
+    the word anywhere else says nothing."""
+    from toolvocab.engine.clients import user_agent_says_windows
+
+    assert user_agent_says_windows(user_agent) is windows
+
+
+def test_a_long_user_agent_is_read_in_linear_time() -> None:
+    """Many ``/`` and no Windows comment: each is tried once (no quadratic backtracking)."""
+    import time
+
+    from toolvocab.engine.clients import user_agent_says_windows
+
+    start = time.perf_counter()
+    for ua in ("a/" * 50_000, "x/1 " * 30_000, "a/" * 30_000 + "b (Windows x"):
+        assert user_agent_says_windows(ua) is False
+    assert time.perf_counter() - start < 1.0

@@ -86,12 +86,26 @@ _FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 #: (QwenLM/qwen-code, packages/core/src/core/openaiContentGenerator/provider/default.ts,
 #: ``buildHeaders``). Their ``My operating system is: win32`` is in the session's first *user*
 #: turn (gemini-cli packages/core/src/utils/environmentContext.ts), not in a system text.
-_USER_AGENT_WINDOWS = re.compile(r"\(win32;")
+#:
+#: Codex names the OS in the comment right after its product token:
+#: ``<originator>/<version> (<os type> <os version>; <arch>) <terminal>``, then an app-server
+#: client's ``(<name>; <version>)`` when there is one (openai/codex,
+#: codex-rs/login/src/auth/default_client.rs and earlier codex-rs/core/src/default_client.rs,
+#: ``get_codex_user_agent``). The OS part is the ``os_info`` crate's ``os_type()`` and
+#: ``version()``: ``Windows 10.0.26100`` (its ``Type::Windows`` displays as ``Windows``, the
+#: version as ``major.minor.build``, or ``Unknown``), ``Mac OS 15.0.1``, ``Ubuntu 24.4.0``. The
+#: originator is ``codex_cli_rs``, ``codex_vscode``, ``codex-tui``… or an override, so any
+#: product token counts; only the *first* comment does, and only in that form: a later comment
+#: (an app-server client named ``Windows …``), a product or terminal named ``Windows…``, or a
+#: browser's ``(Windows NT 10.0; …)`` (whose commands need not run on that machine) say nothing.
+#: The version token holds no ``/``: each ``/`` is tried once, so the search is linear.
+_USER_AGENT_WINDOWS = re.compile(r"\(win32;|^[^()]*/[^\s()/]+ \(Windows (?:\d+(?:\.\d+)*|Unknown);")
 
 
 def user_agent_says_windows(user_agent: str | None) -> bool:
-    """True when a ``User-Agent`` names Windows as Gemini CLI and Qwen Code do (``(win32; x64)``:
-    :data:`_USER_AGENT_WINDOWS`). Only Windows counts; any other value, or none, says nothing."""
+    """True when a ``User-Agent`` names Windows as Gemini CLI and Qwen Code do (``(win32; x64)``)
+    or as Codex does (``codex_cli_rs/0.171.0 (Windows 10.0.26100; x86_64) …``):
+    :data:`_USER_AGENT_WINDOWS`. Only Windows counts; any other value, or none, says nothing."""
     return isinstance(user_agent, str) and _USER_AGENT_WINDOWS.search(user_agent) is not None
 
 
