@@ -1487,6 +1487,39 @@ def test_websocket_with_the_openai_sdk_connection(ws_upstream, proxy):
 
 
 @needs_addon
+def test_websocket_windows_said_in_turn_one_holds_for_an_incremental_turn(ws_upstream, proxy):
+    """Codex on Windows: turn 1's full ``response.create`` names PowerShell in its environment
+    context; turn 2 on the same socket is incremental (``previous_response_id`` and only the new
+    item, codex-rs ``get_incremental_items``) and names nothing. Its foreign shell call reaches the
+    client as sent (Codex on Windows runs ``exec_command`` in PowerShell, not bash). The same turn 2
+    on a socket that never said Windows is repaired (the control)."""
+    px = proxy(ws_upstream.url)
+    call = fc_item("run_shell_command", json.dumps({"command": "rm -f **/*.orig"}), "call_tvWin01", "fc_tvWin01")
+    sent = ws_frames([call])
+    for _ in range(3):
+        ws_upstream.script(sent)
+    context = "<environment_context>\n  <cwd>C:\\proj</cwd>\n  <shell>powershell</shell>\n</environment_context>"
+    full = response_create(
+        input=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": context}]}, *RESP_INPUT]
+    )
+    incremental = response_create(
+        previous_response_id="resp_1",
+        input=[{"type": "function_call_output", "call_id": "call_tvWin01", "output": "unsupported call"}],
+    )
+    with ws_connect(px) as ws:
+        first = ws_turn(ws, full, len(sent))
+        second = ws_turn(ws, incremental, len(sent))
+    with ws_connect(px) as ws:
+        control = ws_turn(ws, incremental, len(sent))
+    assert first == sent and second == sent
+    done = [json.loads(f)["item"] for f in control if json.loads(f)["type"] == "response.output_item.done"]
+    assert [(i["name"], json.loads(i["arguments"])) for i in done] == [
+        ("exec_command", {"cmd": "bash -c 'rm -f **/*.orig'"})
+    ]
+    assert_no_addon_errors(px)
+
+
+@needs_addon
 def test_websocket_mode_off_passes_every_frame(ws_upstream, proxy):
     px = proxy(ws_upstream.url, options={"toolvocab_mode": "off"})
     sent = ws_frames(WS_OUTPUT)

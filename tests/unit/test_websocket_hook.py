@@ -917,3 +917,103 @@ def test_a_mid_turn_frame_in_off_mode_still_names_the_turns_aliases_back(env):
         env.configure(toolvocab_mode="auto")
     assert alias.encode() not in b"".join(s.delivered())
     assert names_seen(s.delivered()) == ["fs.read"] * 3
+
+
+# -- Windows, said once for the socket ----------------------------------------------------------
+
+_ENV_CONTEXT = (
+    "<environment_context>\n  <cwd>C:\\Users\\dev\\proj</cwd>\n  <shell>powershell</shell>\n</environment_context>"
+)
+
+
+def _windows_create() -> dict:
+    """The fixture's full response.create, with Codex's environment context naming PowerShell."""
+    create = json.loads(json.dumps(load_frames()[0]))
+    context = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": _ENV_CONTEXT}]}
+    create["input"].insert(1, context)
+    return create
+
+
+def _incremental_create(call_id: str) -> dict:
+    """Codex's next response.create on the same socket: ``previous_response_id`` and only the new
+    item (codex-rs core/src/client.rs ``get_incremental_items``): no environment context."""
+    create = {k: v for k, v in load_frames()[0].items() if k != "input"}
+    return dict(
+        create,
+        previous_response_id="resp_1",
+        input=[{"type": "function_call_output", "call_id": call_id, "output": "unsupported call: shell"}],
+    )
+
+
+#: Qwen Code's shell call: on POSIX it reaches exec_command as ``bash -c '…'``.
+_FOREIGN = ("run_shell_command", json.dumps({"command": "rm -f **/*.orig"}))
+
+
+def test_a_socket_that_said_windows_once_keeps_every_later_turns_command_in_its_shell(env):
+    """Turn 1 says PowerShell; turn 2 is incremental and says nothing of the machine: its foreign
+    shell call still reaches the client as the upstream sent it, and the record says why. The same
+    turn 2 on a socket that never said Windows is repaired (the control)."""
+    frames = calling(*_FOREIGN)
+    s = Session(env)
+    s.create(_windows_create())
+    s.server(frames)
+    [first] = [f["item"] for f in parsed(s.delivered()) if f["type"] == "response.output_item.done"]
+    assert (first["name"], first["arguments"]) == _FOREIGN
+    seen = len(s.delivered())
+    s.create(_incremental_create(first["call_id"]))
+    s.server(frames)
+    got = parsed(s.delivered()[seen:])
+    assert got == frames  # the second turn's frames reach the client as sent
+    decisions = s.record["decisions"]
+    assert [(d["name"], d["action"]) for d in decisions] == [("run_shell_command", "leave")] * 2, decisions
+    assert "the agent runs on Windows" in decisions[1]["reason"], decisions[1]
+    notes = " | ".join(s.record["notes"])
+    assert "an earlier turn of this socket did: read as Windows" in notes, notes
+    s.end()
+
+    control = Session(env)
+    control.create(_incremental_create(first["call_id"]))
+    control.server(frames)
+    [item] = [f["item"] for f in parsed(control.delivered()) if f["type"] == "response.output_item.done"]
+    assert (item["name"], item["arguments"]) == ("exec_command", '{"cmd":"bash -c \'rm -f **/*.orig\'"}'), item
+    control.end()
+
+
+def test_windows_in_a_sockets_upgrade_user_agent_holds_for_every_turn(env):
+    """Codex's User-Agent on the upgrade request (``(Windows 10.0.26100; x86_64)``) says Windows
+    for an incremental turn too, with no environment context in any frame."""
+    frames = calling(*_FOREIGN)
+    flow = ws_flow()
+    flow.request.headers["user-agent"] = "codex_cli_rs/0.171.0 (Windows 10.0.26100; x86_64) WindowsTerminal"
+    s = Session(env, flow)
+    s.create(_incremental_create("call_1"))
+    s.server(frames)
+    assert parsed(s.delivered()) == frames
+    [decision] = s.record["decisions"]
+    assert decision["action"] == "leave" and "Windows" in decision["reason"], decision
+    s.end()
+
+
+def test_windows_said_before_a_script_reload_holds_after_it(env):
+    """The sockets that said Windows are handed over to the reloaded addon with the rest."""
+    frames = calling(*_FOREIGN)
+    s = Session(env)
+    s.create(_windows_create())
+    s.server(frames)
+    old = harness.websocket(env.module)
+    old.done()
+    new = type(old)(old.core, old.recorder)
+    at = env.module.addons.index(old)
+    try:
+        env.module.addons[at] = new
+        new.running()
+        assert new._windows.get(s.flow.id) is False  # handed over, no turn read so yet
+        s.create(_incremental_create("call_1"))
+        s.server(frames)
+        assert [d["action"] for d in s.record["decisions"]] == ["leave", "leave"]
+        assert "Windows" in s.record["decisions"][1]["reason"]
+        s.end()
+        assert s.flow.id not in new._windows
+    finally:
+        env.module.addons[at] = old
+        new._ws.clear()

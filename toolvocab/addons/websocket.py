@@ -51,7 +51,8 @@ logger = logging.getLogger(__name__)
 
 class ToolVocabWebSocket:
     """``websocket_message`` / ``websocket_end``; one :class:`FlowState` per WebSocket
-    (``_ws``, by flow id), its record kept across turns. ``core``: the repair addon (mode, plan);
+    (``_ws``, by flow id), its record kept across turns, and whether any of its turns said the agent
+    runs on Windows (``_windows``: every later turn is read so). ``core``: the repair addon (mode, plan);
     ``recorder``: finishes the record after each turn."""
 
     def __init__(self, core: ToolVocab, recorder: ToolVocabRecorder) -> None:
@@ -61,6 +62,9 @@ class ToolVocabWebSocket:
         self._pending: dict[str, int] = {}  # frames injected to the client, not yet through this hook
         self._timers: dict[str, asyncio.TimerHandle] = {}  # the hold bound of a turn holding frames
         self._last: dict[str, float] = {}  # when a frame last came while frames were held (loop time)
+        #: Sockets a turn of which said the agent runs on Windows (:meth:`_windows_of`), by flow id:
+        #: whether a later turn has been noted as read so.
+        self._windows: dict[str, bool] = {}
 
     def done(self) -> None:
         """Hand the sockets in flight over to the addon a reloaded script makes (their records,
@@ -84,16 +88,21 @@ class ToolVocabWebSocket:
                     )
                 except Exception:  # shutting down: the connection may be gone
                     logger.debug("toolvocab: could not give up a held WebSocket turn", exc_info=True)
-        if self._ws or self._pending:
-            hand_over("websocket", (self._ws, self._pending))
+        if self._ws or self._pending or self._windows:
+            hand_over("websocket", (self._ws, self._pending, self._windows))
 
     def running(self) -> None:
         """Take over the sockets in flight of the addon this one replaces (a reloaded script)."""
         handed = take_over("websocket")
         if handed is not None:
-            sockets, pending = handed
+            sockets, pending = handed[0], handed[1]
             self._ws.update(sockets)
             self._pending.update(pending)
+            if len(handed) > 2:
+                self._windows.update(handed[2])
+            for flow_id, state in sockets.items():  # an addon that kept no such dict: its turns say it
+                if state.windows:
+                    self._windows.setdefault(flow_id, False)
 
     def websocket_message(self, flow: http.HTTPFlow) -> None:
         """Codex's Responses-over-WebSocket transport: a ``response.create`` frame from the
@@ -128,6 +137,7 @@ class ToolVocabWebSocket:
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
         self._pending.pop(flow.id, None)
+        self._windows.pop(flow.id, None)
         self._stop_timer(flow.id)
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
@@ -190,7 +200,7 @@ class ToolVocabWebSocket:
                 result.plan,
                 record,
                 wants_stream=True,
-                windows=result.windows,
+                windows=self._windows_of(flow.id, result.windows, record),
                 flow_key=f"{flow.id}:{len(flow.websocket.messages)}",
                 call_ids=result.call_ids,
                 # A response.create continues from the connection's last response by
@@ -259,6 +269,28 @@ class ToolVocabWebSocket:
                 d.changed for d in state.record.decisions[before:]
             )
             self.recorder.finish(flow, state)
+
+    def _windows_of(self, flow_id: str, said: bool, record: Any) -> bool:
+        """Whether this socket's new turn runs on Windows: its frame or upgrade request ``said``
+        so (``Handled.windows``), or an earlier turn of the socket did. A socket is one Codex
+        session, and Codex sends its ``<environment_context>`` only in a turn's full
+        ``response.create``: a later one on the same socket carries ``previous_response_id`` and
+        only the new items (codex-rs core/src/client.rs, ``get_incremental_items``), so it says
+        nothing of the machine. The first turn read so because of an earlier one says so in
+        ``record``'s notes, once per socket."""
+        if said:
+            self._windows.setdefault(flow_id, False)
+            return True
+        noted = self._windows.get(flow_id)
+        if noted is None:
+            return False
+        if not noted:
+            self._windows[flow_id] = True
+            record.notes.append(
+                "this turn's request does not say the agent runs on Windows; an earlier turn of this socket "
+                "did: read as Windows, where no command moves between shells"
+            )
+        return True
 
     def _send(self, flow: http.HTTPFlow, message: Any, frames: list[bytes]) -> None:
         """``frames`` (text) go to the client in place of the server's ``message``: as the
