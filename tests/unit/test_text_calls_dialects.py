@@ -1596,8 +1596,8 @@ def test_anthropic_stream_a_block_sent_with_its_text_makes_later_markup_prose(se
         {"type": "text", "text": "Here is the call I would make, but I will not run it:"}, pieces
     )
     assert run_stream(ANTHROPIC, split_bytes(data, random.Random(seed))) == data
-    # the control: a blank first block leaves the markup the one text, and it lifts
-    blank = _anthropic_two_blocks({"type": "text", "text": " "}, pieces)
+    # the control: an empty first block leaves the markup the one text, and it lifts
+    blank = _anthropic_two_blocks({"type": "text", "text": ""}, pieces)
     assert run_stream(ANTHROPIC, split_bytes(blank, random.Random(seed))) != blank
 
 
@@ -1709,8 +1709,9 @@ def test_responses_stream_a_message_sent_whole_makes_later_markup_prose(added_wi
         "Here is the call I would make, but I will not run it:", pieces, added_with_text=added_with_text
     )
     assert run_stream(RESPONSES, split_bytes(data, random.Random(seed))) == data
-    # the control: a blank first message leaves the markup the one text, and it lifts
-    blank = _responses_two_messages(" ", pieces, added_with_text=added_with_text)
+    # the control: a blank first message, its text in deltas only, leaves the markup the one text,
+    # and it lifts (added with content, even blank, its deltas are not watched: nothing lifts)
+    blank = _responses_two_messages(" ", pieces, added_with_text=False)
     assert run_stream(RESPONSES, split_bytes(blank, random.Random(seed))) != blank
 
 
@@ -1731,7 +1732,8 @@ def test_a_models_id_used_twice_in_lifted_markup_gives_each_call_its_own() -> No
 LIMITS = [
     ("anthropic", {"tool_choice": {"type": "none"}}, True),
     ("anthropic", {"tool_choice": {"type": "tool", "name": "read_file"}}, True),
-    ("anthropic", {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}, False),
+    ("anthropic", {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}, True),  # one call at most
+    ("anthropic", {"tool_choice": {"type": "any", "disable_parallel_tool_use": False}}, False),
     ("anthropic", {"tool_choice": {"type": "any"}}, False),
     ("anthropic", {}, False),
     ("openai_chat", {"tool_choice": "none"}, True),
@@ -1744,6 +1746,10 @@ LIMITS = [
     ("openai_chat", {"function_call": "none"}, True),
     ("openai_chat", {"tool_choice": "required", "function_call": "auto"}, False),
     ("openai_chat", {"tool_choice": None}, False),
+    ("openai_chat", {"parallel_tool_calls": False}, True),
+    ("openai_chat", {"parallel_tool_calls": True}, False),
+    ("openai_responses", {"parallel_tool_calls": False}, True),
+    ("openai_responses", {"function_call": "none"}, False),  # Chat's legacy key: Responses has none
     ("openai_responses", {"tool_choice": "none"}, True),
     ("openai_responses", {"tool_choice": {"type": "file_search"}}, True),
     ("openai_responses", {"tool_choice": "auto"}, False),
@@ -1787,3 +1793,71 @@ def test_markup_is_never_lifted_when_the_request_limits_the_calls(dialect: str) 
         # limited: as sent; not limited (the control): lifted
         assert (orjson.dumps(body) == before) is limited
         assert (out == data) is limited
+
+
+def test_chat_text_that_cites_a_source_is_never_lifted() -> None:
+    cited = [
+        {"type": "url_citation", "url_citation": {"url": "https://x.test/runbook", "start_index": 0, "end_index": 9}}
+    ]
+    body = chat_json(HERMES)
+    body["choices"][0]["message"]["annotations"] = cited
+    before = orjson.dumps(body)
+    CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert orjson.dumps(body) == before
+    for refusal in (False, 0, [], {}):  # a refusal of any other JSON type than null or "" counts too
+        body = chat_json(HERMES)
+        body["choices"][0]["message"]["refusal"] = refusal
+        before = orjson.dumps(body)
+        CHAT.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+        assert orjson.dumps(body) == before
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    note = sse(None, {**head, "choices": [{"index": 0, "delta": {"annotations": cited}, "finish_reason": None}]})
+    data = chat_sse(split_text(HERMES, random.Random(2)))
+    cut = data.rindex(b"data: ", 0, data.rindex(b"data: [DONE]"))
+    data = data[:cut] + note + data[cut:]
+    assert run_stream(CHAT, split_bytes(data, random.Random(2))) == data
+
+
+@pytest.mark.parametrize("key", ["citationMetadata", "groundingMetadata", "citation_metadata"])
+@pytest.mark.parametrize("seed", range(2))
+def test_gemini_text_that_cites_a_source_is_never_lifted(key: str, seed: int) -> None:
+    meta = {"citationSources": [{"startIndex": 0, "endIndex": 9, "uri": "https://x.test/runbook"}]}
+    body = gemini_json(HERMES)
+    body["candidates"][0][key] = meta
+    before = orjson.dumps(body)
+    GEMINI.rewrite_response(body, context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    assert orjson.dumps(body) == before
+    data = gemini_sse(split_text(HERMES, random.Random(seed)))
+    marked = data.replace(
+        b'"finishReason":"STOP"', b'"finishReason":"STOP","' + key.encode() + b'":' + orjson.dumps(meta)
+    )
+    assert marked != data
+    assert run_stream(GEMINI, split_bytes(marked, random.Random(seed))) == marked
+    assert run_stream(GEMINI, split_bytes(data, random.Random(seed))) != data  # the control lifts
+
+
+@pytest.mark.parametrize("start", ["\n", " ", "Here is the call I would make:"])
+@pytest.mark.parametrize("seed", range(2))
+def test_anthropic_stream_a_block_whose_start_has_text_is_never_the_lifted_one(start: str, seed: int) -> None:
+    # its deltas are not watched: they may say "I will not run this", which the JSON path reads
+    first = {"type": "text", "text": start}
+    data = _anthropic_two_blocks(first, split_text(HERMES, random.Random(seed)))
+    assert run_stream(ANTHROPIC, split_bytes(data, random.Random(seed))) == data
+    cited = {"type": "text", "text": "", "citations": [{"type": "char_location", "cited_text": "x"}]}
+    data = _anthropic_two_blocks(cited, split_text(HERMES, random.Random(seed)))
+    assert run_stream(ANTHROPIC, split_bytes(data, random.Random(seed))) == data
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_responses_stream_a_message_added_with_a_blank_part_is_never_the_lifted_one(seed: int) -> None:
+    # added with content (a blank part), so its text is not watched: what it goes on to say (here
+    # only in its done events) may make the other message's markup prose, as the JSON path reads it
+    prose = "I will not run this destructive command. For reference only:"
+    data = _responses_two_messages(prose, split_text(HERMES, random.Random(seed)), added_with_text=True)
+    added = orjson.dumps({"type": "output_text", "text": prose, "annotations": []})
+    assert data.count(added) >= 1
+    first_added = data.index(added)
+    data = data[:first_added] + data[first_added:].replace(
+        added, orjson.dumps({"type": "output_text", "text": "", "annotations": []}), 1
+    )
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(seed))) == data

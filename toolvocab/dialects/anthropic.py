@@ -411,10 +411,17 @@ class AnthropicMessages:
 
     def limits_calls(self, body: JSON) -> bool:
         """A ``tool_choice`` other than ``{"type": "auto"}`` or ``{"type": "any"}`` (absent or
-        ``null``: auto): ``none``, ``tool`` (one named tool), or a value of another shape
+        ``null``: auto): ``none``, ``tool`` (one named tool), a value of another shape, or one with
+        ``disable_parallel_tool_use`` set ("at most one tool use": markup may hold several)
         (Messages API reference, ``tool_choice``)."""
         choice = body.get("tool_choice") if isinstance(body, dict) else None
-        return choice is not None and not (isinstance(choice, dict) and choice.get("type") in ("auto", "any"))
+        if choice is None:
+            return False
+        return not (
+            isinstance(choice, dict)
+            and choice.get("type") in ("auto", "any")
+            and choice.get("disable_parallel_tool_use") in (None, False)
+        )
 
     def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""
@@ -574,12 +581,6 @@ def lift_text_block(content: list[Any], flow: FlowContext, ids: CallIds) -> tupl
 
 #: Anthropic's pattern for a ``tool_use`` id (the API rejects others when the call is replayed).
 _TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
-
-
-def _says(text: Any) -> bool:
-    """True for a text block's ``text`` that says something: a string that is not blank, or a
-    value of another JSON type (unknown: it may)."""
-    return text.strip() != "" if isinstance(text, str) else text is not None
 
 
 def _cannot_close(raw: bytes) -> bool:
@@ -875,20 +876,16 @@ class AnthropicStream(EventStreamRewriter):
                 block = copy.deepcopy(block)
                 if _name_references_back(block, self._flow.plan):
                     return [event.with_json({**data, "content_block": block}).raw]
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "text"
-                and not self._no_lift
-                and block.get("text") in ("", None)
-                and not block.get("citations")
-            ):
-                # The start goes out at once (it carries no text); the block is watched.
-                self._text = textcalls.TextHold()
-                self._text_index = data.get("index")
-            elif isinstance(block, dict) and block.get("type") == "text" and _says(block.get("text")):
-                # A block that comes with its text (a compatible server's start): it is the one
-                # text block that says something, so markup in another is prose.
-                self._no_lift = True
+            if isinstance(block, dict) and block.get("type") == "text" and not self._no_lift:
+                if block.get("text") in ("", None) and not block.get("citations"):
+                    # The start goes out at once (it carries no text); the block is watched.
+                    self._text = textcalls.TextHold()
+                    self._text_index = data.get("index")
+                else:
+                    # A start that comes with text (a compatible server's; even blank: its deltas,
+                    # not watched, may say more) or cites a source: this block is not the one
+                    # text, so no block's markup is lifted in this answer.
+                    self._no_lift = True
         return [event.raw]
 
     # -- tool calls left in text ------------------------------------------------------

@@ -452,12 +452,18 @@ def names_stops(body: JSON) -> bool:
 OPENAI_OPEN_CHOICES = (None, "auto", "required")
 
 
-def openai_limits_calls(body: JSON) -> bool:
-    """:meth:`Dialect.limits_calls` for the OpenAI formats: a ``tool_choice`` (and Chat's legacy
-    ``function_call``) other than :data:`OPENAI_OPEN_CHOICES`."""
+def openai_limits_calls(body: JSON, *, legacy: bool = False) -> bool:
+    """:meth:`Dialect.limits_calls` for the OpenAI formats: a ``tool_choice`` other than
+    :data:`OPENAI_OPEN_CHOICES`, ``parallel_tool_calls`` other than ``true`` or absent (``false``:
+    at most one call, and markup may hold several), and with ``legacy`` (Chat) a
+    ``function_call`` other than ``auto``."""
     if not isinstance(body, dict):
         return False
-    return body.get("tool_choice") not in OPENAI_OPEN_CHOICES or body.get("function_call") not in (None, "auto")
+    return (
+        body.get("tool_choice") not in OPENAI_OPEN_CHOICES
+        or body.get("parallel_tool_calls") not in (None, True)
+        or (legacy and body.get("function_call") not in (None, "auto"))
+    )
 
 
 def sections_of(struct: Any, *names: str) -> tuple[tuple[str, bytes], ...]:

@@ -603,7 +603,13 @@ def _rewrite_candidates(
                 new_parts.append(part)
         if isinstance(content, dict) and new_parts != parts:
             content["parts"] = new_parts
-        if lift_text and not cut and isinstance(content, dict) and len(_list(response.get("candidates"))) == 1:
+        if (
+            lift_text
+            and not cut
+            and isinstance(content, dict)
+            and len(_list(response.get("candidates"))) == 1
+            and not _cites(candidate)
+        ):
             lifted = lift_text_parts(new_parts, flow)
             if lifted is not None:
                 content["parts"] = lifted
@@ -650,6 +656,17 @@ def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], flow: Flow
             new["thoughtSignature"] = part["thoughtSignature"]
         out.append(new)
     return out
+
+
+#: The candidate keys that say its text quotes or rests on a source (Gemini API reference,
+#: ``Candidate``: ``citationMetadata``, ``groundingMetadata``; either spelling of each).
+_CITING = ("citationMetadata", "citation_metadata", "groundingMetadata", "grounding_metadata")
+
+
+def _cites(candidate: Any) -> bool:
+    """True for a candidate that carries citation or grounding metadata (any value but ``null``
+    or an empty one): markup in its text may be quoted from a source, and is never lifted."""
+    return isinstance(candidate, dict) and any(candidate.get(key) not in (None, {}, []) for key in _CITING)
 
 
 def _is_text_part(part: Any) -> bool:
@@ -819,7 +836,8 @@ class GeminiStream(EventStreamRewriter):
         )  # another candidate (candidateCount > 1, one per event): the texts are not one text
         content = candidate.get("content") if candidate is not None else None
         parts = _list(content.get("parts")) if isinstance(content, dict) else []
-        if candidate is None or any(isinstance(p, dict) and "functionCall" in p for p in parts):
+        if candidate is None or _cites(candidate) or any(isinstance(p, dict) and "functionCall" in p for p in parts):
+            # another candidate, a citation of a source (quoted markup is quoted), a real call
             return self._give_up() + self._plain(event, data)
         piece = "".join(p["text"] for p in parts if _is_text_part(p))
         state, out = text.add(piece, event)

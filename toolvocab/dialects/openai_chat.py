@@ -131,6 +131,7 @@ class _Request(msgspec.Struct, gc=False):
     stop_regex: Any = msgspec.UNSET
     tool_choice: Any = msgspec.UNSET
     function_call: Any = msgspec.UNSET
+    parallel_tool_calls: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -181,7 +182,7 @@ class OpenAIChat:
             names,
             sections_of(request, "tools", "functions"),
             stops=self.stop_sequences(present(request, *STOP_KEYS)),
-            limited=self.limits_calls(present(request, "tool_choice", "function_call")),
+            limited=self.limits_calls(present(request, "tool_choice", "function_call", "parallel_tool_calls")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -396,7 +397,7 @@ class OpenAIChat:
             if (
                 not message.get("tool_calls")
                 and not message.get("function_call")  # a legacy call came: the text is only text
-                and not message.get("refusal")  # the model declined: markup beside it is prose
+                and not _declines_or_cites(message)  # a refusal, a citation: markup beside it is prose
                 and isinstance(message.get("content"), str)
                 and _natural_end(choice.get("finish_reason"))
             ):
@@ -437,9 +438,9 @@ class OpenAIChat:
 
     def limits_calls(self, body: JSON) -> bool:
         """A ``tool_choice`` other than ``auto``/``required``/none (``none``, one named function, an
-        ``allowed_tools`` list), or a legacy ``function_call`` other than ``auto``
-        (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
-        return openai_limits_calls(body)
+        ``allowed_tools`` list), ``parallel_tool_calls: false``, or a legacy ``function_call`` other
+        than ``auto`` (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
+        return openai_limits_calls(body, legacy=True)
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""
@@ -626,11 +627,19 @@ def _other_choice(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("index", 0) != 0
 
 
+def _declines_or_cites(message: Any) -> bool:
+    """True for a message (a JSON answer's ``message``, a stream's ``delta``) that carries a
+    ``refusal`` (the model declined) or ``annotations`` (``url_citation``s: the text quotes a
+    source; OpenAI's search models, OpenRouter's web plugin), any value but ``null``, ``""`` or
+    an empty list."""
+    return isinstance(message, dict) and (
+        message.get("refusal") not in (None, "") or message.get("annotations") not in (None, [])
+    )
+
+
 def _refuses(choice: Any) -> bool:
-    """True for a choice whose delta carries a ``refusal`` (the model declined: Chat Completions'
-    ``delta.refusal``, ``message.refusal`` in a JSON answer), any value but ``null`` or ``""``."""
-    delta = choice.get("delta") if isinstance(choice, dict) else None
-    return isinstance(delta, dict) and delta.get("refusal") not in (None, "")
+    """True for a choice whose delta declines or cites (:func:`_declines_or_cites`)."""
+    return isinstance(choice, dict) and _declines_or_cites(choice.get("delta"))
 
 
 def _content_of(choices: Any) -> str:

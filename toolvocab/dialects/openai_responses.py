@@ -142,6 +142,7 @@ class _Request(msgspec.Struct, gc=False):
     input: str | list[_Item] | msgspec.UnsetType = msgspec.UNSET
     tools: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     tool_choice: Any = msgspec.UNSET
+    parallel_tool_calls: Any = msgspec.UNSET
 
 
 _PEEK = msgspec.json.Decoder(_Request)
@@ -223,7 +224,7 @@ class OpenAIResponses:
             sections_of(request, "tools"),
             self.keeps_answer(small),
             stops=self.stop_sequences(present(request, *STOP_KEYS)),
-            limited=self.limits_calls(present(request, "tool_choice")),
+            limited=self.limits_calls(present(request, "tool_choice", "parallel_tool_calls")),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -447,8 +448,9 @@ class OpenAIResponses:
         return names_stops(body)
 
     def limits_calls(self, body: JSON) -> bool:
-        """A ``tool_choice`` other than ``auto``/``required``/none: ``none``, one function, an
-        ``allowed_tools`` list, a hosted tool (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
+        """A ``tool_choice`` other than ``auto``/``required``/none (``none``, one function, an
+        ``allowed_tools`` list, a hosted tool), or ``parallel_tool_calls: false``
+        (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
         return openai_limits_calls(body)
 
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
@@ -1154,8 +1156,10 @@ class ResponsesStream(EventStreamRewriter):
                 self._text = textcalls.TextHold()
                 self._msg_index = data.get("output_index")
                 return [event]
-            if isinstance(item, dict) and item.get("type") == "message" and _says(item):
-                self._no_lift = True  # a message that comes with its text: only one message may hold text
+            if isinstance(item, dict) and item.get("type") == "message" and item.get("content"):
+                # A message that comes with content (text, a blank part whose deltas are not
+                # watched, a refusal): not the one text, so nothing is lifted in this answer.
+                self._no_lift = True
         if kind == "response.output_item.done" and _is_call(data.get("item")):
             return self._release_alone(event, data["item"])
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
