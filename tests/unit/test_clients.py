@@ -68,6 +68,11 @@ def test_known_clients_are_named() -> None:
     )
     assert identify_client(client_headers(http.Headers(originator="codex_cli_rs").get)) == "Codex"
     assert identify_client(client_headers(http.Headers(accept="*/*").get)) == "unknown"
+    vscode = (
+        "CloudCodeVSCode/0.40.0 (aidev_client; os_type=Windows; os_version=10.0.26100; arch=x64; "
+        "host_path=VSCode/1.99.0; proxy_client=geminicli)"
+    )
+    assert identify_client(client_headers(http.Headers(**{"User-Agent": vscode}).get)) == "Gemini CLI"
 
 
 # -- Windows, read fast --------------------------------------------------------------------------
@@ -127,6 +132,17 @@ def test_the_windows_words_look_is_the_case_insensitive_search(text: str) -> Non
         # Gemini CLI and Qwen Code: Node's process.platform
         ("GeminiCLI/0.1.0/gemini-2.5-pro (win32; x64)", True),
         ("QwenCode/0.15.10 (linux; x64)", False),
+        # Gemini CLI from VS Code (google-gemini/gemini-cli packages/core/src/core/contentGenerator.ts)
+        (
+            "CloudCodeVSCode/0.40.0 (aidev_client; os_type=Windows; os_version=10.0.26100; arch=x64; "
+            "host_path=VSCode/1.99.0; proxy_client=geminicli)",
+            True,
+        ),
+        (
+            "CloudCodeVSCode/0.40.0 (aidev_client; os_type=macOS; os_version=24.0.0; arch=arm64; "
+            "host_path=VSCode/1.99.0; proxy_client=geminicli)",
+            False,
+        ),
         (None, False),
     ],
 )

@@ -4,7 +4,8 @@ Signals as captured from the clients' own requests (wire-formats §7 in ``docs/r
 the e2e tests run the real agents): Claude Code ``User-Agent: claude-cli/<ver> (…)`` and ``x-app: cli``; Codex
 ``originator: codex_cli_rs`` / ``codex_exec`` / ``codex-tui`` and a UA starting with that
 originator; OpenCode ``opencode/<ver>``; Qwen Code ``QwenCode/<ver>``; Gemini CLI
-``GeminiCLI/<ver>`` (also ``GeminiCLI-tui/…``); the official SDKs' Stainless headers
+``GeminiCLI/<ver>`` (also ``GeminiCLI-tui/…``; from VS Code ``CloudCodeVSCode/<ver> (…;
+proxy_client=geminicli)``, gemini-cli packages/core/src/core/contentGenerator.ts); the official SDKs' Stainless headers
 (``x-stainless-lang``) and UAs (``Anthropic/Python``, ``OpenAI/Python``,
 ``google-genai-sdk/…`` in ``x-goog-api-client``).
 """
@@ -25,6 +26,7 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     ("OpenCode", "user-agent", r"^opencode/"),
     ("Qwen Code", "user-agent", r"^QwenCode/"),
     ("Gemini CLI", "user-agent", r"^GeminiCLI"),
+    ("Gemini CLI", "user-agent", r"^CloudCodeVSCode/.*\bproxy_client=geminicli\)"),  # run from VS Code
     ("anthropic SDK", "user-agent", r"^Anthropic/"),
     ("openai SDK", "user-agent", r"^(?:Async)?OpenAI/"),
     ("google-genai SDK", "x-goog-api-client", r"google-genai-sdk/"),
@@ -85,7 +87,10 @@ _FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 #: packages/core/src/core/contentGenerator.ts) and ``QwenCode/<version> (win32; x64)``
 #: (QwenLM/qwen-code, packages/core/src/core/openaiContentGenerator/provider/default.ts,
 #: ``buildHeaders``). Their ``My operating system is: win32`` is in the session's first *user*
-#: turn (gemini-cli packages/core/src/utils/environmentContext.ts), not in a system text.
+#: turn (gemini-cli packages/core/src/utils/environmentContext.ts), not in a system text. Run
+#: from VS Code (its terminal, or launched by it) Gemini CLI writes instead
+#: ``CloudCodeVSCode/<version> (aidev_client; os_type=Windows; os_version=…; arch=…; …)``
+#: (the same contentGenerator.ts: ``win32`` mapped to ``Windows``).
 #:
 #: Codex names the OS in the comment right after its product token:
 #: ``<originator>/<version> (<os type> <os version>; <arch>) <terminal>``, then an app-server
@@ -99,12 +104,15 @@ _FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 #: (an app-server client named ``Windows …``), a product or terminal named ``Windows…``, or a
 #: browser's ``(Windows NT 10.0; …)`` (whose commands need not run on that machine) say nothing.
 #: The version token holds no ``/``: each ``/`` is tried once, so the search is linear.
-_USER_AGENT_WINDOWS = re.compile(r"\(win32;|^[^()]*/[^\s()/]+ \(Windows (?:\d+(?:\.\d+)*|Unknown);")
+_USER_AGENT_WINDOWS = re.compile(
+    r"\(win32;|\(aidev_client; os_type=Windows;|^[^()]*/[^\s()/]+ \(Windows (?:\d+(?:\.\d+)*|Unknown);"
+)
 
 
 def user_agent_says_windows(user_agent: str | None) -> bool:
-    """True when a ``User-Agent`` names Windows as Gemini CLI and Qwen Code do (``(win32; x64)``)
-    or as Codex does (``codex_cli_rs/0.171.0 (Windows 10.0.26100; x86_64) …``):
+    """True when a ``User-Agent`` names Windows as Gemini CLI and Qwen Code do (``(win32; x64)``;
+    Gemini CLI from VS Code ``(aidev_client; os_type=Windows; …)``) or as Codex does
+    (``codex_cli_rs/0.171.0 (Windows 10.0.26100; x86_64) …``):
     :data:`_USER_AGENT_WINDOWS`. Only Windows counts; any other value, or none, says nothing."""
     return isinstance(user_agent, str) and _USER_AGENT_WINDOWS.search(user_agent) is not None
 
