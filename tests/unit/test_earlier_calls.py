@@ -577,3 +577,17 @@ def test_a_compacted_conversation_hides_where_bash_is(addon, user) -> None:
     assert got == [READ_F]  # a relative read is found from that directory too
     got, _ = anthropic(addon, [], [shell], tools=["Bash", "Read"], user="Summary: the build is broken.")
     assert got == [use("Bash", {"command": "rm -rf build"})]  # the control
+
+
+def test_an_api_compaction_block_hides_where_bash_is(addon) -> None:
+    # the Messages API's own compaction (compact_20260112) leaves a `compaction` block for the turns
+    # it summarized, which the client sends back in place of them (read in a message of any role:
+    # here the first one)
+    shell = use("shell", {"command": ["rm", "-rf", "build"]})
+    user = [{"type": "text", "text": "build it"}]
+    got, record = anthropic(
+        addon, [], [shell], tools=["Bash", "Read"], user=[{"type": "compaction", "content": "..."}, *user]
+    )
+    assert got == [shell], record["decisions"]
+    got, _ = anthropic(addon, [], [shell], tools=["Bash", "Read"], user=user)
+    assert got == [use("Bash", {"command": "rm -rf build"})]  # the control

@@ -200,11 +200,15 @@ class AnthropicMessages:
         command the user ran in Claude Code's bash mode (``!cd sub``), which reaches the model as
         user text in ``<bash-input>`` tags and runs where ``Bash`` runs, counts as a ``Bash`` call
         (an unclosed tag: the rest of the text). ``None`` when a user text holds Claude Code's
-        compaction summary (:data:`_COMPACTED`): the calls before it are not in the request."""
+        compaction summary (:data:`_COMPACTED`), or a message a ``compaction`` block (the API's
+        own context compaction, ``compact_20260112``: the block stands for the turns it
+        summarized): the calls before it are not in the request."""
         out: list[tuple[str, Any]] = []
         for message in as_list(body.get("messages")):
             if not isinstance(message, dict):
                 continue
+            if any(isinstance(b, dict) and b.get("type") == "compaction" for b in as_list(message.get("content"))):
+                return None
             if message.get("role") == "assistant":
                 out += [
                     (block["name"], block.get("input"))
