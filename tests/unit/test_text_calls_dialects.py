@@ -1861,3 +1861,98 @@ def test_responses_stream_a_message_added_with_a_blank_part_is_never_the_lifted_
         added, orjson.dumps({"type": "output_text", "text": "", "annotations": []}), 1
     )
     assert run_stream(RESPONSES, split_bytes(data, random.Random(seed))) == data
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_responses_stream_a_keepalive_among_held_markup_goes_out(seed: int) -> None:
+    # OpenAI sends {"type": "keepalive"} on a long stream: one held with the markup goes out once,
+    # before the lifted items, every sequence number in order (responses_view checks them)
+    data = responses_sse(split_text(HERMES, random.Random(seed)))
+    at = data.index(b"event: response.output_text.done")
+    beat = sse("keepalive", {"type": "keepalive", "sequence_number": 0})
+    data = data[:at] + beat + data[at:]
+    # renumber every event: the keep-alive took a place in the sequence
+    events_in = [e for e in sse_events(data)]
+    data = b"".join(sse(e.event, {**e.json(), "sequence_number": i}) for i, e in enumerate(events_in))
+    out = run_stream(RESPONSES, split_bytes(data, random.Random(seed)))
+    kinds = [e["type"] for e in events(out)]
+    assert kinds.count("keepalive") == 1
+    assert responses_view(out)["calls"] == [READ]
+
+
+def test_responses_stream_an_annotation_without_its_index_keeps_the_text() -> None:
+    # a server that leaves output_index out: the annotation is still the message's (by item_id)
+    data = responses_sse(split_text(HERMES, random.Random(1)))
+    at = data.index(b"event: response.output_text.done")
+    note = sse(
+        "response.output_text.annotation.added",
+        {
+            "type": "response.output_text.annotation.added",
+            "item_id": "msg_1",
+            "content_index": 0,
+            "annotation_index": 0,
+            "annotation": {"type": "url_citation", "url": "https://x.test/runbook", "start_index": 0, "end_index": 9},
+            "sequence_number": 0,
+        },
+    )
+    data = data[:at] + note + data[at:]
+    events_in = [e for e in sse_events(data)]
+    data = b"".join(sse(e.event, {**e.json(), "sequence_number": i}) for i, e in enumerate(events_in))
+    assert run_stream(RESPONSES, split_bytes(data, random.Random(1))) == data
+
+
+def test_responses_stream_a_keepalive_among_a_held_parallel_wrapper_goes_out() -> None:
+    wrapper = {
+        "tool_uses": [
+            {"recipient_name": "functions.read_file", "parameters": {"path": "README.md"}},
+            {"recipient_name": "square_the_number", "parameters": {"input_num": 1024}},
+        ]
+    }
+    seq = iter(range(100))
+
+    def ev(d: dict[str, Any]) -> bytes:
+        return sse(d["type"], {**d, "sequence_number": next(seq)})
+
+    w = {
+        "type": "function_call",
+        "id": "fc_w",
+        "call_id": "call_w",
+        "name": "multi_tool_use.parallel",
+        "arguments": orjson.dumps(wrapper).decode(),
+        "status": "completed",
+    }
+    resp = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "m", "output": []}
+    data = b"".join(
+        [
+            ev({"type": "response.created", "response": resp}),
+            ev({"type": "response.output_item.added", "output_index": 0, "item": {**w, "arguments": ""}}),
+            ev(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": "fc_w",
+                    "output_index": 0,
+                    "delta": w["arguments"],
+                }
+            ),
+            ev({"type": "keepalive"}),
+            ev(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": "fc_w",
+                    "output_index": 0,
+                    "name": w["name"],
+                    "arguments": w["arguments"],
+                }
+            ),
+            ev({"type": "response.output_item.done", "output_index": 0, "item": w}),
+            ev({"type": "response.completed", "response": {**resp, "status": "completed", "output": [w]}}),
+        ]
+    )
+    out = run_stream(RESPONSES, split_bytes(data, random.Random(5)))
+    got = events(out)
+    assert [e["type"] for e in got].count("keepalive") == 1
+    assert [e["sequence_number"] for e in got] == list(range(len(got)))
+    assert [e["item"]["name"] for e in got if e["type"] == "response.output_item.done"] == [
+        "read_file",
+        "square_the_number",
+    ]

@@ -1388,8 +1388,15 @@ class ResponsesStream(EventStreamRewriter):
         index = (
             first.get("output_index") if isinstance(first, dict) and isinstance(first.get("output_index"), int) else 0
         )
+        beats: list[dict[str, Any]] = []  # keep-alive events held among the call's: they go out first
+        for unit in held:
+            d = unit.json()
+            if isinstance(d, dict) and d.get("type") == "keepalive":
+                beats.append(dict(d))
+            elif d is not None and not (isinstance(d, dict) and d.get("output_index") == index):
+                return None  # another event among the call's: the wrapper stays whole, every event in place
         seq = _first_sequence(held)
-        events = _parallel_events(items, index)
+        events = beats + _parallel_events(items, index)
         out: list[Any] = []
         for body in events:
             if seq is not None:
@@ -1471,8 +1478,18 @@ class ResponsesStream(EventStreamRewriter):
         held = hold.held
         message: dict[str, Any] | None = None
         item_id: Any = None
+        beats: list[dict[str, Any]] = []  # keep-alive events held among the message's
         for unit in held:
             d = unit.json()
+            if d is not None and not (
+                isinstance(d, dict) and d.get("type") in _MESSAGE_EVENTS and d.get("output_index") == self._msg_index
+            ):
+                if isinstance(d, dict) and d.get("type") == "keepalive":
+                    beats.append(dict(d))  # OpenAI's heartbeat on a long stream: it goes out first
+                    continue
+                # another event among the message's (an annotation without its output_index…):
+                # what it says is not known, so the text is not markup alone
+                return self._give_up() + self._dispatch(terminal)
             if isinstance(d, dict) and d.get("type") == "response.output_item.done" and isinstance(d.get("item"), dict):
                 message = d["item"]
             if isinstance(d, dict) and isinstance(d.get("item_id"), str):
@@ -1506,7 +1523,7 @@ class ResponsesStream(EventStreamRewriter):
         item_id = message.get("id", item_id)
         template = held[0]
         seq = _first_sequence(held)
-        events: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = beats
         if extra:
             events.append(
                 {
