@@ -1956,3 +1956,38 @@ def test_responses_stream_a_keepalive_among_a_held_parallel_wrapper_goes_out() -
         "read_file",
         "square_the_number",
     ]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        {
+            "annotations": [
+                {"type": "url_citation", "url_citation": {"url": "https://x.test", "start_index": 0, "end_index": 9}}
+            ]
+        },
+        {"refusal": "I can't help run that."},
+        {"content": "\n"},
+    ],
+    ids=["annotations", "refusal", "more-content"],
+)
+@pytest.mark.parametrize("seed", range(2))
+def test_chat_stream_a_chunk_after_the_finish_that_says_prose_keeps_the_text(after: dict[str, Any], seed: int) -> None:
+    # the JSON answer reads a refusal or a citation wherever it sits: the stream lifts only at its
+    # end, and a chunk after the finish_reason that says one leaves the text as it came
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    usage = sse(None, {**head, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}})
+    late = sse(None, {**head, "choices": [{"index": 0, "delta": after, "finish_reason": None}]})
+    data = chat_sse(split_text(HERMES, random.Random(seed)))
+    done = data.rindex(b"data: [DONE]")
+    said = data[:done] + late + usage + data[done:]
+    assert run_stream(CHAT, split_bytes(said, random.Random(seed))) == said
+    # the control: only usage after the finish, and the markup is lifted (the usage chunk kept)
+    plain = data[:done] + usage + data[done:]
+    out = run_stream(CHAT, split_bytes(plain, random.Random(seed)))
+    assert (
+        out != plain
+        and b'"tool_calls"' in out
+        and b'"completion_tokens":2' in out
+        and out.endswith(b"data: [DONE]\n\n")
+    )

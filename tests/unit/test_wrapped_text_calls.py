@@ -307,16 +307,18 @@ def test_stream_releases_content_at_once_once_prose_came_before_any_markup() -> 
 
 
 def test_stream_holds_markup_until_the_end_of_the_choice() -> None:
-    """Markup alone is held (a sentence after it would make it prose); the lift goes out with
-    the finish chunk."""
+    """Markup alone is held (a sentence after it would make it prose); the lift goes out at the
+    stream's end, with the finish chunk held to it (a chunk after the finish may still carry a
+    refusal or a citation)."""
     upstream = chat_sse([XML[:20], XML[20:], "\n"])
     events = SSEParser().feed(upstream)
     rw = DIALECT.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
     assert rw.feed(events[0].raw) == [events[0].raw]  # the role chunk
-    for event in events[1:4]:
+    for event in events[1:6]:  # the markup, the finish_reason chunk and the usage chunk
         assert rw.feed(event.raw) == []
-    released = rw.feed(events[4].raw)  # finish_reason
-    assert client_view(b"".join(released))["calls"] == [SQUARE]
+    released = rw.feed(events[6].raw)  # [DONE]
+    view = client_view(b"".join(released))
+    assert view["calls"] == [SQUARE] and view["finish_reason"] == "tool_calls"
 
 
 def test_stream_reasoning_goes_out_as_it_comes_then_the_markup_is_lifted() -> None:

@@ -831,6 +831,10 @@ class ChatStream(EventStreamRewriter):
         # Every content delta so far (while a lift is still possible), and the chunks held from
         # where markup may start.
         self._hold = textcalls.TextHold()
+        # The held markup's choice ended naturally: lifted at the stream's end ([DONE], or its
+        # close), as late as a chunk after the finish may still say it is prose (a refusal, a
+        # citation: the JSON answer reads both whatever their place)
+        self._ended = False
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
         self._prose = flow.tools is None or flow.stops or flow.limited  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
@@ -1056,8 +1060,9 @@ class ChatStream(EventStreamRewriter):
 
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get);
-        held text goes out as it came (the stream ended before its choice did: never lifted)."""
-        out = self._release_text(final=True, lift=False) if self._hold.held else []
+        held text goes out as it came (the stream ended before its choice did: never lifted),
+        or lifted when its choice had ended naturally (:attr:`_ended`)."""
+        out = self._release_text(final=True, lift=self._ended) if self._hold.held else []
         out += self._release_legacy() if self._legacy is not None else []
         if self._name_hold:  # giving back: a name that only began an alias, as it came
             held, self._name_hold = self._name_hold, None
@@ -1152,13 +1157,22 @@ class ChatStream(EventStreamRewriter):
 
     def _settle(self) -> None:
         """The answer's text is settled (prose, or lifted): no chunk is held for it again."""
-        self._prose, self._hold = True, textcalls.TextHold()
+        self._prose, self._hold, self._ended = True, textcalls.TextHold(), False
 
     def _on_text(self, event: SSEEvent, choices: Any, has_calls: bool) -> list[bytes]:
         if has_calls:
             # Real tool calls follow: the text was only text.
             return [e.raw for e in self._hold.release()] + self.on_event(event)
         chunk = _content_of(choices) if event.data is not None else ""
+        if self._ended:
+            # after the choice's natural end: the stream's end lifts; anything but usage, a
+            # keep-alive or a comment (more content, another choice's) leaves the text as it came
+            self._hold.keep(event)
+            if event.data is not None and event.data.strip() == "[DONE]":
+                return self._release_text(final=True, lift=True)
+            if chunk or (isinstance(choices, list) and choices):
+                return self._release_text(final=True, lift=False)
+            return []
         if not chunk:
             self._hold.keep(event)
             return [] if event.data is None else self._after_text(event, choices)
@@ -1179,10 +1193,13 @@ class ChatStream(EventStreamRewriter):
             if isinstance(choices, list)
             else []
         )
+        if reasons and all(_natural_end(r) for r in reasons):
+            self._ended = True  # lifted at the stream's end (_ended), unless a later chunk says prose
+            return []
         if not isinstance(choices, list) or not choices or reasons:
             # Lifted only at a proper end: a usage chunk or [DONE] with no finish_reason, or a
             # token-limit stop, may have cut the answer short (more prose, another call).
-            return self._release_text(final=True, lift=bool(reasons) and all(_natural_end(r) for r in reasons))
+            return self._release_text(final=True, lift=False)
         return []  # markup only so far: hold to the end of the choice (prose may still follow)
 
     def _release_text(self, *, final: bool, lift: bool = True) -> list[bytes]:
