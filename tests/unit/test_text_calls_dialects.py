@@ -1991,3 +1991,20 @@ def test_chat_stream_a_chunk_after_the_finish_that_says_prose_keeps_the_text(aft
         and b'"completion_tokens":2' in out
         and out.endswith(b"data: [DONE]\n\n")
     )
+
+
+@pytest.mark.parametrize("dialect", sorted(MODULES))
+@pytest.mark.parametrize("flag", ["limited", "stops"])
+def test_markup_that_will_not_be_lifted_is_never_held(dialect: str, flag: str) -> None:
+    # a request that limits the calls (or names stop sequences) lifts nothing: each event of the
+    # answer goes out as soon as it is whole, no markup held to the end
+    import dataclasses
+
+    _, data = _answers(dialect)
+    rw = MODULES[dialect].stream_rewriter(
+        dataclasses.replace(context(Resolver(), PLAN, flow_key=FLOW_KEY), **{flag: True})
+    )
+    for event in sse_events(data):
+        out = b"".join(rw.feed(event.raw))
+        assert out == event.raw, (event.raw[:80], out[:80])
+    assert b"".join(rw.finish()) == b""

@@ -714,7 +714,7 @@ class AnthropicStream(EventStreamRewriter):
         self._awaiting_end: list[SSEEvent] | None = None
         self._shift = 0  # blocks added by unwrapped parallel calls: later indexes move up
         # Text lift: never once a tool_use came, a second non-blank text block came, or no tools.
-        self._no_lift = flow.tools is None
+        self._no_lift = flow.tools is None or flow.stops or flow.limited  # nothing will be lifted: no text held
         self._text: textcalls.TextHold | None = None  # the text block that may be markup, and its hold
         self._text_index: Any = None
         self._names_only = False  # give_back: every later event as it came but for an alias named back

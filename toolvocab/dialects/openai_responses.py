@@ -1039,7 +1039,7 @@ class ResponsesStream(EventStreamRewriter):
         #: (:meth:`_let_go`): their later events are read for the name they carry.
         self._gone: set[str] = set()
         # Tool calls left in text: the message item being watched and its hold.
-        self._no_lift = flow.tools is None
+        self._no_lift = flow.tools is None or flow.stops or flow.limited  # nothing will be lifted: no text held
         self._text: textcalls.TextHold | None = None
         self._msg_index: Any = None
         self._index_shift = 0  # items added by unwrapped parallel wrappers
