@@ -2008,3 +2008,28 @@ def test_markup_that_will_not_be_lifted_is_never_held(dialect: str, flag: str) -
         out = b"".join(rw.feed(event.raw))
         assert out == event.raw, (event.raw[:80], out[:80])
     assert b"".join(rw.finish()) == b""
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""], ids=["one-newline", "none"])
+def test_chat_stream_an_unterminated_last_chunk_after_the_finish_keeps_the_text(ending: bytes) -> None:
+    # the stream closes on a chunk without its blank line (no [DONE]): unread, it may be a refusal
+    head = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    data = chat_sse(split_text(HERMES, random.Random(4)))
+    body = data[: data.rindex(b"data: [DONE]")]
+    late = b"data: " + orjson.dumps({**head, "choices": [{"index": 0, "delta": {"refusal": "No."}}]}) + ending
+    assert run_stream(CHAT, split_bytes(body + late, random.Random(4))) == body + late
+    # the control: the stream closes right after the finish chunk, and the markup is lifted
+    assert b'"tool_calls"' in run_stream(CHAT, split_bytes(body, random.Random(4)))
+
+
+def test_chat_stream_a_keepalive_after_the_finish_lifts_at_once_and_an_error_keeps_the_text() -> None:
+    data = chat_sse(split_text(HERMES, random.Random(6)))
+    done = data.rindex(b"data: [DONE]")
+    rw = CHAT.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
+    out = b"".join(b for c in [data[:done]] for b in rw.feed(c))
+    assert b'"tool_calls"' not in out  # held: the finish chunk waits for the stream's end
+    out += b"".join(rw.feed(b": keep-alive\n\n"))  # a ping: the end may be far, the lift goes out now
+    assert b'"tool_calls"' in out and out.endswith(b": keep-alive\n\n")
+    error = sse(None, {"error": {"message": "overloaded", "type": "server_error"}})
+    said = data[:done] + error + data[done:]
+    assert run_stream(CHAT, split_bytes(said, random.Random(6))) == said  # an error: not a natural end

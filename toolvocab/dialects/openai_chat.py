@@ -1061,8 +1061,10 @@ class ChatStream(EventStreamRewriter):
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get);
         held text goes out as it came (the stream ended before its choice did: never lifted),
-        or lifted when its choice had ended naturally (:attr:`_ended`)."""
-        out = self._release_text(final=True, lift=self._ended) if self._hold.held else []
+        or lifted when its choice had ended naturally (:attr:`_ended`) and no unterminated last
+        event follows (it may be a refusal or a citation, unread)."""
+        lift = self._ended and self._parser.pending_blank
+        out = self._release_text(final=True, lift=lift) if self._hold.held else []
         out += self._release_legacy() if self._legacy is not None else []
         if self._name_hold:  # giving back: a name that only began an alias, as it came
             held, self._name_hold = self._name_hold, None
@@ -1165,12 +1167,15 @@ class ChatStream(EventStreamRewriter):
             return [e.raw for e in self._hold.release()] + self.on_event(event)
         chunk = _content_of(choices) if event.data is not None else ""
         if self._ended:
-            # after the choice's natural end: the stream's end lifts; anything but usage, a
-            # keep-alive or a comment (more content, another choice's) leaves the text as it came
+            # After the choice's natural end the stream's end lifts ([DONE]; a comment or
+            # keep-alive too: the end may be far, and a hold that pings never stalls); a usage
+            # chunk waits with it; anything else (more content, a choice's delta, an error) leaves
+            # the text as it came.
             self._hold.keep(event)
-            if event.data is not None and event.data.strip() == "[DONE]":
+            if event.data is None or event.data.strip() == "[DONE]":
                 return self._release_text(final=True, lift=True)
-            if chunk or (isinstance(choices, list) and choices):
+            data = event.json()
+            if chunk or (isinstance(choices, list) and choices) or not isinstance(data, dict) or "error" in data:
                 return self._release_text(final=True, lift=False)
             return []
         if not chunk:

@@ -220,6 +220,11 @@ class SSEParser:
         """Bytes waiting for a terminator."""
         return len(self._buf)
 
+    @property
+    def pending_blank(self) -> bool:
+        """True when the bytes waiting for a terminator are whitespace at most (no event in them)."""
+        return not bytes(self._buf).strip()
+
 
 #: Every dialect's markers include this: a JSON ``\\u`` escape can spell any marker.
 _ESCAPE = b"\\u"
