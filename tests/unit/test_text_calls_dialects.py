@@ -2022,14 +2022,25 @@ def test_chat_stream_an_unterminated_last_chunk_after_the_finish_keeps_the_text(
     assert b'"tool_calls"' in run_stream(CHAT, split_bytes(body, random.Random(4)))
 
 
-def test_chat_stream_a_keepalive_after_the_finish_lifts_at_once_and_an_error_keeps_the_text() -> None:
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b": keep-alive\n\n",  # a ping: a refusal may follow it, and pings would hold past every stall bound
+        b"id: 7\n\n",
+        b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n',
+        b'data: {"object": "error", "message": "CUDA out of memory", "code": 500}\n\n',  # vLLM's
+        b'event: error\ndata: {"message": "overloaded"}\n\n',
+        b'data: {"choices": [], "usage": {"total_tokens": 3}}\n\ndata: {"choices": [], "usage": {"total_tokens": 3}}\n\n',
+    ],
+    ids=["ping", "id-only", "error", "vllm-error", "error-event", "second-usage"],
+)
+def test_chat_stream_anything_but_the_usual_tail_after_the_finish_keeps_the_text(tail: bytes) -> None:
     data = chat_sse(split_text(HERMES, random.Random(6)))
     done = data.rindex(b"data: [DONE]")
     rw = CHAT.stream_rewriter(context(Resolver(), PLAN, flow_key=FLOW_KEY))
-    out = b"".join(b for c in [data[:done]] for b in rw.feed(c))
+    out = b"".join(rw.feed(data[:done]))
     assert b'"tool_calls"' not in out  # held: the finish chunk waits for the stream's end
-    out += b"".join(rw.feed(b": keep-alive\n\n"))  # a ping: the end may be far, the lift goes out now
-    assert b'"tool_calls"' in out and out.endswith(b": keep-alive\n\n")
-    error = sse(None, {"error": {"message": "overloaded", "type": "server_error"}})
-    said = data[:done] + error + data[done:]
-    assert run_stream(CHAT, split_bytes(said, random.Random(6))) == said  # an error: not a natural end
+    out += b"".join(rw.feed(tail))  # the text goes out as it came at once: no hold past this event
+    assert out == data[:done] + tail
+    out += b"".join(rw.feed(data[done:])) + b"".join(rw.finish())
+    assert out == data[:done] + tail + data[done:]

@@ -627,6 +627,36 @@ def _other_choice(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("index", 0) != 0
 
 
+#: The keys of a Chat Completions chunk that carries usage alone (OpenAI API reference, the chat
+#: completion chunk object; ``obfuscation`` with ``stream_options.include_obfuscation``;
+#: OpenRouter's ``provider``).
+_USAGE_CHUNK_KEYS = frozenset(
+    {
+        "id",
+        "object",
+        "created",
+        "model",
+        "choices",
+        "system_fingerprint",
+        "service_tier",
+        "usage",
+        "obfuscation",
+        "provider",
+    }
+)
+
+
+def _usage_only(data: Any) -> bool:
+    """True for a chunk that carries usage and nothing else: no choice (``choices`` absent or
+    ``[]``), only :data:`_USAGE_CHUNK_KEYS`."""
+    return (
+        isinstance(data, dict)
+        and "usage" in data
+        and data.get("choices", []) == []
+        and all(key in _USAGE_CHUNK_KEYS for key in data)
+    )
+
+
 def _declines_or_cites(message: Any) -> bool:
     """True for a message (a JSON answer's ``message``, a stream's ``delta``) that carries a
     ``refusal`` (the model declined) or ``annotations`` (``url_citation``s: the text quotes a
@@ -835,6 +865,7 @@ class ChatStream(EventStreamRewriter):
         # close), as late as a chunk after the finish may still say it is prose (a refusal, a
         # citation: the JSON answer reads both whatever their place)
         self._ended = False
+        self._tail_usage = False  # the one usage chunk the tail may hold (after _ended)
         # The content is prose, real tool calls came, or no tools to lift to: never hold text.
         self._prose = flow.tools is None or flow.stops or flow.limited  # nothing will be lifted: no text is held
         self._with_calls: set[Any] = set()  # choice indexes that carry tool calls
@@ -1159,7 +1190,7 @@ class ChatStream(EventStreamRewriter):
 
     def _settle(self) -> None:
         """The answer's text is settled (prose, or lifted): no chunk is held for it again."""
-        self._prose, self._hold, self._ended = True, textcalls.TextHold(), False
+        self._prose, self._hold, self._ended, self._tail_usage = True, textcalls.TextHold(), False, False
 
     def _on_text(self, event: SSEEvent, choices: Any, has_calls: bool) -> list[bytes]:
         if has_calls:
@@ -1167,17 +1198,18 @@ class ChatStream(EventStreamRewriter):
             return [e.raw for e in self._hold.release()] + self.on_event(event)
         chunk = _content_of(choices) if event.data is not None else ""
         if self._ended:
-            # After the choice's natural end the stream's end lifts ([DONE]; a comment or
-            # keep-alive too: the end may be far, and a hold that pings never stalls); a usage
-            # chunk waits with it; anything else (more content, a choice's delta, an error) leaves
-            # the text as it came.
+            # After the choice's natural end only the tail OpenAI's API sends may come before
+            # the lift: one usage chunk, then [DONE] (or the close). Anything else — a comment or
+            # keep-alive (a refusal may follow it, and pings would hold the lift past every
+            # stall bound), more content, a choice's delta, an error of any shape, a second
+            # usage chunk — leaves the text as it came, at once.
             self._hold.keep(event)
-            if event.data is None or event.data.strip() == "[DONE]":
+            if event.data is not None and event.data.strip() == "[DONE]":
                 return self._release_text(final=True, lift=True)
-            data = event.json()
-            if chunk or (isinstance(choices, list) and choices) or not isinstance(data, dict) or "error" in data:
-                return self._release_text(final=True, lift=False)
-            return []
+            if not self._tail_usage and event.data is not None and _usage_only(event.json()):
+                self._tail_usage = True
+                return []
+            return self._release_text(final=True, lift=False)
         if not chunk:
             self._hold.keep(event)
             return [] if event.data is None else self._after_text(event, choices)
