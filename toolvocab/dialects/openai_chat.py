@@ -627,23 +627,13 @@ def _other_choice(choice: Any) -> bool:
     return isinstance(choice, dict) and choice.get("index", 0) != 0
 
 
-#: The keys of a Chat Completions chunk that carries usage alone (OpenAI API reference, the chat
-#: completion chunk object; ``obfuscation`` with ``stream_options.include_obfuscation``;
-#: OpenRouter's ``provider``).
-_USAGE_CHUNK_KEYS = frozenset(
-    {
-        "id",
-        "object",
-        "created",
-        "model",
-        "choices",
-        "system_fingerprint",
-        "service_tier",
-        "usage",
-        "obfuscation",
-        "provider",
-    }
+#: The keys of a Chat Completions chunk object (OpenAI API reference, the chat completion chunk
+#: object; ``obfuscation`` with ``stream_options.include_obfuscation``).
+_CHUNK_KEYS = frozenset(
+    {"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier", "usage", "obfuscation"}
 )
+#: The keys of a chunk that carries usage alone: the chunk object's, and OpenRouter's ``provider``.
+_USAGE_CHUNK_KEYS = _CHUNK_KEYS | {"provider"}
 
 
 def _usage_only(data: Any) -> bool:
@@ -1275,19 +1265,7 @@ class ChatStream(EventStreamRewriter):
                     new_choice["finish_reason"] = "tool_calls"
                 new_choices.append(new_choice)
             if not any(c["delta"] or c.get("finish_reason") for c in new_choices) and not any(
-                k
-                not in (
-                    "id",
-                    "object",
-                    "created",
-                    "model",
-                    "choices",
-                    "system_fingerprint",
-                    "service_tier",
-                    "usage",
-                    "obfuscation",
-                )
-                for k in data
+                k not in _CHUNK_KEYS for k in data
             ):
                 if data.get("usage") in (None, {}):
                     continue  # nothing left in this chunk
