@@ -10,7 +10,10 @@ anywhere, extra keys anywhere, compact or spaced):
   upstream rejects);
 * :func:`pipeline.handle` that peeks hands out a request only when the whole read would send it
   unchanged, with the same plan, record, stream flag and Windows flag;
-* a peek never claims a body the whole read leaves to another dialect or to nobody.
+* a peek never claims a body the whole read leaves to another dialect or to nobody;
+* the earlier calls a dialect reads (``transcript_calls``) with a ``keep`` filter are the calls it
+  reads without one, filtered; Anthropic's are what its contract says (one pass over the blocks,
+  read here the long way).
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ TEXT = st.sampled_from(
         "<environment_context><shell>powershell</shell></environment_context>",
         "You run on Windows.",
         "Tools: shell",
+        "<bash-input>cd src</bash-input> then <bash-input>ls",
+        "This session is being continued from a previous conversation that ran out of context.",
     ]
 ) | st.text(max_size=12)
 
@@ -107,7 +112,12 @@ def anthropic() -> st.SearchStrategy:
             required=("type", "tool_use_id"),
         ),
         obj(
-            {"type": st.sampled_from(["image", "thinking", "server_tool_use"]), "id": IDS, "name": NAMES, "text": TEXT}
+            {
+                "type": st.sampled_from(["image", "thinking", "server_tool_use", "compaction"]),
+                "id": IDS,
+                "name": NAMES,
+                "text": TEXT,
+            }
         ),
     )
     message = obj(
@@ -441,6 +451,54 @@ def summary(result: pipeline.Handled | pipeline.Skipped | None) -> Any:
             result.verified,
         )
     return result
+
+
+#: Names a ``keep`` filter accepts: each dialect's shells, a namespaced one, and others.
+KEPT = st.sets(st.sampled_from(["Bash", "shell", "run_shell_command", "mcp__files__read", "Read", "read_file", ""]))
+
+
+def _anthropic_calls(body: Any) -> list[tuple[str, Any]] | None:
+    """``AnthropicMessages.transcript_calls``' contract, read the long way: a ``compaction`` block
+    in any message, or the compaction summary in a user text, hides the calls (``None``); else each
+    assistant ``tool_use`` and each ``<bash-input>`` command of a user text, in order."""
+    out: list[tuple[str, Any]] = []
+    messages = body.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if any(b.get("type") == "compaction" for b in blocks):
+            return None
+        if message.get("role") == "assistant":
+            out += [
+                (b["name"], b.get("input"))
+                for b in blocks
+                if b.get("type") == "tool_use" and isinstance(b.get("name"), str)
+            ]
+        elif message.get("role") == "user":
+            texts = [content] if isinstance(content, str) else []
+            texts += [b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)]
+            for text in texts:
+                if "This session is being continued from a previous conversation" in text:
+                    return None
+                for part in text.split("<bash-input>")[1:]:
+                    out.append(("Bash", {"command": part.split("</bash-input>")[0]}))
+    return out
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(BODIES)), kept=KEPT)
+def test_the_earlier_calls_a_filter_keeps_are_the_calls_read_then_filtered(
+    data: st.DataObject, name: str, kept: set[str]
+) -> None:
+    body = data.draw(BODIES[name], label="body")
+    reader = dialects.by_name(name)
+    every = reader.transcript_calls(body)
+    filtered = reader.transcript_calls(body, kept.__contains__)
+    assert filtered == (None if every is None else [call for call in every if call[0] in kept])
+    if name == "anthropic":
+        assert every == _anthropic_calls(body)
 
 
 def test_the_five_agents_requests_are_peeked() -> None:

@@ -216,8 +216,7 @@ class FlowState:
             elif self.request_body is not None and self.refused is None:
                 body, reason = pipeline.strict_read(self.request_body)
                 ok = reason is None
-            calls = self.dialect.transcript_calls(body) if ok else None
-            self._transcript = None if calls is None else [(n, a) for n, a in calls if self._is_shell(n)]
+            self._transcript = self.dialect.transcript_calls(body, self._is_shell) if ok else None
         transcript = self._transcript
         if transcript is None or any(self._passed):
             # a call the rewriter let through undecided (events out of order) ran unread

@@ -194,35 +194,45 @@ class AnthropicMessages:
                     names.append(block["name"])
         return names
 
-    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]] | None:
+    def transcript_calls(self, body: JSON, keep: Callable[[str], bool] | None = None) -> list[tuple[str, Any]] | None:
         """``(name, input)`` of each ``tool_use`` block of an assistant message in ``messages``, in
-        order: the calls the model made, which the client replays in the assistant's turns. A
-        command the user ran in Claude Code's bash mode (``!cd sub``), which reaches the model as
-        user text in ``<bash-input>`` tags and runs where ``Bash`` runs, counts as a ``Bash`` call
-        (an unclosed tag: the rest of the text). ``None`` when a user text holds Claude Code's
-        compaction summary (:data:`_COMPACTED`), or a message a ``compaction`` block (the API's
-        own context compaction, ``compact_20260112``: the block stands for the turns it
-        summarized): the calls before it are not in the request."""
+        order (with ``keep``, of those whose name it accepts): the calls the model made, which the
+        client replays in the assistant's turns. A command the user ran in Claude Code's bash mode
+        (``!cd sub``), which reaches the model as user text in ``<bash-input>`` tags and runs where
+        ``Bash`` runs, counts as a ``Bash`` call (an unclosed tag: the rest of the text). ``None``
+        when a user text holds Claude Code's compaction summary (:data:`_COMPACTED`), or a message
+        a ``compaction`` block (the API's own context compaction, ``compact_20260112``: the block
+        stands for the turns it summarized): the calls before it are not in the request.
+
+        One pass over the blocks (a 200 KB transcript is read at each answer that moves a shell
+        command: ``FlowState.earlier``)."""
         out: list[tuple[str, Any]] = []
-        for message in as_list(body.get("messages")):
+        messages = body.get("messages") if isinstance(body, dict) else None
+        for message in messages if isinstance(messages, list) else ():
             if not isinstance(message, dict):
                 continue
-            if any(isinstance(b, dict) and b.get("type") == "compaction" for b in as_list(message.get("content"))):
-                return None
-            if message.get("role") == "assistant":
-                out += [
-                    (block["name"], block.get("input"))
-                    for block in as_list(message.get("content"))
-                    if isinstance(block, dict)
-                    and block.get("type") == "tool_use"
-                    and isinstance(block.get("name"), str)
-                ]
-            elif message.get("role") == "user":
-                for text in _user_texts(message.get("content")):
-                    if _COMPACTED in text:
-                        return None
-                    if _BASH_INPUT in text:
-                        out += [("Bash", {"command": command}) for command in _bash_inputs(text)]
+            role, content = message.get("role"), message.get("content")
+            texts: list[str] = [content] if role == "user" and isinstance(content, str) else []
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "compaction":
+                    return None
+                if role == "assistant":
+                    if (
+                        kind == "tool_use"
+                        and isinstance(name := block.get("name"), str)
+                        and (keep is None or keep(name))
+                    ):
+                        out.append((name, block.get("input")))
+                elif role == "user" and kind == "text" and isinstance(text := block.get("text"), str):
+                    texts.append(text)
+            for text in texts:
+                if _COMPACTED in text:
+                    return None
+                if _BASH_INPUT in text and (keep is None or keep("Bash")):
+                    out += [("Bash", {"command": command}) for command in _bash_inputs(text)]
         return out
 
     def tool_results(self, body: JSON) -> list[ToolResult]:
@@ -653,17 +663,6 @@ _BASH_INPUT = "<bash-input>"
 #: earlier portion of the conversation."). The calls before it are gone from the request while
 #: their effects stay (Bash's directory is the process's, not the transcript's).
 _COMPACTED = "This session is being continued from a previous conversation"
-
-
-def _user_texts(content: Any) -> list[str]:
-    """The texts of a user message's content: the string, or its ``text`` blocks."""
-    if isinstance(content, str):
-        return [content]
-    return [
-        b["text"]
-        for b in as_list(content)
-        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
 
 
 def _bash_inputs(text: str) -> list[str]:

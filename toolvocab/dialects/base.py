@@ -210,10 +210,11 @@ class Dialect(Protocol):
         """Tool names of the earlier calls the request replays (flat names)."""
         ...
 
-    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]] | None:
+    def transcript_calls(self, body: JSON, keep: Callable[[str], bool] | None = None) -> list[tuple[str, Any]] | None:
         """The earlier calls the request replays, in order: (flat name, arguments as an object,
-        or as sent when they are not a JSON object). ``None`` when the request does not carry the
-        whole conversation (it continues one the upstream keeps)."""
+        or as sent when they are not a JSON object); with ``keep``, only the calls whose flat name
+        it accepts (the others' arguments are not read). ``None`` when the request does not carry
+        the whole conversation (it continues one the upstream keeps)."""
         ...
 
     def model_of(self, path: str, body: JSON) -> str | None:

@@ -16,6 +16,7 @@ answer chunk in ``response``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -270,15 +271,20 @@ class Gemini:
                         names.append(inner["name"])
         return names
 
-    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
+    def transcript_calls(self, body: JSON, keep: Callable[[str], bool] | None = None) -> list[tuple[str, Any]]:
         """``(name, args)`` of each ``functionCall`` part in ``contents`` (snake_case
-        ``function_call`` too; Code Assist envelope unwrapped), in order."""
+        ``function_call`` too; Code Assist envelope unwrapped), in order; with ``keep``, of those
+        whose name it accepts."""
         calls: list[tuple[str, Any]] = []
         for content in _list(_unwrap(body).get("contents")):
             for part in _list(content.get("parts")) if isinstance(content, dict) else ():
                 for key in ("functionCall", "function_call"):
                     inner = part.get(key) if isinstance(part, dict) else None
-                    if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    if (
+                        isinstance(inner, dict)
+                        and isinstance(inner.get("name"), str)
+                        and (keep is None or keep(inner["name"]))
+                    ):
                         calls.append((inner["name"], inner.get("args")))
         return calls
 

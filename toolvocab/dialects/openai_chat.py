@@ -231,9 +231,10 @@ class OpenAIChat:
                 names.append(message["name"])
         return names
 
-    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]]:
+    def transcript_calls(self, body: JSON, keep: Callable[[str], bool] | None = None) -> list[tuple[str, Any]]:
         """``(name, arguments)`` of each assistant ``tool_calls`` entry and legacy
-        ``function_call``, in order; ``arguments`` parsed when it is a JSON object's text."""
+        ``function_call``, in order (with ``keep``, of those whose name it accepts: no other
+        call's arguments are parsed); ``arguments`` parsed when it is a JSON object's text."""
         calls: list[tuple[str, Any]] = []
         for message in as_list(body.get("messages")):
             if not isinstance(message, dict):
@@ -243,7 +244,7 @@ class OpenAIChat:
             calls += [
                 (fn["name"], parsed_arguments(fn.get("arguments")))
                 for fn in fns
-                if isinstance(fn, dict) and isinstance(fn.get("name"), str)
+                if isinstance(fn, dict) and isinstance(fn.get("name"), str) and (keep is None or keep(fn["name"]))
             ]
         return calls
 

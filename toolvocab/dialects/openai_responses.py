@@ -274,24 +274,31 @@ class OpenAIResponses:
                 names.append(_flat(item.get("namespace"), item["name"]))
         return names
 
-    def transcript_calls(self, body: JSON) -> list[tuple[str, Any]] | None:
+    def transcript_calls(self, body: JSON, keep: Callable[[str], bool] | None = None) -> list[tuple[str, Any]] | None:
         """``(flat name, arguments)`` of each ``function_call`` / ``custom_tool_call`` input
-        item, in order (``arguments`` parsed when it is a JSON object's text; a custom call's
-        ``input`` as sent); ``None`` for a request that continues a response or conversation the
-        upstream keeps (``previous_response_id``, ``conversation``) or that stands for items it
-        does not carry (:func:`_hides_items`): its earlier calls are not all in it."""
+        item, in order (with ``keep``, of those whose flat name it accepts: no other call's
+        arguments are parsed; ``arguments`` parsed when it is a JSON object's text; a custom
+        call's ``input`` as sent); ``None`` for a request that continues a response or
+        conversation the upstream keeps (``previous_response_id``, ``conversation``) or that
+        stands for items it does not carry (:func:`_hides_items`): its earlier calls are not all
+        in it."""
         if not isinstance(body, dict) or body.get("previous_response_id") or body.get("conversation"):
             return None
         items = body.get("input")
         if any(_hides_items(item) for item in (items if isinstance(items, list) else ())):
             return None
-        return [
-            (
-                _flat(item.get("namespace"), item["name"]),
-                parsed_arguments(item.get("arguments")) if item.get("type") == "function_call" else item.get("input"),
-            )
+        named = [
+            (_flat(item.get("namespace"), item["name"]), item)
             for item in (items if isinstance(items, list) else ())
             if isinstance(item, dict) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str)
+        ]
+        return [
+            (
+                name,
+                parsed_arguments(item.get("arguments")) if item.get("type") == "function_call" else item.get("input"),
+            )
+            for name, item in named
+            if keep is None or keep(name)
         ]
 
     def tool_results(self, body: JSON) -> list[ToolResult]:
