@@ -1017,3 +1017,22 @@ def test_windows_said_before_a_script_reload_holds_after_it(env):
     finally:
         env.module.addons[at] = old
         new._ws.clear()
+
+
+@pytest.mark.parametrize("odd", [[], ["response.completed"], {"t": 1}])
+def test_a_frame_whose_type_is_not_a_string_passes_and_the_turn_goes_on(env, odd):
+    """A server frame whose ``type`` is an array or an object (JSON a broken or hostile upstream
+    may send) is no turn's end and no event this reads: it reaches the client as it came, and
+    the turn's call after it is still repaired."""
+    s = Session(env)
+    s.create()
+    odd_step = s.send({"type": odd})
+    s.server(load_frames()[1])
+    assert not odd_step.message.dropped and odd_step.message.content == odd_step.original
+    delivered = parsed(s.delivered())
+    assert delivered[0] == {"type": odd}
+    assert [f["item"]["name"] for f in delivered if f["type"] == "response.output_item.done"] == ["exec_command"]
+    assert [(d["name"], d["action"], d["target"]) for d in s.record["decisions"]] == [
+        ("shell", "rename", "exec_command")
+    ]
+    assert not any("internal error" in n for n in s.record.get("notes", []))

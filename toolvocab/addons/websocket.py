@@ -551,7 +551,7 @@ def _ends_turn(unit: JSONFrame) -> bool:
         data = unit.json()
     except RepeatedKey:
         return False
-    return isinstance(data, dict) and data.get("type") in _TURN_ENDS
+    return isinstance(data, dict) and isinstance(kind := data.get("type"), str) and kind in _TURN_ENDS
 
 
 def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:

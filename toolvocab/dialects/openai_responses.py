@@ -290,7 +290,7 @@ class OpenAIResponses:
         named = [
             (_flat(item.get("namespace"), item["name"]), item)
             for item in (items if isinstance(items, list) else ())
-            if isinstance(item, dict) and item.get("type") in _CALL_TYPES and isinstance(item.get("name"), str)
+            if _is_call(item) and isinstance(item.get("name"), str)
         ]
         return [
             (
