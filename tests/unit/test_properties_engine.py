@@ -36,7 +36,15 @@ from toolvocab.engine.models import ToolKind
 from toolvocab.engine.names import name_key
 from toolvocab.engine.names import split_mcp
 
-SETTINGS = settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+#: ``filter_too_much`` suppressed: the namespaced-call properties ``assume`` away about two drawn
+#: calls in three (those that name no server), and Hypothesis fails a run outright when 50 are
+#: filtered before 10 pass (about one run in 140); ``max_examples`` counts only the calls kept.
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 SCHEMAS: list[dict[str, Any] | None] = [
     None,
