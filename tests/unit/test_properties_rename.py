@@ -2352,3 +2352,59 @@ def test_was_bug_responses_echo_of_absent_instructions_is_empty_string(env: Env,
     echoed = orjson.loads(client.split(b"data: ", 1)[1])["response"] if stream else orjson.loads(client)
     want = "" if sent == "" else None
     assert echoed["instructions"] == want, f"the client sent {sent!r}; the echo shows {echoed['instructions']!r}"
+
+
+# Was a bug: a Chat `role: "tool"` result that carries its call's `name` (some clients send it)
+# kept the client's rejected name beside its call's alias; `role: "function"` results were renamed.
+def test_was_bug_chat_tool_result_name_is_renamed_with_its_call(env: Env) -> None:
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "files.read", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "name": "files.read", "content": "ok"},
+        ],
+        "tools": chat_tools(("files.read", None)),
+    }
+    fwd, _, _ = through(env, "openai_chat", body, lambda fwd: (b'{"choices":[]}', "application/json"))
+    alias = fwd["tools"][0]["function"]["name"]
+    assert alias != "files.read"
+    assert fwd["messages"][1]["tool_calls"][0]["function"]["name"] == alias
+    assert fwd["messages"][2]["name"] == alias
+
+
+# Was a bug: a Responses `tool_choice` forcing one function of a namespace (`{"type": "function",
+# "namespace": …, "name": …}`) kept its rejected name while the namespace's declaration was renamed.
+@pytest.mark.parametrize("stream", [False, True])
+def test_was_bug_responses_namespaced_tool_choice_is_renamed(env: Env, stream: bool) -> None:
+    body = {
+        "model": "gpt-5",
+        "stream": stream,
+        "input": [{"role": "user", "content": "x"}],
+        "tools": [
+            {
+                "type": "namespace",
+                "name": "mcp__gh__",
+                "tools": [{"type": "function", "name": "get.issue", "parameters": {"type": "object"}}],
+            }
+        ],
+        "tool_choice": {"type": "function", "namespace": "mcp__gh__", "name": "get.issue"},
+    }
+
+    def echo(fwd: dict[str, Any]) -> tuple[bytes, str]:
+        response = {"id": "r", "object": "response", "status": "completed", "output": [], **fwd}
+        if not stream:
+            return orjson.dumps(response), "application/json"
+        event = {"type": "response.completed", "sequence_number": 0, "response": response}
+        return sse([("response.completed", event)]), "text/event-stream"
+
+    fwd, client, _ = through(env, "openai_responses", body, echo)
+    alias = fwd["tools"][0]["tools"][0]["name"]
+    assert alias != "get.issue"
+    assert fwd["tool_choice"] == {"type": "function", "namespace": "mcp__gh__", "name": alias}
+    # the answer's echo of the request gives the client its own name back
+    assert alias.encode() not in client and b'"get.issue"' in client

@@ -166,7 +166,7 @@ class OpenAIChat:
                         names.append(call.function.name)
             if message.function_call is not msgspec.UNSET and type(message.function_call.name) is str:
                 names.append(message.function_call.name)
-            if message.role == "function" and type(message.name) is str:
+            if message.role in ("function", "tool") and type(message.name) is str:
                 names.append(message.name)
             if message.role in ("system", "developer") and message.content is not msgspec.UNSET:
                 try:
@@ -215,7 +215,8 @@ class OpenAIChat:
 
     def transcript_names(self, body: JSON) -> list[str]:
         """Names of earlier calls in the transcript (assistant ``tool_calls``, legacy
-        ``function_call``, ``role: "function"`` messages)."""
+        ``function_call``, ``role: "function"`` messages and the ``name`` a client may put on a
+        ``role: "tool"`` result)."""
         names: list[str] = []
         for message in as_list(body.get("messages")):
             if not isinstance(message, dict):
@@ -227,7 +228,7 @@ class OpenAIChat:
             legacy = message.get("function_call")
             if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
                 names.append(legacy["name"])
-            if message.get("role") == "function" and isinstance(message.get("name"), str):
+            if message.get("role") in ("function", "tool") and isinstance(message.get("name"), str):
                 names.append(message["name"])
         return names
 
@@ -334,7 +335,9 @@ class OpenAIChat:
                     if isinstance(call, dict) and call.get("type", "function") == "function":
                         changed |= _rename(call.get("function"), "name", rename)
                 changed |= _rename(message.get("function_call"), "name", rename)
-                if message.get("role") == "function":
+                if message.get("role") in ("function", "tool"):
+                    # a result names its call's function: legacy ones must; some clients send it on
+                    # a tool result too, which OpenAI-compatible servers may read or check
                     changed |= _rename(message, "name", rename)
         if plan.prompt_sentence:
             changed |= _add_sentence(body, plan.prompt_sentence)
@@ -342,7 +345,7 @@ class OpenAIChat:
 
     def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
         """``tools``, ``functions``, ``tool_choice``, ``function_call``; ``messages`` when names
-        are renamed (earlier ``tool_calls``, ``role: "function"``) or for the prompt sentence
+        are renamed (earlier ``tool_calls``, ``role: "function"`` and ``"tool"``) or for the prompt sentence
         (it goes into a system message)."""
         keys = {"tools", "functions", "tool_choice", "function_call"}
         if plan.rename_map or plan.prompt_sentence:

@@ -387,7 +387,7 @@ class OpenAIResponses:
             choice = body.get("tool_choice")
             if isinstance(choice, dict):
                 if choice.get("type") == "function":
-                    changed |= _rename_named(choice, None, rename)
+                    changed |= _rename_named(choice, choice.get("namespace"), rename)
                 for entry in as_list(choice.get("tools")):
                     if isinstance(entry, dict) and entry.get("type") == "function":
                         changed |= _rename_named(entry, entry.get("namespace"), rename)
@@ -941,7 +941,7 @@ def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
     choice = response.get("tool_choice")
     if isinstance(choice, dict):
         if choice.get("type") == "function":
-            changed |= _rename_named(choice, None, reverse)
+            changed |= _rename_named(choice, choice.get("namespace"), reverse)
         for entry in as_list(choice.get("tools")):
             if isinstance(entry, dict) and entry.get("type") == "function":
                 changed |= _rename_named(entry, entry.get("namespace"), reverse)
