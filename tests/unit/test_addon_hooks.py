@@ -14,10 +14,13 @@ import gzip
 import io
 import json
 import logging
+import zlib
 from pathlib import Path
 
+import brotli
 import orjson
 import pytest
+import zstandard
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
 from mitmproxy import http
@@ -677,21 +680,121 @@ def test_crlf_stream_repaired_with_crlf_framing(env, seed):
     assert b"\n" not in r.out.replace(b"\r\n", b"")
 
 
-def test_gzip_encoded_sse_passes_through_unread(env):
+#: Each content-coding toolvocab reads as a stream arrives: the upstream's bytes of ``data``.
+ENCODE = {
+    "gzip": gzip.compress,
+    "gzip, two members": lambda data: gzip.compress(data[:100]) + gzip.compress(data[100:]),
+    "deflate": zlib.compress,
+    "deflate, raw": lambda data: (lambda c: c.compress(data) + c.flush())(zlib.compressobj(wbits=-15)),
+    "br": brotli.compress,
+    "zstd": lambda data: zstandard.ZstdCompressor().compress(data),
+}
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("coding", sorted(ENCODE))
+def test_an_encoded_stream_is_read_decoded_and_repaired(env, coding, seed):
+    """The request asked for identity; an upstream that compresses its event stream anyway is
+    read through a decoder, and the client gets it decoded, repaired, without the
+    ``content-encoding`` it no longer has (the upstream's value kept for a replay). Was: passed
+    through unread, no repair (nor any alias given back)."""
+    plain = fixture_bytes("stream-foreign-tool.sse")
+    f = make_flow(
+        fixture_json("request-claude-code.json"),
+        upstream=ENCODE[coding](plain),
+        resp_headers=[("content-encoding", coding.split(",")[0])],
+    )
+    r = replay(env, f, seed)
+    assert r.streamed == "callable"
+    assert "content-encoding" not in f.response.headers
+    assert f.metadata["toolvocab_headers"]["response"]["content-encoding"] == coding.split(",")[0]
+    assert tool_blocks(r.out) == FOREIGN_STREAM_TOOLS_AFTER
+    # byte for byte what the same stream sent as it is gives the client
+    assert r.out == replay(env, make_flow(fixture_json("request-claude-code.json"), upstream=plain), seed).out
+    assert r.record["response_changed"] is True
+    assert not any(n.startswith("passed through") for n in r.record["notes"]), r.record["notes"]
+
+
+def test_an_alias_in_an_encoded_stream_is_given_back(env):
+    """The upstream rejects ``files.read`` (a dot) and got an alias; its gzip stream calls the
+    alias: the client gets its own name. Was: the alias reached the client (no tool it can run)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    head, tail = _stalled_alias_stream(upstream_name)
+    f = make_flow(
+        _files_read_request(), upstream=gzip.compress(head + tail), resp_headers=[("content-encoding", "gzip")]
+    )
+    r = replay(env, f)
+    assert upstream_name.encode() in f.request.content and upstream_name.encode() not in r.out
+    assert tool_blocks(r.out) == [
+        {"name": "files.read", "input": {"path": "a"}},
+        {"name": "Read", "input": {"file_path": "/etc/hosts"}},
+    ]
+
+
+@pytest.mark.parametrize("coding", ["compress", "gzip, br", "x-unknown"])
+def test_a_stream_in_a_coding_not_read_passes_through_unread(env, coding):
+    upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
+    f = make_flow(
+        fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", coding)]
+    )
+    r = replay(env, f)
+    assert r.streamed == "passthrough"
+    assert r.out == upstream and f.response.headers["content-encoding"] == coding
+    assert (
+        f"passed through: the streamed answer is {coding}-encoded and cannot be read as it streams; the client got it as the upstream sent it"
+        in r.record["notes"]
+    )
+    assert not any("stream_large_bodies" in n for n in r.record["notes"])  # the one reason, not a guess
+    assert r.record["decisions"] == [] and r.record["response_changed"] is False
+    assert f.marked == ":warning:" and f.comment.startswith(f"passed through: the streamed answer is {coding}-encoded")
+
+
+def test_observe_mode_leaves_an_encoded_stream_as_it_came(env):
+    """Observe changes no byte: the client asked for gzip (its header went up as it was) and gets it."""
+    env.configure(toolvocab_mode="observe")
     upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
     f = make_flow(
         fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")]
     )
     r = replay(env, f)
-    assert r.streamed == "passthrough"
-    assert r.out == upstream
-    assert (
-        "passed through: the streamed answer is gzip-encoded and cannot be read as it streams; the client got it as the upstream sent it"
-        in r.record["notes"]
+    assert f.request.headers["accept-encoding"] == "gzip, deflate, br, zstd"
+    assert r.streamed == "passthrough" and r.out == upstream and f.response.headers["content-encoding"] == "gzip"
+
+
+def test_an_encoded_stream_for_a_request_that_repeats_a_key_passes_as_it_came(env, monkeypatch):
+    """A peeked request is read whole before the headers go out when its answer is encoded: one
+    that repeats a key leaves the answer as the upstream sent it, encoded (its reason in the record)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)  # the peek
+    body = json.dumps(fixture_json("request-claude-code.json"))
+    body = body.replace('"role": "user"', '"role": "user", "role": "user"', 1)
+    upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
+    f = make_flow(body.encode(), upstream=upstream, resp_headers=[("content-encoding", "gzip")])
+    r = replay(env, f)
+    assert r.streamed == "passthrough" and r.out == upstream and f.response.headers["content-encoding"] == "gzip"
+    assert "repeat" in r.record["skipped"], r.record
+
+
+@pytest.mark.parametrize("events", [2, 9])
+def test_a_stream_that_stops_decoding_goes_on_as_it_came(env, events):
+    """Bytes that are not gzip after a good start (the client could not have read them either):
+    the client gets what was decoded before (the first events, read as usual), then the rest as
+    the upstream sent it; no exception escapes, the record says why."""
+    plain = fixture_bytes("stream-foreign-tool.sse")
+    head = b"".join(event + b"\n\n" for event in plain.split(b"\n\n")[:events])
+    garbage = b"this is not gzip " * 20
+    upstream = gzip.compress(head) + garbage
+    f = make_flow(
+        fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")]
     )
-    assert not any("stream_large_bodies" in n for n in r.record["notes"])  # the one reason, not a guess
-    assert r.record["decisions"] == [] and r.record["response_changed"] is False
-    assert f.marked == ":warning:" and f.comment.startswith("passed through: the streamed answer is gzip-encoded")
+    r = replay(env, f, chunks=[upstream[:7], upstream[7:-40], upstream[-40:]])
+    assert r.out.endswith(garbage)
+    assert r.out[: -len(garbage)].count(b"\n\n") >= 1  # the events decoded before, given out
+    assert b"event: message_start" in r.out[: -len(garbage)]
+    notes = r.record["notes"]
+    assert any(n.startswith("passed through: the answer stopped decoding (gzip: ") for n in notes), notes
 
 
 @pytest.mark.parametrize("mode", ["auto", "repair"])

@@ -115,3 +115,22 @@ def test_a_flow_the_addon_no_longer_handles_is_not_said_to_stream_differently(re
     finally:
         replayer.overrides = {}
     assert "how the answer reaches the client (streamed or whole)" not in problems
+
+
+def test_a_stream_the_upstream_compressed_replays_from_its_compressed_bytes(replayer):
+    """An upstream that gzips its stream although asked for identity: the client gets it decoded
+    (no ``content-encoding``), the saved flow keeps the upstream's gzip bytes and header, and a
+    replay starts from them and replays as recorded."""
+    import gzip
+
+    first = as_first_seen()
+    plain = original_upstream(first)
+    first.metadata["toolvocab_upstream"] = gzip.compress(plain)
+    first.response.headers["content-encoding"] = "gzip"
+    replayer._activate()
+    saved = replayer.replay(first).flow
+    assert "content-encoding" not in saved.response.headers
+    assert saved.metadata["toolvocab_headers"]["response"]["content-encoding"] == "gzip"
+    assert gzip.decompress(original_upstream(saved)) == plain
+    assert b'"name":"Bash"' in saved.response.raw_content  # decoded, repaired
+    assert replayer.replay(saved).problems == []

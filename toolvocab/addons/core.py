@@ -19,6 +19,7 @@ import orjson
 from mitmproxy import exceptions
 from mitmproxy import http
 
+from toolvocab.addons import decoding
 from toolvocab.addons.options import Configurable
 from toolvocab.addons.recording import OWN_COMMENTS
 from toolvocab.addons.recording import OWN_MARKERS
@@ -27,6 +28,7 @@ from toolvocab.addons.state import FlowState
 from toolvocab.addons.state import hand_over
 from toolvocab.addons.state import take_over
 from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
+from toolvocab.addons.stream import DecodedStream
 from toolvocab.addons.stream import StreamCallable
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.addons.stream import rewriter_note
@@ -459,16 +461,21 @@ class ToolVocab(Configurable):
         if not is_sse and not state.wants_stream:
             return  # buffered; handled in response()
         encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+        decoder = None
         if encoding not in ("", "identity"):
-            state.record.notes.append(
-                passed_note(
-                    f"the streamed answer is {encoding}-encoded and cannot be read as it streams",
-                    "the client got it as the upstream sent it",
+            # The request asked for identity (request()); an upstream that compresses anyway is
+            # read through a decoder and the client gets the stream decoded. Observe mode leaves
+            # the client's accept-encoding, and the bytes, as they were.
+            if state.shared_record.mode != "observe":
+                decoder = decoding.stream_decoder(encoding)
+            if decoder is not None and not state.may_change():
+                return self._pass_streaming(resp, state, None)  # the strict read's refusal says why
+            if decoder is None:
+                return self._pass_streaming(
+                    resp, state, f"the streamed answer is {encoding}-encoded and cannot be read as it streams"
                 )
-            )
-            resp.stream = True
-            state.passed_streaming = True
-            return
+            _changed_header(flow, "response", "content-encoding", resp.headers["content-encoding"])
+            del resp.headers["content-encoding"]
         if "content-length" in resp.headers:
             _changed_header(flow, "response", "content-length", resp.headers["content-length"])
             del resp.headers["content-length"]
@@ -484,7 +491,20 @@ class ToolVocab(Configurable):
             hold_timeout=self.hold_timeout,
             send=lambda data: send_to_client(flow, data),
         )
-        resp.stream = state.stream  # the record says streamed at the finish: a shared one stays shared until then
+        # the record says streamed at the finish: a shared one stays shared until then
+        if decoder is None:
+            resp.stream = state.stream
+        else:
+            resp.stream = state.decoded = DecodedStream(state.stream, decoder, keep=state.stream.keep)
+
+    @staticmethod
+    def _pass_streaming(resp: http.Response, state: FlowState, why: str | None) -> None:
+        """The answer streams to the client as the upstream sends it, unread (``why``, for the
+        record; ``None`` when the record already says it)."""
+        if why is not None:
+            state.record.notes.append(passed_note(why, "the client got it as the upstream sent it"))
+        resp.stream = True
+        state.passed_streaming = True
 
     def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:
         resp = flow.response

@@ -156,7 +156,11 @@ class ToolVocabRecorder(Configurable):
                     # and the upstream's bytes when they differ (only when something saves).
                     sent = bytes(stream.sent)
                     flow.response.raw_content = sent
-                    if stream.differs:
+                    if state.decoded is not None and state.decoded.raw is not None:
+                        # the client got the answer decoded; a replay starts from what came
+                        state.upstream_raw = bytes(state.decoded.raw)
+                        state.decoded.raw = None  # the flow keeps the callable: not its buffer
+                    elif stream.differs:
                         state.upstream_raw = bytes(stream.upstream)
                 stream.release()
             flow.metadata[METADATA_KEY] = record.dump()

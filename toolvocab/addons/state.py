@@ -27,6 +27,7 @@ from toolvocab.engine.record import FlowRecord
 from toolvocab.engine.translate import DIRECTORY_MOVERS
 
 if TYPE_CHECKING:
+    from toolvocab.addons.stream import DecodedStream
     from toolvocab.addons.stream import StreamCallable
 
 
@@ -91,6 +92,7 @@ class FlowState:
         self.wants_stream = wants_stream
         self.stream: StreamCallable | None = None
         self.passed_streaming = False  # the answer streams as it came (encoded): no body to read
+        self.decoded: DecodedStream | None = None  # the stream callable of an answer decoded as it streams
         self.ws_rewriter: FrameRewriter | None = None  # the WebSocket turn's rewriter (Responses frames)
         self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
         self.ws_turn_done = False  # the server ended the WebSocket turn (response.completed, an error…)

@@ -13,6 +13,8 @@ from typing import Any
 
 from mitmproxy import http
 
+from toolvocab.addons.decoding import DecodeError
+from toolvocab.addons.decoding import StreamDecoder
 from toolvocab.addons.state import FlowState
 from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import StreamRewriter
@@ -516,6 +518,61 @@ class StreamCallable:
                 )
             )
         return body
+
+
+class DecodedStream:
+    """``flow.response.stream`` for an answer whose ``content-encoding`` toolvocab reads as it
+    streams (:mod:`toolvocab.addons.decoding`): each chunk is decoded and handed to ``inner``
+    (the flow's :class:`StreamCallable`), so the client gets the stream decoded (the caller has
+    taken ``content-encoding`` off the headers). ``raw``: the upstream's bytes as they came,
+    kept when ``keep`` (something saves the flow: a replay starts from them).
+
+    Bytes that do not decode (a corrupt or truncated body, which the client could not have read
+    either) end the decoding: the client gets what ``inner`` holds (:meth:`StreamCallable.drain`)
+    and then the upstream's bytes as they came, and the record says so. Never raises (G2)."""
+
+    def __init__(self, inner: StreamCallable, decoder: StreamDecoder, *, keep: bool) -> None:
+        self.inner = inner
+        self.decoder = decoder
+        self.raw: bytearray | None = bytearray() if keep else None
+        self.failed = False
+
+    def __call__(self, chunk: bytes) -> list[bytes]:
+        if self.raw is not None:
+            self.raw += chunk
+        if self.failed:
+            try:
+                self.inner.delivered(chunk)  # what the client got, for a saved flow
+            except Exception:
+                logger.exception("toolvocab: tracking a stream that stopped decoding failed")
+            return [chunk] if chunk else []
+        if not chunk:
+            if not self.decoder.finished and self.inner.state is not None:
+                self.inner.state.record.notes.append(
+                    f"the {self.decoder.coding}-encoded answer ended before its end (the client got what was decoded)"
+                )
+            return self.inner(b"")
+        try:
+            data = self.decoder.decode(chunk)
+        except Exception as exc:  # DecodeError for bytes not of the coding; anything else: G2
+            self.failed = True
+            decoded, rest = (exc.decoded, exc.rest) if isinstance(exc, DecodeError) else (b"", chunk)
+            held = b""
+            try:
+                held = b"".join(self.inner(decoded)) if decoded else b""  # counted as sent by inner
+                drained = self.inner.drain()
+                self.inner.delivered(drained + rest)
+                held += drained
+                self.inner.state.record.notes.append(
+                    passed_note(
+                        f"the answer stopped decoding ({exc})",
+                        "the client got what was decoded before, then the rest as the upstream sent it",
+                    )
+                )
+            except Exception:
+                logger.exception("toolvocab: draining a stream that stopped decoding failed")
+            return [held + rest]
+        return self.inner(data) if data else []
 
 
 def rewriter_note(error: str, *, names_back: bool = False) -> str:

@@ -1,0 +1,94 @@
+"""The incremental content decoder of streamed answers (``toolvocab/addons/decoding.py``): over
+generated bodies cut anywhere, decoding piece by piece gives what was compressed; bytes that are
+not the coding raise :class:`DecodeError` and nothing else, keeping what decoded before them."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+
+import brotli
+import pytest
+import zstandard
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from toolvocab.addons.decoding import DecodeError
+from toolvocab.addons.decoding import stream_decoder
+
+EXAMPLES = int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "150"))
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+#: (header value, encoder of a list of parts: each part one gzip member or zstd frame where a
+#: coding has several)
+CODINGS = {
+    "gzip": lambda parts: b"".join(gzip.compress(p) for p in parts),
+    "x-gzip": lambda parts: b"".join(gzip.compress(p) for p in parts),
+    "deflate": lambda parts: zlib.compress(b"".join(parts)),
+    "deflate (raw)": lambda parts: _raw_deflate(b"".join(parts)),
+    "br": lambda parts: brotli.compress(b"".join(parts)),
+    "zstd": lambda parts: b"".join(zstandard.ZstdCompressor().compress(p) for p in parts),
+}
+
+BODY = st.lists(st.binary(max_size=3000) | st.text(max_size=600).map(str.encode), min_size=1, max_size=4)
+
+
+def cut(data: bytes, points: list[int]) -> list[bytes]:
+    points = sorted({p % (len(data) + 1) for p in points})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)])]
+
+
+@pytest.mark.parametrize("coding", sorted(CODINGS))
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(parts=BODY, points=st.lists(st.integers(min_value=0, max_value=10**6), max_size=12))
+def test_decoding_in_pieces_gives_what_was_compressed(coding, parts, points):
+    encoded = CODINGS[coding](parts)
+    decoder = stream_decoder(coding.split(" ")[0])
+    assert decoder is not None
+    out = b"".join(decoder.decode(piece) for piece in cut(encoded, points))
+    assert out == b"".join(parts)
+    assert decoder.finished
+
+
+@pytest.mark.parametrize("coding", sorted(CODINGS))
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(parts=BODY, garbage=st.binary(min_size=1, max_size=64), at=st.integers(min_value=0, max_value=10**6))
+def test_bytes_not_of_the_coding_raise_decode_error_only(coding, parts, garbage, at):
+    """Garbage spliced into a body: each piece decodes or raises DecodeError, never another
+    exception (the stream callable must not raise: mitmproxy G2), with the piece's rest attached.
+    (Garbage may also decode as data: what comes out of it is not promised.)"""
+    encoded = CODINGS[coding](parts)
+    at %= len(encoded) + 1
+    spliced = encoded[:at] + garbage + encoded[at:]
+    decoder = stream_decoder(coding.split(" ")[0])
+    for piece in cut(spliced, [at, at + len(garbage)]):
+        try:
+            decoder.decode(piece)
+        except DecodeError as exc:
+            assert isinstance(exc.decoded, bytes) and piece.endswith(exc.rest)
+            break
+
+
+def test_a_decode_error_keeps_what_decoded_before_it():
+    plain = b"data: one\n\n" * 50
+    decoder = stream_decoder("gzip")
+    with pytest.raises(DecodeError) as info:
+        decoder.decode(gzip.compress(plain) + b"not gzip")
+    assert info.value.decoded == plain and info.value.rest == b"not gzip"
+
+
+@pytest.mark.parametrize("value", ["gzip, br", "compress", "identity", "", "x-unknown"])
+def test_codings_not_read_as_they_stream_have_no_decoder(value):
+    assert stream_decoder(value) is None
+
+
+@pytest.mark.parametrize("value", ["GZIP", " gzip ", "Br", "ZSTD"])
+def test_the_header_value_is_read_without_case_or_spaces(value):
+    assert stream_decoder(value) is not None

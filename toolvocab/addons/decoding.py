@@ -1,0 +1,117 @@
+"""Incremental content decoding of a streamed answer.
+
+toolvocab asks the upstream for ``accept-encoding: identity`` on every request it may rewrite
+(``core.py``); an upstream that compresses its event stream anyway would otherwise hand the
+stream callable bytes it cannot read (mitmproxy passes a streamed body as it came: G5 in
+docs/references.md), and an alias given to a rejected name would reach the client. A
+:class:`StreamDecoder` turns such a body back into what the upstream compressed, a chunk at a
+time, so the stream is read like any other and the client gets it decoded (identity is always
+acceptable to a client: RFC 9110 §12.5.3).
+
+The codings are those mitmproxy decodes whole (``mitmproxy/net/encoding.py``): ``gzip`` (and
+``x-gzip``; several members in a row, RFC 1952 §2.2), ``deflate`` (a zlib stream, RFC 1950, or
+the raw deflate some servers send, RFC 1951, told apart by the first two bytes), ``br``
+(RFC 7932) and ``zstd`` (RFC 8878; several frames in a row). A list of codings
+(``gzip, br``) is not read: :func:`stream_decoder` gives ``None``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import brotli  # a dependency of mitmproxy
+import zstandard  # a dependency of mitmproxy
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _is_zlib_header(head: bytes) -> bool:
+    """Whether two bytes open a zlib stream (RFC 1950 §2.2: method 8, window ≤ 32 KiB, check
+    bits making ``CMF * 256 + FLG`` a multiple of 31)."""
+    cmf, flg = head[0], head[1]
+    return cmf & 0x0F == 8 and cmf >> 4 <= 7 and (cmf * 256 + flg) % 31 == 0
+
+
+class DecodeError(ValueError):
+    """Bytes that are not the coding: ``decoded``, what the chunk gave before them; ``rest``, the
+    chunk's bytes from the first one not read (the whole chunk when that is not known)."""
+
+    def __init__(self, message: str, decoded: bytes, rest: bytes) -> None:
+        super().__init__(message)
+        self.decoded = decoded
+        self.rest = rest
+
+
+class StreamDecoder:
+    """One body's decoder: :meth:`decode` each chunk as it comes, in order; :attr:`finished`
+    once the last member or frame read so far ended (a body that stops short of that was cut).
+
+    :meth:`decode` returns the bytes decoded so far (``b""`` while a header or block is
+    incomplete) and raises :class:`DecodeError` for bytes that are not the coding (the rest of
+    the body cannot be read either: call it no more)."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self.finished = False
+        self._head = b""  # deflate: the first bytes, until two tell zlib from raw
+        self._obj: Any = None
+        if coding in ("gzip", "x-gzip"):
+            self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif coding == "br":
+            self._obj = brotli.Decompressor()
+        elif coding == "zstd":
+            self._obj = zstandard.ZstdDecompressor().decompressobj()
+        elif coding != "deflate":
+            raise ValueError(f"not a coding read as it streams: {coding!r}")
+
+    def decode(self, data: bytes) -> bytes:
+        out: list[bytes] = []
+        try:
+            self._decode(data, out)
+        except DecodeError:
+            raise
+        except (zlib.error, brotli.error, zstandard.ZstdError, EOFError) as exc:
+            raise DecodeError(f"{self.coding}: {exc}", b"".join(out), data) from exc
+        return b"".join(out)
+
+    def _decode(self, data: bytes, out: list[bytes]) -> None:
+        if self.coding == "br":
+            if self.finished and data:
+                raise DecodeError("br: data after the end of the stream", b"", data)
+            out.append(self._obj.process(data))
+            self.finished = self._obj.is_finished()
+            return
+        if self._obj is None:  # deflate: which kind is known from the first two bytes
+            self._head += data
+            if len(self._head) < 2:
+                return
+            data, self._head = self._head, b""
+            self._obj = zlib.decompressobj(zlib.MAX_WBITS if _is_zlib_header(data) else -zlib.MAX_WBITS)
+        while data:
+            if self.finished:
+                # the next gzip member or zstd frame; deflate has one stream only
+                if self.coding == "deflate" or (
+                    self.coding != "zstd" and not data.startswith(_GZIP_MAGIC[: len(data)])
+                ):
+                    raise DecodeError(f"{self.coding}: data after the end of the stream", b"".join(out), data)
+                self._obj = (
+                    zstandard.ZstdDecompressor().decompressobj()
+                    if self.coding == "zstd"
+                    else zlib.decompressobj(16 + zlib.MAX_WBITS)
+                )
+                self.finished = False
+            out.append(self._obj.decompress(data))
+            self.finished = self._obj.eof
+            data = self._obj.unused_data if self.finished else b""
+
+
+def stream_decoder(content_encoding: str) -> StreamDecoder | None:
+    """A decoder for a ``content-encoding`` header's value (case and spaces as sent), or ``None``
+    for a coding this module does not read as it streams (a list of codings, ``compress``, an
+    unknown token)."""
+    coding = content_encoding.strip().lower()
+    try:
+        return StreamDecoder(coding)
+    except ValueError:
+        return None
