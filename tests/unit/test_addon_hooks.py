@@ -1335,6 +1335,71 @@ def test_a_chat_stall_gives_every_alias_back_and_passes_the_rest(env, case):
     assert ("but for names given back (files.read)" in notes[0]) is (case != "name_in_pieces"), notes
 
 
+def _chat_client_calls(out: bytes) -> list[dict]:
+    """Each call of a Chat stream as the SDK assembles it: id, the name's pieces joined, the
+    arguments joined; the chunks that could not be read are skipped."""
+    calls: dict[int, dict] = {}
+    for event in events_of(out):
+        try:
+            data = json.loads(event.data or "null", object_pairs_hook=_no_repeats)
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        for choice in data.get("choices") or ():
+            for call in (choice.get("delta") or {}).get("tool_calls") or ():
+                got = calls.setdefault(call["index"], {"id": None, "name": "", "arguments": ""})
+                got["id"] = call.get("id") or got["id"]
+                got["name"] += (call.get("function") or {}).get("name") or ""
+                got["arguments"] += (call.get("function") or {}).get("arguments") or ""
+    return [calls[i] for i in sorted(calls)]
+
+
+def _no_repeats(pairs):
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("a repeated key")
+    return dict(pairs)
+
+
+@pytest.mark.parametrize("between", ["stall", "unreadable"])
+def test_a_chat_alias_split_across_a_let_go_is_given_back_whole(env, between):
+    """The alias this flow sent for ``files.read`` comes in two pieces (``files_`` |
+    ``read_…``) and the rewrite lets go between them (a stall past the bound, or an event that
+    cannot be read): the first piece only begins an alias, so it is held on to its choice's end
+    and the joined name given back; the event that could not be read keeps its place. Was:
+    ``files_`` went out as it came, then ``read_…``: the client joined the alias."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    body: dict = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "read a"}]}
+    body["tools"] = [{"type": "function", "function": {"name": "files.read", "parameters": schema}}]
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": upstream_name[:6], "arguments": ""}}
+    head = _chat_chunk({"role": "assistant", "tool_calls": [first]})
+    unreadable = b'data: {"choices": [], "x": 1, "x": 2}\n\n'
+    second = {"index": 0, "function": {"name": upstream_name[6:], "arguments": '{"path": "a"}'}}
+    tail = _chat_chunk({"tool_calls": [second]}) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    if between == "unreadable":
+        head += unreadable
+    f = _openai_stream_flow(body, "/v1/chat/completions", head + tail)
+    out = replay(env, f, chunks=[head, tail]).out if between == "unreadable" else _stalled(env, f, head, tail)
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert _chat_client_calls(out) == [{"id": "call_a", "name": "files.read", "arguments": '{"path": "a"}'}]
+    assert upstream_name[:6].encode() not in out and upstream_name[6:].encode() not in out
+    if between == "unreadable":
+        assert out.index(unreadable) > out.index(b"files.read")  # in its place, after the first piece
+    else:
+        notes = [n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: ")]
+        assert len(notes) == 1 and notes[0].startswith("passed through: the upstream sent no byte for "), notes
+        assert notes[0].endswith(
+            " while a tool call was held (toolvocab_hold_timeout 0.2); nothing went to the client then; a call whose "
+            "name so far only begins a name toolvocab sent upstream stays held, to be given back whole, and the rest "
+            "of the stream unrepaired but for names given back"
+        ), notes
+    assert out.endswith(b"data: [DONE]\n\n")
+
+
 def test_a_stall_release_for_a_request_not_read_whole_changes_no_byte(env, monkeypatch):
     """As plain mitmdump runs it in repair mode (the request only peeked): no alias can be given
     back (an alias goes in a written request, read whole), so a release is the upstream's bytes.

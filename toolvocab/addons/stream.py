@@ -284,10 +284,24 @@ class StreamCallable:
         backs = names_given_back(rewriter.unrepaired[self._unrepaired :])
         self._unrepaired = len(rewriter.unrepaired)
         names = f" but for names given back ({', '.join(backs)})" if backs else ""
+        # A Chat call whose name so far only begins an alias stays held (its pieces, joined,
+        # are given back at its choice's end: OpenAIChatStream.let_go).
+        kept = (
+            "; a call whose name so far only begins a name toolvocab sent upstream stays held, to be given back whole"
+            if rewriter.error is None and rewriter.has_held()
+            else ""
+        )
         # Said now, while the upstream is still silent (the flow's own line comes at its end).
         logger.warning(
-            "toolvocab: %s; what was held went to the client as it came%s · %s", why, names, self.state.record.host
+            "toolvocab: %s; what was held went to the client as it came%s%s · %s",
+            why,
+            names,
+            kept,
+            self.state.record.host,
         )
+        if kept and not data:
+            self.state.record.notes.append(passed_note(why, f"nothing went to the client then{kept}, and {rest}"))
+            return
         if how is None:
             self._carry += data  # goes out first with the next piece (or at the end)
             self.state.record.notes.append(
@@ -295,7 +309,7 @@ class StreamCallable:
                     why,
                     (
                         f"the client got the {len(data)} held bytes as the upstream sent them{names}, with the next bytes "
-                        f"(its connection took none then), and {rest}"
+                        f"(its connection took none then){kept}, and {rest}"
                     ),
                 )
             )
@@ -304,7 +318,7 @@ class StreamCallable:
             self.state.record.notes.append(
                 passed_note(
                     why,
-                    f"the client got the {len(data)} held bytes as the upstream sent them{names} ({how}) and {rest}",
+                    f"the client got the {len(data)} held bytes as the upstream sent them{names} ({how}){kept}, and {rest}",
                 )
             )
 

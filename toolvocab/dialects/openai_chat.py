@@ -896,8 +896,15 @@ class ChatStream(EventStreamRewriter):
         self._settle()
         calls = (self._held or []) + (self._legacy or []) + (self._name_hold or [])
         self._held = self._legacy = self._name_hold = None
+        first = not self._giving_back
         self._giving_back = True
         self.repairs_after_let_go = False
+        if first and self._begins_an_alias(calls):
+            # A call's name so far only begins an alias: its later pieces would reach the client
+            # after a first piece that is no name of its own. Held on, as a give-back holds (to a
+            # choice's end; a second stall or give-up lets it go as it is).
+            self._name_hold = calls
+            return [e.raw for e in text]
         backs: list[str] = []
         calls = self._join_split_names(calls, backs)
         out = [e.raw for e in text] + [self._give_names_back(e, backs) for e in calls]
@@ -911,6 +918,33 @@ class ChatStream(EventStreamRewriter):
         """:meth:`EventStreamRewriter.give_back`: :meth:`let_go` (after it, every event goes as
         it came but for such names, given back)."""
         return self.let_go(why)
+
+    def hold_behind(self, raw: bytes) -> bool:
+        """:meth:`EventStreamRewriter.hold_behind`: while :meth:`let_go` holds a call whose
+        name only began an alias, the event that could not be read is held behind it (the
+        client gets the stream in its order)."""
+        if self._name_hold is None:
+            return False
+        self._name_hold.append(SSEEvent(raw=raw))  # no data read: no name, no choice's end
+        return True
+
+    def _begins_an_alias(self, held: list[SSEEvent]) -> bool:
+        """A call in ``held`` (its choice's and index's name pieces, as
+        :meth:`_join_split_names` groups them) whose name so far only begins an upstream alias
+        of this flow."""
+        if _odd_indices(held):
+            return False
+        calls: dict[tuple[Any, Any], list[Any]] = {}  # (choice, index) -> [id, name so far] of its last call
+        for event in held:
+            for _, _, choice, index, new_id, name in self._name_pieces(event):
+                call = calls.setdefault((choice, index), [None, ""])
+                if isinstance(new_id, str) and call[0] not in (None, new_id):
+                    call[1] = ""  # another call at this index
+                if isinstance(new_id, str):
+                    call[0] = new_id
+                if isinstance(name, str):
+                    call[1] += name
+        return any(self._strict_alias_prefix(name) for _, name in calls.values())
 
     def _give_back_event(self, event: SSEEvent) -> list[bytes]:
         """One chunk while giving back (after :meth:`let_go`): as it came but for an alias of

@@ -356,6 +356,12 @@ class EventStreamRewriter:
         (the default): the dialect cannot, and the held events and the rest pass as they came."""
         return None
 
+    def hold_behind(self, raw: bytes) -> bool:
+        """After :meth:`give_back`: hold the event that could not be read (``raw``) behind what
+        the dialect still holds, so that it does not overtake it; True when held. The default
+        holds nothing back after a give-back, so nothing (False)."""
+        return False
+
     def _take_pending(self) -> bytes:
         rest = bytes(self._pending)
         self._pending.clear()
@@ -387,7 +393,8 @@ class EventStreamRewriter:
                     out.extend(self._pass_rest(exc, blocks[i:]))
                     break
                 out.extend(given)
-                if not any(b is raw for b in given):  # the failing event may be among the held ones
+                # the failing event may be among the held ones, or held behind them
+                if not any(b is raw for b in given) and not self.hold_behind(raw):
                     out.append(raw)
             except Exception as exc:  # contain: pass the rest through byte-identical
                 out.extend(self._pass_rest(exc, blocks[i:]))
