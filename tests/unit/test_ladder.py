@@ -987,6 +987,55 @@ def test_alias_read_losslessly_never_leaks(answered: str) -> None:
     assert_renamed(d, long_name, Step.REVERSE_MAP)
 
 
+#: A name the upstream rejects (a dot) and the alias this flow sent for it.
+FILES_READ = fn("files.read", schema("path", path=STR))
+FILES_ALIAS = {"files_read_601e4eb6": "files.read"}
+
+
+@pytest.mark.parametrize(
+    "answered",
+    ["FILES_READ_601E4EB6", "files-read-601e4eb6", "FilesRead601e4eb6", "files_read__601e4eb6", " Files_Read_601e4eb6"],
+)
+def test_an_alias_in_another_case_or_with_other_separators_is_read_back(answered: str) -> None:
+    """The ladder's rule 3 (case and separators are lossless) holds for this flow's aliases as
+    for declared names: the client gets its own name, in the ladder and in a stream's
+    ``name_back`` alike. Was: left as answered, a name the client never declared."""
+    d = decide([FILES_READ], answered, {"path": "a"}, reverse_map=FILES_ALIAS)
+    assert_renamed(d, "files.read", Step.REVERSE_MAP)
+    assert name_back(ToolCall(name=answered, arguments={"path": "a"}), Toolset([FILES_READ]), FILES_ALIAS) == (
+        "files.read",
+        None,
+    )
+
+
+def test_a_folded_alias_two_aliases_share_is_left() -> None:
+    """Two aliases that differ only in case or separators: a folded spelling names two tools."""
+    other = fn("files:read", schema("path", path=STR))
+    reverse = {**FILES_ALIAS, "files-read-601e4eb6": "files:read"}
+    d = decide([FILES_READ, other], "FILES_READ_601E4EB6", {"path": "a"}, reverse_map=reverse)
+    assert d.action is Action.LEAVE and d.target is None
+    for exact, original in reverse.items():  # each exact spelling is still its own tool's
+        assert_renamed(
+            decide([FILES_READ, other], exact, {"path": "a"}, reverse_map=reverse), original, Step.REVERSE_MAP
+        )
+
+
+def test_a_folded_alias_a_declared_tool_also_spells_is_not_read_back() -> None:
+    """A declared tool that the folded spelling names too: not the alias (the normalized step
+    weighs the declared names)."""
+    declared = fn("FilesRead601e4eb6", schema("path", path=STR))
+    d = decide([FILES_READ, declared], "FILES_READ_601E4EB6", {"path": "a"}, reverse_map=FILES_ALIAS)
+    assert d.step is not Step.REVERSE_MAP and d.target != "files.read"
+
+
+def test_a_profile_alias_is_not_read_in_another_case() -> None:
+    """A profile's alias is another agent's name (``shell``): another spelling of it is weighed
+    by the ladder's own steps, never read back as the alias."""
+    bash = fn("Bash", schema("command", command=STR))
+    d = decide([bash], "SHELL", {"command": "ls"}, reverse_map={"shell": "Bash"})
+    assert d.step is not Step.REVERSE_MAP
+
+
 @pytest.mark.parametrize(
     ("raw", "empty"), [("", True), ("  ", True), ("null", True), ("[]", True), (None, True), ([], True), ("{}", False)]
 )

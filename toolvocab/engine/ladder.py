@@ -610,15 +610,25 @@ def _leave(call: ToolCall, step: Step, reason: str, candidates: list[str] | None
     return Decision(action=Action.LEAVE, reason=reason, **_base(call, step, candidates or []))
 
 
-def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str]) -> tuple[str, str] | None:
+def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str], tools: Toolset) -> tuple[str, str] | None:
     """``(alias as found, original)`` for the call's name read losslessly (a model
-    writing ``functions.<alias>`` must not leak the alias to the client)."""
-    for probe in lossless_readings(call.name):
-        flat = join_namespace(call.namespace, probe)
+    writing ``functions.<alias>`` must not leak the alias to the client), or spelled in another
+    ASCII case or with other separators (:func:`toolvocab.engine.names.name_key`, the ladder's
+    rule 3: ``FILES_READ_601E4EB6``, ``files-read-601e4eb6``) when that spelling is one transport
+    alias's (a name the upstream rejected, not a vocabulary name: those are weighed by the
+    ladder's own steps) and no declared tool's."""
+    readings = [join_namespace(call.namespace, probe) for probe in lossless_readings(call.name)]
+    for flat in readings:
         original = reverse_map.get(flat)
         if original is not None:
             return flat, original
-    return None
+    wanted = {name_key(flat) for flat in readings}
+    found = [a for a in reverse_map if name_key(a) in wanted]
+    if len(found) != 1 or vocabulary.entries_for(split_flat(None, found[0])):
+        return None
+    if any(key in wanted or name_key(tool.qualified) in wanted for tool, _, key, _ in tools.keys):
+        return None  # a declared tool's spelling too: the normalized step weighs it
+    return found[0], reverse_map[found[0]]
 
 
 def _reverse_tool(
@@ -628,7 +638,7 @@ def _reverse_tool(
     upstream alias this flow sent (:func:`_reverse_lookup`); the tool is ``None`` for the alias of
     a name the client only replayed (BR-17). ``None``: not an alias, or the k-th declaration of a
     repeated name that is not there."""
-    found = _reverse_lookup(call, reverse_map)
+    found = _reverse_lookup(call, reverse_map, tools)
     if found is None:
         return None
     alias, original = found
