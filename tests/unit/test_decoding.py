@@ -62,17 +62,19 @@ def test_decoding_in_pieces_gives_what_was_compressed(coding, parts, points):
 @given(parts=BODY, garbage=st.binary(min_size=1, max_size=64), at=st.integers(min_value=0, max_value=10**6))
 def test_bytes_not_of_the_coding_raise_decode_error_only(coding, parts, garbage, at):
     """Garbage spliced into a body: each piece decodes or raises DecodeError, never another
-    exception (the stream callable must not raise: mitmproxy G2), with the piece's rest attached.
+    exception (the stream callable must not raise: mitmproxy G2), with the bytes not read attached.
     (Garbage may also decode as data: what comes out of it is not promised.)"""
     encoded = CODINGS[coding](parts)
     at %= len(encoded) + 1
     spliced = encoded[:at] + garbage + encoded[at:]
     decoder = stream_decoder(coding.split(" ")[0])
+    fed = b""
     for piece in cut(spliced, [at, at + len(garbage)]):
+        fed += piece
         try:
             decoder.decode(piece)
         except DecodeError as exc:
-            assert isinstance(exc.decoded, bytes) and piece.endswith(exc.rest)
+            assert isinstance(exc.decoded, bytes) and fed.endswith(exc.rest)
             break
 
 
@@ -84,9 +86,43 @@ def test_a_decode_error_keeps_what_decoded_before_it():
     assert info.value.decoded == plain and info.value.rest == b"not gzip"
 
 
-@pytest.mark.parametrize("value", ["gzip, br", "compress", "identity", "", "x-unknown"])
+@pytest.mark.parametrize("value", ["compress", "x-unknown", "gzip, compress", "br, x-unknown"])
 def test_codings_not_read_as_they_stream_have_no_decoder(value):
     assert stream_decoder(value) is None
+
+
+@pytest.mark.parametrize("value", ["identity", "", "identity, ,identity"])
+def test_no_coding_decodes_to_the_bytes_as_they_came(value):
+    decoder = stream_decoder(value)
+    assert decoder is not None and decoder.coding == "identity"
+    assert decoder.decode(b"data: x\n\n") == b"data: x\n\n"
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(parts=BODY, points=st.lists(st.integers(min_value=0, max_value=10**6), max_size=12))
+def test_a_list_of_codings_decodes_last_first(parts, points):
+    """``br, gzip``: br applied first, then gzip (RFC 9110 §8.4); ``identity`` entries skipped."""
+    encoded = gzip.compress(brotli.compress(b"".join(parts)))
+    decoder = stream_decoder("br, identity, GZIP")
+    assert decoder is not None and decoder.coding == "br, gzip"
+    assert b"".join(decoder.decode(piece) for piece in cut(encoded, points)) == b"".join(parts)
+    assert decoder.finished
+
+
+@pytest.mark.parametrize(
+    "trailer", [b"\x00" * 8, b"junk", b"\x1f\x8b\x08\x00" + b"\x00" * 12], ids=["padding", "junk", "broken member"]
+)
+def test_bytes_after_the_end_are_told_from_a_body_that_stops_decoding(trailer):
+    """A decoder says whether bytes that fail follow the end of a member (``after_end``: the
+    body ended; a client's own decoder drops them) or broke one mid-way."""
+    decoder = stream_decoder("gzip")
+    with pytest.raises(DecodeError):
+        decoder.decode(gzip.compress(b"data: one\n\n") + trailer)
+    assert decoder.after_end
+    decoder = stream_decoder("gzip")
+    with pytest.raises(DecodeError):
+        decoder.decode(gzip.compress(b"data: one\n\n" * 40)[:30] + bytes(range(256)))
+    assert not decoder.after_end
 
 
 @pytest.mark.parametrize("value", ["GZIP", " gzip ", "Br", "ZSTD"])

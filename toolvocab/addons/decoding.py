@@ -11,8 +11,8 @@ acceptable to a client: RFC 9110 §12.5.3).
 The codings are those mitmproxy decodes whole (``mitmproxy/net/encoding.py``): ``gzip`` (and
 ``x-gzip``; several members in a row, RFC 1952 §2.2), ``deflate`` (a zlib stream, RFC 1950, or
 the raw deflate some servers send, RFC 1951, told apart by the first two bytes), ``br``
-(RFC 7932) and ``zstd`` (RFC 8878; several frames in a row). A list of codings
-(``gzip, br``) is not read: :func:`stream_decoder` gives ``None``.
+(RFC 7932) and ``zstd`` (RFC 8878; several frames in a row), and a list of them (``gzip, br``: decoded last
+first, RFC 9110 §8.4; ``identity`` and empty entries skipped).
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ class StreamDecoder:
     def __init__(self, coding: str) -> None:
         self.coding = coding
         self.finished = False
+        #: a member or frame ended and nothing of another has decoded since (bytes failing now
+        #: follow the body's end: padding, junk, a broken next member)
+        self.after_end = False
+        self._rest = b""
         self._head = b""  # deflate: the first bytes, until two tell zlib from raw
         self._obj: Any = None
         if coding in ("gzip", "x-gzip"):
@@ -67,12 +71,13 @@ class StreamDecoder:
 
     def decode(self, data: bytes) -> bytes:
         out: list[bytes] = []
+        self._rest = data  # the bytes not read yet, for an error's ``rest``
         try:
             self._decode(data, out)
         except DecodeError:
             raise
         except (zlib.error, brotli.error, zstandard.ZstdError, EOFError) as exc:
-            raise DecodeError(f"{self.coding}: {exc}", b"".join(out), data) from exc
+            raise DecodeError(f"{self.coding}: {exc}", b"".join(out), self._rest) from exc
         return b"".join(out)
 
     def _decode(self, data: bytes, out: list[bytes]) -> None:
@@ -80,7 +85,7 @@ class StreamDecoder:
             if self.finished and data:
                 raise DecodeError("br: data after the end of the stream", b"", data)
             out.append(self._obj.process(data))
-            self.finished = self._obj.is_finished()
+            self.finished = self.after_end = self._obj.is_finished()
             return
         if self._obj is None:  # deflate: which kind is known from the first two bytes
             self._head += data
@@ -101,17 +106,53 @@ class StreamDecoder:
                     else zlib.decompressobj(16 + zlib.MAX_WBITS)
                 )
                 self.finished = False
+            self._rest = data
             out.append(self._obj.decompress(data))
             self.finished = self._obj.eof
+            self.after_end = self.finished or (self.after_end and not out[-1])
             data = self._obj.unused_data if self.finished else b""
 
 
-def stream_decoder(content_encoding: str) -> StreamDecoder | None:
-    """A decoder for a ``content-encoding`` header's value (case and spaces as sent), or ``None``
-    for a coding this module does not read as it streams (a list of codings, ``compress``, an
-    unknown token)."""
-    coding = content_encoding.strip().lower()
+class Codings:
+    """The decoders of a ``content-encoding`` list, applied last coding first (RFC 9110 §8.4):
+    :meth:`decode` and :attr:`finished` as :class:`StreamDecoder`'s; ``coding``: the list as
+    read (``"gzip, br"``; ``"identity"`` when nothing is left to decode)."""
+
+    def __init__(self, decoders: list[StreamDecoder]) -> None:
+        self.decoders = decoders
+        self.coding = ", ".join(d.coding for d in reversed(decoders)) or "identity"
+
+    @property
+    def finished(self) -> bool:
+        return all(d.finished for d in self.decoders)
+
+    @property
+    def after_end(self) -> bool:
+        """The outermost coding's :attr:`StreamDecoder.after_end` (``False`` for none)."""
+        return bool(self.decoders) and self.decoders[0].after_end
+
+    def decode(self, data: bytes) -> bytes:
+        for i, decoder in enumerate(self.decoders):
+            try:
+                data = decoder.decode(data)
+            except DecodeError as exc:
+                # what decoded before the fault goes on through the later decoders, once
+                decoded = exc.decoded
+                try:
+                    for later in self.decoders[i + 1 :]:
+                        decoded = later.decode(decoded)
+                except DecodeError:
+                    decoded = b""
+                raise DecodeError(str(exc), decoded, exc.rest if i == 0 else b"") from exc
+        return data
+
+
+def stream_decoder(content_encoding: str) -> Codings | None:
+    """The decoders for a ``content-encoding`` header's value (case and spaces as sent), or
+    ``None`` when one of its codings is not read as it streams (``compress``, an unknown
+    token)."""
+    names = [c.strip().lower() for c in content_encoding.split(",")]
     try:
-        return StreamDecoder(coding)
+        return Codings([StreamDecoder(c) for c in reversed(names) if c not in ("", "identity")])
     except ValueError:
         return None

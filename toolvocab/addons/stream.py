@@ -13,8 +13,8 @@ from typing import Any
 
 from mitmproxy import http
 
+from toolvocab.addons.decoding import Codings
 from toolvocab.addons.decoding import DecodeError
-from toolvocab.addons.decoding import StreamDecoder
 from toolvocab.addons.state import FlowState
 from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import StreamRewriter
@@ -202,6 +202,12 @@ class StreamCallable:
         return out
 
     # -- stall bound ------------------------------------------------------------------------
+
+    def heard(self) -> None:
+        """The upstream sent bytes that give the rewriter nothing yet (a piece of a compressed
+        block, :class:`DecodedStream`): for the stall bound, it is not silent."""
+        if self.hold_timeout > 0 and self.phase is Phase.STREAMING:
+            self._watch_hold()
 
     def has_held(self) -> bool:
         """True while the rewriter holds a block back from the client (a tool call, or text
@@ -541,52 +547,83 @@ class DecodedStream:
     taken ``content-encoding`` off the headers). ``raw``: the upstream's bytes as they came,
     kept when ``keep`` (something saves the flow: a replay starts from them).
 
-    Bytes that do not decode (a corrupt or truncated body, which the client could not have read
-    either) end the decoding: the client gets what ``inner`` holds (:meth:`StreamCallable.drain`)
-    and then the upstream's bytes as they came, and the record says so. Never raises (G2)."""
+    Whatever the client gets is read by ``inner``, since nothing it gets is encoded:
 
-    def __init__(self, inner: StreamCallable, decoder: StreamDecoder, *, keep: bool) -> None:
+    * an answer whose first bytes are not the coding (a server that labels plain bytes): every
+      byte, from the first, as it came;
+    * bytes after the end of the last member or frame that begin no other (padding, junk): dropped,
+      as a client's own decoder drops them, and noted;
+    * bytes that stop decoding mid-way (a corrupt body the client could not have read either):
+      what decoded before them, then the stream ends there for the client (the rest dropped),
+      and the record says so.
+
+    A chunk that decodes to nothing yet still counts as the upstream's activity for the stall
+    bound (:meth:`StreamCallable.heard`). Never raises (G2)."""
+
+    def __init__(self, inner: StreamCallable, decoder: Codings, *, keep: bool) -> None:
         self.inner = inner
         self.decoder = decoder
         self.raw: bytearray | None = bytearray() if keep else None
-        self.failed = False
+        self._before = bytearray()  # the bytes received before the first decoded byte
+        self._started = False  # a byte has decoded
+        self._plain = False  # not the coding from the first byte: read as it came
+        self._dropping = False  # the rest cannot be decoded: not sent
 
     def __call__(self, chunk: bytes) -> list[bytes]:
         if self.raw is not None:
             self.raw += chunk
-        if self.failed:
-            try:
-                self.inner.delivered(chunk)  # what the client got, for a saved flow
-            except Exception:
-                logger.exception("toolvocab: tracking a stream that stopped decoding failed")
-            return [chunk] if chunk else []
+        if self._plain:
+            return self.inner(chunk)
         if not chunk:
-            if not self.decoder.finished and self.inner.state is not None:
-                self.inner.state.record.notes.append(
-                    f"the {self.decoder.coding}-encoded answer ended before its end (the client got what was decoded)"
+            if not self._dropping and not self.decoder.finished:
+                self._note(
+                    f"the {self.decoder.coding}-encoded answer ended before its end (the client got what decoded)"
                 )
             return self.inner(b"")
+        if self._dropping:
+            self.inner.heard()
+            return []
+        if not self._started:
+            self._before += chunk
         try:
             data = self.decoder.decode(chunk)
         except Exception as exc:  # DecodeError for bytes not of the coding; anything else: G2
-            self.failed = True
-            decoded, rest = (exc.decoded, exc.rest) if isinstance(exc, DecodeError) else (b"", chunk)
-            held = b""
-            try:
-                held = b"".join(self.inner(decoded)) if decoded else b""  # counted as sent by inner
-                drained = self.inner.drain()
-                self.inner.delivered(drained + rest)
-                held += drained
-                self.inner.state.record.notes.append(
-                    passed_note(
-                        f"the answer stopped decoding ({exc})",
-                        "the client got what was decoded before, then the rest as the upstream sent it",
-                    )
+            return self._failed(exc)
+        if not data:
+            self.inner.heard()
+            return []
+        if not self._started:
+            self._started, self._before = True, bytearray()
+        return self.inner(data)
+
+    def _failed(self, exc: Exception) -> list[bytes]:
+        decoded = exc.decoded if isinstance(exc, DecodeError) else b""
+        if not self._started and not decoded:
+            self._plain = True
+            before, self._before = bytes(self._before), bytearray()
+            self._note(
+                f"the answer is labelled {self.decoder.coding} but its first bytes are not ({exc}): read as it came"
+            )
+            return self.inner(before)
+        self._dropping = True
+        if self.decoder.after_end:
+            self._note(
+                f"bytes after the end of the {self.decoder.coding}-encoded answer are not {self.decoder.coding} "
+                f"({exc}): dropped, as a client's own decoder drops them"
+            )
+        else:
+            self._note(
+                passed_note(
+                    f"the answer stopped decoding ({exc})",
+                    "the client got what decoded before, and the stream ended there for it",
                 )
-            except Exception:
-                logger.exception("toolvocab: draining a stream that stopped decoding failed")
-            return [held + rest]
-        return self.inner(data) if data else []
+            )
+        return self.inner(decoded) if decoded else []
+
+    def _note(self, text: str) -> None:
+        state = self.inner.state
+        if state is not None:
+            state.record.notes.append(text)
 
 
 def rewriter_note(error: str, *, names_back: bool = False) -> str:
