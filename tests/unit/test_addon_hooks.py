@@ -838,7 +838,7 @@ def test_bytes_after_the_end_of_an_encoded_stream_are_dropped(env, trailer, spli
     assert r.out == _identity_out(env)
     notes = r.record["notes"]
     if trailer != b"\x1f":  # a lone first byte of a next member: the body ended before it ended
-        assert any(n.startswith("bytes after the end of the gzip-encoded answer are not gzip") for n in notes), notes
+        assert any(n.startswith("bytes after the last whole gzip member or frame are not gzip") for n in notes), notes
     assert not any(n.startswith("passed through") for n in notes), notes
 
 
@@ -888,6 +888,29 @@ def test_a_stream_that_stops_decoding_ends_there_for_the_client(env, cut):
     assert r.out.startswith(b"event: message_start")
     notes = r.record["notes"]
     assert any(n.startswith("passed through: the answer stopped decoding (gzip: ") for n in notes), notes
+
+
+@pytest.mark.parametrize("cut_at", [b"g --oneline", b"git status"])
+def test_a_call_cut_off_by_bytes_that_stop_decoding_is_not_completed(env, cut_at):
+    """The last good member ends inside a call and the next breaks: the client gets the call as
+    far as it came, unrepaired and not completed (a cut-off call is never completed), and the
+    decoded bytes as the upstream sent them."""
+    plain = fixture_bytes("stream-foreign-tool.sse")
+    cut = plain.index(cut_at)
+    upstream = gzip.compress(plain[:cut]) + b"\x1f\x8b\x08\x00" + bytes(range(256))
+    f = make_flow(
+        fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")]
+    )
+    r = replay(env, f, chunks=[upstream[:50], upstream[50:]])
+    partial = plain[plain.rfind(b"\n\n", 0, cut) + 2 : cut]  # the event the cut falls in, as far as it came
+    assert r.out.endswith(partial) and bytes(range(256)) not in r.out
+    notes = r.record["notes"]
+    assert any(n.startswith("bytes after the last whole gzip member or frame are not gzip") for n in notes), notes
+    assert any(
+        n.startswith("passed through: the rewrite reached the end of the stream before the tool call ")
+        and n.endswith("content_block_stop; the client got the call as the upstream sent it")
+        for n in notes
+    ), notes
 
 
 def test_compressed_bytes_that_decode_to_nothing_yet_are_not_a_stall(env):

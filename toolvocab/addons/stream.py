@@ -608,7 +608,7 @@ class DecodedStream:
         self._dropping = True
         if self.decoder.after_end:
             self._note(
-                f"bytes after the end of the {self.decoder.coding}-encoded answer are not {self.decoder.coding} "
+                f"bytes after the last whole {self.decoder.coding} member or frame are not {self.decoder.coding} "
                 f"({exc}): dropped, as a client's own decoder drops them"
             )
         else:
