@@ -261,3 +261,53 @@ def test_an_event_with_odd_index_values_is_read_without_error():
     body += _event(b'{"index":[0],"output_index":{"a":1},"delta":{"text":"' + B.encode() + b'"}}')
     out = _redacted_sse(body)
     assert A.encode() not in out and B.encode() not in out and b"<redacted>" in out
+
+
+@pytest.mark.parametrize(
+    ("coding", "trailer"),
+    # br has no end a decoder reads past: padding in the same piece breaks it (httpx's decoder too)
+    [("gzip", b""), ("br", b""), ("zstd", b""), ("br, gzip", b""), ("gzip", b"\x00" * 8), ("zstd", b"\x00" * 8)],
+)
+def test_a_key_in_a_stream_the_upstream_compressed_is_redacted(env, coding, trailer):
+    """The upstream compressed its stream although asked for identity: the client got it decoded,
+    and the saved flow keeps the upstream's bytes for a replay. A key the model wrote there is
+    redacted in them too (decoded, since redaction reads text), and the flow still replays."""
+    import gzip
+
+    import brotli
+    import zstandard
+
+    encode = {
+        "gzip": gzip.compress,
+        "br": brotli.compress,
+        "zstd": zstandard.ZstdCompressor().compress,
+        "br, gzip": lambda data: gzip.compress(brotli.compress(data)),
+    }[coding]
+    arguments = orjson.dumps({"command": ["bash", "-lc", f"echo ANTHROPIC_API_KEY={KEY} > .env"]}).decode()
+    upstream = encode(answer(arguments, [30, 60])) + trailer
+    f = harness.make_flow(
+        {
+            "model": "m",
+            "max_tokens": 9,
+            "stream": True,
+            "tools": [BASH],
+            "messages": [{"role": "user", "content": "go"}],
+        },
+        host="api.anthropic.com",
+        path="/v1/messages",
+        headers=[("content-type", "application/json"), ("x-api-key", KEY)],
+        upstream=upstream,
+        resp_type="text/event-stream",
+        resp_headers=[("content-encoding", coding)],
+    )
+    harness.replay(env, f, 0)
+    data, back = saved(f)
+    from toolvocab.addons.decoding import stream_decoder
+
+    kept = back.metadata["toolvocab_upstream"]
+    coding_kept = (back.metadata.get("toolvocab_headers") or {}).get("response", {}).get("content-encoding")
+    plain = stream_decoder(coding_kept).decode(kept.rstrip(b"\x00")) if coding_kept else kept
+    assert KEY not in fragments(plain) and "<redacted>" in fragments(plain)
+    assert KEY not in fragments(back.response.raw_content)
+    with fr.Replayer(strict=False) as r:
+        assert r.replay(back).problems == []

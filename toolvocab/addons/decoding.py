@@ -156,3 +156,17 @@ def stream_decoder(content_encoding: str) -> Codings | None:
         return Codings([StreamDecoder(c) for c in reversed(names) if c not in ("", "identity")])
     except ValueError:
         return None
+
+
+def decode_whole(body: bytes, content_encoding: str) -> bytes:
+    """What a stream of ``body`` under ``content_encoding`` gave the client as toolvocab decodes
+    it (``stream.DecodedStream``): decoded; as it came when its first bytes are not the coding;
+    what decoded before bytes that are not, which are dropped. ``body`` as it is for a coding
+    not read here. For reading a saved upstream answer (redaction)."""
+    decoder = stream_decoder(content_encoding)
+    if decoder is None:
+        return body
+    try:
+        return decoder.decode(body)
+    except DecodeError as exc:
+        return exc.decoded or body

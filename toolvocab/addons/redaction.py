@@ -12,7 +12,9 @@ from typing import Any
 from mitmproxy import exceptions
 from mitmproxy import http
 
+from toolvocab.addons import decoding
 from toolvocab.addons.options import Configurable
+from toolvocab.report import METADATA_HEADERS
 from toolvocab.report import METADATA_UPSTREAM
 
 logger = logging.getLogger(__name__)
@@ -137,7 +139,7 @@ def redact_state(state: dict[str, Any]) -> dict[str, Any]:
                 if message["content"] != before:
                     _fix_length(message, before)
         if isinstance(metadata, dict) and isinstance(metadata.get(METADATA_UPSTREAM), bytes):
-            metadata[METADATA_UPSTREAM] = _scrub_body(metadata[METADATA_UPSTREAM], response, long_secrets, stream)
+            _scrub_upstream(metadata, response, long_secrets, stream)
         out = _scrub(out, long_secrets)
         ws = out.get("websocket")
         if isinstance(ws, dict) and isinstance(ws.get("messages"), list):
@@ -264,6 +266,29 @@ def _fix_length(message: dict[str, Any], before: bytes) -> None:
         if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], bytes):
             if pair[0].strip().lower() == b"content-length" and pair[1].strip() == str(len(before)).encode():
                 headers[k] = type(pair)((pair[0], str(len(message["content"])).encode()))
+
+
+def _scrub_upstream(metadata: dict, response: Any, secrets: list[bytes], stream: bool) -> None:
+    """The upstream's original answer in ``metadata`` scrubbed as :func:`_scrub_body` scrubs a
+    body. One toolvocab decoded as it streamed (its ``content-encoding``, taken off the saved
+    response, kept in ``toolvocab_headers``) is read as the client got it
+    (:func:`toolvocab.addons.decoding.decode_whole`); when a secret is found there, the scrubbed
+    decoded bytes are kept and the kept ``content-encoding`` is dropped (a replay starts from
+    those bytes, not encoded)."""
+    upstream = metadata[METADATA_UPSTREAM]
+    changed = metadata.get(METADATA_HEADERS)
+    kept = changed.get("response") if isinstance(changed, dict) else None
+    coding = kept.get("content-encoding") if isinstance(kept, dict) else None
+    if not isinstance(coding, str):
+        metadata[METADATA_UPSTREAM] = _scrub_body(upstream, response, secrets, stream)
+        return
+    plain = decoding.decode_whole(upstream, coding)
+    scrubbed = _scrub(plain, secrets)
+    if stream:
+        scrubbed = _scrub_split(scrubbed, secrets)
+    if scrubbed != plain:
+        metadata[METADATA_UPSTREAM] = scrubbed
+        kept["content-encoding"] = None
 
 
 def _scrub_body(body: bytes, message: Any, secrets: list[bytes], stream: bool) -> bytes:
