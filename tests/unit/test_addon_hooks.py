@@ -349,6 +349,34 @@ def test_a_json_answer_repeating_a_key_passes_as_it_came(env, repeat, stream):
     assert r.record["decisions"] == [] and r.record["calls_repaired"] == 0, r.record["decisions"]
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_json_answer_repeating_a_key_still_gives_this_flows_aliases_back(env, stream):
+    """The same answer under an alias this flow sent (``files.read`` has a dot): written as it
+    came but for the alias, the client's own name in its place (the alias is this flow's
+    invention: spelling only; which repeated value the client reads stays its parser's choice).
+    Was: the alias reached the client, a tool it never declared."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    answer = (
+        b'{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use",'
+        b'"id":"toolu_01","name": "' + upstream_name.encode() + b'","input":{"path":"a"}},{"type":"tool_use",'
+        b'"id":"toolu_02","name":"shell","input":{"command":["ls"]}}],"stop_reason":"tool_use",'
+        b'"usage":{"input_tokens":1,"output_tokens":1},"usage":{"input_tokens":2,"output_tokens":2}}'
+    )
+    request = orjson.loads(_files_read_request())
+    request["stream"] = stream
+    f = make_flow(request, upstream=answer, resp_type="application/json")
+    r = replay(env, f)
+    assert r.out == answer.replace(upstream_name.encode(), b"files.read")  # shell left as sent
+    assert r.record["decisions"] == [] and r.record["response_changed"] is True
+    notes = [n for n in r.record["notes"] if "could not be written back exactly" in n]
+    assert notes and notes[0].endswith(
+        "the client got the answer as the upstream sent it but for names given back (files.read)"
+    )
+
+
 def test_auto_mode_client_naming_all_tools_gets_no_sentence(env):
     body = fixture_json("request-claude-code.json")
     body["system"][0]["text"] += " Tools: Bash, Read, ToolSearch, mcp__tracker__open_ticket."

@@ -559,16 +559,11 @@ class ToolVocab(Configurable):
                 return
             new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
             if new is None:
-                # the calls reached the client as the upstream sent them: no decision of this
-                # answer's stands (the log line and the counts say none)
-                state.withdraw(state.record.decisions[before:])
-                state.record.notes.append(
-                    passed_note(
-                        "the rewritten answer could not be written back exactly (a repeated key?)",
-                        "the client got the answer as the upstream sent it",
-                    )
-                )
-                return
+                # the calls reached the client as the upstream sent them but for this flow's
+                # aliases: no decision of this answer's stands (the log line and counts say none)
+                new = state.unwritten(content, state.record.decisions[before:])
+                if new is None:
+                    return
             state.upstream_raw = resp.raw_content
             resp.content = new
             state.record.response_changed = True

@@ -16,6 +16,7 @@ from toolvocab.dialects.base import Dialect
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.dialects.base import StreamRewriter
+from toolvocab.dialects.base import give_back_names
 from toolvocab.engine import vocabulary
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
@@ -25,6 +26,7 @@ from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.record import FlowRecord
 from toolvocab.engine.translate import DIRECTORY_MOVERS
+from toolvocab.report import passed_note
 
 if TYPE_CHECKING:
     from toolvocab.addons.stream import DecodedStream
@@ -253,6 +255,23 @@ class FlowState:
         gone = {id(d) for d in decisions}
         if gone:
             self.record.decisions = [d for d in self.record.decisions if id(d) not in gone]
+
+    def unwritten(self, content: bytes, decisions: Sequence[Decision]) -> bytes | None:
+        """A JSON answer ``content`` whose rewrite (``decisions``) cannot be written back exactly
+        (it repeats a key: which value a client reads is its parser's choice): the decisions are
+        withdrawn (no repair reaches the client) and the record says why. Returns the answer
+        with this flow's aliases given back (:func:`toolvocab.dialects.base.give_back_names`),
+        or ``None`` when it holds none: the client gets it as the upstream sent it."""
+        self.withdraw(decisions)
+        given, backs = give_back_names(content, self.context)
+        names = f" but for names given back ({', '.join(dict.fromkeys(backs))})" if backs else ""
+        self.record.notes.append(
+            passed_note(
+                "the rewritten answer could not be written back exactly (a repeated key?)",
+                f"the client got the answer as the upstream sent it{names}",
+            )
+        )
+        return given if backs else None
 
 
 #: The per-flow state a script's addons held when mitmproxy unloaded them (their ``done`` hook:

@@ -518,15 +518,11 @@ class StreamCallable:
             if self.state.dialect.rewrite_response(parsed, self.state.context) and not self.observe:
                 new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
                 if new is None:
-                    # the calls reached the client as the upstream sent them: no decision stands
-                    self.state.withdraw(self.state.record.decisions[before:])
-                    self.state.record.notes.append(
-                        passed_note(
-                            "the rewritten answer could not be written back exactly (a repeated key?)",
-                            "the client got the answer as the upstream sent it",
-                        )
-                    )
-                    return body
+                    # the calls reach the client as the upstream sent them but for this flow's
+                    # aliases: no decision stands
+                    new = self.state.unwritten(body, self.state.record.decisions[before:])
+                    if new is None:
+                        return body
                 self.changed = True
                 return new
         except Exception as exc:

@@ -8,6 +8,7 @@ says.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from typing import Protocol
 from typing import runtime_checkable
 
 import msgspec
+import orjson
 
 from toolvocab.dialects.sse import RepeatedKey
 from toolvocab.dialects.sse import parse_checked
@@ -90,6 +92,36 @@ class FlowContext:
         return CallIds(
             self.flow_key, {alias: original for original, alias in self.call_ids.items()}, invent=not self.stored
         )
+
+
+#: A ``"name"`` key and its JSON string value, in a body's bytes (the spelling every dialect's
+#: calls use for a tool's name; a key spelled with escapes is not read).
+_NAME_VALUE = re.compile(rb'("name"\s*:\s*)("(?:[^"\\]|\\.)*")')
+
+
+def give_back_names(raw: bytes, flow: FlowContext) -> tuple[bytes, list[str]]:
+    """``raw`` (a JSON answer the addon does not write again: one that repeats a key) with each
+    ``"name"`` value that is an upstream alias this flow sent for one of the client's tools
+    outside a namespace (:meth:`FlowContext.name_back`) replaced by the client's name, every
+    other byte as it came; and those names. The alias is this flow's own invention: giving it
+    back changes spelling only, and which of two repeated values a client reads stays its
+    parser's choice."""
+    backs: list[str] = []
+
+    def back(m: re.Match[bytes]) -> bytes:
+        try:
+            name = orjson.loads(m.group(2))
+        except orjson.JSONDecodeError:
+            return m.group(0)
+        found = flow.name_back(name) if isinstance(name, str) else None
+        if found is None or found[1] is not None:
+            return m.group(0)
+        backs.append(found[0])
+        return m.group(1) + orjson.dumps(found[0])
+
+    if flow.tools is None or not flow.plan.reverse_map:
+        return raw, backs
+    return _NAME_VALUE.sub(back, raw), backs
 
 
 #: Joins a give-up's sentence (a rewriter's ``unrepaired``) and the client's names of the calls it
