@@ -994,7 +994,7 @@ FILES_ALIAS = {"files_read_601e4eb6": "files.read"}
 
 @pytest.mark.parametrize(
     "answered",
-    ["FILES_READ_601E4EB6", "files-read-601e4eb6", "FilesRead601e4eb6", "files_read__601e4eb6", " Files_Read_601e4eb6"],
+    ["FILES_READ_601E4EB6", "files-read-601e4eb6", "FilesRead601e4eb6", "files_read-601E4EB6", " Files_Read_601e4eb6"],
 )
 def test_an_alias_in_another_case_or_with_other_separators_is_read_back(answered: str) -> None:
     """The ladder's rule 3 (case and separators are lossless) holds for this flow's aliases as
@@ -1026,6 +1026,29 @@ def test_a_folded_alias_a_declared_tool_also_spells_is_not_read_back() -> None:
     declared = fn("FilesRead601e4eb6", schema("path", path=STR))
     d = decide([FILES_READ, declared], "FILES_READ_601E4EB6", {"path": "a"}, reverse_map=FILES_ALIAS)
     assert d.step is not Step.REVERSE_MAP and d.target != "files.read"
+
+
+@pytest.mark.parametrize(
+    ("answered", "namespace"),
+    [
+        ("mcp__ci_run__x_1a2b3c4d", None),  # another MCP server's tool, flat (Chat, Claude Code)
+        ("x_1a2b3c4d", "mcp__ci_run__"),  # the same under a Responses namespace (Codex)
+        ("mcp__CI__run_x_1a2b3c4d", None),  # the server in another case: another server
+        ("files__read_601e4eb6", None),  # a server join where the alias has none
+        ("files.read_601e4eb6", None),
+    ],
+)
+def test_a_folded_alias_never_changes_its_server(answered: str, namespace: str | None) -> None:
+    """Folding reads case and separators within the tool's part only: the server (or namespace)
+    part is compared as written, and a join is never read into or out of a name (rule: a
+    namespaced name keeps its server; servers that differ only in case are two candidates)."""
+    run_x = fn("mcp__ci__run.x", schema("path", path=STR))
+    other = fn("mcp__ci_run__x", schema("path", path=STR))
+    reverse = {"mcp__ci__run_x_1a2b3c4d": "mcp__ci__run.x", **FILES_ALIAS}
+    d = decide([run_x, other, FILES_READ], answered, {"path": "a"}, reverse_map=reverse, namespace=namespace)
+    assert d.step is not Step.REVERSE_MAP and d.target not in ("mcp__ci__run.x", "files.read"), d
+    exact = decide([run_x, other, FILES_READ], "mcp__ci__RUN-X_1A2B3C4D", {"path": "a"}, reverse_map=reverse)
+    assert_renamed(exact, "mcp__ci__run.x", Step.REVERSE_MAP)  # the tool's part folds, its server as written
 
 
 def test_a_profile_alias_is_not_read_in_another_case() -> None:

@@ -622,13 +622,26 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str], tools: Tools
         original = reverse_map.get(flat)
         if original is not None:
             return flat, original
-    wanted = {name_key(flat) for flat in readings}
-    found = [a for a in reverse_map if name_key(a) in wanted]
+    wanted = {_fold_key(flat) for flat in readings}
+    found = [a for a in reverse_map if _fold_key(a) in wanted]
     if len(found) != 1 or vocabulary.entries_for(split_flat(None, found[0])):
         return None
-    if any(key in wanted or name_key(tool.qualified) in wanted for tool, _, key, _ in tools.keys):
+    if any(_fold_key(tool.qualified) in wanted for tool in tools.tools):
         return None  # a declared tool's spelling too: the normalized step weighs it
     return found[0], reverse_map[found[0]]
+
+
+#: The joins of a server (or namespace) and its tool in a flat name (:data:`_SERVER_JOINS`).
+_JOINS = re.compile(r"__|[:./]")
+
+
+def _fold_key(flat: str) -> tuple[tuple[str, ...], str]:
+    """What :func:`_reverse_lookup` compares an alias and an answered name by: the parts before
+    the last server join (``mcp__ci__``, ``server:``…) as written — a server or namespace is
+    never folded into another (``mcp__ci__run_x`` is not ``mcp__ci_run__x``; servers that differ
+    in case are two) — and the tool part's :func:`toolvocab.engine.names.name_key`."""
+    parts = _JOINS.split(flat)
+    return tuple(parts[:-1]), name_key(parts[-1])
 
 
 def _reverse_tool(
