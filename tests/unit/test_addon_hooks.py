@@ -1564,13 +1564,16 @@ def _no_repeats(pairs):
     return dict(pairs)
 
 
-@pytest.mark.parametrize("between", ["stall", "unreadable"])
+@pytest.mark.parametrize(
+    "between", ["stall", "unreadable", "unreadable then stall", "other choice ends", "no choice", "upper case"]
+)
 def test_a_chat_alias_split_across_a_let_go_is_given_back_whole(env, between):
     """The alias this flow sent for ``files.read`` comes in two pieces (``files_`` |
     ``read_…``) and the rewrite lets go between them (a stall past the bound, or an event that
-    cannot be read): the first piece only begins an alias, so it is held on to its choice's end
-    and the joined name given back; the event that could not be read keeps its place. Was:
-    ``files_`` went out as it came, then ``read_…``: the client joined the alias."""
+    cannot be read, or both): the first piece only begins an alias, so it is held on to its
+    choice's end (not another choice's, nor a chunk of no choice) and the joined name given
+    back, in whatever case the model spelled it; the event that could not be read keeps its
+    place. Was: ``files_`` went out as it came, then ``read_…``: the client joined the alias."""
     from toolvocab.engine.grammar import GRAMMARS
     from toolvocab.engine.grammar import alias
 
@@ -1578,29 +1581,75 @@ def test_a_chat_alias_split_across_a_let_go_is_given_back_whole(env, between):
     body: dict = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "read a"}]}
     body["tools"] = [{"type": "function", "function": {"name": "files.read", "parameters": schema}}]
     upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
-    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": upstream_name[:6], "arguments": ""}}
+    spelled = upstream_name.upper() if between == "upper case" else upstream_name
+    first = {"index": 0, "id": "call_a", "type": "function", "function": {"name": spelled[:6], "arguments": ""}}
     head = _chat_chunk({"role": "assistant", "tool_calls": [first]})
     unreadable = b'data: {"choices": [], "x": 1, "x": 2}\n\n'
-    second = {"index": 0, "function": {"name": upstream_name[6:], "arguments": '{"path": "a"}'}}
+    second = {"index": 0, "function": {"name": spelled[6:], "arguments": '{"path": "a"}'}}
     tail = _chat_chunk({"tool_calls": [second]}) + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
-    if between == "unreadable":
+    if between.startswith("unreadable"):
         head += unreadable
+    if between == "other choice ends":  # n=2: choice 1 ends between the pieces of choice 0's call
+        other = {"index": 1, "delta": {"content": "hi"}, "finish_reason": "stop"}
+        tail = (
+            b"data: "
+            + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [other]})
+            + b"\n\n"
+            + tail
+        )
+    if between == "no choice":
+        tail = b'data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":null}\n\n' + tail
     f = _openai_stream_flow(body, "/v1/chat/completions", head + tail)
     out = replay(env, f, chunks=[head, tail]).out if between == "unreadable" else _stalled(env, f, head, tail)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert _chat_client_calls(out) == [{"id": "call_a", "name": "files.read", "arguments": '{"path": "a"}'}]
-    assert upstream_name[:6].encode() not in out and upstream_name[6:].encode() not in out
-    if between == "unreadable":
+    assert spelled[:6].encode() not in out and spelled[6:].encode() not in out
+    if between.startswith("unreadable"):
         assert out.index(unreadable) > out.index(b"files.read")  # in its place, after the first piece
-    else:
-        notes = [n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: ")]
-        assert len(notes) == 1 and notes[0].startswith("passed through: the upstream sent no byte for "), notes
+    if between != "unreadable":
+        notes = [n for n in f.metadata[KEY]["notes"] if n.startswith("passed through: the upstream sent no byte for ")]
+        assert len(notes) == 1, f.metadata[KEY]["notes"]
         assert notes[0].endswith(
             " while a tool call was held (toolvocab_hold_timeout 0.2); nothing went to the client then; a call whose "
             "name so far only begins a name toolvocab sent upstream stays held, to be given back whole, and the rest "
             "of the stream unrepaired but for names given back"
         ), notes
     assert out.endswith(b"data: [DONE]\n\n")
+
+
+def test_a_chat_alias_split_in_two_choices_across_a_stall_is_given_back_in_both(env):
+    """n=2, each choice calling the alias in two pieces across a stall, choice 0 ending first:
+    the hold lasts to the end of both choices, and each gets ``files.read``. Was: choice 0's end
+    let choice 1's first piece go alone (the client joined the alias)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    body = {"model": "m", "stream": True, "n": 2, "messages": [{"role": "user", "content": "read a"}]}
+    body["tools"] = [{"type": "function", "function": {"name": "files.read", "parameters": schema}}]
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+
+    def chunk(choice: int, name: str | None = None, arguments: str = "", finish: str | None = None, **call) -> bytes:
+        delta = (
+            {"tool_calls": [{"index": 0, **call, "function": {"name": name, "arguments": arguments}}]} if name else {}
+        )
+        c = {"index": choice, "delta": delta, "finish_reason": finish}
+        return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [c]}) + b"\n\n"
+
+    head = chunk(0, upstream_name[:6], id="call_a", type="function") + chunk(
+        1, upstream_name[:6], id="call_b", type="function"
+    )
+    tail = (
+        chunk(0, upstream_name[6:], '{"path": "a"}')
+        + chunk(0, finish="tool_calls")
+        + chunk(1, upstream_name[6:], '{"path": "b"}')
+        + chunk(1, finish="tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    f = _openai_stream_flow(body, "/v1/chat/completions", head + tail)
+    out = _stalled(env, f, head, tail)
+    assert upstream_name[:6].encode() not in out and upstream_name[6:].encode() not in out
+    assert out.count(b'"name":"files.read"') == 2 and out.endswith(b"data: [DONE]\n\n")
 
 
 def test_a_stall_release_for_a_request_not_read_whole_changes_no_byte(env, monkeypatch):

@@ -49,6 +49,7 @@ from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.models import ToolKind
+from toolvocab.engine.names import name_key
 from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import MARKUP
@@ -726,16 +727,22 @@ def _is_index(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _ends_a_choice(event: SSEEvent) -> bool:
-    """``event`` ends a choice's chunks: ``[DONE]``, a chunk with a ``finish_reason``, or one with
-    no choice (usage only)."""
-    if event.data is not None and event.data.strip() == "[DONE]":
+def _ends_the_choices(events: list[SSEEvent], held: set[Any]) -> bool:
+    """``events`` (held since a call's name began an alias) end every choice in ``held``
+    (choice indexes): the last is ``[DONE]``, or each of them had a chunk with a
+    ``finish_reason``. Another choice's end, or a chunk of no choice (usage, a mid-stream
+    ``"choices": []``), ends none of them."""
+    last = events[-1]
+    if last.data is not None and last.data.strip() == "[DONE]":
         return True
-    data = event.json()
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if isinstance(data, dict) and (choices == [] or "choices" not in data):
-        return True
-    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+    ended: set[Any] = set()
+    for event in events:
+        data = event.json()
+        choices = data.get("choices") if isinstance(data, dict) else None
+        for c in choices if isinstance(choices, list) else ():
+            if isinstance(c, dict) and c.get("finish_reason"):
+                ended.add(c.get("index", 0))
+    return bool(held) and held <= ended
 
 
 def _odd_indices(held: list[SSEEvent]) -> bool:
@@ -896,13 +903,12 @@ class ChatStream(EventStreamRewriter):
         self._settle()
         calls = (self._held or []) + (self._legacy or []) + (self._name_hold or [])
         self._held = self._legacy = self._name_hold = None
-        first = not self._giving_back
         self._giving_back = True
         self.repairs_after_let_go = False
-        if first and self._begins_an_alias(calls):
+        if self._begins_an_alias(calls):
             # A call's name so far only begins an alias: its later pieces would reach the client
-            # after a first piece that is no name of its own. Held on, as a give-back holds (to a
-            # choice's end; a second stall or give-up lets it go as it is).
+            # after a first piece that is no name of its own. Held on, as a give-back holds (to
+            # its choice's end, the stream's end, or the upstream's close: salvage releases it).
             self._name_hold = calls
             return [e.raw for e in text]
         backs: list[str] = []
@@ -949,17 +955,18 @@ class ChatStream(EventStreamRewriter):
     def _give_back_event(self, event: SSEEvent) -> list[bytes]:
         """One chunk while giving back (after :meth:`let_go`): as it came but for an alias of
         this flow, given back. From a call whose name so far only begins such an alias (its
-        pieces may make it whole), every chunk is held to a choice's end (a ``finish_reason``,
-        ``[DONE]``, a chunk of no choice), then let go with each call's pieces joined
+        pieces may make it whole), every chunk is held to the end of the choices of the calls held
+        (each one's ``finish_reason``, or ``[DONE]``), then let go with each call's pieces joined
         (:meth:`_join_split_names`: interleaved calls, arguments between pieces and legacy
-        ``function_call`` names too). A stall, a give-up and the stream's end release it too."""
+        ``function_call`` names too). The stream's end and the upstream's close release it too;
+        a stall or a give-up (:meth:`let_go`) holds it on while a name still only begins an alias."""
         if self._name_hold is None:
             if not any(self._strict_alias_prefix(piece[-1]) for piece in self._name_pieces(event)):
                 return [self._give_names_back(event, [])]
             self._name_hold = [event]
         else:
             self._name_hold.append(event)
-        if not _ends_a_choice(event):
+        if not _ends_the_choices(self._name_hold, self._held_choices(self._name_hold)):
             return []
         held, self._name_hold = self._name_hold, None
         backs: list[str] = []
@@ -987,10 +994,21 @@ class ChatStream(EventStreamRewriter):
                 out.append((c_no, None, choice.get("index", 0), "function_call", None, legacy.get("name")))
         return out
 
+    def _held_choices(self, held: list[SSEEvent]) -> set[Any]:
+        """The choice indexes of the call name pieces in ``held``."""
+        return {piece[2] for event in held for piece in self._name_pieces(event)}
+
     def _strict_alias_prefix(self, name: Any) -> bool:
-        """``name`` (a string) begins an upstream alias of this flow and is not one."""
+        """``name`` (a string) begins an upstream alias of this flow and is not one, as written
+        or read in another case and with other separators (the ladder reads a whole alias so:
+        ``FILES_`` begins ``files_read_601e4eb6``)."""
         aliases = self._flow.plan.reverse_map
-        return isinstance(name, str) and bool(name) and name not in aliases and any(a.startswith(name) for a in aliases)
+        if not isinstance(name, str) or not name or name in aliases:
+            return False
+        if any(a.startswith(name) for a in aliases):
+            return True
+        key = name_key(name)
+        return bool(key) and any(len(k := name_key(a)) > len(key) and k.startswith(key) for a in aliases)
 
     def _join_split_names(self, held: list[SSEEvent], backs: list[str]) -> list[SSEEvent]:
         """``held`` (tool-call chunks let go) with each call's name that came in pieces across
