@@ -377,42 +377,6 @@ def test_a_json_answer_repeating_a_key_still_gives_this_flows_aliases_back(env, 
     )
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "chat"])
-def test_a_stream_event_repeating_a_key_still_gives_this_flows_alias_back(env, dialect):
-    """The event that names a call under this flow's alias repeats a key: it goes as it came but
-    for the alias, the client's own name in its place; the rest as the upstream sent it but for
-    names given back. Was: that event reached the client with the alias."""
-    from toolvocab.engine.grammar import GRAMMARS
-    from toolvocab.engine.grammar import alias
-
-    if dialect == "anthropic":
-        upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
-        block = b'{"type":"tool_use","id":"toolu_01","name":"%s","input":{}}' % upstream_name.encode()
-        start = b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"index":0,"content_block":%s}\n\n'
-        head, tail = _stalled_alias_stream(upstream_name)
-        first_start = head.index(b"event: content_block_start")
-        first_end = head.index(b"\n\n", first_start) + 2
-        upstream = head[:first_start] + start % block + head[first_end:] + tail
-        f = make_flow(_files_read_request(), upstream=upstream)
-    else:
-        upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
-        schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "read a"}]}
-        body["tools"] = [{"type": "function", "function": {"name": "files.read", "parameters": schema}}]
-        call = (
-            b'{"index":0,"id":"call_a","type":"function","function":{"name":"%s","arguments":"{\\"path\\": \\"a\\"}"}}'
-        )
-        upstream = (
-            b'data: {"id":"c","object":"chat.completion.chunk","object":"chat.completion.chunk","choices":[{"index":0,'
-            b'"delta":{"role":"assistant","tool_calls":[' + call % upstream_name.encode() + b"]},"
-            b'"finish_reason":null}]}\n\n' + _chat_chunk({}, "tool_calls") + b"data: [DONE]\n\n"
-        )
-        f = _openai_stream_flow(body, "/v1/chat/completions", upstream)
-    r = replay(env, f)
-    assert upstream_name.encode() in f.request.content  # the upstream got the alias
-    assert upstream_name.encode() not in r.out and r.out == upstream.replace(upstream_name.encode(), b"files.read")
-
-
 def test_auto_mode_client_naming_all_tools_gets_no_sentence(env):
     body = fixture_json("request-claude-code.json")
     body["system"][0]["text"] += " Tools: Bash, Read, ToolSearch, mcp__tracker__open_ticket."

@@ -631,12 +631,12 @@ def rewriter_note(error: str, *, names_back: bool = False) -> str:
     if error.startswith(f"{RepeatedKey.__name__}: "):
         return passed_note(
             "an event's data repeats a key (which value the client reads is its parser's choice)",
-            f"the client got that event, what was held and the rest of the stream as the upstream sent them{but}",
+            f"the client got that event as it came, what was held and the rest of the stream as the upstream sent them{but}",
         )
     if error.startswith(f"{Unreadable.__name__}: "):
         return passed_note(
             "an event inside a tool call the stream held is not JSON (the call cannot be read whole)",
-            f"the client got that event, what was held and the rest of the stream as the upstream sent them{but}",
+            f"the client got that event as it came, what was held and the rest of the stream as the upstream sent them{but}",
         )
     return passed_note(
         f"internal error in the stream rewrite ({error})",

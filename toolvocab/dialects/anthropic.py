@@ -701,7 +701,7 @@ class AnthropicStream(EventStreamRewriter):
     MARKERS = (b"content_block_start",)
 
     def __init__(self, flow: FlowContext) -> None:
-        super().__init__(flow)
+        super().__init__()
         self._flow = flow
         self._resolve = flow.resolve
         self._ids = flow.ids()

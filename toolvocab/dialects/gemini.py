@@ -746,7 +746,7 @@ class GeminiStream(EventStreamRewriter):
     READS_UNTERMINATED = True
 
     def __init__(self, flow: FlowContext) -> None:
-        super().__init__(flow)
+        super().__init__()
         self._flow = flow
         self._ids = flow.ids()
         self._framing: str | None = None  # "sse" | "array", decided by the first non-blank byte
@@ -963,7 +963,7 @@ class GeminiStream(EventStreamRewriter):
                     self.error = f"{type(exc).__name__}: {exc}"
                 out += self.held()
                 if not out or out[-1] is not unit.raw:
-                    out.append(self.given_back(unit.raw) if self.error is None else unit.raw)
+                    out.append(unit.raw)
                 out += [bytes(b) for b in pieces[i + 1 :]]
                 break
         return out
@@ -1008,12 +1008,12 @@ class GeminiStream(EventStreamRewriter):
         except orjson.JSONDecodeError:
             return raw
         if (b'"functionCall"' in raw or b"\\u" in raw) and jsonio.has_duplicate_keys(raw, data):
-            # Which value the client reads is its parser's choice: this element and the rest
-            # pass as they came but for this flow's aliases, given back.
+            # Which value the client reads is its parser's choice: this element passes as it
+            # came, and the rest as they come but for this flow's aliases, given back.
             self.contained = self.contained or f"RepeatedKey: {RepeatedKey.NOTE}"
             self._names_only = True
             self.repairs_after_let_go = False
-            return self.given_back(raw)
+            return raw
         if self._names_only:
             return jsonio.dumps(data) if self._names_back_in(data) else raw
         try:

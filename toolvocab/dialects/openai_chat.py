@@ -853,7 +853,7 @@ class ChatStream(EventStreamRewriter):
         )
 
     def __init__(self, flow: FlowContext) -> None:
-        super().__init__(flow)
+        super().__init__()
         self._flow = flow
         self._resolve = flow.resolve
         self._held: list[SSEEvent] | None = None

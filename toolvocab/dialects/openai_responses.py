@@ -1030,7 +1030,7 @@ class ResponsesStream(EventStreamRewriter):
     MARKERS = (b"output_item.", b'"response"')
 
     def __init__(self, flow: FlowContext) -> None:
-        super().__init__(flow)
+        super().__init__()
         self.core = ResponsesCore(flow)
         self.core.streaming = True
         self._held: list[SSEEvent] | None = None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from dataclasses import field
-from typing import Any
 
 from toolvocab.engine import jsonio
 
@@ -284,10 +283,7 @@ class EventStreamRewriter:
     #: parser drops an event its blank line never ended, and so do the OpenAI and Anthropic SDKs).
     READS_UNTERMINATED = False
 
-    def __init__(self, context: Any = None) -> None:
-        #: The flow's ``FlowContext`` (``toolvocab.dialects.base``): its aliases given back in an
-        #: event that cannot be read (:meth:`given_back`); ``None``: none are.
-        self.context = context
+    def __init__(self) -> None:
         self._parser = SSEParser()
         self.error: str | None = None
         #: One sentence per tool call a subclass sent on as it came, unresolved, because it could
@@ -360,16 +356,6 @@ class EventStreamRewriter:
         (the default): the dialect cannot, and the held events and the rest pass as they came."""
         return None
 
-    def given_back(self, raw: bytes) -> bytes:
-        """An event that could not be read (``raw``), as it goes to the client after
-        :meth:`give_back`: as it came but for each ``"name"`` that is an upstream alias this flow
-        sent (``toolvocab.dialects.base.give_back_names``), given back."""
-        if self.context is None:
-            return raw
-        from toolvocab.dialects.base import give_back_names  # base imports this module
-
-        return give_back_names(raw, self.context)[0]
-
     def hold_behind(self, raw: bytes) -> bool:
         """After :meth:`give_back`: hold the event that could not be read (``raw``) behind what
         the dialect still holds, so that it does not overtake it; True when held. The default
@@ -408,10 +394,8 @@ class EventStreamRewriter:
                     break
                 out.extend(given)
                 # the failing event may be among the held ones, or held behind them
-                if not any(b is raw for b in given):
-                    sent = self.given_back(raw)
-                    if not self.hold_behind(sent):
-                        out.append(sent)
+                if not any(b is raw for b in given) and not self.hold_behind(raw):
+                    out.append(raw)
             except Exception as exc:  # contain: pass the rest through byte-identical
                 out.extend(self._pass_rest(exc, blocks[i:]))
                 break
