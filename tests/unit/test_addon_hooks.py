@@ -377,6 +377,51 @@ def test_a_json_answer_repeating_a_key_still_gives_this_flows_aliases_back(env, 
     )
 
 
+@pytest.mark.parametrize(
+    "case", ["argument of another alias", "argument of the same alias", "remote mcp tool", "key in a string"]
+)
+def test_a_repeated_key_answer_gives_back_only_the_calls_names(env, case):
+    """Only the names of the calls the dialect read go back, and only where the answer spells
+    each as a ``"name"`` as often as its calls carry it: an argument called ``name`` (another
+    tool's alias, or this call's), a remote MCP server's ``mcp_tool_use``, a ``"name"`` inside a
+    string are never renamed (a changed argument, or another server's tool, is another call)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    grammar = GRAMMARS["anthropic"]
+    read_alias = alias("files.read", grammar, {"files.read", "files.write"})
+    write_alias = alias("files.write", grammar, {"files.read", "files.write", read_alias})
+    tool = {"name": "files.write", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    request = orjson.loads(_files_read_request())
+    request["stream"] = False
+    request["tools"].append(tool)
+    inputs = {
+        "argument of another alias": b'{"path":"a","name":"%s"}' % write_alias.encode(),
+        "argument of the same alias": b'{"path":"a","name":"%s"}' % read_alias.encode(),
+        "remote mcp tool": b'{"path":"a"}',
+        "key in a string": b'{"path":"a","x\\"name": "%s"}' % read_alias.encode(),
+    }
+    extra = (
+        b',{"type":"mcp_tool_use","id":"mcptoolu_01","name":"%s","server_name":"remote","input":{}}'
+        % read_alias.encode()
+        if case == "remote mcp tool"
+        else b""
+    )
+    answer = (
+        b'{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use",'
+        b'"id":"toolu_01","name":"' + read_alias.encode() + b'","input":' + inputs[case] + b"}" + extra + b"],"
+        b'"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1},"usage":{"input_tokens":2,"output_tokens":2}}'
+    )
+    f = make_flow(request, upstream=answer, resp_type="application/json")
+    r = replay(env, f)
+    assert read_alias.encode() in f.request.content and write_alias.encode() in f.request.content
+    if case == "argument of another alias":
+        assert r.out == answer.replace(b'"name":"%s"' % read_alias.encode(), b'"name":"files.read"', 1)
+        assert write_alias.encode() in r.out  # the argument as sent
+    else:
+        assert r.out == answer  # the call's alias is spelled elsewhere too: nothing is renamed
+
+
 def test_auto_mode_client_naming_all_tools_gets_no_sentence(env):
     body = fixture_json("request-claude-code.json")
     body["system"][0]["text"] += " Tools: Bash, Read, ToolSearch, mcp__tracker__open_ticket."

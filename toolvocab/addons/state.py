@@ -260,10 +260,11 @@ class FlowState:
         """A JSON answer ``content`` whose rewrite (``decisions``) cannot be written back exactly
         (it repeats a key: which value a client reads is its parser's choice): the decisions are
         withdrawn (no repair reaches the client) and the record says why. Returns the answer
-        with this flow's aliases given back (:func:`toolvocab.dialects.base.give_back_names`),
-        or ``None`` when it holds none: the client gets it as the upstream sent it."""
+        with this flow's aliases given back in the names of the calls the decisions are for
+        (:func:`toolvocab.dialects.base.give_back_names`), or ``None`` when it gives none back:
+        the client gets it as the upstream sent it."""
         self.withdraw(decisions)
-        given, backs = give_back_names(content, self.context)
+        given, backs = give_back_names(content, self.context, [d.name for d in decisions if d.namespace is None])
         names = f" but for names given back ({', '.join(dict.fromkeys(backs))})" if backs else ""
         self.record.notes.append(
             passed_note(

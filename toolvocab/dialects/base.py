@@ -9,6 +9,7 @@ says.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -99,29 +100,43 @@ class FlowContext:
 _NAME_VALUE = re.compile(rb'("name"\s*:\s*)("(?:[^"\\]|\\.)*")')
 
 
-def give_back_names(raw: bytes, flow: FlowContext) -> tuple[bytes, list[str]]:
-    """``raw`` (a JSON answer the addon does not write again: one that repeats a key) with each
-    ``"name"`` value that is an upstream alias this flow sent for one of the client's tools
-    outside a namespace (:meth:`FlowContext.name_back`) replaced by the client's name, every
-    other byte as it came; and those names. The alias is this flow's own invention: giving it
-    back changes spelling only, and which of two repeated values a client reads stays its
-    parser's choice."""
+def give_back_names(raw: bytes, flow: FlowContext, calls: Sequence[str]) -> tuple[bytes, list[str]]:
+    """``raw`` (a JSON answer the addon does not write again: one that repeats a key) with the
+    name of each call in ``calls`` (the names, outside a namespace, of the calls the dialect read
+    in it) that is an upstream alias this flow sent for one of the client's tools
+    (:meth:`FlowContext.name_back`) replaced by the client's name, every other byte as it came;
+    and those names. A name is replaced only where the body spells ``"name": "<it>"`` exactly as
+    many times as ``calls`` holds it: any other ``"name"`` with that value (an argument, a remote
+    MCP server's tool, a key inside a string) leaves it as it came everywhere. The alias is this
+    flow's own invention: giving it back changes spelling only, and which of two repeated values
+    a client reads stays its parser's choice."""
     backs: list[str] = []
-
-    def back(m: re.Match[bytes]) -> bytes:
-        try:
-            name = orjson.loads(m.group(2))
-        except orjson.JSONDecodeError:
-            return m.group(0)
-        found = flow.name_back(name) if isinstance(name, str) else None
-        if found is None or found[1] is not None:
-            return m.group(0)
-        backs.append(found[0])
-        return m.group(1) + orjson.dumps(found[0])
-
-    if flow.tools is None or not flow.plan.reverse_map:
+    if flow.tools is None or not flow.plan.reverse_map or not calls:
         return raw, backs
-    return _NAME_VALUE.sub(back, raw), backs
+    found = [(m, _json_string(m.group(2))) for m in _NAME_VALUE.finditer(raw)]
+    spelled = Counter(value for _, value in found if value is not None)
+    called = Counter(calls)
+    out: list[bytes] = []
+    at = 0
+    for m, value in found:
+        if value is None or called[value] == 0 or spelled[value] != called[value]:
+            continue
+        back = flow.name_back(value)
+        if back is None or back[1] is not None:
+            continue
+        backs.append(back[0])
+        out += [raw[at : m.start(2)], orjson.dumps(back[0])]
+        at = m.end(2)
+    return (b"".join(out) + raw[at:], backs) if backs else (raw, backs)
+
+
+def _json_string(token: bytes) -> str | None:
+    """A JSON string token's value, or ``None`` when it is not one."""
+    try:
+        value = orjson.loads(token)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 #: Joins a give-up's sentence (a rewriter's ``unrepaired``) and the client's names of the calls it
