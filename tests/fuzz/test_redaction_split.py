@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 from mitmproxy import io as mio
+from mitmproxy.net import encoding
 
 import flowreplay as fr
 import harness
@@ -275,12 +276,11 @@ def test_a_key_in_a_stream_the_upstream_compressed_is_redacted(env, coding, trai
     import gzip
 
     import brotli
-    import zstandard
 
     encode = {
         "gzip": gzip.compress,
         "br": brotli.compress,
-        "zstd": zstandard.ZstdCompressor().compress,
+        "zstd": lambda data: encoding.encode(data, "zstd"),
         "br, gzip": lambda data: gzip.compress(brotli.compress(data)),
     }[coding]
     arguments = orjson.dumps({"command": ["bash", "-lc", f"echo ANTHROPIC_API_KEY={KEY} > .env"]}).decode()

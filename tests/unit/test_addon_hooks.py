@@ -20,11 +20,11 @@ from pathlib import Path
 import brotli
 import orjson
 import pytest
-import zstandard
 from mitmproxy import exceptions
 from mitmproxy import flow as mflow
 from mitmproxy import http
 from mitmproxy import io as mio
+from mitmproxy.net import encoding
 from mitmproxy.proxy.layers import http as hl
 
 import harness
@@ -760,7 +760,7 @@ ENCODE = {
     "deflate": zlib.compress,
     "deflate, raw": lambda data: (lambda c: c.compress(data) + c.flush())(zlib.compressobj(wbits=-15)),
     "br": brotli.compress,
-    "zstd": lambda data: zstandard.ZstdCompressor().compress(data),
+    "zstd": lambda data: encoding.encode(data, "zstd"),
 }
 
 
@@ -992,8 +992,8 @@ def test_compressed_bytes_that_decode_to_nothing_yet_are_not_a_stall(env):
     call is repaired. Was: released unrepaired as a stall ("no byte for 0.3 s")."""
     plain = fixture_bytes("stream-foreign-tool.sse")
     mid = plain.index(b"g --oneline")
-    first = zstandard.ZstdCompressor().compress(plain[:mid])
-    second = zstandard.ZstdCompressor().compress(plain[mid:])
+    first = encoding.encode(plain[:mid], "zstd")
+    second = encoding.encode(plain[mid:], "zstd")
     f = make_flow(
         fixture_json("request-claude-code.json"), upstream=first + second, resp_headers=[("content-encoding", "zstd")]
     )

@@ -21,7 +21,31 @@ import zlib
 from typing import Any
 
 import brotli  # a dependency of mitmproxy
-import zstandard  # a dependency of mitmproxy
+
+# zstd as mitmproxy reads it (``mitmproxy/net/encoding.py``): the ``zstandard`` package under
+# mitmproxy 11, the standard library's ``compression.zstd`` (Python 3.14, PEP 784) or its
+# ``backports.zstd`` under mitmproxy 12. Each gives a decompressor with ``decompress``, ``eof``
+# and ``unused_data``; with none, zstd is not read as it streams.
+try:
+    import zstandard
+
+    def _zstd() -> Any:
+        return zstandard.ZstdDecompressor().decompressobj()
+
+    _ZSTD_ERRORS: tuple[type[Exception], ...] = (zstandard.ZstdError,)
+except ImportError:  # mitmproxy 12
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        try:
+            from backports import zstd  # type: ignore[import-not-found,no-redef]
+        except ImportError:
+            zstd = None
+
+    def _zstd() -> Any:
+        return zstd.ZstdDecompressor()
+
+    _ZSTD_ERRORS = (zstd.ZstdError,) if zstd is not None else ()
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -64,8 +88,8 @@ class StreamDecoder:
             self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif coding == "br":
             self._obj = brotli.Decompressor()
-        elif coding == "zstd":
-            self._obj = zstandard.ZstdDecompressor().decompressobj()
+        elif coding == "zstd" and _ZSTD_ERRORS:
+            self._obj = _zstd()
         elif coding != "deflate":
             raise ValueError(f"not a coding read as it streams: {coding!r}")
 
@@ -76,7 +100,7 @@ class StreamDecoder:
             self._decode(data, out)
         except DecodeError:
             raise
-        except (zlib.error, brotli.error, zstandard.ZstdError, EOFError) as exc:
+        except (zlib.error, brotli.error, *_ZSTD_ERRORS, EOFError) as exc:
             raise DecodeError(f"{self.coding}: {exc}", b"".join(out), self._rest) from exc
         return b"".join(out)
 
@@ -100,11 +124,7 @@ class StreamDecoder:
                     self.coding != "zstd" and not data.startswith(_GZIP_MAGIC[: len(data)])
                 ):
                     raise DecodeError(f"{self.coding}: data after the end of the stream", b"".join(out), data)
-                self._obj = (
-                    zstandard.ZstdDecompressor().decompressobj()
-                    if self.coding == "zstd"
-                    else zlib.decompressobj(16 + zlib.MAX_WBITS)
-                )
+                self._obj = _zstd() if self.coding == "zstd" else zlib.decompressobj(16 + zlib.MAX_WBITS)
                 self.finished = False
             self._rest = data
             out.append(self._obj.decompress(data))
