@@ -1031,10 +1031,19 @@ def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
                     found.append("an event whose data repeats a key was rewritten (the last one kept)")
                     lost -= dupes
                 if (extra or lost) and not (lifts and lift_explains(extra, lost, decisions, answer_in)):
+                    known = "known: " if _interleaved_give_up(record) else ""
                     found.append(
-                        f"stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
+                        f"{known}stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
                     )
     return found
+
+
+def _interleaved_give_up(record: dict) -> bool:
+    """A Responses stream whose calls came interleaved with no ``output_index`` (a duplicated
+    event can make one): a call fitted before the give-up reaches the client fitted while the
+    record keeps no decision for it (found at 10,000 examples, ``br25-json-encoded-argv`` with
+    drop, cut, dup; the same on 2021004): a record fault, reported as a finding."""
+    return any("came interleaved with no output_index" in str(n) for n in record.get("notes") or ())
 
 
 def calibrate(replayer: Any, seeds: dict[str, list[Seed]], counter: ErrorCounter) -> None:
