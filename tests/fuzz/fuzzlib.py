@@ -1031,28 +1031,10 @@ def problems(m: Mutated, o: Outcome, *, lifts: bool = True) -> list[str]:
                     found.append("an event whose data repeats a key was rewritten (the last one kept)")
                     lost -= dupes
                 if (extra or lost) and not (lifts and lift_explains(extra, lost, decisions, answer_in)):
-                    known = "known: " if _duplicate_event_give_up(record) else ""
                     found.append(
-                        f"{known}stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
+                        f"stream changed beyond names/arguments/ids: +{sorted(map(str, extra))[:5]} -{sorted(map(str, lost))[:5]}"
                     )
     return found
-
-
-#: The give-ups of a Responses stream that a duplicated event makes (the ``dup`` mutation).
-_DUPLICATE_EVENT_NOTES = (
-    "came interleaved with no output_index",
-    "came without its response.output_item.added",
-)
-
-
-def _duplicate_event_give_up(record: dict) -> bool:
-    """A Responses stream where a duplicated event made a give-up (calls interleaved with no
-    ``output_index``; an ``output_item.done`` again, after its ``.added`` was used): a call
-    fitted before it reaches the client fitted while the record keeps no decision for it (found
-    at 10,000 examples: ``br25-json-encoded-argv`` with drop, cut, dup, and
-    ``glued-call-token-after-json`` with dup; the same on 2021004): a record fault, reported as
-    a finding."""
-    return any(text in str(n) for n in record.get("notes") or () for text in _DUPLICATE_EVENT_NOTES)
 
 
 def calibrate(replayer: Any, seeds: dict[str, list[Seed]], counter: ErrorCounter) -> None:

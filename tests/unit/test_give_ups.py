@@ -163,3 +163,25 @@ def test_a_call_given_up_under_this_flows_alias_reaches_the_client_under_its_own
     note = f"passed through: {why}; the client got the call as the upstream sent it but for its name"
     assert note in r.record["notes"], r.record["notes"]
     assert f.marked == ":warning:" and f.comment.startswith("passed through: ")
+
+
+@pytest.mark.parametrize("again", ["response.output_item.done", "response.output_item.added"])
+@pytest.mark.parametrize("seed", range(2))
+def test_an_event_sent_again_after_a_fitted_call_keeps_its_decision(env, caplog, again, seed):
+    """The call (``shell`` with an argv) reached the client fitted; then the upstream sent one of
+    its events again (its ``.done``, or its ``.added``). The copy's give-up is said, but the call
+    the client already ran keeps its decision in the record and in the log: the record said no
+    repair while the client got ``exec_command`` (found by the fuzz profile's ``dup`` mutation)."""
+    caplog.set_level(logging.INFO)
+    parts = events(RESPONSES_STREAM)
+    done = next(i for i, e in enumerate(parts) if e.startswith(b"event: response.output_item.done") and b"shell" in e)
+    copy = next(e for e in parts if e.startswith(b"event: " + again.encode()) and b'"function_call"' in e)
+    f = responses_flow(b"".join(parts[: done + 1] + [copy] + parts[done + 1 :]))
+    r = harness.replay(env, f, seed)
+    dones = [e for e in events(r.out) if e.startswith(b"event: response.output_item.done") and b"fc_fx01" in e]
+    first = orjson.loads(dones[0].split(b"data: ", 1)[1])["item"]
+    assert (first["name"], orjson.loads(first["arguments"])) == ("exec_command", {"cmd": "echo hi"})
+    decisions = [(d["name"], d["target"]) for d in r.record["decisions"]]
+    assert decisions == [("shell", "exec_command")], r.record
+    assert report.passed_reasons(r.record)  # the copy's give-up is said
+    assert any("shell→exec_command" in m for m in caplog.messages)

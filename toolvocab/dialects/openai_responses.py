@@ -578,6 +578,9 @@ class ResponsesCore:
         ] = {}  # item id / call_id → (decision, new args, new call_id)
         #: Item ids (call_ids) of the calls let go (:meth:`let_go`): they end as they began.
         self.let_gone: set[str] = set()
+        #: Item ids (call_ids) of the calls whose events went to the client changed
+        #: (:meth:`ResponsesStream._release`): a copy of one given up later keeps their decision.
+        self.delivered: set[str] = set()
         self.ids = flow.ids()
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
@@ -750,10 +753,13 @@ class ResponsesCore:
         """The call ``item`` went to the client as the upstream sent it, but for an upstream alias
         of the client's own tool named back (:meth:`FlowContext.name_back`, returned: ``(name,
         namespace)``, else ``None``): its decision leaves the record (the passed-through note
-        says why) and the ``response.completed`` echo shows the call as it went out."""
-        self.flow.withdraw([decision])
-        back = self.flow.name_back(item["name"], _namespace(item)) if isinstance(item.get("name"), str) else None
+        says why) and the ``response.completed`` echo shows the call as it went out. A call whose
+        events already went out changed (:attr:`delivered`; an event of it the upstream sent
+        again is let go) keeps its decision: the client got it so."""
         key = item.get("id") or item.get("call_id")
+        if not (isinstance(key, str) and key in self.delivered):
+            self.flow.withdraw([decision])
+        back = self.flow.name_back(item["name"], _namespace(item)) if isinstance(item.get("name"), str) else None
         if isinstance(key, str):
             self.let_gone.add(key)
             as_sent = decision.model_copy(
@@ -1682,6 +1688,9 @@ class ResponsesStream(EventStreamRewriter):
                 out.append(unit.with_json(fixed) if fixed != data else unit)
             else:
                 out.append(unit)
+        key = item.get("id") or item.get("call_id")
+        if isinstance(key, str):
+            self.core.delivered.add(key)
         return out
 
 
