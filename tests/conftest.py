@@ -76,6 +76,13 @@ def proxy(request, tmp_path):
             print(f"\n=== mitmdump on port {handle.port} ===\n{handle.output()}")
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """Stop every helper process a test left running (``procs.stop_all``), and say which."""
+    left = procs.stop_all()
+    if left:
+        print(f"\ntests left {len(left)} process(es) running, stopped now: {', '.join(left)}")
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item, call):
     """Expose each phase's report as ``item.rep_<phase>`` (for teardown diagnostics)."""

@@ -13,6 +13,7 @@ files, never to pipes that could fill up, and is attached to every startup failu
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import os
@@ -62,8 +63,29 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.2) -> bool:
         return False
 
 
+#: Every :class:`ManagedProcess` started and not stopped yet. A test that fails between starting
+#: two processes (a fake upstream, then a mitmdump that does not come up) may never reach its
+#: ``finally``; :func:`stop_all` stops what it left, at the session's end and at exit.
+_RUNNING: set["ManagedProcess"] = set()
+
+
+def stop_all() -> list[str]:
+    """Stop every :class:`ManagedProcess` of this interpreter still running (by PID, as
+    :meth:`ManagedProcess.stop` does); returns ``name pid`` of each one stopped."""
+    stopped = []
+    for process in list(_RUNNING):
+        if process.running():
+            stopped.append(f"{process.name} {process.pid}")
+        process.stop(timeout=5)
+    return stopped
+
+
+atexit.register(stop_all)
+
+
 class ManagedProcess:
-    """A ``Popen`` in its own session with stdout/stderr in files under ``workdir``."""
+    """A ``Popen`` in its own session with stdout/stderr in files under ``workdir``; stopped at
+    the latest when the interpreter exits (:func:`stop_all`)."""
 
     def __init__(
         self,
@@ -92,6 +114,7 @@ class ManagedProcess:
         )
         self.pid = self.proc.pid
         self._piped_stdout = bytearray()
+        _RUNNING.add(self)
 
     def running(self) -> bool:
         return self.proc.poll() is None
@@ -135,6 +158,7 @@ class ManagedProcess:
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM the process group, wait up to ``timeout`` s, then SIGKILL it. Idempotent."""
+        _RUNNING.discard(self)
         try:
             if self.proc.poll() is None:
                 self._signal(signal.SIGTERM)
