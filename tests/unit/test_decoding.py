@@ -128,3 +128,64 @@ def test_bytes_after_the_end_are_told_from_a_body_that_stops_decoding(trailer):
 @pytest.mark.parametrize("value", ["GZIP", " gzip ", "Br", "ZSTD"])
 def test_the_header_value_is_read_without_case_or_spaces(value):
     assert stream_decoder(value) is not None
+
+
+class _Inner:
+    """What :class:`toolvocab.addons.stream.DecodedStream` hands its decoded bytes to: here, a
+    list of them."""
+
+    state = None
+
+    def __init__(self) -> None:
+        self.got: list[bytes] = []
+
+    def __call__(self, data: bytes) -> list[bytes]:
+        self.got.append(data)
+        return [data] if data else []
+
+    def heard(self) -> None:
+        pass
+
+
+def _gzip_named(data: bytes, name_size: int) -> bytes:
+    """``data`` as one gzip member whose header carries a file name (FNAME) of ``name_size``
+    bytes: a decoder gives nothing until the name ends (RFC 1952 §2.3.1)."""
+    import io
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="n" * name_size, mode="wb", fileobj=buf, mtime=0) as fp:
+        fp.write(data)
+    return buf.getvalue()
+
+
+def test_the_bytes_before_the_first_decoded_byte_are_kept_only_up_to_a_bound():
+    """The bytes before the first decoded byte are kept to be read as they came should the
+    first bytes not be the coding; a gzip header's name has no length bound. Past
+    ``BEFORE_MAX`` they are not kept: bytes that then fail to decode end the stream for the
+    client (nothing of the header reaches it), while a whole member still decodes."""
+    from toolvocab.addons.decoding import stream_decoder as codings
+    from toolvocab.addons.stream import DecodedStream
+
+    size = DecodedStream.BEFORE_MAX + (1 << 18)
+    member = _gzip_named(b"data: x\n\n", size)
+    pieces = [member[k : k + 65536] for k in range(0, len(member), 65536)]
+    inner = _Inner()
+    stream = DecodedStream(inner, codings("gzip"), keep=False)
+    for piece in pieces:
+        stream(piece)
+    stream(b"")
+    assert b"".join(inner.got) == b"data: x\n\n"
+
+    header = member[: 10 + size + 1]  # the header and its name, then bytes that are no deflate
+    inner = _Inner()
+    stream = DecodedStream(inner, codings("gzip"), keep=False)
+    for k in range(0, len(header), 65536):
+        stream(header[k : k + 65536])
+    stream(b"\xff" * 64)
+    assert b"".join(inner.got) == b""  # was: the 1.25 MiB header, then the junk, read as they came
+
+    small = _gzip_named(b"data: x\n\n", 100)[: 10 + 101] + b"\xff" * 64
+    inner = _Inner()
+    stream = DecodedStream(inner, codings("gzip"), keep=False)
+    stream(small)
+    assert b"".join(inner.got) == small  # under the bound: read as it came, as before

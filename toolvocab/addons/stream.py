@@ -554,13 +554,20 @@ class DecodedStream:
       and the record says so.
 
     A chunk that decodes to nothing yet still counts as the upstream's activity for the stall
-    bound (:meth:`StreamCallable.heard`). Never raises (G2)."""
+    bound (:meth:`StreamCallable.heard`). The bytes before the first decoded byte are kept for
+    the first case up to :data:`BEFORE_MAX` (a gzip header's name or comment has no length
+    bound, RFC 1952 §2.3.1); past it, bytes that then fail to decode end the stream as the
+    third case does. Never raises (G2)."""
+
+    #: The most bytes kept before the first decoded byte (:class:`DecodedStream`), in bytes.
+    BEFORE_MAX = 1 << 20
 
     def __init__(self, inner: StreamCallable, decoder: Codings, *, keep: bool) -> None:
         self.inner = inner
         self.decoder = decoder
         self.raw: bytearray | None = bytearray() if keep else None
-        self._before = bytearray()  # the bytes received before the first decoded byte
+        #: the bytes received before the first decoded byte; ``None`` past :data:`BEFORE_MAX`
+        self._before: bytearray | None = bytearray()
         self._started = False  # a byte has decoded
         self._plain = False  # not the coding from the first byte: read as it came
         self._dropping = False  # the rest cannot be decoded: not sent
@@ -579,8 +586,10 @@ class DecodedStream:
         if self._dropping:
             self.inner.heard()
             return []
-        if not self._started:
+        if not self._started and self._before is not None:
             self._before += chunk
+            if len(self._before) > self.BEFORE_MAX:
+                self._before = None  # no longer read as it came, should the decoding fail
         try:
             data = self.decoder.decode(chunk)
         except Exception as exc:  # DecodeError for bytes not of the coding; anything else: G2
@@ -589,12 +598,12 @@ class DecodedStream:
             self.inner.heard()
             return []
         if not self._started:
-            self._started, self._before = True, bytearray()
+            self._started, self._before = True, None
         return self.inner(data)
 
     def _failed(self, exc: Exception) -> list[bytes]:
         decoded = exc.decoded if isinstance(exc, DecodeError) else b""
-        if not self._started and not decoded:
+        if not self._started and not decoded and self._before is not None:
             self._plain = True
             before, self._before = bytes(self._before), bytearray()
             self._note(
