@@ -27,6 +27,7 @@ into several declared servers, and a namespaced or free-text name with no match 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -118,6 +119,12 @@ class Toolset:
         self.keys: list[tuple[DeclaredTool, str | None, str, str]] = [
             (t, t.server, name_key(t.name), name_key(t.server_tool or t.name)) for t in self.tools
         ]
+
+    @cached_property
+    def fold_keys(self) -> frozenset[tuple[tuple[str, ...], str]]:
+        """:func:`_fold_key` of each declared tool's qualified name (what :func:`_reverse_lookup`
+        compares a folded alias with), computed at the first ask."""
+        return frozenset(_fold_key(tool.qualified) for tool in self.tools)
 
     @property
     def servers(self) -> "_Servers":
@@ -623,10 +630,10 @@ def _reverse_lookup(call: ToolCall, reverse_map: Mapping[str, str], tools: Tools
         if original is not None:
             return flat, original
     wanted = {_fold_key(flat) for flat in readings}
-    found = [a for a in reverse_map if _fold_key(a) in wanted]
+    found = [a for a in reverse_map if _alias_fold_key(a) in wanted]
     if len(found) != 1 or vocabulary.entries_for(split_flat(None, found[0])):
         return None
-    if any(_fold_key(tool.qualified) in wanted for tool in tools.tools):
+    if not wanted.isdisjoint(tools.fold_keys):
         return None  # a declared tool's spelling too: the normalized step weighs it
     return found[0], reverse_map[found[0]]
 
@@ -642,6 +649,14 @@ def _fold_key(flat: str) -> tuple[tuple[str, ...], str]:
     in case are two) — and the tool part's :func:`toolvocab.engine.names.name_key`."""
     parts = _JOINS.split(flat)
     return tuple(parts[:-1]), name_key(parts[-1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _alias_fold_key(alias: str) -> tuple[tuple[str, ...], str]:
+    """:func:`_fold_key` of an upstream alias (a key of a plan's reverse map: a name toolvocab
+    made, as short as the upstream's grammar allows), kept for the last 4,096: each call a flow
+    with aliases does not find at once is compared with every alias."""
+    return _fold_key(alias)
 
 
 def _reverse_tool(
