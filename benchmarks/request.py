@@ -594,8 +594,9 @@ FLOOR_OF = {"repair": "repair", "rss": "libraries"}
 
 #: ``--ablate``: the parts of the addon the column ``ablated`` makes (nearly) free, to show what
 #: a figure would be if a part cost nothing. Not a product: ``ladder`` answers every call the
-#: ladder decided once before (same tools, name and arguments) from a memo, a dict lookup and a
-#: copy; ``log`` writes no log line; ``record`` skips the finish (no record, marker, comment or
+#: ladder decided once before (same tools, name and arguments, whatever the transcript's earlier
+#: calls: the whole request is then read only at the answer's first change) from a memo, a dict
+#: lookup and a copy; ``log`` writes no log line; ``record`` skips the finish (no record, marker, comment or
 #: log line).
 ABLATIONS = ("ladder", "log", "record")
 
@@ -616,7 +617,9 @@ _memo = {{}}
 
 def memo_resolve(call, tools, reverse_map, **kw):
     args = None if call.arguments is None else orjson.dumps(call.arguments, option=orjson.OPT_SORT_KEYS)
-    key = (id(tools), call.name, call.namespace, args, call.raw_arguments, tuple(sorted(kw.items())))
+    # ``earlier`` is a bound method of each flow's state: never equal from one flow to the next
+    kept = tuple(sorted((k, v) for k, v in kw.items() if k != "earlier"))
+    key = (id(tools), call.name, call.namespace, args, call.raw_arguments, kept)
     decision = _memo.get(key)
     if decision is None:
         decision = _memo[key] = (tools, _resolve(call, tools, reverse_map, **kw))
