@@ -283,9 +283,7 @@ def _scrub_upstream(metadata: dict, response: Any, secrets: list[bytes], stream:
         metadata[METADATA_UPSTREAM] = _scrub_body(upstream, response, secrets, stream)
         return
     plain = decoding.decode_whole(upstream, coding)
-    scrubbed = _scrub(plain, secrets)
-    if stream:
-        scrubbed = _scrub_split(scrubbed, secrets)
+    scrubbed = _scrub_plain(plain, secrets, stream)
     if scrubbed != plain:
         metadata[METADATA_UPSTREAM] = scrubbed
         kept["content-encoding"] = None
@@ -309,12 +307,18 @@ def _scrub_body(body: bytes, message: Any, secrets: list[bytes], stream: bool) -
             return body
         if not isinstance(decoded, bytes):
             return body
-    scrubbed = _scrub(decoded, secrets)
-    if stream:
-        scrubbed = _scrub_split(scrubbed, secrets)
+    scrubbed = _scrub_plain(decoded, secrets, stream)
     if scrubbed == decoded:
         return body
     return codec.encode(scrubbed, encoding) if encoded else scrubbed
+
+
+def _scrub_plain(plain: bytes, secrets: list[bytes], stream: bool) -> bytes:
+    """``plain`` (a body's decoded bytes) with ``secrets`` replaced where they occur
+    (:func:`_scrub`), and for an event stream (``stream``) where its events' text fragments spell
+    one only when joined (:func:`_scrub_split`)."""
+    scrubbed = _scrub(plain, secrets)
+    return _scrub_split(scrubbed, secrets) if stream else scrubbed
 
 
 #: The keys whose string values are the pieces of a streamed text or argument: Anthropic
