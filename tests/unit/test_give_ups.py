@@ -185,3 +185,60 @@ def test_an_event_sent_again_after_a_fitted_call_keeps_its_decision(env, caplog,
     assert decisions == [("shell", "exec_command")], r.record
     assert report.passed_reasons(r.record)  # the copy's give-up is said
     assert any("shell→exec_command" in m for m in caplog.messages)
+
+
+def _chat_chunk(call: dict | None = None, finish: str | None = None) -> bytes:
+    delta = {"tool_calls": [call]} if call is not None else {}
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
+
+
+@pytest.mark.parametrize(
+    ("first", "rest"),
+    [("files_read_", "601e4eb6"), ("bash", "_session")],
+    ids=["alias-in-pieces", "declared-name-then-more"],
+)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_chat_name_continued_under_another_id_before_its_arguments_is_left(env, caplog, first, rest, seed):
+    """A piece of a call's name, then another id at the same index with more name and the
+    arguments. Read as two calls, the first piece becomes a call of its own, folded to a declared
+    tool with no arguments (``files_read_`` → ``files.read``, ``bash`` → ``Bash``): a call the
+    model never made. Read as one (the openai SDK joins the pieces; other clients keep the first
+    or the last), it is another name. Which is meant is not known: the block goes as it came and
+    the record says why. (Was: ``files.read {}`` and a second call ``601e4eb6`` with the arguments.)"""
+    caplog.set_level(logging.INFO)
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    request = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "read /x"}],
+        "tools": [
+            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
+            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
+        ],
+    }
+    fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
+    upstream = (
+        _chat_chunk({"index": 0, "id": "call_1", **fn(name=first)})
+        + _chat_chunk({"index": 0, "id": "call_2", **fn(name=rest)})
+        + _chat_chunk({"index": 0, **fn(arguments='{"path": "/x"}')})
+        + _chat_chunk(None, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    f = harness.make_flow(
+        request,
+        host="api.openai.com",
+        path="/v1/chat/completions",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+    r = harness.replay(env, f, seed)
+    assert r.out == upstream
+    assert r.record["decisions"] == []
+    why = (
+        "a tool call's name continued under another id at the same index before its arguments were whole, "
+        "so its calls cannot be told apart"
+    )
+    assert_passed(f, r.record, why, caplog)

@@ -858,6 +858,7 @@ class ChatStream(EventStreamRewriter):
         self._resolve = flow.resolve
         self._held: list[SSEEvent] | None = None
         self._position = 0  # calls resolved so far in this answer (for stable ids)
+        self._ambiguous = False  # _assemble: a piece under another id may be a call or a name's rest
         self._seen_ids: set[str] = set()
         # Every content delta so far (while a lift is still possible), and the chunks held from
         # where markup may start.
@@ -1367,6 +1368,20 @@ class ChatStream(EventStreamRewriter):
             )
             return out
         slots = self._assemble(held)
+        if self._ambiguous:
+            # Read as two calls, a name piece could become a call of its own (``files_read_``
+            # folded to ``files.read`` with no arguments); read as one, another call's name
+            # could join it. Either reading is a guess: the block goes out as it came, but for
+            # a name that is an upstream alias of this flow, whole in one delta, given back.
+            backs: list[str] = []
+            out = [self._give_names_back(e, backs) for e in held]
+            self._held = None
+            self.unrepaired.append(
+                "a tool call's name continued under another id at the same index before its arguments "
+                "were whole, so its calls cannot be told apart"
+                + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
+            )
+            return out
         finish = _finish_reasons(held)
         updates: dict[int, dict[str, Any]] = {}
         for slot in slots:
@@ -1384,6 +1399,9 @@ class ChatStream(EventStreamRewriter):
         return out
 
     def _assemble(self, held: list[SSEEvent]) -> list[_Slot]:
+        """The tool calls of ``held``, one :class:`_Slot` each, in order; sets ``_ambiguous``
+        when a piece under another id may be a second call or the rest of a name."""
+        self._ambiguous = False
         slots: list[_Slot] = []
         current: dict[tuple[int, int], _Slot] = {}
         used_out: dict[int, set[int]] = {}
@@ -1413,11 +1431,16 @@ class ChatStream(EventStreamRewriter):
                         and isinstance(name, str)
                         and name
                         and slot.name
-                        and (name != slot.name or _complete_json("".join(slot.fragments)))
                     ):
-                        # A second call reusing the index with its own id and name.
-                        slot.needs_normalize = True
-                        slot = None
+                        if _complete_json("".join(slot.fragments)):
+                            # A second call reusing the index with its own id and name.
+                            slot.needs_normalize = True
+                            slot = None
+                        elif name != slot.name:
+                            # Another id and name before the call's arguments are whole: a second
+                            # call, or the rest of this one's name (clients join the pieces, keep
+                            # the first or the last): which is not known.
+                            self._ambiguous = True
                     if slot is None:
                         taken = used_out.setdefault(c, set())
                         out_index = idx if idx not in taken else max(taken) + 1
