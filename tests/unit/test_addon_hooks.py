@@ -1281,6 +1281,57 @@ def test_gzip_json_answer_to_non_stream_request_is_repaired_and_stays_gzip(env):
     assert r.record["response_changed"] is True
 
 
+@pytest.mark.parametrize(
+    ("header", "encode"),
+    [
+        ("gzip", lambda data: gzip.compress(data) + b"JUNK"),
+        ("gzip", lambda data: gzip.compress(data)[:-4]),
+        ("identity, gzip", gzip.compress),
+        ("br, gzip", lambda data: gzip.compress(brotli.compress(data))),
+    ],
+    ids=["junk-after-member", "cut-trailer", "identity-then-gzip", "br-then-gzip"],
+)
+def test_a_json_answer_mitmproxy_cannot_decode_whole_is_read_as_a_client_reads_it(env, header, encode):
+    """A buffered answer whose coding mitmproxy reads only when it is all there (bytes after the
+    gzip member, a cut trailer, a list of codings): a client's decoder (httpx's) reads it, so
+    toolvocab reads it as its stream decoder does, and the client gets it repaired and decoded,
+    ``content-encoding`` off (kept for a replay). Was: passed as "could not be decoded", and the
+    client read the call under the alias this flow sent upstream."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    request = orjson.loads(_files_read_request())
+    request["stream"] = False
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": upstream_name, "input": {"path": "a"}}],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    upstream = encode(orjson.dumps(answer))
+    f = make_flow(request, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", header)])
+    r = replay(env, f)
+    assert r.streamed == "buffered"
+    assert "content-encoding" not in f.response.headers
+    got = orjson.loads(r.out)
+    assert got["content"][0]["name"] == "files.read" and got["content"][0]["input"] == {"path": "a"}
+    assert f.metadata["toolvocab_headers"]["response"]["content-encoding"] == header
+    assert r.record["response_changed"] is True
+
+
+def test_a_json_answer_mitmproxy_cannot_decode_and_nothing_changes_goes_as_it_came(env):
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    upstream = gzip.compress(orjson.dumps({"id": "m", "type": "message", "content": []})) + b"JUNK"
+    f = make_flow(body, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", "gzip")])
+    r = replay(env, f)
+    assert r.out == upstream and f.response.headers["content-encoding"] == "gzip"
+
+
 # -- empty chunks, the stall bound, repeated keys -------------------------------------
 
 

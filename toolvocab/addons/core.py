@@ -70,6 +70,26 @@ def header_reader(headers: http.Headers) -> Callable[[str], str | None]:
     return get
 
 
+def _write_answer(flow: http.HTTPFlow, state: FlowState, new: bytes, plain: bool) -> None:
+    """The buffered answer's body written as ``new`` (the upstream's bytes kept for a replay):
+    encoded again as it came, or, ``plain`` (read through toolvocab's own decoder: mitmproxy's
+    could not read it whole), sent decoded with its ``content-encoding`` taken off (kept in
+    ``toolvocab_headers``), as a decoded stream is."""
+    resp = flow.response
+    assert resp is not None
+    state.upstream_raw = resp.raw_content
+    if plain:
+        coding = resp.headers.get("content-encoding")
+        _changed_header(flow, "response", "content-encoding", coding)
+        del resp.headers["content-encoding"]
+        state.record.notes.append(
+            f"the {coding}-encoded answer could not be read whole by mitmproxy; toolvocab read what decodes, "
+            "as a client's decoder does, and the client got it decoded"
+        )
+    resp.content = new
+    state.record.response_changed = True
+
+
 def _changed_header(flow: http.HTTPFlow, side: str, name: str, before: str | None) -> None:
     """Keep ``before``, the value of header ``name`` of the flow's ``side`` (``request``,
     ``response``; ``None``: absent) that toolvocab is about to change, in
@@ -527,15 +547,22 @@ class ToolVocab(Configurable):
                 )
             )
             return
+        plain = False  # the body read through toolvocab's own decoder: the client gets it decoded
         try:
             content = resp.content
         except ValueError as exc:
-            state.record.notes.append(
-                passed_note(
-                    f"the answer body could not be decoded ({exc})", "the client got it as the upstream sent it"
+            # A coding mitmproxy reads whole only when it is all there (bytes after a gzip
+            # member, a cut trailer, a list of codings): a client's decoder may still read it,
+            # as toolvocab's stream decoder does (it gives what decodes, drops what follows).
+            coding = resp.headers.get("content-encoding", "")
+            if decoding.stream_decoder(coding) is None or state.shared_record.mode == "observe":
+                state.record.notes.append(
+                    passed_note(
+                        f"the answer body could not be decoded ({exc})", "the client got it as the upstream sent it"
+                    )
                 )
-            )
-            return
+                return
+            content, plain = decoding.decode_whole(resp.raw_content, coding), True
         if not content:
             return
         try:
@@ -546,7 +573,7 @@ class ToolVocab(Configurable):
                 b"event:",
                 b"data: ",
             ):
-                self._rewrite_buffered_sse(flow, state, content)
+                self._rewrite_buffered_sse(flow, state, content, plain)
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
@@ -564,11 +591,9 @@ class ToolVocab(Configurable):
                 new = state.unwritten(content, state.record.decisions[before:])
                 if new is None:
                     return
-            state.upstream_raw = resp.raw_content
-            resp.content = new
-            state.record.response_changed = True
+            _write_answer(flow, state, new, plain)
 
-    def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes) -> None:
+    def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes, plain: bool) -> None:
         rewriter = state.rewriter()
         out = b"".join(rewriter.feed(content) + rewriter.finish())
         if rewriter.error:
@@ -577,7 +602,4 @@ class ToolVocab(Configurable):
             state.record.notes.append(rewriter_note(rewriter.contained, names_back=True))
         note_unrepaired(rewriter, state.record, 0)
         if out != content and state.record.mode != "observe" and state.may_change():
-            assert flow.response is not None
-            state.upstream_raw = flow.response.raw_content
-            flow.response.content = out
-            state.record.response_changed = True
+            _write_answer(flow, state, out, plain)
