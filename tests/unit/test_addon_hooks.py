@@ -1386,6 +1386,60 @@ def test_an_empty_chunk_mid_stream_loses_and_repeats_nothing(env, where):
         assert out == upstream  # the open call went out as it came at the empty chunk
 
 
+@pytest.mark.parametrize("coding", ["identity", "gzip"])
+@pytest.mark.parametrize("size", [7, 64])
+def test_an_alias_after_an_empty_chunk_is_given_back(env, coding, size):
+    """An empty HTTP/2 DATA frame mid-stream (mitmproxy passes it as ``b""``, as it does the
+    end): the call after it is under the alias this flow sent upstream. It goes as it came but for
+    that name, given back (a new rewriter of the flow, names only), and the record says so; a
+    gzip stream that goes on after the empty chunk is not said to have ended before its end. Was:
+    the alias reached the client (and, gzip, a false note)."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    events = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+        {"type": "ping"},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": upstream_name, "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"path": "a"}'},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
+    sse = [b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events]
+    plain = b"".join(sse)
+    head = len(sse[0]) + len(sse[1])
+    if coding == "gzip":
+        c = zlib.compressobj(wbits=31)
+        first = c.compress(plain[:head]) + c.flush(zlib.Z_SYNC_FLUSH)
+        body = first + c.compress(plain[head:]) + c.flush()
+        cut, headers = len(first), [("content-encoding", "gzip")]
+    else:
+        body, cut, headers = plain, head, []
+    f = make_flow(_files_read_request(), upstream=body, resp_headers=headers)
+    parts = _split(body[:cut], size) + [b""] + _split(body[cut:], size) + [b""]
+    out = asyncio.run(_drive_parts(env, f, parts))
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert tool_blocks(out) == [{"name": "files.read", "input": {"path": "a"}}]
+    assert out == plain.replace(upstream_name.encode(), b"files.read")
+    notes = f.metadata[KEY]["notes"]
+    assert (
+        "passed through: an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended; "
+        "the client got the bytes after it as the upstream sent them but for the names this flow sent upstream, "
+        "given back"
+    ) in notes, notes
+    assert not any("ended before its end" in n for n in notes), notes
+
+
 def test_an_empty_chunk_before_the_end_does_not_send_a_json_body_twice(env):
     # An HTTP/2 upstream that ends with an empty DATA frame: b"" (the frame), then b"" (the end).
     body = fixture_bytes("response-foreign-tool.json")

@@ -360,6 +360,8 @@ class ToolVocab(Configurable):
         """The flow's record, marker and comment (:meth:`ToolVocabRecorder.finish`); for a flow
         whose request the whole read refused once its answer would have changed
         (:meth:`FlowState.may_change`), the record the request hook gives such a request."""
+        if state.decoded is not None:
+            state.decoded.close()
         if state.refused is None:
             self.recorder.finish(flow, state)
             return

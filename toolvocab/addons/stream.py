@@ -124,6 +124,8 @@ class StreamCallable:
         self._timer: Any = None  # asyncio.TimerHandle while a hold is watched
         self._last_bytes = 0.0  # event-loop time of the last upstream chunk
         self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
+        self._after_end: StreamRewriter | None = None  # reads what comes after an early end
+        self._reads_after_end = False  # bytes after an early end go through _names_back()
         self.phase = Phase.SNIFFING
         self.rewriter: StreamRewriter | None = state.rewriter()  # None once released
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
@@ -155,16 +157,19 @@ class StreamCallable:
             return [chunk] if chunk else []
         if self.phase in (Phase.ENDED, Phase.DONE):
             # An empty HTTP/2 DATA frame ended the rewrite early (or this is the real end after
-            # it): what comes now passes through as it came.
+            # it): what comes now goes as it came but for this flow's aliases, given back.
             if chunk and self.phase is Phase.ENDED:
                 self._to(Phase.DONE)
+                self._after_end = self._names_back()
+                self._reads_after_end = self._after_end is not None
+                but = "" if self._after_end is None else " but for the names this flow sent upstream, given back"
                 self.state.record.notes.append(
                     passed_note(
                         "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
-                        "the client got the bytes after it as the upstream sent them",
+                        f"the client got the bytes after it as the upstream sent them{but}",
                     )
                 )
-            out = [chunk] if chunk else []
+            out = self._after(chunk)
             self._track(chunk, out)
             return out
         consumed = self._consumed()
@@ -200,6 +205,50 @@ class StreamCallable:
         elif self.hold_timeout > 0:
             self._watch_hold()
         return out
+
+    # -- after an early end ------------------------------------------------------------------
+
+    def _names_back(self) -> StreamRewriter | None:
+        """For the bytes after an empty chunk ended the rewrite early (mitmproxy cannot tell an
+        empty HTTP/2 DATA frame from the end): a new rewriter of the dialect that gives this
+        flow's aliases back and changes nothing else (its ``give_back``), or ``None`` (they pass
+        as they came) when there is nothing to give back, nothing may change (observe, a
+        request not read whole or refused), or the dialect cannot."""
+        state = self.state
+        if self.observe or not state.plan.reverse_map or state.unverified is not None or state.refused is not None:
+            return None
+        try:
+            rewriter = state.rewriter()
+            given = rewriter.give_back("an empty chunk ended the rewrite before the stream ended")
+        except Exception:
+            logger.exception("toolvocab: could not read the stream after an early end")
+            return None
+        return None if given is None or given else rewriter  # a new rewriter holds nothing
+
+    def _after(self, chunk: bytes) -> list[bytes]:
+        """A chunk after the rewrite ended: through :meth:`_names_back`'s rewriter when there is
+        one (``b""``: its end; a later byte starts another), else as it came."""
+        rewriter = self._after_end
+        if rewriter is None and chunk and self._reads_after_end:
+            rewriter = self._after_end = self._names_back()
+        if rewriter is None:
+            return [chunk] if chunk else []
+        consumed = rewriter.consumed
+        try:
+            if chunk:
+                return [piece for piece in rewriter.feed(chunk) if piece]
+            self._after_end = None
+            return [piece for piece in rewriter.finish() if piece]
+        except Exception:  # G2: what it held, and this chunk if it took none of it, as they came
+            logger.exception("toolvocab: reading the stream after an early end failed; passing it through")
+            self._after_end, self._reads_after_end = None, False
+            try:
+                out = [piece for piece in rewriter.salvage() if piece]
+            except Exception:
+                out = []
+            if chunk and rewriter.consumed == consumed:
+                out.append(chunk)
+            return out
 
     # -- stall bound ------------------------------------------------------------------------
 
@@ -384,6 +433,9 @@ class StreamCallable:
                 out += [bytes(self.upstream)] if not self._sniffed_sent else []
             elif self.phase is Phase.STREAMING and not self.observe:
                 out += self._drain_rewriter()
+            elif self._after_end is not None:  # bytes read after an early end (_names_back)
+                after, self._after_end = self._after_end, None
+                out += [*after.let_go("the upstream ended the stream mid-way"), *after.salvage()]
             # ENDED, DONE: the rewrite ended at an empty chunk; PASSING: what was held went out
         except Exception:
             logger.exception("toolvocab: drain failed")
@@ -418,6 +470,7 @@ class StreamCallable:
         self.sent = bytearray()
         self._lag = bytearray()
         self.rewriter = None
+        self._after_end, self._reads_after_end = None, False
         self.state = None  # type: ignore[assignment]
 
     def _consumed(self) -> int:
@@ -571,6 +624,7 @@ class DecodedStream:
         self._started = False  # a byte has decoded
         self._plain = False  # not the coding from the first byte: read as it came
         self._dropping = False  # the rest cannot be decoded: not sent
+        self._cut = False  # the last chunk was b"" while the coding had not ended (close)
 
     def __call__(self, chunk: bytes) -> list[bytes]:
         if self.raw is not None:
@@ -578,11 +632,11 @@ class DecodedStream:
         if self._plain:
             return self.inner(chunk)
         if not chunk:
-            if not self._dropping and not self.decoder.finished:
-                self._note(
-                    f"the {self.decoder.coding}-encoded answer ended before its end (the client got what decoded)"
-                )
+            # the end, or an empty HTTP/2 DATA frame (mitmproxy cannot tell them apart): said at
+            # the flow's end (close) when no byte came after it
+            self._cut = not self._dropping and not self.decoder.finished
             return self.inner(b"")
+        self._cut = False
         if self._dropping:
             self.inner.heard()
             return []
@@ -600,6 +654,13 @@ class DecodedStream:
         if not self._started:
             self._started, self._before = True, None
         return self.inner(data)
+
+    def close(self) -> None:
+        """The flow ended: a stream whose last chunk ended it before its coding's end (a cut
+        gzip member, a brotli stream without its last block) says so in the record."""
+        if self._cut:
+            self._cut = False
+            self._note(f"the {self.decoder.coding}-encoded answer ended before its end (the client got what decoded)")
 
     def _failed(self, exc: Exception) -> list[bytes]:
         decoded = exc.decoded if isinstance(exc, DecodeError) else b""
