@@ -242,3 +242,71 @@ def test_a_chat_name_continued_under_another_id_before_its_arguments_is_left(env
         "so its calls cannot be told apart"
     )
     assert_passed(f, r.record, why, caplog)
+
+
+def _responses_event(data: dict) -> bytes:
+    return b"event: %s\ndata: %s\n\n" % (data["type"].encode(), orjson.dumps(data))
+
+
+@pytest.mark.parametrize("case", ["again-after-done", "after-an-error", "named-otherwise-in-its-item"])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_responses_arguments_done_never_shows_the_client_an_alias(env, caplog, case, seed):
+    """Some servers name the call in ``response.function_call_arguments.done`` too. One that
+    comes outside its call's events (sent again after the call's ``.done``, or after an
+    ``error`` ended the call's hold) or that names the call by this flow's alias while its item
+    names the client's tool: its name is given back like the item's. Was: the alias reached the
+    client (and after an error the record said the client got the call "but for its name")."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    caplog.set_level(logging.INFO)
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    request = {
+        **RESPONSES_REQUEST,
+        "tools": [*RESPONSES_REQUEST["tools"], {"type": "function", "name": "files.read", "parameters": schema}],
+    }
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": upstream_name, "arguments": ""}
+    done = {**item, "arguments": '{"path":"a"}', "status": "completed"}
+    args_done = {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "output_index": 0,
+        "name": upstream_name,
+        "arguments": '{"path":"a"}',
+    }
+    events = [
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": '{"path":"a"}',
+        },
+    ]
+    if case == "again-after-done":
+        events += [args_done, {"type": "response.output_item.done", "output_index": 0, "item": done}, args_done]
+    elif case == "after-an-error":
+        events += [{"type": "error", "message": "overloaded"}, args_done]
+    else:  # the item names the client's own tool, the arguments' done the alias
+        events[1] = {**events[1], "item": {**item, "name": "files.read"}}
+        events += [
+            args_done,
+            {"type": "response.output_item.done", "output_index": 0, "item": {**done, "name": "files.read"}},
+        ]
+    events.append({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": []}})
+    upstream = b"".join(_responses_event({**e, "sequence_number": n}) for n, e in enumerate(events))
+    f = responses_flow(upstream)
+    f.request.content = orjson.dumps(request)
+    r = harness.replay(env, f, seed)
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert upstream_name.encode() not in r.out, r.out
+    sent = [orjson.loads(e.split(b"data: ", 1)[1]) for e in events_of(r.out)]
+    named = [d["name"] for d in sent if d["type"] == "response.function_call_arguments.done"]
+    assert named and set(named) == {"files.read"}
+    assert r.out == upstream.replace(upstream_name.encode(), b"files.read")
+
+
+def events_of(data: bytes) -> list[bytes]:
+    return [e for e in data.split(b"\n\n") if e.startswith(b"event: ")]

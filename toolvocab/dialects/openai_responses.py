@@ -1057,6 +1057,13 @@ class ResponsesStream(EventStreamRewriter):
         self._msg_index: Any = None
         self._index_shift = 0  # items added by unwrapped parallel wrappers
         self._seq_shift = 0  # events added by them
+        if flow.plan.reverse_map:
+            # A call's function_call_arguments.done may name it (some servers, older SDK types):
+            # one that comes outside its call's events (after its .done, after an error) is read
+            # for this flow's alias too.
+            self._letters += (b"function_call_arguments.done",)
+            if self._markers is not None:
+                self._markers += (b"function_call_arguments.done",)
 
     def holding(self) -> bool:
         """A call is being held, a message's text is watched, or later events move up (a
@@ -1175,6 +1182,8 @@ class ResponsesStream(EventStreamRewriter):
                 self._no_lift = True
         if kind == "response.output_item.done" and _is_call(data.get("item")):
             return self._release_alone(event, data["item"])
+        if kind == "response.function_call_arguments.done":
+            return [self._args_done_back(event)]
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
             response = jsonio.loads(jsonio.dumps(data["response"]))
             if self.core.rewrite_response_object(response):
@@ -1273,7 +1282,24 @@ class ResponsesStream(EventStreamRewriter):
                 and _is_call(data.get("item"))
             ):
                 self._gone.discard(data["item"].get("id"))
-        return [self.core.as_let_go(u) for u in units]
+        return [self._args_done_back(self.core.as_let_go(u)) for u in units]
+
+    def _args_done_back(self, unit: Any) -> Any:
+        """``unit`` as it is, or, for a ``response.function_call_arguments.done`` whose ``name``
+        is still an upstream alias of this flow (its call let go, decided before, or named
+        otherwise in its item), that name given back (:meth:`FlowContext.name_back`): the client
+        never sees a transport alias, and nothing else changes."""
+        data = unit.json()
+        if not (
+            isinstance(data, dict)
+            and data.get("type") == "response.function_call_arguments.done"
+            and isinstance(data.get("name"), str)
+        ):
+            return unit
+        unit = self.core.as_let_go(unit)
+        data = unit.json()
+        back = self.core.flow.name_back(data["name"]) if isinstance(data, dict) else None
+        return unit if back is None else unit.with_json({**data, "name": back[0]})
 
     def _release_alone(self, event: Any, item: dict[str, Any]) -> list[Any]:
         """A call's ``response.output_item.done`` that came without its ``.added``: what went
@@ -1646,7 +1672,7 @@ class ResponsesStream(EventStreamRewriter):
             )
         )
         if not decision.changed and new_id is None and not objects:
-            return held
+            return [self._args_done_back(u) for u in held]
         if new_args is not None and any(u.json() is None and b"function_call_arguments" in u.raw for u in held):
             # An argument fragment of the block is not JSON we can read (it passes as it came):
             # rewritten fragments around it would no longer add up. The block goes as it came.
@@ -1685,7 +1711,7 @@ class ResponsesStream(EventStreamRewriter):
                     fixed["arguments"] = new_args
                 if "name" in data and decision.changed and decision.target is not None:
                     fixed["name"] = decision.target
-                out.append(unit.with_json(fixed) if fixed != data else unit)
+                out.append(self._args_done_back(unit.with_json(fixed) if fixed != data else unit))
             else:
                 out.append(unit)
         key = item.get("id") or item.get("call_id")
