@@ -310,3 +310,38 @@ def test_a_responses_arguments_done_never_shows_the_client_an_alias(env, caplog,
 
 def events_of(data: bytes) -> list[bytes]:
     return [e for e in data.split(b"\n\n") if e.startswith(b"event: ")]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplog, seed):
+    """A call's name piece after its choice's ``finish_reason``: the call went out as it was then
+    (``files_read_`` folds to ``files.read``); the late piece goes as it came, with no id added
+    (the openai SDK joins a delta's id to the call's, so an added id made ``call_1call_1tc_…``,
+    an id the upstream never gave), and the record says so. Was: an id added, nothing said."""
+    caplog.set_level(logging.INFO)
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    request = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "read /x"}],
+        "tools": [{"type": "function", "function": {"name": "files.read", "parameters": schema}}],
+    }
+    late = _chat_chunk({"index": 0, "function": {"name": "601e4eb6", "arguments": '{"path": "/x"}'}})
+    upstream = (
+        _chat_chunk({"index": 0, "id": "call_1", "type": "function", "function": {"name": "files_read_"}})
+        + _chat_chunk(None, "tool_calls")
+        + late
+        + b"data: [DONE]\n\n"
+    )
+    f = harness.make_flow(
+        request,
+        host="api.openai.com",
+        path="/v1/chat/completions",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+    r = harness.replay(env, f, seed)
+    assert late in r.out  # as it came: no id added
+    assert r.out.count(b'"id":"call_') == 1
+    assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])

@@ -859,6 +859,7 @@ class ChatStream(EventStreamRewriter):
         self._held: list[SSEEvent] | None = None
         self._position = 0  # calls resolved so far in this answer (for stable ids)
         self._ambiguous = False  # _assemble: a piece under another id may be a call or a name's rest
+        self._ended_choices: set[Any] = set()  # choices whose finish_reason came with their calls
         self._seen_ids: set[str] = set()
         # Every content delta so far (while a lift is still possible), and the chunks held from
         # where markup may start.
@@ -1132,6 +1133,23 @@ class ChatStream(EventStreamRewriter):
         if self._held is None:
             if not has_calls:
                 return [self._finish_reason_fixed(event, choices)]
+            if self._ended_choices and any(
+                _is_index(c.get("index", 0))
+                and c.get("index", 0) in self._ended_choices
+                and c["delta"].get("tool_calls")
+                for c in choices
+                if isinstance(c, dict) and isinstance(c.get("delta"), dict)
+            ):
+                # A call's delta after its choice's finish_reason: the calls it may continue went
+                # out as they were then; this goes as it came but for an alias whole in it, given
+                # back (no id is added: a client joins it to the call it continues).
+                backs: list[str] = []
+                out = [self._give_names_back(event, backs)]
+                self.unrepaired.append(
+                    "a tool call's delta came after its choice's finish_reason"
+                    + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
+                )
+                return out
             self._held = []
             self._open_calls = set()
         return _hold_to_end_of_choice(self._held, event, choices, self._release, self._open_calls, "tool_calls")
@@ -1367,6 +1385,7 @@ class ChatStream(EventStreamRewriter):
                 + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
             )
             return out
+        self._ended_choices.update(c for c, reason in _finish_reasons(held).items() if reason is not None)
         slots = self._assemble(held)
         if self._ambiguous:
             # Read as two calls, a name piece could become a call of its own (``files_read_``
