@@ -1316,10 +1316,15 @@ def test_a_json_answer_mitmproxy_cannot_decode_whole_is_read_as_a_client_reads_i
     f = make_flow(request, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", header)])
     r = replay(env, f)
     assert r.streamed == "buffered"
-    assert "content-encoding" not in f.response.headers
-    got = orjson.loads(r.out)
+    # mitmproxy 12 reads a gzip member with bytes after it or a cut trailer itself: the answer
+    # is then written again under its coding; mitmproxy 11 does not, and toolvocab reads it
+    coding = f.response.headers.get("content-encoding")
+    got = orjson.loads(encoding.decode(r.out, coding) if coding else r.out)
     assert got["content"][0]["name"] == "files.read" and got["content"][0]["input"] == {"path": "a"}
-    assert f.metadata["toolvocab_headers"]["response"]["content-encoding"] == header
+    if coding is None:
+        assert f.metadata["toolvocab_headers"]["response"]["content-encoding"] == header
+    else:
+        assert coding == header == "gzip"
     assert r.record["response_changed"] is True
 
 
