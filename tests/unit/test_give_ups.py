@@ -345,3 +345,43 @@ def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplo
     assert late in r.out  # as it came: no id added
     assert r.out.count(b'"id":"call_') == 1
     assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_responses_call_under_an_item_id_another_call_has_goes_as_it_came(env, seed):
+    """After the ``shell`` call (fitted: ``exec_command {"cmd": "echo hi"}``), a second call
+    under the same item id with its own ``call_id`` and arguments (``rm -rf build``). Was: the
+    first call's decision was reused for it, and the client got ``call_fx02`` as
+    ``exec_command {"cmd": "echo hi"}``: another call's tool and arguments. Now it goes as it
+    came and the record says why; the first call stays repaired."""
+    parts = events(RESPONSES_STREAM)
+    done = next(i for i, e in enumerate(parts) if e.startswith(b"event: response.output_item.done") and b"shell" in e)
+    argv = orjson.dumps({"command": ["bash", "-lc", "rm -rf build"]}).decode()
+    item = {"id": "fc_fx01", "type": "function_call", "call_id": "call_fx02", "name": "shell"}
+    second = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": {**item, "arguments": "", "status": "in_progress"},
+        },
+        {"type": "response.function_call_arguments.delta", "output_index": 2, "item_id": "fc_fx01", "delta": argv},
+        {
+            "type": "response.output_item.done",
+            "output_index": 2,
+            "item": {**item, "arguments": argv, "status": "completed"},
+        },
+    ]
+    upstream = b"".join(parts[: done + 1] + [_responses_event(e) for e in second] + parts[done + 1 :])
+    f = responses_flow(upstream)
+    r = harness.replay(env, f, seed)
+    dones = [
+        orjson.loads(e.split(b"data: ", 1)[1])["item"]
+        for e in events(r.out)
+        if e.startswith(b"event: response.output_item.done") and b"fc_fx01" in e
+    ]
+    assert [(d["call_id"], d["name"], orjson.loads(d["arguments"])) for d in dones] == [
+        ("call_fx01", "exec_command", {"cmd": "echo hi"}),
+        ("call_fx02", "shell", {"command": ["bash", "-lc", "rm -rf build"]}),
+    ]
+    assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [("shell", "exec_command")]
+    assert any(n.startswith("a tool call came under an item id another call") for n in r.record["notes"])

@@ -578,6 +578,8 @@ class ResponsesCore:
         ] = {}  # item id / call_id → (decision, new args, new call_id)
         #: Item ids (call_ids) of the calls let go (:meth:`let_go`): they end as they began.
         self.let_gone: set[str] = set()
+        #: Item id (call_id) -> the item its decision was made from (:func:`_same_call`).
+        self._called: dict[str, dict[str, Any]] = {}
         #: Item ids (call_ids) of the calls whose events went to the client changed
         #: (:meth:`ResponsesStream._release`): a copy of one given up later keeps their decision.
         self.delivered: set[str] = set()
@@ -701,7 +703,30 @@ class ResponsesCore:
         per item (keyed by item id, else call_id) however many events carry it."""
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str) and key in self.decided:
-            return self.decided[key]
+            if _same_call(self._called[key], item):
+                return self.decided[key]
+            # Another call under an item id a call already has (ids are unique in an answer):
+            # the first call's decision is not this one's, and which events are whose is not
+            # known. It goes as it came.
+            self.flow.note(SAME_ID_NOTE)
+            decision = self.decided[key][0]
+            return (
+                decision.model_copy(
+                    update={
+                        "name": item.get("name") if isinstance(item.get("name"), str) else decision.name,
+                        "namespace": _namespace(item),
+                        "action": Action.KEEP,
+                        "target": None,
+                        "target_namespace": None,
+                        "arguments_after": None,
+                        "reason": SAME_ID_NOTE,
+                    }
+                ),
+                None,
+                None,
+            )
+        if isinstance(key, str):
+            self._called[key] = item
         new_id = self.ids.fix(item.get("call_id"))
         if new_id is not None:
             item = {**item, "call_id": new_id}
@@ -959,6 +984,21 @@ def _not_a_call_done(raw: bytes) -> bool:
     (``function_call``, ``custom_tool_call``: both end ``_call"``) and no ``\\u`` escape that could
     spell one. Such an event (a message's end carries its whole text) needs no parse."""
     return b"output_item.done" in raw and b'_call"' not in raw and b"\\u" not in raw
+
+
+#: The record's note for a tool call that came under an item id another call already has.
+SAME_ID_NOTE = "a tool call came under an item id another call of the answer already has: it went as it came"
+
+
+def _same_call(first: dict[str, Any], item: dict[str, Any]) -> bool:
+    """``item`` (an event's output item, or its echo) may be the call ``first`` was read from,
+    under the same item id: its ``type`` and the ``call_id`` the upstream gave it are not
+    another's. (Its name may already be the client's, in an echo read after the call.)"""
+    for field in ("type", "call_id"):
+        a, b = first.get(field), item.get(field)
+        if a is not None and b is not None and a != b:
+            return False
+    return True
 
 
 def _namespace(item: dict[str, Any]) -> str | None:
