@@ -313,6 +313,60 @@ def events_of(data: bytes) -> list[bytes]:
 
 
 @pytest.mark.parametrize("seed", range(3))
+def test_another_calls_alias_in_pieces_is_given_back_beside_a_call_left_unsure(env, seed):
+    """Index 0: ``Bash``, then another id with ``_session`` before its arguments (which call was
+    meant is not known: left). Index 1: this flow's alias in two pieces of one call. The block
+    goes as it came but for index 1's name, given back (its first piece, the client's name; the
+    later one, none). Was: the whole block as it came, the alias included."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    request = {
+        "model": "m",
+        "stream": True,
+        "messages": [{"role": "user", "content": "read /x"}],
+        "tools": [
+            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
+            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
+        ],
+    }
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
+    upstream = (
+        _chat_chunk({"index": 0, "id": "call_1", **fn(name="Bash")})
+        + _chat_chunk({"index": 0, "id": "call_2", **fn(name="_session", arguments='{"command": "ls"}')})
+        + _chat_chunk({"index": 1, "id": "call_3", **fn(name=upstream_name[:11])})
+        + _chat_chunk({"index": 1, **fn(name=upstream_name[11:])})
+        + _chat_chunk({"index": 1, **fn(arguments='{"path": "/x"}')})
+        + _chat_chunk(None, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    f = harness.make_flow(
+        request,
+        host="api.openai.com",
+        path="/v1/chat/completions",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+    r = harness.replay(env, f, seed)
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    chunks = [orjson.loads(line[6:]) for line in r.out.split(b"\n") if line.startswith(b"data: {")]
+    names = [
+        (
+            c["choices"][0]["delta"]["tool_calls"][0]["index"],
+            c["choices"][0]["delta"]["tool_calls"][0]["function"].get("name"),
+        )
+        for c in chunks
+        if c["choices"] and c["choices"][0]["delta"].get("tool_calls")
+    ]
+    assert names == [(0, "Bash"), (0, "_session"), (1, "files.read"), (1, None), (1, None)], names
+    assert r.record["decisions"] == []
+
+
+@pytest.mark.parametrize("seed", range(3))
 def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplog, seed):
     """A call's name piece after its choice's ``finish_reason``: the call went out as it was then
     (``files_read_`` folds to ``files.read``); the late piece goes as it came, with no id added
@@ -385,3 +439,88 @@ def test_a_responses_call_under_an_item_id_another_call_has_goes_as_it_came(env,
     ]
     assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [("shell", "exec_command")]
     assert any(n.startswith("a tool call came under an item id another call") for n in r.record["notes"])
+
+
+def _choice_chunk(choice: int, call: dict | None = None, finish: str | None = None) -> bytes:
+    delta = {"tool_calls": [call]} if call is not None else {}
+    body = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": choice, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def _files_read_chat_flow(upstream: bytes, n: int = 1):
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    request = {
+        "model": "m",
+        "stream": True,
+        "n": n,
+        "messages": [{"role": "user", "content": "read /x"}],
+        "tools": [
+            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
+            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
+        ],
+    }
+    return harness.make_flow(
+        request,
+        host="api.openai.com",
+        path="/v1/chat/completions",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_late_chat_delta_among_another_choices_held_call_gets_no_id(env, seed):
+    """n=2: choice 0's call (``files_read_``) ends with its ``finish_reason``; then, while choice
+    1's ``Bash`` is held, a last piece of choice 0's name. It goes as it came: no id is added
+    (the client joins it to ``call_1``), and choice 1 is decided as usual. Was: an id
+    ``call_1tc_…`` the upstream never gave."""
+    fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
+    upstream = (
+        _choice_chunk(0, {"index": 0, "id": "call_1", **fn(name="files_read_")})
+        + _choice_chunk(0, {"index": 0, **fn(arguments='{"path": "/x"}')})
+        + _choice_chunk(0, None, "tool_calls")
+        + _choice_chunk(1, {"index": 0, "id": "call_2", **fn(name="Bash")})
+        + _choice_chunk(0, {"index": 0, **fn(name="601e4eb6")})
+        + _choice_chunk(1, {"index": 0, **fn(arguments='{"command": "ls"}')})
+        + _choice_chunk(1, None, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    r = harness.replay(env, _files_read_chat_flow(upstream, n=2), seed)
+    assert b"tc_" not in r.out and r.out.count(b'"id":"call_') == 2
+    assert _choice_chunk(0, {"index": 0, **fn(name="601e4eb6")}) in r.out
+    assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_new_chat_call_after_a_finish_reason_is_read_as_usual(env, seed):
+    """A new call (its own id, index 1) after the choice's ``finish_reason``, its name (this
+    flow's alias) in two pieces: it starts a call, so it is held and its name given back, as
+    any call's. (Passing every delta after a finish_reason as it came sent the alias.)"""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
+    upstream = (
+        _choice_chunk(0, {"index": 0, "id": "call_1", **fn(name="Bash", arguments='{"command": "ls"}')})
+        + _choice_chunk(0, None, "tool_calls")
+        + _choice_chunk(0, {"index": 1, "id": "call_2", **fn(name=upstream_name[:11])})
+        + _choice_chunk(0, {"index": 1, **fn(name=upstream_name[11:])})
+        + _choice_chunk(0, {"index": 1, **fn(arguments='{"path": "/y"}')})
+        + _choice_chunk(0, None, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    f = _files_read_chat_flow(upstream)
+    r = harness.replay(env, f, seed)
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert upstream_name[11:].encode() not in r.out
+    assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [
+        ("Bash", "Bash"),
+        (upstream_name, "files.read"),
+    ]

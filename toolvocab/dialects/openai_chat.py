@@ -695,6 +695,7 @@ class _Slot:
         "needs_normalize",
         "first_seen",
         "named",
+        "late",
     )
 
     def __init__(self, choice: int, index: int, out_index: int) -> None:
@@ -710,6 +711,7 @@ class _Slot:
         self.needs_normalize = False
         self.first_seen: tuple[int, int] | None = None  # (held event number, delta number)
         self.named = False  # a delta carried a "name" (an empty one is a blank name)
+        self.late = False  # it continues a call that went out at its choice's finish_reason
 
 
 def _finish_reasons(held: list[SSEEvent]) -> dict[Any, Any]:
@@ -859,7 +861,9 @@ class ChatStream(EventStreamRewriter):
         self._held: list[SSEEvent] | None = None
         self._position = 0  # calls resolved so far in this answer (for stable ids)
         self._ambiguous = False  # _assemble: a piece under another id may be a call or a name's rest
-        self._ended_choices: set[Any] = set()  # choices whose finish_reason came with their calls
+        #: (choice, index) of each call that went out at its choice's finish_reason: a later delta
+        #: with no id continues it (_only_late, _Slot.late)
+        self._ended_calls: set[tuple[Any, Any]] = set()
         self._seen_ids: set[str] = set()
         # Every content delta so far (while a lift is still possible), and the chunks held from
         # where markup may start.
@@ -1133,16 +1137,10 @@ class ChatStream(EventStreamRewriter):
         if self._held is None:
             if not has_calls:
                 return [self._finish_reason_fixed(event, choices)]
-            if self._ended_choices and any(
-                _is_index(c.get("index", 0))
-                and c.get("index", 0) in self._ended_choices
-                and c["delta"].get("tool_calls")
-                for c in choices
-                if isinstance(c, dict) and isinstance(c.get("delta"), dict)
-            ):
-                # A call's delta after its choice's finish_reason: the calls it may continue went
-                # out as they were then; this goes as it came but for an alias whole in it, given
-                # back (no id is added: a client joins it to the call it continues).
+            if self._ended_calls and self._only_late(choices):
+                # Deltas that continue calls whose choice's finish_reason came with them: those
+                # calls went out as they were then; this goes as it came but for an alias whole
+                # in it, given back (no id is added: a client joins it to the call it continues).
                 backs: list[str] = []
                 out = [self._give_names_back(event, backs)]
                 self.unrepaired.append(
@@ -1153,6 +1151,22 @@ class ChatStream(EventStreamRewriter):
             self._held = []
             self._open_calls = set()
         return _hold_to_end_of_choice(self._held, event, choices, self._release, self._open_calls, "tool_calls")
+
+    def _only_late(self, choices: list[Any]) -> bool:
+        """Every tool-call delta in ``choices`` continues (carries no ``id``) a call that went out
+        at its choice's ``finish_reason`` (:attr:`_ended_calls`): nothing in it starts a call."""
+        late = False
+        for c in choices:
+            delta = c.get("delta") if isinstance(c, dict) else None
+            calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+            for d_no, tc in enumerate(calls if isinstance(calls, list) else ()):
+                key = (c.get("index", 0), tc.get("index", d_no) if isinstance(tc, dict) else None)
+                if not isinstance(tc, dict) or tc.get("id") or not all(map(_is_index, key)):
+                    return False
+                if key not in self._ended_calls:
+                    return False
+                late = True
+        return late
 
     def at_end(self) -> list[bytes]:
         """End of stream: resolve what was held (the calls are as complete as they will get);
@@ -1385,15 +1399,19 @@ class ChatStream(EventStreamRewriter):
                 + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
             )
             return out
-        self._ended_choices.update(c for c, reason in _finish_reasons(held).items() if reason is not None)
         slots = self._assemble(held)
+        ended = _finish_reasons(held)
+        self._ended_calls.update(
+            (slot.choice, slot.index) for slot in slots if ended.get(slot.choice) and not slot.late
+        )
         if self._ambiguous:
             # Read as two calls, a name piece could become a call of its own (``files_read_``
             # folded to ``files.read`` with no arguments); read as one, another call's name
             # could join it. Either reading is a guess: the block goes out as it came, but for
-            # a name that is an upstream alias of this flow, whole in one delta, given back.
+            # a name that is an upstream alias of this flow given back where one call's pieces
+            # (up to another id) spell it (another call's in the block too).
             backs: list[str] = []
-            out = [self._give_names_back(e, backs) for e in held]
+            out = [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
             self._held = None
             self.unrepaired.append(
                 "a tool call's name continued under another id at the same index before its arguments "
@@ -1464,6 +1482,7 @@ class ChatStream(EventStreamRewriter):
                         taken = used_out.setdefault(c, set())
                         out_index = idx if idx not in taken else max(taken) + 1
                         slot = _Slot(c, idx, out_index)
+                        slot.late = not (isinstance(tc_id, str) and tc_id) and (c, idx) in self._ended_calls
                         if out_index != idx:
                             slot.needs_normalize = True
                         taken.add(out_index)
@@ -1502,6 +1521,11 @@ class ChatStream(EventStreamRewriter):
         return slots
 
     def _decide(self, slot: _Slot, *, truncated: bool = False) -> dict[str, Any]:
+        if slot.late:
+            # the rest of a call that went out at its choice's finish_reason: as it came (an id
+            # added would be joined to the call's by the client)
+            self.unrepaired.append("a tool call's delta came after its choice's finish_reason")
+            return {"rewrite": False, "id": None, "name": "", "args": None}
         if not slot.named:
             # Deltas of a call whose first chunk never came as JSON (it went on as sent): no
             # delta carried its name, so the call is not known whole and goes on as it came,
