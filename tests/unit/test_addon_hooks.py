@@ -2046,3 +2046,29 @@ def test_an_answer_with_no_body_keeps_its_framing(env, status, mode):
         assert f.response.raw_content == b""
     finally:
         env.configure(toolvocab_mode="auto")
+
+
+def test_a_json_answer_labelled_gzip_whose_bytes_are_plain_goes_as_it_came(env):
+    """A buffered answer labelled gzip whose bytes are plain JSON: no client's decoder reads it
+    (httpx raises), so toolvocab does not either: it goes as the upstream sent it, and the record
+    says why. (Reading it as it came gave the client a call it could not have read.)"""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    request = orjson.loads(_files_read_request())
+    request["stream"] = False
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": upstream_name, "input": {"path": "a"}}],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    upstream = orjson.dumps(answer)
+    f = make_flow(request, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", "gzip")])
+    r = replay(env, f)
+    assert r.out == upstream and f.response.headers["content-encoding"] == "gzip"
+    assert any(n.startswith("passed through: the answer body could not be decoded") for n in r.record["notes"])

@@ -557,14 +557,17 @@ class ToolVocab(Configurable):
             # member, a cut trailer, a list of codings): a client's decoder may still read it,
             # as toolvocab's stream decoder does (it gives what decodes, drops what follows).
             coding = resp.headers.get("content-encoding", "")
-            if decoding.stream_decoder(coding) is None or state.shared_record.mode == "observe":
+            lenient = (
+                None if state.shared_record.mode == "observe" else decoding.decode_leniently(resp.raw_content, coding)
+            )
+            if lenient is None:  # its first bytes are not the coding: no client reads it either
                 state.record.notes.append(
                     passed_note(
                         f"the answer body could not be decoded ({exc})", "the client got it as the upstream sent it"
                     )
                 )
                 return
-            content, plain = decoding.decode_whole(resp.raw_content, coding), True
+            content, plain = lenient, True
         if not content:
             return
         try:

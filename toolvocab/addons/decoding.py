@@ -190,3 +190,16 @@ def decode_whole(body: bytes, content_encoding: str) -> bytes:
         return decoder.decode(body)
     except DecodeError as exc:
         return exc.decoded or body
+
+
+def decode_leniently(body: bytes, content_encoding: str) -> bytes | None:
+    """``body`` decoded as a client's lenient decoder reads it (httpx's: what decodes, bytes after
+    the last member or frame dropped, a cut trailer not checked), or ``None`` when its first bytes
+    are not the coding (a client could not read it either) or a coding is not read here."""
+    decoder = stream_decoder(content_encoding)
+    if decoder is None:
+        return None
+    try:
+        return decoder.decode(body)
+    except DecodeError as exc:
+        return exc.decoded or None
