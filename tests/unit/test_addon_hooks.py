@@ -2072,3 +2072,31 @@ def test_a_json_answer_labelled_gzip_whose_bytes_are_plain_goes_as_it_came(env):
     r = replay(env, f)
     assert r.out == upstream and f.response.headers["content-encoding"] == "gzip"
     assert any(n.startswith("passed through: the answer body could not be decoded") for n in r.record["notes"])
+
+
+def test_an_alias_an_empty_chunk_cuts_is_said_to_reach_the_client(env):
+    """An empty HTTP/2 DATA frame inside the alias itself (``files_rea`` | ``d_601e4eb6``): the
+    event's first part went out at the early end, so its name cannot be given back; the record
+    says the alias reached the client, not that names were given back. (Was: "given back".)"""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    block = {"type": "tool_use", "id": "toolu_1", "name": upstream_name, "input": {}}
+    events = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_stop"},
+    ]
+    body = b"".join(b"event: %s\ndata: %s\n\n" % (e["type"].encode(), orjson.dumps(e)) for e in events)
+    cut = body.index(upstream_name.encode()) + 9
+    f = make_flow(_files_read_request(), upstream=body)
+    out = asyncio.run(_drive_parts(env, f, [body[:cut], b"", body[cut:], b""]))
+    assert out == body  # as it came: the name's first part went out at the early end
+    notes = f.metadata[KEY]["notes"]
+    assert any(
+        n.startswith("passed through: an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite")
+        and f"though {upstream_name} reached it as sent" in n
+        for n in notes
+    ), notes

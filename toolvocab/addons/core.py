@@ -362,6 +362,8 @@ class ToolVocab(Configurable):
         (:meth:`FlowState.may_change`), the record the request hook gives such a request."""
         if state.decoded is not None:
             state.decoded.close()
+        if state.stream is not None:
+            state.stream.close()
         if state.refused is None:
             self.recorder.finish(flow, state)
             return

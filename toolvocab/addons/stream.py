@@ -126,6 +126,9 @@ class StreamCallable:
         self._carry = b""  # released on a stall but not sendable then: goes out with the next piece
         self._after_end: StreamRewriter | None = None  # reads what comes after an early end
         self._reads_after_end = False  # bytes after an early end go through _names_back()
+        self._ended_early = False  # an empty chunk ended the rewrite, and bytes came after it
+        self._scan_tail = b""  # the last bytes sent, for an alias cut between two pieces
+        self._leaked: set[bytes] = set()  # this flow's aliases the client got after an early end
         self.phase = Phase.SNIFFING
         self.rewriter: StreamRewriter | None = state.rewriter()  # None once released
         self.upstream = bytearray()  # whole stream when keep; else only while sniffing / JSON
@@ -162,14 +165,10 @@ class StreamCallable:
                 self._to(Phase.DONE)
                 self._after_end = self._names_back()
                 self._reads_after_end = self._after_end is not None
-                but = "" if self._after_end is None else " but for the names this flow sent upstream, given back"
-                self.state.record.notes.append(
-                    passed_note(
-                        "an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended",
-                        f"the client got the bytes after it as the upstream sent them{but}",
-                    )
-                )
+                self._ended_early = True  # said at close(), with what reached the client
             out = self._after(chunk)
+            if out and self._ended_early and self._aliases:
+                self._scan_aliases(out)
             self._track(chunk, out)
             return out
         consumed = self._consumed()
@@ -200,6 +199,9 @@ class StreamCallable:
             out = self._confirm(chunk, out)
         self._track(chunk, out)
         if not chunk and self.phase is not Phase.DRAINED:
+            if self.phase is not Phase.PASSING and self._aliases:
+                # the end, or an empty DATA frame: an alias cut there ends after it
+                self._scan_tail = b"".join(out)[-self._aliases[0] :]
             self._to(Phase.DONE if self.phase is Phase.PASSING else Phase.ENDED)
             self._cancel_timer()
         elif self.hold_timeout > 0:
@@ -207,6 +209,42 @@ class StreamCallable:
         return out
 
     # -- after an early end ------------------------------------------------------------------
+
+    @property
+    def _aliases(self) -> tuple[int, list[bytes]] | tuple[()]:
+        """``(longest length - 1, each alias as bytes)`` of this flow's upstream aliases, or
+        ``()`` when it has none."""
+        reverse = self.state.plan.reverse_map if self.state is not None else None
+        if not reverse:
+            return ()
+        names = [alias.encode() for alias in reverse]
+        return max(map(len, names)) - 1, names
+
+    def _scan_aliases(self, out: list[bytes]) -> None:
+        """Note each upstream alias of this flow in ``out`` (bytes the client gets after an
+        early end), across the pieces and the end: what :meth:`close` says reached it."""
+        keep, names = self._aliases  # type: ignore[misc]
+        data = self._scan_tail + b"".join(out)
+        self._leaked.update(name for name in names if name in data)
+        self._scan_tail = data[-keep:] if keep else b""
+
+    def close(self) -> None:
+        """The flow ended: a rewrite an empty chunk ended before the stream did says so, and
+        what the client got after it (as the upstream sent it; with this flow's names given back,
+        and any of its aliases that still reached the client: one an empty chunk cut, or one
+        the give-back does not read)."""
+        if not self._ended_early or self.state is None:
+            return
+        self._ended_early = False
+        got = "the client got the bytes after it as the upstream sent them"
+        if self._reads_after_end or self._leaked:
+            got += " but for the names this flow sent upstream, given back"
+        if self._leaked:
+            names = ", ".join(sorted(n.decode("utf-8", "replace") for n in self._leaked))
+            got += f", though {names} reached it as sent (cut by the empty chunk, or not read)"
+        self.state.record.notes.append(
+            passed_note("an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended", got)
+        )
 
     def _names_back(self) -> StreamRewriter | None:
         """For the bytes after an empty chunk ended the rewrite early (mitmproxy cannot tell an
