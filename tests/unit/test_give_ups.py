@@ -524,3 +524,21 @@ def test_a_new_chat_call_after_a_finish_reason_is_read_as_usual(env, seed):
         ("Bash", "Bash"),
         (upstream_name, "files.read"),
     ]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_echo_shows_a_fitted_call_as_it_first_went_after_a_copy(env, seed):
+    """The call went to the client fitted (``exec_command {"cmd": "echo hi"}``), then a copy of
+    its ``.done`` was given up (as it came). ``response.completed``'s echo, which clients such as
+    the SDK's ``get_final_response`` read, shows the call as its events first went, as the record
+    does. Was: the echo showed ``shell`` with the argv."""
+    parts = events(RESPONSES_STREAM)
+    done = next(i for i, e in enumerate(parts) if e.startswith(b"event: response.output_item.done") and b"shell" in e)
+    f = responses_flow(b"".join(parts[: done + 1] + [parts[done]] + parts[done + 1 :]))
+    r = harness.replay(env, f, seed)
+    completed = [
+        orjson.loads(e.split(b"data: ", 1)[1]) for e in events(r.out) if e.startswith(b"event: response.completed")
+    ]
+    [call] = [i for i in completed[0]["response"]["output"] if i["type"] == "function_call"]
+    assert (call["name"], orjson.loads(call["arguments"])) == ("exec_command", {"cmd": "echo hi"})
+    assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [("shell", "exec_command")]

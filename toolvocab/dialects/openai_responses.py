@@ -580,9 +580,10 @@ class ResponsesCore:
         self.let_gone: set[str] = set()
         #: Item id (call_id) -> the item its decision was made from (:func:`_same_call`).
         self._called: dict[str, dict[str, Any]] = {}
-        #: Item ids (call_ids) of the calls whose events went to the client changed
-        #: (:meth:`ResponsesStream._release`): a copy of one given up later keeps their decision.
-        self.delivered: set[str] = set()
+        #: Item id (call_id) -> the decision of a call whose events went to the client changed
+        #: (:meth:`ResponsesStream._release`): a copy of it given up later leaves the decision
+        #: in the record, and the ``response.completed`` echo shows the call as it went first.
+        self.delivered: dict[str, tuple[Decision, str | None, str | None]] = {}
         self.ids = flow.ids()
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
@@ -823,17 +824,23 @@ class ResponsesCore:
                 return unit.with_json({**data, "name": back[0].target})
         return unit
 
-    def apply_item(self, item: dict[str, Any], *, with_arguments: bool = True) -> bool:
+    def apply_item(self, item: dict[str, Any], *, with_arguments: bool = True, echo: bool = False) -> bool:
         """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
         false, arguments); True when changed. An ``output_item.added`` item keeps its (empty)
-        arguments: clients append the deltas to it."""
+        arguments: clients append the deltas to it. ``echo``: an item of a streamed answer's
+        ``response`` echo, which shows a call as its events first went (:attr:`delivered`)."""
         if (
             not isinstance(item.get("type"), str)
             or item.get("type") not in _CALL_TYPES
             or not isinstance(item.get("name"), str)
         ):
             return False
-        decision, new_args, new_id = self._decide(item)
+        key = item.get("id") or item.get("call_id")
+        first = self.delivered.get(key) if echo and isinstance(key, str) else None
+        if first is not None and _same_call(self._called[key], item):
+            decision, new_args, new_id = first
+        else:
+            decision, new_args, new_id = self._decide(item)
         changed = False
         if new_id is not None:
             item["call_id"] = new_id
@@ -880,7 +887,7 @@ class ResponsesCore:
         for item in as_list(response.get("output")):
             # Items made here are already decided (and their ids counted).
             if isinstance(item, dict) and id(item) in old_items:
-                changed |= self.apply_item(item)
+                changed |= self.apply_item(item, echo=self.streaming)
         if self.reverse:
             changed |= _unrename_echo(response, self.reverse)
         sentence = self.plan.prompt_sentence
@@ -1756,7 +1763,7 @@ class ResponsesStream(EventStreamRewriter):
                 out.append(unit)
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str):
-            self.core.delivered.add(key)
+            self.core.delivered[key] = self.core.decided.get(key, (decision, new_args, new_id))
         return out
 
 
