@@ -81,6 +81,7 @@ class StreamDecoder:
         #: a member or frame ended and nothing of another has decoded since (bytes failing now
         #: follow the body's end: padding, junk, a broken next member)
         self.after_end = False
+        self.members = 1  # gzip members or zstd frames begun so far
         self._rest = b""
         self._head = b""  # deflate: the first bytes, until two tell zlib from raw
         self._obj: Any = None
@@ -126,6 +127,7 @@ class StreamDecoder:
                     raise DecodeError(f"{self.coding}: data after the end of the stream", b"".join(out), data)
                 self._obj = _zstd() if self.coding == "zstd" else zlib.decompressobj(16 + zlib.MAX_WBITS)
                 self.finished = False
+                self.members += 1
             self._rest = data
             out.append(self._obj.decompress(data))
             self.finished = self._obj.eof
@@ -193,13 +195,20 @@ def decode_whole(body: bytes, content_encoding: str) -> bytes:
 
 
 def decode_leniently(body: bytes, content_encoding: str) -> bytes | None:
-    """``body`` decoded as a client's lenient decoder reads it (httpx's: what decodes, bytes after
-    the last member or frame dropped, a cut trailer not checked), or ``None`` when its first bytes
-    are not the coding (a client could not read it either) or a coding is not read here."""
+    """``body`` decoded only where a client's decoder reads it the same way (httpx's, the
+    official Python SDKs': one gzip member or zstd frame, gzip and deflate ignoring bytes after
+    their end, a cut gzip trailer not checked, a list of codings), or ``None``: its first bytes
+    are not the coding, it has several members or frames (httpx reads the first, other clients
+    every one), bytes follow the end of a br or zstd stream (httpx refuses them), or a coding is
+    not read here."""
     decoder = stream_decoder(content_encoding)
     if decoder is None:
         return None
     try:
-        return decoder.decode(body)
+        decoded = decoder.decode(body)
     except DecodeError as exc:
-        return exc.decoded or None
+        outer = decoder.decoders[0] if decoder.decoders else None
+        if not exc.decoded or outer is None or not outer.after_end or outer.coding in ("br", "zstd"):
+            return None
+        decoded = exc.decoded
+    return decoded if all(d.members == 1 for d in decoder.decoders) else None
