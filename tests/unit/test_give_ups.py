@@ -542,3 +542,85 @@ def test_the_echo_shows_a_fitted_call_as_it_first_went_after_a_copy(env, seed):
     [call] = [i for i in completed[0]["response"]["output"] if i["type"] == "function_call"]
     assert (call["name"], orjson.loads(call["arguments"])) == ("exec_command", {"cmd": "echo hi"})
     assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [("shell", "exec_command")]
+
+
+@pytest.mark.parametrize("call_id", ["call_fx01", None], ids=["same-call-id", "no-call-id"])
+def test_a_responses_call_under_a_used_item_id_and_call_id_keeps_its_own_arguments(env, call_id):
+    """The second call under the first's item id has the same ``call_id`` (or none) but its own
+    arguments (``rm -rf build``): it is another call, and goes as it came. Was: read as the
+    same call, it got ``exec_command {"cmd": "echo hi"}``."""
+    parts = events(RESPONSES_STREAM)
+    done = next(i for i, e in enumerate(parts) if e.startswith(b"event: response.output_item.done") and b"shell" in e)
+    argv = orjson.dumps({"command": ["bash", "-lc", "rm -rf build"]}).decode()
+    item = {"id": "fc_fx01", "type": "function_call", "name": "shell", **({"call_id": call_id} if call_id else {})}
+    second = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 2,
+            "item": {**item, "arguments": "", "status": "in_progress"},
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 2,
+            "item": {**item, "arguments": argv, "status": "completed"},
+        },
+    ]
+    upstream = b"".join(parts[: done + 1] + [_responses_event(e) for e in second] + parts[done + 1 :])
+    r = harness.replay(env, responses_flow(upstream), 0)
+    dones = [
+        orjson.loads(e.split(b"data: ", 1)[1])["item"]
+        for e in events(r.out)
+        if e.startswith(b"event: response.output_item.done") and b"fc_fx01" in e
+    ]
+    assert [(d["name"], orjson.loads(d["arguments"])) for d in dones] == [
+        ("exec_command", {"cmd": "echo hi"}),
+        ("shell", {"command": ["bash", "-lc", "rm -rf build"]}),
+    ]
+
+
+@pytest.mark.parametrize("first_alias", [True, False], ids=["alias-first", "alias-second"])
+def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name(env, first_alias):
+    """Two calls under one item id, one of them under this flow's alias: each goes under its own
+    name, the alias given back (every event, ``function_call_arguments.done`` included), and no
+    event of one takes the other's name. Was: the second's alias reached the client, or its
+    ``arguments.done`` took the first call's name."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    request = {
+        **RESPONSES_REQUEST,
+        "tools": [*RESPONSES_REQUEST["tools"], {"type": "function", "name": "files.read", "parameters": schema}],
+    }
+    upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
+    calls = [(upstream_name, '{"path":"/a"}'), ("write_stdin", '{"session_id":1}')]
+    if not first_alias:
+        calls.reverse()
+    evs = [{"type": "response.created", "response": {"id": "r", "status": "in_progress", "output": []}}]
+    for n, (name, args) in enumerate(calls):
+        item = {"id": "fc_1", "type": "function_call", "call_id": f"call_{n}", "name": name}
+        evs += [
+            {"type": "response.output_item.added", "output_index": n, "item": {**item, "arguments": ""}},
+            {
+                "type": "response.function_call_arguments.done",
+                "output_index": n,
+                "item_id": "fc_1",
+                "name": name,
+                "arguments": args,
+            },
+            {"type": "response.output_item.done", "output_index": n, "item": {**item, "arguments": args}},
+        ]
+    evs.append({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": []}})
+    upstream = b"".join(_responses_event(e) for e in evs)
+    f = responses_flow(upstream)
+    f.request.content = orjson.dumps(request)
+    r = harness.replay(env, f, 0)
+    assert upstream_name.encode() not in r.out
+    sent = [orjson.loads(e.split(b"data: ", 1)[1]) for e in events(r.out)]
+    named = [
+        (d.get("item", d).get("name"), d.get("item", d).get("arguments") or d.get("arguments"))
+        for d in sent
+        if d["type"] in ("response.function_call_arguments.done", "response.output_item.done")
+    ]
+    want = {'{"path":"/a"}': "files.read", '{"session_id":1}': "write_stdin"}
+    assert all(want[args] == name for name, args in named), named

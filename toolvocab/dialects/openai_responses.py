@@ -580,6 +580,9 @@ class ResponsesCore:
         self.let_gone: set[str] = set()
         #: Item id (call_id) -> the item its decision was made from (:func:`_same_call`).
         self._called: dict[str, dict[str, Any]] = {}
+        #: Item ids under which another call came (:data:`SAME_ID_NOTE`): an event that names its
+        #: call only by such an id (``item_id``) is not given that id's decision.
+        self.reused: set[str] = set()
         #: Item id (call_id) -> the decision of a call whose events went to the client changed
         #: (:meth:`ResponsesStream._release`): a copy of it given up later leaves the decision
         #: in the record, and the ``response.completed`` echo shows the call as it went first.
@@ -704,21 +707,28 @@ class ResponsesCore:
         per item (keyed by item id, else call_id) however many events carry it."""
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str) and key in self.decided:
-            if _same_call(self._called[key], item):
+            first = self._called[key]
+            if _same_call(first, item):
+                if not first.get("arguments") and item.get("arguments"):
+                    self._called[key] = item  # the whole arguments, for the next comparison
                 return self.decided[key]
             # Another call under an item id a call already has (ids are unique in an answer):
             # the first call's decision is not this one's, and which events are whose is not
-            # known. It goes as it came.
+            # known. It goes as it came but for this flow's alias, given back.
             self.flow.note(SAME_ID_NOTE)
+            self.reused.add(key)
             decision = self.decided[key][0]
+            name = item.get("name") if isinstance(item.get("name"), str) else decision.name
+            back = self.flow.name_back(name, _namespace(item))
             return (
                 decision.model_copy(
                     update={
-                        "name": item.get("name") if isinstance(item.get("name"), str) else decision.name,
+                        "name": name,
                         "namespace": _namespace(item),
-                        "action": Action.KEEP,
-                        "target": None,
-                        "target_namespace": None,
+                        "action": Action.KEEP if back is None else Action.RENAME,
+                        "step": Step.REVERSE_MAP if back is not None else decision.step,
+                        "target": None if back is None else back[0],
+                        "target_namespace": None if back is None else back[1],
                         "arguments_after": None,
                         "reason": SAME_ID_NOTE,
                     }
@@ -819,7 +829,8 @@ class ResponsesCore:
                 item.pop("namespace", None)
             return unit.with_json({**data, "item": item})
         if kind == "response.function_call_arguments.done" and isinstance(data.get("name"), str):
-            back = self.decided.get(data.get("item_id")) if isinstance(data.get("item_id"), str) else None
+            item_id = data.get("item_id")
+            back = self.decided.get(item_id) if isinstance(item_id, str) and item_id not in self.reused else None
             if back is not None and back[0].action is Action.RENAME and back[0].target is not None:
                 return unit.with_json({**data, "name": back[0].target})
         return unit
@@ -1000,12 +1011,14 @@ SAME_ID_NOTE = "a tool call came under an item id another call of the answer alr
 def _same_call(first: dict[str, Any], item: dict[str, Any]) -> bool:
     """``item`` (an event's output item, or its echo) may be the call ``first`` was read from,
     under the same item id: its ``type`` and the ``call_id`` the upstream gave it are not
-    another's. (Its name may already be the client's, in an echo read after the call.)"""
+    another's (a missing one is none), and their ``arguments``, when both are whole (an
+    ``output_item.added`` carries ``""``), are the same. (Its name may already be the client's,
+    in an echo read after the call.)"""
     for field in ("type", "call_id"):
-        a, b = first.get(field), item.get(field)
-        if a is not None and b is not None and a != b:
+        if first.get(field) != item.get(field):
             return False
-    return True
+    a, b = first.get("arguments"), item.get("arguments")
+    return not (a and b and a != b)
 
 
 def _namespace(item: dict[str, Any]) -> str | None:
