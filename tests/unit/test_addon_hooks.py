@@ -1440,7 +1440,7 @@ def test_an_alias_after_an_empty_chunk_is_given_back(env, coding, size):
     assert (
         "passed through: an empty chunk (an empty HTTP/2 DATA frame) ended the rewrite before the stream ended; "
         "the client got the bytes after it as the upstream sent them but for the names this flow sent upstream, "
-        "given back"
+        "given back in the events read whole after it"
     ) in notes, notes
     assert not any("ended before its end" in n for n in notes), notes
 

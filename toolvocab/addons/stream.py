@@ -238,7 +238,7 @@ class StreamCallable:
         self._ended_early = False
         got = "the client got the bytes after it as the upstream sent them"
         if self._reads_after_end or self._leaked:
-            got += " but for the names this flow sent upstream, given back"
+            got += " but for the names this flow sent upstream, given back in the events read whole after it"
         if self._leaked:
             names = ", ".join(sorted(n.decode("utf-8", "replace") for n in self._leaked))
             got += f", though {names} reached it as sent (cut by the empty chunk, or not read)"
