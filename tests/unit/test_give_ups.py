@@ -53,6 +53,16 @@ def responses_flow(upstream: bytes):
     )
 
 
+def _files_read_responses_flow(upstream: bytes):
+    """A Codex request that also declares ``files.read`` (sent upstream under an alias: OpenAI
+    takes no dot), answered ``upstream``."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    tool = {"type": "function", "name": "files.read", "parameters": schema}
+    f = responses_flow(upstream)
+    f.request.content = orjson.dumps({**RESPONSES_REQUEST, "tools": [*RESPONSES_REQUEST["tools"], tool]})
+    return f
+
+
 def warnings(caplog) -> list[str]:
     return [
         r.getMessage()
@@ -193,6 +203,39 @@ def _chat_chunk(call: dict | None = None, finish: str | None = None) -> bytes:
     return b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]}) + b"\n\n"
 
 
+def _choice_chunk(choice: int, call: dict | None = None, finish: str | None = None) -> bytes:
+    delta = {"tool_calls": [call]} if call is not None else {}
+    body = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": choice, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+def _files_read_chat_flow(upstream: bytes, n: int = 1):
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    request = {
+        "model": "m",
+        "stream": True,
+        "n": n,
+        "messages": [{"role": "user", "content": "read /x"}],
+        "tools": [
+            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
+            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
+        ],
+    }
+    return harness.make_flow(
+        request,
+        host="api.openai.com",
+        path="/v1/chat/completions",
+        headers=[("content-type", "application/json")],
+        upstream=upstream,
+        resp_type="text/event-stream",
+    )
+
+
 @pytest.mark.parametrize(
     ("first", "rest"),
     [("files_read_", "601e4eb6"), ("bash", "_session")],
@@ -207,17 +250,6 @@ def test_a_chat_name_continued_under_another_id_before_its_arguments_is_left(env
     or the last), it is another name. Which is meant is not known: the block goes as it came and
     the record says why. (Was: ``files.read {}`` and a second call ``601e4eb6`` with the arguments.)"""
     caplog.set_level(logging.INFO)
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
-    request = {
-        "model": "m",
-        "stream": True,
-        "messages": [{"role": "user", "content": "read /x"}],
-        "tools": [
-            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
-            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
-        ],
-    }
     fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
     upstream = (
         _chat_chunk({"index": 0, "id": "call_1", **fn(name=first)})
@@ -226,14 +258,7 @@ def test_a_chat_name_continued_under_another_id_before_its_arguments_is_left(env
         + _chat_chunk(None, "tool_calls")
         + b"data: [DONE]\n\n"
     )
-    f = harness.make_flow(
-        request,
-        host="api.openai.com",
-        path="/v1/chat/completions",
-        headers=[("content-type", "application/json")],
-        upstream=upstream,
-        resp_type="text/event-stream",
-    )
+    f = _files_read_chat_flow(upstream)
     r = harness.replay(env, f, seed)
     assert r.out == upstream
     assert r.record["decisions"] == []
@@ -260,11 +285,6 @@ def test_a_responses_arguments_done_never_shows_the_client_an_alias(env, caplog,
     from toolvocab.engine.grammar import alias
 
     caplog.set_level(logging.INFO)
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    request = {
-        **RESPONSES_REQUEST,
-        "tools": [*RESPONSES_REQUEST["tools"], {"type": "function", "name": "files.read", "parameters": schema}],
-    }
     upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
     item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": upstream_name, "arguments": ""}
     done = {**item, "arguments": '{"path":"a"}', "status": "completed"}
@@ -297,8 +317,7 @@ def test_a_responses_arguments_done_never_shows_the_client_an_alias(env, caplog,
         ]
     events.append({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": []}})
     upstream = b"".join(_responses_event({**e, "sequence_number": n}) for n, e in enumerate(events))
-    f = responses_flow(upstream)
-    f.request.content = orjson.dumps(request)
+    f = _files_read_responses_flow(upstream)
     r = harness.replay(env, f, seed)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert upstream_name.encode() not in r.out, r.out
@@ -321,17 +340,6 @@ def test_another_calls_alias_in_pieces_is_given_back_beside_a_call_left_unsure(e
     from toolvocab.engine.grammar import GRAMMARS
     from toolvocab.engine.grammar import alias
 
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
-    request = {
-        "model": "m",
-        "stream": True,
-        "messages": [{"role": "user", "content": "read /x"}],
-        "tools": [
-            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
-            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
-        ],
-    }
     upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
     fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
     upstream = (
@@ -343,14 +351,7 @@ def test_another_calls_alias_in_pieces_is_given_back_beside_a_call_left_unsure(e
         + _chat_chunk(None, "tool_calls")
         + b"data: [DONE]\n\n"
     )
-    f = harness.make_flow(
-        request,
-        host="api.openai.com",
-        path="/v1/chat/completions",
-        headers=[("content-type", "application/json")],
-        upstream=upstream,
-        resp_type="text/event-stream",
-    )
+    f = _files_read_chat_flow(upstream)
     r = harness.replay(env, f, seed)
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     chunks = [orjson.loads(line[6:]) for line in r.out.split(b"\n") if line.startswith(b"data: {")]
@@ -373,13 +374,6 @@ def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplo
     (the openai SDK joins a delta's id to the call's, so an added id made ``call_1call_1tc_…``,
     an id the upstream never gave), and the record says so. Was: an id added, nothing said."""
     caplog.set_level(logging.INFO)
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    request = {
-        "model": "m",
-        "stream": True,
-        "messages": [{"role": "user", "content": "read /x"}],
-        "tools": [{"type": "function", "function": {"name": "files.read", "parameters": schema}}],
-    }
     late = _chat_chunk({"index": 0, "function": {"name": "601e4eb6", "arguments": '{"path": "/x"}'}})
     upstream = (
         _chat_chunk({"index": 0, "id": "call_1", "type": "function", "function": {"name": "files_read_"}})
@@ -387,14 +381,7 @@ def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplo
         + late
         + b"data: [DONE]\n\n"
     )
-    f = harness.make_flow(
-        request,
-        host="api.openai.com",
-        path="/v1/chat/completions",
-        headers=[("content-type", "application/json")],
-        upstream=upstream,
-        resp_type="text/event-stream",
-    )
+    f = _files_read_chat_flow(upstream)
     r = harness.replay(env, f, seed)
     assert late in r.out  # as it came: no id added
     assert r.out.count(b'"id":"call_') == 1
@@ -439,39 +426,6 @@ def test_a_responses_call_under_an_item_id_another_call_has_goes_as_it_came(env,
     ]
     assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [("shell", "exec_command")]
     assert any(n.startswith("a tool call came under an item id another call") for n in r.record["notes"])
-
-
-def _choice_chunk(choice: int, call: dict | None = None, finish: str | None = None) -> bytes:
-    delta = {"tool_calls": [call]} if call is not None else {}
-    body = {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "choices": [{"index": choice, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + orjson.dumps(body) + b"\n\n"
-
-
-def _files_read_chat_flow(upstream: bytes, n: int = 1):
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    bash = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
-    request = {
-        "model": "m",
-        "stream": True,
-        "n": n,
-        "messages": [{"role": "user", "content": "read /x"}],
-        "tools": [
-            {"type": "function", "function": {"name": "files.read", "parameters": schema}},
-            {"type": "function", "function": {"name": "Bash", "parameters": bash}},
-        ],
-    }
-    return harness.make_flow(
-        request,
-        host="api.openai.com",
-        path="/v1/chat/completions",
-        headers=[("content-type", "application/json")],
-        upstream=upstream,
-        resp_type="text/event-stream",
-    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -587,11 +541,6 @@ def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name
     from toolvocab.engine.grammar import GRAMMARS
     from toolvocab.engine.grammar import alias
 
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
-    request = {
-        **RESPONSES_REQUEST,
-        "tools": [*RESPONSES_REQUEST["tools"], {"type": "function", "name": "files.read", "parameters": schema}],
-    }
     upstream_name = alias("files.read", GRAMMARS["openai"], {"files.read"})
     calls = [(upstream_name, '{"path":"/a"}'), ("write_stdin", '{"session_id":1}')]
     if not first_alias:
@@ -612,8 +561,7 @@ def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name
         ]
     evs.append({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": []}})
     upstream = b"".join(_responses_event(e) for e in evs)
-    f = responses_flow(upstream)
-    f.request.content = orjson.dumps(request)
+    f = _files_read_responses_flow(upstream)
     r = harness.replay(env, f, 0)
     assert upstream_name.encode() not in r.out
     sent = [orjson.loads(e.split(b"data: ", 1)[1]) for e in events(r.out)]
