@@ -1400,9 +1400,9 @@ class ChatStream(EventStreamRewriter):
             )
             return out
         slots = self._assemble(held)
-        ended = _finish_reasons(held)
+        finish = _finish_reasons(held)
         self._ended_calls.update(
-            (slot.choice, slot.index) for slot in slots if ended.get(slot.choice) and not slot.late
+            (slot.choice, slot.index) for slot in slots if finish.get(slot.choice) and not slot.late
         )
         if self._ambiguous:
             # Read as two calls, a name piece could become a call of its own (``files_read_``
@@ -1419,7 +1419,6 @@ class ChatStream(EventStreamRewriter):
                 + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
             )
             return out
-        finish = _finish_reasons(held)
         updates: dict[int, dict[str, Any]] = {}
         for slot in slots:
             updates[id(slot)] = self._decide(slot, truncated=_cut_off(finish.get(slot.choice)))
