@@ -1281,6 +1281,28 @@ def test_gzip_json_answer_to_non_stream_request_is_repaired_and_stays_gzip(env):
     assert r.record["response_changed"] is True
 
 
+def _alias_json_answer() -> tuple[str, dict, dict]:
+    """``(alias, request, answer)``: a non-stream request declaring ``files.read`` (sent upstream
+    under ``alias``: Anthropic takes no dot) and a JSON answer calling the alias with
+    ``{"path": "a"}``."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+    request = orjson.loads(_files_read_request())
+    request["stream"] = False
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "tool_use", "id": "toolu_01", "name": upstream_name, "input": {"path": "a"}}],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    return upstream_name, request, answer
+
+
 @pytest.mark.parametrize(
     ("header", "encode"),
     [
@@ -1297,21 +1319,7 @@ def test_a_json_answer_mitmproxy_cannot_decode_whole_is_read_as_a_client_reads_i
     toolvocab reads it as its stream decoder does, and the client gets it repaired and decoded,
     ``content-encoding`` off (kept for a replay). Was: passed as "could not be decoded", and the
     client read the call under the alias this flow sent upstream."""
-    from toolvocab.engine.grammar import GRAMMARS
-    from toolvocab.engine.grammar import alias
-
-    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
-    request = orjson.loads(_files_read_request())
-    request["stream"] = False
-    answer = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [{"type": "tool_use", "id": "toolu_01", "name": upstream_name, "input": {"path": "a"}}],
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
+    upstream_name, request, answer = _alias_json_answer()
     upstream = encode(orjson.dumps(answer))
     f = make_flow(request, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", header)])
     r = replay(env, f)
@@ -2052,21 +2060,7 @@ def test_a_json_answer_labelled_gzip_whose_bytes_are_plain_goes_as_it_came(env):
     """A buffered answer labelled gzip whose bytes are plain JSON: no client's decoder reads it
     (httpx raises), so toolvocab does not either: it goes as the upstream sent it, and the record
     says why. (Reading it as it came gave the client a call it could not have read.)"""
-    from toolvocab.engine.grammar import GRAMMARS
-    from toolvocab.engine.grammar import alias
-
-    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
-    request = orjson.loads(_files_read_request())
-    request["stream"] = False
-    answer = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "m",
-        "content": [{"type": "tool_use", "id": "toolu_01", "name": upstream_name, "input": {"path": "a"}}],
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
+    upstream_name, request, answer = _alias_json_answer()
     upstream = orjson.dumps(answer)
     f = make_flow(request, upstream=upstream, resp_type="application/json", resp_headers=[("content-encoding", "gzip")])
     r = replay(env, f)
