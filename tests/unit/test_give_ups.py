@@ -532,6 +532,35 @@ def test_a_responses_call_under_a_used_item_id_and_call_id_keeps_its_own_argumen
     ]
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_a_responses_call_under_a_used_item_id_and_call_id_with_another_name_keeps_its_name(env, seed):
+    """The second call under the first's item id has its ``call_id`` and arguments but another
+    name (``write_stdin``, declared): another call, so it goes as it came. Was: read as the same
+    call (type, call_id and arguments agree), it got the first call's decision and reached the
+    client as ``exec_command``."""
+    parts = events(RESPONSES_STREAM)
+    done_at = next(
+        i for i, e in enumerate(parts) if e.startswith(b"event: response.output_item.done") and b"shell" in e
+    )
+    first = orjson.loads(parts[done_at].split(b"data: ", 1)[1])["item"]
+    item = {**first, "name": "write_stdin"}
+    second = [
+        {"type": "response.output_item.added", "output_index": 2, "item": {**item, "arguments": ""}},
+        {"type": "response.output_item.done", "output_index": 2, "item": item},
+    ]
+    upstream = b"".join(parts[: done_at + 1] + [_responses_event(e) for e in second] + parts[done_at + 1 :])
+    r = harness.replay(env, responses_flow(upstream), seed)
+    items = [
+        orjson.loads(e.split(b"data: ", 1)[1])["item"]
+        for e in events(r.out)
+        if e.startswith(b"event: response.output_item.") and first["id"].encode() in e
+    ]
+    assert [i["name"] for i in items][-2:] == ["write_stdin", "write_stdin"]
+    assert items[-1]["arguments"] == first["arguments"]  # as it came
+    assert [(d["name"], d["target"]) for d in r.record["decisions"]][0] == ("shell", "exec_command")
+    assert any(n.startswith("a tool call came under an item id another call") for n in r.record["notes"])
+
+
 @pytest.mark.parametrize("first_alias", [True, False], ids=["alias-first", "alias-second"])
 def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name(env, first_alias):
     """Two calls under one item id, one of them under this flow's alias: each goes under its own

@@ -708,9 +708,9 @@ class ResponsesCore:
         key = item.get("id") or item.get("call_id")
         if isinstance(key, str) and key in self.decided:
             first = self._called[key]
-            if _same_call(first, item):
+            if _same_call(first, item, self.decided[key][0]):
                 if not first.get("arguments") and item.get("arguments"):
-                    self._called[key] = item  # the whole arguments, for the next comparison
+                    self._called[key] = dict(item)  # the whole arguments, for the next comparison
                 return self.decided[key]
             # Another call under an item id a call already has (ids are unique in an answer):
             # the first call's decision is not this one's, and which events are whose is not
@@ -737,7 +737,7 @@ class ResponsesCore:
                 None,
             )
         if isinstance(key, str):
-            self._called[key] = item
+            self._called[key] = dict(item)  # as the upstream sent it: the item is rewritten in place
         new_id = self.ids.fix(item.get("call_id"))
         if new_id is not None:
             item = {**item, "call_id": new_id}
@@ -848,7 +848,7 @@ class ResponsesCore:
             return False
         key = item.get("id") or item.get("call_id")
         first = self.delivered.get(key) if echo and isinstance(key, str) else None
-        if first is not None and _same_call(self._called[key], item):
+        if first is not None and _same_call(self._called[key], item, first[0]):
             decision, new_args, new_id = first
         else:
             decision, new_args, new_id = self._decide(item)
@@ -1008,15 +1008,21 @@ def _not_a_call_done(raw: bytes) -> bool:
 SAME_ID_NOTE = "a tool call came under an item id another call of the answer already has: it went as it came"
 
 
-def _same_call(first: dict[str, Any], item: dict[str, Any]) -> bool:
-    """``item`` (an event's output item, or its echo) may be the call ``first`` was read from,
-    under the same item id: its ``type`` and the ``call_id`` the upstream gave it are not
-    another's (a missing one is none), and their ``arguments``, when both are whole (an
-    ``output_item.added`` carries ``""``), are the same. (Its name may already be the client's,
-    in an echo read after the call.)"""
+def _same_call(first: dict[str, Any], item: dict[str, Any], decision: Decision) -> bool:
+    """``item`` (an event's output item, or its echo) may be the call ``first`` was read from
+    (as the upstream sent it) under the same item id, ``decision`` its decision: its ``type``,
+    the ``call_id`` the upstream gave it (a missing one is none), its name and namespace (or the
+    ones ``decision`` gave it: an item read again after its rewrite) are not another's, and
+    their ``arguments``, when both are whole (an ``output_item.added`` carries ``""``), are the
+    same."""
     for field in ("type", "call_id"):
         if first.get(field) != item.get(field):
             return False
+    named = (item.get("name"), item.get("namespace"))
+    if named != (first.get("name"), first.get("namespace")) and not (
+        decision.changed and named == (decision.target, decision.target_namespace)
+    ):
+        return False
     a, b = first.get("arguments"), item.get("arguments")
     return not (a and b and a != b)
 
