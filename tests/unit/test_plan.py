@@ -214,3 +214,23 @@ def test_mentions_is_a_whole_word_search(text, name):
 
     want = re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text) is not None
     assert mentions(text, name) is want
+
+
+def test_a_later_turns_plan_reads_back_only_earlier_transport_aliases_its_own_names_leave() -> None:
+    """``Plan.after``: an earlier turn's grammar alias is read back; a name this plan sends for
+    another tool keeps its own meaning; another agent's name (a profile's ``Read``) and a repeated
+    declaration's numbered alias are not carried; the cached plan itself is not changed."""
+    from toolvocab.engine.ladder import DUPLICATE_MARK
+
+    plan = Plan(rename_map={"mcp.fs.write": "mcp_fs_write_1a2b3c4d"})
+    earlier = {
+        "fs_read_601e4eb6": "fs.read",
+        "mcp_fs_write_1a2b3c4d": "other.tool",
+        "Read": "read_file",
+        "x_5e6f7a8b": f"x{DUPLICATE_MARK}2",
+    }
+    later = plan.after(earlier)
+    assert later.reverse_map == {"fs_read_601e4eb6": "fs.read", "mcp_fs_write_1a2b3c4d": "mcp.fs.write"}
+    assert plan.reverse_map == {"mcp_fs_write_1a2b3c4d": "mcp.fs.write"} and plan.earlier == {}
+    assert later.after(later.reverse_map).reverse_map == later.reverse_map  # a third turn keeps them
+    assert plan.after({"Read": "read_file"}) is plan

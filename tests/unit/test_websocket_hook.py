@@ -12,11 +12,16 @@ receives is every server frame that was not dropped, plus every injected frame, 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 from mitmproxy import http
 from mitmproxy.proxy.layers.websocket import WebsocketEndHook
 from mitmproxy.proxy.layers.websocket import WebsocketMessageHook
@@ -853,6 +858,74 @@ def test_an_unread_turn_names_aliases_back_and_the_record_keeps_every_turn(env):
     assert [d["target"] for d in s.record["decisions"] if d["action"] == "rename"][:1] == ["exec_command"]
     assert [d["target"] for d in s.record["decisions"] if d["action"] == "rename"][-1] == "exec_command"
     assert any("began a turn whose tools toolvocab did not read" in n for n in s.record["notes"])
+
+
+def test_a_later_turn_that_no_longer_declares_a_tool_gets_its_earlier_alias_named_back(env):
+    """Turn 1 declares ``fs.read`` (sent upstream under an alias); turns 2 and 3 continue the
+    response the server kept and declare only ``exec_command``. A model that calls the alias
+    from turn 1's context in turn 3 is answered with ``fs.read`` in every frame (the client then
+    reports a tool it does not declare), never the alias; arguments as sent."""
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    _, shell = load_frames()
+    s.server(shell)
+    later = dict(load_frames()[0], previous_response_id="resp_1")
+    for turn in range(2):
+        up = s.create(later).message.content
+        assert b"fs.read" not in up and alias.encode() not in up  # the turn declares neither
+        if turn == 0:
+            s.server(shell)
+    before = len(s.delivered())
+    s.server(frames)
+    got = s.delivered()[before:]
+    assert alias.encode() not in b"".join(got)
+    assert names_seen(got) == ["fs.read"] * 3
+    expected = [orjson.dumps(f).replace(alias.encode(), b"fs.read") for f in frames]
+    assert [orjson.loads(g) for g in got] == [orjson.loads(e) for e in expected]
+    last = s.record["decisions"][-1]
+    assert (last["action"], last["target"]) == ("rename", "fs.read")
+    assert "a name this request does not declare" in last["reason"]
+
+
+_NAMED = st.lists(
+    st.sampled_from(["fs.read", "mcp.server.write", "a/b", "x" * 70, "read_file", "spaces in name"]),
+    min_size=1,
+    max_size=4,
+    unique=True,
+)
+
+
+@settings(
+    max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(first=_NAMED, second=_NAMED, called=st.data())
+def test_property_no_alias_of_any_turn_of_a_socket_reaches_the_client(env, first, second, called):
+    """Over generated tool names declared in two turns of one socket: whichever name the upstream
+    got in either turn the server answers turn 2 with, the client reads the client's own name
+    (the tool's, declared in turn 1 or 2), never a name toolvocab made."""
+    create, _ = load_frames()
+
+    def tools(names: list[str]) -> list[dict]:
+        return [dict(FS_READ, name=n) for n in names]
+
+    s = Session(env)
+    sent: dict[str, str] = {}  # upstream name -> the client's
+    for names, extra in ((first, {}), (second, {"previous_response_id": "resp_1"})):
+        up = orjson.loads(s.create(dict(create, tools=tools(names), **extra)).message.content)
+        ups = [t["name"] for t in up["tools"] if t.get("type") == "function"]
+        assert len(ups) == len(names)
+        sent.update(zip(ups, names))
+        s.server(calling(ups[0], '{"path":"a"}'))
+    upstream = called.draw(st.sampled_from(sorted(sent)))
+    before = len(s.delivered())
+    s.server(calling(upstream, '{"path":"a"}'))
+    got = s.delivered()[before:]
+    made = [u for u, n in sent.items() if u != n and u not in first + second]
+    assert not any(m.encode() in g for m in made for g in got), (upstream, got)
+    assert names_seen(got) == [sent[upstream]] * 3
+    harness.websocket(env.module)._ws.clear()
 
 
 def test_an_append_after_the_mode_became_observe_is_not_rewritten(env):

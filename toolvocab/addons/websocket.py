@@ -197,7 +197,9 @@ class ToolVocabWebSocket:
             state = FlowState(
                 dialect,
                 result.tools,
-                result.plan,
+                # the aliases of the socket's earlier turns still read back: the server keeps
+                # those turns (previous_response_id), and a model may call a name from them
+                result.plan if previous is None else result.plan.after(previous.plan.reverse_map),
                 record,
                 wants_stream=True,
                 windows=self._windows_of(flow.id, result.windows, record),

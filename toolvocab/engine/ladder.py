@@ -723,12 +723,13 @@ def _resolve_reverse(
         return None
     alias, original, tool, reason = found
     if tool is None:
-        # An alias of a name the client only replayed in its transcript (BR-17): the alias
-        # is this flow's own and goes back; the client then reports its own name.
+        # An alias of a name the client only replayed in its transcript (BR-17), or declared in
+        # an earlier turn of this WebSocket only (Plan.after): the alias is this flow's own and
+        # goes back; the client then reports its own name.
         return Decision(
             action=Action.RENAME,
             target=original,
-            reason=f"{reason}, a name the client replayed but does not declare; the client will report it",
+            reason=f"{reason}, a name this request does not declare; the client will report it",
             **_base(call, Step.REVERSE_MAP, []),
         )
     # The model saw another agent's name for this tool (a profile rename: `Bash` for Cline's

@@ -33,6 +33,7 @@ from toolvocab.engine.models import ToolKind
 from toolvocab.engine.names import join_namespace
 from toolvocab.engine.names import split_flat
 from toolvocab.engine.profiles import Profile
+from toolvocab.engine.vocabulary import entries_for
 
 
 class Rename(BaseModel):
@@ -52,7 +53,8 @@ class Plan(BaseModel):
     the transcript — to the name sent upstream; it is a bijection. ``duplicates`` maps a name
     declared more than once to the upstream names of its second, third… declarations (``None``:
     an identical repeat, dropped; the name itself: a provider-defined or free-text tool, whose name
-    is fixed, sent as declared). ``reverse_map`` inverts both, for the ladder's second step.
+    is fixed, sent as declared). ``reverse_map`` inverts both, for the ladder's second step, with
+    ``earlier``: the aliases a WebSocket's earlier turns sent upstream (:meth:`after`).
     ``prompt_sentence`` is the sentence added to the system text, or ``None``; ``unmentioned``
     lists the (upstream) names it names. ``renames`` explains every rename; ``skipped`` every
     rename a profile asked for and the plan declined (collision, ambiguity), and every repeated
@@ -75,17 +77,37 @@ class Plan(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     profile: str | None = None
     grammar: str | None = None
+    earlier: dict[str, str] = Field(default_factory=dict)
 
     @property
     def reverse_map(self) -> dict[str, str]:
         """Upstream name → declared flat name; a duplicate's alias → ``flat + DUPLICATE_MARK + k``
-        (its declaration number), for :func:`toolvocab.engine.ladder.resolve`."""
-        out = {v: k for k, v in self.rename_map.items()}
+        (its declaration number), for :func:`toolvocab.engine.ladder.resolve`; then
+        :attr:`earlier`'s aliases this plan's own names do not take."""
+        out = dict(self.earlier)
+        out.update({v: k for k, v in self.rename_map.items()})
         for name, aliases in self.duplicates.items():
             for k, a in enumerate(aliases, start=2):
                 if a is not None and a != name:  # a != name: sent under its own name (a provider tool)
                     out[a] = f"{name}{DUPLICATE_MARK}{k}"
         return out
+
+    def after(self, earlier: dict[str, str]) -> Plan:
+        """This plan for a later turn of the WebSocket whose earlier turns sent the upstream
+        names ``earlier`` (a :attr:`reverse_map`): a copy whose :attr:`reverse_map` also reads back
+        each transport alias among them (a name the upstream's grammar made, not another agent's
+        name) that this plan's own names do not take, so an answer that repeats an alias the
+        server kept from an earlier turn gives the client its own name (a tool this turn does not
+        declare: the client reports it). A repeated declaration's alias is left out: which
+        declaration a number names is a request's own. ``self`` when nothing is added; a cached
+        plan is never changed."""
+        own = self.reverse_map
+        kept = {
+            upstream: flat
+            for upstream, flat in earlier.items()
+            if upstream not in own and DUPLICATE_MARK not in flat and not entries_for(split_flat(None, upstream))
+        }
+        return self.model_copy(update={"earlier": {**self.earlier, **kept}}) if kept else self
 
     @property
     def changes_request(self) -> bool:
