@@ -271,8 +271,8 @@ def test_non_json_and_binary_server_frames_pass(env):
     c = s.send({"type": "response.output_text.delta", "delta": "hi", "sequence_number": 0})
     # binary frames are not toolvocab's; text frames, JSON or not, that change nothing: each
     # relayed as it came
-    for st in (a, b, c):
-        assert not st.message.dropped and st.injected == [] and st.message.content == st.original
+    for step in (a, b, c):
+        assert not step.message.dropped and step.injected == [] and step.message.content == step.original
     assert s.delivered() == [a.original, b.original, c.original]
 
 
