@@ -239,6 +239,55 @@ def test_an_exact_edit_never_reaches_qwen_codes_normalising_edit(name: str, args
     assert d.action is Action.LEAVE and "normalized" in d.reason
 
 
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        ([QWEN_EDIT], "edit", {"filePath": "/w/app.py", "oldString": "DEBUG = True", "newString": ""}, "Qwen Code"),
+        ([QWEN_EDIT], "edit", {"path": "/w/app.py", "oldText": "DEBUG = True", "newText": ""}, "Qwen Code"),
+    ],
+    ids=["opencode-spelling", "pi-spelling"],
+)
+def test_an_empty_replacement_never_moves_into_qwen_codes_edit(tools, name, args, client) -> None:
+    """Qwen Code 0.15.10's edit replaces ``old_string`` and its line's newline when
+    ``new_string`` is empty and the file holds ``old_string + "\n"`` (cli.js
+    maybeAugmentOldStringForDeletion); OpenCode's and pi's edits leave an empty line. Was:
+    fitted into Qwen Code's edit (attack 66 H4)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "newline" in d.reason, d.reason
+
+
+def test_a_replacement_that_is_not_empty_still_moves_into_qwen_codes_edit() -> None:
+    args = {"filePath": "/w/app.py", "oldString": "DEBUG = True", "newString": "DEBUG = False"}
+    d = decide([QWEN_EDIT], "edit", args, client="Qwen Code")
+    assert d.changed and d.arguments_after == {
+        "file_path": "/w/app.py",
+        "old_string": "DEBUG = True",
+        "new_string": "DEBUG = False",
+    }, d.reason
+
+
+CLAUDE_MONITOR = fn(
+    "Monitor",
+    schema("command", additional=False, command=STR, description=STR, timeout_ms=NUM, persistent=BOOL),
+)
+
+
+@pytest.mark.parametrize("earlier", [[], ["cd sub && make"]], ids=["no-earlier-call", "after-cd"])
+def test_a_watch_command_never_moves_between_monitors_that_start_it_in_unrecorded_places(earlier) -> None:
+    """Qwen Code's ``monitor`` starts its command in the project root (no ``directory``);
+    where Claude Code's ``Monitor`` starts it is not recorded (perhaps where its Bash was left,
+    after ``cd sub``): ``tail -f app.log`` may watch another file there. Left as sent. Was:
+    renamed to ``Monitor`` (attack 66 H2)."""
+    calls = [{"command": c} for c in earlier]  # the Bash calls before it, known
+    d = resolve(
+        ToolCall(name="monitor", arguments={"command": "tail -f app.log"}),
+        Toolset([CLAUDE_MONITOR, BASH]),
+        client="Claude Code",
+        earlier=lambda declared: calls if declared == "Bash" else [],
+    )
+    assert not d.changed and "start the command" in d.reason, d.reason
+
+
 def test_a_normalising_edit_reaches_an_exact_one() -> None:
     d = decide([EDIT], "edit", {"file_path": "/a", "old_string": "x", "new_string": "y"}, client="Claude Code")
     assert d.action is Action.RENAME and d.target == "Edit"
@@ -389,6 +438,49 @@ def test_a_bash_argv_keeps_its_shell() -> None:
 # ------------------------------------------------------------------ what the next call inherits
 OC_BASH = fn("bash", schema("command", command=STR, timeout=NUM, workdir=STR, description=STR))
 GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=STR, is_background=BOOL))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["bash", "-lc", "cd sub && make"], ["cd", "/tmp"], ["bash", "-lc", "pushd build"]],
+    ids=["bash-lc-cd", "cd-as-a-program", "pushd"],
+)
+def test_an_argv_for_the_targets_own_command_never_becomes_a_line_that_moves_its_directory(argv) -> None:
+    """``Bash {"command": ["bash", "-lc", "cd sub && make"]}``: the argv changes the directory of
+    a process of its own, which ends with it; as Bash's command line, ``cd sub && make`` moves
+    Claude Code's kept directory for every later call. Left as sent (the client reports the
+    argv). Was: fitted to ``cd sub && make`` (attack 66 H1)."""
+    d = decide([BASH], "Bash", {"command": argv}, client="Claude Code")
+    assert not d.changed and "process of its own" in d.reason, d.reason
+
+
+_MOVES = ["cd sub", "pushd build", "popd", "c''d sub", "{cd,} sub", "builtin cd /", "command cd -"]
+_STAYS = ["make -j4", "git status", "ls -la", "echo cd", "grep -r cd .", "true"]
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.booleans(), st.integers(0, 6)), min_size=1, max_size=4),
+    joins=st.lists(st.sampled_from([" && ", "; ", " || "]), min_size=3, max_size=3),
+    wrapper=st.sampled_from([["bash", "-lc"], ["bash", "-c"]]),
+)
+def test_property_an_own_argv_is_written_as_a_line_only_when_it_moves_no_directory(parts, joins, wrapper) -> None:
+    """Over command lines built from pieces known to change the directory or not: an argv given
+    for Claude Code's own Bash command (which keeps its directory between calls) becomes a command
+    line only when no piece changes the directory (the argv's own process would have dropped it)."""
+    pieces = [(_MOVES if moves else _STAYS)[i % len(_MOVES if moves else _STAYS)] for moves, i in parts]
+    line = pieces[0] + "".join(j + p for j, p in zip(joins, pieces[1:]))
+    argv = [*wrapper, line]
+    d = decide([BASH], "Bash", {"command": argv}, client="Claude Code")
+    moved = any(m for m, _ in parts)
+    event("changed" if d.changed else "left")
+    if moved:
+        assert not d.changed, (argv, d.arguments_after, d.reason)
+
+
+def test_an_argv_for_the_targets_own_command_that_moves_nothing_is_still_written_as_its_line() -> None:
+    d = decide([BASH], "Bash", {"command": ["bash", "-lc", "make -j4"]}, client="Claude Code")
+    assert d.changed and d.arguments_after == {"command": "make -j4"}, d.reason
 
 
 @pytest.mark.parametrize(
@@ -636,12 +728,22 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         if key in ANNOTATIONS:
             continue
         meaning = listed[key]
-        if meaning.what in ("shell.command", "monitor.command"):
+        if meaning.what == "monitor.command" and table.fixed.get("shell.session") is None:
+            # where the watch command starts is not recorded: it means something in its tool only
+            out[meaning.what] = ((value, table.clients, table.name), None)
+        elif meaning.what == "edit.old" and value == "":
+            # an empty old text: create the file (Claude Code, OpenCode, Qwen Code), or refused (pi,
+            # the text editor), each tool its own way
+            out[meaning.what] = (("", table.clients, table.name), None)
+        elif meaning.what in ("shell.command", "monitor.command"):
             for old, to in meaning.respells:  # what the client hands the shell
                 value = value.replace(old, to) if isinstance(value, str) else value
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
+        elif meaning.form == "newline-on-empty":
+            # Qwen Code's edit: an empty replacement also takes the line's newline (its own way)
+            out[meaning.what] = ("empty, newline too (Qwen Code)" if value == "" else value, None)
         elif meaning.form == "trimmed-lines":
             # Claude Code's Write and Edit write each line without its trailing whitespace (JS \s);
             # an empty replacement there also takes the line's newline
@@ -850,6 +952,34 @@ def _starts(table: ArgTable, history: list[str | None] | None) -> Any:
     if session == "shell":
         return leaves
     return ("unknown", table.clients, table.name) if leaves else frozenset()
+
+
+EDIT_PAIRS = [(s, t) for s, t in PAIRS if vocabulary.capability_of(s.name) == "edit"]
+
+
+@SETTINGS
+@given(pair=st.sampled_from(EDIT_PAIRS), closed=st.booleans(), new=st.sampled_from(TEXTS))
+def test_property_an_empty_old_text_never_moves_between_edit_tools(pair, closed, new) -> None:
+    """Over every pair of edit rows: an empty old text (a file created in Claude Code's Edit and
+    OpenCode's and Qwen Code's edit, refused by pi's edit and the text editor) never reaches
+    another tool, whatever the replacement. Was: pi's ``edit`` with ``oldText: ""`` fitted into
+    OpenCode's ``edit``, renamed to Claude Code's ``Edit`` (attack 66 H3)."""
+    source, target = pair
+    args: dict[str, Any] = {}
+    for key, meaning in source.args.items():
+        if meaning.what == "edit.path":
+            args[key] = "/repo/a.py"
+        elif meaning.what == "edit.old":
+            args[key] = ""
+        elif meaning.what == "edit.new":
+            args[key] = new
+        elif meaning.what == "edit.command":
+            args[key] = "str_replace"
+    tool = declared_from(target, closed)
+    d = decide([tool], source.name, args, client=target.client)
+    event(f"{d.action.value}")
+    moved = d.changed and not (source.name == target.name and d.arguments_after in (None, args))
+    assert not moved, (source.clients, target.clients, args, d.reason)
 
 
 @SETTINGS

@@ -66,7 +66,8 @@ class Meaning:
 
     Forms of written text (``write.content``, ``edit.new``): ``None`` written as given;
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
-    replacement takes the line's newline too). Of an edit's old text, ``"exact-quotes"``: the
+    replacement takes the line's newline too); ``"newline-on-empty"`` (an edit's) written as given,
+    but an empty replacement takes the line's newline too. Of an edit's old text, ``"exact-quotes"``: the
     literal, else the literal with curly quotes read as straight ones, backslash-u escapes read as
     their characters, sanitized tags read whole.
     """
@@ -603,7 +604,9 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="normalized"),
-            "new_string": m("edit.new"),
+            # an empty new_string: when old_string + "\n" is in the file, that is replaced
+            # (cli.js maybeAugmentOldStringForDeletion)
+            "new_string": m("edit.new", form="newline-on-empty"),
             "replace_all": _EDIT_ALL,
         },
     ),

@@ -339,11 +339,24 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         # A file's path written as a directory's: Claude Code's Read fails (ENOTDIR, path.normalize
         # keeps the slash), Gemini CLI's read_file reads the file (path.resolve drops it).
         raise _Unusable(f"{value!r} names a file as a directory: refused by some tools, read by others")
+    if src.what == "edit.old" and value == "" and src is not dst:
+        # Claude Code's Edit, OpenCode 1.18's and Qwen Code 0.15.10's edit create a missing file
+        # for an empty old text (each refusing an existing one its own way); pi's edit answers
+        # "File not found", and the text editor's str_replace refuses a missing path
+        raise _Unusable("an empty old text creates the file in some tools and is refused in others")
     if {src.form, dst.form} == {"rg-glob", "rg-glob-list"}:
         if isinstance(value, str) and not _LIST_SEPARATORS.search(value):
             return value  # one glob: the same in a tool that reads a list of them
         raise _Unusable(f"{value!r} is split into several globs by one tool and read as one by the other")
     src_form, dst_form = src.form, dst.form
+    if src.what == "edit.new" and src_form != dst_form and "newline-on-empty" in (src_form, dst_form):
+        if value == "":
+            # Qwen Code's edit then replaces the line with its newline; the others (Claude Code's
+            # Edit aside, whose deletion is not sourced as the same) leave an empty line
+            raise _Unusable(
+                "an empty replacement also deletes its line's newline in Qwen Code's edit, not in the other"
+            )
+        src_form, dst_form = (None if f == "newline-on-empty" else f for f in (src_form, dst_form))
     if src_form != dst_form and "trimmed-lines" in (src_form, dst_form) and src_form in (None, "trimmed-lines"):
         _check_trimmed(value, src.what)  # text no line of which ends in whitespace is written as given
         src_form = dst_form
@@ -899,8 +912,18 @@ def _check_session(
     ``workdir``), and so does an earlier call of a tool the target's table says moves its
     directory (``shell.moved_by``: Claude Code's ``EnterWorktree``, a subagent)."""
     if reading.own:
+        _check_own_argv(arguments, out, placed, target)
         return
     for dst_key, src_key in placed.items():
+        if any(m.what == "monitor.command" for m in target.meanings.get(dst_key, ())):
+            known, source = reading.fixed(_SESSION)
+            if not known or source is None or target.fixed.get(_SESSION) is None:
+                # A watch command runs where its tool starts it: Qwen Code's monitor in the
+                # project root, Claude Code's Monitor not recorded (perhaps where Bash was left)
+                raise _Unusable(
+                    f"where {reading.label} and {target.name} start the command is not recorded for both "
+                    "(one may start it where an earlier shell call left the directory)"
+                )
         if not any(m.what == "shell.command" for m in target.meanings.get(dst_key, ())):
             continue
         known, source = reading.fixed(_SESSION)
@@ -950,6 +973,34 @@ def _check_session(
                 f"{ran}: the command would start "
                 f"where that left the shell in {reading.label} (its next call {_KEEPS[source]}) or in "
                 f"{target.name} (its next call {_KEEPS[dest]}), not in both"
+            )
+
+
+def _check_own_argv(
+    arguments: Mapping[str, Any], out: Mapping[str, Any], placed: Mapping[str, str], target: Target
+) -> None:
+    """An argv given for the target's own command (a call that names the target) runs as a
+    process of its own: ``["bash", "-lc", "cd src && make"]`` changes the directory of a child
+    shell, which ends with it. Written as the target's command line it runs in the target's
+    shell, which may keep what the command changes (Claude Code's ``Bash`` keeps the working
+    directory): then the line must change nothing the target keeps, as a command moved from a
+    tool that starts afresh must (:func:`_check_session`). Where the conversation's earlier calls
+    left the shell is the target's either way: the call is the target's."""
+    dest = target.fixed.get(_SESSION)
+    if dest == "none":
+        return
+    check = changes_directory if dest == "cwd" else changes_state
+    for dst_key, src_key in placed.items():
+        line = out.get(dst_key)
+        if not isinstance(arguments.get(src_key), list) or not isinstance(line, str):
+            continue
+        if not any(m.what == "shell.command" for m in target.meanings.get(dst_key, ())):
+            continue
+        found = check(line)
+        if found is not None:
+            raise _Unusable(
+                f"the argv runs as a process of its own, so what its command changes ({found!r}) ends with it; "
+                f"as {target.name}'s command line, the next call {_KEEPS[dest]} in {target.name}"
             )
 
 
