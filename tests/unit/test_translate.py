@@ -338,6 +338,28 @@ OC_WRITE = fn("write", schema("filePath", "content", filePath=STR, content=STR))
 @pytest.mark.parametrize(
     ("tools", "name", "args", "client"),
     [
+        ([WRITE_FILE], "write", {"filePath": "/w/notes.txt", "content": "line one\nline two\n"}, "Qwen Code"),
+        ([WRITE_FILE], "write", {"path": "/w/notes.txt", "content": "a\r\nb"}, "Qwen Code"),
+        ([OC_WRITE], "write_file", {"file_path": "/w/notes.txt", "content": "one\ntwo\n"}, "OpenCode"),
+    ],
+    ids=["opencode-to-qwen", "pi-to-qwen", "qwen-to-opencode"],
+)
+def test_text_with_line_breaks_never_moves_into_or_out_of_qwen_codes_write_file(tools, name, args, client) -> None:
+    """Qwen Code 0.15.10's write_file writes CRLF throughout when the file it replaces has one
+    (cli.js detectLineEnding, ensureCrlfLineEndings); OpenCode's and pi's write the text's own
+    line breaks. Was: renamed to write_file as sent (attack 66 H5)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "line breaks" in d.reason, d.reason
+
+
+def test_one_line_of_text_still_moves_into_qwen_codes_write_file() -> None:
+    d = decide([WRITE_FILE], "write", {"filePath": "/w/v.txt", "content": "1.2.3"}, client="Qwen Code")
+    assert d.changed and d.arguments_after == {"file_path": "/w/v.txt", "content": "1.2.3"}, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
         # Claude Code decodes \u0024 to $ before Bash runs: the shell would expand $HOME
         ([BASH], "run_shell_command", {"command": 'printf %s "\\u0041\\u0024HOME" > o.txt'}, "Claude Code"),
         ([CLAUDE_WRITE], "write_file", {"file_path": "/r/a.js", "content": 'const Q = "\\u0022";\n'}, "Claude Code"),
@@ -362,7 +384,9 @@ def test_a_string_with_a_backslash_u_escape_never_moves_into_or_out_of_claude_co
 @pytest.mark.parametrize(
     ("tools", "name", "args", "target"),
     [
-        ([CLAUDE_WRITE], "write_file", {"file_path": "/r/a.py", "content": "x = 1\ny = 2\n"}, "Write"),
+        # one line: lines Qwen Code's write_file (one reading of the name) would write with CRLF
+        # in a CRLF file never move (test_text_with_line_breaks_never_moves_…)
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/r/a.py", "content": "x = 1"}, "Write"),
         ([EDIT], "replace", {"file_path": "/r/a.py", "old_string": "x = 1", "new_string": "x = 2"}, "Edit"),
         ([BASH], "exec_command", {"cmd": "git status"}, "Bash"),
     ],
@@ -741,6 +765,10 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
+        elif meaning.form == "eol-of-file":
+            # Qwen Code's write_file: line breaks as the replaced file's (CRLF in a CRLF file)
+            broken = isinstance(value, str) and ("\n" in value or "\r" in value)
+            out[meaning.what] = ((value, table.clients, table.name) if broken else value, None)
         elif meaning.form == "newline-on-empty":
             # Qwen Code's edit: an empty replacement also takes the line's newline (its own way)
             out[meaning.what] = ("empty, newline too (Qwen Code)" if value == "" else value, None)

@@ -67,7 +67,8 @@ class Meaning:
     Forms of written text (``write.content``, ``edit.new``): ``None`` written as given;
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
     replacement takes the line's newline too); ``"newline-on-empty"`` (an edit's) written as given,
-    but an empty replacement takes the line's newline too. Of an edit's old text, ``"exact-quotes"``: the
+    but an empty replacement takes the line's newline too; ``"eol-of-file"`` written with the line
+    endings of the file it replaces (CRLF throughout in a file that has one). Of an edit's old text, ``"exact-quotes"``: the
     literal, else the literal with curly quotes read as straight ones, backslash-u escapes read as
     their characters, sanitized tags read whole.
     """
@@ -616,7 +617,9 @@ _ROWS: tuple[ArgTable, ...] = (
         _QWEN_ID,
         "0.15.10",
         _QWEN_SRC,
-        args={"file_path": m("write.path"), "content": m("write.content")},
+        # written with the line endings of the file it replaces: CRLF throughout when that file
+        # has one (cli.js detectLineEnding, writeTextFile's ensureCrlfLineEndings)
+        args={"file_path": m("write.path"), "content": m("write.content", form="eol-of-file")},
     ),
     # grep_search passes the pattern to `rg --ignore-case`.
     _t(

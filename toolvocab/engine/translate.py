@@ -357,6 +357,14 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
                 "an empty replacement also deletes its line's newline in Qwen Code's edit, not in the other"
             )
         src_form, dst_form = (None if f == "newline-on-empty" else f for f in (src_form, dst_form))
+    if src_form != dst_form and "eol-of-file" in (src_form, dst_form):
+        if isinstance(value, str) and ("\n" in value or "\r" in value):
+            # Qwen Code's write_file turns every line break into CRLF in a file that has one; the
+            # other tools write the text's own
+            raise _Unusable(
+                "its line breaks are written as the replaced file's (CRLF) by one tool and as given by the other"
+            )
+        src_form, dst_form = (None if f == "eol-of-file" else f for f in (src_form, dst_form))
     if src_form != dst_form and "trimmed-lines" in (src_form, dst_form) and src_form in (None, "trimmed-lines"):
         _check_trimmed(value, src.what)  # text no line of which ends in whitespace is written as given
         src_form = dst_form
