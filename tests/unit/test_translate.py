@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import string
 from typing import Any
 
 import pytest
@@ -266,6 +267,62 @@ def test_a_replacement_that_is_not_empty_still_moves_into_qwen_codes_edit() -> N
     }, d.reason
 
 
+GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=STR, is_background=BOOL))
+GEMINI_READ = fn("read_file", schema("file_path", file_path=STR, start_line=NUM, end_line=NUM))
+GEMINI_WRITE = fn("write_file", schema("file_path", "content", file_path=STR, content=STR))
+GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, include_pattern=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "said"),
+    [
+        # Gemini CLI 0.61.0 takes a leading `sh -c` (bash, zsh, a path to one) and the quotes
+        # around the rest off before running it in bash (stripShellWrapper)
+        ([GEMINI_SHELL], "Bash", {"command": "sh -c 'echo $0' a"}, "Gemini CLI", "shell wrapper"),
+        ([GEMINI_SHELL], "exec_command", {"cmd": 'bash -c "make" && echo "done"'}, "Gemini CLI", "shell wrapper"),
+        ([BASH], "run_shell_command", {"command": "/bin/zsh -c 'echo hi'", "dir_path": "/w"}, None, "shell wrapper"),
+        # it URL-decodes every path (resolveToRealPath: decodeURIComponent, file URLs)
+        ([GEMINI_READ], "Read", {"file_path": "/p/a%20b.txt"}, "Gemini CLI", "percent escapes"),
+        ([GEMINI_WRITE], "Write", {"file_path": "file:///p/a.txt", "content": "x"}, "Gemini CLI", "percent escapes"),
+        # its write_file writes CRLF throughout in a file that has one
+        ([GEMINI_WRITE], "write", {"filePath": "/p/a.txt", "content": "a\nb\n"}, "Gemini CLI", "line breaks"),
+        # Qwen Code's edit writes the file back with CRLF throughout when it had one
+        (
+            [QWEN_EDIT],
+            "edit",
+            {"filePath": "/p/a.txt", "oldString": "a", "newString": "b\nc"},
+            "Qwen Code",
+            "line breaks",
+        ),
+        # its grep_search runs ripgrep unless the settings turn it off, then git grep / grep -E
+        ([GEMINI_GREP], "search_file_content", {"pattern": "\\d+", "path": "src"}, "Gemini CLI", "read as"),
+    ],
+    ids=["sh-c", "bash-c-and", "zsh-c-back", "percent", "file-url", "write-lines", "qwen-edit-lines", "grep"],
+)
+def test_what_gemini_cli_and_qwen_code_run_otherwise_never_moves_into_or_out_of_them(
+    tools: list, name: str, args: dict, client: str | None, said: str
+) -> None:
+    """Facts read in Gemini CLI 0.61.0's and Qwen Code 0.15.10's shipped bundles (shell-utils
+    stripShellWrapper, resolveToRealPath, write-file's CRLF step, the ripgrep grep; Qwen's
+    writeTextFile lineEnding): a call they would run otherwise than the model's own tool stays as
+    sent. Was: moved (an audit of the tables against the bundles, A1-A5)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and said in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "after"),
+    [
+        ([GEMINI_SHELL], "Bash", {"command": "git status"}, None),
+        ([GEMINI_READ], "Read", {"file_path": "/p/a b.txt"}, None),
+        ([GEMINI_WRITE], "write", {"filePath": "/p/a.txt", "content": "one line"}, {"file_path": "/p/a.txt", "content": "one line"}),
+    ],
+)  # fmt: skip
+def test_what_gemini_cli_runs_as_given_still_moves_into_it(tools: list, name: str, args: dict, after) -> None:
+    d = decide(tools, name, args, client="Gemini CLI")
+    assert d.changed and d.arguments_after == after, d.reason
+
+
 CLAUDE_MONITOR = fn(
     "Monitor",
     schema("command", additional=False, command=STR, description=STR, timeout_ms=NUM, persistent=BOOL),
@@ -461,7 +518,6 @@ def test_a_bash_argv_keeps_its_shell() -> None:
 
 # ------------------------------------------------------------------ what the next call inherits
 OC_BASH = fn("bash", schema("command", command=STR, timeout=NUM, workdir=STR, description=STR))
-GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=STR, is_background=BOOL))
 
 
 @pytest.mark.parametrize(
@@ -724,6 +780,10 @@ def _respelled(value: Any) -> bool:
         or "\x00" in value  # Gemini CLI drops it, Claude Code refuses the path
         or value.endswith((" AM.png", " PM.png"))  # Claude Code's screenshot-name fallback
         or any(value[i] == "\\" and value[i + 1] in " \t()[]{};|*?$`'\"#&<>!~" for i in range(len(value) - 1))
+        or value.startswith("file:")  # Gemini CLI 0.61 URL-decodes a path and reads a file URL
+        or any(
+            value[i] == "%" and all(c in string.hexdigits for c in value[i + 1 : i + 3]) for i in range(len(value) - 2)
+        )
     )
 
 
@@ -759,19 +819,33 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             # an empty old text: create the file (Claude Code, OpenCode, Qwen Code), or refused (pi,
             # the text editor), each tool its own way
             out[meaning.what] = (("", table.clients, table.name), None)
+        elif (
+            meaning.unwraps
+            and isinstance(value, str)
+            and value.lstrip().split(" ")[0].split("/")[-1]
+            in (
+                "sh",
+                "bash",
+                "zsh",
+            )
+        ):
+            # Gemini CLI 0.61 takes a leading `sh -c` off (and the quotes after it): a command
+            # that starts with a shell means what it does there only
+            out[meaning.what] = ((value, table.clients, table.name), None)
         elif meaning.what in ("shell.command", "monitor.command"):
             for old, to in meaning.respells:  # what the client hands the shell
                 value = value.replace(old, to) if isinstance(value, str) else value
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
-        elif meaning.form == "eol-of-file":
-            # Qwen Code's write_file: line breaks as the replaced file's (CRLF in a CRLF file)
-            broken = isinstance(value, str) and ("\n" in value or "\r" in value)
-            out[meaning.what] = ((value, table.clients, table.name) if broken else value, None)
-        elif meaning.form == "newline-on-empty":
-            # Qwen Code's edit: an empty replacement also takes the line's newline (its own way)
-            out[meaning.what] = ("empty, newline too (Qwen Code)" if value == "" else value, None)
+        elif meaning.form and {"eol-of-file", "newline-on-empty"} & set(meaning.form.split("+")):
+            # Qwen Code's and Gemini CLI's writes: line breaks as the replaced file's (CRLF in a
+            # CRLF file); Qwen Code's edit: an empty replacement also takes the line's newline
+            flags = set(meaning.form.split("+"))
+            broken = "eol-of-file" in flags and isinstance(value, str) and ("\n" in value or "\r" in value)
+            emptied = "newline-on-empty" in flags and value == ""
+            own = (value, table.clients, table.name)
+            out[meaning.what] = (own if broken or emptied else value, None)
         elif meaning.form == "trimmed-lines":
             # Claude Code's Write and Edit write each line without its trailing whitespace (JS \s);
             # an empty replacement there also takes the line's newline

@@ -63,6 +63,10 @@ class Meaning:
     the key is absent, recorded only where it selects an effect (``edit.all``, background flags).
     ``respells``: literal ``(from, to)`` replacements the client makes in the value before the
     tool runs it (Claude Code's Bash: two backslashes and a semicolon become one and one).
+    ``unwraps``: the client takes a leading shell wrapper off a command before running the rest
+    in its own shell (Gemini CLI 0.61.0's stripShellWrapper: ``sh -c``, ``bash -c``, ``zsh -c``,
+    a path to one of them, ``cmd.exe /c``, ``powershell``/``pwsh -Command``, and the quotes around
+    what follows).
 
     Forms of written text (``write.content``, ``edit.new``): ``None`` written as given;
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
@@ -80,6 +84,7 @@ class Meaning:
     most: float | None = None
     default: Any = None
     respells: tuple[tuple[str, str], ...] = ()
+    unwraps: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +124,12 @@ def m(
     most: float | None = None,
     default: Any = None,
     respells: tuple[tuple[str, str], ...] = (),
+    unwraps: bool = False,
 ) -> Meaning:
     """Shorthand for :class:`Meaning`."""
-    return Meaning(what=what, unit=unit, base=base, form=form, most=most, default=default, respells=respells)
+    return Meaning(
+        what=what, unit=unit, base=base, form=form, most=most, default=default, respells=respells, unwraps=unwraps
+    )
 
 
 # --- who (as the vocabulary spells them) and how the agents are identified ------------------------
@@ -606,8 +614,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="normalized"),
             # an empty new_string: when old_string + "\n" is in the file, that is replaced
-            # (cli.js maybeAugmentOldStringForDeletion)
-            "new_string": m("edit.new", form="newline-on-empty"),
+            # (cli.js maybeAugmentOldStringForDeletion); the file is written back with CRLF
+            # throughout when it had one (detectLineEnding, writeTextFile's lineEnding)
+            "new_string": m("edit.new", form="eol-of-file+newline-on-empty"),
             "replace_all": _EDIT_ALL,
         },
     ),
@@ -712,7 +721,9 @@ _ROWS: tuple[ArgTable, ...] = (
     ),
     # --- Gemini CLI 0.61.0 (ajv: unknown keys pass to the handler) ------------------------------------
     # run_shell_command runs `bash -c` on Linux and macOS, "executed as a subprocess that leads its
-    # own process group" each call; it takes no timeout.
+    # own process group" each call; it takes no timeout. It runs a command with a leading `sh -c`
+    # (bash, zsh, a path to one; cmd.exe /c; powershell -Command) taken off, and the quotes around
+    # the rest (shell-utils stripShellWrapper, called in execute).
     _t(
         "run_shell_command",
         _GEM,
@@ -720,7 +731,7 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.61.0",
         _GEM_SRC,
         args={
-            "command": m("shell.command", form="bash"),
+            "command": m("shell.command", form="bash", unwraps=True),
             "dir_path": m("shell.cwd"),
             "is_background": _BG_FALSE,
             "delay_ms": _own("gemini.run_shell_command", "delay_ms"),
@@ -747,9 +758,12 @@ _ROWS: tuple[ArgTable, ...] = (
         _GEM_ID,
         "0.61.0",
         _GEM_SRC,
-        args={"file_path": m("write.path"), "content": m("write.content")},
+        # written with CRLF throughout when the file it replaces has one (write-file
+        # getCorrectedFileContent: finalContent.replace(/\r?\n/g, "\r\n"))
+        args={"file_path": m("write.path"), "content": m("write.content", form="eol-of-file")},
     ),
-    # replace: a missing literal falls back to flexible, regex and Levenshtein matching.
+    # replace: a missing literal falls back to flexible, regex and Levenshtein matching; the file is
+    # written back with CRLF throughout when it had one.
     _t(
         "replace",
         _GEM,
@@ -759,11 +773,13 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="fuzzy-gemini"),
-            "new_string": m("edit.new"),
+            "new_string": m("edit.new", form="eol-of-file"),
             "allow_multiple": _EDIT_ALL,
         },
     ),
-    # grep_search (no ripgrep found at start): git grep / grep -E, always case-insensitive.
+    # grep_search: ripgrep (`--ignore-case --regexp`, `--glob`) unless the settings turn it off
+    # (useRipgrep, on by default), then git grep / grep -E, always case-insensitive: which one a
+    # user runs is not known, so its pattern and glob match no other tool's form.
     _t(
         "grep_search",
         _GEM,
@@ -771,9 +787,9 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.61.0",
         _GEM_SRC,
         args={
-            "pattern": m("grep.pattern", form="ere-i"),
+            "pattern": m("grep.pattern", form="rg-i-or-ere-i"),
             "dir_path": m("grep.path"),
-            "include_pattern": m("grep.include", form="git-glob"),
+            "include_pattern": m("grep.include", form="rg-glob-or-git-glob"),
             **{
                 k: _own("gemini.grep_search", k)
                 for k in ("exclude_pattern", "names_only", "max_matches_per_file", "total_max_matches")

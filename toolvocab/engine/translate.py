@@ -65,10 +65,18 @@ _LOCATIONS = frozenset(
 #: through ``unescapePath``, which drops it: ``notes\ v1.txt`` is ``notes v1.txt`` there); a NUL
 #: (Gemini CLI 0.61's resolveDefensiveToolPath drops it, Claude Code refuses the path); a
 #: screenshot's name (Claude Code 2.1.197's Read, on a missing ``… 10.00.00 AM.png``, reads the
-#: same name with U+202F before AM/PM, and the other way round).
+#: same name with U+202F before AM/PM, and the other way round); a percent escape or a ``file:``
+#: URL (Gemini CLI 0.61's resolveToRealPath decodes the path with decodeURIComponent and reads a
+#: file URL as its path).
 _RESPELLED = re.compile(
     "^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^[\\s\\ufeff]|[\\s\\ufeff]\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]|\\x00"
-    "| (?:AM|PM)\\.png\\Z"
+    "| (?:AM|PM)\\.png\\Z|%[0-9A-Fa-f]{2}|^file:"
+)
+#: A command Gemini CLI 0.61.0 runs with its start taken off (shell-utils stripShellWrapper).
+_UNWRAPPED = re.compile(
+    r"^\s*(?:(?:(?:\S+/)?(?:sh|bash|zsh))\s+-c|cmd\.exe\s+/c|powershell(?:\.exe)?\s+(?:-NoProfile\s+)?-Command"
+    r"|pwsh(?:\.exe)?\s+(?:-NoProfile\s+)?-Command)\s+",
+    re.IGNORECASE,
 )
 
 #: Operands naming a file (not a directory): a trailing ``/`` on one is read two ways.
@@ -292,6 +300,31 @@ def _check_trimmed(value: Any, what: str) -> None:
         )
 
 
+#: Ways a tool writes text otherwise than given (``Meaning.form`` of ``write.content`` and
+#: ``edit.new``, joined with ``+``): each with the text it changes.
+_WRITTEN_FLAGS = {
+    # Qwen Code 0.15.10's edit: an empty replacement takes the line's newline too
+    "newline-on-empty": (lambda text: text == "", "an empty replacement also deletes its line's newline"),
+    # Qwen Code 0.15.10's and Gemini CLI 0.61.0's writes: CRLF throughout in a file that has one
+    "eol-of-file": (
+        lambda text: isinstance(text, str) and ("\n" in text or "\r" in text),
+        "its line breaks are written as the replaced file's (CRLF in a CRLF file)",
+    ),
+}
+
+
+def _written_as_given(value: Any, src_form: str | None, dst_form: str | None) -> tuple[str | None, str | None]:
+    """The two forms of written text without the ways of :data:`_WRITTEN_FLAGS` both tools share
+    or the text does not meet; raises :class:`_Unusable` when one tool writes ``value`` one such
+    way and the other does not."""
+    parts = [set(f.split("+")) if f else set() for f in (src_form, dst_form)]
+    for flag, (applies, said) in _WRITTEN_FLAGS.items():
+        if (flag in parts[0]) != (flag in parts[1]) and applies(value):
+            raise _Unusable(f"{said} by one of the tools, not the other")
+    rest = ["+".join(sorted(p - _WRITTEN_FLAGS.keys())) or None for p in parts]
+    return rest[0], rest[1]
+
+
 def _check_respelled(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
     """A command moves between tools that respell it differently (``Meaning.respells``: Claude
     Code's Bash turns two backslashes and a semicolon into one and one) only when neither
@@ -322,6 +355,13 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         new = _command(value, src, dst, posix)
         if src is not dst and src.respells != dst.respells:
             _check_respelled(value, new, src, dst)
+        if src is not dst and src.unwraps != dst.unwraps:
+            # the text the unwrapping tool gets: the model's (its own tool's) or the one written
+            text = value if src.unwraps else new
+            if isinstance(text, str) and _UNWRAPPED.match(text):
+                raise _Unusable(
+                    "it starts with a shell wrapper, which one of the tools takes off before running the rest"
+                )
         return new
     if _is_path(src.what) and isinstance(value, str) and value.startswith("~") and src is not dst:
         # Hermes, pi, OpenClaw and Claude Code's Read expand ~ to the home directory; OpenCode and
@@ -330,10 +370,11 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
     if _is_path(src.what) and isinstance(value, str) and src is not dst and _RESPELLED.search(value):
         # pi (path-utils.ts normalizeAtPrefix, and its Unicode spaces) and Gemini CLI 0.61
         # (resolveDefensiveToolPath) drop a leading @; Claude Code and Qwen Code trim the path;
-        # Qwen Code unescapes it (unescapePath). The others read the path as written.
+        # Qwen Code unescapes it (unescapePath); Gemini CLI 0.61 URL-decodes it. The others read
+        # the path as written.
         raise _Unusable(
-            f"{value!r} is read with a leading @ dropped, its spaces trimmed or respelled, or its backslashes "
-            "dropped by some tools"
+            f"{value!r} is read with a leading @ dropped, its spaces trimmed or respelled, its backslashes "
+            "dropped or its percent escapes decoded by some tools"
         )
     if src.what in _FILE_OPERANDS and isinstance(value, str) and src is not dst and value.endswith(("/", "/.")):
         # A file's path written as a directory's: Claude Code's Read fails (ENOTDIR, path.normalize
@@ -349,22 +390,8 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
             return value  # one glob: the same in a tool that reads a list of them
         raise _Unusable(f"{value!r} is split into several globs by one tool and read as one by the other")
     src_form, dst_form = src.form, dst.form
-    if src.what == "edit.new" and src_form != dst_form and "newline-on-empty" in (src_form, dst_form):
-        if value == "":
-            # Qwen Code's edit then replaces the line with its newline; the others (Claude Code's
-            # Edit aside, whose deletion is not sourced as the same) leave an empty line
-            raise _Unusable(
-                "an empty replacement also deletes its line's newline in Qwen Code's edit, not in the other"
-            )
-        src_form, dst_form = (None if f == "newline-on-empty" else f for f in (src_form, dst_form))
-    if src_form != dst_form and "eol-of-file" in (src_form, dst_form):
-        if isinstance(value, str) and ("\n" in value or "\r" in value):
-            # Qwen Code's write_file turns every line break into CRLF in a file that has one; the
-            # other tools write the text's own
-            raise _Unusable(
-                "its line breaks are written as the replaced file's (CRLF) by one tool and as given by the other"
-            )
-        src_form, dst_form = (None if f == "eol-of-file" else f for f in (src_form, dst_form))
+    if src.what in ("edit.new", "write.content") and src_form != dst_form:
+        src_form, dst_form = _written_as_given(value, src_form, dst_form)
     if src_form != dst_form and "trimmed-lines" in (src_form, dst_form) and src_form in (None, "trimmed-lines"):
         _check_trimmed(value, src.what)  # text no line of which ends in whitespace is written as given
         src_form = dst_form
