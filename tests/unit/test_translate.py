@@ -520,17 +520,19 @@ def test_a_bash_argv_keeps_its_shell() -> None:
 OC_BASH = fn("bash", schema("command", command=STR, timeout=NUM, workdir=STR, description=STR))
 
 
+@pytest.mark.parametrize("key", ["command", "cmd"])
 @pytest.mark.parametrize(
     "argv",
     [["bash", "-lc", "cd sub && make"], ["cd", "/tmp"], ["bash", "-lc", "pushd build"]],
     ids=["bash-lc-cd", "cd-as-a-program", "pushd"],
 )
-def test_an_argv_for_the_targets_own_command_never_becomes_a_line_that_moves_its_directory(argv) -> None:
+def test_an_argv_for_the_targets_own_command_never_becomes_a_line_that_moves_its_directory(argv, key) -> None:
     """``Bash {"command": ["bash", "-lc", "cd sub && make"]}``: the argv changes the directory of
     a process of its own, which ends with it; as Bash's command line, ``cd sub && make`` moves
     Claude Code's kept directory for every later call. Left as sent (the client reports the
-    argv). Was: fitted to ``cd sub && make`` (attack 66 H1)."""
-    d = decide([BASH], "Bash", {"command": argv}, client="Claude Code")
+    argv), under Bash's own key or another tool's (``cmd``). Was: fitted to ``cd sub && make``
+    (attack 66 H1; under ``cmd``, attack 68 K1)."""
+    d = decide([BASH], "Bash", {key: argv}, client="Claude Code")
     assert not d.changed and "process of its own" in d.reason, d.reason
 
 
@@ -543,15 +545,16 @@ _STAYS = ["make -j4", "git status", "ls -la", "echo cd", "grep -r cd .", "true"]
     parts=st.lists(st.tuples(st.booleans(), st.integers(0, 6)), min_size=1, max_size=4),
     joins=st.lists(st.sampled_from([" && ", "; ", " || "]), min_size=3, max_size=3),
     wrapper=st.sampled_from([["bash", "-lc"], ["bash", "-c"]]),
+    key=st.sampled_from(["command", "cmd"]),
 )
-def test_property_an_own_argv_is_written_as_a_line_only_when_it_moves_no_directory(parts, joins, wrapper) -> None:
+def test_property_an_own_argv_is_written_as_a_line_only_when_it_moves_no_directory(parts, joins, wrapper, key) -> None:
     """Over command lines built from pieces known to change the directory or not: an argv given
     for Claude Code's own Bash command (which keeps its directory between calls) becomes a command
     line only when no piece changes the directory (the argv's own process would have dropped it)."""
     pieces = [(_MOVES if moves else _STAYS)[i % len(_MOVES if moves else _STAYS)] for moves, i in parts]
     line = pieces[0] + "".join(j + p for j, p in zip(joins, pieces[1:]))
     argv = [*wrapper, line]
-    d = decide([BASH], "Bash", {"command": argv}, client="Claude Code")
+    d = decide([BASH], "Bash", {key: argv}, client="Claude Code")
     moved = any(m for m, _ in parts)
     event("changed" if d.changed else "left")
     if moved:

@@ -1026,11 +1026,16 @@ def _check_own_argv(
         return
     check = changes_directory if dest == "cwd" else changes_state
     for dst_key, src_key in placed.items():
-        line = out.get(dst_key)
-        if not isinstance(arguments.get(src_key), list) or not isinstance(line, str):
+        meanings = [m for m in target.meanings.get(dst_key, ()) if m.what == "shell.command"]
+        argv, line = arguments.get(src_key), out.get(dst_key)
+        if not meanings or not isinstance(argv, list) or any(m.form == "argv" for m in meanings):
             continue
-        if not any(m.what == "shell.command" for m in target.meanings.get(dst_key, ())):
-            continue
+        if not isinstance(line, str):
+            # under another key of the target's (``cmd`` for ``command``), joined later
+            try:
+                line = argv_to_command(argv)
+            except (TypeError, ValueError):
+                continue  # no command line: the client reports the argv
         found = check(line)
         if found is not None:
             raise _Unusable(
