@@ -217,9 +217,9 @@ def test_mentions_is_a_whole_word_search(text, name):
 
 
 def test_a_later_turns_plan_reads_back_only_earlier_transport_aliases_its_own_names_leave() -> None:
-    """``Plan.after``: an earlier turn's grammar alias is read back; a name this plan sends for
-    another tool keeps its own meaning; another agent's name (a profile's ``Read``) and a repeated
-    declaration's numbered alias are not carried; the cached plan itself is not changed."""
+    """``Plan.after``: an earlier turn's grammar alias is read back, a repeated declaration's as
+    its name alone; a name this plan sends for another tool keeps its own meaning; another
+    agent's name (a profile's ``Read``) is not carried; the cached plan itself is not changed."""
     from toolvocab.engine.ladder import DUPLICATE_MARK
 
     plan = Plan(rename_map={"mcp.fs.write": "mcp_fs_write_1a2b3c4d"})
@@ -230,7 +230,11 @@ def test_a_later_turns_plan_reads_back_only_earlier_transport_aliases_its_own_na
         "x_5e6f7a8b": f"x{DUPLICATE_MARK}2",
     }
     later = plan.after(earlier)
-    assert later.reverse_map == {"fs_read_601e4eb6": "fs.read", "mcp_fs_write_1a2b3c4d": "mcp.fs.write"}
+    assert later.reverse_map == {
+        "fs_read_601e4eb6": "fs.read",
+        "x_5e6f7a8b": "x",
+        "mcp_fs_write_1a2b3c4d": "mcp.fs.write",
+    }
     assert plan.reverse_map == {"mcp_fs_write_1a2b3c4d": "mcp.fs.write"} and plan.earlier == {}
     assert later.after(later.reverse_map).reverse_map == later.reverse_map  # a third turn keeps them
     assert plan.after({"Read": "read_file"}) is plan

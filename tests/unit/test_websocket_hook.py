@@ -887,6 +887,58 @@ def test_a_later_turn_that_no_longer_declares_a_tool_gets_its_earlier_alias_name
     assert "a name this request does not declare" in last["reason"]
 
 
+@pytest.mark.parametrize("between", ["repeated-key", "off"])
+def test_an_earlier_alias_is_named_back_after_a_turn_toolvocab_did_not_read(env, between):
+    """Turn 1 aliases ``fs.read``; turn 2's response.create repeats a key (its frame goes as
+    sent, no plan made of it), or comes in ``off`` mode; in turn 2 (repeated key) and in turn 3
+    (read again) the server calls turn 1's alias: the client gets ``fs.read``, and the record
+    still holds turn 1's decision. Was: the socket's state was dropped at turn 2, so the alias
+    reached the client and the record began again (attack 68 K2)."""
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    _, shell = load_frames()
+    s.server(shell)
+    second = orjson.dumps(dict(load_frames()[0], previous_response_id="resp_1"))
+    if between == "repeated-key":
+        repeated = second[:-1] + b',"instructions":"Be brief."}'
+        assert s.create(repeated).message.content == repeated
+        before = len(s.delivered())
+        s.server(frames)
+        assert names_seen(s.delivered()[before:]) == ["fs.read"] * 3
+    else:
+        env.configure(toolvocab_mode="off")
+        try:
+            assert s.create(second).message.content == second
+            before = len(s.delivered())
+            s.server(frames)
+            assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]  # off: as they came
+        finally:
+            env.configure(toolvocab_mode="auto")
+    s.create(dict(load_frames()[0], previous_response_id="resp_2"))
+    before = len(s.delivered())
+    s.server(frames)
+    got = s.delivered()[before:]
+    assert alias.encode() not in b"".join(got) and names_seen(got) == ["fs.read"] * 3
+    assert s.record["decisions"][0]["target"] == "exec_command"  # turn 1's, kept
+
+
+def test_an_earlier_alias_of_a_repeated_declaration_is_named_back_as_its_name(env):
+    """Turn 1 declares ``read_file`` twice with different schemas (the second sent upstream
+    under an alias); turn 2 declares it once, and the server calls the alias: the client gets
+    ``read_file``. Was: the alias (attack 68 K3)."""
+    create, _ = load_frames()
+    s = Session(env)
+    two = [dict(FS_READ, name="read_file"), dict(FS_READ, name="read_file", description="Read lines.")]
+    up = orjson.loads(s.create(dict(create, tools=two)).message.content)
+    [alias] = [t["name"] for t in up["tools"] if t.get("name", "").startswith("read_file_")]
+    s.server(calling("read_file", '{"path":"a"}'))
+    s.create(dict(create, tools=[two[0]], previous_response_id="resp_1"))
+    before = len(s.delivered())
+    s.server(calling(alias, '{"path":"a"}'))
+    got = s.delivered()[before:]
+    assert alias.encode() not in b"".join(got) and names_seen(got) == ["read_file"] * 3
+
+
 _NAMED = st.lists(
     st.sampled_from(["fs.read", "mcp.server.write", "a/b", "x" * 70, "read_file", "spaces in name"]),
     min_size=1,

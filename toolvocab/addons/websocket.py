@@ -176,13 +176,13 @@ class ToolVocabWebSocket:
                 return
             if isinstance(result, pipeline.Skipped):
                 # As the HTTP request hook does: which repeated key the server reads is its
-                # parser's choice, so neither the frame nor this turn's answer is touched.
-                previous = self._ws.pop(flow.id, None)
-                reason = "a response.create frame repeats a key; it and its turn's frames went as they came"
-                if previous is not None:
-                    previous.record.notes.append(reason)
-                    flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
+                # parser's choice, so the frame goes as it came and no plan is made of it; its
+                # turn's frames as they came but for the aliases the socket's earlier turns sent
+                # (the server keeps those turns), as for any turn whose tools are not read.
+                if flow.id in self._ws:
+                    self._unread_turn(flow, message.content, what="a response.create frame that repeats a key")
                 else:
+                    reason = "a response.create frame repeats a key; it and its turn's frames went as they came"
                     self.core._skip(flow, reason, dialect.name)
                 return
             record = result.record
@@ -349,14 +349,18 @@ class ToolVocabWebSocket:
 
     def _end_turns(self, flow: http.HTTPFlow, content: bytes) -> None:
         """A client frame (``content``) in ``off`` mode: the last turn's rewriting ends (given up
-        if it was still streaming; its record stays in metadata), and no frame after it is touched."""
+        if it was still streaming; its record stays in metadata), and no frame after it is touched.
+        The socket's state stays, reading nothing: a later turn in another mode keeps its record
+        and reads back the aliases its earlier turns sent."""
         previous = self._ws.get(flow.id)
         if previous is None:
             return
         if self._give_up_unfinished(flow, content) and previous.ws_names_only:
             return  # the last turn's later frames still get this socket's names back, until it ends
         self._stop_timer(flow.id)
-        del self._ws[flow.id]
+        # kept, reading nothing, for a later turn in another mode: the socket's record and the
+        # names its earlier turns sent upstream (the server keeps those turns)
+        previous.ws_rewriter = None
         flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
 
     def _give_up_unfinished(self, flow: http.HTTPFlow, content: bytes) -> bool:
@@ -385,7 +389,7 @@ class ToolVocabWebSocket:
         )
         return True
 
-    def _unread_turn(self, flow: http.HTTPFlow, content: bytes) -> None:
+    def _unread_turn(self, flow: http.HTTPFlow, content: bytes, what: str | None = None) -> None:
         """A client text frame (``content``) that is no ``response.create`` toolvocab reads, after
         the last turn ended (its ``type`` read only here, :func:`_frame_type`): the server's
         next frames answer it. A ``response.append`` continues the socket's last response, its
@@ -394,7 +398,8 @@ class ToolVocabWebSocket:
         other frame (or an append after one, or in another mode) begins a turn whose tools are not
         known: only a tool this request declared is a target, so its calls are read only to name
         back the aliases this socket sent upstream (``read_names_only``), which no declared tool
-        is; in ``observe`` mode nothing of it is touched. The record keeps every turn."""
+        is; in ``observe`` mode nothing of it is touched. The record keeps every turn. ``what``:
+        the frame, as the record names it (else by its ``type``)."""
         previous = self._ws.get(flow.id)
         if previous is None:
             return
@@ -403,14 +408,15 @@ class ToolVocabWebSocket:
         previous.ws_turn_done = False
         previous.ws_unrepaired = 0
         if (
-            kind == "response.append"
+            what is None
+            and kind == "response.append"
             and previous.ws_rewriter is not None
             and not previous.ws_names_only
             and self.core.mode == previous.record.mode
         ):
             previous.ws_rewriter = previous.rewriter()
             return
-        what = f"a {kind} frame" if kind is not None else "a client frame toolvocab cannot read"
+        what = what or (f"a {kind} frame" if kind is not None else "a client frame toolvocab cannot read")
         if previous.record.mode == "observe" or self.core.mode == "observe":
             previous.ws_rewriter = None
             got = "its frames went as they came"

@@ -98,14 +98,15 @@ class Plan(BaseModel):
         each transport alias among them (a name the upstream's grammar made, not another agent's
         name) that this plan's own names do not take, so an answer that repeats an alias the
         server kept from an earlier turn gives the client its own name (a tool this turn does not
-        declare: the client reports it). A repeated declaration's alias is left out: which
-        declaration a number names is a request's own. ``self`` when nothing is added; a cached
-        plan is never changed."""
+        declare: the client reports it). A repeated declaration's alias reads back as the name
+        alone: which declaration a number names is a request's own, and a client tells such
+        tools apart by nothing but their name. ``self`` when nothing is added; a cached plan is
+        never changed."""
         own = self.reverse_map
         kept = {
-            upstream: flat
+            upstream: flat.partition(DUPLICATE_MARK)[0]
             for upstream, flat in earlier.items()
-            if upstream not in own and DUPLICATE_MARK not in flat and not entries_for(split_flat(None, upstream))
+            if upstream not in own and not entries_for(split_flat(None, upstream))
         }
         return self.model_copy(update={"earlier": {**self.earlier, **kept}}) if kept else self
 
