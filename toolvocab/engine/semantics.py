@@ -72,9 +72,10 @@ class Meaning:
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
     replacement takes the line's newline too); ``"newline-on-empty"`` (an edit's) written as given,
     but an empty replacement takes the line's newline too; ``"eol-of-file"`` written with the line
-    endings of the file it replaces (CRLF throughout in a file that has one). Of an edit's old text, ``"exact-quotes"``: the
-    literal, else the literal with curly quotes read as straight ones, backslash-u escapes read as
-    their characters, sanitized tags read whole.
+    endings of the file it replaces (CRLF throughout in a file that has one); several joined by
+    ``+``. Of an edit's old text, ``"exact-quotes"``: the literal, else the literal with curly
+    quotes read as straight ones, backslash-u escapes read as their characters, sanitized tags
+    read whole.
     """
 
     what: str
