@@ -269,6 +269,7 @@ def test_a_replacement_that_is_not_empty_still_moves_into_qwen_codes_edit() -> N
 
 GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=STR, is_background=BOOL))
 GEMINI_READ = fn("read_file", schema("file_path", file_path=STR, start_line=NUM, end_line=NUM))
+OLD_GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, description=STR, directory=STR))
 GEMINI_WRITE = fn("write_file", schema("file_path", "content", file_path=STR, content=STR))
 GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, include_pattern=STR))
 
@@ -281,6 +282,28 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
         ([GEMINI_SHELL], "Bash", {"command": "sh -c 'echo $0' a"}, "Gemini CLI", "shell wrapper"),
         ([GEMINI_SHELL], "exec_command", {"cmd": 'bash -c "make" && echo "done"'}, "Gemini CLI", "shell wrapper"),
         ([BASH], "run_shell_command", {"command": "/bin/zsh -c 'echo hi'", "dir_path": "/w"}, None, "shell wrapper"),
+        # an argv for Gemini's own command, joined, would start with a wrapper it takes off (and
+        # `rm -r "$0"` with `$0` = "old tmp" would remove ./tmp): under its key or another
+        # (attack 70 L1)
+        (
+            [GEMINI_SHELL],
+            "run_shell_command",
+            {"cmd": ["sh", "-c", 'rm -r "$0"', "old tmp"]},
+            "Gemini CLI",
+            "shell wrapper",
+        ),
+        (
+            [GEMINI_SHELL],
+            "run-shell-command",
+            {"command": ["sh", "-c", 'rm -r "$0"', "old tmp"]},
+            "Gemini CLI",
+            "shell wrapper",
+        ),
+        # JavaScript's \s takes U+FEFF, Python's does not (attack 70 L2)
+        ([GEMINI_SHELL], "terminal", {"command": "\ufeffsh -c 'rm -rf build'"}, "Gemini CLI", "shell wrapper"),
+        ([GEMINI_SHELL], "terminal", {"command": "sh\ufeff-c 'rm -rf build'"}, "Gemini CLI", "shell wrapper"),
+        # Gemini CLI 0.1.14-0.10.0 takes `bash /c` off too (attack 70 L3)
+        ([OLD_GEMINI_SHELL], "terminal", {"command": "bash /c 'rm -rf build'"}, None, "shell wrapper"),
         # it URL-decodes every path (resolveToRealPath: decodeURIComponent, file URLs)
         ([GEMINI_READ], "Read", {"file_path": "/p/a%20b.txt"}, "Gemini CLI", "percent escapes"),
         ([GEMINI_WRITE], "Write", {"file_path": "file:///p/a.txt", "content": "x"}, "Gemini CLI", "percent escapes"),
@@ -297,7 +320,21 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
         # its grep_search runs ripgrep unless the settings turn it off, then git grep / grep -E
         ([GEMINI_GREP], "search_file_content", {"pattern": "\\d+", "path": "src"}, "Gemini CLI", "read as"),
     ],
-    ids=["sh-c", "bash-c-and", "zsh-c-back", "percent", "file-url", "write-lines", "qwen-edit-lines", "grep"],
+    ids=[
+        "sh-c",
+        "bash-c-and",
+        "zsh-c-back",
+        "own-argv-cmd",
+        "own-argv-respelled-name",
+        "bom-before",
+        "bom-between",
+        "old-gemini-slash-c",
+        "percent",
+        "file-url",
+        "write-lines",
+        "qwen-edit-lines",
+        "grep",
+    ],
 )
 def test_what_gemini_cli_and_qwen_code_run_otherwise_never_moves_into_or_out_of_them(
     tools: list, name: str, args: dict, client: str | None, said: str

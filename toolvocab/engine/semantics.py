@@ -64,7 +64,7 @@ class Meaning:
     ``respells``: literal ``(from, to)`` replacements the client makes in the value before the
     tool runs it (Claude Code's Bash: two backslashes and a semicolon become one and one).
     ``unwraps``: the client takes a leading shell wrapper off a command before running the rest
-    in its own shell (Gemini CLI 0.61.0's stripShellWrapper: ``sh -c``, ``bash -c``, ``zsh -c``,
+    in its own shell (Gemini CLI's stripShellWrapper, 0.1.14 on: ``sh -c``, ``bash -c``, ``zsh -c``,
     a path to one of them, ``cmd.exe /c``, ``powershell``/``pwsh -Command``, and the quotes around
     what follows).
 
@@ -892,7 +892,9 @@ _ROWS: tuple[ArgTable, ...] = (
         _GEM_ID,
         "0.1.9-0.10.0",
         _GEM_OLD_SRC,
-        args={"command": m("shell.command", form="bash"), "directory": m("shell.cwd")},
+        # from 0.1.14 it runs the command with a leading `sh -c` (bash, zsh, cmd.exe; `-c` or `/c`)
+        # taken off (stripShellWrapper in execute)
+        args={"command": m("shell.command", form="bash", unwraps=True), "directory": m("shell.cwd")},
         fixed={"shell.background": False, "shell.session": "none"},
     ),
     # expected_replacements defaults to 1: exactly one match, as an edit without replace_all.

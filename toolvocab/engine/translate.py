@@ -72,10 +72,14 @@ _RESPELLED = re.compile(
     "^@|[\u00a0\u2000-\u200a\u202f\u205f\u3000]|^[\\s\\ufeff]|[\\s\\ufeff]\\Z|\\\\[ \\t()\\[\\]{};|*?$`'\"#&<>!~]|\\x00"
     "| (?:AM|PM)\\.png\\Z|%[0-9A-Fa-f]{2}|^file:"
 )
-#: A command Gemini CLI 0.61.0 runs with its start taken off (shell-utils stripShellWrapper).
+#: JavaScript's ``\s`` (ECMA-262 WhiteSpace and LineTerminator), for patterns the agents run.
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+#: A command Gemini CLI runs with its start taken off (shell-utils stripShellWrapper): 0.61.0's
+#: pattern and 0.1.14's (``(?:sh|bash|zsh|cmd.exe)\s+(?:\/c|-c)\s+``, its dot any character)
+#: together, their ``\s`` and ``\S`` JavaScript's.
 _UNWRAPPED = re.compile(
-    r"^\s*(?:(?:(?:\S+/)?(?:sh|bash|zsh))\s+-c|cmd\.exe\s+/c|powershell(?:\.exe)?\s+(?:-NoProfile\s+)?-Command"
-    r"|pwsh(?:\.exe)?\s+(?:-NoProfile\s+)?-Command)\s+",
+    "^[{s}]*(?:(?:(?:[^{s}]+/)?(?:sh|bash|zsh)|cmd.exe)[{s}]+(?:-c|/c)"
+    "|(?:powershell|pwsh)(?:\\.exe)?[{s}]+(?:-NoProfile[{s}]+)?-Command)[{s}]+".format(s=_JS_SPACE),
     re.IGNORECASE,
 )
 
@@ -256,7 +260,7 @@ def _command(value: Any, src: Meaning, dst: Meaning, posix: bool = True) -> Any:
 
 #: JavaScript's ``\s`` (ECMA-262 WhiteSpace and LineTerminator), which Claude Code's ``/\s+$/``
 #: strips from the end of each line of Write's content and Edit's new_string.
-_JS_TRAILING_SPACE = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]$")
+_JS_TRAILING_SPACE = re.compile(f"[{_JS_SPACE}]$")
 _LINE_BREAK = re.compile(r"\r\n|\n|\r")
 #: What Claude Code 2.1.197's Edit reads another way than literally when the literal is missing
 #: (findActualString, desanitize): a quote (curly ones read as straight), a backslash-u escape or
@@ -336,6 +340,14 @@ def _check_respelled(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
                     raise _Unusable(f"it holds {old!r}, which one of the tools respells before running it")
 
 
+def _check_unwrapped_line(line: Any, dst: Meaning) -> None:
+    """A command line written for a tool that takes a leading shell wrapper off
+    (``Meaning.unwraps``: an argv joined, ``["sh", "-c", X, "a"]`` as ``sh -c 'X' a``) must not start
+    with one: the tool would run the rest without it, its arguments read otherwise."""
+    if dst.unwraps and isinstance(line, str) and _UNWRAPPED.match(line):
+        raise _Unusable("written as a command line it starts with a shell wrapper, which the tool takes off")
+
+
 def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> Any:
     """``value`` as meant by ``src``, written for ``dst``; raises :class:`_Unusable` when no exact
     conversion exists.
@@ -362,6 +374,8 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
                 raise _Unusable(
                     "it starts with a shell wrapper, which one of the tools takes off before running the rest"
                 )
+        elif dst.unwraps and new is not value:
+            _check_unwrapped_line(new, dst)
         return new
     if _is_path(src.what) and isinstance(value, str) and value.startswith("~") and src is not dst:
         # Hermes, pi, OpenClaw and Claude Code's Read expand ~ to the home directory; OpenCode and
@@ -1022,8 +1036,6 @@ def _check_own_argv(
     tool that starts afresh must (:func:`_check_session`). Where the conversation's earlier calls
     left the shell is the target's either way: the call is the target's."""
     dest = target.fixed.get(_SESSION)
-    if dest == "none":
-        return
     check = changes_directory if dest == "cwd" else changes_state
     for dst_key, src_key in placed.items():
         meanings = [m for m in target.meanings.get(dst_key, ()) if m.what == "shell.command"]
@@ -1036,6 +1048,10 @@ def _check_own_argv(
                 line = argv_to_command(argv)
             except (TypeError, ValueError):
                 continue  # no command line: the client reports the argv
+        for meaning in meanings:
+            _check_unwrapped_line(line, meaning)
+        if dest == "none":
+            continue
         found = check(line)
         if found is not None:
             raise _Unusable(
