@@ -887,7 +887,7 @@ def test_a_later_turn_that_no_longer_declares_a_tool_gets_its_earlier_alias_name
     assert "a name this request does not declare" in last["reason"]
 
 
-@pytest.mark.parametrize("between", ["repeated-key", "off"])
+@pytest.mark.parametrize("between", ["repeated-key", "off", "observe-then-repeated-key"])
 def test_an_earlier_alias_is_named_back_after_a_turn_toolvocab_did_not_read(env, between):
     """Turn 1 aliases ``fs.read``; turn 2's response.create repeats a key (its frame goes as
     sent, no plan made of it), or comes in ``off`` mode; in turn 2 (repeated key) and in turn 3
@@ -899,6 +899,14 @@ def test_an_earlier_alias_is_named_back_after_a_turn_toolvocab_did_not_read(env,
     _, shell = load_frames()
     s.server(shell)
     second = orjson.dumps(dict(load_frames()[0], previous_response_id="resp_1"))
+    if between == "observe-then-repeated-key":  # the last read turn's mode was observe (attack 70 L4)
+        env.configure(toolvocab_mode="observe")
+        try:
+            s.create(second)
+            s.server(shell)
+        finally:
+            env.configure(toolvocab_mode="auto")
+        between = "repeated-key"
     if between == "repeated-key":
         repeated = second[:-1] + b',"instructions":"Be brief."}'
         assert s.create(repeated).message.content == repeated

@@ -417,7 +417,9 @@ class ToolVocabWebSocket:
             previous.ws_rewriter = previous.rewriter()
             return
         what = what or (f"a {kind} frame" if kind is not None else "a client frame toolvocab cannot read")
-        if previous.record.mode == "observe" or self.core.mode == "observe":
+        # the turn is handled in the mode it came in, whatever the last read turn's was
+        previous.record.mode = self.core.mode
+        if self.core.mode == "observe":
             previous.ws_rewriter = None
             got = "its frames went as they came"
         else:
