@@ -300,8 +300,13 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
             "shell wrapper",
         ),
         # JavaScript's \s takes U+FEFF, Python's does not (attack 70 L2)
-        ([GEMINI_SHELL], "terminal", {"command": "\ufeffsh -c 'rm -rf build'"}, "Gemini CLI", "shell wrapper"),
+        ([GEMINI_SHELL], "terminal", {"command": "\ufeffsh -c 'rm -rf build'"}, "Gemini CLI", "whitespace"),
         ([GEMINI_SHELL], "terminal", {"command": "sh\ufeff-c 'rm -rf build'"}, "Gemini CLI", "shell wrapper"),
+        # Gemini CLI (and Qwen Code) run the command trimmed: `echo a\\ ` prints `a\\` there, `a `
+        # elsewhere; a here-document loses its last blank lines (attack 71 M2, M3)
+        ([GEMINI_SHELL], "terminal", {"command": "echo a\\ "}, None, "whitespace"),
+        ([BASH], "run_shell_command", {"command": "echo a\\ "}, None, "whitespace"),
+        ([BASH], "run_shell_command", {"command": "cat > n <<EOF\nhi\n\n"}, None, "whitespace"),
         # Gemini CLI 0.1.14-0.10.0 takes `bash /c` off too (attack 70 L3)
         ([OLD_GEMINI_SHELL], "terminal", {"command": "bash /c 'rm -rf build'"}, None, "shell wrapper"),
         # it URL-decodes every path (resolveToRealPath: decodeURIComponent, file URLs)
@@ -328,6 +333,9 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
         "own-argv-respelled-name",
         "bom-before",
         "bom-between",
+        "trailing-escaped-space-in",
+        "trailing-escaped-space-out",
+        "heredoc-blank-lines-out",
         "old-gemini-slash-c",
         "percent",
         "file-url",

@@ -74,6 +74,10 @@ _RESPELLED = re.compile(
 )
 #: JavaScript's ``\s`` (ECMA-262 WhiteSpace and LineTerminator), for patterns the agents run.
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+#: A command some agents' tools run trimmed (Gemini CLI's stripShellWrapper returns
+#: ``command.trim()``; Qwen Code 0.15.10 runs ``params.command.trim()``) and others as given: a
+#: trailing ``\ `` or the blank lines a here-document ends with are its text.
+_EDGE_SPACE = re.compile(f"^[{_JS_SPACE}]|[{_JS_SPACE}]\\Z")
 #: A command Gemini CLI runs with its start taken off (shell-utils stripShellWrapper): 0.61.0's
 #: pattern and 0.1.14's (``(?:sh|bash|zsh|cmd.exe)\s+(?:\/c|-c)\s+``, its dot any character)
 #: together, their ``\s`` and ``\S`` JavaScript's.
@@ -367,6 +371,8 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         new = _command(value, src, dst, posix)
         if src is not dst and src.respells != dst.respells:
             _check_respelled(value, new, src, dst)
+        if src is not dst and any(isinstance(t, str) and _EDGE_SPACE.search(t) for t in (value, new)):
+            raise _Unusable("it begins or ends with whitespace, which some agents' tools trim before running it")
         if src is not dst and src.unwraps != dst.unwraps:
             # the text the unwrapping tool gets: the model's (its own tool's) or the one written
             text = value if src.unwraps else new
