@@ -930,6 +930,27 @@ def test_an_earlier_alias_is_named_back_after_a_turn_toolvocab_did_not_read(env,
     assert s.record["decisions"][0]["target"] == "exec_command"  # turn 1's, kept
 
 
+def test_a_turn_not_read_in_observe_mode_leaves_the_record_of_a_repaired_turn_as_it_was(env):
+    """Turn 1, read in ``auto``, went to the client repaired; then, in ``observe``, a client frame
+    toolvocab does not read. That turn is handled in observe (nothing of it changes), and the
+    record still says what turn 1 did: mode ``auto``, changed. Was: the record took the unread
+    turn's mode and said the repair only would have been made (attack 71 M1)."""
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 3
+    env.configure(toolvocab_mode="observe")
+    try:
+        s.send({"type": "response.cancel"}, from_client=True)
+        before = len(s.delivered())
+        s.server(frames)
+        assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]  # observe: as they came
+    finally:
+        env.configure(toolvocab_mode="auto")
+    assert s.record["mode"] == "auto" and s.flow.comment.startswith("changed:"), (s.record["mode"], s.flow.comment)
+
+
 def test_an_earlier_alias_of_a_repeated_declaration_is_named_back_as_its_name(env):
     """Turn 1 declares ``read_file`` twice with different schemas (the second sent upstream
     under an alias); turn 2 declares it once, and the server calls the alias: the client gets

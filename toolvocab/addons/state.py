@@ -99,6 +99,7 @@ class FlowState:
         self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
         self.ws_turn_done = False  # the server ended the WebSocket turn (response.completed, an error…)
         self.ws_names_only = False  # ws_rewriter only names this socket's aliases back (a turn not read)
+        self.ws_mode: str | None = None  # the mode a WebSocket turn not read is handled in (else the record's)
         self.ws_flow: Any = None  # the WebSocket's flow (for a turn's give-up outside its hooks)
         self.logged: set[str] = set()  # log lines already written for this flow (a WebSocket's turns)
         self.original_request: bytes | None = None  # the client's body, when it was changed

@@ -142,7 +142,7 @@ class ToolVocabWebSocket:
         ws = self._ws.pop(flow.id, None)
         if ws is not None:
             rewriter = ws.ws_rewriter
-            if rewriter is not None and rewriter.has_held() and ws.record.mode != "observe":
+            if rewriter is not None and rewriter.has_held() and not _observing(ws):
                 # mitmproxy relays the close with no hook before it: the frames are lost.
                 lost = len(rewriter.held_units())
                 why = f"the socket closed while {lost} frames of a tool call were held"
@@ -257,7 +257,7 @@ class ToolVocabWebSocket:
         else:
             state.ws_unrepaired = note_unrepaired(state.ws_rewriter, state.record, state.ws_unrepaired)
         news = len(state.record.decisions) != before or len(state.record.notes) != notes  # the record grew
-        if state.record.mode == "observe":  # the mode this turn's response.create was handled in
+        if _observing(state):  # the mode this turn's response.create (or unread frame) was handled in
             state.ws_turn_done = state.ws_turn_done or _ends_turn(unit)
             if news:
                 self.recorder.finish(flow, state)
@@ -333,7 +333,7 @@ class ToolVocabWebSocket:
         that was done, ``False`` when nothing is held."""
         state = self._ws.get(flow.id)
         rewriter = state.ws_rewriter if state is not None else None
-        if state is None or rewriter is None or state.record.mode == "observe" or not rewriter.has_held():
+        if state is None or rewriter is None or _observing(state) or not rewriter.has_held():
             return False
         self._give_up(
             flow,
@@ -412,13 +412,14 @@ class ToolVocabWebSocket:
             and kind == "response.append"
             and previous.ws_rewriter is not None
             and not previous.ws_names_only
-            and self.core.mode == previous.record.mode
+            and self.core.mode == (previous.ws_mode or previous.record.mode)
         ):
             previous.ws_rewriter = previous.rewriter()
             return
         what = what or (f"a {kind} frame" if kind is not None else "a client frame toolvocab cannot read")
-        # the turn is handled in the mode it came in, whatever the last read turn's was
-        previous.record.mode = self.core.mode
+        # the turn is handled in the mode it came in, whatever the last read turn's was (the
+        # record keeps the mode of the turns it read)
+        previous.ws_mode = self.core.mode
         if self.core.mode == "observe":
             previous.ws_rewriter = None
             got = "its frames went as they came"
@@ -447,7 +448,7 @@ class ToolVocabWebSocket:
         later frame of the socket passes. The record says why."""
         rewriter = state.ws_rewriter
         held, backs = self._let_go(state, rewriter, why) if rewriter is not None else ([], [])
-        if names_only and rewriter is not None and state.record.mode != "observe":
+        if names_only and rewriter is not None and not _observing(state):
             rewriter.read_names_only()
             state.ws_names_only = True
         elif not keep_reading:
@@ -456,7 +457,7 @@ class ToolVocabWebSocket:
         if backs:
             got += f" (names given back: {', '.join(backs)})"
         state.record.notes.append(passed_note(why, got))
-        if state.record.mode != "observe":  # observe: every frame already went on as it came
+        if not _observing(state):  # observe: every frame already went on as it came
             for unit in held:
                 self._inject(flow, unit.raw, True)
         self.recorder.finish(flow, state)
@@ -544,6 +545,12 @@ class _Typed(msgspec.Struct):
     """The ``type`` of a frame, nothing else decoded."""
 
     type: Any = None
+
+
+def _observing(state: FlowState) -> bool:
+    """The socket's current turn is handled in ``observe`` mode: a turn not read in the mode it
+    came in (:attr:`FlowState.ws_mode`), else the mode of the response.create that began it."""
+    return (state.ws_mode or state.record.mode) == "observe"
 
 
 def _frame_type(content: bytes) -> str | None:
