@@ -30,6 +30,7 @@ from harness.dialects import sse_events
 from toolvocab.dialects.openai_chat import DIALECT
 from toolvocab.dialects.sse import SSEParser
 from toolvocab.engine.ladder import Toolset
+from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import LEAD
 from toolvocab.engine.wrapped import MARKUP
@@ -616,3 +617,40 @@ def test_property_several_blocks_one_of_them_unclosed_are_never_lifted(
     whole = "\n".join(xml_block(name, params, wrapped=wrapped) for name, params in calls)
     lifted = extract_text_calls(whole, WRITE_TOOLS)
     assert lifted is not None and [c.name for c in lifted[1]] == [name for name, _ in calls]
+
+
+_BASH_TOOLS = Toolset(
+    [
+        declared_tool(
+            "Bash",
+            input_schema={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        )
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "echo a\\ </function>\n</tool_call>",
+        "echo a\\ \n</tool_call>",
+        "cat > f <<EOF\nhi\n\n\n</function>\n</tool_call>",
+    ],
+    ids=["space-before-function-end", "space-before-block-end", "blank-lines"],
+)
+def test_an_unclosed_last_parameter_ending_in_whitespace_stays_text(tail: str) -> None:
+    """The last parameter not closed by ``</parameter>``: whitespace before ``</function>`` (or
+    the block's end) is the value's (``echo a\\ `` prints ``a `` where ``echo a\\`` prints
+    ``a\\``; a here-document's blank lines are the file's) or the layout's: two readings, so the
+    text stays text. Was: lifted with the whitespace taken off (attack 72 N4)."""
+    text = "<tool_call>\n<function=Bash>\n<parameter=command>\n" + tail
+    assert extract_text_calls(text, _BASH_TOOLS) is None
+
+
+@pytest.mark.parametrize(
+    "tail", ["ls -la\n</function>\n</tool_call>", "ls -la</function>\n</tool_call>", "ls -la\n</tool_call>"]
+)
+def test_an_unclosed_last_parameter_that_ends_in_no_whitespace_is_still_lifted(tail: str) -> None:
+    text = "<tool_call>\n<function=Bash>\n<parameter=command>\n" + tail
+    found = extract_text_calls(text, _BASH_TOOLS)
+    assert found is not None and [(c.name, c.arguments) for c in found[1]] == [("Bash", {"command": "ls -la"})]

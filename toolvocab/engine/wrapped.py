@@ -317,10 +317,28 @@ def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
         ok, value = _typed(pm.group(2), types)
         if not ok:
             return None
+        if (
+            pm.end() == len(body)
+            and not pm.group(0).endswith("</parameter>")
+            and value != _unclosed_value(block, key, types)
+        ):
+            # the last value, unclosed, ended in whitespace the read above took for the block's
+            # own: it is the value's too, or not (two readings): the text stays text
+            return None
         args[key] = value
     if body[last:].strip():
         return None
     return ToolCall(name=name, arguments=args)
+
+
+def _unclosed_value(block: str, key: str, types: set[str]) -> Any:
+    """The value of a block's last parameter ``key``, not closed by ``</parameter>``, read with
+    every character up to ``</function>`` (or the block's end): :func:`_typed` of it, or ``None``."""
+    start = block.rfind(f"<parameter={key}>")
+    end = block.rfind("</function>")
+    raw = block[start + len(key) + 12 : end if end > start else len(block)]
+    ok, value = _typed(raw, types)
+    return value if ok else None
 
 
 def _xml_unclosed(inside: str) -> bool:
