@@ -951,6 +951,29 @@ def test_a_turn_not_read_in_observe_mode_leaves_the_record_of_a_repaired_turn_as
     assert s.record["mode"] == "auto" and s.flow.comment.startswith("changed:"), (s.record["mode"], s.flow.comment)
 
 
+def test_a_frame_in_auto_while_an_observed_turn_streams_names_the_aliases_back_after_it(env):
+    """Turn 1 aliases ``fs.read`` (auto); turn 2 is read in ``observe`` and still streams when,
+    back in ``auto``, the client sends an append: which turn a later frame is of is not known,
+    and the new one is not observed, so later frames get the socket's names back (the server's
+    call of turn 1's alias reaches the client as ``fs.read``). Was: every later frame passed as it
+    came, alias included (attack 72 N2)."""
+    s, frames = aliased_session(env)
+    alias = frames[1]["item"]["name"]
+    s.server(declared_frames())
+    env.configure(toolvocab_mode="observe")
+    try:
+        s.create(dict(load_frames()[0], previous_response_id="resp_1"))
+        s.server(declared_frames()[:3])
+    finally:
+        env.configure(toolvocab_mode="auto")
+    s.send({"type": "response.append", "input": []}, from_client=True)
+    before = len(s.delivered())
+    s.server(declared_frames()[3:])
+    s.server(frames)
+    got = s.delivered()[before:]
+    assert alias.encode() not in b"".join(got) and names_seen(got)[-3:] == ["fs.read"] * 3
+
+
 def test_an_earlier_alias_of_a_repeated_declaration_is_named_back_as_its_name(env):
     """Turn 1 declares ``read_file`` twice with different schemas (the second sent upstream
     under an alias); turn 2 declares it once, and the server calls the alias: the client gets
