@@ -448,10 +448,9 @@ class ToolVocabWebSocket:
         later frame of the socket passes. The record says why."""
         rewriter = state.ws_rewriter
         held, backs = self._let_go(state, rewriter, why) if rewriter is not None else ([], [])
-        if names_only and rewriter is not None and _observing(state) and self.core.mode != "observe":
-            # which turn a later frame is of is not known, and the new one is not observed
-            state.ws_mode = self.core.mode
-        if names_only and rewriter is not None and not _observing(state):
+        if names_only and rewriter is not None and not (_observing(state) and self.core.mode == "observe"):
+            if _observing(state):  # which turn a later frame is of is not known; the new one is not observed
+                state.ws_mode = self.core.mode
             rewriter.read_names_only()
             state.ws_names_only = True
         elif not keep_reading:

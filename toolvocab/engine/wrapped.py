@@ -334,9 +334,10 @@ def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
 def _unclosed_value(block: str, key: str, types: set[str]) -> Any:
     """The value of a block's last parameter ``key``, not closed by ``</parameter>``, read with
     every character up to ``</function>`` (or the block's end): :func:`_typed` of it, or ``None``."""
-    start = block.rfind(f"<parameter={key}>")
+    opener = f"<parameter={key}>"
+    start = block.rfind(opener) + len(opener)
     end = block.rfind("</function>")
-    raw = block[start + len(key) + 12 : end if end > start else len(block)]
+    raw = block[start : end if end > start else len(block)]
     ok, value = _typed(raw, types)
     return value if ok else None
 
