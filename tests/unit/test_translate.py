@@ -454,6 +454,35 @@ def test_text_with_line_breaks_never_moves_into_or_out_of_qwen_codes_write_file(
     assert not d.changed and "line breaks" in d.reason, d.reason
 
 
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # one line of C: Gemini CLI would write a line break where the model wrote backslash-n
+        ([GEMINI_WRITE], "Write", {"file_path": "/p/a.c", "content": 'printf("hi\\n");'}, "Gemini CLI"),
+        ([GEMINI_WRITE], "write", {"filePath": "/p/a.sh", "content": "echo \\`date\\`"}, "Gemini CLI"),
+        ([GEMINI_WRITE], "write", {"filePath": "/p/a.txt", "content": "C:\\\\temp"}, "Gemini CLI"),
+        # a backslash before r too (its line breaks are another rule's)
+        ([GEMINI_WRITE], "Write", {"file_path": "/p/a.py", "content": "s = 'a\\rb'"}, "Gemini CLI"),
+        # the other way: what Gemini's write_file would have written is not known
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/p/a.c", "content": 'printf("hi\\n");'}, "Claude Code"),
+    ],
+    ids=["backslash-n", "backtick", "two-backslashes", "backslash-r", "out-of-gemini"],
+)
+def test_text_gemini_cli_would_unescape_never_moves_into_or_out_of_its_writes(tools, name, args, client) -> None:
+    """Gemini CLI's write_file runs unescapeStringForGeminiBug over the text first (0.61.0, for a
+    model not of Gemini 2 or 3 nor custom; 0.1.9-0.10.0 hand such text to an LLM to correct, and
+    their replace its new_string: editCorrector.ts): a backslash before n, t, r, a quote, a
+    backtick, a backslash or a line break may become the character it escapes. Was: renamed to
+    write_file as sent."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "escape" in d.reason, d.reason
+
+
+def test_text_without_such_a_backslash_still_moves_into_gemini_clis_write_file() -> None:
+    d = decide([GEMINI_WRITE], "Write", {"file_path": "/p/a.txt", "content": "C:\\x 1.2"}, client="Gemini CLI")
+    assert d.action is Action.RENAME and d.target == "write_file" and d.arguments_after is None, d.reason
+
+
 def test_one_line_of_text_still_moves_into_qwen_codes_write_file() -> None:
     d = decide([WRITE_FILE], "write", {"filePath": "/w/v.txt", "content": "1.2.3"}, client="Qwen Code")
     assert d.changed and d.arguments_after == {"file_path": "/w/v.txt", "content": "1.2.3"}, d.reason
@@ -886,14 +915,21 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
-        elif meaning.form and {"eol-of-file", "newline-on-empty"} & set(meaning.form.split("+")):
+        elif meaning.form and {"eol-of-file", "newline-on-empty", "escapes-corrected"} & set(meaning.form.split("+")):
             # Qwen Code's and Gemini CLI's writes: line breaks as the replaced file's (CRLF in a
-            # CRLF file); Qwen Code's edit: an empty replacement also takes the line's newline
+            # CRLF file); Qwen Code's edit: an empty replacement also takes the line's newline;
+            # Gemini CLI's write_file (and old replace): a backslash before n, t, r, a quote, a
+            # backtick, a backslash or a line break read as an escape
             flags = set(meaning.form.split("+"))
             broken = "eol-of-file" in flags and isinstance(value, str) and ("\n" in value or "\r" in value)
             emptied = "newline-on-empty" in flags and value == ""
+            escaped = (
+                "escapes-corrected" in flags
+                and isinstance(value, str)
+                and any(value[i] == "\\" and value[i + 1] in "ntr'\"`\\\n" for i in range(len(value) - 1))
+            )
             own = (value, table.clients, table.name)
-            out[meaning.what] = (own if broken or emptied else value, None)
+            out[meaning.what] = (own if broken or emptied or escaped else value, None)
         elif meaning.form == "trimmed-lines":
             # Claude Code's Write and Edit write each line without its trailing whitespace (JS \s);
             # an empty replacement there also takes the line's newline

@@ -72,10 +72,12 @@ class Meaning:
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
     replacement takes the line's newline too); ``"newline-on-empty"`` (an edit's) written as given,
     but an empty replacement takes the line's newline too; ``"eol-of-file"`` written with the line
-    endings of the file it replaces (CRLF throughout in a file that has one); several joined by
-    ``+``. Of an edit's old text, ``"exact-quotes"``: the literal, else the literal with curly
-    quotes read as straight ones, backslash-u escapes read as their characters, sanitized tags
-    read whole.
+    endings of the file it replaces (CRLF throughout in a file that has one);
+    ``"escapes-corrected"`` a backslash before ``n``, ``t``, ``r``, a quote, a backtick, a
+    backslash or a line break may be read as an escape, or the text rewritten by an LLM (Gemini
+    CLI's editCorrector); several joined by ``+``. Of an edit's old text, ``"exact-quotes"``: the
+    literal, else the literal with curly quotes read as straight ones, backslash-u escapes read as
+    their characters, sanitized tags read whole.
     """
 
     what: str
@@ -760,8 +762,11 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.61.0",
         _GEM_SRC,
         # written with CRLF throughout when the file it replaces has one (write-file
-        # getCorrectedFileContent: finalContent.replace(/\r?\n/g, "\r\n"))
-        args={"file_path": m("write.path"), "content": m("write.content", form="eol-of-file")},
+        # getCorrectedFileContent: finalContent.replace(/\r?\n/g, "\r\n")); outside a .json
+        # or .ipynb file, text with a backslash escape in it is unescaped first for a model not
+        # of Gemini 2 or 3 nor custom, or rewritten by an LLM when the settings enable that
+        # (ensureCorrectFileContent, unescapeStringForGeminiBug)
+        args={"file_path": m("write.path"), "content": m("write.content", form="eol-of-file+escapes-corrected")},
     ),
     # replace: a missing literal falls back to flexible, regex and Levenshtein matching; the file is
     # written back with CRLF throughout when it had one.
@@ -907,7 +912,9 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="fuzzy-gemini"),
-            "new_string": m("edit.new"),
+            # a new_string with a backslash escape in it is rewritten by an LLM first
+            # (editCorrector.ts ensureCorrectEdit, correctNewStringEscaping)
+            "new_string": m("edit.new", form="escapes-corrected"),
             "expected_replacements": m("edit.expected_count"),
         },
         fixed={"edit.all": False},
@@ -918,7 +925,9 @@ _ROWS: tuple[ArgTable, ...] = (
         _GEM_ID,
         "0.1.9-0.10.0",
         _GEM_OLD_SRC,
-        args={"file_path": m("write.path"), "content": m("write.content")},
+        # text with a backslash escape in it is rewritten by an LLM first (getCorrectedFileContent:
+        # ensureCorrectEdit on an existing file, ensureCorrectFileContent on a new one)
+        args={"file_path": m("write.path"), "content": m("write.content", form="escapes-corrected")},
     ),
     _t(
         "glob",

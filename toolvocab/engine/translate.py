@@ -308,6 +308,10 @@ def _check_trimmed(value: Any, what: str) -> None:
         )
 
 
+#: What Gemini CLI's unescapeStringForGeminiBug changes (editCorrector.ts, v0.1.9 to 0.61.0:
+#: ``/\\+(n|t|r|'|"|`|\\|\n)/g``, each match one character shorter).
+_CORRECTED_ESCAPE = re.compile("\\\\[ntr'\"`\\\\\n]")
+
 #: Ways a tool writes text otherwise than given (``Meaning.form`` of ``write.content`` and
 #: ``edit.new``, joined with ``+``): each with the text it changes.
 _WRITTEN_FLAGS = {
@@ -317,6 +321,13 @@ _WRITTEN_FLAGS = {
     "eol-of-file": (
         lambda text: isinstance(text, str) and ("\n" in text or "\r" in text),
         "its line breaks are written as the replaced file's (CRLF in a CRLF file)",
+    ),
+    # Gemini CLI's write_file (0.1.9-0.10.0 and 0.61.0) and replace (0.1.9-0.10.0): text that
+    # unescapeStringForGeminiBug would change is unescaped or rewritten by an LLM first
+    "escapes-corrected": (
+        lambda text: isinstance(text, str) and _CORRECTED_ESCAPE.search(text) is not None,
+        "a backslash in it before n, t, r, a quote, a backtick, a backslash or a line break may be read as an "
+        "escape (or the text rewritten by an LLM)",
     ),
 }
 
