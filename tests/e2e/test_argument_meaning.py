@@ -5,8 +5,9 @@
   file's second line.
 * ``write_file {path, content, mode: "append"}`` to Qwen Code (which ignores keys it does not
   declare): renaming ``path`` would overwrite the file; the call is left, the file keeps its text.
-* ``terminal {command, timeout: 30}`` (Hermes Agent: seconds) reaches Claude Code's ``Bash`` with
-  ``timeout: 30000`` (milliseconds).
+* ``terminal {command, timeout: 30}`` (Hermes Agent: seconds, then killed) reaches Qwen Code's
+  ``run_shell_command`` with ``timeout: 30000`` (milliseconds, then killed), and is left for Claude
+  Code, whose ``Bash`` moves a command still running at its timeout to the background.
 * ``exec_command {cmd: "cd .. && echo …"}`` (Codex: a new process each call) is left for Claude
   Code, whose ``Bash`` keeps the working directory for the next call: Claude Code answers with its
   own "No such tool" error and runs nothing.
@@ -71,7 +72,24 @@ def test_an_append_is_never_made_an_overwrite(agent_e2e):
     assert any(d.get("name") == "write_file" and d.get("action") == "keep" for d in run.decisions()), run.describe()
 
 
-def test_a_timeout_in_seconds_reaches_bash_in_milliseconds(agent_e2e):
+def test_a_timeout_in_seconds_reaches_qwen_code_in_milliseconds(agent_e2e):
+    run = agent_e2e(
+        "qwen",
+        "auto",
+        tool="terminal",
+        args={"command": "echo " + MARKER, "timeout": 30},
+        prompt="Run echo " + MARKER,
+    )
+    run.check_common()
+    call, message = run.call_and_result()
+    args = json.loads(call["function"]["arguments"])
+    assert call["function"]["name"] == "run_shell_command" and args.get("timeout") == 30000, (
+        f"{call!r}\n{run.describe()}"
+    )
+    assert run.shows_marker_output(run.text(message.get("content"))), run.describe()
+
+
+def test_a_timeout_never_reaches_claude_codes_bash(agent_e2e):
     run = agent_e2e(
         "claude",
         "auto",
@@ -81,8 +99,9 @@ def test_a_timeout_in_seconds_reaches_bash_in_milliseconds(agent_e2e):
     )
     run.check_common()
     call, answer = run.call_and_result()
-    assert call.get("name") == "Bash" and call.get("input", {}).get("timeout") == 30000, f"{call!r}\n{run.describe()}"
-    assert run.shows_marker_output(run.text(answer.get("content"))), run.describe()
+    assert call.get("name") == "terminal", f"the call changed: {call!r}\n{run.describe()}"
+    assert answer.get("is_error") is True, f"{answer!r}\n{run.describe()}"
+    assert "No such tool available: terminal" in run.text(answer.get("content")), run.describe()
 
 
 def test_a_directory_change_never_moves_into_a_bash_that_keeps_it(agent_e2e):

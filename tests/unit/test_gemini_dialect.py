@@ -351,7 +351,9 @@ def test_converted_schema_validates_the_right_calls(tool, args, valid):
 
 def test_openapi_tools_feed_the_ladder():
     tools = Toolset(DIALECT.declared_tools(load_json("request-openapi-tools.json")))
-    d = resolve(ToolCall(name="Bash", arguments={"command": ["bash", "-lc", "ls -la"], "timeout_ms": None}), tools)
+    # Codex's shell: an argv and a kill timeout in ms, as the declared run_shell_command's
+    # (Claude Code's Bash moves a command to the background at its timeout: never this target)
+    d = resolve(ToolCall(name="shell", arguments={"command": ["bash", "-lc", "ls -la"], "timeout_ms": None}), tools)
     assert (d.action, d.target) == (Action.RENAME, "run_shell_command")
     assert d.arguments_after == {"command": "ls -la", "timeout_ms": None}
     d = resolve(ToolCall(name="default_api:search_notes", arguments={"query": "x", "filters": None}), tools)

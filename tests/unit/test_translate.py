@@ -77,9 +77,10 @@ TERMINAL = fn("terminal", schema("command", command=STR, background=BOOL, timeou
 
 
 def test_a_timeout_in_seconds_reaches_a_millisecond_tool_converted() -> None:
-    # Hermes' terminal takes seconds, Claude Code's Bash milliseconds: 600 s is 600000 ms.
-    d = decide([BASH], "terminal", {"command": "make migrate", "timeout": 600})
-    assert d.action is Action.RENAME and d.target == "Bash"
+    # Hermes' terminal takes seconds, Qwen Code's run_shell_command milliseconds: 600 s is
+    # 600000 ms (both kill the command then; Claude Code's Bash backgrounds it: never a target).
+    d = decide([RUN_SHELL], "terminal", {"command": "make migrate", "timeout": 600})
+    assert d.action is Action.RENAME and d.target == "run_shell_command"
     assert d.arguments_after == {"command": "make migrate", "timeout": 600000}
     assert any(c.op == "convert" and c.before == 600 and c.after == 600000 for c in d.arg_changes)
 
@@ -88,14 +89,14 @@ def test_a_timeout_in_seconds_reaches_a_millisecond_tool_converted() -> None:
 def test_a_timeout_of_zero_or_less_never_moves_between_tools(timeout: Any) -> None:
     # 0 disables pi's timer (bash.ts); what 0 or a negative means to Hermes' terminal or to
     # Claude Code's Bash is not sourced: -1 s is not -1000 ms of anything.
-    assert not decide([BASH], "terminal", {"command": "make", "timeout": timeout}).changed
+    assert not decide([RUN_SHELL], "terminal", {"command": "make", "timeout": timeout}).changed
     assert not decide([BASH], "exec_command", {"cmd": "make", "timeout_ms": timeout}).changed
 
 
 def test_a_timeout_past_what_the_target_honours_is_left() -> None:
-    # Bash clamps anything over 600000 ms: 900 s would run for 600.
-    d = decide([BASH], "terminal", {"command": "make", "timeout": 900})
-    assert d.action is Action.LEAVE and "600" in d.reason
+    # Qwen Code's run_shell_command takes 600000 ms at most: OpenCode's bash would run 700 s.
+    d = decide([RUN_SHELL], "bash", {"command": "make", "timeout": 700000})
+    assert d.action is Action.LEAVE and "600000 the target honours" in d.reason
 
 
 def test_milliseconds_to_seconds_only_when_exact() -> None:
@@ -108,31 +109,32 @@ def test_milliseconds_to_seconds_only_when_exact() -> None:
 
 @pytest.mark.parametrize(("seconds", "ms"), [(1.005, 1005), (2.5, 2500), (0.001, 1), (30, 30000)])
 def test_seconds_become_a_whole_number_of_milliseconds(seconds: float, ms: int) -> None:
-    d = decide([BASH], "terminal", {"command": "make", "timeout": seconds})
+    d = decide([RUN_SHELL], "terminal", {"command": "make", "timeout": seconds})
     assert d.arguments_after == {"command": "make", "timeout": ms} and type(d.arguments_after["timeout"]) is int
 
 
 def test_a_fraction_of_a_millisecond_has_no_exact_value() -> None:
-    assert decide([BASH], "terminal", {"command": "make", "timeout": 1.0005}).action is Action.LEAVE
+    d = decide([RUN_SHELL], "terminal", {"command": "make", "timeout": 1.0005})
+    assert d.action is Action.LEAVE and "no exact whole value" in d.reason, d.reason
 
 
 def test_a_number_in_a_string_converts_only_when_spelled_as_json() -> None:
     # "600" is the number 600 to any reader; "６００" (fullwidth digits), "6_0", "+600" and " 600\u3000"
     # are numbers only to Python's int(): converted, they would become a timeout the model never wrote.
-    assert decide([BASH], "terminal", {"command": "make", "timeout": "600"}).arguments_after == {
+    assert decide([RUN_SHELL], "terminal", {"command": "make", "timeout": "600"}).arguments_after == {
         "command": "make",
         "timeout": 600000,
     }
     for text in ("６００", "6_0", "+600", "600\u3000", "١٢", "0x10", "inf", "NaN", "1e400"):
-        d = decide([BASH], "terminal", {"command": "make", "timeout": text})
+        d = decide([RUN_SHELL], "terminal", {"command": "make", "timeout": text})
         assert d.action is Action.LEAVE and "not a number to convert" in d.reason, (text, d)
 
 
 @pytest.mark.parametrize("value", [700_000, 2**53 + 1, 10**20, 10**400, "1" + "0" * 30])
 def test_a_value_past_the_targets_maximum_is_left_however_large(value: Any) -> None:
-    # OpenCode's bash timeout is milliseconds as Claude Code's Bash is, which honours 600000 at
-    # most: a larger value is not what the client would run, even one too large to convert.
-    d = decide([BASH], "bash", {"command": "make", "timeout": value})
+    # OpenCode's bash timeout is milliseconds as Qwen Code's run_shell_command is, which honours
+    # 600000 at most: a larger value is not what the client would run, even one too large to convert.
+    d = decide([RUN_SHELL], "bash", {"command": "make", "timeout": value})
     assert d.action is Action.LEAVE and "is past the" in d.reason, d
 
 
@@ -140,7 +142,7 @@ def test_a_value_past_the_targets_maximum_is_left_however_large(value: Any) -> N
 def test_a_number_no_client_reads_as_written_is_never_converted_and_never_raises(value: Any) -> None:
     # Integers past 2**53 - 1 are not what a JavaScript client reads (Number.MAX_SAFE_INTEGER);
     # a string of more digits than Python converts raised ValueError out of resolve().
-    d = decide([BASH], "terminal", {"command": "make", "timeout": value})
+    d = decide([RUN_SHELL], "terminal", {"command": "make", "timeout": value})
     assert d.action is Action.LEAVE and d.arguments_after is None
     read = fn("Read", schema("file_path", file_path=STR, offset=INT, limit=NUM))
     for key in ("offset", "limit"):
@@ -909,6 +911,15 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             # Gemini CLI 0.61 takes a leading `sh -c` off (and the quotes after it): a command
             # that starts with a shell means what it does there only
             out[meaning.what] = ((value, table.clients, table.name), None)
+        elif meaning.rewrites and any(
+            re.search(pattern, word)
+            for pattern in meaning.rewrites
+            for word in (value if isinstance(value, list) else [value])
+            if isinstance(word, str)
+        ):
+            # text its client rewrites before the shell runs it (Claude Code's `>nul`) or runs
+            # itself (Codex's apply_patch) means what it does there only
+            out[meaning.what] = ((value, table.clients, table.name), None)
         elif meaning.what in ("shell.command", "monitor.command"):
             for old, to in meaning.respells:  # what the client hands the shell
                 value = value.replace(old, to) if isinstance(value, str) else value
@@ -1045,6 +1056,8 @@ COMMANDS = [
     "echo $HOME",
     "grep -n 'a b' x",
     "find . -name '*.o' -exec rm {} \\\\;",  # \\; : Claude Code's Bash hands its shell \;
+    "make 2>nul",  # Claude Code's Bash runs it as make 2>/dev/null
+    "apply_patch < fix.diff",  # Codex applies it itself
     *LEAVES,
 ]
 #: Written text: as given everywhere; a line ending in whitespace (stripped by Claude Code's Write
@@ -1055,7 +1068,9 @@ TEXTS = ["x", "needle", "a  \nb", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n
 def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
     if meaning.what in ("shell.command", "monitor.command"):
         if meaning.form == "argv":
-            return st.sampled_from([["bash", "-lc", c] for c in COMMANDS] + [["ls", "-la"], ["git", "status"]])
+            return st.sampled_from(
+                [["bash", "-lc", c] for c in COMMANDS] + [["ls", "-la"], ["git", "status"], ["apply_patch", "x"]]
+            )
         return st.sampled_from(COMMANDS)
     if meaning.unit is not None:
         return st.sampled_from([0, 1, 5, 30, 120, 600, 1500, 120000, 600000, 900000])
@@ -1910,8 +1925,8 @@ def test_the_earlier_commands_read_are_kept_within_their_budget(monkeypatch: pyt
 @pytest.mark.parametrize(
     ("tools", "name", "args"),
     [
-        # Claude Code's Bash runs 600000 ms at most: OpenCode's bash would run 900 s
-        ([OC_BASH], "Bash", {"command": "make", "timeout": 900000}),
+        # Qwen Code's run_shell_command runs 600000 ms at most: OpenCode's bash would run 900 s
+        ([OC_BASH], "run_shell_command", {"command": "make", "timeout": 900000}),
         # Claude Code's Read refuses a negative offset; OpenCode's read takes offset || 1 (-5: from the end)
         ([OC_READ], "Read", {"file_path": "/r/a.py", "offset": -5}),
         # Qwen Code's read_file counts from 0: -1 is before its first line
@@ -1922,3 +1937,61 @@ def test_a_number_the_models_own_tool_clamps_or_refuses_never_moves(tools: list[
     d = decide(tools, name, args)
     assert d.action is Action.LEAVE, d
     assert "model's tool" in d.reason or "first line" in d.reason, d.reason
+
+
+CODEX_SHELL = fn("shell", schema("command", command={"type": "array", "items": STR}, workdir=STR, timeout_ms=NUM))
+CODEX_SHELL_COMMAND = fn("shell_command", schema("command", command=STR, workdir=STR, timeout_ms=NUM))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # Claude Code's Bash runs `echo hi >/dev/null`; Codex's and OpenCode's shells write ./nul
+        ([BASH], "exec_command", {"cmd": "echo hi >nul"}, "Claude Code"),
+        ([BASH], "shell_command", {"command": "make 2>NUL && ls"}, "Claude Code"),
+        ([OC_BASH], "Bash", {"command": "echo hi > nul"}, "OpenCode"),
+        # Codex applies a patch an apply_patch command holds; the others run a program of that name
+        ([OC_BASH], "exec_command", {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF"}, "OpenCode"),
+        ([OC_BASH], "shell", {"command": ["apply_patch", "*** Begin Patch\n*** End Patch"]}, "OpenCode"),
+        ([CODEX_EXEC], "Bash", {"command": "apply_patch < fix.diff"}, "Codex"),
+    ],
+    ids=["nul-into-claude", "NUL-shell-command", "nul-out-of-claude", "patch-exec", "patch-argv", "patch-into-codex"],
+)
+def test_a_command_a_client_rewrites_or_runs_itself_never_moves(tools, name, args, client) -> None:
+    """Claude Code 2.1.197's Bash writes a redirection to nul as one to /dev/null before its shell
+    runs it (buildExecCommand); Codex applies an apply_patch command itself (intercept_apply_patch):
+    such a command never moves between them and a tool that hands it to a shell. Was: renamed as
+    sent (audit 73 B1, B8)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "rewrites or runs it itself" in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        ([BASH], "shell", {"command": ["make", "test"], "timeout_ms": 5000}, "Claude Code"),
+        ([BASH], "terminal", {"command": "make test", "timeout": 5}, "Claude Code"),
+        ([OC_BASH], "Bash", {"command": "make test", "timeout": 5000}, "OpenCode"),
+        ([CODEX_SHELL_COMMAND], "Bash", {"command": "make test", "timeout": 5000}, "Codex"),
+    ],
+    ids=["codex-shell", "hermes-seconds", "to-opencode", "to-codex-shell-command"],
+)
+def test_a_timeout_never_moves_into_or_out_of_claude_codes_bash(tools, name, args, client) -> None:
+    """At its timeout Claude Code 2.1.197's Bash moves a simple command to the background
+    (shouldAutoBackground) where every other shell tool kills it: the same number is another
+    effect. Was: renamed with the timeout carried over (converted from seconds)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "background-at-limit" in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "target"),
+    [
+        ([BASH], "exec_command", {"cmd": "echo hi > nul.txt"}, "Claude Code", "Bash"),
+        ([BASH], "shell", {"command": ["make", "test"]}, "Claude Code", "Bash"),
+        ([CODEX_EXEC], "Bash", {"command": "echo apply_patches"}, "Codex", "exec_command"),
+    ],
+)
+def test_commands_no_client_reads_otherwise_still_move(tools, name, args, client, target) -> None:
+    d = decide(tools, name, args, client=client)
+    assert d.action is Action.RENAME and d.target == target, d.reason

@@ -66,7 +66,10 @@ class Meaning:
     ``unwraps``: the client takes a leading shell wrapper off a command before running the rest
     in its own shell (Gemini CLI's stripShellWrapper, 0.1.14 on: ``sh -c``, ``bash -c``, ``zsh -c``,
     a path to one of them, ``cmd.exe /c``, ``powershell``/``pwsh -Command``, and the quotes around
-    what follows).
+    what follows). ``rewrites``: regular expressions (Python ``re``) of command text the client
+    reads otherwise than its shell would, rewriting it before the shell runs (Claude Code's Bash:
+    a redirection to ``nul`` becomes one to ``/dev/null``) or handling it itself (Codex: an
+    ``apply_patch`` command is applied, not run).
 
     Forms of written text (``write.content``, ``edit.new``): ``None`` written as given;
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
@@ -88,6 +91,7 @@ class Meaning:
     default: Any = None
     respells: tuple[tuple[str, str], ...] = ()
     unwraps: bool = False
+    rewrites: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +132,19 @@ def m(
     default: Any = None,
     respells: tuple[tuple[str, str], ...] = (),
     unwraps: bool = False,
+    rewrites: tuple[str, ...] = (),
 ) -> Meaning:
     """Shorthand for :class:`Meaning`."""
     return Meaning(
-        what=what, unit=unit, base=base, form=form, most=most, default=default, respells=respells, unwraps=unwraps
+        what=what,
+        unit=unit,
+        base=base,
+        form=form,
+        most=most,
+        default=default,
+        respells=respells,
+        unwraps=unwraps,
+        rewrites=rewrites,
     )
 
 
@@ -175,6 +188,15 @@ _ANTHROPIC_SRC = (
 
 
 # --- shared meanings -------------------------------------------------------------------------------
+#: Claude Code 2.1.197's Bash: a redirection to the Windows null device it writes as one to
+#: /dev/null (its pattern: ``/(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=\s|$|[|&;)\n])/g``; here with
+#: JavaScript's U+FEFF in ``\s``).
+_TO_NUL = r"(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=[\s\ufeff]|$|[|&;)\n])"
+#: Codex: a command that calls apply_patch (or applypatch) is parsed and applied by Codex itself
+#: (codex-rs/core/src/tools/handlers: intercept_apply_patch, before any process starts).
+_APPLY_PATCH = r"(?<![\w.-])apply_?patch(?![\w.-])"
+
+
 def _own(tool: str, key: str) -> Meaning:
     """A meaning no other tool shares (Codex's ``yield_time_ms`` is not a kill timeout)."""
     return m(f"{tool}.{key}")
@@ -229,9 +251,15 @@ _ROWS: tuple[ArgTable, ...] = (
         _CC_SRC,
         "rejected",
         args={
-            # normalizeToolInput (the bundled JS) replaces every \\; in the command with \;
-            "command": m("shell.command", form="user", respells=(("\\\\;", "\\;"),)),
-            "timeout": m("shell.timeout", unit="ms", most=600000),
+            # normalizeToolInput (the bundled JS) replaces every \\; in the command with \;, and
+            # the first `cd <its working directory> && ` with nothing (a `cd`: never moved); the
+            # bash provider's buildExecCommand turns a redirection to nul (`>nul`, `2>NUL`,
+            # `&>nul`) into one to /dev/null in a command holding no <, $ or backtick
+            "command": m("shell.command", form="user", respells=(("\\\\;", "\\;"),), rewrites=(_TO_NUL,)),
+            # at the timeout a command its parser reads as simple and not starting with sleep
+            # goes on in the background (shouldAutoBackground), others are killed; the other
+            # shell tools' timeouts kill
+            "timeout": m("shell.timeout", unit="ms", most=600000, form="background-at-limit"),
             "run_in_background": _BG_FALSE,
             "dangerouslyDisableSandbox": _own("claude.bash", "dangerouslyDisableSandbox"),
         },
@@ -455,7 +483,11 @@ _ROWS: tuple[ArgTable, ...] = (
     # --- Codex CLI 0.171.0 (serde: unknown keys ignored) ----------------------------------------------
     # exec_command runs cmd as [user's login shell from the passwd database, -lc, cmd], a new process
     # each call ("workdir: Working directory for the command. Defaults to the turn cwd."); yield_time_ms
-    # is how long to wait for output before returning a session, not a kill timeout.
+    # is how long to wait for output before returning a session, not a kill timeout: a command
+    # still running then goes on (write_stdin polls it), where OpenCode's bash kills one at its
+    # default timeout and Claude Code's Bash moves a simple one to the background. What a tool
+    # does with a command that outlives a call without a timeout is the client's policy, as its
+    # default timeout is, and is not compared. A command calling apply_patch Codex applies itself.
     _t(
         "exec_command",
         _CODEX,
@@ -463,7 +495,7 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.171.0",
         _CODEX_SRC,
         args={
-            "cmd": m("shell.command", form="user"),
+            "cmd": m("shell.command", form="user", rewrites=(_APPLY_PATCH,)),
             "workdir": m("shell.cwd"),
             # the program cmd runs in when the model names one (core/src/shell_detect.rs,
             # get_shell_by_model_provided_path: zsh, bash, powershell, pwsh, sh or cmd)
@@ -504,7 +536,7 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.20-0.160",
         _CODEX_SRC + " (handlers/shell.rs ShellToolCallParams)",
         args={
-            "command": m("shell.command", form="argv"),
+            "command": m("shell.command", form="argv", rewrites=(_APPLY_PATCH,)),
             "workdir": m("shell.cwd"),
             "timeout_ms": m("shell.timeout", unit="ms"),
             "timeout": m("shell.timeout", unit="ms"),
@@ -519,7 +551,7 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.50-0.160",
         _CODEX_SRC + " (ShellCommandToolCallParams)",
         args={
-            "command": m("shell.command", form="user"),
+            "command": m("shell.command", form="user", rewrites=(_APPLY_PATCH,)),
             "workdir": m("shell.cwd"),
             "timeout_ms": m("shell.timeout", unit="ms"),
             "timeout": m("shell.timeout", unit="ms"),

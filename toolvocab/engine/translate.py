@@ -355,6 +355,21 @@ def _check_respelled(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
                     raise _Unusable(f"it holds {old!r}, which one of the tools respells before running it")
 
 
+def _check_rewritten(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
+    """A command moves between tools whose clients read different command text their own way
+    (``Meaning.rewrites``: Claude Code's Bash writes ``>nul`` as ``>/dev/null``, Codex applies an
+    ``apply_patch`` command itself) only when no such text is in it, as sent or as written for
+    the target (each word of an argv)."""
+    for text in (value, new):
+        for word in text if isinstance(text, list) else (text,):
+            if isinstance(word, str):
+                for pattern in (*src.rewrites, *dst.rewrites):
+                    if re.search(pattern, word):
+                        raise _Unusable(
+                            "one of the clients reads it otherwise than its shell would (rewrites or runs it itself)"
+                        )
+
+
 def _check_unwrapped_line(line: Any, dst: Meaning) -> None:
     """A command line written for a tool that takes a leading shell wrapper off
     (``Meaning.unwraps``: an argv joined, ``["sh", "-c", X, "a"]`` as ``sh -c 'X' a``) must not start
@@ -382,6 +397,8 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
         new = _command(value, src, dst, posix)
         if src is not dst and src.respells != dst.respells:
             _check_respelled(value, new, src, dst)
+        if src is not dst and src.rewrites != dst.rewrites:
+            _check_rewritten(value, new, src, dst)
         if src is not dst and any(isinstance(t, str) and _EDGE_SPACE.search(t) for t in (value, new)):
             raise _Unusable("it begins or ends with whitespace, which some agents' tools trim before running it")
         if src is not dst and src.unwraps != dst.unwraps:
