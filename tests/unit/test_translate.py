@@ -316,11 +316,11 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
         ([GEMINI_WRITE], "Write", {"file_path": "file:///p/a.txt", "content": "x"}, "Gemini CLI", "percent escapes"),
         # its write_file writes CRLF throughout in a file that has one
         ([GEMINI_WRITE], "write", {"filePath": "/p/a.txt", "content": "a\nb\n"}, "Gemini CLI", "line breaks"),
-        # Qwen Code's edit writes the file back with CRLF throughout when it had one
+        # Qwen Code's edit writes the file back with CRLF throughout when it had one, pi's as given
         (
             [QWEN_EDIT],
             "edit",
-            {"filePath": "/p/a.txt", "oldString": "a", "newString": "b\nc"},
+            {"path": "/p/a.txt", "oldText": "a", "newText": "b\nc"},
             "Qwen Code",
             "line breaks",
         ),
@@ -940,7 +940,13 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
                 and any(value[i] == "\\" and value[i + 1] in "ntr'\"`\\\n" for i in range(len(value) - 1))
             )
             own = (value, table.clients, table.name)
-            out[meaning.what] = (own if broken or emptied or escaped else value, None)
+            if broken or emptied or escaped:
+                out[meaning.what] = (own, None)
+            elif "trimmed-lines" in flags:  # Claude Code's Edit: its file's line endings, and trimmed
+                gone = "empty, newline too" if meaning.what == "edit.new" and value == "" else None
+                out[meaning.what] = (_trimmed(value) if gone is None else gone, None)
+            else:
+                out[meaning.what] = (value, None)
         elif meaning.form == "trimmed-lines":
             # Claude Code's Write and Edit write each line without its trailing whitespace (JS \s);
             # an empty replacement there also takes the line's newline
@@ -974,6 +980,12 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             out[meaning.what] = ((value, table.clients, table.name, table.version), meaning.form)
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
+    olds = [args[k] for k, m in listed.items() if m.what == "edit.old" and m.form == "exact-quotes" and k in args]
+    news = [k for k, m in listed.items() if m.what == "edit.new" and k in args]
+    if olds and news and _read_otherwise(olds[0]) and _read_otherwise(args[news[0]]):
+        # Claude Code's Edit: an old text found with its quotes, escapes or tags read another way
+        # has its new text written that way too
+        out["edit.new"] = ((args[news[0]], table.clients, table.name), None)
     for key, meaning in listed.items():
         if meaning.what in ("glob.path", "grep.path", "list.path") and key not in args:
             out[meaning.what] = (_found_from(table, None), None)  # a search or listing of "here"
@@ -986,6 +998,17 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         if meaning.default is not None:
             out.setdefault(meaning.what, (meaning.default, meaning.form))
     return out
+
+
+def _read_otherwise(text: Any) -> bool:
+    """Whether Claude Code 2.1.197's Edit may read ``text`` otherwise than literally (written by
+    hand from its findActualString and desanitize: a quote, straight or curly, a backslash-u
+    escape, a character past ASCII, a sanitized tag)."""
+    if not isinstance(text, str):
+        return False
+    if any(c in "'\"\u2018\u2019\u201c\u201d" or ord(c) > 127 for c in text):
+        return True
+    return bool(re.search(r"\\u[0-9a-fA-F]{4}|</?[noesr]>|<fnr>|< [A-Z_]+ >|\n\n[HA]:", text))
 
 
 def _trimmed(text: Any) -> Any:
@@ -1995,3 +2018,53 @@ def test_a_timeout_never_moves_into_or_out_of_claude_codes_bash(tools, name, arg
 def test_commands_no_client_reads_otherwise_still_move(tools, name, args, client, target) -> None:
     d = decide(tools, name, args, client=client)
     assert d.action is Action.RENAME and d.target == target, d.reason
+
+
+PI_EDIT = fn("edit", schema("path", "oldText", "newText", path=STR, oldText=STR, newText=STR))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # the file holds say “hi”: Claude Code's Edit finds it and writes say “bye”
+        ([EDIT], "edit", {"filePath": "/p/a.py", "oldString": 'say "hi"', "newString": 'say "bye"'}, "Claude Code"),
+        # the file holds it’s: Claude Code's Edit writes it’s fine
+        ([EDIT], "edit", {"filePath": "/p/a.py", "oldString": "it's", "newString": "it's fine"}, "Claude Code"),
+    ],
+    ids=["quotes", "apostrophe"],
+)
+def test_a_replacement_claude_codes_edit_would_respell_never_moves_into_it(tools, name, args, client) -> None:
+    """Claude Code 2.1.197's Edit, when the old text matched only with its quotes read as curly
+    ones (or escapes, tags), writes the new text the same way (preserveQuoteStyle). Was: renamed
+    to Edit, and the model's straight quotes written curly (audit 73 B6)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "writes the new text with the quotes" in d.reason, d.reason
+
+
+def test_a_replacement_without_quotes_still_moves_into_claude_codes_edit() -> None:
+    args = {"filePath": "/p/a.py", "oldString": 'say "hi"', "newString": "pass"}
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # pi's edit writes its text as given; OpenCode's writes it with the CRLF of a CRLF file
+        ([OC_EDIT], "edit", {"path": "/p/a.txt", "oldText": "a\nb", "newText": "c\nd"}, "OpenCode"),
+        ([PI_EDIT], "edit", {"filePath": "/p/a.txt", "oldString": "a\nb", "newString": "c\nd"}, None),
+    ],
+    ids=["pi-to-opencode", "opencode-to-pi"],
+)
+def test_lines_never_move_between_an_edit_that_keeps_crlf_and_one_that_does_not(tools, name, args, client) -> None:
+    """OpenCode 1.18.33's edit (and Claude Code 2.1.197's Edit) write the new text with the
+    replaced file's line endings (convertToLineEnding; writeTextContent): CRLF in a CRLF file.
+    Was: moved between them and edits that write text as given (audit 73 B5)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "line breaks" in d.reason, d.reason
+
+
+def test_lines_still_move_between_opencodes_edit_and_claude_codes() -> None:
+    args = {"filePath": "/p/a.txt", "oldString": "a\nb", "newString": "c\nd"}
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason

@@ -308,9 +308,13 @@ _ROWS: tuple[ArgTable, ...] = (
     ),
     # Edit: old_string matched exactly once unless replace_all: the literal, else with curly
     # quotes read as straight ones, \uXXXX escapes and non-ASCII spelled either way, sanitized tags
-    # (<fnr>, <n>…) read whole (findActualString, desanitize). normalizeToolInput strips each line's
-    # trailing whitespace from Write's content and Edit's new_string (not in a .md/.mdx file), and
-    # an empty new_string also takes the line's newline when the file has one after old_string.
+    # (<fnr>, <n>…) read whole (findActualString, desanitize), and new_string then written the same
+    # way (preserveQuoteStyle: its straight quotes made curly; escapes and tags likewise;
+    # translate._check_adjusted_replacement). normalizeToolInput strips each line's trailing
+    # whitespace from Write's content and Edit's new_string (not in a .md/.mdx file), and an empty
+    # new_string also takes the line's newline when the file has one after old_string. The file is
+    # written back with CRLF throughout when most line breaks of its first 4096 characters are CRLF
+    # (readFileWithMetadata, writeTextContent), with LF throughout otherwise.
     _t(
         "Edit",
         _CC,
@@ -321,7 +325,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="exact-quotes"),
-            "new_string": m("edit.new", form="trimmed-lines"),
+            "new_string": m("edit.new", form="eol-of-file+trimmed-lines"),
             "replace_all": _EDIT_ALL,
         },
     ),
@@ -995,7 +999,9 @@ _ROWS: tuple[ArgTable, ...] = (
         args={"filePath": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
     ),
     _t("write", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("write.path"), "content": m("write.content")}),
-    # edit: nine matchers after the exact one (line-trimmed, Levenshtein block anchors, ...).
+    # edit: nine matchers after the exact one (line-trimmed, Levenshtein block anchors, ...); the
+    # old and new text are written with CRLF when the file holds one (detectLineEnding,
+    # convertToLineEnding).
     _t(
         "edit",
         _OC,
@@ -1005,7 +1011,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "filePath": m("edit.path"),
             "oldString": m("edit.old", form="fuzzy-opencode"),
-            "newString": m("edit.new"),
+            "newString": m("edit.new", form="eol-of-file"),
             "replaceAll": _EDIT_ALL,
         },
     ),

@@ -824,6 +824,7 @@ def _read(
     _check_session(arguments, out, placed, reading, target, earlier)
     _check_base(out, placed, reading, target, earlier, posix)
     _check_effects(arguments, out, reading, target)
+    _check_adjusted_replacement(out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
     return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
@@ -892,6 +893,29 @@ def _equal(a: Any, b: Any, depth: int = 0) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
+
+
+def _check_adjusted_replacement(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
+    """An edit moves into or out of Claude Code's Edit (old text ``"exact-quotes"``) only when its
+    replacement is written as given: where the old text matched only with its quotes, escapes or
+    tags read another way, that Edit writes the new text the same way (2.1.197: straight quotes
+    made curly, backslash-u escapes spelled as the file's, sanitized tags restored), so an old
+    text and a new text that both hold such characters never move."""
+    if reading.own:
+        return
+    old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
+    if not isinstance(old_key, str) or not isinstance(new_key, str):
+        return
+    old, new = out.get(old_key), out.get(new_key)
+    if not (isinstance(old, str) and isinstance(new, str) and _QUOTES_READ.search(old) and _QUOTES_READ.search(new)):
+        return
+    sides = [m.form for m in target.meanings[old_key]]
+    if reading.table is not None:
+        sides += [m.form for m in reading.table.args.values() if m.what == "edit.old"]
+    if "exact-quotes" in sides:
+        raise _Unusable(
+            "Claude Code's Edit writes the new text with the quotes, escapes or tags it read the old text with"
+        )
 
 
 def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
