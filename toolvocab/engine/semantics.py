@@ -314,7 +314,7 @@ _ROWS: tuple[ArgTable, ...] = (
     # whitespace from Write's content and Edit's new_string (not in a .md/.mdx file), and an empty
     # new_string also takes the line's newline when the file has one after old_string. The file is
     # written back with CRLF throughout when most line breaks of its first 4096 characters are CRLF
-    # (readFileWithMetadata, writeTextContent), with LF throughout otherwise.
+    # (readFileSyncWithMetadata, writeTextContent), with LF throughout otherwise.
     _t(
         "Edit",
         _CC,
