@@ -443,7 +443,7 @@ OC_WRITE = fn("write", schema("filePath", "content", filePath=STR, content=STR))
     ("tools", "name", "args", "client"),
     [
         ([WRITE_FILE], "write", {"filePath": "/w/notes.txt", "content": "line one\nline two\n"}, "Qwen Code"),
-        ([WRITE_FILE], "write", {"path": "/w/notes.txt", "content": "a\r\nb"}, "Qwen Code"),
+        ([WRITE_FILE], "write", {"path": "/w/notes.txt", "content": "a\nb"}, "Qwen Code"),
         ([OC_WRITE], "write_file", {"file_path": "/w/notes.txt", "content": "one\ntwo\n"}, "OpenCode"),
     ],
     ids=["opencode-to-qwen", "pi-to-qwen", "qwen-to-opencode"],
@@ -927,26 +927,30 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
         elif meaning.form and {"eol-of-file", "newline-on-empty", "escapes-corrected"} & set(meaning.form.split("+")):
-            # Qwen Code's and Gemini CLI's writes: line breaks as the replaced file's (CRLF in a
-            # CRLF file); Qwen Code's edit: an empty replacement also takes the line's newline;
-            # Gemini CLI's write_file (and old replace): a backslash before n, t, r, a quote, a
-            # backtick, a backslash or a line break read as an escape
+            # Qwen Code's, Gemini CLI's, OpenCode's, Claude Code's, pi's and Crush's writes and
+            # edits: line breaks as the replaced file's (CRLF in a CRLF file), a carriage return
+            # in the text kept by some and normalized by others; Qwen Code's edit: an empty
+            # replacement also takes the line's newline; Gemini CLI's write_file (and old
+            # replace): a backslash before n, t, r, a quote, a backtick, a backslash or a line
+            # break read as an escape
             flags = set(meaning.form.split("+"))
-            broken = "eol-of-file" in flags and isinstance(value, str) and ("\n" in value or "\r" in value)
+            eol = "eol-of-file" in flags
+            carriage = eol and isinstance(value, str) and "\r" in value
             emptied = "newline-on-empty" in flags and value == ""
             escaped = (
                 "escapes-corrected" in flags
                 and isinstance(value, str)
                 and any(value[i] == "\\" and value[i + 1] in "ntr'\"`\\\n" for i in range(len(value) - 1))
             )
-            own = (value, table.clients, table.name)
-            if broken or emptied or escaped:
-                out[meaning.what] = (own, None)
-            elif "trimmed-lines" in flags:  # Claude Code's Edit: its file's line endings, and trimmed
-                gone = "empty, newline too" if meaning.what == "edit.new" and value == "" else None
-                out[meaning.what] = (_trimmed(value) if gone is None else gone, None)
+            if carriage or emptied or escaped:
+                out[meaning.what] = ((value, table.clients, table.name), None)
             else:
-                out[meaning.what] = (value, None)
+                shown: Any = value
+                if "trimmed-lines" in flags:  # Claude Code's Edit: its file's line endings, and trimmed
+                    shown = "empty, newline too" if meaning.what == "edit.new" and value == "" else _trimmed(value)
+                if eol and isinstance(value, str) and "\n" in value:
+                    shown = ("line breaks as the file's", shown)
+                out[meaning.what] = (shown, None)
         elif meaning.form == "trimmed-lines":
             # Claude Code's Write and Edit write each line without its trailing whitespace (JS \s);
             # an empty replacement there also takes the line's newline
@@ -1085,7 +1089,7 @@ COMMANDS = [
 ]
 #: Written text: as given everywhere; a line ending in whitespace (stripped by Claude Code's Write
 #: and Edit); quotes and non-ASCII (read another way by its Edit when the literal is missing).
-TEXTS = ["x", "needle", "a  \nb", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n>"]
+TEXTS = ["x", "needle", "a  \nb", "a\nb", "a\r\nb", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n>"]
 
 
 def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
@@ -2050,16 +2054,17 @@ def test_a_replacement_without_quotes_still_moves_into_claude_codes_edit() -> No
 @pytest.mark.parametrize(
     ("tools", "name", "args", "client"),
     [
-        # pi's edit writes its text as given; OpenCode's writes it with the CRLF of a CRLF file
+        # OpenClaw's edit (pi's keys; its writing not checked) is read as writing its text as
+        # given; OpenCode's writes it with the CRLF of a CRLF file
         ([OC_EDIT], "edit", {"path": "/p/a.txt", "oldText": "a\nb", "newText": "c\nd"}, "OpenCode"),
         ([PI_EDIT], "edit", {"filePath": "/p/a.txt", "oldString": "a\nb", "newString": "c\nd"}, None),
     ],
-    ids=["pi-to-opencode", "opencode-to-pi"],
+    ids=["openclaw-to-opencode", "opencode-to-openclaw"],
 )
 def test_lines_never_move_between_an_edit_that_keeps_crlf_and_one_that_does_not(tools, name, args, client) -> None:
     """OpenCode 1.18.33's edit (and Claude Code 2.1.197's Edit) write the new text with the
     replaced file's line endings (convertToLineEnding; writeTextContent): CRLF in a CRLF file.
-    Was: moved between them and edits that write text as given (audit 73 B5)."""
+    Was: moved between them and edits recorded as writing text as given (audit 73 B5)."""
     d = decide(tools, name, args, client=client)
     assert not d.changed and "line breaks" in d.reason, d.reason
 
@@ -2068,3 +2073,53 @@ def test_lines_still_move_between_opencodes_edit_and_claude_codes() -> None:
     args = {"filePath": "/p/a.txt", "oldString": "a\nb", "newString": "c\nd"}
     d = decide([EDIT], "edit", args, client="Claude Code")
     assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # an LF file: OpenCode's edit writes LF, Claude Code's Edit the CRLF as sent
+        (
+            [EDIT],
+            "edit",
+            {"filePath": "/w/n.txt", "oldString": "old line", "newString": "first\r\nsecond"},
+            "Claude Code",
+        ),
+        ([QWEN_EDIT], "edit", {"filePath": "/w/n.txt", "oldString": "old", "newString": "a\r\nb"}, "Qwen Code"),
+        ([OC_EDIT], "edit", {"path": "/w/n.txt", "oldText": "x", "newText": "a\rb"}, "OpenCode"),
+    ],
+    ids=["opencode-to-claude", "opencode-to-qwen", "pi-to-opencode"],
+)
+def test_a_carriage_return_never_moves_between_edits_that_keep_the_files_line_endings(
+    tools, name, args, client
+) -> None:
+    """OpenCode 1.18.33's edit reads a CRLF in its text as a line break and writes the file's own
+    (normalizeLineEndings, then convertToLineEnding); Claude Code's Edit and Qwen Code's edit
+    write it as sent into an LF file. Was: moved (attack 74 P1)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "carriage return" in d.reason, d.reason
+
+
+def test_lines_move_into_claude_codes_edit_from_edits_that_keep_the_files_line_endings() -> None:
+    # read as Qwen Code's edit or Crush's (the same keys): both write a CRLF file's line endings,
+    # as Claude Code's Edit does (edit.go ToWindowsLineEndings; was read as written as given)
+    args = {"file_path": "/p/a.txt", "old_string": "a\nb", "new_string": "c\nd"}
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        "apply\\_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF",
+        "ap''ply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF",
+        "a=apply_; ${a}patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF",
+    ],
+    ids=["backslash", "quotes", "expansion"],
+)
+def test_an_apply_patch_spelled_for_the_shell_never_leaves_codex(cmd: str) -> None:
+    """Codex's shell finds an apply_patch alias of Codex on PATH (codex-rs/arg0): a word the shell
+    runs as apply_patch applies the patch there, and is "command not found" in OpenCode's bash.
+    Was: renamed to bash (attack 74 P4)."""
+    d = decide([OC_BASH], "exec_command", {"cmd": cmd}, client="OpenCode")
+    assert not d.changed and "rewrites or runs it itself" in d.reason, d.reason

@@ -75,7 +75,11 @@ class Meaning:
     ``"trimmed-lines"`` each line's trailing whitespace stripped first (and, for an edit, an empty
     replacement takes the line's newline too); ``"newline-on-empty"`` (an edit's) written as given,
     but an empty replacement takes the line's newline too; ``"eol-of-file"`` written with the line
-    endings of the file it replaces (CRLF throughout in a file that has one);
+    endings of the file it replaces (CRLF in a CRLF file; each such tool decides a file that mixes
+    them its own way — OpenCode, Qwen Code, Gemini CLI and Crush by any CRLF, Claude Code by most
+    of the first 4096 characters, pi by the first break — and some rewrite its other lines too:
+    that is the client's handling of the file, as a formatter would be, not the call's text; a
+    carriage return in the text is kept by some and normalized by others, so it never moves);
     ``"escapes-corrected"`` a backslash before ``n``, ``t``, ``r``, a quote, a backtick, a
     backslash or a line break may be read as an escape, or the text rewritten by an LLM (Gemini
     CLI's editCorrector); several joined by ``+``. Of an edit's old text, ``"exact-quotes"``: the
@@ -193,8 +197,11 @@ _ANTHROPIC_SRC = (
 #: JavaScript's U+FEFF in ``\s``).
 _TO_NUL = r"(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=[\s\ufeff]|$|[|&;)\n])"
 #: Codex: a command that calls apply_patch (or applypatch) is parsed and applied by Codex itself
-#: (codex-rs/core/src/tools/handlers: intercept_apply_patch, before any process starts).
-_APPLY_PATCH = r"(?<![\w.-])apply_?patch(?![\w.-])"
+#: (codex-rs/core/src/tools/handlers: intercept_apply_patch, before any process starts), and its
+#: shell finds an apply_patch alias of Codex on PATH (codex-rs/arg0: a symlink prepended to PATH),
+#: so any word that runs as apply_patch applies a patch: the name, or a name an expansion ends or
+#: starts (`${a}patch`, `apply_$b`). An eval of text built at run time is not read.
+_APPLY_PATCH = r"(?<![\w.-])apply_?patch(?![\w.-])|[})]_?patch(?![\w.-])|(?<![\w.-])apply_?[$`]"
 
 
 def _own(tool: str, key: str) -> Meaning:
@@ -1127,7 +1134,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "auto_background_after": _own("crush.bash", "auto_background_after"),
         },
     ),
-    # edit: exact first, then whitespace-normalised whole lines (edit_whitespace.go).
+    # edit: exact first, then whitespace-normalised whole lines (edit_whitespace.go); a file holding
+    # a CRLF is read with LF and written back with CRLF throughout (edit.go ToUnixLineEndings,
+    # ToWindowsLineEndings).
     _t(
         "edit",
         _CRUSH,
@@ -1137,7 +1146,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="normalized"),
-            "new_string": m("edit.new"),
+            "new_string": m("edit.new", form="eol-of-file"),
             "replace_all": _EDIT_ALL,
         },
     ),
@@ -1202,14 +1211,20 @@ _ROWS: tuple[ArgTable, ...] = (
         },
     ),
     _t("write", _PI, None, "0.58.3", _PI_SRC, args={"path": m("write.path"), "content": m("write.content")}),
-    # edit: exactly one match; a fuzzy fallback rewrites the whole file normalised.
+    # edit: exactly one match; a fuzzy fallback rewrites the whole file normalised. The text is
+    # matched and written with LF, the file then written with the line ending it had (edit.ts
+    # normalizeToLF, restoreLineEndings(…, detectLineEnding(content))).
     _t(
         "edit",
         _PI,
         None,
         "0.58.3",
         _PI_SRC,
-        args={"path": m("edit.path"), "oldText": m("edit.old", form="fuzzy-pi"), "newText": m("edit.new")},
+        args={
+            "path": m("edit.path"),
+            "oldText": m("edit.old", form="fuzzy-pi"),
+            "newText": m("edit.new", form="eol-of-file"),
+        },
         fixed={"edit.all": False},
     ),
     _t(

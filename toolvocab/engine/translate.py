@@ -355,6 +355,10 @@ def _check_respelled(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
                     raise _Unusable(f"it holds {old!r}, which one of the tools respells before running it")
 
 
+#: What a shell's quote removal takes out of a word (approximately: every quote and backslash).
+_SHELL_QUOTING = re.compile("[\\\\'\"]")
+
+
 def _check_rewritten(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
     """A command moves between tools whose clients read different command text their own way
     (``Meaning.rewrites``: Claude Code's Bash writes ``>nul`` as ``>/dev/null``, Codex applies an
@@ -364,7 +368,9 @@ def _check_rewritten(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
         for word in text if isinstance(text, list) else (text,):
             if isinstance(word, str):
                 for pattern in (*src.rewrites, *dst.rewrites):
-                    if re.search(pattern, word):
+                    # as written, and with the quotes and backslashes a shell takes out of a word
+                    # (`ap''ply_patch`, `apply\_patch` run apply_patch)
+                    if re.search(pattern, word) or re.search(pattern, _SHELL_QUOTING.sub("", word)):
                         raise _Unusable(
                             "one of the clients reads it otherwise than its shell would (rewrites or runs it itself)"
                         )
@@ -438,6 +444,16 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
             return value  # one glob: the same in a tool that reads a list of them
         raise _Unusable(f"{value!r} is split into several globs by one tool and read as one by the other")
     src_form, dst_form = src.form, dst.form
+    if (
+        src.what in ("edit.new", "write.content")
+        and src is not dst
+        and isinstance(value, str)
+        and "\r" in value
+        and any("eol-of-file" in (f or "").split("+") for f in (src_form, dst_form))
+    ):
+        # OpenCode's edit reads a CRLF in its text as a line break and writes the file's own;
+        # Claude Code's Edit and Qwen Code's write it as sent into an LF file
+        raise _Unusable("a carriage return in it is kept by some tools and made the file's line ending by others")
     if src.what in ("edit.new", "write.content") and src_form != dst_form:
         src_form, dst_form = _written_as_given(value, src_form, dst_form)
     if src_form != dst_form and "trimmed-lines" in (src_form, dst_form) and src_form in (None, "trimmed-lines"):
