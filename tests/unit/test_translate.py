@@ -990,6 +990,13 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         # Claude Code's Edit: an old text found with its quotes, escapes or tags read another way
         # has its new text written that way too
         out["edit.new"] = ((args[news[0]], table.clients, table.name), None)
+    # Gemini CLI 0.61's replace: the file keeps whether it ends in a newline, so a replacement
+    # that adds or takes one off at the file's end is written otherwise there
+    keeps = any(m.what == "edit.new" and "final-newline-kept" in (m.form or "") for m in listed.values())
+    ends = [args[k] for k, m in listed.items() if m.what in ("edit.old", "edit.new") and k in args]
+    if keeps and len(ends) == 2 and all(isinstance(e, str) for e in ends):
+        if ends[0].endswith("\n") != ends[1].endswith("\n"):
+            out["edit.new"] = ((args[news[0]], table.clients, table.name), None)
     for key, meaning in listed.items():
         if meaning.what in ("glob.path", "grep.path", "list.path") and key not in args:
             out[meaning.what] = (_found_from(table, None), None)  # a search or listing of "here"
@@ -1089,7 +1096,7 @@ COMMANDS = [
 ]
 #: Written text: as given everywhere; a line ending in whitespace (stripped by Claude Code's Write
 #: and Edit); quotes and non-ASCII (read another way by its Edit when the literal is missing).
-TEXTS = ["x", "needle", "a  \nb", "a\nb", "a\r\nb", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n>"]
+TEXTS = ["x", "needle", "a  \nb", "a\nb", "a\r\nb", "b\n", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n>"]
 
 
 def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
@@ -2123,3 +2130,47 @@ def test_an_apply_patch_spelled_for_the_shell_never_leaves_codex(cmd: str) -> No
     Was: renamed to bash (attack 74 P4)."""
     d = decide([OC_BASH], "exec_command", {"cmd": cmd}, client="OpenCode")
     assert not d.changed and "rewrites or runs it itself" in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # at the end of a file that ends in a newline: Gemini CLI writes a\nc\n, Claude Code a\nc
+        ([EDIT], "replace", {"file_path": "/p/a", "old_string": "b\n", "new_string": "c"}, "Claude Code"),
+        ([OC_EDIT], "replace", {"file_path": "/p/a", "old_string": "b", "new_string": "c\n"}, "OpenCode"),
+    ],
+    ids=["newline-taken-off", "newline-added"],
+)
+def test_a_replacement_changing_the_final_newline_never_leaves_gemini_clis_replace(tools, name, args, client) -> None:
+    """Gemini CLI 0.61.0's replace keeps whether the file ends in a newline (restoreTrailingNewline,
+    after each matcher); the other edits write the replacement as sent. Was: renamed (attack 75
+    Q3)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "ends in a newline" in d.reason, d.reason
+
+
+def test_a_replacement_keeping_the_final_newline_still_leaves_gemini_clis_replace() -> None:
+    d = decide([EDIT], "replace", {"file_path": "/p/a", "old_string": "b", "new_string": "c"}, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "${HOME:+app}ly_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF",
+        "\"$a\"patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF",
+        "$'\\x61pply_patch' <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF",
+    ],
+    ids=["expansion-split", "quoted-expansion", "ansi-c"],
+)
+def test_a_patch_never_moves_into_codex(command: str) -> None:
+    """A name a shell builds runs Codex's apply_patch there (on PATH) and is "command not found"
+    in Qwen Code's shell: a command holding a patch never moves into Codex. Was: renamed to
+    exec_command, and Codex applied the patch (attack 75 Q2)."""
+    d = decide([CODEX_EXEC], "run_shell_command", {"command": command}, client="Codex")
+    assert not d.changed and "rewrites or runs it itself" in d.reason, d.reason
+
+
+def test_a_name_ending_in_patch_still_moves_out_of_codex() -> None:
+    d = decide([OC_BASH], "exec_command", {"cmd": "git checkout -b ${USER}_patch"}, client="OpenCode")
+    assert d.action is Action.RENAME and d.target == "bash", d.reason

@@ -78,8 +78,11 @@ class Meaning:
     endings of the file it replaces (CRLF in a CRLF file; each such tool decides a file that mixes
     them its own way — OpenCode, Qwen Code, Gemini CLI and Crush by any CRLF, Claude Code by most
     of the first 4096 characters, pi by the first break — and some rewrite its other lines too:
-    that is the client's handling of the file, as a formatter would be, not the call's text; a
-    carriage return in the text is kept by some and normalized by others, so it never moves);
+    that is the client's handling of the file, as a formatter would be, not the call's text (Claude
+    Code writes a CRLF file whose first 4096 characters hold no line break with LF, whatever the
+    call); a carriage return in the text is kept by some and normalized by others, so it never
+    moves); ``"final-newline-kept"`` (Gemini CLI 0.61's replace) the file keeps whether it ends in
+    a newline, whatever the replacement;
     ``"escapes-corrected"`` a backslash before ``n``, ``t``, ``r``, a quote, a backtick, a
     backslash or a line break may be read as an escape, or the text rewritten by an LLM (Gemini
     CLI's editCorrector); several joined by ``+``. Of an edit's old text, ``"exact-quotes"``: the
@@ -199,9 +202,11 @@ _TO_NUL = r"(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=[\s\ufeff]|$|[|&;)\n])"
 #: Codex: a command that calls apply_patch (or applypatch) is parsed and applied by Codex itself
 #: (codex-rs/core/src/tools/handlers: intercept_apply_patch, before any process starts), and its
 #: shell finds an apply_patch alias of Codex on PATH (codex-rs/arg0: a symlink prepended to PATH),
-#: so any word that runs as apply_patch applies a patch: the name, or a name an expansion ends or
-#: starts (`${a}patch`, `apply_$b`). An eval of text built at run time is not read.
-_APPLY_PATCH = r"(?<![\w.-])apply_?patch(?![\w.-])|[})]_?patch(?![\w.-])|(?<![\w.-])apply_?[$`]"
+#: so any word that runs as apply_patch applies a patch: the name (also with quotes or
+#: backslashes in it: translate._check_rewritten reads the word without them), or a patch in the
+#: command's text (``*** Begin Patch``, which a name spelled by an expansion would be given). A
+#: name built at run time that reads a patch from a file is not seen.
+_APPLY_PATCH = r"(?<![\w.-])apply_?patch(?![\w.-])|\*\*\* Begin Patch"
 
 
 def _own(tool: str, key: str) -> Meaning:
@@ -822,7 +827,9 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="fuzzy-gemini"),
-            "new_string": m("edit.new", form="eol-of-file"),
+            # the file keeps whether it ends in a newline (restoreTrailingNewline after each
+            # matcher): translate._check_final_newline
+            "new_string": m("edit.new", form="eol-of-file+final-newline-kept"),
             "allow_multiple": _EDIT_ALL,
         },
     ),

@@ -324,6 +324,8 @@ _WRITTEN_FLAGS = {
     ),
     # Gemini CLI's write_file (0.1.9-0.10.0 and 0.61.0) and replace (0.1.9-0.10.0): text that
     # unescapeStringForGeminiBug would change is unescaped or rewritten by an LLM first
+    # Gemini CLI 0.61's replace: read with the old text (_check_final_newline), never alone
+    "final-newline-kept": (lambda text: False, ""),
     "escapes-corrected": (
         lambda text: isinstance(text, str) and _CORRECTED_ESCAPE.search(text) is not None,
         "a backslash in it before n, t, r, a quote, a backtick, a backslash or a line break may be read as an "
@@ -841,6 +843,7 @@ def _read(
     _check_base(out, placed, reading, target, earlier, posix)
     _check_effects(arguments, out, reading, target)
     _check_adjusted_replacement(out, reading, target)
+    _check_final_newline(out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
     return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
@@ -931,6 +934,32 @@ def _check_adjusted_replacement(out: Mapping[str, Any], reading: Reading, target
     if "exact-quotes" in sides:
         raise _Unusable(
             "Claude Code's Edit writes the new text with the quotes, escapes or tags it read the old text with"
+        )
+
+
+def _check_final_newline(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
+    """An edit moves into or out of a tool that keeps whether the file ends in a newline (Gemini CLI
+    0.61's replace: restoreTrailingNewline after the replacement) only when the old and the new
+    text both end in one or neither does: else, at the file's end, that tool puts back or takes off
+    the newline the others leave as replaced."""
+    if reading.own:
+        return
+    old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
+    if not isinstance(old_key, str) or not isinstance(new_key, str):
+        return
+    old, new = out.get(old_key), out.get(new_key)
+    if not (isinstance(old, str) and isinstance(new, str)) or old.endswith("\n") == new.endswith("\n"):
+        return
+    keeps = {"final-newline-kept" in (m.form or "").split("+") for m in target.meanings[new_key]}
+    if reading.table is not None:
+        keeps |= {
+            "final-newline-kept" in (m.form or "").split("+")
+            for m in reading.table.args.values()
+            if m.what == "edit.new"
+        }
+    if len(keeps) > 1:
+        raise _Unusable(
+            "one of the tools keeps whether the file ends in a newline, the other writes the replacement as sent"
         )
 
 
