@@ -322,7 +322,7 @@ _ROWS: tuple[ArgTable, ...] = (
     # quotes read as straight ones, \uXXXX escapes and non-ASCII spelled either way, sanitized tags
     # (<fnr>, <n>…) read whole (findActualString, desanitize), and new_string then written the same
     # way (preserveQuoteStyle: its straight quotes made curly; escapes and tags likewise;
-    # translate._check_adjusted_replacement). normalizeToolInput strips each line's trailing
+    # translate._check_edit_texts). normalizeToolInput strips each line's trailing
     # whitespace from Write's content and Edit's new_string (not in a .md/.mdx file), and an empty
     # new_string also takes the line's newline when the file has one after old_string. The file is
     # written back with CRLF throughout when most line breaks of its first 4096 characters are CRLF
@@ -828,7 +828,7 @@ _ROWS: tuple[ArgTable, ...] = (
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="fuzzy-gemini"),
             # the file keeps whether it ends in a newline (restoreTrailingNewline after each
-            # matcher): translate._check_final_newline
+            # matcher): translate._check_edit_texts
             "new_string": m("edit.new", form="eol-of-file+final-newline-kept"),
             "allow_multiple": _EDIT_ALL,
         },

@@ -324,7 +324,7 @@ _WRITTEN_FLAGS = {
     ),
     # Gemini CLI's write_file (0.1.9-0.10.0 and 0.61.0) and replace (0.1.9-0.10.0): text that
     # unescapeStringForGeminiBug would change is unescaped or rewritten by an LLM first
-    # Gemini CLI 0.61's replace: read with the old text (_check_final_newline), never alone
+    # Gemini CLI 0.61's replace: read with the old text (_check_edit_texts), never alone
     "final-newline-kept": (lambda text: False, ""),
     "escapes-corrected": (
         lambda text: isinstance(text, str) and _CORRECTED_ESCAPE.search(text) is not None,
@@ -842,8 +842,7 @@ def _read(
     _check_session(arguments, out, placed, reading, target, earlier)
     _check_base(out, placed, reading, target, earlier, posix)
     _check_effects(arguments, out, reading, target)
-    _check_adjusted_replacement(out, reading, target)
-    _check_final_newline(out, reading, target)
+    _check_edit_texts(out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
     return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
@@ -914,53 +913,48 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _check_adjusted_replacement(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
-    """An edit moves into or out of Claude Code's Edit (old text ``"exact-quotes"``) only when its
-    replacement is written as given: where the old text matched only with its quotes, escapes or
-    tags read another way, that Edit writes the new text the same way (2.1.197: straight quotes
-    made curly, backslash-u escapes spelled as the file's, sanitized tags restored), so an old
-    text and a new text that both hold such characters never move."""
+def _forms(what: str, key: str, reading: Reading, target: Target) -> list[str | None]:
+    """The forms of operand ``what`` in the target (its key ``key``) and in the reading's tool."""
+    forms = [m.form for m in target.meanings[key]]
+    if reading.table is not None:
+        forms += [m.form for m in reading.table.args.values() if m.what == what]
+    return forms
+
+
+def _check_edit_texts(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
+    """What an edit's old and new text together make a tool write, where tools differ:
+
+    * Claude Code's Edit (old text ``"exact-quotes"``): where the old text matched only with its
+      quotes, escapes or tags read another way, it writes the new text the same way (2.1.197:
+      straight quotes made curly, backslash-u escapes spelled as the file's, sanitized tags
+      restored), so an old and a new text that both hold such characters never move into or out
+      of it;
+    * Gemini CLI 0.61's replace (new text ``"final-newline-kept"``) keeps whether the file ends in
+      a newline (restoreTrailingNewline), so an old and a new text of which one ends in a newline
+      never move into or out of it: at the file's end it puts back or takes off what the others
+      leave as replaced."""
     if reading.own:
         return
     old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
     if not isinstance(old_key, str) or not isinstance(new_key, str):
         return
     old, new = out.get(old_key), out.get(new_key)
-    if not (isinstance(old, str) and isinstance(new, str) and _QUOTES_READ.search(old) and _QUOTES_READ.search(new)):
+    if not (isinstance(old, str) and isinstance(new, str)):
         return
-    sides = [m.form for m in target.meanings[old_key]]
-    if reading.table is not None:
-        sides += [m.form for m in reading.table.args.values() if m.what == "edit.old"]
-    if "exact-quotes" in sides:
+    if (
+        _QUOTES_READ.search(old)
+        and _QUOTES_READ.search(new)
+        and "exact-quotes" in _forms("edit.old", old_key, reading, target)
+    ):
         raise _Unusable(
             "Claude Code's Edit writes the new text with the quotes, escapes or tags it read the old text with"
         )
-
-
-def _check_final_newline(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
-    """An edit moves into or out of a tool that keeps whether the file ends in a newline (Gemini CLI
-    0.61's replace: restoreTrailingNewline after the replacement) only when the old and the new
-    text both end in one or neither does: else, at the file's end, that tool puts back or takes off
-    the newline the others leave as replaced."""
-    if reading.own:
-        return
-    old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
-    if not isinstance(old_key, str) or not isinstance(new_key, str):
-        return
-    old, new = out.get(old_key), out.get(new_key)
-    if not (isinstance(old, str) and isinstance(new, str)) or old.endswith("\n") == new.endswith("\n"):
-        return
-    keeps = {"final-newline-kept" in (m.form or "").split("+") for m in target.meanings[new_key]}
-    if reading.table is not None:
-        keeps |= {
-            "final-newline-kept" in (m.form or "").split("+")
-            for m in reading.table.args.values()
-            if m.what == "edit.new"
-        }
-    if len(keeps) > 1:
-        raise _Unusable(
-            "one of the tools keeps whether the file ends in a newline, the other writes the replacement as sent"
-        )
+    if old.endswith("\n") != new.endswith("\n"):
+        keeps = {"final-newline-kept" in (f or "").split("+") for f in _forms("edit.new", new_key, reading, target)}
+        if len(keeps) > 1:
+            raise _Unusable(
+                "one of the tools keeps whether the file ends in a newline, the other writes the replacement as sent"
+            )
 
 
 def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
