@@ -247,26 +247,25 @@ def test_an_exact_edit_never_reaches_qwen_codes_normalising_edit(name: str, args
     [
         ([QWEN_EDIT], "edit", {"filePath": "/w/app.py", "oldString": "DEBUG = True", "newString": ""}, "Qwen Code"),
         ([QWEN_EDIT], "edit", {"path": "/w/app.py", "oldText": "DEBUG = True", "newText": ""}, "Qwen Code"),
+        # read as Qwen Code's edit or Crush's (the same keys), into Claude Code's Edit
+        ([EDIT], "edit", {"file_path": "/w/app.py", "old_string": "DEBUG = True", "new_string": ""}, "Claude Code"),
     ],
-    ids=["opencode-spelling", "pi-spelling"],
+    ids=["opencode-spelling", "pi-spelling", "out-of-qwen"],
 )
-def test_an_empty_replacement_never_moves_into_qwen_codes_edit(tools, name, args, client) -> None:
+def test_an_empty_replacement_never_moves_into_or_out_of_qwen_codes_edit(tools, name, args, client) -> None:
     """Qwen Code 0.15.10's edit replaces ``old_string`` and its line's newline when
     ``new_string`` is empty and the file holds ``old_string + "\n"`` (cli.js
     maybeAugmentOldStringForDeletion); OpenCode's and pi's edits leave an empty line. Was:
-    fitted into Qwen Code's edit (attack 66 H4)."""
+    fitted into Qwen Code's edit (attack 66 H4). Into it nothing loose moves now (its matcher is
+    another: test_a_loose_matcher_never_hands_its_old_text_to_another)."""
     d = decide(tools, name, args, client=client)
-    assert not d.changed and "newline" in d.reason, d.reason
+    assert not d.changed and ("newline" in d.reason or "normalized" in d.reason), d.reason
 
 
-def test_a_replacement_that_is_not_empty_still_moves_into_qwen_codes_edit() -> None:
-    args = {"filePath": "/w/app.py", "oldString": "DEBUG = True", "newString": "DEBUG = False"}
-    d = decide([QWEN_EDIT], "edit", args, client="Qwen Code")
-    assert d.changed and d.arguments_after == {
-        "file_path": "/w/app.py",
-        "old_string": "DEBUG = True",
-        "new_string": "DEBUG = False",
-    }, d.reason
+def test_a_replacement_that_is_not_empty_still_moves_out_of_qwen_codes_edit() -> None:
+    args = {"file_path": "/w/app.py", "old_string": "DEBUG = True", "new_string": "DEBUG = False"}
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit" and d.arguments_after is None, d.reason
 
 
 GEMINI_SHELL = fn("run_shell_command", schema("command", command=STR, dir_path=STR, is_background=BOOL))
@@ -316,14 +315,6 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
         ([GEMINI_WRITE], "Write", {"file_path": "file:///p/a.txt", "content": "x"}, "Gemini CLI", "percent escapes"),
         # its write_file writes CRLF throughout in a file that has one
         ([GEMINI_WRITE], "write", {"filePath": "/p/a.txt", "content": "a\nb\n"}, "Gemini CLI", "line breaks"),
-        # Qwen Code's edit writes the file back with CRLF throughout when it had one, pi's as given
-        (
-            [QWEN_EDIT],
-            "edit",
-            {"path": "/p/a.txt", "oldText": "a", "newText": "b\nc"},
-            "Qwen Code",
-            "line breaks",
-        ),
         # its grep_search runs ripgrep unless the settings turn it off, then git grep / grep -E
         ([GEMINI_GREP], "search_file_content", {"pattern": "\\d+", "path": "src"}, "Gemini CLI", "read as"),
     ],
@@ -342,7 +333,6 @@ GEMINI_GREP = fn("grep_search", schema("pattern", pattern=STR, dir_path=STR, inc
         "percent",
         "file-url",
         "write-lines",
-        "qwen-edit-lines",
         "grep",
     ],
 )
@@ -2047,13 +2037,14 @@ PI_EDIT = fn("edit", schema("path", "oldText", "newText", path=STR, oldText=STR,
 def test_a_replacement_claude_codes_edit_would_respell_never_moves_into_it(tools, name, args, client) -> None:
     """Claude Code 2.1.197's Edit, when the old text matched only with its quotes read as curly
     ones (or escapes, tags), writes the new text the same way (preserveQuoteStyle). Was: renamed
-    to Edit, and the model's straight quotes written curly (audit 73 B6)."""
+    to Edit, and the model's straight quotes written curly (audit 73 B6). Such an old text, which
+    Edit may find where OpenCode's matchers find another place, never reaches Edit."""
     d = decide(tools, name, args, client=client)
-    assert not d.changed and "writes the new text with the quotes" in d.reason, d.reason
+    assert not d.changed and "exact-quotes in the target" in d.reason, d.reason
 
 
-def test_a_replacement_without_quotes_still_moves_into_claude_codes_edit() -> None:
-    args = {"filePath": "/p/a.py", "oldString": 'say "hi"', "newString": "pass"}
+def test_an_old_text_claude_codes_edit_reads_literally_still_moves_into_it() -> None:
+    args = {"filePath": "/p/a.py", "oldString": "say hi", "newString": 'say "bye"'}
     d = decide([EDIT], "edit", args, client="Claude Code")
     assert d.action is Action.RENAME and d.target == "Edit", d.reason
 
@@ -2071,9 +2062,10 @@ def test_a_replacement_without_quotes_still_moves_into_claude_codes_edit() -> No
 def test_lines_never_move_between_an_edit_that_keeps_crlf_and_one_that_does_not(tools, name, args, client) -> None:
     """OpenCode 1.18.33's edit (and Claude Code 2.1.197's Edit) write the new text with the
     replaced file's line endings (convertToLineEnding; writeTextContent): CRLF in a CRLF file.
-    Was: moved between them and edits recorded as writing text as given (audit 73 B5)."""
+    Was: moved between them and edits recorded as writing text as given (audit 73 B5). (Two loose
+    matchers never hand each other an old text now, whatever the new text.)"""
     d = decide(tools, name, args, client=client)
-    assert not d.changed and "line breaks" in d.reason, d.reason
+    assert not d.changed and ("line breaks" in d.reason or "fuzzy" in d.reason), d.reason
 
 
 def test_lines_still_move_between_opencodes_edit_and_claude_codes() -> None:
@@ -2092,10 +2084,11 @@ def test_lines_still_move_between_opencodes_edit_and_claude_codes() -> None:
             {"filePath": "/w/n.txt", "oldString": "old line", "newString": "first\r\nsecond"},
             "Claude Code",
         ),
-        ([QWEN_EDIT], "edit", {"filePath": "/w/n.txt", "oldString": "old", "newString": "a\r\nb"}, "Qwen Code"),
-        ([OC_EDIT], "edit", {"path": "/w/n.txt", "oldText": "x", "newText": "a\rb"}, "OpenCode"),
+        # read as Qwen Code's edit or Crush's; Gemini CLI's replace
+        ([EDIT], "edit", {"file_path": "/w/n.txt", "old_string": "old", "new_string": "a\r\nb"}, "Claude Code"),
+        ([EDIT], "replace", {"file_path": "/w/n.txt", "old_string": "x", "new_string": "a\rb"}, "Claude Code"),
     ],
-    ids=["opencode-to-claude", "opencode-to-qwen", "pi-to-opencode"],
+    ids=["opencode-to-claude", "qwen-to-claude", "gemini-to-claude"],
 )
 def test_a_carriage_return_never_moves_between_edits_that_keep_the_files_line_endings(
     tools, name, args, client
@@ -2137,7 +2130,7 @@ def test_an_apply_patch_spelled_for_the_shell_never_leaves_codex(cmd: str) -> No
     [
         # at the end of a file that ends in a newline: Gemini CLI writes a\nc\n, Claude Code a\nc
         ([EDIT], "replace", {"file_path": "/p/a", "old_string": "b\n", "new_string": "c"}, "Claude Code"),
-        ([OC_EDIT], "replace", {"file_path": "/p/a", "old_string": "b", "new_string": "c\n"}, "OpenCode"),
+        ([EDIT], "replace", {"file_path": "/p/a", "old_string": "b", "new_string": "c\n"}, "Claude Code"),
     ],
     ids=["newline-taken-off", "newline-added"],
 )
@@ -2174,3 +2167,31 @@ def test_a_patch_never_moves_into_codex(command: str) -> None:
 def test_a_name_ending_in_patch_still_moves_out_of_codex() -> None:
     d = decide([OC_BASH], "exec_command", {"cmd": "git checkout -b ${USER}_patch"}, client="OpenCode")
     assert d.action is Action.RENAME and d.target == "bash", d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # MODE = ‘prod’ then MODE  = 'prod': OpenCode edits the second line, Claude Code the first
+        ([EDIT], "edit", {"filePath": "/p/a.py", "oldString": "MODE = 'prod'", "newString": "x"}, "Claude Code"),
+        # pi's folding (NFKC, quotes, dashes) finds its own place too
+        ([EDIT], "edit", {"path": "/p/a.py", "oldText": "MODE = 'prod'", "newText": "x"}, "Claude Code"),
+    ],
+    ids=["opencode-to-claude", "pi-to-claude"],
+)
+def test_a_loose_matcher_never_hands_its_old_text_to_another(tools, name, args, client) -> None:
+    """Two loose matchers find different places for one old text: only the literal is common to
+    all, so an old text moves only to the same matching or to one that takes the literal alone.
+    Was: a fuzzy source reached any matcher (attack 76 R2). A call naming the client's own tool
+    in another agent's key spelling is that tool's (test_br27_edit_keys_are_renamed)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and " in the target" in d.reason, d.reason
+
+
+def test_a_dollar_pattern_never_leaves_opencodes_edit() -> None:
+    """OpenCode 1.18.33's edit with replaceAll hands the new text to String.prototype.replaceAll,
+    which reads $$ as $ (and $&, $`, $'); Claude Code's Edit writes it as sent. Was: renamed
+    (attack 76 R1)."""
+    args = {"filePath": "/w/run.sh", "oldString": "PID_FILE", "newString": "/tmp/app.$$.pid", "replaceAll": True}
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert not d.changed and "replacement pattern" in d.reason, d.reason

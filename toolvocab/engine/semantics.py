@@ -57,8 +57,9 @@ class Meaning:
     that runs a string (``"bash"``: ``bash -c``; ``"user"``: the user's login shell, bash or zsh or
     sh; ``"argv"``: an array executed directly, no shell); for patterns their flavour
     (``"rg"`` ripgrep's Rust regex, case-sensitive; ``"rg-i"`` the same, case-insensitive); for an
-    edit's old text how it is matched (``"exact"``, ``"normalized"``, ``"fuzzy-<tool>"``); for
-    list-valued operands the item shape. ``most``: the largest value the tool honours as given,
+    edit's old text how it is matched (``"exact"``; ``"normalized"``, Qwen Code's;
+    ``"normalized-whitespace"``, Crush's; ``"fuzzy-<tool>"``: no two loose matchers are the same);
+    for list-valued operands the item shape. ``most``: the largest value the tool honours as given,
     in ``unit`` (a larger one is clamped or refused). ``default``: the value the tool uses when
     the key is absent, recorded only where it selects an effect (``edit.all``, background flags).
     ``respells``: literal ``(from, to)`` replacements the client makes in the value before the
@@ -321,8 +322,8 @@ _ROWS: tuple[ArgTable, ...] = (
     # Edit: old_string matched exactly once unless replace_all: the literal, else with curly
     # quotes read as straight ones, \uXXXX escapes and non-ASCII spelled either way, sanitized tags
     # (<fnr>, <n>…) read whole (findActualString, desanitize), and new_string then written the same
-    # way (preserveQuoteStyle: its straight quotes made curly; escapes and tags likewise;
-    # translate._check_edit_texts). normalizeToolInput strips each line's trailing
+    # way (preserveQuoteStyle: its straight quotes made curly; escapes and tags likewise: such an
+    # old text never moves into it, translate._matching_allows). normalizeToolInput strips each line's trailing
     # whitespace from Write's content and Edit's new_string (not in a .md/.mdx file), and an empty
     # new_string also takes the line's newline when the file has one after old_string. The file is
     # written back with CRLF throughout when most line breaks of its first 4096 characters are CRLF
@@ -1015,7 +1016,8 @@ _ROWS: tuple[ArgTable, ...] = (
     _t("write", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("write.path"), "content": m("write.content")}),
     # edit: nine matchers after the exact one (line-trimmed, Levenshtein block anchors, ...); the
     # old and new text are written with CRLF when the file holds one (detectLineEnding,
-    # convertToLineEnding).
+    # convertToLineEnding); with replaceAll the new text goes to String.prototype.replaceAll,
+    # which reads $$, $&, $` and $' in it as patterns.
     _t(
         "edit",
         _OC,
@@ -1025,7 +1027,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "filePath": m("edit.path"),
             "oldString": m("edit.old", form="fuzzy-opencode"),
-            "newString": m("edit.new", form="eol-of-file"),
+            "newString": m("edit.new", form="dollar-patterns+eol-of-file"),
             "replaceAll": _EDIT_ALL,
         },
     ),
@@ -1152,7 +1154,7 @@ _ROWS: tuple[ArgTable, ...] = (
         _CRUSH_TOOLS,
         args={
             "file_path": m("edit.path"),
-            "old_string": m("edit.old", form="normalized"),
+            "old_string": m("edit.old", form="normalized-whitespace"),
             "new_string": m("edit.new", form="eol-of-file"),
             "replace_all": _EDIT_ALL,
         },

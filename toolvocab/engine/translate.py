@@ -114,14 +114,21 @@ def _is_path(what: str) -> bool:
 _COMMANDS = frozenset({"shell.command", "monitor.command"})
 
 
-def _matching_allows(src: str | None, dst: str | None) -> bool:
-    """An edit's old text meant for ``src``'s matching may be matched with ``dst``'s: an exact
-    target refuses a missing literal (the client reports it) where a looser source would have
-    matched, and a source that already matched fuzzily may reach any matcher. A looser matcher
-    never receives text an exact tool would have refused: Qwen Code's fallback to trimmed-whitespace
-    lines replaces the matched lines with the model's text, indentation and all, and a fuzzy one
-    (Levenshtein, similarity anchors) may edit a place the model did not name."""
-    if (src or "").startswith("fuzzy"):
+def _matching_allows(src: str | None, dst: str | None, named: bool = False) -> bool:
+    """An edit's old text meant for ``src``'s matching may be matched with ``dst``'s: the same
+    matching, or an exact target, which tries the literal every matcher tries first and refuses a
+    missing one (the client reports it) where a looser source would have matched. A looser or
+    another loose matcher never receives it: Qwen Code's fallback to trimmed-whitespace lines
+    replaces the matched lines with the model's text, indentation and all; a fuzzy one
+    (Levenshtein, similarity anchors) may edit a place the model did not name; and two loose
+    matchers find different places (on a file holding ``MODE = ‘prod’`` and then
+    ``MODE  = 'prod'``, OpenCode's whitespace-normalised matcher edits the second line where Claude
+    Code's quote folding edits the first). ``named``: the call names the target itself and the
+    source is another agent's tool of that name, read for its keys' spelling (OpenClaw's edit
+    answered with OpenCode's ``filePath``, ``oldString``, ``newString``: the model used the
+    client's tool, whose matcher runs); a loose source then reaches it, as the bug report this
+    case comes from asks (openclaw/openclaw#20229), and a stricter one still does not."""
+    if named and (src or "").startswith("fuzzy"):
         return True
     return dst == src or dst == "exact"
 
@@ -312,6 +319,9 @@ def _check_trimmed(value: Any, what: str) -> None:
 #: ``/\\+(n|t|r|'|"|`|\\|\n)/g``, each match one character shorter).
 _CORRECTED_ESCAPE = re.compile("\\\\[ntr'\"`\\\\\n]")
 
+#: What ECMAScript's GetSubstitution reads in a string replacement (no capture groups).
+_DOLLAR_PATTERN = re.compile(r"\$[$&`']")
+
 #: Ways a tool writes text otherwise than given (``Meaning.form`` of ``write.content`` and
 #: ``edit.new``, joined with ``+``): each with the text it changes.
 _WRITTEN_FLAGS = {
@@ -321,6 +331,12 @@ _WRITTEN_FLAGS = {
     "eol-of-file": (
         lambda text: isinstance(text, str) and ("\n" in text or "\r" in text),
         "its line breaks are written as the replaced file's (CRLF in a CRLF file)",
+    ),
+    # OpenCode 1.18.33's edit with replaceAll: String.prototype.replaceAll(old, new) reads $$,
+    # $&, $` and $' in the new text as replacement patterns (the others write them as sent)
+    "dollar-patterns": (
+        lambda text: isinstance(text, str) and _DOLLAR_PATTERN.search(text) is not None,
+        "a $$, $&, $` or $' in it is read as a replacement pattern by one of the tools",
     ),
     # Gemini CLI's write_file (0.1.9-0.10.0 and 0.61.0) and replace (0.1.9-0.10.0): text that
     # unescapeStringForGeminiBug would change is unescaped or rewritten by an LLM first
@@ -386,13 +402,14 @@ def _check_unwrapped_line(line: Any, dst: Meaning) -> None:
         raise _Unusable("written as a command line it starts with a shell wrapper, which the tool takes off")
 
 
-def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> Any:
+def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named: bool = False) -> Any:
     """``value`` as meant by ``src``, written for ``dst``; raises :class:`_Unusable` when no exact
     conversion exists.
 
     Listed conversions: seconds ↔ milliseconds (to a whole number of the target's unit only), 1-based ↔ 0-based
-    numbers (±1), a command between shells (:func:`_command`), an exact edit
-    text to a normalising matcher. Everything else must be equal: operand, form, unit, base. A
+    numbers (±1), a command between shells (:func:`_command`), an edit's old text to the same
+    matching or an exact one (:func:`_matching_allows`; ``named``: the call names the target, read
+    as another agent's tool of that name). Everything else must be equal: operand, form, unit, base. A
     number past ``src.most`` or below ``src.base`` never moves (the model's own tool clamps,
     refuses or reads it its own way). With
     ``posix`` False (the agent runs on Windows) a command never changes form or tool. A
@@ -464,7 +481,7 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True) -> An
     if src.what == "edit.old" and isinstance(value, str) and not _QUOTES_READ.search(value):
         # nothing Claude Code's Edit reads another way: it matches this text exactly
         src_form, dst_form = ("exact" if f == "exact-quotes" else f for f in (src_form, dst_form))
-    if src_form != dst_form and not (src.what == "edit.old" and _matching_allows(src_form, dst_form)):
+    if src_form != dst_form and not (src.what == "edit.old" and _matching_allows(src_form, dst_form, named)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
     if src.unit is not None and src is not dst:
         number = _number(value, bounded=False)
@@ -706,8 +723,11 @@ class Translation:
     readings: int = 0
 
 
-def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Meaning], posix: bool = True) -> Any:
-    """The value every (source, target) meaning pair gives, or :class:`_Unusable`."""
+def _one_value(
+    key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Meaning], posix: bool = True, named: bool = False
+) -> Any:
+    """The value every (source, target) meaning pair gives, or :class:`_Unusable` (``named``: as
+    :func:`convert`'s)."""
     results: list[Any] = []
     applicable = False
     # the reason, not the exception: a kept exception's traceback holds this frame, and through
@@ -716,7 +736,7 @@ def _one_value(key: str, value: Any, srcs: Sequence[Meaning], dsts: Sequence[Mea
     for src in srcs:
         for dst in dsts:
             try:
-                results.append(convert(value, src, dst, posix=posix))
+                results.append(convert(value, src, dst, posix=posix, named=named))
                 applicable = True
             except _Unusable as exc:
                 if exc.applicable:
@@ -820,7 +840,9 @@ def _read(
                     continue
                 raise _Unusable(f"{target.name} has no argument for {key!r} ({what})")
             dst_key = found
-            new = _one_value(key, value, srcs, target.meanings[dst_key], posix)
+            # another agent's tool spelled as the declared one (OpenCode's `edit` to OpenClaw's)
+            named = reading.competing and reading.table is not None and reading.table.name == target.name
+            new = _one_value(key, value, srcs, target.meanings[dst_key], posix, named=named)
         if dst_key in out:
             current = out[dst_key]
             if what in _LOCATIONS and current == "" and new not in ("", None):
@@ -922,17 +944,13 @@ def _forms(what: str, key: str, reading: Reading, target: Target) -> list[str | 
 
 
 def _check_edit_texts(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
-    """What an edit's old and new text together make a tool write, where tools differ:
-
-    * Claude Code's Edit (old text ``"exact-quotes"``): where the old text matched only with its
-      quotes, escapes or tags read another way, it writes the new text the same way (2.1.197:
-      straight quotes made curly, backslash-u escapes spelled as the file's, sanitized tags
-      restored), so an old and a new text that both hold such characters never move into or out
-      of it;
-    * Gemini CLI 0.61's replace (new text ``"final-newline-kept"``) keeps whether the file ends in
-      a newline (restoreTrailingNewline), so an old and a new text of which one ends in a newline
-      never move into or out of it: at the file's end it puts back or takes off what the others
-      leave as replaced."""
+    """What an edit's old and new text together make a tool write, where tools differ: Gemini CLI
+    0.61's replace (new text ``"final-newline-kept"``) keeps whether the file ends in a newline
+    (restoreTrailingNewline), so an old and a new text of which one ends in a newline never move
+    into or out of it: at the file's end it puts back or takes off what the others leave as
+    replaced. (Claude Code's Edit writes the new text with the quotes it read the old text with
+    only when it found the old text another way than literally: such an old text never moves into
+    it, :func:`_matching_allows`.)"""
     if reading.own:
         return
     old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
@@ -941,14 +959,6 @@ def _check_edit_texts(out: Mapping[str, Any], reading: Reading, target: Target) 
     old, new = out.get(old_key), out.get(new_key)
     if not (isinstance(old, str) and isinstance(new, str)):
         return
-    if (
-        _QUOTES_READ.search(old)
-        and _QUOTES_READ.search(new)
-        and "exact-quotes" in _forms("edit.old", old_key, reading, target)
-    ):
-        raise _Unusable(
-            "Claude Code's Edit writes the new text with the quotes, escapes or tags it read the old text with"
-        )
     if old.endswith("\n") != new.endswith("\n"):
         keeps = {"final-newline-kept" in (f or "").split("+") for f in _forms("edit.new", new_key, reading, target)}
         if len(keeps) > 1:
