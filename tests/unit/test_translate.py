@@ -256,8 +256,7 @@ def test_an_empty_replacement_never_moves_into_or_out_of_qwen_codes_edit(tools, 
     """Qwen Code 0.15.10's edit replaces ``old_string`` and its line's newline when
     ``new_string`` is empty and the file holds ``old_string + "\n"`` (cli.js
     maybeAugmentOldStringForDeletion); OpenCode's and pi's edits leave an empty line. Was:
-    fitted into Qwen Code's edit (attack 66 H4). Into it nothing loose moves now (its matcher is
-    another: test_a_loose_matcher_never_hands_its_old_text_to_another)."""
+    fitted into Qwen Code's edit (attack 66 H4)."""
     d = decide(tools, name, args, client=client)
     assert not d.changed and ("newline" in d.reason or "normalized" in d.reason), d.reason
 
@@ -2195,3 +2194,46 @@ def test_a_dollar_pattern_never_leaves_opencodes_edit() -> None:
     args = {"filePath": "/w/run.sh", "oldString": "PID_FILE", "newString": "/tmp/app.$$.pid", "replaceAll": True}
     d = decide([EDIT], "edit", args, client="Claude Code")
     assert not d.changed and "replacement pattern" in d.reason, d.reason
+
+
+TEXT_EDITOR_CALL = {"command": "str_replace", "path": "/w/main.go"}
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({**TEXT_EDITOR_CALL, "old_str": "return nil", "new_str": "\treturn err"}, "tabs"),
+        ({**TEXT_EDITOR_CALL, "old_str": "\treturn nil", "new_str": "return err"}, "exact-tabs"),
+        ({**TEXT_EDITOR_CALL, "old_str": "id\tname", "new_str": "id\tname\temail"}, "tabs"),
+    ],
+    ids=["new-tab", "old-tab", "tsv"],
+)
+def test_a_tab_never_leaves_the_text_editor(args: dict, said: str) -> None:
+    """The text editor's str_replace expands tabs in the file, the old text and the new one
+    (trae-agent e839e55 edit_tool.py; Anthropic's reference computer-use-demo edit.py): Claude
+    Code's Edit writes a tab as sent and finds only the literal. Was: renamed to Edit (attack 77
+    S1)."""
+    d = decide([EDIT], "str_replace_based_edit_tool", args, client="Claude Code")
+    assert not d.changed and said in d.reason, d.reason
+
+
+def test_an_edit_without_tabs_still_leaves_the_text_editor() -> None:
+    args = {**TEXT_EDITOR_CALL, "old_str": "return nil", "new_str": "return err"}
+    d = decide([EDIT], "str_replace_based_edit_tool", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"file_path": "/w/app.py", "old_string": "DEBUG = True", "new_string": "DEBUG = False", "replace_all": "false"},
+        {"path": "/w/app.py", "old_string": "DEBUG = True", "new_string": "DEBUG = False"},
+    ],
+    ids=["string-flag", "path-key"],
+)
+def test_a_call_of_qwen_codes_own_edit_is_still_fitted(args: dict) -> None:
+    """Crush's edit is spelled with Qwen Code's keys; a call naming Qwen Code's own edit is that
+    tool's, and Crush's matcher (no looser than Qwen's) does not stand in the way (regression of
+    the loose-matcher rule, attack 77 S3)."""
+    d = decide([QWEN_EDIT], "edit", args, client="Qwen Code")
+    assert d.action is Action.FIT, d.reason

@@ -57,7 +57,8 @@ class Meaning:
     that runs a string (``"bash"``: ``bash -c``; ``"user"``: the user's login shell, bash or zsh or
     sh; ``"argv"``: an array executed directly, no shell); for patterns their flavour
     (``"rg"`` ripgrep's Rust regex, case-sensitive; ``"rg-i"`` the same, case-insensitive); for an
-    edit's old text how it is matched (``"exact"``; ``"normalized"``, Qwen Code's;
+    edit's old text how it is matched (``"exact"``; ``"exact-tabs"``, the literal with tabs expanded
+    in it and in the file, the text editor's; ``"normalized"``, Qwen Code's;
     ``"normalized-whitespace"``, Crush's; ``"fuzzy-<tool>"``: no two loose matchers are the same);
     for list-valued operands the item shape. ``most``: the largest value the tool honours as given,
     in ``unit`` (a larger one is clamped or refused). ``default``: the value the tool uses when
@@ -240,11 +241,24 @@ def _t(
 _UNESCAPING = frozenset({_CC})
 
 
+#: The text editor's commands. str_replace and insert expand tabs (Python's ``expandtabs``, to
+#: columns of 8) in the file, the old text and the new one before matching and writing (trae-agent
+#: e839e55 edit_tool.py; Anthropic's reference, anthropics/anthropic-quickstarts
+#: computer-use-demo/computer_use_demo/tools/edit.py): a text holding a tab is matched and written
+#: otherwise than elsewhere.
 _TEXT_EDITOR = {
     "view": {"path": m("read.path"), "view_range": m("read.view_range", base=1)},
-    "str_replace": {"path": m("edit.path"), "old_str": m("edit.old", form="exact"), "new_str": m("edit.new")},
+    "str_replace": {
+        "path": m("edit.path"),
+        "old_str": m("edit.old", form="exact-tabs"),
+        "new_str": m("edit.new", form="tabs-expanded"),
+    },
     "create": {"path": m("create.path"), "file_text": m("create.content")},
-    "insert": {"path": m("insert.path"), "insert_line": m("insert.after_line", base=0), "new_str": m("insert.text")},
+    "insert": {
+        "path": m("insert.path"),
+        "insert_line": m("insert.after_line", base=0),
+        "new_str": m("insert.text", form="tabs-expanded"),
+    },
 }
 
 _ROWS: tuple[ArgTable, ...] = (

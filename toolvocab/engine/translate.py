@@ -126,11 +126,28 @@ def _matching_allows(src: str | None, dst: str | None, named: bool = False) -> b
     Code's quote folding edits the first). ``named``: the call names the target itself and the
     source is another agent's tool of that name, read for its keys' spelling (OpenClaw's edit
     answered with OpenCode's ``filePath``, ``oldString``, ``newString``: the model used the
-    client's tool, whose matcher runs); a loose source then reaches it, as the bug report this
-    case comes from asks (openclaw/openclaw#20229), and a stricter one still does not."""
-    if named and (src or "").startswith("fuzzy"):
+    client's tool, whose matcher runs); a source at least as loose then reaches it, as the bug
+    report this case comes from asks (openclaw/openclaw#20229), and a stricter one still does not
+    (:func:`_looseness`)."""
+    if named and _looseness(src) >= _looseness(dst):
         return True
+    if src == "exact-tabs":
+        # a tab in it (else it reads as exact): the text editor matches it, and counts its
+        # occurrences, in the file with tabs expanded, so another place may be the one it finds
+        return dst == src
     return dst == src or dst == "exact"
+
+
+def _looseness(form: str | None) -> int:
+    """How much an edit's matching reads into an old text: 0 the literal, 1 the literal with one
+    fold (Claude Code's quotes, the text editor's tabs), 2 normalised lines (Qwen Code's, Crush's),
+    3 fuzzy (similarity, Levenshtein, several fallbacks)."""
+    form = form or "exact"
+    if form.startswith("fuzzy"):
+        return 3
+    if form.startswith("normalized"):
+        return 2
+    return 0 if form == "exact" else 1
 
 
 # ------------------------------------------------------------------ the table, indexed
@@ -336,8 +353,10 @@ _WRITTEN_FLAGS = {
     # $&, $` and $' in the new text as replacement patterns (the others write them as sent)
     "dollar-patterns": (
         lambda text: isinstance(text, str) and _DOLLAR_PATTERN.search(text) is not None,
-        "a $$, $&, $` or $' in it is read as a replacement pattern by one of the tools",
+        "a $$, $&, $` or $' in it is read as a replacement pattern",
     ),
+    # the text editor's str_replace and insert (trae-agent, Anthropic's reference): expandtabs
+    "tabs-expanded": (lambda text: isinstance(text, str) and "\t" in text, "its tabs are written as spaces"),
     # Gemini CLI's write_file (0.1.9-0.10.0 and 0.61.0) and replace (0.1.9-0.10.0): text that
     # unescapeStringForGeminiBug would change is unescaped or rewritten by an LLM first
     # Gemini CLI 0.61's replace: read with the old text (_check_edit_texts), never alone
@@ -478,9 +497,11 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named
     if src_form != dst_form and "trimmed-lines" in (src_form, dst_form) and src_form in (None, "trimmed-lines"):
         _check_trimmed(value, src.what)  # text no line of which ends in whitespace is written as given
         src_form = dst_form
-    if src.what == "edit.old" and isinstance(value, str) and not _QUOTES_READ.search(value):
-        # nothing Claude Code's Edit reads another way: it matches this text exactly
-        src_form, dst_form = ("exact" if f == "exact-quotes" else f for f in (src_form, dst_form))
+    if src.what == "edit.old" and isinstance(value, str):
+        # nothing Claude Code's Edit reads another way, no tab the text editor expands: the
+        # literal is what they match
+        plain = {"exact-quotes": not _QUOTES_READ.search(value), "exact-tabs": "\t" not in value}
+        src_form, dst_form = ("exact" if plain.get(f or "") else f for f in (src_form, dst_form))
     if src_form != dst_form and not (src.what == "edit.old" and _matching_allows(src_form, dst_form, named)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
     if src.unit is not None and src is not dst:
