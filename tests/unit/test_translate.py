@@ -2205,8 +2205,10 @@ TEXT_EDITOR_CALL = {"command": "str_replace", "path": "/w/main.go"}
         ({**TEXT_EDITOR_CALL, "old_str": "return nil", "new_str": "\treturn err"}, "tabs"),
         ({**TEXT_EDITOR_CALL, "old_str": "\treturn nil", "new_str": "return err"}, "exact-tabs"),
         ({**TEXT_EDITOR_CALL, "old_str": "id\tname", "new_str": "id\tname\temail"}, "tabs"),
+        # read with universal newlines, a \r matches nothing there; Edit finds it in a progress log
+        ({**TEXT_EDITOR_CALL, "old_str": "50%\r100%", "new_str": "done"}, "exact-tabs"),
     ],
-    ids=["new-tab", "old-tab", "tsv"],
+    ids=["new-tab", "old-tab", "tsv", "carriage-return"],
 )
 def test_a_tab_never_leaves_the_text_editor(args: dict, said: str) -> None:
     """The text editor's str_replace expands tabs in the file, the old text and the new one

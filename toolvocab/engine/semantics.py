@@ -245,7 +245,8 @@ _UNESCAPING = frozenset({_CC})
 #: columns of 8) in the file, the old text and the new one before matching and writing (trae-agent
 #: e839e55 edit_tool.py; Anthropic's reference, anthropics/anthropic-quickstarts
 #: computer-use-demo/computer_use_demo/tools/edit.py): a text holding a tab is matched and written
-#: otherwise than elsewhere.
+#: otherwise than elsewhere. It reads the file with universal newlines, so an old text holding a
+#: carriage return matches nothing there.
 _TEXT_EDITOR = {
     "view": {"path": m("read.path"), "view_range": m("read.view_range", base=1)},
     "str_replace": {

@@ -132,8 +132,9 @@ def _matching_allows(src: str | None, dst: str | None, named: bool = False) -> b
     if named and _looseness(src) >= _looseness(dst):
         return True
     if src == "exact-tabs":
-        # a tab in it (else it reads as exact): the text editor matches it, and counts its
-        # occurrences, in the file with tabs expanded, so another place may be the one it finds
+        # a tab or a carriage return in it (else it reads as exact): the text editor matches it,
+        # and counts its occurrences, in the file with tabs expanded and line breaks read as \n,
+        # so another place, or none, may be the one it finds
         return dst == src
     return dst == src or dst == "exact"
 
@@ -500,7 +501,9 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named
     if src.what == "edit.old" and isinstance(value, str):
         # nothing Claude Code's Edit reads another way, no tab the text editor expands: the
         # literal is what they match
-        plain = {"exact-quotes": not _QUOTES_READ.search(value), "exact-tabs": "\t" not in value}
+        # (the text editor reads the file with universal newlines: a \r in the old text never
+        # matches there)
+        plain = {"exact-quotes": not _QUOTES_READ.search(value), "exact-tabs": not ("\t" in value or "\r" in value)}
         src_form, dst_form = ("exact" if plain.get(f or "") else f for f in (src_form, dst_form))
     if src_form != dst_form and not (src.what == "edit.old" and _matching_allows(src_form, dst_form, named)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
