@@ -18,6 +18,7 @@ note's 10,000-example run sets it).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -952,6 +953,13 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             and not any(c in value for c in "'\"\\<")
         ):
             out[meaning.what] = (value, "exact")  # nothing it could read another way: an exact match
+        elif meaning.form == "tabs-expanded":
+            # the text editor writes its new text with tabs expanded (new_str.expandtabs())
+            out[meaning.what] = (value.expandtabs() if isinstance(value, str) else value, None)
+        elif meaning.form == "exact-tabs" and isinstance(value, str) and not any(c in value for c in "\t \r"):
+            # the text editor counts in the file with its tabs expanded and read with universal
+            # newlines: only a text no tab can have become, holding no \r, is found literally
+            out[meaning.what] = (value, "exact")
         elif meaning.what.endswith((".path", ".cwd")) and (
             isinstance(value, str) and value.startswith("~") or _respelled(value)
         ):
@@ -1027,6 +1035,8 @@ def _same_form(source: Any, target: Any, what: str) -> bool:
     if what == "edit.old":
         # A target that matches exactly refuses what it cannot find; a source that matched
         # fuzzily may reach any matcher; no source reaches a looser matcher than its own.
+        if source == "exact-tabs":
+            return target == source  # a tab, a space or a \r in it (else read as exact above)
         if str(source).startswith("fuzzy"):
             return True
         return source == target or target == "exact"
@@ -1085,7 +1095,21 @@ COMMANDS = [
 ]
 #: Written text: as given everywhere; a line ending in whitespace (stripped by Claude Code's Write
 #: and Edit); quotes and non-ASCII (read another way by its Edit when the literal is missing).
-TEXTS = ["x", "needle", "a  \nb", "a\nb", "a\r\nb", "b\n", "line\t", 'it\'s "q"', "", "caf\u00e9 ok", "<n>"]
+TEXTS = [
+    "x",
+    "needle",
+    "a  \nb",
+    "a\nb",
+    "a\r\nb",
+    "a\rb",
+    "a b",
+    "b\n",
+    "line\t",
+    'it\'s "q"',
+    "",
+    "caf\u00e9 ok",
+    "<n>",
+]
 
 
 def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
@@ -1181,6 +1205,35 @@ def _starts(table: ArgTable, history: list[str | None] | None) -> Any:
 EDIT_PAIRS = [(s, t) for s, t in PAIRS if vocabulary.capability_of(s.name) == "edit"]
 
 
+#: The text editor's rows, read by the command a call names (``by_command``): PLAIN holds none.
+EDITORS = [t for t in TABLES if "str_replace" in t.by_command]
+EDIT_ROWS = [t for t in PLAIN if vocabulary.capability_of(t.name) == "edit"]
+
+
+@SETTINGS
+@given(
+    editor=st.sampled_from(EDITORS),
+    target=st.sampled_from(EDIT_ROWS),
+    old=st.sampled_from(TEXTS),
+    new=st.sampled_from(TEXTS),
+    closed=st.booleans(),
+)
+def test_property_a_text_editor_edit_means_the_same_where_it_moves(editor, target, old, new, closed) -> None:
+    """(a) for the text editor's str_replace, over every edit row as the client's tool: a call the
+    engine changes means in the target what it meant in the editor (which counts its old text
+    in the file with tabs expanded, so a text with a space, a tab or a carriage return is found
+    another way there). Was: an old text with a space reached Claude Code's Edit (attack 78 T1)."""
+    args = {"path": "/w/a.py", "old_str": old, "new_str": new}
+    tool = declared_from(target, closed)
+    d = decide([tool], editor.name, {"command": "str_replace", **args}, client=target.client)
+    event(f"{d.action.value} into {target.name}")
+    if not d.changed:
+        return
+    after = d.arguments_after if d.arguments_after is not None else args
+    read = dataclasses.replace(editor, args=editor.by_command["str_replace"])
+    assert same_intent(intent(read, args), intent(target, after)), (editor.version, args, target.name, after)
+
+
 @SETTINGS
 @given(pair=st.sampled_from(EDIT_PAIRS), closed=st.booleans(), new=st.sampled_from(TEXTS))
 def test_property_an_empty_old_text_never_moves_between_edit_tools(pair, closed, new) -> None:
@@ -1204,6 +1257,46 @@ def test_property_an_empty_old_text_never_moves_between_edit_tools(pair, closed,
     event(f"{d.action.value}")
     moved = d.changed and not (source.name == target.name and d.arguments_after in (None, args))
     assert not moved, (source.clients, target.clients, args, d.reason)
+
+
+#: Edit tools that count an old text's occurrences overlapping when they require one (read by hand:
+#: OpenCode 1.18.33 edit.ts replace, indexOf against lastIndexOf; Crush 0.90.0 edit.go
+#: findAndReplace, strings.Index against strings.LastIndex); the others count them apart.
+COUNTS_OVERLAPS = {("OpenCode", "edit"), ("Crush", "edit")}
+#: Old texts two occurrences of which can overlap (``"aa"`` twice in ``"aaa"``).
+OVERLAPPING = ["aa", "x\nx", "}\n}", "abab"]
+
+
+@SETTINGS
+@given(
+    pair=st.sampled_from([(s, t) for s, t in EDIT_PAIRS if s.name != t.name]),
+    old=st.sampled_from(OVERLAPPING),
+    new=st.sampled_from(TEXTS),
+    once=st.sampled_from([None, False]),
+    closed=st.booleans(),
+)
+def test_property_an_old_text_counted_otherwise_never_moves(pair, old, new, once, closed) -> None:
+    """Over every pair of edit rows: an old text that can overlap itself, replaced once, never
+    moves between a tool that counts overlapping occurrences and one that counts them apart (the
+    first refuses ``x\nx`` in ``x\nx\nx`` as not unique, the second edits the first). Was:
+    OpenCode's and Crush's edit renamed to Claude Code's Edit (attack 75 Q4, attack 76 R4)."""
+    source, target = pair
+    assert any(old[:k] == old[-k:] for k in range(1, len(old)))  # the texts drawn can overlap
+    args: dict[str, Any] = {}
+    for key, meaning in source.args.items():
+        if meaning.what == "edit.path":
+            args[key] = "/repo/a.py"
+        elif meaning.what == "edit.old":
+            args[key] = old
+        elif meaning.what == "edit.new":
+            args[key] = new
+        elif meaning.what == "edit.all" and once is not None:
+            args[key] = once
+    tool = declared_from(target, closed)
+    d = decide([tool], source.name, args, client=target.client)
+    event(f"{d.action.value}")
+    differ = ((source.clients, source.name) in COUNTS_OVERLAPS) != ((target.clients, target.name) in COUNTS_OVERLAPS)
+    assert not (differ and d.changed), (source.clients, target.clients, args, d.reason)
 
 
 @SETTINGS
@@ -2196,6 +2289,39 @@ def test_a_dollar_pattern_never_leaves_opencodes_edit() -> None:
     assert not d.changed and "replacement pattern" in d.reason, d.reason
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"filePath": "/w/a.txt", "oldString": "aa", "newString": "bb"},
+        {"filePath": "/w/a.txt", "oldString": "aa", "newString": "bb", "replaceAll": False},
+        {"file_path": "/w/a.txt", "old_string": "x\nx", "new_string": "y\ny"},
+        {"filePath": "/w/main.go", "oldString": "}\n}", "newString": "}"},
+    ],
+    ids=["opencode", "opencode-once", "crush", "braces"],
+)
+def test_an_old_text_that_overlaps_itself_never_leaves_a_tool_counting_overlaps(args: dict) -> None:
+    """OpenCode's edit and Crush's refuse an old text whose occurrences overlap (``aa`` in
+    ``x = aaa``: indexOf is not lastIndexOf) as not unique; Claude Code's Edit counts
+    ``split(old).length - 1`` and edits the first. Was: renamed to Edit (attack 76 R4, attack 75
+    Q4)."""
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert not d.changed and "overlap" in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"filePath": "/w/a.txt", "oldString": "aa", "newString": "bb", "replaceAll": True},
+        {"filePath": "/w/a.txt", "oldString": "abc", "newString": "abd"},
+        {"filePath": "/w/main.go", "oldString": "}\n", "newString": "}\n\n"},
+    ],
+    ids=["replace-all", "no-border", "brace-line"],
+)
+def test_an_old_text_that_cannot_overlap_still_leaves_opencodes_edit(args: dict) -> None:
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
 TEXT_EDITOR_CALL = {"command": "str_replace", "path": "/w/main.go"}
 
 
@@ -2219,10 +2345,40 @@ def test_a_tab_never_leaves_the_text_editor(args: dict, said: str) -> None:
     assert not d.changed and said in d.reason, d.reason
 
 
-def test_an_edit_without_tabs_still_leaves_the_text_editor() -> None:
-    args = {**TEXT_EDITOR_CALL, "old_str": "return nil", "new_str": "return err"}
+@pytest.mark.parametrize(
+    "old",
+    ["        return nil", "return nil", "abc = 1", "id      name"],
+    ids=["indent", "one-space", "column-7", "aligned"],
+)
+def test_a_space_never_leaves_the_text_editor(old: str) -> None:
+    """The text editor counts its old text in the file with every tab expanded (trae-agent e839e55
+    edit_tool.py ``read_file(path).expandtabs()``): spaces match a tab-indented line as well as a
+    space-indented copy (Go code and the same lines in a raw-string example), and it refuses
+    both where Claude Code's Edit, counting the literal, edits the copy. A tab at column 7 expands
+    to one space, so any space may be one. Was: renamed to Edit (attack 78 T1)."""
+    args = {**TEXT_EDITOR_CALL, "old_str": old, "new_str": "err"}
+    d = decide([EDIT], "str_replace_based_edit_tool", args, client="Claude Code")
+    assert not d.changed and "exact-tabs" in d.reason, d.reason
+
+
+def test_an_edit_without_tabs_or_spaces_still_leaves_the_text_editor() -> None:
+    args = {**TEXT_EDITOR_CALL, "old_str": "nil", "new_str": "err"}
     d = decide([EDIT], "str_replace_based_edit_tool", args, client="Claude Code")
     assert d.action is Action.RENAME and d.target == "Edit", d.reason
+    assert d.arguments_after == {"file_path": "/w/main.go", "old_string": "nil", "new_string": "err"}
+
+
+def test_a_space_never_reaches_the_text_editor() -> None:
+    """The other way: Claude Code's Edit finds the literal alone; the text editor may find the
+    same text at a tab-indented line where the literal is missing (a client whose text editor
+    does not require ``command``)."""
+    editor = fn(
+        "str_replace_based_edit_tool",
+        schema("path", command=STR, path=STR, old_str=STR, new_str=STR),
+    )
+    args = {"file_path": "/w/main.go", "old_string": "        return nil", "new_string": "        return err"}
+    d = decide([editor], "Edit", args)
+    assert not d.changed and "exact-tabs" in d.reason, d.reason
 
 
 @pytest.mark.parametrize(

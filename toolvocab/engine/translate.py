@@ -132,9 +132,9 @@ def _matching_allows(src: str | None, dst: str | None, named: bool = False) -> b
     if named and _looseness(src) >= _looseness(dst):
         return True
     if src == "exact-tabs":
-        # a tab or a carriage return in it (else it reads as exact): the text editor matches it,
-        # and counts its occurrences, in the file with tabs expanded and line breaks read as \n,
-        # so another place, or none, may be the one it finds
+        # a tab, a space or a carriage return in it (else it reads as exact, :data:`_EXPANDED`):
+        # the text editor matches it, and counts its occurrences, in the file with tabs expanded
+        # and line breaks read as \n, so another place, or none, may be the one it finds
         return dst == src
     return dst == src or dst == "exact"
 
@@ -337,6 +337,13 @@ def _check_trimmed(value: Any, what: str) -> None:
 #: ``/\\+(n|t|r|'|"|`|\\|\n)/g``, each match one character shorter).
 _CORRECTED_ESCAPE = re.compile("\\\\[ntr'\"`\\\\\n]")
 
+#: What the text editor's str_replace may find otherwise than literally in an old text
+#: (trae-agent e839e55 trae_agent/tools/edit_tool.py str_replace: ``read_file(path).expandtabs()``
+#: and ``old_str.expandtabs()`` before ``count``; read_file is ``Path.read_text()``, universal
+#: newlines; Anthropic's reference computer-use-demo edit.py the same): a tab, a space (a tab of
+#: the file expands to one to eight of them) or a carriage return.
+_EXPANDED = re.compile("[\t \r]")
+
 #: What ECMAScript's GetSubstitution reads in a string replacement (no capture groups).
 _DOLLAR_PATTERN = re.compile(r"\$[$&`']")
 
@@ -499,11 +506,11 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named
         _check_trimmed(value, src.what)  # text no line of which ends in whitespace is written as given
         src_form = dst_form
     if src.what == "edit.old" and isinstance(value, str):
-        # nothing Claude Code's Edit reads another way, no tab the text editor expands: the
-        # literal is what they match
-        # (the text editor reads the file with universal newlines: a \r in the old text never
-        # matches there)
-        plain = {"exact-quotes": not _QUOTES_READ.search(value), "exact-tabs": not ("\t" in value or "\r" in value)}
+        # nothing Claude Code's Edit reads another way; for the text editor, nothing a tab of the
+        # file can be: it counts the old text in the file with every tab expanded to spaces (a
+        # space-indented line in a tab-indented Go file is a second occurrence there, and only
+        # the literal one elsewhere) and read with universal newlines (a \r never matches)
+        plain = {"exact-quotes": not _QUOTES_READ.search(value), "exact-tabs": not _EXPANDED.search(value)}
         src_form, dst_form = ("exact" if plain.get(f or "") else f for f in (src_form, dst_form))
     if src_form != dst_form and not (src.what == "edit.old" and _matching_allows(src_form, dst_form, named)):
         raise _Unusable(f"it is read as {src.form or 'plain'} there and as {dst.form or 'plain'} in the target")
@@ -888,7 +895,7 @@ def _read(
     _check_session(arguments, out, placed, reading, target, earlier)
     _check_base(out, placed, reading, target, earlier, posix)
     _check_effects(arguments, out, reading, target)
-    _check_edit_texts(out, reading, target)
+    _check_edit_texts(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
     order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
     return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
@@ -967,17 +974,53 @@ def _forms(what: str, key: str, reading: Reading, target: Target) -> list[str | 
     return forms
 
 
-def _check_edit_texts(out: Mapping[str, Any], reading: Reading, target: Target) -> None:
+#: Forms of an edit's old text whose tool counts overlapping occurrences when it requires one
+#: (``"aa"`` twice in ``"aaa"``), where every other counts them apart (Claude Code's Edit and
+#: Qwen Code's edit split the file on the text; the text editor and pi's edit count them apart):
+#: OpenCode 1.18.33's edit (packages/opencode/src/tool/edit.ts ``replace``: a match whose
+#: ``indexOf`` is not its ``lastIndexOf`` is not unique) and Crush 0.90.0's
+#: (internal/agent/tools/edit.go ``findAndReplace``: ``index != strings.LastIndex(content, old)``
+#: answers "old_string appears multiple times").
+_COUNTS_OVERLAPS = frozenset({"fuzzy-opencode", "normalized-whitespace"})
+
+
+def _overlaps_itself(text: str) -> bool:
+    """Whether two occurrences of ``text`` can overlap: a proper prefix of it is also its suffix
+    (the border of the Knuth–Morris–Pratt failure function; ``"}\n}"``, ``"aa"``)."""
+    border = [0] * len(text)
+    k = 0
+    for i in range(1, len(text)):
+        while k and text[i] != text[k]:
+            k = border[k - 1]
+        if text[i] == text[k]:
+            k += 1
+        border[i] = k
+    return bool(text) and border[-1] > 0
+
+
+def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
     """What an edit's old and new text together make a tool write, where tools differ: Gemini CLI
     0.61's replace (new text ``"final-newline-kept"``) keeps whether the file ends in a newline
     (restoreTrailingNewline), so an old and a new text of which one ends in a newline never move
     into or out of it: at the file's end it puts back or takes off what the others leave as
-    replaced. (Claude Code's Edit writes the new text with the quotes it read the old text with
-    only when it found the old text another way than literally: such an old text never moves into
-    it, :func:`_matching_allows`.)"""
+    replaced. An old text that can overlap itself, replaced once, never leaves a tool that counts
+    overlapping occurrences (:data:`_COUNTS_OVERLAPS`) for one that does not: on ``x\nx\nx`` the
+    model's tool refuses ``x\nx`` as not unique, the other edits the first. (Claude Code's Edit
+    writes the new text with the quotes it read the old text with only when it found the old
+    text another way than literally: such an old text never moves into it,
+    :func:`_matching_allows`.)"""
     if reading.own:
         return
     old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
+    old = out.get(old_key) if isinstance(old_key, str) else None
+    if isinstance(old, str) and _overlaps_itself(old) and not _replaces_all(arguments, reading):
+        named = reading.competing and reading.table is not None and reading.table.name == target.name
+        counts = {f in _COUNTS_OVERLAPS for f in _forms("edit.old", old_key, reading, target)}  # type: ignore[arg-type]
+        if len(counts) > 1 and not named:
+            raise _Unusable(
+                "its old text can overlap itself, and one of the tools counts overlapping occurrences (refusing "
+                "it as not unique) where the other edits the first"
+            )
     if not isinstance(old_key, str) or not isinstance(new_key, str):
         return
     old, new = out.get(old_key), out.get(new_key)
@@ -989,6 +1032,16 @@ def _check_edit_texts(out: Mapping[str, Any], reading: Reading, target: Target) 
             raise _Unusable(
                 "one of the tools keeps whether the file ends in a newline, the other writes the replacement as sent"
             )
+
+
+def _replaces_all(arguments: Mapping[str, Any], reading: Reading) -> bool:
+    """Whether the call replaces every occurrence in the reading's tool: its ``edit.all`` sent as
+    ``true``, or left to a tool whose default is to (not known: no)."""
+    for key, meaning in reading.listed().items():
+        if meaning.what == "edit.all" and key in arguments:
+            return arguments[key] is True
+    known, value = reading.fixed("edit.all")
+    return known and value is True
 
 
 def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
