@@ -130,6 +130,81 @@ def test_a_misspelt_toolvocab_option_stops_the_proxy_at_start(tmp_path):
     assert "Error logged during startup" in out
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--set", "toolvocab_mode"), "toolvocab_mode: given without a value; write --set toolvocab_mode=VALUE"),
+        (
+            ("--set", "toolvocab_mode=repair", "--set", "toolvocab_mode=observe"),
+            "toolvocab_mode: given 2 values ('repair', 'observe'); give one",
+        ),
+        (("--set", "toolvocab_hold_timeout"), "toolvocab_hold_timeout: given without a value"),
+    ],
+    ids=["no-value", "twice", "timeout-no-value"],
+)
+def test_an_option_mitmproxy_cannot_read_stops_the_proxy_at_start(tmp_path, args, said):
+    """mitmproxy reads a script's --set values after its load hook, and one it cannot read (a
+    string option named without a value, or named twice) raises there, which drops every addon of
+    the script without a word: the proxy ran, repairing nothing. Was: no line at all."""
+    with pytest.raises(procs.ProcessStartError) as failed:
+        proxy = procs.start_mitmdump("http://127.0.0.1:9", extra_args=args, home=tmp_path, timeout=30)
+        proxy.stop()  # not reached when the proxy stops at start, as it must
+    assert said in str(failed.value) and "Error logged during startup" in str(failed.value), str(failed.value)
+
+
+def test_toolvocab_redact_without_a_value_redacts(tmp_path):
+    """``--set toolvocab_redact`` reads as true, as mitmproxy reads a boolean named without a
+    value. Was: every addon of the script dropped: the call reached the client unrepaired and the
+    saved flow kept the key."""
+    saved = tmp_path / "saved.mitm"
+    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})
+    try:
+        proxy = procs.start_mitmdump(
+            fake.url, save_path=saved, extra_args=("--set", "toolvocab_redact"), home=tmp_path, timeout=30
+        )
+        try:
+            answer = httpx.post(
+                f"{proxy.url}/v1/messages",
+                headers={"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-secret-4242"},
+                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
+                timeout=30,
+            ).json()
+        finally:
+            proxy.stop()
+    finally:
+        fake.stop()
+    names = [b["name"] for b in answer["content"] if b["type"] == "tool_use"]
+    assert names == ["Bash"], (names, proxy.output())
+    data = saved.read_bytes()
+    assert b"/v1/messages" in data and b"sk-ant-secret-4242" not in data, proxy.output()
+    assert "toolvocab_redact is off" not in proxy.output()
+
+
+def test_config_yaml_booleans_and_numbers_are_read(tmp_path):
+    """``toolvocab_redact: false`` and ``toolvocab_hold_timeout: 5`` in ``~/.mitmproxy/config.yaml``
+    (YAML's boolean and number, for options read as strings). Was: mitmproxy's type check
+    dropped every addon of the script, and mitmdump stopped at start."""
+    (tmp_path / ".mitmproxy").mkdir()
+    (tmp_path / ".mitmproxy" / "config.yaml").write_text("toolvocab_redact: false\ntoolvocab_hold_timeout: 5\n")
+    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})
+    try:
+        proxy = procs.start_mitmdump(fake.url, home=tmp_path, timeout=30)
+        try:
+            answer = httpx.post(
+                f"{proxy.url}/v1/messages",
+                headers={"anthropic-version": "2023-06-01"},
+                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
+                timeout=30,
+            ).json()
+        finally:
+            proxy.stop()
+    finally:
+        fake.stop()
+    names = [b["name"] for b in answer["content"] if b["type"] == "tool_use"]
+    assert names == ["Bash"], (names, proxy.output())
+    assert "toolvocab: toolvocab_redact is off" in proxy.output(), proxy.output()
+
+
 @needs_script
 def test_version_and_help_name_toolvocab(tmp_path):
     run = subprocess.run([str(TOOLVOCAB), "--version"], capture_output=True, text=True, timeout=60, env=_env(tmp_path))

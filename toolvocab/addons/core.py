@@ -21,6 +21,7 @@ from mitmproxy import http
 
 from toolvocab.addons import decoding
 from toolvocab.addons.options import Configurable
+from toolvocab.addons.options import check_deferred
 from toolvocab.addons.recording import OWN_COMMENTS
 from toolvocab.addons.recording import OWN_MARKERS
 from toolvocab.addons.recording import ToolVocabRecorder
@@ -179,6 +180,7 @@ class ToolVocab(Configurable):
                 "names). 0: hold as long as the upstream takes."
             ),
         )
+        check_deferred(loader, OPTIONS)
 
     def configure(self, updated: set[str]) -> None:
         """Validate and cache the options (:meth:`_configure`). All or nothing: when one is bad,

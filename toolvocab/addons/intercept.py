@@ -12,6 +12,7 @@ from mitmproxy import exceptions
 
 from toolvocab import hosts
 from toolvocab.addons.options import Configurable
+from toolvocab.addons.options import check_deferred
 
 if TYPE_CHECKING:
     from toolvocab.addons.core import ToolVocab
@@ -40,6 +41,7 @@ class ToolVocabIntercept(Configurable):
             ),
             choices=hosts.INTERCEPT_CHOICES,
         )
+        check_deferred(loader, ("toolvocab_intercept",))
 
     def _configure(self, updated: set[str]) -> None:
         """Validate ``toolvocab_intercept``; raises ``OptionsError``."""

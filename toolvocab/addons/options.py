@@ -1,8 +1,12 @@
-"""What every toolvocab addon with options shares: ``configure`` that logs a bad value first."""
+"""What every toolvocab addon with options shares: ``configure`` that logs a bad value first,
+and a check of the values given before the options existed (:func:`check_deferred`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
 
 from mitmproxy import exceptions
 
@@ -25,3 +29,45 @@ class Configurable:
 
     def _configure(self, updated: set[str]) -> None:
         raise NotImplementedError
+
+
+def check_deferred(loader: Any, names: Iterable[str], omitted: Mapping[str, str] | None = None) -> None:
+    """Take out of mitmproxy's deferred options each value of ``names`` it could not read, and log
+    why as an error (mitmdump and mitmweb then exit at start: their ``errorcheck`` addon).
+
+    ``--set`` and ``config.yaml`` values for options a script declares wait in
+    ``OptManager.deferred`` until the script's ``load`` has run; mitmproxy then reads them
+    (``AddonManager.register`` → ``OptManager.process_deferred``), and a value it cannot read
+    raises there: ``Option is required`` for a string option named without a value
+    (``--set toolvocab_mode``), ``Received multiple values`` for one named twice, a type error for
+    a ``config.yaml`` boolean or number (``toolvocab_redact: false``: read here as its text). That
+    exception ends the script's registration: every addon of the script is dropped, for the
+    first two without a word (mitmproxy 11.0 and 12.x). Call this at the end of ``load(loader)``, after
+    ``add_option``. ``omitted``: the value an option named without one reads as (mitmproxy's own
+    rule for a boolean: an omitted value is true), instead of an error."""
+    deferred = getattr(getattr(getattr(loader, "master", None), "options", None), "deferred", None)
+    if not isinstance(deferred, dict):
+        return
+    for name in names:
+        value = deferred.get(name)
+        if isinstance(value, (bool, int, float)):
+            # config.yaml's true, false or a number, for an option read as a string: mitmproxy's
+            # type check would raise the same way
+            deferred[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            continue
+        given = getattr(value, "val", None)  # the strings of --set, unread
+        if not isinstance(given, list) or len(given) == 1:
+            continue
+        if not given and omitted is not None and name in omitted:
+            deferred[name] = omitted[name]  # read as is: process_deferred converts only the unread
+            continue
+        del deferred[name]
+        if given:
+            logger.error(
+                "%s: given %d values (%s); give one (the option keeps its default)",
+                name,
+                len(given),
+                ", ".join(repr(v) for v in given),
+            )
+        else:
+            logger.error("%s: given without a value; write --set %s=VALUE (the option keeps its default)", name, name)

@@ -19,6 +19,7 @@ from mitmproxy import exceptions
 from mitmproxy import http
 
 from toolvocab.addons.options import Configurable
+from toolvocab.addons.options import check_deferred
 from toolvocab.dialects.pipeline import RECORD_CACHE
 from toolvocab.engine.plan import cache_get
 from toolvocab.engine.record import FlowRecord
@@ -88,6 +89,7 @@ class ToolVocabRecorder(Configurable):
                 "(could not repair) as its own .mitm file there, credentials redacted, with what a replay needs."
             ),
         )
+        check_deferred(loader, ("toolvocab_record",))
 
     def _configure(self, updated: set[str]) -> None:
         """Validate ``toolvocab_record`` (a writable directory); raises ``OptionsError``."""

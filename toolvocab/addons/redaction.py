@@ -14,6 +14,7 @@ from mitmproxy import http
 
 from toolvocab.addons import decoding
 from toolvocab.addons.options import Configurable
+from toolvocab.addons.options import check_deferred
 from toolvocab.report import METADATA_HEADERS
 from toolvocab.report import METADATA_UPSTREAM
 
@@ -42,6 +43,7 @@ class ToolVocabRedaction(Configurable):
                 "The live traffic and the flow shown in the UI keep them."
             ),
         )
+        check_deferred(loader, ("toolvocab_redact",), {"toolvocab_redact": "true"})
 
     def _configure(self, updated: set[str]) -> None:
         """Validate ``toolvocab_redact``; raises ``OptionsError``. Also points mitmproxy's HAR
