@@ -130,6 +130,8 @@ def bless_flows(r: fr.Replayer, flows: list, label: str) -> tuple[list, list[str
                 )
         if res.ok:
             report.append(f"  unchanged: flow {f.id[:8]}")
+            out.append(f)  # kept as saved: the file is written again only when a flow changed
+            continue
         else:
             before = [
                 c.label()
@@ -152,9 +154,13 @@ def cmd_bless(ns: argparse.Namespace) -> int:
     status = 0
     with fr.Replayer() as r:
         for path in _files(ns.files):
-            flows, report = bless_flows(r, fr.load_flows(path), str(path))
-            fr.write_flows(path, flows)
-            print(f"blessed {fr.rel(path)}")
+            saved = fr.load_flows(path)
+            flows, report = bless_flows(r, saved, str(path))
+            if any(a is not b for a, b in zip(flows, saved)):
+                fr.write_flows(path, flows)
+                print(f"blessed {fr.rel(path)}")
+            else:
+                print(f"unchanged {fr.rel(path)} (every flow replays as saved; the file is not written)")
             print("\n".join(report))
             entry = manifest["flows"].get(fr.rel(path))
             if entry is None:

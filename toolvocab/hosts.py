@@ -184,7 +184,8 @@ class HostRule:
         if self.intercept_all:
             return "intercepting TLS to every host (toolvocab_intercept=all)"
         if self.hosts is not None:
-            return f"intercepting TLS only to hosts matching toolvocab_hosts={self.hosts.pattern!r}"
+            # as the user wrote it (a repr would double every backslash)
+            return f"intercepting TLS only to hosts matching toolvocab_hosts={self.hosts.pattern}"
         return f"intercepting TLS only to {len(KNOWN_HOSTS)} known LLM API hosts; every other connection is tunnelled untouched"
 
 
@@ -211,5 +212,5 @@ def start_line(modes: list[str] | tuple[str, ...], toolvocab_mode: str, profiles
     if forward:
         parts.append(rule.describe())
     if rule.hosts is not None and len(forward) < len(modes):
-        parts.append(f"reverse mode handles hosts matching {rule.hosts.pattern!r}")
+        parts.append(f"reverse mode handles hosts matching {rule.hosts.pattern}")
     return " · ".join(parts)

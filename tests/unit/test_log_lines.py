@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import orjson
 import pytest
@@ -178,6 +179,13 @@ def test_start_line_tells_mode_profiles_and_host_rule() -> None:
     assert line == "toolvocab: mode observe · proxy reverse:https://api.anthropic.com · profiles p.toml"
     line = tvhosts.start_line(["regular"], "auto", None, tvhosts.HostRule(intercept_all=True))
     assert line.endswith("intercepting TLS to every host (toolvocab_intercept=all)")
+    # the regex as the user wrote it, not its repr (which doubles each backslash)
+    rule = tvhosts.HostRule(hosts=re.compile(r"(^|\.)pypi\.org$"))
+    line = tvhosts.start_line(["regular", "reverse:http://127.0.0.1:8900"], "auto", None, rule)
+    assert line.endswith(
+        "intercepting TLS only to hosts matching toolvocab_hosts=(^|\\.)pypi\\.org$"
+        " · reverse mode handles hosts matching (^|\\.)pypi\\.org$"
+    ), line
 
 
 def test_a_bad_option_is_logged_as_an_error_before_mitmproxy_prints_the_traceback(loaded, caplog) -> None:
