@@ -238,3 +238,30 @@ def test_a_later_turns_plan_reads_back_only_earlier_transport_aliases_its_own_na
     assert plan.reverse_map == {"mcp_fs_write_1a2b3c4d": "mcp.fs.write"} and plan.earlier == {}
     assert later.after(later.reverse_map).reverse_map == later.reverse_map  # a third turn keeps them
     assert plan.after({"Read": "read_file"}) is plan
+
+
+def test_no_name_changes_upstream_when_the_answer_is_not_read() -> None:
+    """``renames=False`` (an answer toolvocab cannot read: Bedrock's event-stream frames): a name
+    the grammar rejects, a differing repeat and a long name all go up as declared, for no alias
+    could be given back; an identical repeat is still dropped (nothing to give back for it)."""
+    from toolvocab.engine.grammar import GRAMMARS
+
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+    other = {"type": "object", "properties": {"y": {"type": "string"}}}
+    tools = Toolset(
+        [
+            declared_tool("mcp__chrome-devtools__navigate_page", input_schema=schema),
+            declared_tool("x" * 80, input_schema=schema),
+            declared_tool("Bash", input_schema=schema),
+            declared_tool("Bash", input_schema=schema),
+            declared_tool("Read", input_schema=schema),
+            declared_tool("Read", input_schema=other),
+        ]
+    )
+    renamed = make_plan(tools, [], add_sentence=False, grammar=GRAMMARS["bedrock"])
+    assert renamed.rename_map and renamed.duplicates["Read"][0] not in (None, "Read")  # what the flag turns off
+    plan = make_plan(tools, [], add_sentence=False, grammar=GRAMMARS["bedrock"], renames=False)
+    assert plan.rename_map == {} and plan.grammar is None, plan
+    assert plan.duplicates == {"Bash": [None]}, plan.duplicates
+    assert any("Read" in s and "sent as declared" in s for s in plan.skipped), plan.skipped
+    assert [r.why for r in plan.renames] == ["duplicate"] and plan.renames[0].upstream is None

@@ -1265,8 +1265,10 @@ class HTTPRun:
         stream = self.flow.response.stream
         if callable(stream):
             self.feeder = harness.Feeder(stream, random_chunks(upstream, self.rnd) + [b""])
-        else:  # an event stream toolvocab leaves alone (mode off) still streams, as it came
-            assert stream is False or (stream is True and "event-stream" in ctype), stream
+        else:  # an event stream (or Gemini's JSON-array stream) toolvocab leaves alone (mode off)
+            # still streams, as it came
+            array = "json" in ctype and ":streamGenerateContent" in self.flow.request.path
+            assert stream is False or (stream is True and ("event-stream" in ctype or array)), stream
 
     def feed_one(self) -> bool:
         """Feed the next chunk to the stream callable; False when nothing is left (or no callable)."""

@@ -35,6 +35,7 @@ from toolvocab.addons.stream import note_unrepaired
 from toolvocab.addons.stream import rewriter_note
 from toolvocab.addons.stream import send_to_client
 from toolvocab.dialects import pipeline
+from toolvocab.dialects.base import path_only
 from toolvocab.engine import jsonio
 from toolvocab.engine.profiles import ProfileError
 from toolvocab.engine.profiles import ProfileSet
@@ -89,6 +90,23 @@ def _write_answer(flow: http.HTTPFlow, state: FlowState, new: bytes, plain: bool
         )
     resp.content = new
     state.record.response_changed = True
+
+
+#: Bedrock's streamed answer (InvokeModelWithResponseStream): binary frames.
+_AWS_EVENT_STREAM = "application/vnd.amazon.eventstream"
+
+
+def _streamed(flow: http.HTTPFlow) -> bool:
+    """An answer that streams whatever the request said: an event stream, AWS event-stream
+    frames, or Gemini's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array sent as the
+    model writes it)."""
+    assert flow.response is not None
+    ctype = flow.response.headers.get("content-type", "").lower()
+    return (
+        "text/event-stream" in ctype
+        or _AWS_EVENT_STREAM in ctype
+        or ("json" in ctype and ":streamGenerateContent" in path_only(flow.request.path))
+    )
 
 
 def _changed_header(flow: http.HTTPFlow, side: str, name: str, before: str | None) -> None:
@@ -320,10 +338,11 @@ class ToolVocab(Configurable):
         if flow.response is None or not flow.live:
             return
         if state is None:
-            # Not ours to rewrite (another host, mode off): an event stream still goes out as it
-            # arrives, as in every mode (mitmproxy buffers a response whose stream is not set:
-            # G4; an agent would then wait for the whole answer, or time out).
-            if "text/event-stream" in flow.response.headers.get("content-type", "").lower():
+            # Not ours to rewrite (another host, mode off, a request left as sent): a streamed
+            # answer still goes out as it arrives, as in every mode (mitmproxy buffers a response
+            # whose stream is not set: G4; an agent would then wait for the whole answer, or time
+            # out): an event stream, Bedrock's event-stream frames, Gemini's JSON-array stream.
+            if _streamed(flow):
                 flow.response.stream = True
             return
         try:
@@ -484,6 +503,12 @@ class ToolVocab(Configurable):
             return
         ctype = resp.headers.get("content-type", "").lower()
         is_sse = "text/event-stream" in ctype
+        if _AWS_EVENT_STREAM in ctype:
+            # Bedrock's binary event-stream frames: not read (the request hook changed no name
+            # upstream for such a request: Dialect.answers_unread); they go out as they arrive
+            return self._pass_streaming(
+                resp, state, "the answer is AWS event-stream frames, which toolvocab does not read"
+            )
         if not is_sse and not state.wants_stream:
             return  # buffered; handled in response()
         encoding = resp.headers.get("content-encoding", "identity").strip().lower()

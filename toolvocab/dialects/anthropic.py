@@ -62,6 +62,8 @@ def _natural_end(stop_reason: object) -> bool:
     return isinstance(stop_reason, str) and stop_reason in _LIFT_REASONS
 
 
+#: Bedrock's streamed invoke (:meth:`AnthropicMessages.answers_unread`).
+_UNREAD_STREAM = re.compile(r"/model/[^/?]+/invoke-with-response-stream$")
 _PATH = re.compile(
     r"(?:/messages|/publishers/anthropic/models/[^/:?]+:(?:stream)?[rR]awPredict|/model/[^/?]+/invoke(?:-with-response-stream)?)$"
 )
@@ -411,6 +413,15 @@ class AnthropicMessages:
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
+
+    def answers_unread(self, path: str) -> str | None:
+        """Bedrock's ``…/invoke-with-response-stream`` answers in AWS event-stream frames
+        (``application/vnd.amazon.eventstream``: binary, each event's JSON base64-encoded in a
+        frame with its own CRCs; Amazon Bedrock API Reference, InvokeModelWithResponseStream),
+        which toolvocab does not parse."""
+        if _UNREAD_STREAM.search(path_only(path)):
+            return "Bedrock's invoke-with-response-stream answers in AWS event-stream frames, which toolvocab does not read"
+        return None
 
     def keeps_answer(self, body: JSON) -> bool:
         """False: no request of this API continues from a kept answer by its id."""

@@ -299,6 +299,11 @@ class Dialect(Protocol):
         """True when the request asks for a streamed answer."""
         ...
 
+    def answers_unread(self, path: str) -> str | None:
+        """Why toolvocab cannot read the answer to a request on ``path`` (query included), or
+        ``None``: then no name changes upstream for it, since none could be given back."""
+        ...
+
     def keeps_answer(self, body: JSON) -> bool:
         """True when the upstream keeps the answer for a later request to continue from (OpenAI
         Responses' ``store``, true unless the body says ``false``): then no call id and no call

@@ -446,6 +446,10 @@ class Gemini:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
         return ":streamGenerateContent" in path_only(path)
 
+    def answers_unread(self, path: str) -> str | None:
+        """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
+        return None
+
     def keeps_answer(self, body: JSON) -> bool:
         """False: no request of this API continues from a kept answer by its id."""
         return False

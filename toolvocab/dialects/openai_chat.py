@@ -429,6 +429,10 @@ class OpenAIChat:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
+    def answers_unread(self, path: str) -> str | None:
+        """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
+        return None
+
     def keeps_answer(self, body: JSON) -> bool:
         """False: no request of this API continues from a kept answer by its id."""
         return False

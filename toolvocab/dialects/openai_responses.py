@@ -439,6 +439,10 @@ class OpenAIResponses:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
+    def answers_unread(self, path: str) -> str | None:
+        """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
+        return None
+
     def keeps_answer(self, body: JSON) -> bool:
         """``store`` is not ``false`` (the API keeps the response, its default being true, and a
         request may continue from it with ``previous_response_id``), or the request names a

@@ -418,10 +418,10 @@ def _plan(
     host, path = request.host, request.path
     profiles = settings.profiles
     profile = profiles.select(host, path, model) if profiles else None
-    gate_note = (
-        "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
-    )
+    note = "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
     grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
+    # an answer toolvocab cannot read could not have a name given back: none changes upstream
+    unread = dialect.answers_unread(path)
     cached = caches.holds(tools)
     planner = caches.plans.plan if cached else make_plan
     plan = planner(
@@ -431,7 +431,10 @@ def _plan(
         grammar=grammar,
         profile=profile,
         transcript_names=transcript_names,
+        renames=unread is None,
     )
+    if unread is not None:
+        note = "; ".join(n for n in (note, f"no tool name changed upstream: {unread}") if n)
     client = identify_client(client_headers(request.header))
     bare_path = path_only(path)
 
@@ -451,13 +454,13 @@ def _plan(
             grammar=plan.grammar,
             prompt_sentence=plan.prompt_sentence,
             prompt_names=plan.unmentioned,
-            notes=list(plan.skipped) + ([gate_note] if gate_note else []),
+            notes=list(plan.skipped) + ([note] if note else []),
         )
 
     if not (cached and caches.plans.holds(plan)):
         return plan, build(), None, False  # a plan made for this flow alone: so is its record
     record, dumped = caches.record(
-        plan, (settings.mode, dialect.name, host, bare_path, model, client, gate_note, id(tools)), build
+        plan, (settings.mode, dialect.name, host, bare_path, model, client, note, id(tools)), build
     )
     return plan, record, dumped, True
 

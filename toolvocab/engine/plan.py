@@ -233,6 +233,7 @@ def make_plan(
     grammar: NameGrammar | None = None,
     profile: Profile | None = None,
     transcript_names: Iterable[str] = (),
+    renames: bool = True,
 ) -> Plan:
     """Build the :class:`Plan` for one request.
 
@@ -245,7 +246,12 @@ def make_plan(
     a field the model does not read, ``strict`` or ``cache_control``, makes it another tool).
     Provider-defined and free-text tools are never renamed. The
     prompt sentence (``add_sentence``: ``auto`` mode) names tools by their upstream names.
+    ``renames=False``: no name changes upstream (the answer will not be read, so none could be
+    given back): no profile, no grammar, a differing repeat sent as declared; identical repeats
+    are still dropped (nothing to give back for them).
     """
+    if not renames:
+        profile, grammar = None, None
     plan = Plan(profile=profile.name if profile else None, grammar=grammar.name if grammar else None)
     firsts: dict[str, DeclaredTool] = {}
     for tool in tools.tools:
@@ -337,13 +343,14 @@ def make_plan(
                     )
                 )
                 continue
-            if tool.kind is not ToolKind.FUNCTION:
+            if tool.kind is not ToolKind.FUNCTION or not renames:
                 # A provider-defined or free-text tool keeps the name it is defined by, and it is
                 # another tool than the earlier one: dropping it would take a tool from the model
                 # unseen. It goes up as declared; the upstream says whether it takes the name twice.
                 aliases.append(flat)
+                why = "is not a function tool, so its name cannot change" if renames else "cannot be renamed"
                 plan.skipped.append(
-                    f"declaration {k} of {flat} is not a function tool, so its name cannot change, and it differs "
+                    f"declaration {k} of {flat} {why}, and it differs "
                     f"from an earlier one: sent as declared (the upstream sees {flat} more than once)"
                 )
                 continue
@@ -419,7 +426,7 @@ class PlanCache:
     texts themselves (a dict compares them whole on a hash match: no digest can collide; a hash
     of a string is computed once per string object, at memory speed), the transcript's distinct
     names in order of first appearance (a name's repeats change nothing in :func:`make_plan`),
-    ``add_sentence``. ``size``: entries kept (the least recently used dropped; :func:`cache_get`). System texts longer than
+    ``add_sentence``, ``renames``. ``size``: entries kept (the least recently used dropped; :func:`cache_get`). System texts longer than
     :data:`PLAN_CACHE_TEXT` characters in all are planned afresh, uncached: a cache entry holds at
     most that much of a body."""
 
@@ -436,20 +443,33 @@ class PlanCache:
         grammar: NameGrammar | None = None,
         profile: Profile | None = None,
         transcript_names: Iterable[str] = (),
+        renames: bool = True,
     ) -> Plan:
         """The plan :func:`make_plan` makes of these arguments (see the class docstring)."""
         texts = tuple(system_texts)
         names = tuple(dict.fromkeys(transcript_names))
         if sum(map(len, texts)) > PLAN_CACHE_TEXT:
             return make_plan(
-                tools, texts, add_sentence=add_sentence, grammar=grammar, profile=profile, transcript_names=names
+                tools,
+                texts,
+                add_sentence=add_sentence,
+                grammar=grammar,
+                profile=profile,
+                transcript_names=names,
+                renames=renames,
             )
-        key = (id(tools), id(profile), id(grammar), texts, names, add_sentence)
+        key = (id(tools), id(profile), id(grammar), texts, names, add_sentence, renames)
         hit = cache_get(self._plans, key)
         if hit is not None:
             return hit[1]
         plan = make_plan(
-            tools, texts, add_sentence=add_sentence, grammar=grammar, profile=profile, transcript_names=names
+            tools,
+            texts,
+            add_sentence=add_sentence,
+            grammar=grammar,
+            profile=profile,
+            transcript_names=names,
+            renames=renames,
         )
         self._plans[key] = ((tools, profile, grammar), plan)
         if len(self._plans) > self.size:

@@ -1,0 +1,107 @@
+"""Answers toolvocab does not read, through a real mitmdump in front of the fake upstream:
+
+- Bedrock's ``invoke-with-response-stream`` answers in binary AWS event-stream frames
+  (``application/vnd.amazon.eventstream``): no tool name changes upstream for such a request
+  (none could be given back: an alias would reach the client, which declares no tool of that
+  name), and the frames go to the client as they arrive, byte for byte, the record saying why;
+- Gemini's ``:streamGenerateContent`` JSON array, and Bedrock's frames, stream to the client as
+  they arrive also when toolvocab leaves the flow alone (mode ``off``), as an event stream does.
+
+Every process is stopped by its PID; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from sdk import assert_no_addon_errors
+
+pytestmark = pytest.mark.integration
+
+#: A name the Bedrock grammar rejects (a hyphen): aliased upstream on a path whose answer is read.
+MCP = "mcp__chrome-devtools__navigate_page"
+REQUEST = {
+    "anthropic_version": "bedrock-2023-05-31",
+    "max_tokens": 100,
+    "messages": [{"role": "user", "content": "open the page"}],
+    "tools": [
+        {"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}},
+        {"name": MCP, "input_schema": {"type": "object", "properties": {"url": {"type": "string"}}}},
+    ],
+}
+HOST = {"host": "bedrock-runtime.us-east-1.amazonaws.com", "content-type": "application/json"}
+#: Not real frames (nothing reads them): what matters is that they pass as sent, as they come.
+FRAMES = [b"\x00\x00\x00\x41frame-one" + bytes(range(40)), b"\x00\x00\x00\x30frame-two" + bytes(range(30))]
+
+
+def _post_streaming(url: str, path: str, body: bytes, headers: dict[str, str]) -> list[tuple[float, bytes]]:
+    seen: list[tuple[float, bytes]] = []
+    with httpx.Client(base_url=url, timeout=30, trust_env=False) as http:
+        with http.stream("POST", path, content=body, headers=headers) as r:
+            assert r.status_code == 200
+            buf = b""
+            for piece in r.iter_raw():
+                buf += piece
+                seen.append((time.time(), buf))
+    return seen
+
+
+def test_a_bedrock_stream_keeps_every_name_and_streams_as_sent(fake_upstream, proxy):
+    px = proxy(options={"keep_host_header": "true"})
+    fake_upstream.enqueue(
+        headers={"content-type": "application/vnd.amazon.eventstream"}, chunks=FRAMES, chunk_delay=1.0
+    )
+    path = "/model/anthropic.claude-sonnet-4/invoke-with-response-stream"
+    seen = _post_streaming(px.url, path, json.dumps(REQUEST).encode(), HOST)
+    record = fake_upstream.wait_requests(1)[0]
+    names = [t["name"] for t in record["body"]["tools"]]
+    assert names == ["Bash", MCP], "a name changed upstream could never be given back in these frames"
+    assert seen[-1][1] == b"".join(FRAMES), "the frames reach the client byte for byte"
+    first = next(t for t, b in seen if b.startswith(FRAMES[0]))
+    assert seen[-1][0] - first > 0.7, "the first frame was held until the upstream finished"
+    flows = px.flows()
+    md = flows[0].metadata["toolvocab"]
+    assert md["rename_map"] == {}, md
+    assert any("no tool name changed upstream" in n for n in md["notes"]), md["notes"]
+    assert any("AWS event-stream frames" in n for n in md["notes"]), md["notes"]
+    assert_no_addon_errors(px)
+
+
+def test_the_same_request_on_bedrocks_json_invoke_is_still_aliased(fake_upstream, proxy):
+    px = proxy(options={"keep_host_header": "true"})
+    answer = {"id": "m", "type": "message", "role": "assistant", "content": [], "stop_reason": "end_turn"}
+    fake_upstream.enqueue(json.dumps(answer).encode(), headers={"content-type": "application/json"})
+    with httpx.Client(base_url=px.url, timeout=30, trust_env=False) as http:
+        r = http.post("/model/anthropic.claude-sonnet-4/invoke", content=json.dumps(REQUEST), headers=HOST)
+    assert r.status_code == 200
+    names = [t["name"] for t in fake_upstream.wait_requests(1)[0]["body"]["tools"]]
+    assert names[0] == "Bash" and names[1] != MCP and names[1].startswith("mcp__chrome_devtools"), names
+    assert_no_addon_errors(px)
+
+
+@pytest.mark.parametrize(
+    ("path", "ctype", "chunks"),
+    [
+        (
+            "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+            "application/json; charset=UTF-8",
+            [b'[{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}', b'\r\n,{"candidates": []}]'],
+        ),
+        ("/model/anthropic.claude-sonnet-4/invoke-with-response-stream", "application/vnd.amazon.eventstream", FRAMES),
+    ],
+    ids=["gemini-array", "bedrock-frames"],
+)
+def test_a_stream_goes_out_as_it_arrives_when_toolvocab_is_off(fake_upstream, proxy, path, ctype, chunks):
+    """As an event stream does in every mode (mitmproxy alone buffers the whole answer first)."""
+    px = proxy(options={"toolvocab_mode": "off"})
+    fake_upstream.enqueue(headers={"content-type": ctype}, chunks=chunks, chunk_delay=1.0)
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]} if "gemini" in path else REQUEST
+    seen = _post_streaming(px.url, path, json.dumps(body).encode(), {"content-type": "application/json"})
+    assert seen[-1][1] == b"".join(chunks)
+    first = next(t for t, b in seen if b.startswith(chunks[0]))
+    assert seen[-1][0] - first > 0.7, "the answer was held until the upstream finished"
+    assert_no_addon_errors(px)
