@@ -19,6 +19,7 @@ note's 10,000-example run sets it).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import re
 import shlex
@@ -926,13 +927,22 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             flags = set(meaning.form.split("+"))
             eol = "eol-of-file" in flags
             carriage = eol and isinstance(value, str) and "\r" in value
+            # OpenCode's edit: with replaceAll (true, or not a boolean) String.prototype.replaceAll
+            # reads $$, $&, $` and $' in the new text as patterns; once, it joins the text in as sent
+            every = [args[k] for k, m in listed.items() if m.what == "edit.all" and k in args]
+            dollared = (
+                "dollar-patterns" in flags
+                and isinstance(value, str)
+                and re.search(r"\$[$&`']", value) is not None
+                and (every[0] is not False if every else False)
+            )
             emptied = "newline-on-empty" in flags and value == ""
             escaped = (
                 "escapes-corrected" in flags
                 and isinstance(value, str)
                 and any(value[i] == "\\" and value[i + 1] in "ntr'\"`\\\n" for i in range(len(value) - 1))
             )
-            if carriage or emptied or escaped:
+            if carriage or emptied or escaped or dollared:
                 out[meaning.what] = ((value, table.clients, table.name), None)
             else:
                 shown: Any = value
@@ -1094,7 +1104,8 @@ COMMANDS = [
     *LEAVES,
 ]
 #: Written text: as given everywhere; a line ending in whitespace (stripped by Claude Code's Write
-#: and Edit); quotes and non-ASCII (read another way by its Edit when the literal is missing).
+#: and Edit); quotes and non-ASCII (read another way by its Edit when the literal is missing); a
+#: space, a lone carriage return (the text editor); a $ pattern (OpenCode's edit with replaceAll).
 TEXTS = [
     "x",
     "needle",
@@ -1103,6 +1114,7 @@ TEXTS = [
     "a\r\nb",
     "a\rb",
     "a b",
+    "$$x",
     "b\n",
     "line\t",
     'it\'s "q"',
@@ -1257,6 +1269,42 @@ def test_property_an_empty_old_text_never_moves_between_edit_tools(pair, closed,
     event(f"{d.action.value}")
     moved = d.changed and not (source.name == target.name and d.arguments_after in (None, args))
     assert not moved, (source.clients, target.clients, args, d.reason)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    EDIT_PAIRS,
+    ids=[f"{s.clients}-{s.name}-{s.version}>{t.clients}-{t.name}-{t.version}" for s, t in EDIT_PAIRS],
+)
+def test_a_whole_edit_call_means_the_same_where_it_moves(pair) -> None:
+    """(a) over every pair of edit rows, for whole calls: the path, an old text (one line, two
+    lines), every new text of TEXTS, and the replace-all flag absent, false or true, each against
+    an open and a closed schema: what property (a) draws by chance, a key at a time, swept here. A
+    change means in the target what it meant in the source."""
+    source, target = pair
+    for old, new, every, closed in itertools.product(["x", "a\nb"], TEXTS, [None, False, True], [False, True]):
+        args: dict[str, Any] = {}
+        for key, meaning in source.args.items():
+            value = {"edit.path": "/repo/a.py", "edit.old": old, "edit.new": new, "edit.all": every}.get(meaning.what)
+            if value is not None:
+                args[key] = value
+        tool = declared_from(target, closed)
+        d = decide([tool], source.name, args, client=target.client)
+        if not d.changed:
+            continue
+        after = d.arguments_after if d.arguments_after is not None else args
+        readings = [t for t in TABLES if t.name == source.name and all(k in t.args for k in args)]
+        for reading in readings:
+            if reading.name == target.name and d.action is Action.FIT:
+                continue  # the client's own tool, in another agent's key spelling: its call (BR-27)
+            assert same_intent(intent(reading, args), intent(target, after)), (
+                reading.clients,
+                args,
+                target.clients,
+                target.name,
+                after,
+                d.reason,
+            )
 
 
 #: Edit tools that count an old text's occurrences overlapping when they require one (read by hand:
@@ -2320,6 +2368,30 @@ def test_an_old_text_that_overlaps_itself_never_leaves_a_tool_counting_overlaps(
 def test_an_old_text_that_cannot_overlap_still_leaves_opencodes_edit(args: dict) -> None:
     d = decide([EDIT], "edit", args, client="Claude Code")
     assert d.action is Action.RENAME and d.target == "Edit", d.reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"filePath": "/w/Makefile", "oldString": "$(SRC)", "newString": "$$SRC"},
+        {"filePath": "/w/Makefile", "oldString": "$(SRC)", "newString": "$$SRC", "replaceAll": False},
+    ],
+    ids=["absent", "false"],
+)
+def test_a_dollar_pattern_leaves_opencodes_edit_when_it_replaces_once(args: dict) -> None:
+    """Without replaceAll OpenCode's edit joins the new text in literally (``substring(0, index) +
+    newString + …``), as Claude Code's Edit writes it. Was: left, the flag read without the call's
+    replaceAll (attack 77 S2)."""
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+    assert d.arguments_after["new_string"] == "$$SRC"
+
+
+@pytest.mark.parametrize("replace_all", [True, "true"], ids=["true", "string"])
+def test_a_dollar_pattern_with_replace_all_still_stays(replace_all: Any) -> None:
+    args = {"filePath": "/w/Makefile", "oldString": "$(SRC)", "newString": "$$SRC", "replaceAll": replace_all}
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert not d.changed, d.reason
 
 
 TEXT_EDITOR_CALL = {"command": "str_replace", "path": "/w/main.go"}

@@ -358,11 +358,10 @@ _WRITTEN_FLAGS = {
         "its line breaks are written as the replaced file's (CRLF in a CRLF file)",
     ),
     # OpenCode 1.18.33's edit with replaceAll: String.prototype.replaceAll(old, new) reads $$,
-    # $&, $` and $' in the new text as replacement patterns (the others write them as sent)
-    "dollar-patterns": (
-        lambda text: isinstance(text, str) and _DOLLAR_PATTERN.search(text) is not None,
-        "a $$, $&, $` or $' in it is read as a replacement pattern",
-    ),
+    # $&, $` and $' in the new text as replacement patterns (the others write them as sent);
+    # without replaceAll it writes them as sent: read with the call's replaceAll
+    # (_check_edit_texts), never alone
+    "dollar-patterns": (lambda text: False, ""),
     # the text editor's str_replace and insert (trae-agent, Anthropic's reference): expandtabs
     "tabs-expanded": (lambda text: isinstance(text, str) and "\t" in text, "its tabs are written as spaces"),
     # Gemini CLI's write_file (0.1.9-0.10.0 and 0.61.0) and replace (0.1.9-0.10.0): text that
@@ -1012,8 +1011,30 @@ def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], read
     if reading.own:
         return
     old_key, new_key = target.key_for("edit.old"), target.key_for("edit.new")
+    new_text = out.get(new_key) if isinstance(new_key, str) else None
+    if isinstance(new_text, str) and _DOLLAR_PATTERN.search(new_text):
+        # OpenCode's edit reads $$, $&, $` and $' as patterns only when it replaces every
+        # occurrence (String.prototype.replaceAll); once, it writes the text as sent
+        src_reads = _replaces_all(arguments, reading) is not False and any(
+            "dollar-patterns" in (m.form or "").split("+")
+            for m in (reading.table.args.values() if reading.table is not None else ())
+            if m.what == "edit.new"
+        )
+        all_key = target.key_for("edit.all")
+        dst_all = (
+            out.get(all_key)
+            if isinstance(all_key, str) and all_key in out
+            else _target_defaults(target).get("edit.all")
+        )
+        dst_reads = dst_all is True and any(
+            "dollar-patterns" in (m.form or "").split("+") for m in target.meanings[new_key]
+        )  # type: ignore[index]
+        if src_reads != dst_reads:
+            raise _Unusable(
+                "a $$, $&, $` or $' in the new text is read as a replacement pattern by one of the tools, not the other"
+            )
     old = out.get(old_key) if isinstance(old_key, str) else None
-    if isinstance(old, str) and _overlaps_itself(old) and not _replaces_all(arguments, reading):
+    if isinstance(old, str) and _overlaps_itself(old) and _replaces_all(arguments, reading) is not True:
         named = reading.competing and reading.table is not None and reading.table.name == target.name
         counts = {f in _COUNTS_OVERLAPS for f in _forms("edit.old", old_key, reading, target)}  # type: ignore[arg-type]
         if len(counts) > 1 and not named:
@@ -1034,14 +1055,15 @@ def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], read
             )
 
 
-def _replaces_all(arguments: Mapping[str, Any], reading: Reading) -> bool:
-    """Whether the call replaces every occurrence in the reading's tool: its ``edit.all`` sent as
-    ``true``, or left to a tool whose default is to (not known: no)."""
+def _replaces_all(arguments: Mapping[str, Any], reading: Reading) -> bool | None:
+    """Whether the call replaces every occurrence in the reading's tool: its ``edit.all`` as sent,
+    or the tool's default; ``None`` when that is not known (not a boolean, no default)."""
     for key, meaning in reading.listed().items():
         if meaning.what == "edit.all" and key in arguments:
-            return arguments[key] is True
+            value = arguments[key]
+            return value if isinstance(value, bool) else None
     known, value = reading.fixed("edit.all")
-    return known and value is True
+    return value if known and isinstance(value, bool) else None
 
 
 def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
