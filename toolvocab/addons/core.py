@@ -198,7 +198,7 @@ class ToolVocab(Configurable):
                 "names). 0: hold as long as the upstream takes."
             ),
         )
-        check_deferred(loader, OPTIONS)
+        check_deferred(loader, OPTIONS, optional=("toolvocab_profiles", "toolvocab_hosts"))
 
     def configure(self, updated: set[str]) -> None:
         """Validate and cache the options (:meth:`_configure`). All or nothing: when one is bad,

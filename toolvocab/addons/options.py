@@ -31,23 +31,51 @@ class Configurable:
         raise NotImplementedError
 
 
-def check_deferred(loader: Any, names: Iterable[str], omitted: Mapping[str, str] | None = None) -> None:
-    """Take out of mitmproxy's deferred options each value of ``names`` it could not read, and log
-    why as an error (mitmdump and mitmweb then exit at start: their ``errorcheck`` addon).
+def check_deferred(
+    loader: Any,
+    names: Iterable[str],
+    *,
+    optional: Iterable[str] = (),
+    omitted: Mapping[str, str] | None = None,
+) -> None:
+    """Take out of mitmproxy's deferred options each value it could not read that would drop this
+    script, and log why as an error (mitmdump and mitmweb then exit at start: their
+    ``errorcheck`` addon).
 
     ``--set`` and ``config.yaml`` values for options a script declares wait in
-    ``OptManager.deferred`` until the script's ``load`` has run; mitmproxy then reads them
-    (``AddonManager.register`` → ``OptManager.process_deferred``), and a value it cannot read
-    raises there: ``Option is required`` for a string option named without a value
-    (``--set toolvocab_mode``), ``Received multiple values`` for one named twice, a type error for
-    a ``config.yaml`` boolean or number (``toolvocab_redact: false``: read here as its text). That
-    exception ends the script's registration: every addon of the script is dropped, for the
-    first two without a word (mitmproxy 11.0 and 12.x). Call this at the end of ``load(loader)``, after
-    ``add_option``. ``omitted``: the value an option named without one reads as (mitmproxy's own
-    rule for a boolean: an omitted value is true), instead of an error."""
-    deferred = getattr(getattr(getattr(loader, "master", None), "options", None), "deferred", None)
+    ``OptManager.deferred`` until the script's ``load`` has run; mitmproxy then reads every
+    deferred value whose option is known by then (``AddonManager.register`` →
+    ``OptManager.process_deferred``, after each script's load), and one it cannot read raises
+    there: ``Option is required`` for a plain string option named without a value
+    (``--set toolvocab_mode``; an optional one, ``str | None``, reads as ``None``), ``Received
+    multiple values`` for one named twice, a type error for a ``config.yaml`` boolean or number
+    (``toolvocab_redact: false``: read here as its text). That exception ends the script's
+    registration: every addon of the script is dropped, for the first two without a word
+    (mitmproxy 11.0 and 12.x). A value that raised for an earlier script stays deferred and
+    raises again at each later registration: an option known before this load and still
+    deferred is such a value, and is taken out too.
+
+    ``names``: this addon's options (call this at the end of ``load(loader)``, after
+    ``add_option``); ``optional``: those of them that read a missing value as ``None``;
+    ``omitted``: the value an option named without one reads as (mitmproxy's own rule for a
+    boolean: an omitted value is true), instead of an error."""
+    options = getattr(getattr(loader, "master", None), "options", None)
+    deferred = getattr(options, "deferred", None)
     if not isinstance(deferred, dict):
         return
+    names, optional = list(names), set(optional)
+    # another script's (toolvocab's own are each checked by the addon declaring it, in this
+    # registration, before mitmproxy reads any of them)
+    for name in [n for n in deferred if not n.startswith("toolvocab_")]:
+        try:
+            known = name in options  # type: ignore[operator]
+        except Exception:
+            known = False
+        if known:  # read, and refused, at an earlier script's registration
+            del deferred[name]
+            logger.error(
+                "%s: mitmproxy could not read the value given for it, and dropped the script that declares it", name
+            )
     for name in names:
         value = deferred.get(name)
         if isinstance(value, (bool, int, float)):
@@ -56,18 +84,13 @@ def check_deferred(loader: Any, names: Iterable[str], omitted: Mapping[str, str]
             deferred[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
             continue
         given = getattr(value, "val", None)  # the strings of --set, unread
-        if not isinstance(given, list) or len(given) == 1:
+        if not isinstance(given, list) or len(given) == 1 or (not given and name in optional):
             continue
         if not given and omitted is not None and name in omitted:
             deferred[name] = omitted[name]  # read as is: process_deferred converts only the unread
             continue
         del deferred[name]
         if given:
-            logger.error(
-                "%s: given %d values (%s); give one (the option keeps its default)",
-                name,
-                len(given),
-                ", ".join(repr(v) for v in given),
-            )
+            logger.error("%s: given %d values (%s); give one", name, len(given), ", ".join(repr(v) for v in given))
         else:
-            logger.error("%s: given without a value; write --set %s=VALUE (the option keeps its default)", name, name)
+            logger.error("%s: given without a value; write --set %s=VALUE", name, name)

@@ -89,7 +89,7 @@ class ToolVocabRecorder(Configurable):
                 "(could not repair) as its own .mitm file there, credentials redacted, with what a replay needs."
             ),
         )
-        check_deferred(loader, ("toolvocab_record",))
+        check_deferred(loader, ("toolvocab_record",), optional=("toolvocab_record",))
 
     def _configure(self, updated: set[str]) -> None:
         """Validate ``toolvocab_record`` (a writable directory); raises ``OptionsError``."""

@@ -43,7 +43,7 @@ class ToolVocabRedaction(Configurable):
                 "The live traffic and the flow shown in the UI keep them."
             ),
         )
-        check_deferred(loader, ("toolvocab_redact",), {"toolvocab_redact": "true"})
+        check_deferred(loader, ("toolvocab_redact",), omitted={"toolvocab_redact": "true"})
 
     def _configure(self, updated: set[str]) -> None:
         """Validate ``toolvocab_redact``; raises ``OptionsError``. Also points mitmproxy's HAR
