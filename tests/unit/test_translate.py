@@ -1045,8 +1045,10 @@ def _same_form(source: Any, target: Any, what: str) -> bool:
     if what == "edit.old":
         # A target that matches exactly refuses what it cannot find; a source that matched
         # fuzzily may reach any matcher; no source reaches a looser matcher than its own.
-        if source == "exact-tabs":
-            return target == source  # a tab, a space or a \r in it (else read as exact above)
+        if source in ("exact-tabs", "fuzzy-pi"):
+            # the text editor: a tab, a space or a line break in it (else read as exact above);
+            # pi: it counts occurrences in normalised text, the literal found or not
+            return target == source
         if str(source).startswith("fuzzy"):
             return True
         return source == target or target == "exact"
@@ -1109,6 +1111,7 @@ COMMANDS = [
 TEXTS = [
     "x",
     "needle",
+    "2020-2021",
     "a  \nb",
     "a\nb",
     "a\r\nb",
@@ -1184,6 +1187,8 @@ def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(
     # The source name may be several agents' tool: the change must hold for the one generated.
     readings = [t for t in TABLES if t.name == source.name and all(k in t.args or k in ANNOTATIONS for k in args)]
     for reading in readings:
+        if reading.name == target.name and d.action is Action.FIT and vocabulary.capability_of(target.name) == "edit":
+            continue  # the client's own edit tool, in another agent's key spelling: its call (BR-27)
         assert same_intent(intent(reading, args), intent(target, after)), (
             source.name,
             reading.clients,
@@ -2392,6 +2397,50 @@ def test_a_dollar_pattern_with_replace_all_still_stays(replace_all: Any) -> None
     args = {"filePath": "/w/Makefile", "oldString": "$(SRC)", "newString": "$$SRC", "replaceAll": replace_all}
     d = decide([EDIT], "edit", args, client="Claude Code")
     assert not d.changed, d.reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"path": "/w/NOTICE.md", "oldText": "2020-2021", "newText": "2020-2022"},
+        {"path": "/w/a.py", "oldText": "a()\nb()", "newText": "c()"},
+        {"path": "/w/a.py", "oldText": "x = 1", "newText": "x = 2"},
+    ],
+    ids=["dash", "trailing-space", "plain"],
+)
+def test_an_old_text_pi_counts_normalised_never_leaves_it(args: dict) -> None:
+    """pi 0.58.3's edit counts occurrences in the file and the old text normalised (NFKC,
+    trailing whitespace, quotes and dashes folded) even when the literal is found: it refuses
+    ``2020-2021`` in a file that also holds ``2020–2021``, where Claude Code's Edit edits the
+    literal one. Was: renamed to Edit (attack 82 V1)."""
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert not d.changed and "normalised" in d.reason, d.reason
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"filePath": "/w/a.txt", "oldString": "aa", "newString": "bb", "replaceAll": "true"},
+        {"filePath": "/w/a.txt", "oldString": "aa", "newString": "bb", "replace_all": True},
+        {"file_path": "/w/a.txt", "old_string": "aa", "new_string": "bb", "replaceAll": True},
+    ],
+    ids=["string-true", "opencode-keys-snake-flag", "crush-keys-camel-flag"],
+)
+def test_an_overlapping_old_text_replaced_everywhere_still_moves(args: dict) -> None:
+    """Replacing every occurrence, no tool counts them: the flag as the translation writes it
+    counts, "true" and another agent's spelling included. Was: left (attack 82 V2, V3)."""
+    d = decide([EDIT], "edit", args, client="Claude Code")
+    assert d.action is Action.RENAME and d.target == "Edit", d.reason
+    assert d.arguments_after["replace_all"] is True
+
+
+def test_a_line_break_never_leaves_the_text_editor() -> None:
+    """The text editor reads the file with universal newlines: a lone carriage return of the file
+    is a line break there, so ``x=1\ny=2`` is found twice in ``x=1\ry=2\nx=1\ny=2`` (refused)
+    where Claude Code's Edit, folding only CRLF, finds it once and edits (attack 82 V8)."""
+    args = {**TEXT_EDITOR_CALL, "old_str": "x=1\ny=2", "new_str": "z=0"}
+    d = decide([EDIT], "str_replace_based_edit_tool", args, client="Claude Code")
+    assert not d.changed and "exact-tabs" in d.reason, d.reason
 
 
 TEXT_EDITOR_CALL = {"command": "str_replace", "path": "/w/main.go"}

@@ -132,7 +132,7 @@ def _matching_allows(src: str | None, dst: str | None, named: bool = False) -> b
     if named and _looseness(src) >= _looseness(dst):
         return True
     if src == "exact-tabs":
-        # a tab, a space or a carriage return in it (else it reads as exact, :data:`_EXPANDED`):
+        # a tab, a space or a line break in it (else it reads as exact, :data:`_EXPANDED`):
         # the text editor matches it, and counts its occurrences, in the file with tabs expanded
         # and line breaks read as \n, so another place, or none, may be the one it finds
         return dst == src
@@ -341,8 +341,10 @@ _CORRECTED_ESCAPE = re.compile("\\\\[ntr'\"`\\\\\n]")
 #: (trae-agent e839e55 trae_agent/tools/edit_tool.py str_replace: ``read_file(path).expandtabs()``
 #: and ``old_str.expandtabs()`` before ``count``; read_file is ``Path.read_text()``, universal
 #: newlines; Anthropic's reference computer-use-demo edit.py the same): a tab, a space (a tab of
-#: the file expands to one to eight of them) or a carriage return.
-_EXPANDED = re.compile("[\t \r]")
+#: the file expands to one to eight of them), a carriage return (never in the file as read) or a
+#: line break (a lone carriage return of the file reads as one there; Claude Code's Edit folds
+#: only CRLF).
+_EXPANDED = re.compile("[\t \r\n]")
 
 #: What ECMAScript's GetSubstitution reads in a string replacement (no capture groups).
 _DOLLAR_PATTERN = re.compile(r"\$[$&`']")
@@ -973,14 +975,19 @@ def _forms(what: str, key: str, reading: Reading, target: Target) -> list[str | 
     return forms
 
 
-#: Forms of an edit's old text whose tool counts overlapping occurrences when it requires one
-#: (``"aa"`` twice in ``"aaa"``), where every other counts them apart (Claude Code's Edit and
-#: Qwen Code's edit split the file on the text; the text editor and pi's edit count them apart):
-#: OpenCode 1.18.33's edit (packages/opencode/src/tool/edit.ts ``replace``: a match whose
-#: ``indexOf`` is not its ``lastIndexOf`` is not unique) and Crush 0.90.0's
-#: (internal/agent/tools/edit.go ``findAndReplace``: ``index != strings.LastIndex(content, old)``
-#: answers "old_string appears multiple times").
-_COUNTS_OVERLAPS = frozenset({"fuzzy-opencode", "normalized-whitespace"})
+#: How an edit tool counts its old text's occurrences when it requires one, by the old text's
+#: form, where it differs from counting the literal's occurrences apart (Claude Code 2.1.197's
+#: Edit: ``split(old).length - 1``; Qwen Code 0.15.10's countOccurrences, an ``indexOf`` loop
+#: past each match; the text editor's ``str.count``; Gemini CLI's replace and OpenClaw's edit,
+#: a ``split`` of the literal when it is found): ``"overlapping"`` for OpenCode 1.18.33's edit
+#: (packages/opencode/src/tool/edit.ts ``replace``: a match whose ``indexOf`` is not its
+#: ``lastIndexOf`` is not unique) and Crush 0.90.0's (internal/agent/tools/edit.go
+#: ``findAndReplace``: ``index != strings.LastIndex(content, old)``); ``"normalized"`` for pi
+#: 0.58.3's edit, which counts in the file and the old text both normalised
+#: (``normalizeForFuzzyMatch``: NFKC, each line's trailing whitespace stripped, quotes, dashes
+#: and special spaces folded) even when the literal is found, so ``2020-2021`` is two
+#: occurrences in a file that also holds ``2020–2021``.
+_COUNTING = {"fuzzy-opencode": "overlapping", "normalized-whitespace": "overlapping", "fuzzy-pi": "normalized"}
 
 
 def _overlaps_itself(text: str) -> bool:
@@ -1002,9 +1009,11 @@ def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], read
     0.61's replace (new text ``"final-newline-kept"``) keeps whether the file ends in a newline
     (restoreTrailingNewline), so an old and a new text of which one ends in a newline never move
     into or out of it: at the file's end it puts back or takes off what the others leave as
-    replaced. An old text that can overlap itself, replaced once, never leaves a tool that counts
-    overlapping occurrences (:data:`_COUNTS_OVERLAPS`) for one that does not: on ``x\nx\nx`` the
-    model's tool refuses ``x\nx`` as not unique, the other edits the first. (Claude Code's Edit
+    replaced. An old text replaced once never moves between tools that count its occurrences
+    otherwise (:data:`_COUNTING`): one that can overlap itself between a tool counting overlapping
+    occurrences and one counting them apart (on ``x\nx\nx`` the first refuses ``x\nx`` as not
+    unique, the second edits the first), any out of or into pi's edit, which counts in normalised
+    text — unless the call names the client's own tool (:func:`_matching_allows`). (Claude Code's Edit
     writes the new text with the quotes it read the old text with only when it found the old
     text another way than literally: such an old text never moves into it,
     :func:`_matching_allows`.)"""
@@ -1015,7 +1024,7 @@ def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], read
     if isinstance(new_text, str) and _DOLLAR_PATTERN.search(new_text):
         # OpenCode's edit reads $$, $&, $` and $' as patterns only when it replaces every
         # occurrence (String.prototype.replaceAll); once, it writes the text as sent
-        src_reads = _replaces_all(arguments, reading) is not False and any(
+        src_reads = _replaces_all(arguments, out, reading, target) is not False and any(
             "dollar-patterns" in (m.form or "").split("+")
             for m in (reading.table.args.values() if reading.table is not None else ())
             if m.what == "edit.new"
@@ -1034,10 +1043,16 @@ def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], read
                 "a $$, $&, $` or $' in the new text is read as a replacement pattern by one of the tools, not the other"
             )
     old = out.get(old_key) if isinstance(old_key, str) else None
-    if isinstance(old, str) and _overlaps_itself(old) and _replaces_all(arguments, reading) is not True:
-        named = reading.competing and reading.table is not None and reading.table.name == target.name
-        counts = {f in _COUNTS_OVERLAPS for f in _forms("edit.old", old_key, reading, target)}  # type: ignore[arg-type]
-        if len(counts) > 1 and not named:
+    named = reading.competing and reading.table is not None and reading.table.name == target.name
+    if isinstance(old, str) and not named and _replaces_all(arguments, out, reading, target) is not True:
+        counts = {_COUNTING.get(f or "", "apart") for f in _forms("edit.old", old_key, reading, target)}  # type: ignore[arg-type]
+        if "normalized" in counts and len(counts) > 1:
+            raise _Unusable(
+                "one of the tools counts the old text's occurrences in normalised text (quotes, dashes, trailing "
+                "whitespace and compatibility characters folded) and refuses a second found that way, the other "
+                "counts the literal"
+            )
+        if len(counts) > 1 and _overlaps_itself(old):
             raise _Unusable(
                 "its old text can overlap itself, and one of the tools counts overlapping occurrences (refusing "
                 "it as not unique) where the other edits the first"
@@ -1055,13 +1070,25 @@ def _check_edit_texts(arguments: Mapping[str, Any], out: Mapping[str, Any], read
             )
 
 
-def _replaces_all(arguments: Mapping[str, Any], reading: Reading) -> bool | None:
-    """Whether the call replaces every occurrence in the reading's tool: its ``edit.all`` as sent,
-    or the tool's default; ``None`` when that is not known (not a boolean, no default)."""
+def _flag(value: Any) -> bool | None:
+    """A boolean as the call's schema fitting reads it (``"true"``, ``"false"`` too), else ``None``."""
+    if isinstance(value, bool):
+        return value
+    return {"true": True, "false": False}.get(value) if isinstance(value, str) else None
+
+
+def _replaces_all(
+    arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target
+) -> bool | None:
+    """Whether the call replaces every occurrence: its ``edit.all`` as written for the target
+    (``"true"`` and another agent's key spelling read as the translation reads them), else as
+    sent for the reading's tool, else that tool's default; ``None`` when not known."""
+    all_key = target.key_for("edit.all")
+    if isinstance(all_key, str) and all_key in out:
+        return _flag(out[all_key])
     for key, meaning in reading.listed().items():
         if meaning.what == "edit.all" and key in arguments:
-            value = arguments[key]
-            return value if isinstance(value, bool) else None
+            return _flag(arguments[key])
     known, value = reading.fixed("edit.all")
     return value if known and isinstance(value, bool) else None
 
