@@ -96,16 +96,17 @@ def _write_answer(flow: http.HTTPFlow, state: FlowState, new: bytes, plain: bool
 _AWS_EVENT_STREAM = "application/vnd.amazon.eventstream"
 
 
-def _streamed(flow: http.HTTPFlow) -> bool:
-    """An answer that streams whatever the request said: an event stream, AWS event-stream
-    frames, or Gemini's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array sent as the
+def _streamed(flow: http.HTTPFlow, *, saving: bool) -> bool:
+    """An answer to stream though toolvocab does not read it: an event stream; when nothing saves
+    flows (``saving``: a saved flow keeps only a body mitmproxy buffered), also AWS event-stream
+    frames and Gemini's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array sent as the
     model writes it)."""
     assert flow.response is not None
     ctype = flow.response.headers.get("content-type", "").lower()
-    return (
-        "text/event-stream" in ctype
-        or _AWS_EVENT_STREAM in ctype
-        or ("json" in ctype and ":streamGenerateContent" in path_only(flow.request.path))
+    if "text/event-stream" in ctype:
+        return True
+    return not saving and (
+        _AWS_EVENT_STREAM in ctype or ("json" in ctype and ":streamGenerateContent" in path_only(flow.request.path))
     )
 
 
@@ -341,8 +342,9 @@ class ToolVocab(Configurable):
             # Not ours to rewrite (another host, mode off, a request left as sent): a streamed
             # answer still goes out as it arrives, as in every mode (mitmproxy buffers a response
             # whose stream is not set: G4; an agent would then wait for the whole answer, or time
-            # out): an event stream, Bedrock's event-stream frames, Gemini's JSON-array stream.
-            if _streamed(flow):
+            # out): an event stream, and, unless something saves flows (which keep only what
+            # mitmproxy buffers), Bedrock's event-stream frames and Gemini's JSON-array stream.
+            if _streamed(flow, saving=self.recorder.saves_bodies()):
                 flow.response.stream = True
             return
         try:
@@ -505,10 +507,13 @@ class ToolVocab(Configurable):
         is_sse = "text/event-stream" in ctype
         if _AWS_EVENT_STREAM in ctype:
             # Bedrock's binary event-stream frames: not read (the request hook changed no name
-            # upstream for such a request: Dialect.answers_unread); they go out as they arrive
-            return self._pass_streaming(
-                resp, state, "the answer is AWS event-stream frames, which toolvocab does not read"
-            )
+            # upstream for such a request: Dialect.answers_unread); they go out as they arrive,
+            # unless something saves flows: then buffered, as mitmproxy does, and kept
+            if not self.recorder.saves_bodies():
+                state.record.notes.append("the answer is AWS event-stream frames, which toolvocab does not read")
+                resp.stream = True
+                state.passed_streaming = True
+            return
         if not is_sse and not state.wants_stream:
             return  # buffered; handled in response()
         encoding = resp.headers.get("content-encoding", "identity").strip().lower()
