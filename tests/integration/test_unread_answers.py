@@ -118,3 +118,26 @@ def test_a_stream_goes_out_as_it_arrives_when_toolvocab_is_off(fake_upstream, pr
     first = next(t for t, b in seen if b.startswith(chunks[0]))
     assert seen[-1][0] - first > 0.7, "the answer was held until the upstream finished"
     assert_no_addon_errors(px)
+
+
+LONG = "mcp__github_enterprise_server__list_pull_request_review_comments_for_repo"  # 73 characters
+
+
+@pytest.mark.parametrize(("background", "kept"), [(True, True), (False, False)], ids=["background", "foreground"])
+def test_a_background_response_keeps_every_name(fake_upstream, proxy, background, kept):
+    """OpenAI Responses with ``background: true`` answers later, on a GET toolvocab does not read:
+    a name aliased on the POST would reach the client unread (attack 82 V6). A foreground request
+    is aliased, and its answer given back, as before."""
+    px = proxy(save=False)
+    body = {
+        "model": "gpt-5",
+        "input": "list the reviews",
+        "background": background,
+        "tools": [{"type": "function", "name": LONG, "parameters": {"type": "object", "properties": {}}}],
+    }
+    with httpx.Client(base_url=px.url, timeout=30, trust_env=False) as http:
+        r = http.post("/v1/responses", json=body)
+    assert r.status_code == 200, r.text
+    sent = fake_upstream.wait_requests(1)[0]["body"]["tools"][0]["name"]
+    assert (sent == LONG) is kept, sent
+    assert_no_addon_errors(px)

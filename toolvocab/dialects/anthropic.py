@@ -414,7 +414,7 @@ class AnthropicMessages:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
-    def answers_unread(self, path: str) -> str | None:
+    def answers_unread(self, path: str, body: JSON) -> str | None:
         """Bedrock's ``…/invoke-with-response-stream`` answers in AWS event-stream frames
         (``application/vnd.amazon.eventstream``: binary, each event's JSON base64-encoded in a
         frame with its own CRCs; Amazon Bedrock API Reference, InvokeModelWithResponseStream),

@@ -299,9 +299,11 @@ class Dialect(Protocol):
         """True when the request asks for a streamed answer."""
         ...
 
-    def answers_unread(self, path: str) -> str | None:
-        """Why toolvocab cannot read the answer to a request on ``path`` (query included), or
-        ``None``: then no name changes upstream for it, since none could be given back."""
+    def answers_unread(self, path: str, body: JSON) -> str | None:
+        """Why toolvocab cannot read the answer to a request on ``path`` (query included) with
+        ``body`` (parsed; ``None`` when only peeked: a peek declines a body whose answer it
+        could not read), or ``None``: then no name changes upstream for it, since none could be
+        given back."""
         ...
 
     def keeps_answer(self, body: JSON) -> bool:

@@ -446,7 +446,7 @@ class Gemini:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
         return ":streamGenerateContent" in path_only(path)
 
-    def answers_unread(self, path: str) -> str | None:
+    def answers_unread(self, path: str, body: JSON) -> str | None:
         """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
         return None
 

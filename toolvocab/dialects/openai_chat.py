@@ -429,7 +429,7 @@ class OpenAIChat:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
-    def answers_unread(self, path: str) -> str | None:
+    def answers_unread(self, path: str, body: JSON) -> str | None:
         """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
         return None
 

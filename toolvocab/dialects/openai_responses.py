@@ -136,6 +136,7 @@ class _Request(msgspec.Struct, gc=False):
     instructions: Any = msgspec.UNSET
     store: Any = msgspec.UNSET
     conversation: Any = msgspec.UNSET
+    background: Any = msgspec.UNSET
     stop: Any = msgspec.UNSET
     stop_token_ids: Any = msgspec.UNSET
     stop_regex: Any = msgspec.UNSET
@@ -186,6 +187,8 @@ class OpenAIResponses:
         request = typed_decode(_PEEK, content) if self.path_matches(method, path) else None
         if request is None or (request.input is msgspec.UNSET and request.tools is msgspec.UNSET):
             return None
+        if request.background is True:
+            return None  # its answer is not read (answers_unread): the whole read plans it so
         small = present(request, "model", "stream", "instructions", "store", "conversation")
         texts = content_texts(small.get("instructions"))
         platform: list[str] = []
@@ -439,8 +442,12 @@ class OpenAIResponses:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True
 
-    def answers_unread(self, path: str) -> str | None:
-        """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
+    def answers_unread(self, path: str, body: JSON) -> str | None:
+        """A background response (``"background": true``): its output is fetched later with
+        ``GET /v1/responses/{id}`` (OpenAI API reference, Create a model response,
+        ``background``; Retrieve a model response), which toolvocab does not read."""
+        if isinstance(body, dict) and body.get("background") is True:
+            return "a background response is fetched later with a GET, which toolvocab does not read"
         return None
 
     def keeps_answer(self, body: JSON) -> bool:

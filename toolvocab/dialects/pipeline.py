@@ -349,6 +349,7 @@ def _whole(
         dialect.model_of(request.path, body),
         dialect.system_texts(body),
         dialect.transcript_names(body),
+        body,
     )
     if shared:
         record = fresh_record(record)  # this read may add to it
@@ -410,9 +411,11 @@ def _plan(
     model: str | None,
     system_texts: list[str],
     transcript_names: list[str],
+    body: Any = None,
 ) -> tuple[Plan, FlowRecord, bytes | None, bool]:
-    """The request-side plan (profile, grammar aliases, duplicates, prompt sentence), the record
-    that starts with it, from what the dialect's readers give, that record's dump as JSON bytes
+    """The request-side plan (profile, grammar aliases, duplicates, prompt sentence; no name
+    changed upstream for an answer the dialect cannot read, ``body`` the parsed body or ``None``
+    when peeked), the record that starts with it, from what the dialect's readers give, that record's dump as JSON bytes
     when it is a cached one (:meth:`Caches.record`), else ``None``, and whether it is cached
     (shared with other flows: never to be changed)."""
     host, path = request.host, request.path
@@ -421,7 +424,7 @@ def _plan(
     note = "profiles are never applied at an access gate (" + host + ")" if profiles and is_access_gate(host) else None
     grammar = grammar_for(dialect.name, host, profile.grammar if profile else None)
     # an answer toolvocab cannot read could not have a name given back: none changes upstream
-    unread = dialect.answers_unread(path)
+    unread = dialect.answers_unread(path, body)
     cached = caches.holds(tools)
     planner = caches.plans.plan if cached else make_plan
     plan = planner(
