@@ -171,6 +171,38 @@ def test_another_scripts_unreadable_value_is_said_not_a_lost_addon(tmp_path):
     assert said in str(failed.value), str(failed.value)
 
 
+def test_a_sibling_addons_value_is_left_to_mitmproxy(tmp_path):
+    """A script composing its own addon with toolvocab's (``[Mine(), *default_addons()]``): the
+    sibling's option is declared, and still deferred, when toolvocab's load looks; a readable
+    value is mitmproxy's to read. Was: taken out as refused, the proxy stopped (attack 83 X2)."""
+    combo = tmp_path / "combo.py"
+    combo.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(procs.REPO)!r})\n"
+        "from toolvocab.addons import default_addons\n"
+        "class Mine:\n"
+        "    def load(self, loader):\n"
+        '        loader.add_option("mine_level", str, "info", "a sibling option")\n'
+        "addons = [Mine(), *default_addons()]\n"
+    )
+    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["ls"]})
+    try:
+        proxy = procs.start_mitmdump(fake.url, script=combo, options={"mine_level": "debug"}, home=tmp_path, timeout=30)
+        try:
+            answer = httpx.post(
+                f"{proxy.url}/v1/messages",
+                headers={"anthropic-version": "2023-06-01"},
+                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
+                timeout=30,
+            ).json()
+        finally:
+            proxy.stop()
+    finally:
+        fake.stop()
+    assert [b["name"] for b in answer["content"] if b["type"] == "tool_use"] == ["Bash"], proxy.output()
+    assert "mine_level" not in proxy.output(), proxy.output()
+
+
 @pytest.mark.parametrize("name", ["toolvocab_hosts", "toolvocab_profiles", "toolvocab_record"])
 def test_an_optional_option_named_without_a_value_is_unset(tmp_path, name):
     """mitmproxy reads an optional option named alone as None, its default: the proxy runs and

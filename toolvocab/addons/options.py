@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mitmproxy import exceptions
+from mitmproxy import optmanager
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +53,8 @@ def check_deferred(
     (``toolvocab_redact: false``: read here as its text). That exception ends the script's
     registration: every addon of the script is dropped, for the first two without a word
     (mitmproxy 11.0 and 12.x). A value that raised for an earlier script stays deferred and
-    raises again at each later registration: an option known before this load and still
-    deferred is such a value, and is taken out too.
+    raises again at each later registration: another script's value that mitmproxy refuses
+    (:func:`_refused`) is taken out too.
 
     ``names``: this addon's options (call this at the end of ``load(loader)``, after
     ``add_option``); ``optional``: those of them that read a missing value as ``None``;
@@ -67,11 +68,15 @@ def check_deferred(
     # another script's (toolvocab's own are each checked by the addon declaring it, in this
     # registration, before mitmproxy reads any of them)
     for name in [n for n in deferred if not n.startswith("toolvocab_")]:
+        given = getattr(deferred[name], "val", None)
         try:
             known = name in options  # type: ignore[operator]
+            kind = optmanager.dump_dicts(options, [name])[name]["type"] if known else None
         except Exception:
-            known = False
-        if known:  # read, and refused, at an earlier script's registration
+            kind = None  # a type --set cannot give (mitmproxy raises NotImplementedError): left to it
+        if isinstance(given, list) and kind is not None and _refused(given, kind):
+            # a sibling addon's value is read at this registration, an earlier script's was read
+            # (and refused) at its own: only a value mitmproxy refuses is taken out
             del deferred[name]
             logger.error(
                 "%s: mitmproxy could not read the value given for it, and dropped the script that declares it", name
@@ -94,3 +99,28 @@ def check_deferred(
             logger.error("%s: given %d values (%s); give one", name, len(given), ", ".join(repr(v) for v in given))
         else:
             logger.error("%s: given without a value; write --set %s=VALUE", name, name)
+
+
+def _refused(given: list[str], kind: str) -> bool:
+    """Whether mitmproxy refuses these ``--set`` strings for an option of type ``kind`` (as
+    ``optmanager.dump_dicts`` names it), as ``OptManager._parse_setval`` reads them (mitmproxy 11.0,
+    12.x): several values for anything but a sequence, none for a plain ``str`` or ``int``, an
+    ``int`` that is no integer, a ``bool`` other than true, false, toggle or none."""
+    if kind == "sequence of str":
+        return False
+    if len(given) > 1:
+        return True
+    text = given[0] if given else None
+    if kind == "str":
+        return text is None
+    if kind in ("int", "optional int"):
+        if not text:
+            return kind == "int"
+        try:
+            int(text)
+        except ValueError:
+            return True
+        return False
+    if kind == "bool":
+        return text not in (None, "", "true", "false", "toggle")
+    return False
