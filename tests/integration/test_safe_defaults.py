@@ -90,6 +90,27 @@ def wait_listening(proc: procs.ManagedProcess, port: int, timeout: float = 30.0)
     return listening_addresses(port)
 
 
+def _calls_through(tmp_path: Path, headers: dict[str, str] | None = None, **start) -> tuple[list[str], str]:
+    """The tool calls a client gets through ``procs.start_mitmdump(fake.url, **start)`` in front
+    of a fake upstream answering Codex's ``shell`` (a request declaring ``Bash``), and mitmdump's
+    output; both processes stopped by PID."""
+    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})
+    try:
+        proxy = procs.start_mitmdump(fake.url, home=tmp_path, timeout=30, **start)
+        try:
+            answer = httpx.post(
+                f"{proxy.url}/v1/messages",
+                headers={"anthropic-version": "2023-06-01", **(headers or {})},
+                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
+                timeout=30,
+            ).json()
+        finally:
+            proxy.stop()
+    finally:
+        fake.stop()
+    return [b["name"] for b in answer["content"] if b["type"] == "tool_use"], proxy.output()
+
+
 @needs_script
 def test_the_console_script_listens_on_127_0_0_1_unless_told(tmp_path):
     proc, port = start(tmp_path)
@@ -185,43 +206,17 @@ def test_a_sibling_addons_value_is_left_to_mitmproxy(tmp_path):
         '        loader.add_option("mine_level", str, "info", "a sibling option")\n'
         "addons = [Mine(), *default_addons()]\n"
     )
-    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["ls"]})
-    try:
-        proxy = procs.start_mitmdump(fake.url, script=combo, options={"mine_level": "debug"}, home=tmp_path, timeout=30)
-        try:
-            answer = httpx.post(
-                f"{proxy.url}/v1/messages",
-                headers={"anthropic-version": "2023-06-01"},
-                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
-                timeout=30,
-            ).json()
-        finally:
-            proxy.stop()
-    finally:
-        fake.stop()
-    assert [b["name"] for b in answer["content"] if b["type"] == "tool_use"] == ["Bash"], proxy.output()
-    assert "mine_level" not in proxy.output(), proxy.output()
+    names, out = _calls_through(tmp_path, script=combo, options={"mine_level": "debug"})
+    assert names == ["Bash"], out
+    assert "mine_level" not in out, out
 
 
 @pytest.mark.parametrize("name", ["toolvocab_hosts", "toolvocab_profiles", "toolvocab_record"])
 def test_an_optional_option_named_without_a_value_is_unset(tmp_path, name):
     """mitmproxy reads an optional option named alone as None, its default: the proxy runs and
     repairs (attack 82 V5: it stopped)."""
-    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["ls"]})
-    try:
-        proxy = procs.start_mitmdump(fake.url, extra_args=("--set", name), home=tmp_path, timeout=30)
-        try:
-            answer = httpx.post(
-                f"{proxy.url}/v1/messages",
-                headers={"anthropic-version": "2023-06-01"},
-                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
-                timeout=30,
-            ).json()
-        finally:
-            proxy.stop()
-    finally:
-        fake.stop()
-    assert [b["name"] for b in answer["content"] if b["type"] == "tool_use"] == ["Bash"], proxy.output()
+    names, out = _calls_through(tmp_path, extra_args=("--set", name))
+    assert names == ["Bash"], out
 
 
 def test_toolvocab_redact_without_a_value_redacts(tmp_path):
@@ -229,27 +224,16 @@ def test_toolvocab_redact_without_a_value_redacts(tmp_path):
     value. Was: every addon of the script dropped: the call reached the client unrepaired and the
     saved flow kept the key."""
     saved = tmp_path / "saved.mitm"
-    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})
-    try:
-        proxy = procs.start_mitmdump(
-            fake.url, save_path=saved, extra_args=("--set", "toolvocab_redact"), home=tmp_path, timeout=30
-        )
-        try:
-            answer = httpx.post(
-                f"{proxy.url}/v1/messages",
-                headers={"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-secret-4242"},
-                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
-                timeout=30,
-            ).json()
-        finally:
-            proxy.stop()
-    finally:
-        fake.stop()
-    names = [b["name"] for b in answer["content"] if b["type"] == "tool_use"]
-    assert names == ["Bash"], (names, proxy.output())
+    names, out = _calls_through(
+        tmp_path,
+        headers={"x-api-key": "sk-ant-secret-4242"},
+        save_path=saved,
+        extra_args=("--set", "toolvocab_redact"),
+    )
+    assert names == ["Bash"], (names, out)
     data = saved.read_bytes()
-    assert b"/v1/messages" in data and b"sk-ant-secret-4242" not in data, proxy.output()
-    assert "toolvocab_redact is off" not in proxy.output()
+    assert b"/v1/messages" in data and b"sk-ant-secret-4242" not in data, out
+    assert "toolvocab_redact is off" not in out
 
 
 def test_config_yaml_booleans_and_numbers_are_read(tmp_path):
@@ -258,23 +242,9 @@ def test_config_yaml_booleans_and_numbers_are_read(tmp_path):
     dropped every addon of the script, and mitmdump stopped at start."""
     (tmp_path / ".mitmproxy").mkdir()
     (tmp_path / ".mitmproxy" / "config.yaml").write_text("toolvocab_redact: false\ntoolvocab_hold_timeout: 5\n")
-    fake = procs.start_fake_upstream(tool_name="shell", tool_args={"command": ["bash", "-lc", "git status"]})
-    try:
-        proxy = procs.start_mitmdump(fake.url, home=tmp_path, timeout=30)
-        try:
-            answer = httpx.post(
-                f"{proxy.url}/v1/messages",
-                headers={"anthropic-version": "2023-06-01"},
-                json={"model": "m", "max_tokens": 10, "tools": [BASH], "messages": [{"role": "user", "content": "hi"}]},
-                timeout=30,
-            ).json()
-        finally:
-            proxy.stop()
-    finally:
-        fake.stop()
-    names = [b["name"] for b in answer["content"] if b["type"] == "tool_use"]
-    assert names == ["Bash"], (names, proxy.output())
-    assert "toolvocab: toolvocab_redact is off" in proxy.output(), proxy.output()
+    names, out = _calls_through(tmp_path)
+    assert names == ["Bash"], (names, out)
+    assert "toolvocab: toolvocab_redact is off" in out, out
 
 
 @needs_script

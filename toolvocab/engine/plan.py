@@ -448,29 +448,20 @@ class PlanCache:
         """The plan :func:`make_plan` makes of these arguments (see the class docstring)."""
         texts = tuple(system_texts)
         names = tuple(dict.fromkeys(transcript_names))
+        options = {
+            "add_sentence": add_sentence,
+            "grammar": grammar,
+            "profile": profile,
+            "transcript_names": names,
+            "renames": renames,
+        }
         if sum(map(len, texts)) > PLAN_CACHE_TEXT:
-            return make_plan(
-                tools,
-                texts,
-                add_sentence=add_sentence,
-                grammar=grammar,
-                profile=profile,
-                transcript_names=names,
-                renames=renames,
-            )
+            return make_plan(tools, texts, **options)
         key = (id(tools), id(profile), id(grammar), texts, names, add_sentence, renames)
         hit = cache_get(self._plans, key)
         if hit is not None:
             return hit[1]
-        plan = make_plan(
-            tools,
-            texts,
-            add_sentence=add_sentence,
-            grammar=grammar,
-            profile=profile,
-            transcript_names=names,
-            renames=renames,
-        )
+        plan = make_plan(tools, texts, **options)
         self._plans[key] = ((tools, profile, grammar), plan)
         if len(self._plans) > self.size:
             self._plans.popitem(last=False)
