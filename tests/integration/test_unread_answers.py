@@ -5,7 +5,8 @@
   (none could be given back: an alias would reach the client, which declares no tool of that
   name), and the frames go to the client as they arrive, byte for byte, the record saying why;
 - Gemini's ``:streamGenerateContent`` JSON array, and Bedrock's frames, stream to the client as
-  they arrive also when toolvocab leaves the flow alone (mode ``off``), as an event stream does.
+  they arrive also when toolvocab leaves the flow alone (mode ``off``), as an event stream does;
+- an event stream toolvocab leaves alone is kept in a saved flow (``-w``) while it streams.
 
 Every process is stopped by its PID; every wait is bounded.
 """
@@ -117,6 +118,37 @@ def test_a_stream_goes_out_as_it_arrives_when_toolvocab_is_off(fake_upstream, pr
     assert seen[-1][1] == b"".join(chunks)
     first = next(t for t, b in seen if b.startswith(chunks[0]))
     assert seen[-1][0] - first > 0.7, "the answer was held until the upstream finished"
+    assert_no_addon_errors(px)
+
+
+SSE = [
+    b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", "content": []}}\n\n',
+    b'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, '
+    b'"content_block": {"type": "text", "text": ""}}\n\n',
+    b'event: message_stop\ndata: {"type": "message_stop"}\n\n',
+]
+
+
+@pytest.mark.parametrize(
+    ("options", "body"),
+    [
+        ({"toolvocab_mode": "off"}, REQUEST),
+        ({}, {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "a title for this"}]}),
+    ],
+    ids=["mode-off", "no-tools"],
+)
+def test_a_saved_event_stream_toolvocab_leaves_alone_streams_and_is_kept(fake_upstream, proxy, options, body):
+    """mitmdump -w: an event stream of a flow toolvocab leaves alone (mode ``off``; a request
+    with no tools, as Claude Code's title requests) reaches the client as it arrives, and the
+    saved flow keeps its body, as mitmproxy keeps a body it buffered."""
+    px = proxy(options=options)
+    fake_upstream.enqueue(headers={"content-type": "text/event-stream"}, chunks=SSE, chunk_delay=1.0)
+    seen = _post_streaming(px.url, "/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
+    assert seen[-1][1] == b"".join(SSE)
+    first = next(t for t, b in seen if b.startswith(SSE[0]))
+    assert seen[-1][0] - first > 1.5, "the answer was held until the upstream finished"
+    flows = px.flows()
+    assert len(flows) == 1 and flows[0].response.raw_content == b"".join(SSE)
     assert_no_addon_errors(px)
 
 

@@ -543,9 +543,10 @@ def test_a_mode_set_while_a_request_is_upstream_leaves_its_answer_to_the_mode_it
     assert f.marked == ":wrench:"
 
 
-def test_off_mode_does_nothing(env):
+def test_off_mode_does_nothing(env, monkeypatch):
     """Nothing changed, nothing recorded; an event stream still streams as it arrives, as a flow
     of a host toolvocab leaves alone does (mitmproxy alone would hold it to its end)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
     env.configure(toolvocab_mode="off")
     f = foreign_flow()
     raw_request = f.request.raw_content
@@ -556,6 +557,37 @@ def test_off_mode_does_nothing(env):
     assert r.out == fixture_bytes("stream-foreign-tool.sse")
     assert f.request.raw_content == raw_request and f.request.headers == req_headers
     assert not f.marked and not f.comment
+
+
+LEFT_ALONE = {
+    "mode off": ({"toolvocab_mode": "off"}, {}),
+    "another host": ({"toolvocab_hosts": r"^api\.anthropic\.com$"}, {"host": "llm.internal.example"}),
+    "no tools": ({}, {"body": {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "title?"}]}}),
+}
+
+
+@pytest.mark.parametrize("case", LEFT_ALONE, ids=list(LEFT_ALONE))
+@pytest.mark.parametrize("ended", ["whole", "upstream gone"])
+def test_a_saved_event_stream_toolvocab_leaves_alone_keeps_its_body(env, case, ended):
+    """Something saves flows (the test master shows them): an event stream of a flow toolvocab
+    leaves alone still streams as it arrives, byte for byte, and the saved flow keeps every byte
+    that came, as mitmproxy keeps a body it buffered; nothing is recorded on it but what the
+    request hook says of a request it does not handle."""
+    options, flow_kw = LEFT_ALONE[case][0], dict(LEFT_ALONE[case][1])
+    env.configure(**options)
+    upstream = fixture_bytes("stream-foreign-tool.sse")
+    body = flow_kw.pop("body", fixture_json("request-claude-code.json"))
+    f = make_flow(body, upstream=upstream, **flow_kw)
+    chunks = [upstream[i : i + 97] for i in range(0, len(upstream), 97)]
+    if ended == "upstream gone":
+        chunks = chunks[:3]
+        f.error = mflow.Error("peer closed connection")
+    r = replay(env, f, chunks=chunks)
+    assert r.streamed == "callable"
+    assert r.out == b"".join(chunks), "the client got every byte as it came"
+    assert f.response.raw_content == b"".join(chunks), "the saved flow keeps what came"
+    record = f.metadata.get(KEY)
+    assert record is None or (record["skipped"] and not record["decisions"]), record
 
 
 # -- hosts --------------------------------------------------------------------------------------
@@ -625,8 +657,9 @@ def test_skipped_requests_pass_byte_identical_with_a_reason(env, body, path, rea
     r = replay(env, f)
     assert f.request.raw_content == raw_request and f.request.headers == req_headers
     assert r.out == upstream
-    # not rewritten, but an event stream is still streamed through rather than buffered
-    assert r.streamed == "passthrough"
+    # not rewritten, but an event stream is still streamed through rather than buffered, and
+    # kept: the test master shows flows
+    assert r.streamed == "callable" and f.response.raw_content == upstream
     rec = r.record
     assert rec is not None and rec["skipped"] and reason in rec["skipped"]
     assert rec["decisions"] == [] and not f.marked

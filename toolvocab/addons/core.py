@@ -30,6 +30,7 @@ from toolvocab.addons.state import hand_over
 from toolvocab.addons.state import take_over
 from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
 from toolvocab.addons.stream import DecodedStream
+from toolvocab.addons.stream import KeptStream
 from toolvocab.addons.stream import StreamCallable
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.addons.stream import rewriter_note
@@ -344,8 +345,10 @@ class ToolVocab(Configurable):
             # whose stream is not set: G4; an agent would then wait for the whole answer, or time
             # out): an event stream, and, unless something saves flows (which keep only what
             # mitmproxy buffers), Bedrock's event-stream frames and Gemini's JSON-array stream.
-            if _streamed(flow, saving=self.recorder.saves_bodies()):
-                flow.response.stream = True
+            # An event stream of a flow something saves is kept as it passes (KeptStream).
+            saving = self.recorder.saves_bodies()
+            if _streamed(flow, saving=saving):
+                flow.response.stream = KeptStream() if saving else True
             return
         try:
             self._responseheaders(flow, state)
@@ -357,6 +360,7 @@ class ToolVocab(Configurable):
         """Rewrite a buffered JSON answer; finish the record, marker and comment."""
         state = self._states.pop(flow.id, None)
         if state is None:
+            KeptStream.keep_in(flow)
             return
         try:
             self._response(flow, state)
@@ -373,7 +377,9 @@ class ToolVocab(Configurable):
     def error(self, flow: http.HTTPFlow) -> None:
         """A flow that ended without a response (client or upstream gone): keep what we know."""
         state = self._states.pop(flow.id, None)
-        if state is not None:
+        if state is None:
+            KeptStream.keep_in(flow)
+        else:
             state.record.notes.append(f"flow ended with an error: {flow.error.msg if flow.error else 'unknown'}")
             if state.stream is not None:
                 self._deliver_rest(flow, state)

@@ -627,6 +627,34 @@ class StreamCallable:
         return body
 
 
+class KeptStream:
+    """``flow.response.stream`` for an event stream toolvocab leaves alone (mode ``off``, a host
+    outside ``toolvocab_hosts``, a request it does not handle) while something saves or shows
+    flows: each chunk goes to the client as it arrives, unchanged, and is kept in :attr:`kept`,
+    so the saved flow has the body mitmproxy would have kept had it buffered the answer
+    (:meth:`keep_in`). Never raises (G2)."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+
+    def __call__(self, data: bytes) -> bytes:
+        """``data`` as it came; kept."""
+        self.kept += data
+        return data
+
+    @staticmethod
+    def keep_in(flow: http.HTTPFlow) -> None:
+        """At the flow's end (its ``response`` or ``error`` hook): the kept bytes become the
+        response's ``raw_content``, as they came (still encoded, if the upstream encoded them),
+        unless something set a body since. Nothing for a flow whose answer another stream
+        setting took."""
+        resp = flow.response
+        if resp is not None and isinstance(resp.stream, KeptStream) and resp.raw_content is None:
+            resp.raw_content = bytes(resp.stream.kept)
+
+
 class DecodedStream:
     """``flow.response.stream`` for an answer whose ``content-encoding`` toolvocab reads as it
     streams (:mod:`toolvocab.addons.decoding`): each chunk is decoded and handed to ``inner``
