@@ -13,8 +13,8 @@ other argument passed through, and toolvocab's own subcommands::
 Safe by default: without ``--listen-host`` (or ``listen_host`` in ``--set`` or mitmproxy's
 ``config.yaml``) the proxy listens on 127.0.0.1 only, and says so — mitmdump's own default is
 every interface, for a proxy that carries API keys. ``--version`` names toolvocab's version,
-``--help`` lists toolvocab's options and subcommands before mitmdump's help, ``--options``
-prints toolvocab's options with their defaults.
+``--help`` lists toolvocab's options and subcommands before mitmdump's help; ``--options`` and
+``--commands`` list mitmproxy's options and commands with toolvocab's among them.
 
 The addon is the same file as ``addon/toolvocab.py`` in a clone; mitmproxy loads it as a script
 (``-s``), so its hot reload and options work as there. Python's own mitmproxy (the ``mitmproxy``
@@ -103,12 +103,19 @@ def with_local_default(args: list[str], out=None) -> list[str]:
     return ["--listen-host", LOCAL_HOST, *args]
 
 
-def dump_options(out=None) -> None:
-    """Print the ``toolvocab_*`` options with their defaults and help, as mitmproxy's
-    ``--options`` prints its own (which cannot list a script's options: scripts load later)."""
-    from mitmproxy import optmanager
+def with_toolvocab(master_cls: type) -> type:
+    """``master_cls`` (mitmproxy's ``DumpMaster`` or ``WebMaster``) with toolvocab's addons added
+    as it is made: for ``--options`` and ``--commands``, which mitmproxy answers before it loads
+    any script (``mitmproxy/tools/main.py``, ``run``), so that toolvocab's options and commands
+    are listed among mitmproxy's own. Never used to run a proxy: there the script loads them."""
+    from toolvocab.addons import default_addons
 
-    optmanager.dump_defaults(toolvocab_options(), out or sys.stdout)
+    class WithToolvocab(master_cls):  # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.addons.add(*default_addons())
+
+    return WithToolvocab
 
 
 def toolvocab_options():
@@ -197,6 +204,17 @@ def _start(tool: str, args: list[str]) -> int:
     start = tools.mitmweb if tool == "mitmweb" else tools.mitmdump
     if "--version" in args:
         print(f"toolvocab: {version()}")
+    elif any(a in ("--options", "--commands") for a in args) and not any(a in ("-h", "--help") for a in args):
+        from mitmproxy.tools import cmdline
+
+        if tool == "mitmweb":
+            from mitmproxy.tools.web.master import WebMaster as master_cls
+        else:
+            from mitmproxy.tools.dump import DumpMaster as master_cls
+        # mitmproxy prints them and exits before it would start a proxy: nothing listens
+        return (
+            tools.run(with_toolvocab(master_cls), cmdline.mitmweb if tool == "mitmweb" else cmdline.mitmdump, args) or 0
+        )
     elif any(a in ("-h", "--help") for a in args):
         try:
             print_help(tool)
@@ -215,12 +233,10 @@ def _start(tool: str, args: list[str]) -> int:
 
 def main() -> None:
     """``toolvocab [mitmdump arguments]``: mitmdump with the addon, on 127.0.0.1 unless told
-    otherwise; ``toolvocab SUBCOMMAND …`` (:data:`SUBCOMMANDS`); ``toolvocab --options``."""
+    otherwise; ``toolvocab SUBCOMMAND …`` (:data:`SUBCOMMANDS`)."""
     args = sys.argv[1:]
     if args[:1] and args[0] in SUBCOMMANDS:
         sys.exit(run_cli(_subcommand(args[0]), args[1:]))
-    if args == ["--options"]:
-        sys.exit(run_cli(lambda _: dump_options() or 0, []))
     sys.exit(_start("mitmdump", args))
 
 

@@ -1,5 +1,5 @@
 """The console scripts of an installed toolvocab (toolvocab/run.py): the addon path mitmproxy
-loads, arguments passed through, and ``toolvocab --options``."""
+loads, arguments passed through, and ``toolvocab --options`` / ``--commands``."""
 
 from __future__ import annotations
 
@@ -18,17 +18,22 @@ def test_argv_puts_the_addon_first_and_passes_everything_else() -> None:
     assert argv[2:] == ["--mode", "reverse:https://api.anthropic.com", "--set", "toolvocab_mode=observe"]
 
 
-def test_options_lists_every_toolvocab_option_with_its_default() -> None:
-    # a separate process, as the installed command runs
-    out = subprocess.run(
-        [sys.executable, "-c", "import sys, toolvocab.run as r; sys.argv = ['toolvocab', '--options']; r.main()"],
+def _console(*args: str) -> subprocess.CompletedProcess:
+    """``toolvocab ARGS`` in a separate process, as the installed command runs."""
+    return subprocess.run(
+        [sys.executable, "-c", f"import sys, toolvocab.run as r; sys.argv = ['toolvocab', *{list(args)!r}]; r.main()"],
         cwd=ROOT,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_options_lists_mitmdumps_options_and_every_toolvocab_option_with_its_default() -> None:
+    out = _console("--options")
     assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
     for line in (
         "toolvocab_mode: auto",
         "toolvocab_intercept: known",
@@ -36,10 +41,28 @@ def test_options_lists_every_toolvocab_option_with_its_default() -> None:
         "toolvocab_profiles:",
         "toolvocab_record:",
         "toolvocab_redact: 'true'",
+        "listen_port:",  # mitmdump's own, as mitmdump --options lists them
+        "flow_detail: 1",  # an option of mitmdump's, not of mitmproxy's core
     ):
-        assert line in out.stdout.splitlines(), (line, out.stdout)
+        assert line in lines, (line, out.stdout)
     assert "Valid values are 'auto', 'repair', 'observe', 'off'." in " ".join(out.stdout.replace("#", " ").split())
-    assert "listen_port" not in out.stdout  # mitmproxy's own: mitmdump --options
+    assert "listening on" not in out.stderr, "nothing listens"
+
+
+def test_commands_lists_mitmproxys_commands_and_toolvocabs() -> None:
+    out = _console("--commands")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    for line in ("toolvocab.explain flows -> str", "toolvocab.stats flows -> str", "toolvocab.tools flow shape -> str"):
+        assert line in lines, (line, out.stdout)
+    assert "set option *value" in lines
+    stats = lines.index("toolvocab.stats flows -> str")
+    assert lines[stats - 3 : stats] == [
+        "# Counts of toolvocab's decisions, ladder steps, clients, hosts,",
+        "# dialects, models and tool errors over the flows, with call totals and",
+        "# median latencies.",
+    ]
+    assert "listening on" not in out.stderr, "nothing listens"
 
 
 def test_the_listen_host_defaults_to_127_0_0_1_unless_the_user_chose_one(tmp_path, capsys) -> None:

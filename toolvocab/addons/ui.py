@@ -136,6 +136,14 @@ def _answer(command_name: str, text: str, summary: str) -> str:
     return text
 
 
+def _one_paragraph(func: collections.abc.Callable[..., Any]) -> collections.abc.Callable[..., Any]:
+    """``func`` with its docstring as one line: mitmproxy shows a command's docstring as one
+    paragraph (``mitmproxy/command.py``, ``Command``: stripped, then ``textwrap.wrap``), which keeps
+    a continuation line's indentation as a run of spaces inside the text."""
+    func.__doc__ = " ".join((func.__doc__ or "").split())
+    return func
+
+
 class ToolVocabUI:
     """The contentview's registration, the ``toolvocab.explain`` / ``toolvocab.stats`` /
     ``toolvocab.tools`` commands and mitmweb's comment column. Addon name ``toolvocabui``."""
@@ -160,12 +168,14 @@ class ToolVocabUI:
             logger.debug("toolvocab: could not add the comment column", exc_info=True)
 
     @command.command("toolvocab.explain")
+    @_one_paragraph
     def explain(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
         """Why each tool name in the flows was or was not repaired: ladder step, candidates, reason."""
         text = explain_flows(flows)
         return _answer("toolvocab.explain", text, f"{len(flows)} flow{'' if len(flows) == 1 else 's'}")
 
     @command.command("toolvocab.tools")
+    @_one_paragraph
     def tools(self, flow: mflow.Flow, shape: str = "normalized") -> str:
         """The tools this flow's client declared, normalized or in one API's shape: normalized,
         anthropic, openai_chat, openai_responses, gemini or langchain (names as the client
@@ -176,6 +186,7 @@ class ToolVocabUI:
         return _answer("toolvocab.tools", text, f"the tools of flow {str(flow.id)[:8]} as {shape}")
 
     @command.command("toolvocab.stats")
+    @_one_paragraph
     def stats(self, flows: collections.abc.Sequence[mflow.Flow]) -> str:
         """Counts of toolvocab's decisions, ladder steps, clients, hosts, dialects, models and tool
         errors over the flows, with call totals and median latencies."""
