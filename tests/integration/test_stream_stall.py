@@ -16,12 +16,14 @@ and its HTTP/2 connection. Run on mitmproxy 11 (``.venv``) and 12 (``.venv-312``
 from __future__ import annotations
 
 import os
+import re
 import select
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +37,8 @@ pytestmark = pytest.mark.integration
 
 PAUSE = 3.0  # seconds of upstream silence inside the held block
 BOUND = 0.5  # toolvocab_hold_timeout
+
+
 BEFORE = (
     ev({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}})
     + ev({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
@@ -62,6 +66,16 @@ AFTER = (
     + ev({"type": "message_stop"})
 )
 BODY = BEFORE + AFTER
+
+
+def readme_stall_line() -> re.Pattern[str]:
+    """The stall's log line as README.md shows it, its figures, framing and client made general."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if x.startswith("toolvocab: passed through (could not repair):"))
+    pattern = re.escape(line.split(" · ")[0])
+    pattern = pattern.replace(re.escape("(HTTP/1.1 chunk)"), r"\([^)]+\)")
+    pattern = re.sub(r"\d+(?:\\\.\d+)?", r"[\\d.]+", pattern)
+    return re.compile(pattern + " · ")
 
 
 def stalling_upstream() -> ChunkedUpstream:
@@ -205,6 +219,7 @@ def test_a_held_block_reaches_the_client_while_the_upstream_stalls(tmp_path, cli
             "passed through: the upstream sent no byte"
         )
         assert "toolvocab: passed through (could not repair): the upstream sent no byte for " in proxy.output()
+        assert readme_stall_line().search(proxy.output()), (readme_stall_line().pattern, proxy.output())
         assert flows[0].response.raw_content == BODY  # the saved flow has what the client got
     finally:
         proxy.stop()
