@@ -6,13 +6,15 @@
   name), and the frames go to the client as they arrive, byte for byte, the record saying why;
 - Gemini's ``:streamGenerateContent`` JSON array, and Bedrock's frames, stream to the client as
   they arrive also when toolvocab leaves the flow alone (mode ``off``), as an event stream does;
-- an event stream toolvocab leaves alone is kept in a saved flow (``-w``) while it streams.
+- an event stream toolvocab does not read (a flow it leaves alone, a coding it cannot read as it
+  streams) is kept in a saved flow (``-w``) while it streams.
 
 Every process is stopped by its PID; every wait is bounded.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 
@@ -129,26 +131,39 @@ SSE = [
 ]
 
 
+#: The same stream gzip-encoded, in three pieces (an upstream that compresses though the request
+#: asked for identity; observe mode leaves the client's accept-encoding, so it is read by no one).
+GZIPPED = gzip.compress(b"".join(SSE))
+GZIPPED_CHUNKS = [GZIPPED[:20], GZIPPED[20:40], GZIPPED[40:]]
+TITLE = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "a title for this"}]}
+
+
 @pytest.mark.parametrize(
-    ("options", "body"),
+    ("options", "body", "chunks", "coding"),
     [
-        ({"toolvocab_mode": "off"}, REQUEST),
-        ({}, {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "a title for this"}]}),
+        ({"toolvocab_mode": "off"}, REQUEST, SSE, None),
+        ({}, TITLE, SSE, None),
+        ({"toolvocab_mode": "observe"}, REQUEST, GZIPPED_CHUNKS, "gzip"),
     ],
-    ids=["mode-off", "no-tools"],
+    ids=["mode-off", "no-tools", "observe-gzip"],
 )
-def test_a_saved_event_stream_toolvocab_leaves_alone_streams_and_is_kept(fake_upstream, proxy, options, body):
-    """mitmdump -w: an event stream of a flow toolvocab leaves alone (mode ``off``; a request
-    with no tools, as Claude Code's title requests) reaches the client as it arrives, and the
-    saved flow keeps its body, as mitmproxy keeps a body it buffered."""
+def test_a_saved_stream_toolvocab_does_not_read_streams_and_is_kept(
+    fake_upstream, proxy, options, body, chunks, coding
+):
+    """mitmdump -w: an event stream toolvocab does not read — of a flow it leaves alone (mode
+    ``off``; a request with no tools, as Claude Code's title requests) or one it cannot read as it
+    streams (gzip in observe mode) — reaches the client as it arrives, and the saved flow keeps its
+    body as it came, as mitmproxy keeps a body it buffered."""
     px = proxy(options=options)
-    fake_upstream.enqueue(headers={"content-type": "text/event-stream"}, chunks=SSE, chunk_delay=1.0)
+    headers = {"content-type": "text/event-stream", **({"content-encoding": coding} if coding else {})}
+    fake_upstream.enqueue(headers=headers, chunks=chunks, chunk_delay=1.0)
     seen = _post_streaming(px.url, "/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
-    assert seen[-1][1] == b"".join(SSE)
-    first = next(t for t, b in seen if b.startswith(SSE[0]))
+    assert seen[-1][1] == b"".join(chunks)
+    first = next(t for t, b in seen if b.startswith(chunks[0]))
     assert seen[-1][0] - first > 1.5, "the answer was held until the upstream finished"
     flows = px.flows()
-    assert len(flows) == 1 and flows[0].response.raw_content == b"".join(SSE)
+    assert len(flows) == 1 and flows[0].response.raw_content == b"".join(chunks)
+    assert flows[0].response.content == b"".join(SSE)
     assert_no_addon_errors(px)
 
 

@@ -840,14 +840,19 @@ def test_an_alias_in_an_encoded_stream_is_given_back(env):
     ]
 
 
+@pytest.mark.parametrize("saving", [True, False], ids=["saving", "not saving"])
 @pytest.mark.parametrize("coding", ["compress", "x-unknown", "gzip, compress"])
-def test_a_stream_in_a_coding_not_read_passes_through_unread(env, coding):
+def test_a_stream_in_a_coding_not_read_passes_through_unread(env, monkeypatch, coding, saving):
+    """Streamed as it came; kept as it came when something saves or shows the flow (it had no
+    body in a saved flow, or in mitmweb)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: saving)
     upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
     f = make_flow(
         fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", coding)]
     )
     r = replay(env, f)
-    assert r.streamed == "passthrough"
+    assert r.streamed == ("callable" if saving else "passthrough")
+    assert f.response.raw_content == (upstream if saving else None)
     assert r.out == upstream and f.response.headers["content-encoding"] == coding
     assert (
         f"passed through: the streamed answer is {coding}-encoded and cannot be read as it streams; the client got it as the upstream sent it"
@@ -859,7 +864,8 @@ def test_a_stream_in_a_coding_not_read_passes_through_unread(env, coding):
 
 
 def test_observe_mode_leaves_an_encoded_stream_as_it_came(env):
-    """Observe changes no byte: the client asked for gzip (its header went up as it was) and gets it."""
+    """Observe changes no byte: the client asked for gzip (its header went up as it was) and gets
+    it; the flow (the test master shows it, as mitmweb does) keeps it as it came."""
     env.configure(toolvocab_mode="observe")
     upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
     f = make_flow(
@@ -867,7 +873,8 @@ def test_observe_mode_leaves_an_encoded_stream_as_it_came(env):
     )
     r = replay(env, f)
     assert f.request.headers["accept-encoding"] == "gzip, deflate, br, zstd"
-    assert r.streamed == "passthrough" and r.out == upstream and f.response.headers["content-encoding"] == "gzip"
+    assert r.streamed == "callable" and r.out == upstream and f.response.headers["content-encoding"] == "gzip"
+    assert f.response.raw_content == upstream
 
 
 def test_an_encoded_stream_for_a_request_that_repeats_a_key_passes_as_it_came(env, monkeypatch):

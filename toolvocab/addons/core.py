@@ -388,7 +388,9 @@ class ToolVocab(Configurable):
     def _finish(self, flow: http.HTTPFlow, state: FlowState) -> None:
         """The flow's record, marker and comment (:meth:`ToolVocabRecorder.finish`); for a flow
         whose request the whole read refused once its answer would have changed
-        (:meth:`FlowState.may_change`), the record the request hook gives such a request."""
+        (:meth:`FlowState.may_change`), the record the request hook gives such a request. An
+        answer that streamed unread is kept first (:class:`KeptStream`)."""
+        KeptStream.keep_in(flow)
         if state.decoded is not None:
             state.decoded.close()
         if state.stream is not None:
@@ -559,13 +561,13 @@ class ToolVocab(Configurable):
         else:
             resp.stream = state.decoded = DecodedStream(state.stream, decoder, keep=state.stream.keep)
 
-    @staticmethod
-    def _pass_streaming(resp: http.Response, state: FlowState, why: str | None) -> None:
+    def _pass_streaming(self, resp: http.Response, state: FlowState, why: str | None) -> None:
         """The answer streams to the client as the upstream sends it, unread (``why``, for the
-        record; ``None`` when the record already says it)."""
+        record; ``None`` when the record already says it), and is kept as it came when
+        something saves or shows flows (:class:`KeptStream`, taken at :meth:`_finish`)."""
         if why is not None:
             state.record.notes.append(passed_note(why, "the client got it as the upstream sent it"))
-        resp.stream = True
+        resp.stream = KeptStream() if self.recorder.saves_bodies() else True
         state.passed_streaming = True
 
     def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:

@@ -628,9 +628,11 @@ class StreamCallable:
 
 
 class KeptStream:
-    """``flow.response.stream`` for an event stream toolvocab leaves alone (mode ``off``, a host
-    outside ``toolvocab_hosts``, a request it does not handle) while something saves or shows
-    flows: each chunk goes to the client as it arrives, unchanged, and is kept in :attr:`kept`,
+    """``flow.response.stream`` for an answer that streams unread while something saves or shows
+    flows: an event stream toolvocab leaves alone (mode ``off``, a host outside
+    ``toolvocab_hosts``, a request it does not handle), and a handled flow's stream it cannot read
+    (a coding not read as it streams, an encoded one in observe mode or for a request the strict
+    read refused). Each chunk goes to the client as it arrives, unchanged, and is kept in :attr:`kept`,
     so the saved flow has the body mitmproxy would have kept had it buffered the answer
     (:meth:`keep_in`). Never raises (G2)."""
 
