@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 import logging
+import random
 import zlib
 from pathlib import Path
 
@@ -546,7 +547,7 @@ def test_a_mode_set_while_a_request_is_upstream_leaves_its_answer_to_the_mode_it
 def test_off_mode_does_nothing(env, monkeypatch):
     """Nothing changed, nothing recorded; an event stream still streams as it arrives, as a flow
     of a host toolvocab leaves alone does (mitmproxy alone would hold it to its end)."""
-    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    monkeypatch.setattr(env.addon.recorder, "mitmproxy_keeps", lambda: False)  # plain mitmdump
     env.configure(toolvocab_mode="off")
     f = foreign_flow()
     raw_request = f.request.raw_content
@@ -588,6 +589,81 @@ def test_a_saved_event_stream_toolvocab_leaves_alone_keeps_its_body(env, case, e
     assert f.response.raw_content == b"".join(chunks), "the saved flow keeps what came"
     record = f.metadata.get(KEY)
     assert record is None or (record["skipped"] and not record["decisions"]), record
+
+
+def test_a_kept_stream_holds_its_body_once(env):
+    """The flow keeps the body; the stream callable it still holds keeps nothing after (mitmweb
+    holds flows for the session: a body held twice is twice the memory)."""
+    env.configure(toolvocab_mode="off")
+    f = foreign_flow()
+    replay(env, f)
+    assert f.response.raw_content == fixture_bytes("stream-foreign-tool.sse")
+    assert f.response.stream.kept is None
+
+
+@pytest.fixture
+def size_options(env):
+    """mitmproxy's ``stream_large_bodies`` and ``body_size_limit`` (its proxyserver addon declares
+    them; the test context loads only toolvocab's), unset again after the test."""
+    for name in ("stream_large_bodies", "body_size_limit"):
+        if name not in env.tctx.options:
+            env.tctx.options.add_option(name, str | None, None, "as mitmproxy's proxyserver declares it")
+    yield env
+    env.tctx.options.update(stream_large_bodies=None, body_size_limit=None)
+
+
+@pytest.mark.parametrize("option", ["stream_large_bodies", "body_size_limit"])
+@pytest.mark.parametrize("length", [False, True], ids=["chunked", "content-length"])
+@pytest.mark.parametrize("mode", ["off", "observe"])
+def test_a_stream_past_the_users_size_limit_is_streamed_and_not_kept(size_options, option, length, mode):
+    """mitmproxy keeps no body it streams past ``stream_large_bodies`` (nor one past
+    ``body_size_limit``): toolvocab keeps none either, of an event stream it does not read — of a
+    flow it leaves alone (mode off) or one it cannot read (gzip in observe mode)."""
+    env = size_options
+    env.configure(toolvocab_mode=mode, **{option: "1k"})
+    plain = fixture_bytes("stream-foreign-tool.sse")
+    noise = b": " + random.Random(0).randbytes(2048).hex().encode() + b"\n\n"  # an SSE comment
+    upstream = plain if mode == "off" else gzip.compress(plain + noise, mtime=0)
+    assert len(upstream) > 1024
+    headers = [("content-length", str(len(upstream)))] if length else []
+    if mode == "observe":
+        headers.append(("content-encoding", "gzip"))
+    f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=headers)
+    r = replay(env, f)
+    assert r.out == upstream, "the client got every byte as it came"
+    assert f.response.raw_content is None, "nothing kept past the user's limit"
+
+
+def test_a_stream_within_the_users_size_limit_is_kept(size_options):
+    env = size_options
+    env.configure(toolvocab_mode="off", stream_large_bodies="1m", body_size_limit="2m")
+    f = foreign_flow()
+    replay(env, f)
+    assert f.response.raw_content == fixture_bytes("stream-foreign-tool.sse")
+
+
+def test_toolvocab_record_alone_keeps_no_stream_it_does_not_write(env, monkeypatch, tmp_path):
+    """``toolvocab_record`` writes only flows toolvocab handles: an event stream it leaves alone
+    streams as with nothing saving, kept by no one."""
+    monkeypatch.setattr(env.addon.recorder, "mitmproxy_keeps", lambda: False)
+    env.configure(toolvocab_mode="off", toolvocab_record=str(tmp_path))
+    f = foreign_flow()
+    r = replay(env, f)
+    assert r.streamed == "passthrough" and f.response.raw_content is None
+
+
+def test_a_left_alone_encoded_stream_is_kept_as_it_came(env):
+    """Kept as the upstream sent it: encoded, with its content-encoding, so that the saved flow
+    decodes to the events (not encoded twice, nor stored decoded under the header)."""
+    env.configure(toolvocab_mode="off")
+    plain = fixture_bytes("stream-foreign-tool.sse")
+    upstream = gzip.compress(plain)
+    f = make_flow(
+        fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=[("content-encoding", "gzip")]
+    )
+    r = replay(env, f)
+    assert r.out == upstream
+    assert f.response.raw_content == upstream and f.response.content == plain
 
 
 # -- hosts --------------------------------------------------------------------------------------
@@ -881,6 +957,7 @@ def test_an_encoded_stream_for_a_request_that_repeats_a_key_passes_as_it_came(en
     """A peeked request is read whole before the headers go out when its answer is encoded: one
     that repeats a key leaves the answer as the upstream sent it, encoded (its reason in the record)."""
     monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)  # the peek
+    monkeypatch.setattr(env.addon.recorder, "mitmproxy_keeps", lambda: False)  # plain mitmdump
     body = json.dumps(fixture_json("request-claude-code.json"))
     body = body.replace('"role": "user"', '"role": "user", "role": "user"', 1)
     upstream = gzip.compress(fixture_bytes("stream-foreign-tool.sse"))
@@ -1137,6 +1214,7 @@ def test_exception_in_request_side_dialect_is_contained(env, monkeypatch, where)
         # the peek is taken when nothing saves the flow and the request stays as sent
         monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
         env.configure(toolvocab_mode="repair")
+        env.addon.caches.writes.clear()  # a client whose last request was written is read whole
     env.addon.caches.toolsets.clear()  # declared_tools runs only for a tools section not seen yet
     f = foreign_flow()
     raw_request = f.request.raw_content

@@ -76,6 +76,20 @@ def test_saves_bodies_follows_every_option_change(monkeypatch) -> None:
         assert recorder.saves_bodies() is True
 
 
+def test_mitmdump_printing_bodies_shows_flows_and_toolvocab_record_keeps_only_its_own(monkeypatch, tmp_path) -> None:
+    """``flow_detail`` 3 or more prints each body (mitmproxy's dumper): mitmproxy shows flows.
+    ``toolvocab_record`` writes only the flows toolvocab handles: it is no saver of the others."""
+    recorder = ToolVocabRecorder()
+    with taddons.context(recorder) as tctx:
+        tctx.options.add_option("flow_detail", int, 1, "as mitmproxy's dumper declares it")
+        monkeypatch.setattr(ctx, "master", DumpMaster())
+        assert recorder.mitmproxy_keeps() is False
+        tctx.options.update(flow_detail=3)
+        assert recorder.mitmproxy_keeps() is True and recorder.saves_bodies() is True
+        tctx.options.update(flow_detail=2, toolvocab_record=str(tmp_path))
+        assert recorder.mitmproxy_keeps() is False and recorder.saves_bodies() is True
+
+
 def test_the_record_at_the_request_is_each_flows_own_dump(env, monkeypatch) -> None:  # noqa: F811
     """As plain mitmdump runs it (the request only peeked, the record copied from the one its
     plan started from the second flow on): after the request hook, ``flow.metadata`` holds what

@@ -32,6 +32,7 @@ from toolvocab.addons.stream import DEFAULT_HOLD_TIMEOUT
 from toolvocab.addons.stream import DecodedStream
 from toolvocab.addons.stream import KeptStream
 from toolvocab.addons.stream import StreamCallable
+from toolvocab.addons.stream import keep_limit
 from toolvocab.addons.stream import note_unrepaired
 from toolvocab.addons.stream import rewriter_note
 from toolvocab.addons.stream import send_to_client
@@ -109,6 +110,19 @@ def _streamed(flow: http.HTTPFlow, *, saving: bool) -> bool:
     return not saving and (
         _AWS_EVENT_STREAM in ctype or ("json" in ctype and ":streamGenerateContent" in path_only(flow.request.path))
     )
+
+
+def _unread_stream(resp: http.Response, *, keep: bool) -> KeptStream | bool:
+    """``response.stream`` for an answer that streams unread: ``True`` (mitmproxy keeps no body),
+    or, when ``keep`` (something saves or shows the flow), a :class:`KeptStream` within the user's
+    ``stream_large_bodies`` and ``body_size_limit`` (:func:`keep_limit`: ``True`` for an answer
+    whose length is already past them)."""
+    if not keep:
+        return True
+    from mitmproxy import ctx
+
+    limit = keep_limit(ctx.options, resp.headers.get("content-length"))
+    return True if limit is False else KeptStream(limit)
 
 
 def _changed_header(flow: http.HTTPFlow, side: str, name: str, before: str | None) -> None:
@@ -345,10 +359,11 @@ class ToolVocab(Configurable):
             # whose stream is not set: G4; an agent would then wait for the whole answer, or time
             # out): an event stream, and, unless something saves flows (which keep only what
             # mitmproxy buffers), Bedrock's event-stream frames and Gemini's JSON-array stream.
-            # An event stream of a flow something saves is kept as it passes (KeptStream).
-            saving = self.recorder.saves_bodies()
-            if _streamed(flow, saving=saving):
-                flow.response.stream = KeptStream() if saving else True
+            # An event stream of a flow mitmproxy saves or shows is kept as it passes (KeptStream;
+            # toolvocab_record writes no flow toolvocab leaves alone).
+            keeps = self.recorder.mitmproxy_keeps()
+            if _streamed(flow, saving=keeps):
+                flow.response.stream = _unread_stream(flow.response, keep=keeps)
             return
         try:
             self._responseheaders(flow, state)
@@ -567,7 +582,7 @@ class ToolVocab(Configurable):
         something saves or shows flows (:class:`KeptStream`, taken at :meth:`_finish`)."""
         if why is not None:
             state.record.notes.append(passed_note(why, "the client got it as the upstream sent it"))
-        resp.stream = KeptStream() if self.recorder.saves_bodies() else True
+        resp.stream = _unread_stream(resp, keep=self.recorder.saves_bodies())
         state.passed_streaming = True
 
     def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:

@@ -72,7 +72,7 @@ class ToolVocabRecorder(Configurable):
     def __init__(self, redaction: ToolVocabRedaction | None = None) -> None:
         self.redaction = redaction
         self.record_dir: str | None = None
-        #: (master, :meth:`saves_bodies`) as last worked out; forgotten at every option change
+        #: (master, :meth:`mitmproxy_keeps`) as last worked out; forgotten at every option change
         self._saves: tuple[Any, bool] | None = None
         #: :meth:`_quiet` by shared record (its id; the record kept, so that no id is reused)
         self._quiets: OrderedDict[int, tuple[FlowRecord, bool]] = OrderedDict()
@@ -108,21 +108,27 @@ class ToolVocabRecorder(Configurable):
             self.record_dir = directory or None
 
     def saves_bodies(self) -> bool:
-        """Whether something saves or shows flows: ``toolvocab_record``, ``-w``
-        (``save_stream_file``), ``hardump``, or any master but mitmdump's (mitmweb and the
-        console show flows; test masters inspect them). Then a streamed answer's bytes are kept
-        for the flow and the transcript's tool errors are classified for the record
-        (nothing proportional to a body is kept or computed unless someone reads it)."""
+        """Whether something saves or shows a flow toolvocab handles: ``toolvocab_record``, or
+        mitmproxy itself (:meth:`mitmproxy_keeps`). Then a streamed answer's bytes are kept for
+        the flow and the transcript's tool errors are classified for the record (nothing
+        proportional to a body is kept or computed unless someone reads it)."""
+        return bool(self.record_dir) or self.mitmproxy_keeps()
+
+    def mitmproxy_keeps(self) -> bool:
+        """Whether mitmproxy saves or shows flows, whoever handles them: ``-w``
+        (``save_stream_file``), ``hardump``, mitmdump printing bodies (``flow_detail`` 3 or
+        more: ``mitmproxy/addons/dumper.py``), or any master but mitmdump's (mitmweb and the
+        console show flows; test masters inspect them). ``toolvocab_record`` is not counted: it
+        writes only flows toolvocab handled."""
         from mitmproxy import ctx
 
-        if self.record_dir:
-            return True
         master = getattr(ctx, "master", None)
         if self._saves is not None and self._saves[0] is master:
             return self._saves[1]  # worked out once per option change: asked twice a flow
         try:
             options = ctx.options
             saves = bool(any(getattr(options, name, None) for name in ("save_stream_file", "hardump")))
+            saves = saves or getattr(options, "flow_detail", 0) >= 3
             saves = saves or type(master).__name__ != "DumpMaster"
         except Exception:
             return True

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable
 from collections.abc import Iterator
 from typing import Any
+from typing import Literal
 
 from mitmproxy import http
 
@@ -632,29 +633,66 @@ class KeptStream:
     flows: an event stream toolvocab leaves alone (mode ``off``, a host outside
     ``toolvocab_hosts``, a request it does not handle), and a handled flow's stream it cannot read
     (a coding not read as it streams, an encoded one in observe mode or for a request the strict
-    read refused). Each chunk goes to the client as it arrives, unchanged, and is kept in :attr:`kept`,
-    so the saved flow has the body mitmproxy would have kept had it buffered the answer
-    (:meth:`keep_in`). Never raises (G2)."""
+    read refused). Each chunk goes to the client as it arrives, unchanged, and is kept, so the
+    saved flow has the body mitmproxy would have kept had it buffered the answer
+    (:meth:`keep_in`). ``limit`` (bytes; ``None``: none): the most kept, the least of the
+    user's ``stream_large_bodies`` and ``body_size_limit`` (:func:`keep_limit`); an answer
+    past it is kept not at all, as mitmproxy keeps no body it streamed. Never raises (G2)."""
 
-    __slots__ = ("kept",)
+    __slots__ = ("kept", "size", "limit")
 
-    def __init__(self) -> None:
-        self.kept = bytearray()
+    def __init__(self, limit: int | None = None) -> None:
+        self.kept: list[bytes] | None = []
+        self.size = 0
+        self.limit = limit
 
     def __call__(self, data: bytes) -> bytes:
-        """``data`` as it came; kept."""
-        self.kept += data
+        """``data`` as it came; kept while the whole stays within ``limit``."""
+        if self.kept is not None and data:
+            self.size += len(data)
+            if self.limit is not None and self.size > self.limit:
+                self.kept = None  # past the user's limit: mitmproxy would have kept none of it
+            else:
+                self.kept.append(data)
         return data
 
     @staticmethod
     def keep_in(flow: http.HTTPFlow) -> None:
         """At the flow's end (its ``response`` or ``error`` hook): the kept bytes become the
         response's ``raw_content``, as they came (still encoded, if the upstream encoded them),
-        unless something set a body since. Nothing for a flow whose answer another stream
-        setting took."""
+        unless something set a body since; the stream keeps nothing after (the flow holds its
+        body once). Nothing for a flow whose answer another stream setting took."""
         resp = flow.response
-        if resp is not None and isinstance(resp.stream, KeptStream) and resp.raw_content is None:
-            resp.raw_content = bytes(resp.stream.kept)
+        stream = resp.stream if resp is not None else None
+        if isinstance(stream, KeptStream):
+            if stream.kept is not None and resp.raw_content is None:  # type: ignore[union-attr]
+                resp.raw_content = b"".join(stream.kept)  # type: ignore[union-attr]
+            stream.kept = None
+
+
+def keep_limit(options: Any, content_length: str | None) -> int | None | Literal[False]:
+    """The most bytes a :class:`KeptStream` keeps, from mitmproxy's ``stream_large_bodies`` and
+    ``body_size_limit`` in ``options`` (human sizes, ``mitmproxy.utils.human.parse_size``; unset:
+    no limit), or ``False`` when the answer's ``content_length`` (its header, as sent) is already
+    past it: then nothing is kept, as mitmproxy keeps nothing of a body it streams or refuses."""
+    from mitmproxy.utils import human
+
+    limits = []
+    for name in ("stream_large_bodies", "body_size_limit"):
+        try:
+            size = human.parse_size(getattr(options, name, None))
+        except ValueError:
+            size = None
+        if size is not None:
+            limits.append(size)
+    limit = min(limits) if limits else None
+    if limit is not None and content_length is not None:
+        try:
+            if int(content_length.strip()) > limit:
+                return False
+        except ValueError:
+            pass
+    return limit
 
 
 class DecodedStream:
