@@ -103,6 +103,14 @@ def with_local_default(args: list[str], out=None) -> list[str]:
     return ["--listen-host", LOCAL_HOST, *args]
 
 
+def lists(args: list[str]) -> bool:
+    """Whether ``args`` ask mitmproxy to list its options or commands: ``--options``,
+    ``--commands``, or a prefix of either that its argument parser takes for it (``--opt``)."""
+    return any(
+        len(a) > 3 and a.startswith("--") and ("--options".startswith(a) or "--commands".startswith(a)) for a in args
+    )
+
+
 def with_toolvocab(master_cls: type) -> type:
     """``master_cls`` (mitmproxy's ``DumpMaster`` or ``WebMaster``) with toolvocab's addons added
     as it is made: for ``--options`` and ``--commands``, which mitmproxy answers before it loads
@@ -204,7 +212,7 @@ def _start(tool: str, args: list[str]) -> int:
     start = tools.mitmweb if tool == "mitmweb" else tools.mitmdump
     if "--version" in args:
         print(f"toolvocab: {version()}")
-    elif any(a in ("--options", "--commands") for a in args) and not any(a in ("-h", "--help") for a in args):
+    elif lists(args) and not any(a in ("-h", "--help") for a in args):
         from mitmproxy.tools import cmdline
 
         if tool == "mitmweb":
@@ -212,9 +220,8 @@ def _start(tool: str, args: list[str]) -> int:
         else:
             from mitmproxy.tools.dump import DumpMaster as master_cls
         # mitmproxy prints them and exits before it would start a proxy: nothing listens
-        return (
-            tools.run(with_toolvocab(master_cls), cmdline.mitmweb if tool == "mitmweb" else cmdline.mitmdump, args) or 0
-        )
+        parser = cmdline.mitmweb if tool == "mitmweb" else cmdline.mitmdump
+        return run_cli(lambda _: tools.run(with_toolvocab(master_cls), parser, args) or 0, [])
     elif any(a in ("-h", "--help") for a in args):
         try:
             print_help(tool)

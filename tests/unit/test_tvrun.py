@@ -18,10 +18,11 @@ def test_argv_puts_the_addon_first_and_passes_everything_else() -> None:
     assert argv[2:] == ["--mode", "reverse:https://api.anthropic.com", "--set", "toolvocab_mode=observe"]
 
 
-def _console(*args: str) -> subprocess.CompletedProcess:
-    """``toolvocab ARGS`` in a separate process, as the installed command runs."""
+def _console(*args: str, web: bool = False) -> subprocess.CompletedProcess:
+    """``toolvocab ARGS`` (``toolvocab-web ARGS``) in a separate process, as the installed command runs."""
+    name, main = ("toolvocab-web", "main_web") if web else ("toolvocab", "main")
     return subprocess.run(
-        [sys.executable, "-c", f"import sys, toolvocab.run as r; sys.argv = ['toolvocab', *{list(args)!r}]; r.main()"],
+        [sys.executable, "-c", f"import sys, toolvocab.run as r; sys.argv = [{name!r}, *{list(args)!r}]; r.{main}()"],
         cwd=ROOT,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -93,3 +94,41 @@ def test_the_listen_host_defaults_to_127_0_0_1_unless_the_user_chose_one(tmp_pat
 def test_subcommands_are_toolvocabs_and_everything_else_is_mitmdumps() -> None:
     assert set(tvrun.SUBCOMMANDS) == {"demo", "replay", "explain", "stats", "tools"}
     assert tvrun.version() == __import__("toolvocab").__version__
+
+
+def test_the_lists_come_with_other_arguments_abbreviated_and_from_mitmweb() -> None:
+    """mitmproxy's parser takes ``--opt`` for ``--options``; other arguments may come with it;
+    toolvocab-web lists mitmweb's own options (``web_port``)."""
+    for args, web, want in (
+        (
+            ("--options", "--set", "toolvocab_mode=off", "--mode", "reverse:http://127.0.0.1:9"),
+            False,
+            "toolvocab_mode: auto",
+        ),
+        (("--opt",), False, "toolvocab_hosts:"),
+        (("--comm",), False, "toolvocab.stats flows -> str"),
+        (("--options",), True, "web_port: 8081"),
+        (("--options",), True, "toolvocab_mode: auto"),
+        (("--commands",), True, "toolvocab.explain flows -> str"),
+    ):
+        out = _console(*args, web=web)
+        assert out.returncode == 0, (args, out.stderr)
+        assert want in out.stdout.splitlines(), (args, want)
+        assert "listening on" not in out.stderr, (args, "nothing listens")
+
+
+def test_a_list_read_by_head_ends_quietly() -> None:
+    """``toolvocab --options | head -1``: the reader goes, the command ends with no traceback."""
+    code = "import sys, toolvocab.run as r; sys.argv = ['toolvocab', '--options']; r.main()"
+    with subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.read(10)
+        proc.stdout.close()  # as head does after its line
+        _, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
