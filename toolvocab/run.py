@@ -107,7 +107,7 @@ def lists(args: list[str]) -> bool:
     """Whether ``args`` ask mitmproxy to list its options or commands: ``--options``,
     ``--commands``, or a prefix of either that its argument parser takes for it (``--opt``)."""
     return any(
-        len(a) > 3 and a.startswith("--") and ("--options".startswith(a) or "--commands".startswith(a)) for a in args
+        len(a) > 2 and a.startswith("--") and ("--options".startswith(a) or "--commands".startswith(a)) for a in args
     )
 
 

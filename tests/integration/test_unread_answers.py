@@ -70,13 +70,17 @@ def test_a_bedrock_stream_keeps_every_name_and_streams_as_sent(fake_upstream, pr
 
 
 def test_a_saved_bedrock_stream_keeps_its_answer(fake_upstream, proxy):
-    """Something saves flows (-w): the frames are buffered, as mitmproxy buffers them, and the
-    saved flow keeps them (attack 82 V7: saved with no body, marked as a failed repair)."""
+    """Something saves flows (-w): the frames stream as they arrive and the saved flow keeps them
+    (it had no body, marked as a failed repair; then they were buffered whole to be kept)."""
     px = proxy(options={"keep_host_header": "true"})
-    fake_upstream.enqueue(headers={"content-type": "application/vnd.amazon.eventstream"}, chunks=FRAMES)
+    fake_upstream.enqueue(
+        headers={"content-type": "application/vnd.amazon.eventstream"}, chunks=FRAMES, chunk_delay=1.0
+    )
     path = "/model/anthropic.claude-sonnet-4/invoke-with-response-stream"
     seen = _post_streaming(px.url, path, json.dumps(REQUEST).encode(), HOST)
     assert seen[-1][1] == b"".join(FRAMES)
+    first = next(t for t, b in seen if b.startswith(FRAMES[0]))
+    assert seen[-1][0] - first > 0.7, "the frames were held until the upstream finished"
     assert [t["name"] for t in fake_upstream.wait_requests(1)[0]["body"]["tools"]] == ["Bash", MCP]
     flow = px.flows()[0]
     assert flow.response.raw_content == b"".join(FRAMES)
@@ -111,15 +115,19 @@ def test_the_same_request_on_bedrocks_json_invoke_is_still_aliased(fake_upstream
     ],
     ids=["gemini-array", "bedrock-frames"],
 )
-def test_a_stream_goes_out_as_it_arrives_when_toolvocab_is_off(fake_upstream, proxy, path, ctype, chunks):
-    """As an event stream does in every mode (mitmproxy alone buffers the whole answer first)."""
-    px = proxy(options={"toolvocab_mode": "off"}, save=False)  # a saved flow keeps the buffered answer
+@pytest.mark.parametrize("save", [False, True], ids=["not saved", "saved"])
+def test_a_stream_goes_out_as_it_arrives_when_toolvocab_is_off(fake_upstream, proxy, path, ctype, chunks, save):
+    """As an event stream does in every mode (mitmproxy alone buffers the whole answer first);
+    a saved flow keeps it (it was buffered whole for that, the client waiting)."""
+    px = proxy(options={"toolvocab_mode": "off"}, save=save)
     fake_upstream.enqueue(headers={"content-type": ctype}, chunks=chunks, chunk_delay=1.0)
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]} if "gemini" in path else REQUEST
     seen = _post_streaming(px.url, path, json.dumps(body).encode(), {"content-type": "application/json"})
     assert seen[-1][1] == b"".join(chunks)
     first = next(t for t, b in seen if b.startswith(chunks[0]))
     assert seen[-1][0] - first > 0.7, "the answer was held until the upstream finished"
+    if save:
+        assert px.flows()[0].response.raw_content == b"".join(chunks)
     assert_no_addon_errors(px)
 
 

@@ -615,10 +615,13 @@ def size_options(env):
 @pytest.mark.parametrize("option", ["stream_large_bodies", "body_size_limit"])
 @pytest.mark.parametrize("length", [False, True], ids=["chunked", "content-length"])
 @pytest.mark.parametrize("mode", ["off", "observe"])
-def test_a_stream_past_the_users_size_limit_is_streamed_and_not_kept(size_options, option, length, mode):
+def test_a_stream_past_the_users_size_limit_is_kept_only_by_toolvocab_for_its_own_flows(
+    size_options, option, length, mode
+):
     """mitmproxy keeps no body it streams past ``stream_large_bodies`` (nor one past
-    ``body_size_limit``): toolvocab keeps none either, of an event stream it does not read — of a
-    flow it leaves alone (mode off) or one it cannot read (gzip in observe mode)."""
+    ``body_size_limit``): an event stream of a flow toolvocab leaves alone (mode off) is kept no
+    more than that. A flow toolvocab handles keeps its answer whole, whether toolvocab reads it or
+    not (gzip in observe mode), as its read streams are: ``toolvocab replay`` starts from it."""
     env = size_options
     env.configure(toolvocab_mode=mode, **{option: "1k"})
     plain = fixture_bytes("stream-foreign-tool.sse")
@@ -631,7 +634,7 @@ def test_a_stream_past_the_users_size_limit_is_streamed_and_not_kept(size_option
     f = make_flow(fixture_json("request-claude-code.json"), upstream=upstream, resp_headers=headers)
     r = replay(env, f)
     assert r.out == upstream, "the client got every byte as it came"
-    assert f.response.raw_content is None, "nothing kept past the user's limit"
+    assert f.response.raw_content == (None if mode == "off" else upstream)
 
 
 def test_a_stream_within_the_users_size_limit_is_kept(size_options):
@@ -762,6 +765,47 @@ def test_non_json_answer_to_handled_request_passes_with_a_note(env):
     assert r.out == upstream
     assert r.record["skipped"] is None
     assert "answer body is not JSON; passed through" in r.record["notes"]
+
+
+def test_an_answer_mitmproxy_streamed_and_stored_is_not_rewritten(env):
+    """mitmproxy 12's ``store_streamed_bodies``: an answer streamed by another setting
+    (``stream_large_bodies``) has its body stored before the response hook, as the client got it.
+    The client has it already: rewriting the stored copy would make the saved flow, and its
+    record, say the client got a repair it never got."""
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = False
+    upstream = fixture_bytes("response-foreign-tool.json")
+    f = make_flow(body, upstream=upstream, resp_type="application/json")
+    f.live = True
+    response = f.response
+    f.response = None
+    env.addon.request(f)
+    f.response = response
+    env.addon.responseheaders(f)
+    f.response.stream = True  # mitmproxy, after the hook: the body is larger than stream_large_bodies
+    env.addon.response(f)  # the body stored as it streamed (store_streamed_bodies)
+    assert f.response.raw_content == upstream
+    record = f.metadata[KEY]
+    assert record["response_changed"] is False and record["decisions"] == [], record
+    assert any("streamed by another setting" in n for n in record["notes"]), record["notes"]
+
+
+def test_a_left_alone_gemini_array_streams_and_is_kept(env):
+    """Gemini's ``:streamGenerateContent`` JSON array (and Bedrock's frames) of a flow toolvocab
+    leaves alone: streamed as it arrives also when something saves or shows flows (they were
+    buffered then, so that mitmproxy kept them), and kept."""
+    env.configure(toolvocab_mode="off")
+    upstream = b'[{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}\r\n,{"candidates": []}]'
+    f = harness.make_flow(
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        host="generativelanguage.googleapis.com",
+        path="/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+        headers=[("content-type", "application/json")],
+        resp_type="application/json",
+        upstream=upstream,
+    )
+    r = replay(env, f)
+    assert r.streamed == "callable" and r.out == upstream and f.response.raw_content == upstream
 
 
 def test_json_of_unexpected_shape_in_answer_passes(env):

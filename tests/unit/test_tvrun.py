@@ -106,6 +106,7 @@ def test_the_lists_come_with_other_arguments_abbreviated_and_from_mitmweb() -> N
             "toolvocab_mode: auto",
         ),
         (("--opt",), False, "toolvocab_hosts:"),
+        (("--o",), False, "toolvocab_record:"),
         (("--comm",), False, "toolvocab.stats flows -> str"),
         (("--options",), True, "web_port: 8081"),
         (("--options",), True, "toolvocab_mode: auto"),

@@ -98,30 +98,32 @@ def _write_answer(flow: http.HTTPFlow, state: FlowState, new: bytes, plain: bool
 _AWS_EVENT_STREAM = "application/vnd.amazon.eventstream"
 
 
-def _streamed(flow: http.HTTPFlow, *, saving: bool) -> bool:
-    """An answer to stream though toolvocab does not read it: an event stream; when nothing saves
-    flows (``saving``: a saved flow keeps only a body mitmproxy buffered), also AWS event-stream
-    frames and Gemini's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array sent as the
+def _streamed(flow: http.HTTPFlow) -> bool:
+    """An answer to stream though toolvocab does not read it: an event stream, AWS event-stream
+    frames, and Gemini's ``:streamGenerateContent`` without ``alt=sse`` (a JSON array sent as the
     model writes it)."""
     assert flow.response is not None
     ctype = flow.response.headers.get("content-type", "").lower()
-    if "text/event-stream" in ctype:
-        return True
-    return not saving and (
-        _AWS_EVENT_STREAM in ctype or ("json" in ctype and ":streamGenerateContent" in path_only(flow.request.path))
+    return (
+        "text/event-stream" in ctype
+        or _AWS_EVENT_STREAM in ctype
+        or ("json" in ctype and ":streamGenerateContent" in path_only(flow.request.path))
     )
 
 
-def _unread_stream(resp: http.Response, *, keep: bool) -> KeptStream | bool:
-    """``response.stream`` for an answer that streams unread: ``True`` (mitmproxy keeps no body),
-    or, when ``keep`` (something saves or shows the flow), a :class:`KeptStream` within the user's
-    ``stream_large_bodies`` and ``body_size_limit`` (:func:`keep_limit`: ``True`` for an answer
-    whose length is already past them)."""
-    if not keep:
-        return True
+def _unread_stream(resp: http.Response, *, keep: bool, limited: bool) -> KeptStream | bool:
+    """``response.stream`` for an answer that streams unread: ``True`` (no body kept), or, when
+    ``keep`` (something saves or shows the flow) and mitmproxy does not store streamed bodies
+    itself (``store_streamed_bodies``, mitmproxy 12), a :class:`KeptStream`; ``limited``: within the
+    user's ``stream_large_bodies`` and ``body_size_limit`` (:func:`keep_limit`; ``True`` for an
+    answer whose length is already past them), as mitmproxy would have kept it — for a flow
+    toolvocab leaves alone. A handled flow's answer is kept whole, as its read streams are (a
+    replay starts from it)."""
     from mitmproxy import ctx
 
-    limit = keep_limit(ctx.options, resp.headers.get("content-length"))
+    if not keep or getattr(ctx.options, "store_streamed_bodies", False):
+        return True
+    limit = keep_limit(ctx.options, resp.headers.get("content-length")) if limited else None
     return True if limit is False else KeptStream(limit)
 
 
@@ -361,9 +363,8 @@ class ToolVocab(Configurable):
             # mitmproxy buffers), Bedrock's event-stream frames and Gemini's JSON-array stream.
             # An event stream of a flow mitmproxy saves or shows is kept as it passes (KeptStream;
             # toolvocab_record writes no flow toolvocab leaves alone).
-            keeps = self.recorder.mitmproxy_keeps()
-            if _streamed(flow, saving=keeps):
-                flow.response.stream = _unread_stream(flow.response, keep=keeps)
+            if _streamed(flow):
+                flow.response.stream = _unread_stream(flow.response, keep=self.recorder.mitmproxy_keeps(), limited=True)
             return
         try:
             self._responseheaders(flow, state)
@@ -531,11 +532,9 @@ class ToolVocab(Configurable):
         if _AWS_EVENT_STREAM in ctype:
             # Bedrock's binary event-stream frames: not read (the request hook changed no name
             # upstream for such a request: Dialect.answers_unread); they go out as they arrive,
-            # unless something saves flows: then buffered, as mitmproxy does, and kept
-            if not self.recorder.saves_bodies():
-                state.record.notes.append("the answer is AWS event-stream frames, which toolvocab does not read")
-                resp.stream = True
-                state.passed_streaming = True
+            # kept when something saves flows
+            state.record.notes.append("the answer is AWS event-stream frames, which toolvocab does not read")
+            self._pass_streaming(resp, state, None)
             return
         if not is_sse and not state.wants_stream:
             return  # buffered; handled in response()
@@ -582,7 +581,7 @@ class ToolVocab(Configurable):
         something saves or shows flows (:class:`KeptStream`, taken at :meth:`_finish`)."""
         if why is not None:
             state.record.notes.append(passed_note(why, "the client got it as the upstream sent it"))
-        resp.stream = _unread_stream(resp, keep=self.recorder.saves_bodies())
+        resp.stream = _unread_stream(resp, keep=self.recorder.saves_bodies(), limited=False)
         state.passed_streaming = True
 
     def _response(self, flow: http.HTTPFlow, state: FlowState) -> None:
@@ -596,7 +595,9 @@ class ToolVocab(Configurable):
         if not 200 <= resp.status_code < 300:
             state.record.notes.append(f"upstream answered {resp.status_code}; passed through")
             return
-        if resp.raw_content is None:
+        if resp.stream or resp.raw_content is None:
+            # streamed: the client has it (a body mitmproxy 12 stored, store_streamed_bodies, is
+            # what the client got, not one to rewrite)
             if state.passed_streaming:
                 return  # responseheaders said why
             state.record.notes.append(
