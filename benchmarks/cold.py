@@ -80,8 +80,6 @@ def main() -> int:
 
     from mitmproxy import http
     from mitmproxy.test import taddons
-    from mitmproxy.test import tflow
-    from mitmproxy.test import tutils
 
     body = request.transcript(200_000)
     source = bytearray(args.evict_mib << 20)
@@ -93,17 +91,7 @@ def main() -> int:
     conditions = {"warm": None, "data": evict_data, "python": _python_work}
 
     def flow() -> http.HTTPFlow:
-        req = tutils.treq(
-            method=b"POST",
-            host="api.anthropic.com",
-            port=443,
-            scheme=b"https",
-            authority=b"",
-            path=b"/v1/messages",
-            headers=http.Headers([(k.encode(), v.encode()) for k, v in request.HEADERS.items()]),
-            content=body,
-        )
-        return tflow.tflow(req=req, resp=False)
+        return request.request_flow(body)
 
     def hooks_of(addons: list) -> list:
         return [

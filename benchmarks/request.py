@@ -74,6 +74,7 @@ import json
 import os
 import statistics
 import time
+from typing import Any
 
 # common first: importing it puts tests/ on sys.path (for procs)
 from common import CHUNKED_SSE_HEAD
@@ -788,26 +789,32 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     return ratios
 
 
-def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spaced: bytes) -> None:
-    """The addon's request hook against ``orjson.loads`` + ``orjson.dumps`` on the same body."""
-    import orjson
+def request_flow(body: bytes) -> Any:
+    """A mitmproxy ``HTTPFlow`` of ``body`` POSTed to ``api.anthropic.com/v1/messages`` with
+    :data:`HEADERS`, no response yet: what the in-process figures give the hooks."""
     from mitmproxy import http
-    from mitmproxy.test import taddons
     from mitmproxy.test import tflow
     from mitmproxy.test import tutils
 
-    def flow(body: bytes) -> http.HTTPFlow:
-        req = tutils.treq(
-            method=b"POST",
-            host="api.anthropic.com",
-            port=443,
-            scheme=b"https",
-            authority=b"",
-            path=b"/v1/messages",
-            headers=http.Headers([(k.encode(), v.encode()) for k, v in HEADERS.items()]),
-            content=body,
-        )
-        return tflow.tflow(req=req, resp=False)
+    req = tutils.treq(
+        method=b"POST",
+        host="api.anthropic.com",
+        port=443,
+        scheme=b"https",
+        authority=b"",
+        path=b"/v1/messages",
+        headers=http.Headers([(k.encode(), v.encode()) for k, v in HEADERS.items()]),
+        content=body,
+    )
+    return tflow.tflow(req=req, resp=False)
+
+
+def in_process(args: argparse.Namespace, changing: bytes, unchanged: bytes, spaced: bytes) -> None:
+    """The addon's request hook against ``orjson.loads`` + ``orjson.dumps`` on the same body."""
+    import orjson
+    from mitmproxy.test import taddons
+
+    flow = request_flow
 
     def once(body: bytes, fn) -> float:
         """Seconds of one ``fn(flow)`` call on a flow built beforehand."""

@@ -12,9 +12,11 @@ and add a flow) and a 30 s timeout. Checks: :func:`parse_sse`, :func:`reply_byte
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 from google import genai
 from google.genai import types
@@ -117,3 +119,18 @@ def assert_changed_flow(flow: Any) -> None:
 def one_request(fake: Any, before: int) -> dict:
     """The fake upstream's log entry for the one request after the ``before`` it had logged."""
     return fake.wait_requests(before + 1)[before]
+
+
+def post_streaming(url: str, path: str, body: bytes, headers: dict[str, str]) -> list[tuple[float, bytes]]:
+    """POST ``body`` to ``url`` + ``path`` and read the answer's bytes as they come (``iter_raw``:
+    as sent, still encoded): ``(time.time(), every byte so far)`` after each piece, for a test of
+    what arrived when. Asserts a 200; bounded by a 30 s timeout."""
+    seen: list[tuple[float, bytes]] = []
+    with httpx.Client(base_url=url, timeout=30, trust_env=False) as http:
+        with http.stream("POST", path, content=body, headers=headers) as r:
+            assert r.status_code == 200
+            buf = b""
+            for piece in r.iter_raw():
+                buf += piece
+                seen.append((time.time(), buf))
+    return seen

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -28,6 +27,7 @@ from sdk import assert_no_addon_errors
 from sdk import decisions_named
 from sdk import genai_client
 from sdk import one_request
+from sdk import post_streaming
 from sdk import record_of
 
 pytestmark = pytest.mark.integration
@@ -299,14 +299,7 @@ def test_bare_json_array_elements_arrive_before_the_upstream_finishes(fake_upstr
     request = dumps({"contents": [{"role": "user", "parts": [{"text": PROMPT}]}], "tools": WIRE_TOOLS})
     headers = {"x-goog-api-key": "x-test-key", "content-type": "application/json"}
     fake_upstream.enqueue(headers=JSON_HEADERS, chunks=array_parts(chunks), chunk_delay=0.6)
-    seen: list[tuple[float, bytes]] = []
-    with httpx.Client(base_url=px.url, timeout=30, trust_env=False) as http:
-        with http.stream("POST", STREAM, content=request, headers=headers) as r:
-            assert r.status_code == 200
-            buf = b""
-            for piece in r.iter_raw():
-                buf += piece
-                seen.append((time.time(), buf))
+    seen = post_streaming(px.url, STREAM, request, headers)
     record = fake_upstream.wait_requests(1)[0]
     finished = record["reply"]["finished_at"]
     assert finished - record["reply"]["started_at"] > 1.5, "the fake was not slow enough for this test to mean anything"

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 
 import httpx
 import pytest
 
 from sdk import assert_no_addon_errors
+from sdk import post_streaming
 
 pytestmark = pytest.mark.integration
 
@@ -41,25 +41,13 @@ HOST = {"host": "bedrock-runtime.us-east-1.amazonaws.com", "content-type": "appl
 FRAMES = [b"\x00\x00\x00\x41frame-one" + bytes(range(40)), b"\x00\x00\x00\x30frame-two" + bytes(range(30))]
 
 
-def _post_streaming(url: str, path: str, body: bytes, headers: dict[str, str]) -> list[tuple[float, bytes]]:
-    seen: list[tuple[float, bytes]] = []
-    with httpx.Client(base_url=url, timeout=30, trust_env=False) as http:
-        with http.stream("POST", path, content=body, headers=headers) as r:
-            assert r.status_code == 200
-            buf = b""
-            for piece in r.iter_raw():
-                buf += piece
-                seen.append((time.time(), buf))
-    return seen
-
-
 def test_a_bedrock_stream_keeps_every_name_and_streams_as_sent(fake_upstream, proxy):
     px = proxy(options={"keep_host_header": "true"}, save=False)
     fake_upstream.enqueue(
         headers={"content-type": "application/vnd.amazon.eventstream"}, chunks=FRAMES, chunk_delay=1.0
     )
     path = "/model/anthropic.claude-sonnet-4/invoke-with-response-stream"
-    seen = _post_streaming(px.url, path, json.dumps(REQUEST).encode(), HOST)
+    seen = post_streaming(px.url, path, json.dumps(REQUEST).encode(), HOST)
     record = fake_upstream.wait_requests(1)[0]
     names = [t["name"] for t in record["body"]["tools"]]
     assert names == ["Bash", MCP], "a name changed upstream could never be given back in these frames"
@@ -77,7 +65,7 @@ def test_a_saved_bedrock_stream_keeps_its_answer(fake_upstream, proxy):
         headers={"content-type": "application/vnd.amazon.eventstream"}, chunks=FRAMES, chunk_delay=1.0
     )
     path = "/model/anthropic.claude-sonnet-4/invoke-with-response-stream"
-    seen = _post_streaming(px.url, path, json.dumps(REQUEST).encode(), HOST)
+    seen = post_streaming(px.url, path, json.dumps(REQUEST).encode(), HOST)
     assert seen[-1][1] == b"".join(FRAMES)
     first = next(t for t, b in seen if b.startswith(FRAMES[0]))
     assert seen[-1][0] - first > 0.7, "the frames were held until the upstream finished"
@@ -122,7 +110,7 @@ def test_a_stream_goes_out_as_it_arrives_when_toolvocab_is_off(fake_upstream, pr
     px = proxy(options={"toolvocab_mode": "off"}, save=save)
     fake_upstream.enqueue(headers={"content-type": ctype}, chunks=chunks, chunk_delay=1.0)
     body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]} if "gemini" in path else REQUEST
-    seen = _post_streaming(px.url, path, json.dumps(body).encode(), {"content-type": "application/json"})
+    seen = post_streaming(px.url, path, json.dumps(body).encode(), {"content-type": "application/json"})
     assert seen[-1][1] == b"".join(chunks)
     first = next(t for t, b in seen if b.startswith(chunks[0]))
     assert seen[-1][0] - first > 0.7, "the answer was held until the upstream finished"
@@ -165,7 +153,7 @@ def test_a_saved_stream_toolvocab_does_not_read_streams_and_is_kept(
     px = proxy(options=options)
     headers = {"content-type": "text/event-stream", **({"content-encoding": coding} if coding else {})}
     fake_upstream.enqueue(headers=headers, chunks=chunks, chunk_delay=1.0)
-    seen = _post_streaming(px.url, "/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
+    seen = post_streaming(px.url, "/v1/messages", json.dumps(body).encode(), {"content-type": "application/json"})
     assert seen[-1][1] == b"".join(chunks)
     first = next(t for t, b in seen if b.startswith(chunks[0]))
     assert seen[-1][0] - first > 1.5, "the answer was held until the upstream finished"
