@@ -359,10 +359,9 @@ class ToolVocab(Configurable):
             # Not ours to rewrite (another host, mode off, a request left as sent): a streamed
             # answer still goes out as it arrives, as in every mode (mitmproxy buffers a response
             # whose stream is not set: G4; an agent would then wait for the whole answer, or time
-            # out): an event stream, and, unless something saves flows (which keep only what
-            # mitmproxy buffers), Bedrock's event-stream frames and Gemini's JSON-array stream.
-            # An event stream of a flow mitmproxy saves or shows is kept as it passes (KeptStream;
-            # toolvocab_record writes no flow toolvocab leaves alone).
+            # out): an event stream, Bedrock's event-stream frames, Gemini's JSON-array stream.
+            # Kept as it passes when mitmproxy saves or shows flows (KeptStream, within the user's
+            # size limits; toolvocab_record writes no flow toolvocab leaves alone).
             if _streamed(flow):
                 flow.response.stream = _unread_stream(flow.response, keep=self.recorder.mitmproxy_keeps(), limited=True)
             return

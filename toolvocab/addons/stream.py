@@ -635,9 +635,10 @@ class KeptStream:
     (a coding not read as it streams, an encoded one in observe mode or for a request the strict
     read refused). Each chunk goes to the client as it arrives, unchanged, and is kept, so the
     saved flow has the body mitmproxy would have kept had it buffered the answer
-    (:meth:`keep_in`). ``limit`` (bytes; ``None``: none): the most kept, the least of the
-    user's ``stream_large_bodies`` and ``body_size_limit`` (:func:`keep_limit`); an answer
-    past it is kept not at all, as mitmproxy keeps no body it streamed. Never raises (G2)."""
+    (:meth:`keep_in`). ``limit`` (bytes; ``None``: none): the most kept — for a flow toolvocab
+    leaves alone, the least of the user's ``stream_large_bodies`` and ``body_size_limit``
+    (:func:`keep_limit`); an answer past it is kept not at all, as mitmproxy keeps no body it
+    streamed. Never raises (G2)."""
 
     __slots__ = ("kept", "size", "limit")
 
