@@ -601,6 +601,18 @@ def test_a_kept_stream_holds_its_body_once(env):
     assert f.response.stream.kept is None
 
 
+def test_an_answer_refused_before_any_byte_keeps_no_body(env):
+    """mitmproxy refuses an answer at its headers (its length past ``body_size_limit``) after the
+    responseheaders hook: the flow ends in an error before any byte came. The saved flow has no
+    body, as in plain mitmproxy — not an empty one (which reads as an answer that had none)."""
+    env.configure(toolvocab_mode="off")
+    f = foreign_flow(upstream=b"")
+    f.error = mflow.Error("Response body exceeds mitmproxy's body_size_limit.")
+    r = replay(env, f, chunks=[])
+    assert r.streamed == "callable"
+    assert f.response.raw_content is None
+
+
 @pytest.fixture
 def size_options(env):
     """mitmproxy's ``stream_large_bodies`` and ``body_size_limit`` (its proxyserver addon declares

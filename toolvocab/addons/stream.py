@@ -661,12 +661,18 @@ class KeptStream:
     def keep_in(flow: http.HTTPFlow) -> None:
         """At the flow's end (its ``response`` or ``error`` hook): the kept bytes become the
         response's ``raw_content``, as they came (still encoded, if the upstream encoded them),
-        unless something set a body since; the stream keeps nothing after (the flow holds its
-        body once). Nothing for a flow whose answer another stream setting took."""
+        unless something set a body since, or the flow ended in an error before any byte came
+        (mitmproxy refused the answer at its headers: ``body_size_limit``): no body, not an empty
+        one. The stream keeps nothing after (the flow holds its body once). Nothing for a flow
+        whose answer another stream setting took."""
         resp = flow.response
         stream = resp.stream if resp is not None else None
         if isinstance(stream, KeptStream):
-            if stream.kept is not None and resp.raw_content is None:  # type: ignore[union-attr]
+            if (
+                stream.kept is not None
+                and resp.raw_content is None  # type: ignore[union-attr]
+                and (stream.size or flow.error is None)
+            ):
                 resp.raw_content = b"".join(stream.kept)  # type: ignore[union-attr]
             stream.kept = None
 
