@@ -149,6 +149,8 @@ def test_a_misspelt_toolvocab_option_stops_the_proxy_at_start(tmp_path):
         in out
     ), out
     assert "Error logged during startup" in out
+    # no start line saying the proxy runs, in a mode, when it stops
+    assert "toolvocab: mode " not in out, out
 
 
 @pytest.mark.parametrize(

@@ -167,6 +167,8 @@ class ToolVocab(Configurable):
         self.ready = True
         self._configured = False  # configure has run once (its first run is the script's load)
         self._running = False  # mitmproxy said running: a mode set from now on is said in the log
+        #: ``toolvocab_*`` names mitmproxy did not know at start (:meth:`running`): the proxy stops.
+        self.unknown_options: list[str] = []
         self._states: dict[str, FlowState] = {}
         self.caches = pipeline.Caches()
 
@@ -303,6 +305,7 @@ class ToolVocab(Configurable):
             ours = sorted(n for n in ctx.options.keys() if n.startswith("toolvocab_"))
         except Exception:
             return
+        self.unknown_options = unknown
         for name in unknown:
             close = difflib.get_close_matches(name, ours, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""

@@ -57,11 +57,12 @@ class ToolVocabIntercept(Configurable):
 
     def running(self) -> None:
         """One line at start: toolvocab mode, proxy mode(s), profile file and host rule (none when
-        the options could not all be read: the repair addon says that no flow is touched)."""
+        the options could not all be read: the repair addon says that no flow is touched; none when
+        an option's name is unknown: the proxy stops at start, and the line would say it runs)."""
         from mitmproxy import ctx
 
-        if not self.core.ready:
-            return  # the repair addon said why no flow is touched
+        if not self.core.ready or self.core.unknown_options:
+            return  # the repair addon said why no flow is touched, or why the proxy stops
         try:
             logger.info(
                 hosts.start_line(ctx.options.mode, self.core.mode, ctx.options.toolvocab_profiles, self.host_rule())
