@@ -113,6 +113,7 @@ SMOKE = frozenset({
     "tests/integration/test_rename_upstream.py::test_chat_long_name_succeeds_and_the_sdk_sees_the_original",
     "tests/integration/test_request_cost_mitmdump.py::test_large_changed_request_through_the_sdk_is_a_whole_write",
     "tests/integration/test_safe_defaults.py::test_the_console_script_listens_on_127_0_0_1_unless_told",
+    "tests/integration/test_signed_requests.py::test_a_sigv4_signed_bedrock_request_reaches_the_upstream_as_signed_and_its_answer_is_repaired",
     "tests/integration/test_stream_faults.py::test_every_received_byte_reaches_the_client_when_the_upstream_dies",
     "tests/integration/test_stream_stall.py::test_a_held_block_reaches_the_client_while_the_upstream_stalls",
     "tests/integration/test_text_calls_sdk.py::test_chat_text_that_is_only_markup_becomes_a_call",

@@ -600,3 +600,68 @@ def test_the_environment_context_is_read_from_the_first_eight_items_only(at: int
     peek = dialect.peek("POST", PATHS["openai_responses"], raw)
     assert peek is not None and peek.platform_texts == dialect.platform_texts(body)
     assert bool(peek.platform_texts) is (at < 8)
+
+
+#: ``Authorization`` values of requests signed over their bytes: AWS Signature Version 4 (botocore,
+#: https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html) and the schemes
+#: built on it (Alibaba Cloud ACS3, Tencent Cloud TC3).
+SIGNED = [
+    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261206/us-east-1/bedrock/aws4_request, "
+    "SignedHeaders=accept;accept-encoding;content-type;host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+    "ACS3-HMAC-SHA256 Credential=YourAccessKeyId,SignedHeaders=host;x-acs-action;x-acs-content-sha256,Signature=06563a9e1b43f5dfe96b81484da74bceab24a1d853912eee15083a6f0f3283c0",
+    "TC3-HMAC-SHA256 Credential=AKID/2019-02-25/cvm/tc3_request, SignedHeaders=content-type;host, Signature=2230eefd229f582d8b1b891af7107b91597240707d778ab3738f756258d7652c",
+]
+
+
+@pytest.mark.parametrize(
+    ("authorization", "path", "scheme"),
+    [
+        (SIGNED[0], "/model/m/invoke", "AWS4-HMAC-SHA256"),
+        (SIGNED[1], "/v1/chat/completions", "ACS3-HMAC-SHA256"),
+        (SIGNED[2], "/v1/chat/completions", "TC3-HMAC-SHA256"),
+        (
+            None,
+            "/model/m/invoke?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab12",
+            "AWS4-HMAC-SHA256 (presigned URL)",
+        ),
+        ("Bearer sk-ant-test", "/v1/messages", None),
+        ("AWS4-HMAC-SHA256 Credential=AKID/20261206/us-east-1/bedrock/aws4_request", "/model/m/invoke", None),
+        (None, "/v1/messages?beta=true", None),
+    ],
+)
+def test_a_signature_over_the_request_is_recognised(authorization: str | None, path: str, scheme: str | None) -> None:
+    request = pipeline.Request(b"{}", "POST", path, "h", {"authorization": authorization}.get)
+    assert pipeline.signature(request) == scheme
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    data=st.data(),
+    name=st.sampled_from(sorted(BODIES)),
+    mode=st.sampled_from(["auto", "repair"]),
+    peek=st.booleans(),
+    authorization=st.sampled_from(SIGNED),
+)
+def test_a_request_signed_over_its_bytes_is_sent_as_signed(
+    data: st.DataObject, name: str, mode: str, peek: bool, authorization: str
+) -> None:
+    """Whatever the body (names a grammar renames, repeated declarations, ids the upstream
+    rejects, a prompt that would get the sentence), a signed request is never written: its
+    bytes are the client's, no name is changed upstream, and the record says why."""
+    body = data.draw(BODIES[name], label="body")
+    raw = data.draw(spellings(body), label="raw")
+    headers = {"authorization": authorization, "user-agent": "agent/1"}
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", headers.get)
+    got = pipeline.handle(request, pipeline.Settings(mode=mode, peek=peek), pipeline.Caches())
+    if isinstance(got, pipeline.Handled):
+        assert got.content is None and got.call_ids == {}
+        assert got.signed == authorization.split()[0]
+        assert not got.plan.changes_request and got.plan.rename_map == {}
+        assert any("signed over its bytes" in note for note in got.record.notes), got.record.notes
+    unsigned = pipeline.handle(
+        pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {"user-agent": "agent/1"}.get),
+        pipeline.Settings(mode=mode, peek=peek),
+        pipeline.Caches(),
+    )
+    # the signature changes what is sent, never whether the request is this addon's
+    assert (got is None) == (unsigned is None)

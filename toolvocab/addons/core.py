@@ -506,8 +506,10 @@ class ToolVocab(Configurable):
             if result.content is not None:
                 state.original_request = content
                 req.content = result.content
-            # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5).
-            if header("accept-encoding") != "identity":  # else anticomp() would write it again
+            # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5). A
+            # signed request's headers stay as signed (an upstream that compresses anyway is
+            # read through a decoder: _responseheaders).
+            if result.signed is None and header("accept-encoding") != "identity":  # else anticomp() writes it again
                 _changed_header(flow, "request", "accept-encoding", req.headers.get("accept-encoding"))
                 req.anticomp()
         self._states[flow.id] = state

@@ -62,6 +62,10 @@ TOOLSET_CACHE_BYTES = 1 << 20
 RECORD_CACHE = 32
 
 NOT_JSON = "request body is not JSON"
+
+#: The query parameter of a presigned request (AWS Signature Version 4 in the query string:
+#: https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
+_QUERY_SIGNATURE = "x-amz-signature="
 REPEATED_KEY = "request body repeats a key; passed through"
 
 
@@ -232,6 +236,28 @@ class Handled:
     stops: bool = False
     #: the request's tool choice forbids calls or allows only some (``Dialect.limits_calls``)
     limited: bool = False
+    #: the scheme of the client's signature over the request (:func:`signature`): its bytes
+    #: and headers are sent as the client signed them
+    signed: str | None = None
+
+
+def signature(request: Request) -> str | None:
+    """The scheme of a signature the client made over the request's bytes and headers, or
+    ``None``: an ``Authorization`` value that names ``SignedHeaders=`` and ``Signature=`` (AWS
+    Signature Version 4, ``AWS4-HMAC-SHA256 Credential=…, SignedHeaders=…, Signature=…``, whose
+    canonical request holds the body's SHA-256 and the signed headers' values: Bedrock through
+    boto credentials, https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html;
+    the schemes built on it, Alibaba Cloud's ``ACS3-HMAC-SHA256`` and Tencent Cloud's
+    ``TC3-HMAC-SHA256``), or an ``X-Amz-Signature`` query parameter (a presigned URL). A byte or
+    a signed header changed on the way makes the upstream refuse the request (AWS: 403
+    ``SignatureDoesNotMatch``), so such a request is sent as signed (:func:`handle`)."""
+    value = request.header("authorization")
+    if value is not None and "SignedHeaders=" in value and "Signature=" in value:
+        return value.split(None, 1)[0] if value.strip() else "a signature"
+    query = request.path.partition("?")[2]
+    if query and _QUERY_SIGNATURE in query.lower():
+        return "AWS4-HMAC-SHA256 (presigned URL)"
+    return None
 
 
 def strict_read(content: bytes) -> tuple[Any, str | None]:
@@ -257,6 +283,12 @@ def handle(
 ) -> Handled | Skipped | None:
     """Read, plan and (modes ``auto`` and ``repair``) rewrite one request.
 
+    A request the client signed over its bytes (:func:`signature`) is sent as signed: no name
+    changes upstream, no prompt sentence, no replayed id aliased, :attr:`Handled.signed` says so
+    (the caller leaves its headers as sent too); its answer is read and repaired as any (an
+    answer is not signed). A plan that would still change it (repeated declarations) leaves it
+    :class:`Skipped`.
+
     ``dialect``: the dialect of a body whose shape the caller has checked (the WebSocket
     transport's frames are Responses; planned even with no tools declared); ``accept(body)``: a
     test of the whole parsed body, ``None`` (not ours, nothing recorded) when it fails. Returns ``None`` for a request that is not ours to record, :class:`Skipped` for one
@@ -269,18 +301,19 @@ def handle(
         and settings.mode in ("auto", "repair")
         and not settings.classify_results
     ):
-        return _whole(request, settings, caches, dialect, accept)
+        return _whole(request, settings, caches, dialect, accept, signature(request))
+    signed = signature(request)
     client = (request.host, path_only(request.path), request.header("user-agent"))
     if client not in caches.writes:
-        handled = _peeked(request, settings, caches)
+        handled = _peeked(request, settings, caches, signed)
         if handled is not None:
             return handled
-    result = _whole(request, settings, caches, dialect, accept)
+    result = _whole(request, settings, caches, dialect, accept, signed)
     caches.remember(client, isinstance(result, Handled) and result.content is not None)
     return result
 
 
-def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | None:
+def _peeked(request: Request, settings: Settings, caches: Caches, signed: str | None) -> Handled | None:
     """The peeked way (module docstring), or ``None`` to go the whole way."""
     for dialect in _dialects.DIALECTS:
         if not dialect.path_matches(request.method, request.path):
@@ -295,7 +328,15 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
         if not len(tools):
             return None  # left as sent either way; the whole read gives the record its reason
         plan, record, record_json, shared = _plan(
-            request, settings, caches, dialect, tools, peek.model, peek.system_texts, peek.transcript_names
+            request,
+            settings,
+            caches,
+            dialect,
+            tools,
+            peek.model,
+            peek.system_texts,
+            peek.transcript_names,
+            signed=signed,
         )
         if plan.changes_request:
             return None  # the body is written: only the whole read writes it
@@ -312,12 +353,18 @@ def _peeked(request: Request, settings: Settings, caches: Caches) -> Handled | N
             stored=peek.stored,
             stops=peek.stops,
             limited=peek.limited,
+            signed=signed,
         )
     return None
 
 
 def _whole(
-    request: Request, settings: Settings, caches: Caches, only: Dialect | None, accept: Callable[[Any], bool] | None
+    request: Request,
+    settings: Settings,
+    caches: Caches,
+    only: Dialect | None,
+    accept: Callable[[Any], bool] | None,
+    signed: str | None,
 ) -> Handled | Skipped | None:
     content = request.content
     try:
@@ -350,7 +397,13 @@ def _whole(
         dialect.system_texts(body),
         dialect.transcript_names(body),
         body,
+        signed=signed,
     )
+    if signed is not None and plan.changes_request:
+        return Skipped(
+            f"the request is signed ({signed}) and repeats a tool's declaration: sent as signed, answer left as sent",
+            dialect.name,
+        )
     if shared:
         record = fresh_record(record)  # this read may add to it
     if settings.classify_results:
@@ -371,8 +424,9 @@ def _whole(
         stored=dialect.keeps_answer(body),
         stops=dialect.stop_sequences(body),
         limited=dialect.limits_calls(body),
+        signed=signed,
     )
-    if settings.mode in ("auto", "repair"):
+    if settings.mode in ("auto", "repair") and signed is None:
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
         # that reads back strictly, else the client's bytes stay.
         touched = dialect.request_keys(body, plan)
@@ -412,10 +466,13 @@ def _plan(
     system_texts: list[str],
     transcript_names: list[str],
     body: Any = None,
+    *,
+    signed: str | None = None,
 ) -> tuple[Plan, FlowRecord, bytes | None, bool]:
     """The request-side plan (profile, grammar aliases, duplicates, prompt sentence; no name
-    changed upstream for an answer the dialect cannot read, ``body`` the parsed body or ``None``
-    when peeked), the record that starts with it, from what the dialect's readers give, that record's dump as JSON bytes
+    changed upstream for an answer the dialect cannot read, nor any name or prompt for a request
+    ``signed`` over its bytes (:func:`signature`), ``body`` the parsed body or ``None`` when
+    peeked), the record that starts with it, from what the dialect's readers give, that record's dump as JSON bytes
     when it is a cached one (:meth:`Caches.record`), else ``None``, and whether it is cached
     (shared with other flows: never to be changed)."""
     host, path = request.host, request.path
@@ -430,14 +487,23 @@ def _plan(
     plan = planner(
         tools,
         system_texts,
-        add_sentence=settings.mode in ("auto", "observe"),
+        add_sentence=settings.mode in ("auto", "observe") and signed is None,
         grammar=grammar,
         profile=profile,
         transcript_names=transcript_names,
-        renames=unread is None,
+        renames=unread is None and signed is None,
     )
     if unread is not None:
         note = "; ".join(n for n in (note, f"no tool name changed upstream: {unread}") if n)
+    if signed is not None:
+        note = "; ".join(
+            n
+            for n in (
+                note,
+                f"the request is signed over its bytes ({signed}): sent as signed, no name or prompt changed upstream",
+            )
+            if n
+        )
     client = identify_client(client_headers(request.header))
     bare_path = path_only(path)
 
