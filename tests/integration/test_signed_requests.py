@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import anthropic
-import httpx
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -75,8 +75,9 @@ def test_a_sigv4_signed_bedrock_request_reaches_the_upstream_as_signed_and_its_a
     fake_upstream.enqueue(json.dumps(ANSWER).encode(), headers={"content-type": "application/json"})
     px = procs.start_mitmdump(None, save_path=str(tmp_path / "flows.mitm"), home=tmp_path)
     try:
-        sent: list[httpx.Request] = []
-        with httpx.Client(
+        sent: list[Any] = []
+        # the SDK's own client class (its httpx, or httpx2 in anthropic 2.x), through the proxy
+        with anthropic.DefaultHttpxClient(
             proxy=px.url, trust_env=False, timeout=30, event_hooks={"request": [sent.append]}
         ) as http_client:
             client = anthropic.AnthropicBedrock(
