@@ -624,7 +624,22 @@ SIGNED = [
             "/model/m/invoke?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab12",
             "AWS4-HMAC-SHA256 (presigned URL)",
         ),
+        (
+            'Signature version="1",keyId="ocid1.tenancy.oc1..aaaa/ocid1.user.oc1..aaaa/20:3b",algorithm="rsa-sha256",'
+            'headers="date (request-target) host content-length content-type x-content-sha256",signature="Gw=="',
+            "/20231130/actions/v1/chat/completions",
+            "HTTP Signatures",
+        ),
+        # a repeated Authorization, joined: the scheme is the signature's, not the first value's
+        ("Bearer sk-x, " + SIGNED[0], "/model/m/invoke", "AWS4-HMAC-SHA256"),
+        # a scheme token of the client's own is never repeated into the record
+        (
+            "\udcffBAD Credential=x, SignedHeaders=host, Signature=ab",
+            "/model/m/invoke",
+            "a signature with SignedHeaders",
+        ),
         ("Bearer sk-ant-test", "/v1/messages", None),
+        ("Bearer signature=abc", "/v1/messages", None),
         ("AWS4-HMAC-SHA256 Credential=AKID/20261206/us-east-1/bedrock/aws4_request", "/model/m/invoke", None),
         (None, "/v1/messages?beta=true", None),
     ],
@@ -632,6 +647,36 @@ SIGNED = [
 def test_a_signature_over_the_request_is_recognised(authorization: str | None, path: str, scheme: str | None) -> None:
     request = pipeline.Request(b"{}", "POST", path, "h", {"authorization": authorization}.get)
     assert pipeline.signature(request) == scheme
+
+
+def test_a_request_signed_by_rfc_9421_is_recognised() -> None:
+    headers = {"signature-input": 'sig1=("@method" "content-digest");created=1618884473', "signature": "sig1=:YQ==:"}
+    request = pipeline.Request(b"{}", "POST", "/v1/messages", "h", headers.get)
+    assert pipeline.signature(request) == "HTTP Message Signatures"
+
+
+def test_a_websocket_frame_is_never_taken_for_a_signed_request() -> None:
+    """A Codex WebSocket's frames come after a handshake whose Authorization signs only the
+    handshake: a frame is planned and written as any (the prompt sentence, here)."""
+    frame = orjson.dumps(
+        {
+            "type": "response.create",
+            "model": "gpt-5",
+            "instructions": "Be brief.",
+            "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        }
+    )
+    headers = {"authorization": SIGNED[0]}
+    got = pipeline.handle(
+        pipeline.Request(frame, "POST", "/v1/responses", "api.openai.com", headers.get),
+        pipeline.Settings(mode="auto"),
+        pipeline.Caches(),
+        dialect=dialects.by_name("openai_responses"),
+        accept=lambda body: isinstance(body, dict) and body.get("type") == "response.create",
+    )
+    assert isinstance(got, pipeline.Handled) and got.signed is None
+    assert got.content is not None and got.plan.prompt_sentence is not None
 
 
 @settings(max_examples=EXAMPLES, deadline=None)

@@ -23,6 +23,7 @@ Either way the plan, the record and the bytes sent are those the whole read give
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,11 +63,12 @@ TOOLSET_CACHE_BYTES = 1 << 20
 RECORD_CACHE = 32
 
 NOT_JSON = "request body is not JSON"
-
-#: The query parameter of a presigned request (AWS Signature Version 4 in the query string:
-#: https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
-_QUERY_SIGNATURE = "x-amz-signature="
 REPEATED_KEY = "request body repeats a key; passed through"
+
+#: The scheme of an ``Authorization`` value of AWS Signature Version 4 or a scheme built on it
+#: (``AWS4-HMAC-SHA256``, Alibaba Cloud's ``ACS3-HMAC-SHA256``, Tencent Cloud's
+#: ``TC3-HMAC-SHA256``): the value also names ``SignedHeaders=`` and ``Signature=``.
+_HMAC_SCHEME = re.compile(r"\b([A-Z0-9]{2,8}-HMAC-SHA256)\b")
 
 
 class Caches:
@@ -242,20 +244,36 @@ class Handled:
 
 
 def signature(request: Request) -> str | None:
-    """The scheme of a signature the client made over the request's bytes and headers, or
-    ``None``: an ``Authorization`` value that names ``SignedHeaders=`` and ``Signature=`` (AWS
-    Signature Version 4, ``AWS4-HMAC-SHA256 Credential=…, SignedHeaders=…, Signature=…``, whose
-    canonical request holds the body's SHA-256 and the signed headers' values: Bedrock through
-    boto credentials, https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html;
-    the schemes built on it, Alibaba Cloud's ``ACS3-HMAC-SHA256`` and Tencent Cloud's
-    ``TC3-HMAC-SHA256``), or an ``X-Amz-Signature`` query parameter (a presigned URL). A byte or
-    a signed header changed on the way makes the upstream refuse the request (AWS: 403
-    ``SignatureDoesNotMatch``), so such a request is sent as signed (:func:`handle`)."""
-    value = request.header("authorization")
-    if value is not None and "SignedHeaders=" in value and "Signature=" in value:
-        return value.split(None, 1)[0] if value.strip() else "a signature"
-    query = request.path.partition("?")[2]
-    if query and _QUERY_SIGNATURE in query.lower():
+    """What the client signed the request's bytes and headers with, or ``None``. A byte or a
+    signed header changed on the way makes the upstream refuse the request (AWS: 403
+    ``SignatureDoesNotMatch``; OCI: 401), so such a request is sent as signed (:func:`handle`).
+
+    * an ``Authorization`` value naming ``SignedHeaders=`` and ``Signature=``: AWS Signature
+      Version 4, whose canonical request holds the body's SHA-256 and each signed header's value
+      (Bedrock through boto credentials,
+      https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html), and the
+      schemes built on it (:data:`_HMAC_SCHEME`); presigned, an ``X-Amz-Signature`` query
+      parameter;
+    * an ``Authorization: Signature …signature="…"`` value: HTTP Signatures
+      (draft-cavage-http-signatures-12), as Oracle Cloud signs its APIs, its ``headers`` covering
+      ``x-content-sha256`` and ``content-length``
+      (https://docs.oracle.com/en-us/iaas/Content/API/Concepts/signingrequests.htm);
+    * a ``Signature-Input`` header: HTTP Message Signatures (RFC 9421), which may cover
+      ``content-digest``.
+
+    The name returned is one of these schemes' (never text of the header's own)."""
+    value = request.header("authorization") or ""
+    if "SignedHeaders=" in value and "Signature=" in value:
+        scheme = _HMAC_SCHEME.search(value)
+        return scheme.group(1) if scheme else "a signature with SignedHeaders"
+    if "signature=" in value.lower() and any(
+        part.strip().lower().startswith("signature ") for part in value.split(",")
+    ):
+        return "HTTP Signatures"
+    if request.header("signature-input") is not None:
+        return "HTTP Message Signatures"
+    query = request.path.partition("?")[2].lower()
+    if "x-amz-signature=" in query:
         return "AWS4-HMAC-SHA256 (presigned URL)"
     return None
 
@@ -301,7 +319,9 @@ def handle(
         and settings.mode in ("auto", "repair")
         and not settings.classify_results
     ):
-        return _whole(request, settings, caches, dialect, accept, signature(request))
+        # a WebSocket frame (``dialect`` given) is covered by no signature: a handshake's
+        # Authorization signs the handshake
+        return _whole(request, settings, caches, dialect, accept, signature(request) if dialect is None else None)
     signed = signature(request)
     client = (request.host, path_only(request.path), request.header("user-agent"))
     if client not in caches.writes:
