@@ -654,3 +654,50 @@ def test_an_unclosed_last_parameter_that_ends_in_no_whitespace_is_still_lifted(t
     text = "<tool_call>\n<function=Bash>\n<parameter=command>\n" + tail
     found = extract_text_calls(text, _BASH_TOOLS)
     assert found is not None and [(c.name, c.arguments) for c in found[1]] == [("Bash", {"command": "ls -la"})]
+
+
+_BASH_DESCRIBED = Toolset(
+    [
+        declared_tool(
+            "Bash",
+            input_schema={
+                "type": "object",
+                "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
+                "required": ["command"],
+            },
+        )
+    ]
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None)
+@given(
+    before=st.sampled_from(["rm -rf /srv/app/", "echo ", "", "cat <<EOF\n"]),
+    after=st.sampled_from(["/cache", " done", "", "\nEOF"]),
+    inner=st.sampled_from(["command", "description"]),
+    close=st.sampled_from(["all", "none", "last"]),
+    wrapped=st.booleans(),
+    second=st.booleans(),
+)
+def test_property_a_parameter_is_never_split_at_a_parameter_tag_in_its_value(
+    before: str, after: str, inner: str, close: str, wrapped: bool, second: bool
+) -> None:
+    """A value holding the text ``<parameter=NAME>`` (NAME declared): read as the template
+    writes (each value closed by its own ``</parameter>``) it is one value; cut at that tag it
+    is two parameters, a shorter command and another key. Two readings: whatever the closing
+    tags, the call is never made with a value cut at the tag (was: ``rm -rf /srv/app/`` with
+    ``description: /cache`` for the command ``rm -rf /srv/app/<parameter=description>/cache``,
+    in every dialect)."""
+    value = f"{before}<parameter={inner}>{after}"
+    params = [("command", value)] + ([("description", "d")] if second else [])
+    body = "".join(
+        f"<parameter={key}>\n{v}\n"
+        + ("</parameter>\n" if close == "all" or (close == "last" and i == len(params) - 1) else "")
+        for i, (key, v) in enumerate(params)
+    )
+    text = ("<tool_call>\n<function=Bash>\n" if wrapped else "<function=Bash>\n") + body + "</function>\n"
+    text += "</tool_call>" if wrapped else ""
+    found = extract_text_calls(text, _BASH_DESCRIBED)
+    if found is not None:
+        for call in found[1]:
+            assert call.arguments.get("command") == value, (text, call.arguments)

@@ -303,6 +303,11 @@ def _xml_call(block: str, tools: Toolset) -> ToolCall | None:
     for pm in _XML_PARAM.finditer(body):
         if body[last : pm.start()].strip():
             return None  # text between parameters: not the documented shape
+        if pm.end() < len(body) and not pm.group(0).endswith("</parameter>"):
+            # ended where the next <parameter= begins, not by its own </parameter> (the
+            # template closes each): that text may as well be the value's own (a command
+            # holding "<parameter=description>"), two readings: the text stays text
+            return None
         last = pm.end()
         key = pm.group(1)
         if key not in props or key in args:
