@@ -62,6 +62,8 @@ KEPT = {
     "minimax-quoted": "MiniMax writes " + MINIMAX,
     "dsml-undeclared": DSML.replace("read_file", "delete_file"),
     "harmony-then-prose": HARMONY_BARE + " and then I read it.",
+    # no API sends a lone surrogate in a call, and the anthropic SDK's stream reader refuses one
+    "lone-surrogate": HERMES.replace("README.md", "README\\ud800.md"),
 }
 WANT = [("read_file", {"path": "README.md"})]
 REASONING = {"llama": "<think>\nThe README first.\n</think>"}
@@ -266,3 +268,22 @@ def test_markup_in_a_responses_answer_the_upstream_keeps_reaches_the_sdk_as_text
     fake.enqueue(body, headers=headers, chunk_size=CHUNK)
     text, calls, end = ask_responses(px, stream, store=None)
     assert calls == [] and text == LIFTED["hermes"] and end == "completed"
+
+
+#: A path holding each character ``str.splitlines()`` ends a line at that JSON may carry raw.
+LINE_BREAKING_PATH = "a\u2028b\x85c\u2029d.md"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_a_lifted_argument_holding_line_breaking_characters_reaches_the_sdk_exactly(fake_and_proxy, dialect, stream):
+    """U+2028, U+0085 and U+2029 in a lifted call's argument: written raw in an event's ``data:``
+    line, google-genai's line reader (``str.splitlines``) cut the line there and raised
+    ``UnknownApiResponseError``; every SDK gets the argument as the markup gave it."""
+    fake, px = fake_and_proxy
+    answer, ask, lifted_end, _ = DIALECTS[dialect]
+    body, headers = answer(HERMES.replace("README.md", LINE_BREAKING_PATH), stream)
+    fake.enqueue(body, headers=headers, chunk_size=CHUNK)
+    text, calls, end = ask(px, stream)[:3]
+    assert [(name, args) for name, args, _ in calls] == [("read_file", {"path": LINE_BREAKING_PATH})]
+    assert text.strip() == "" and end == lifted_end

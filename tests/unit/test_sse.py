@@ -710,3 +710,23 @@ def test_a_failing_holding_check_loses_no_byte(seed):
     out = run(rw, random_chunks(data, random.Random(seed), 1, 300))
     assert b"".join(b"".join(o) for o in out) == data
     assert Flaky.calls > 3  # the failure happened, and the stream went on
+
+
+#: Text with every character a line reader may end a line at (``str.splitlines()``'s list).
+_BREAKS = st.text(alphabet=st.sampled_from("ab\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.dictionaries(_BREAKS, _BREAKS | st.lists(_BREAKS, max_size=3), max_size=3),
+    eol=st.sampled_from(["\n", "\r\n"]),
+)
+def test_an_event_written_again_is_one_line_for_every_line_reader(value: dict, eol: str) -> None:
+    """Whatever its strings hold, an event toolvocab writes (``SSEEvent.with_json``) splits into
+    the same lines under ``str.splitlines()`` (google-genai's reader) as under the SSE rule (CR,
+    LF, CRLF), and its ``data:`` line reads back as the value."""
+    template = SSEEvent.parse(f"event: x{eol}data: {{}}{eol}{eol}".encode())
+    raw = template.with_json(value).raw.decode()
+    lines = raw.splitlines()
+    assert lines == raw.replace("\r\n", "\n").split("\n")[: len(lines)]
+    assert orjson.loads(lines[1].removeprefix("data: ")) == value

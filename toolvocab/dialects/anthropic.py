@@ -37,6 +37,7 @@ from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
 from toolvocab.dialects.sse import Unreadable
+from toolvocab.dialects.sse import data_line_json
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import OPENCODE_INVALID_TOOL
 from toolvocab.engine.errors import ToolResult
@@ -1117,7 +1118,7 @@ def _event_like(template: SSEEvent, event_name: str, data: dict[str, Any]) -> by
     lines = []
     if template.event is not None:
         lines.append(f"event: {event_name}")
-    lines.append("data: " + jsonio.dumps(data).decode())
+    lines.append("data: " + data_line_json(data))
     return (eol.join(lines) + eol + eol).encode()
 
 

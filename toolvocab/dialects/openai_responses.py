@@ -38,6 +38,7 @@ from toolvocab.dialects.base import sections_of
 from toolvocab.dialects.base import typed_decode
 from toolvocab.dialects.sse import EventStreamRewriter
 from toolvocab.dialects.sse import SSEEvent
+from toolvocab.dialects.sse import data_line_json
 from toolvocab.engine import jsonio
 from toolvocab.engine.errors import ToolResult
 from toolvocab.engine.ids import RESPONSES_CALL_ID_MAX
@@ -1859,7 +1860,7 @@ def _unit_like(template: Any, data: dict[str, Any]) -> Any:
     raw = template.raw.decode("utf-8", errors="surrogateescape")
     eol = "\r\n" if "\r\n" in raw else ("\r" if "\r" in raw and "\n" not in raw else "\n")
     lines = [f"event: {data['type']}"] if template.event is not None else []
-    lines.append("data: " + jsonio.dumps(data).decode())
+    lines.append("data: " + data_line_json(data))
     return SSEEvent.parse((eol.join(lines) + eol + eol).encode())
 
 

@@ -56,6 +56,24 @@ def parse_checked(raw: bytes) -> object:
     return value
 
 
+#: The characters ``str.splitlines()`` ends a line at that JSON may hold unescaped in a string:
+#: NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR (the others, ``\x0b``, ``\x0c``, ``\x1c``-``\x1e``,
+#: are control characters JSON escapes). A client that reads an event stream's lines with it
+#: (google-genai's ``iter_lines``) would cut a ``data:`` line holding one raw.
+_LINE_BREAKING = ("\x85", "\u2028", "\u2029")
+
+
+def data_line_json(value: object) -> str:
+    """``value`` as compact JSON for one SSE ``data:`` line (:func:`toolvocab.engine.jsonio.dumps`),
+    each :data:`_LINE_BREAKING` character written as its ``\\uXXXX`` escape (the same JSON).
+    Raises as ``dumps`` does."""
+    text = jsonio.dumps(value).decode()
+    for char in _LINE_BREAKING:
+        if char in text:
+            text = text.replace(char, f"\\u{ord(char):04x}")
+    return text
+
+
 @dataclass
 class SSEEvent:
     """One SSE block: ``raw`` is its exact bytes including the blank-line terminator.
@@ -111,7 +129,7 @@ class SSEEvent:
         comments) and its terminator; the data lines become one ``data:`` line at the position
         of the first.
         """
-        payload = jsonio.dumps(value).decode()
+        payload = data_line_json(value)
         text = self.raw.decode("utf-8", errors="surrogateescape")
         m = _LINE.search(text)
         eol = m.group(0) if m else "\n"

@@ -80,7 +80,8 @@ def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[st
     (:func:`~toolvocab.engine.wrapped.extract_text_calls`), any call's decision is ``leave`` or names a
     tool that is not a declared ``function`` tool, or its arguments (fitted, if fitted) fail that
     tool's schema or carry a key it does not declare (annotation keys aside: a client that does not
-    enforce its schema would run the call without it). The remaining text is the leading reasoning block (or ``""``).
+    enforce its schema would run the call without it), or hold a lone surrogate. The remaining
+    text is the leading reasoning block (or ``""``).
     """
     tools, resolve = flow.tools, flow.resolve
     if tools is None or flow.stops or flow.limited or not may_hold_markup(text):
@@ -133,7 +134,27 @@ def _liftable(call: ToolCall, decision: Decision, tools: Any) -> tuple[str, dict
         return None
     if undeclared_keys(args, tool.input_schema):
         return None  # lifting is a change: never with a key the client would not read
+    if _holds_lone_surrogate(args):
+        return None  # no API sends one in a call, and the anthropic SDK's stream reader refuses it
     return decision.target, args
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """True when a string of ``value`` (arguments: dicts, lists, strings, keys included) holds a
+    lone surrogate (markup's ``"\\ud800"``, read by :func:`toolvocab.engine.jsonio.loads_arguments`
+    as written): text UTF-8 cannot encode, which a call made of it would carry to a client whose
+    JSON reader refuses it (the anthropic SDK's streamed ``input_json_delta``, read by jiter)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_holds_lone_surrogate(k) or _holds_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_lone_surrogate(v) for v in value)
+    return False
 
 
 def expand_parallel(call: ToolCall, flow: FlowContext) -> list[tuple[ToolCall, Decision]] | None:
