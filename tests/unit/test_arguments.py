@@ -69,6 +69,9 @@ def test_a_schema_without_properties_takes_no_key(s: Any) -> None:
         (["bash", "-lc", "rm -f **/*.orig"], "bash -lc 'rm -f **/*.orig'"),
         (["bash", "-lc", "cd src && make"], "cd src && make"),
         (["/bin/bash", "-lc", "git status"], "git status"),
+        # an interactive bash reads ~/.bashrc and its aliases (rm='rm -i'): kept whole
+        (["bash", "-ic", "rm -r build"], "bash -ic 'rm -r build'"),
+        (["/usr/bin/bash", "-ci", "rm -r build"], "/usr/bin/bash -ci 'rm -r build'"),
         # Another shell's -c body means something else in bash: quoted, so that shell runs it.
         (["sh", "-c", "make test"], "sh -c 'make test'"),
         (["/usr/bin/zsh", "-c", "pwd"], "/usr/bin/zsh -c pwd"),

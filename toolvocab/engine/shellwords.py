@@ -174,9 +174,11 @@ def posix_join(argv: list[str]) -> str:
 #: unwrapped only when it reads the same in bash, zsh and dash
 #: (:func:`is_portable`): a shell tool may run it in the user's zsh.
 #: Another shell's ``-c`` (``zsh -c``, ``sh -c``) and any other ``X`` are joined with POSIX
-#: quoting, so the shell the model named still runs it.
+#: quoting, so the shell the model named still runs it; so is an interactive bash's (``-ic``:
+#: it reads ``~/.bashrc`` and expands its aliases, bash(1) INVOCATION and ALIASES, where every
+#: agent's shell tool runs a non-interactive one: ``alias rm='rm -i'`` asks, or does not).
 _SHELL_WRAPPERS = re.compile(r"^(?:/(?:usr/(?:local/)?)?bin/)?bash$")
-_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl", "-ic", "-ci"})
+_SHELL_FLAGS = frozenset({"-c", "-lc", "-cl"})
 
 
 def argv_to_command(argv: list[str]) -> str:
