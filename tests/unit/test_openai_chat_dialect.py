@@ -1251,3 +1251,57 @@ def test_a_call_whose_index_is_not_an_integer_still_gets_its_own_name_back(index
     out = drive(rw, [upstream])
     assert out == upstream.replace(alias.encode(), b"fs.read")
     assert rw.unrepaired and rw.unrepaired[-1].endswith("; named back to fs.read"), rw.unrepaired
+
+
+def _chunk(tool_calls: list[dict] | None = None, finish: str | None = None) -> dict:
+    delta = {"tool_calls": tool_calls} if tool_calls else {}
+    return {
+        "id": "chatcmpl-w",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+WRAPPED = orjson.dumps(
+    {
+        "tool_uses": [
+            {"recipient_name": "functions.read", "parameters": {"filePath": "/repo/a.ts"}},
+            {"recipient_name": "functions.read", "parameters": {"filePath": "/repo/b.ts"}},
+        ]
+    }
+).decode()
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("wrapper_at", [0, 1])
+def test_a_wrapper_expanded_mid_stream_moves_the_later_calls_up(seed, wrapper_at):
+    """``multi_tool_use.parallel`` at one index and a plain call at another: the wrapper's calls
+    take its place and the later call moves up, so each index first appears in order (the openai
+    SDK's stream helper keeps a choice's calls in a list it extends one index at a time: an index
+    past its end raised ``IndexError``; was: the wrapper's second call at the index after every
+    upstream call, before the upstream's index 1)."""
+    calls = [
+        ("call_w", "multi_tool_use.parallel", WRAPPED),
+        ("call_x", "read", '{"filePath":"/repo/x.ts"}'),
+    ]
+    if wrapper_at:
+        calls.reverse()
+    events: list[dict] = []
+    for i, (call_id, name, args) in enumerate(calls):
+        events.append(
+            _chunk([{"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}])
+        )
+        events += [_chunk([{"index": i, "function": {"arguments": args[k : k + 9]}}]) for k in range(0, len(args), 9)]
+    events.append(_chunk(finish="tool_calls"))
+    upstream = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), request=OPENCODE)
+    seen: list[int] = []
+    for (_, index), _entries in tool_deltas(out).items():
+        assert index == len(seen), (index, seen)  # tool_deltas keeps the order of first appearance
+        seen.append(index)
+    want = ["/repo/a.ts", "/repo/b.ts", "/repo/x.ts"] if not wrapper_at else ["/repo/x.ts", "/repo/a.ts", "/repo/b.ts"]
+    got = sdk_calls(out)
+    assert [(c["name"], orjson.loads(c["arguments"])["filePath"]) for c in got] == [("read", p) for p in want]
+    assert_conformant(out)

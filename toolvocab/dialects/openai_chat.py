@@ -1578,7 +1578,16 @@ class ChatStream(EventStreamRewriter):
         out: list[bytes] = []
         started: set[int] = set()
         args_sent: set[int] = set()
-        next_index = max((s.out_index for s in slots), default=-1) + 1  # for calls unwrapped from a wrapper
+        # A wrapper's calls take its place, in order, and every later call of its choice moves
+        # up by as many: a client keeps a choice's calls by index (the openai SDK's stream helper
+        # in a list it extends one index at a time).
+        at: dict[int, int] = {}  # id(slot) -> the index it goes out at
+        moved: dict[int, int] = {}  # choice -> places the wrappers so far add
+        for slot in sorted(slots, key=lambda s: s.out_index):
+            update = updates[id(slot)]
+            at[id(slot)] = slot.out_index + moved.get(slot.choice, 0)
+            if update["rewrite"] and update.get("expand") is not None:
+                moved[slot.choice] = moved.get(slot.choice, 0) + len(update["expand"]) - 1
         for e_no, event in enumerate(held):
             data = event.json()
             if not isinstance(data, dict):
@@ -1603,6 +1612,9 @@ class ChatStream(EventStreamRewriter):
                         continue
                     update = updates[id(slot)]
                     if not update["rewrite"]:
+                        if at[id(slot)] != slot.out_index:  # moved up past a wrapper's calls
+                            touched = True
+                            tc = {**tc, "index": at[id(slot)]}
                         new_calls.append(tc)
                         continue
                     touched = True
@@ -1618,15 +1630,12 @@ class ChatStream(EventStreamRewriter):
                         if id(slot) not in started:
                             started.add(id(slot))
                             for k, sub in enumerate(update["expand"]):
-                                index = slot.out_index if k == 0 else next_index
-                                if k:
-                                    next_index += 1
-                                new_calls.append({"index": index, **sub})
+                                new_calls.append({"index": at[id(slot)] + k, **sub})
                         continue
                     if id(slot) not in started:
                         started.add(id(slot))
                         entry: dict[str, Any] = {
-                            "index": slot.out_index,
+                            "index": at[id(slot)],
                             "id": update["id"],
                             "type": slot.type or "function",
                         }
@@ -1638,7 +1647,7 @@ class ChatStream(EventStreamRewriter):
                     elif piece:
                         key = "custom" if slot.type == "custom" else "function"
                         field = "input" if slot.type == "custom" else "arguments"
-                        new_calls.append({"index": slot.out_index, key: {field: piece}})
+                        new_calls.append({"index": at[id(slot)], key: {field: piece}})
                 delta = dict(choice["delta"])
                 if new_calls:
                     delta["tool_calls"] = new_calls
