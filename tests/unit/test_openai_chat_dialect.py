@@ -1253,7 +1253,7 @@ def test_a_call_whose_index_is_not_an_integer_still_gets_its_own_name_back(index
     assert rw.unrepaired and rw.unrepaired[-1].endswith("; named back to fs.read"), rw.unrepaired
 
 
-def _chunk(tool_calls: list[dict] | None = None, finish: str | None = None) -> dict:
+def _call_chunk(tool_calls: list[dict] | None = None, finish: str | None = None) -> dict:
     delta = {"tool_calls": tool_calls} if tool_calls else {}
     return {
         "id": "chatcmpl-w",
@@ -1291,10 +1291,12 @@ def test_a_wrapper_expanded_mid_stream_moves_the_later_calls_up(seed, wrapper_at
     events: list[dict] = []
     for i, (call_id, name, args) in enumerate(calls):
         events.append(
-            _chunk([{"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}])
+            _call_chunk([{"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}])
         )
-        events += [_chunk([{"index": i, "function": {"arguments": args[k : k + 9]}}]) for k in range(0, len(args), 9)]
-    events.append(_chunk(finish="tool_calls"))
+        events += [
+            _call_chunk([{"index": i, "function": {"arguments": args[k : k + 9]}}]) for k in range(0, len(args), 9)
+        ]
+    events.append(_call_chunk(finish="tool_calls"))
     upstream = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
     out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), request=OPENCODE)
     seen: list[int] = []
