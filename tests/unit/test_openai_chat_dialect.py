@@ -1307,3 +1307,17 @@ def test_a_wrapper_expanded_mid_stream_moves_the_later_calls_up(seed, wrapper_at
     got = sdk_calls(out)
     assert [(c["name"], orjson.loads(c["arguments"])["filePath"]) for c in got] == [("read", p) for p in want]
     assert_conformant(out)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_stream_that_begins_with_a_byte_order_mark_is_read(seed):
+    """An event stream may begin with U+FEFF, which a client's parser skips (WHATWG HTML,
+    "Parsing an event stream"; ``TextDecoder``): the first event is read all the same, and the
+    mark reaches the client where it came (was: the first event unread, its call left as sent)."""
+    fixture = load_bytes("stream-foreign-bash.sse")
+    # the call's first delta first: the event the mark stands in front of names the tool
+    upstream = "\ufeff".encode() + fixture[fixture.index(b"\n\n") + 2 :]
+    out, rec = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed), 1, 6))
+    assert out == upstream.replace(b'"name":"Bash"', b'"name":"run_shell_command"')
+    [d] = rec.decisions
+    assert (d.name, d.action, d.target) == ("Bash", Action.RENAME, "run_shell_command")

@@ -730,3 +730,12 @@ def test_an_event_written_again_is_one_line_for_every_line_reader(value: dict, e
     lines = raw.splitlines()
     assert lines == raw.replace("\r\n", "\n").split("\n")[: len(lines)]
     assert orjson.loads(lines[1].removeprefix("data: ")) == value
+
+
+def test_an_event_after_a_byte_order_mark_reads_and_writes_as_any() -> None:
+    """A leading U+FEFF (WHATWG: skipped by a client's parser) is not part of the first field's
+    name; an event written again keeps it in front."""
+    raw = '\ufeffevent: x\ndata: {"a":1}\n\n'.encode()
+    event = SSEEvent.parse(raw)
+    assert (event.event, event.json()) == ("x", {"a": 1})
+    assert event.with_json({"a": 2}).raw == '\ufeffevent: x\ndata: {"a":2}\n\n'.encode()

@@ -636,9 +636,12 @@ class ToolVocab(Configurable):
             # the keys are counted in the same read: "does the answer repeat a key" costs no walk
             body, unique, _ = jsonio.loads_checked(content)
         except ValueError:
-            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (
-                b"event:",
-                b"data: ",
+            if (
+                "text/event-stream" in resp.headers.get("content-type", "").lower()
+                or content.removeprefix(
+                    b"\xef\xbb\xbf"  # an event stream's byte order mark (sse.BOM)
+                ).lstrip()[:6]
+                in (b"event:", b"data: ")
             ):
                 self._rewrite_buffered_sse(flow, state, content, plain)
             else:

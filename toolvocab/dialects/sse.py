@@ -16,6 +16,9 @@ from toolvocab.engine import jsonio
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
+#: The byte order mark an event stream may begin with, which a client's parser skips (WHATWG
+#: HTML, "Parsing an event stream": one leading U+FEFF; ``TextDecoder`` strips it).
+BOM = "\ufeff"
 
 
 class RepeatedKey(Exception):
@@ -91,8 +94,9 @@ class SSEEvent:
 
     @classmethod
     def parse(cls, raw: bytes) -> SSEEvent:
-        """Parse one block (as cut by :class:`SSEParser`). Never raises on odd bytes."""
-        text = raw.decode("utf-8", errors="surrogateescape")
+        """Parse one block (as cut by :class:`SSEParser`); a leading :data:`BOM` is skipped, as a
+        client skips it at the stream's start (``raw`` keeps it). Never raises on odd bytes."""
+        text = raw.decode("utf-8", errors="surrogateescape").removeprefix(BOM)
         event: str | None = None
         data: list[str] = []
         for line in _LINE.split(text):
@@ -126,11 +130,13 @@ class SSEEvent:
         """A copy whose ``data`` is ``value`` as compact JSON, framing otherwise as in ``raw``.
 
         Keeps the block's line ending, its non-data lines in place (``event:``, ``id:``,
-        comments) and its terminator; the data lines become one ``data:`` line at the position
-        of the first.
+        comments), a leading :data:`BOM` and its terminator; the data lines become one ``data:``
+        line at the position of the first.
         """
         payload = data_line_json(value)
         text = self.raw.decode("utf-8", errors="surrogateescape")
+        bom = BOM if text.startswith(BOM) else ""
+        text = text[len(bom) :]
         m = _LINE.search(text)
         eol = m.group(0) if m else "\n"
         body = text.rstrip("\r\n")
@@ -148,7 +154,7 @@ class SSEEvent:
             out.append(line)
         if not placed:
             out.append(f"data: {payload}")
-        raw = (eol.join(out) + terminator).encode("utf-8", errors="surrogateescape")
+        raw = (bom + eol.join(out) + terminator).encode("utf-8", errors="surrogateescape")
         new = SSEEvent(raw=raw, event=self.event, data=payload)
         new._json, new._parsed = value, True
         return new
