@@ -347,6 +347,7 @@ def test_a_peek_reads_what_the_whole_body_holds(data: st.DataObject, name: str) 
         assert peek.stored == dialect.keeps_answer(whole)
         assert peek.stops == dialect.stop_sequences(whole)
         assert peek.limited == dialect.limits_calls(whole)
+        assert peek.allowed == dialect.allowed_names(whole)
         assert dialect.declarations(peek.declarations_body()) == dialect.declarations(whole)
         # a plan that renames nothing leaves a body the peek reads as sent (no replayed id to alias)
         assert not dialect.apply_request(copy.deepcopy(whole), Plan())
@@ -377,11 +378,12 @@ def test_a_peeked_request_is_one_the_whole_read_sends_as_it_came(data: st.DataOb
         assert whole.dialect is peeked.dialect
         assert whole.plan.model_dump() == peeked.plan.model_dump()
         assert whole.record.dump() == peeked.record.dump()
-        assert (whole.wants_stream, whole.windows, whole.stops, whole.limited) == (
+        assert (whole.wants_stream, whole.windows, whole.stops, whole.limited, whole.allowed) == (
             peeked.wants_stream,
             peeked.windows,
             peeked.stops,
             peeked.limited,
+            peeked.allowed,
         )
         assert whole.tools.names() == peeked.tools.names()
     else:

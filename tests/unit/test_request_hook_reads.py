@@ -365,3 +365,50 @@ def test_a_request_whose_tool_choice_is_none_gets_its_markup_as_text(  # noqa: F
         result = replay(env, f)
         assert (result.out == answer) is not lifted
         assert (b'"tool_use"' in result.out) is lifted
+
+
+@pytest.mark.parametrize("mode", ["auto", "repair"])  # repair: the request only peeked
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_call_is_renamed_only_to_a_tool_the_tool_choice_allows(  # noqa: F811
+    env, monkeypatch, mode: str, stream: bool
+) -> None:
+    """Codex's ``shell`` means Claude Code's ``Bash``; under ``tool_choice`` ``none``, or one named
+    tool other than ``Bash``, the model was not offered ``Bash``: the call is left as answered
+    (was: renamed to ``Bash`` all the same, ``rm -rf build`` handed to a client that ruled shell
+    calls out). ``{"type": "tool", "name": "Bash"}`` and no choice (the controls) rename it."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    env.configure(toolvocab_mode=mode)
+    call = {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": ["rm", "-rf", "build"]}}
+    if stream:
+        answer = (
+            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
+            b'"assistant","content":[],"model":"m","stop_reason":null}}\n\n'
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+            b'{"type":"tool_use","id":"toolu_1","name":"shell","input":{}}}\n\n'
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
+            b'{"type":"input_json_delta","partial_json":'
+            + orjson.dumps(orjson.dumps(call["input"]).decode())
+            + b"}}\n\n"
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"}}\n\n'
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+        )
+    else:
+        answer = orjson.dumps({"type": "message", "role": "assistant", "content": [call], "stop_reason": "tool_use"})
+    for choice, renamed in (
+        ({"type": "none"}, False),
+        ({"type": "tool", "name": "Read"}, False),
+        ({"type": "tool", "name": "Bash"}, True),
+        (None, True),
+    ):
+        request = {**fixture_json("request-claude-code.json"), "stream": stream}
+        if choice is not None:
+            request["tool_choice"] = choice
+        f = make_flow(
+            orjson.dumps(request), upstream=answer, resp_type="text/event-stream" if stream else "application/json"
+        )
+        result = replay(env, f)
+        assert (result.out == answer) is not renamed, (choice, result.out[:300])
+        assert (b'"name":"Bash"' in result.out) is renamed, choice
+        [decision] = f.metadata[KEY]["decisions"]
+        assert decision["action"] == ("rename" if renamed else "leave"), decision

@@ -2044,3 +2044,58 @@ def test_chat_stream_anything_but_the_usual_tail_after_the_finish_keeps_the_text
     assert out == data[:done] + tail
     out += b"".join(rw.feed(data[done:])) + b"".join(rw.finish())
     assert out == data[:done] + tail + data[done:]
+
+
+# -- which declared tools a call may be renamed to under the request's tool choice ---------------
+
+ALLOWED = [
+    ("anthropic", {}, None),
+    ("anthropic", {"tool_choice": {"type": "any", "disable_parallel_tool_use": True}}, None),
+    ("anthropic", {"tool_choice": {"type": "none"}}, frozenset()),
+    ("anthropic", {"tool_choice": {"type": "tool", "name": "read_file"}}, frozenset({"read_file"})),
+    ("anthropic", {"tool_choice": "auto"}, frozenset()),  # not a shape the API takes
+    ("openai_chat", {"tool_choice": "required", "parallel_tool_calls": False}, None),
+    ("openai_chat", {"tool_choice": "none"}, frozenset()),
+    ("openai_chat", {"tool_choice": {"type": "function", "function": {"name": "read_file"}}}, frozenset({"read_file"})),
+    (
+        "openai_chat",
+        {
+            "tool_choice": {
+                "type": "allowed_tools",
+                "allowed_tools": {
+                    "mode": "auto",
+                    "tools": [
+                        {"type": "function", "function": {"name": "a"}},
+                        {"type": "custom", "custom": {"name": "b"}},
+                    ],
+                },
+            }
+        },
+        frozenset({"a", "b"}),
+    ),
+    ("openai_chat", {"function_call": {"name": "a"}}, frozenset({"a"})),
+    ("openai_chat", {"function_call": "none", "tool_choice": "auto"}, frozenset()),
+    ("openai_responses", {"tool_choice": {"type": "function", "name": "a"}}, frozenset({"a"})),
+    (
+        "openai_responses",
+        {"tool_choice": {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "a"}]}},
+        frozenset({"a"}),
+    ),
+    ("openai_responses", {"tool_choice": {"type": "file_search"}}, frozenset()),
+    ("openai_responses", {"function_call": "none"}, None),  # Chat's legacy key: Responses has none
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}, frozenset()),
+    (
+        "gemini",
+        {"tool_config": {"function_calling_config": {"mode": "ANY", "allowed_function_names": ["x"]}}},
+        frozenset({"x"}),
+    ),
+    ("gemini", {"request": {"contents": [], "toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}}, frozenset()),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}, None),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "SOMETIMES"}}}, frozenset()),
+    ("gemini", {}, None),
+]
+
+
+@pytest.mark.parametrize(("dialect", "body", "allowed"), ALLOWED)
+def test_which_tools_the_tool_choice_lets_a_call_name(dialect: str, body: dict[str, Any], allowed: Any) -> None:
+    assert MODULES[dialect].allowed_names(body) == allowed

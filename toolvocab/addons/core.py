@@ -498,6 +498,7 @@ class ToolVocab(Configurable):
             stored=result.stored,
             stops=result.stops,
             limited=result.limited,
+            allowed=result.allowed,
         )
         state.request_body = content
         if not result.verified:

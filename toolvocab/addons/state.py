@@ -22,6 +22,7 @@ from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
 from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
+from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.record import FlowRecord
@@ -80,8 +81,10 @@ class FlowState:
         stored: bool = False,
         stops: bool = False,
         limited: bool = False,
+        allowed: frozenset[str] | None = None,
     ) -> None:
         self.dialect = dialect
+        self.allowed = allowed  # the tools the request's tool choice lets a call name (None: all)
         self.stored = stored  # the upstream keeps the answer (FlowContext.stored)
         self.stops = stops  # the request names stop sequences (FlowContext.stops)
         self.limited = limited  # the request's tool choice limits the calls (FlowContext.limited)
@@ -188,7 +191,10 @@ class FlowState:
 
     def resolve(self, call: ToolCall) -> Decision:
         """The ladder (:func:`toolvocab.engine.ladder.resolve`) over this flow's tools; the
-        decision is added to the record."""
+        decision is added to the record. A rename to a tool the request's tool choice does not
+        let a call name (:attr:`allowed`: ``none``, one named tool, an allowed list) is left: the
+        model was not offered that tool, so which it meant is no longer the one declared tool
+        it must mean. Giving back a name this flow changed upstream is spelling: it stays."""
         decision = resolve(
             call,
             self.tools,
@@ -197,6 +203,22 @@ class FlowState:
             windows=self.windows,
             earlier=self.earlier,
         )
+        if (
+            self.allowed is not None
+            and decision.action is Action.RENAME
+            and decision.step is not Step.REVERSE_MAP
+            and decision.target not in self.allowed
+        ):
+            decision = Decision(
+                name=decision.name,
+                namespace=decision.namespace,
+                call_id=decision.call_id,
+                action=Action.LEAVE,
+                step=decision.step,
+                reason=f"{decision.reason}; but the request's tool choice does not allow {decision.target}",
+                candidates=decision.candidates,
+                arguments_before=decision.arguments_before,
+            )
         if self.refused is None:  # a refused request's record is the request hook's: no decision
             self.record.decisions.append(decision)
         return decision

@@ -209,6 +209,9 @@ class ToolVocabWebSocket:
                 # previous_response_id, store false included (developers.openai.com/docs/guides/
                 # websocket-mode): nothing the server never sent may appear in this turn.
                 stored=True,
+                stops=result.stops,
+                limited=result.limited,
+                allowed=result.allowed,
             )
             state.request_body = message.content
             rewriter = state.rewriter()

@@ -153,7 +153,8 @@ class AnthropicMessages:
             names,
             sections_of(request, "tools"),
             stops=self.stop_sequences(present(request, "stop_sequences")),
-            limited=self.limits_calls(present(request, "tool_choice")),
+            limited=self.limits_calls(choice := present(request, "tool_choice")),
+            allowed=self.allowed_names(choice),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -448,6 +449,20 @@ class AnthropicMessages:
             and choice.get("type") in ("auto", "any")
             and choice.get("disable_parallel_tool_use") in (None, False)
         )
+
+    def allowed_names(self, body: JSON) -> frozenset[str] | None:
+        """Every tool for a ``tool_choice`` absent, ``null``, ``auto`` or ``any``; the one
+        ``{"type": "tool", "name": …}`` names; none for ``none`` or a value of another shape
+        (Messages API reference, ``tool_choice``)."""
+        choice = body.get("tool_choice") if isinstance(body, dict) else None
+        if choice is None:
+            return None
+        if isinstance(choice, dict):
+            if choice.get("type") in ("auto", "any"):
+                return None
+            if choice.get("type") == "tool" and isinstance(choice.get("name"), str):
+                return frozenset({choice["name"]})
+        return frozenset()
 
     def stream_rewriter(self, flow: FlowContext) -> AnthropicStream:
         """A fresh :class:`AnthropicStream` for one flow."""

@@ -326,6 +326,12 @@ class Dialect(Protocol):
         that lets the model call any declared tool."""
         ...
 
+    def allowed_names(self, body: JSON) -> frozenset[str] | None:
+        """The declared tools the request's tool choice lets a call name: ``None`` for every one,
+        else those it names (none for ``none``, or a value this dialect does not know). A call is
+        renamed only to one of them (:meth:`toolvocab.addons.state.FlowState.resolve`)."""
+        ...
+
     def stream_rewriter(self, flow: FlowContext) -> StreamRewriter:
         """A fresh per-flow rewriter for this dialect's SSE stream."""
         ...
@@ -445,7 +451,8 @@ class Peek:
     ``platform_texts``, ``transcript_names``: the readers of those names; ``sections``: the
     top-level declarations keys and their values' bytes as sent, in the order of
     ``Dialect.declarations``; ``stored``: ``Dialect.keeps_answer``; ``stops``:
-    ``Dialect.stop_sequences``; ``limited``: ``Dialect.limits_calls``.
+    ``Dialect.stop_sequences``; ``limited``: ``Dialect.limits_calls``; ``allowed``:
+    ``Dialect.allowed_names``.
 
     A peek says nothing about the parts it skipped: a repeated key, an integer beyond 64 bits or
     an invalid byte there is found only by reading the whole body
@@ -462,6 +469,7 @@ class Peek:
     stored: bool = False
     stops: bool = False
     limited: bool = False
+    allowed: frozenset[str] | None = None
 
     def declarations_body(self) -> dict[str, Any]:
         """The declarations sections parsed (``jsonio.loads``; ``ValueError`` for what a strict
@@ -519,6 +527,46 @@ def openai_limits_calls(body: JSON, *, legacy: bool = False) -> bool:
         or body.get("parallel_tool_calls") not in (None, True)
         or (legacy and body.get("function_call") not in (None, "auto"))
     )
+
+
+def _named(entry: Any) -> str | None:
+    """The tool an OpenAI ``tool_choice`` object (or an ``allowed_tools`` entry) names: Chat's
+    ``{"type": "function", "function": {"name": …}}`` (``custom`` alike) or Responses'
+    ``{"type": "function", "name": …}``; ``None`` for none (a hosted tool, another shape)."""
+    if not isinstance(entry, dict) or entry.get("type") not in ("function", "custom"):
+        return None
+    inner = entry.get(entry["type"])
+    name = inner.get("name") if isinstance(inner, dict) else entry.get("name")
+    return name if isinstance(name, str) else None
+
+
+def openai_allowed_names(body: JSON, *, legacy: bool = False) -> frozenset[str] | None:
+    """:meth:`Dialect.allowed_names` for the OpenAI formats (API reference, ``tool_choice``):
+    every tool for :data:`OPENAI_OPEN_CHOICES`; none for ``none``; the one a function or custom
+    choice names; the function and custom tools of an ``allowed_tools`` choice (Chat's
+    ``{"allowed_tools": {"tools": […]}}``, Responses' ``{"tools": […]}``); none for a hosted
+    tool's choice or another value. With ``legacy`` (Chat) also ``function_call``: ``none``, or
+    the one ``{"name": …}`` names."""
+    if not isinstance(body, dict):
+        return None
+    choice = body.get("tool_choice")
+    allowed: frozenset[str] | None
+    if choice in OPENAI_OPEN_CHOICES:
+        allowed = None
+    elif isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        spec = choice.get("allowed_tools") if isinstance(choice.get("allowed_tools"), dict) else choice
+        tools = spec.get("tools") if isinstance(spec, dict) else None
+        allowed = frozenset(n for t in (tools if isinstance(tools, list) else ()) if (n := _named(t)) is not None)
+    else:
+        name = _named(choice)
+        allowed = frozenset() if name is None else frozenset({name})
+    if legacy:
+        call = body.get("function_call")
+        if call not in (None, "auto"):
+            name = call.get("name") if isinstance(call, dict) else None
+            only = frozenset({name}) if isinstance(name, str) else frozenset()
+            allowed = only if allowed is None else allowed & only
+    return allowed
 
 
 def sections_of(struct: Any, *names: str) -> tuple[tuple[str, bytes], ...]:

@@ -220,7 +220,8 @@ class Gemini:
             names,
             sections_of(request, "tools"),
             stops=self.stop_sequences(present(request, "generationConfig", "generation_config")),
-            limited=self.limits_calls(present(request, "toolConfig", "tool_config")),
+            limited=self.limits_calls(config := present(request, "toolConfig", "tool_config")),
+            allowed=self.allowed_names(config),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -490,6 +491,30 @@ class Gemini:
                 if not isinstance(calling, dict) or calling.get("mode") not in _OPEN_MODES:
                     return True
         return False
+
+    def allowed_names(self, body: JSON) -> frozenset[str] | None:
+        """Every tool unless ``toolConfig.functionCallingConfig`` (either spelling of each key,
+        inside a Code Assist envelope too) says otherwise: none for ``mode`` ``NONE`` or one this
+        reader does not know, else the names every ``allowedFunctionNames`` list holds (Gemini
+        API reference, ``FunctionCallingConfig``)."""
+        req = _unwrap(body)
+        if not isinstance(req, dict):
+            return None
+        allowed: frozenset[str] | None = None
+        for config in (req.get("toolConfig"), req.get("tool_config")):
+            if config is not None and not isinstance(config, dict):
+                return frozenset()
+            for calling in (
+                (config.get("functionCallingConfig"), config.get("function_calling_config")) if config else ()
+            ):
+                if calling is None:
+                    continue
+                if not isinstance(calling, dict) or calling.get("mode") not in _OPEN_MODES:
+                    return frozenset()
+        for names in _allowed_names(req):
+            listed = frozenset(n for n in names if isinstance(n, str))
+            allowed = listed if allowed is None else allowed & listed
+        return allowed
 
     def stream_rewriter(self, flow: FlowContext) -> GeminiStream:
         """A rewriter that accepts both stream framings (SSE or a JSON array)."""

@@ -32,6 +32,7 @@ from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import names_stops
+from toolvocab.dialects.base import openai_allowed_names
 from toolvocab.dialects.base import openai_limits_calls
 from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
@@ -183,7 +184,10 @@ class OpenAIChat:
             names,
             sections_of(request, "tools", "functions"),
             stops=self.stop_sequences(present(request, *STOP_KEYS)),
-            limited=self.limits_calls(present(request, "tool_choice", "function_call", "parallel_tool_calls")),
+            limited=self.limits_calls(
+                choice := present(request, "tool_choice", "function_call", "parallel_tool_calls")
+            ),
+            allowed=self.allowed_names(choice),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -450,6 +454,10 @@ class OpenAIChat:
         ``allowed_tools`` list), ``parallel_tool_calls: false``, or a legacy ``function_call`` other
         than ``auto`` (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
         return openai_limits_calls(body, legacy=True)
+
+    def allowed_names(self, body: JSON) -> frozenset[str] | None:
+        """:func:`toolvocab.dialects.base.openai_allowed_names`, with the legacy ``function_call``."""
+        return openai_allowed_names(body, legacy=True)
 
     def stream_rewriter(self, flow: FlowContext) -> ChatStream:
         """A fresh :class:`ChatStream` for one flow."""

@@ -30,6 +30,7 @@ from toolvocab.dialects.base import content_texts
 from toolvocab.dialects.base import dedupe_tools
 from toolvocab.dialects.base import mark_repeats
 from toolvocab.dialects.base import names_stops
+from toolvocab.dialects.base import openai_allowed_names
 from toolvocab.dialects.base import openai_limits_calls
 from toolvocab.dialects.base import parsed_arguments
 from toolvocab.dialects.base import path_only
@@ -228,7 +229,8 @@ class OpenAIResponses:
             sections_of(request, "tools"),
             self.keeps_answer(small),
             stops=self.stop_sequences(present(request, *STOP_KEYS)),
-            limited=self.limits_calls(present(request, "tool_choice", "parallel_tool_calls")),
+            limited=self.limits_calls(choice := present(request, "tool_choice", "parallel_tool_calls")),
+            allowed=self.allowed_names(choice),
         )
 
     # -- request ------------------------------------------------------------------------------
@@ -471,6 +473,10 @@ class OpenAIResponses:
         ``allowed_tools`` list, a hosted tool), or ``parallel_tool_calls: false``
         (:func:`toolvocab.dialects.base.openai_limits_calls`)."""
         return openai_limits_calls(body)
+
+    def allowed_names(self, body: JSON) -> frozenset[str] | None:
+        """:func:`toolvocab.dialects.base.openai_allowed_names`."""
+        return openai_allowed_names(body)
 
     def stream_rewriter(self, flow: FlowContext) -> ResponsesStream:
         """A fresh :class:`ResponsesStream` for one flow."""

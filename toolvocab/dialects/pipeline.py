@@ -241,6 +241,9 @@ class Handled:
     #: the scheme of the client's signature over the request (:func:`signature`): its bytes
     #: and headers are sent as the client signed them
     signed: str | None = None
+    #: the declared tools the request's tool choice lets a call name (``Dialect.allowed_names``;
+    #: ``None``: every one)
+    allowed: frozenset[str] | None = None
 
 
 def signature(request: Request) -> str | None:
@@ -374,6 +377,7 @@ def _peeked(request: Request, settings: Settings, caches: Caches, signed: str | 
             stops=peek.stops,
             limited=peek.limited,
             signed=signed,
+            allowed=peek.allowed,
         )
     return None
 
@@ -445,6 +449,7 @@ def _whole(
         stops=dialect.stop_sequences(body),
         limited=dialect.limits_calls(body),
         signed=signed,
+        allowed=dialect.allowed_names(body),
     )
     if settings.mode in ("auto", "repair") and signed is None:
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
