@@ -640,8 +640,12 @@ SIGNED = [
             "/model/m/invoke",
             "a signature with SignedHeaders",
         ),
+        ("bce-auth-v1/AK/2026-12-06T00:00:00Z/1800/content-length;host/ab12", "/v2/chat", "bce-auth-v1"),
+        ("acs AKID:FrDyRd7l+PkmSQG1jO4pqvmNgvs=", "/v1/chat/completions", "acs (Alibaba Cloud ROA)"),
+        (None, "/v1/m:generateContent?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Signature=ab", "GOOG4 (presigned URL)"),
         ("Bearer sk-ant-test", "/v1/messages", None),
         ("Bearer signature=abc", "/v1/messages", None),
+        ("Bearer acs", "/v1/messages", None),
         ("AWS4-HMAC-SHA256 Credential=AKID/20261206/us-east-1/bedrock/aws4_request", "/model/m/invoke", None),
         (None, "/v1/messages?beta=true", None),
     ],
@@ -649,6 +653,12 @@ SIGNED = [
 def test_a_signature_over_the_request_is_recognised(authorization: str | None, path: str, scheme: str | None) -> None:
     request = pipeline.Request(b"{}", "POST", path, "h", {"authorization": authorization}.get)
     assert pipeline.signature(request) == scheme
+
+
+def test_a_signature_header_of_the_http_signatures_draft_is_recognised() -> None:
+    headers = {"signature": 'keyId="k",algorithm="hs2019",headers="digest content-length",signature="YQ=="'}
+    request = pipeline.Request(b"{}", "POST", "/v1/messages", "h", headers.get)
+    assert pipeline.signature(request) == "HTTP Signatures"
 
 
 def test_a_request_signed_by_rfc_9421_is_recognised() -> None:

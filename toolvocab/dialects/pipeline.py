@@ -261,23 +261,35 @@ def signature(request: Request) -> str | None:
       (draft-cavage-http-signatures-12), as Oracle Cloud signs its APIs, its ``headers`` covering
       ``x-content-sha256`` and ``content-length``
       (https://docs.oracle.com/en-us/iaas/Content/API/Concepts/signingrequests.htm);
+      The draft's own ``Signature`` header alike;
     * a ``Signature-Input`` header: HTTP Message Signatures (RFC 9421), which may cover
-      ``content-digest``.
+      ``content-digest``;
+    * Baidu Cloud's ``bce-auth-v1/…`` (Qianfan's AK/SK signing, covering ``content-length``:
+      https://intl.cloud.baidu.com/doc/Reference/s/njwvz1yfu-en) and Alibaba Cloud's ROA
+      ``acs AK:signature`` (covering ``Content-MD5``);
+    * a presigned Google Cloud URL (``X-Goog-Signature``).
 
     The name returned is one of these schemes' (never text of the header's own)."""
     value = request.header("authorization") or ""
     if "SignedHeaders=" in value and "Signature=" in value:
         scheme = _HMAC_SCHEME.search(value)
         return scheme.group(1) if scheme else "a signature with SignedHeaders"
-    if "signature=" in value.lower() and any(
-        part.strip().lower().startswith("signature ") for part in value.split(",")
-    ):
+    lowered = value.lower()
+    if "signature=" in lowered and any(part.strip().lower().startswith("signature ") for part in value.split(",")):
+        return "HTTP Signatures"
+    if "signature=" in (request.header("signature") or "").lower():
         return "HTTP Signatures"
     if request.header("signature-input") is not None:
         return "HTTP Message Signatures"
+    if lowered.lstrip().startswith("bce-auth-v1/"):
+        return "bce-auth-v1"
+    if re.match(r"\s*acs [^\s:]+:\S", value):
+        return "acs (Alibaba Cloud ROA)"
     query = request.path.partition("?")[2].lower()
     if "x-amz-signature=" in query:
         return "AWS4-HMAC-SHA256 (presigned URL)"
+    if "x-goog-signature=" in query:
+        return "GOOG4 (presigned URL)"
     return None
 
 
