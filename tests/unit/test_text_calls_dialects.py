@@ -2099,3 +2099,35 @@ ALLOWED = [
 @pytest.mark.parametrize(("dialect", "body", "allowed"), ALLOWED)
 def test_which_tools_the_tool_choice_lets_a_call_name(dialect: str, body: dict[str, Any], allowed: Any) -> None:
     assert MODULES[dialect].allowed_names(body) == allowed
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("framing", ["array", "sse"])
+def test_gemini_a_held_chunk_without_content_goes_out_as_it_came_and_the_text_lifts(framing: str, seed: int) -> None:
+    """Between two pieces of markup a chunk whose candidate has no ``content`` (safety ratings
+    only): it holds none of the text, so it goes out as it came, and the markup lifts (was: the
+    array stream's lift raised ``KeyError('content')`` and the rest passed unread; the event
+    stream dropped the chunk)."""
+    rnd = random.Random(seed)
+    first, second = HERMES[:20], HERMES[20:]
+    middle = {"candidates": [{"index": 0, "safetyRatings": [{"category": "X", "probability": "NEGLIGIBLE"}]}]}
+    pieces = [
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": first}]}, "index": 0}], "modelVersion": "m"},
+        middle,
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": second}]}, "finishReason": "STOP", "index": 0}
+            ],
+            "modelVersion": "m",
+        },
+    ]
+    if framing == "array":
+        upstream = ("[" + ",\n".join(orjson.dumps(p).decode() for p in pieces) + "]").encode()
+        out = run_stream(GEMINI, split_bytes(upstream, rnd))
+        view, elements = gemini_array_view(out), orjson.loads(out)
+    else:
+        upstream = b"".join(sse(None, p) for p in pieces)
+        out = run_stream(GEMINI, split_bytes(upstream, rnd))
+        view, elements = gemini_view(out), events(out)
+    assert view["calls"] == [("read_file", {"path": "README.md"})]
+    assert middle in elements

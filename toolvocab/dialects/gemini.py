@@ -936,8 +936,11 @@ class GeminiStream(EventStreamRewriter):
                 out.append(event.raw)  # keep-alives and chunks without candidates keep going out
                 continue
             cand = inner["candidates"][0]
-            earlier_parts = _list((cand.get("content") or {}).get("parts"))
+            earlier_parts = _list((cand.get("content") or {}).get("parts") if isinstance(cand, dict) else None)
             kept = [p for p in earlier_parts if not _is_text_part(p)]
+            if len(kept) == len(earlier_parts):
+                out.append(event.raw)  # none of the lifted text in it (a safetyRatings-only chunk)
+                continue
             if isinstance(event, _ArrayUnit):
                 # An array element cannot be dropped (its comma stays): its text becomes "".
                 copy = jsonio.loads(jsonio.dumps(earlier))
