@@ -1769,3 +1769,32 @@ def test_a_lifted_json_answer_keeps_the_signature_as_a_stream_does(where):
     assert lifted == [
         {"functionCall": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thoughtSignature": "U0lH"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("query", "unread"),
+    [("", False), ("?alt=sse", False), ("?alt=json", False), ("?alt=proto", True), ("?$alt=proto", True)],
+)
+def test_no_name_changes_upstream_for_an_answer_in_protobuf(query: str, unread: bool) -> None:
+    """``alt=proto`` asks Google's API for a binary protobuf answer, which toolvocab does not read:
+    a name renamed upstream could not be given back (was: the long name renamed, its alias handed
+    to the client)."""
+    from toolvocab.dialects import pipeline
+
+    long_name = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance_v2"
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "check"}]}],
+        "tools": [{"functionDeclarations": [{"name": long_name, "parametersJsonSchema": {"type": "object"}}]}],
+    }
+    request = pipeline.Request(
+        orjson.dumps(body),
+        "POST",
+        "/v1beta/models/m:generateContent" + query,
+        "generativelanguage.googleapis.com",
+        {}.get,
+    )
+    got = pipeline.handle(request, pipeline.Settings(mode="auto"), pipeline.Caches())
+    assert isinstance(got, pipeline.Handled)
+    assert (got.plan.rename_map == {}) is unread
+    if unread:
+        assert any("not JSON" in note for note in got.record.notes), got.record.notes

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 import msgspec
 import orjson
@@ -448,7 +449,14 @@ class Gemini:
         return ":streamGenerateContent" in path_only(path)
 
     def answers_unread(self, path: str, body: JSON) -> str | None:
-        """``None``: every answer of this API is read (JSON, an event stream, a JSON array)."""
+        """An ``alt`` (or ``$alt``) query parameter other than ``json`` or ``sse``: the answer
+        comes in that format (``alt=proto``: binary protobuf; Google APIs' system parameters,
+        https://cloud.google.com/apis/docs/system-parameters), which toolvocab does not read.
+        ``None`` otherwise: JSON, an event stream and a JSON array are read."""
+        query = path.partition("?")[2]
+        for key, value in parse_qsl(query, keep_blank_values=True) if query else ():
+            if key in ("alt", "$alt") and value.lower() not in ("json", "sse"):
+                return f"Gemini's answer to alt={value} is not JSON, which toolvocab does not read"
         return None
 
     def keeps_answer(self, body: JSON) -> bool:
