@@ -1321,3 +1321,34 @@ def test_a_stream_that_begins_with_a_byte_order_mark_is_read(seed):
     assert out == upstream.replace(b'"name":"Bash"', b'"name":"run_shell_command"')
     [d] = rec.decisions
     assert (d.name, d.action, d.target) == ("Bash", Action.RENAME, "run_shell_command")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_late_delta_follows_its_call_to_the_index_it_moved_to(seed):
+    """A wrapper's calls moved the next call up (index 1 went out at 2); a delta of that call
+    after the choice's finish_reason goes to index 2 too, so the client joins it to its call
+    (was: at index 1, joined to the wrapper's second call: Read's arguments got '"make"}')."""
+    head = '{"command":'
+    events = [
+        _call_chunk(
+            [
+                {
+                    "index": 0,
+                    "id": "call_w",
+                    "type": "function",
+                    "function": {"name": "multi_tool_use.parallel", "arguments": WRAPPED},
+                }
+            ]
+        ),
+        _call_chunk(
+            [{"index": 1, "id": "call_x", "type": "function", "function": {"name": "bash", "arguments": head}}]
+        ),
+        _call_chunk(finish="tool_calls"),
+        _call_chunk([{"index": 1, "function": {"arguments": '"make","description":"d"}'}}]),
+    ]
+    upstream = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    out, _ = rewrite_stream(upstream, random_chunks(upstream, random.Random(seed)), request=OPENCODE)
+    got = sdk_calls(out)
+    assert [c["name"] for c in got] == ["read", "read", "bash"]
+    assert orjson.loads(got[2]["arguments"]) == {"command": "make", "description": "d"}
+    assert [orjson.loads(c["arguments"])["filePath"] for c in got[:2]] == ["/repo/a.ts", "/repo/b.ts"]

@@ -876,6 +876,9 @@ class ChatStream(EventStreamRewriter):
         #: (choice, index) of each call that went out at its choice's finish_reason: a later delta
         #: with no id continues it (_only_late, _Slot.late)
         self._ended_calls: set[tuple[Any, Any]] = set()
+        #: (choice, index) of a call that went out at another index (it moved up past a
+        #: wrapper's calls, _rebuild): where a later delta of it goes
+        self._moved: dict[tuple[Any, Any], int] = {}
         self._seen_ids: set[str] = set()
         # Every content delta so far (while a lift is still possible), and the chunks held from
         # where markup may start.
@@ -1154,15 +1157,41 @@ class ChatStream(EventStreamRewriter):
                 # calls went out as they were then; this goes as it came but for an alias whole
                 # in it, given back (no id is added: a client joins it to the call it continues).
                 backs: list[str] = []
-                out = [self._give_names_back(event, backs)]
+                moved = self._moved_on(event, choices)
+                out = [self._give_names_back(moved, backs)]
                 self.unrepaired.append(
                     "a tool call's delta came after its choice's finish_reason"
+                    + (", and went to the index its call went out at" if moved is not event else "")
                     + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
                 )
                 return out
             self._held = []
             self._open_calls = set()
         return _hold_to_end_of_choice(self._held, event, choices, self._release, self._open_calls, "tool_calls")
+
+    def _moved_on(self, event: SSEEvent, choices: list[Any]) -> SSEEvent:
+        """``event`` (deltas of calls that went out at their choice's finish_reason) with each
+        delta of a call that went out at another index (:attr:`_moved`) at that index, so that
+        the client joins it to that call."""
+        if not self._moved:
+            return event
+        new_choices, moved = [], False
+        for c in choices:
+            calls = c["delta"].get("tool_calls") if isinstance(c, dict) and isinstance(c.get("delta"), dict) else None
+            if not isinstance(calls, list):
+                new_choices.append(c)
+                continue
+            new_calls = []
+            for d_no, tc in enumerate(calls):
+                at = self._moved.get((c.get("index", 0), tc.get("index", d_no))) if isinstance(tc, dict) else None
+                if at is not None:
+                    tc, moved = {**tc, "index": at}, True
+                new_calls.append(tc)
+            new_choices.append({**c, "delta": {**c["delta"], "tool_calls": new_calls}})
+        data = event.json()
+        if not moved or not isinstance(data, dict):
+            return event
+        return event.with_json({**data, "choices": new_choices})
 
     def _only_late(self, choices: list[Any]) -> bool:
         """Every tool-call delta in ``choices`` continues (carries no ``id``) a call that went out
@@ -1596,6 +1625,8 @@ class ChatStream(EventStreamRewriter):
             at[id(slot)] = slot.out_index + moved.get(slot.choice, 0)
             if update["rewrite"] and update.get("expand") is not None:
                 moved[slot.choice] = moved.get(slot.choice, 0) + len(update["expand"]) - 1
+            if at[id(slot)] != slot.out_index:
+                self._moved[(slot.choice, slot.index)] = at[id(slot)]
         for e_no, event in enumerate(held):
             data = event.json()
             if not isinstance(data, dict):
