@@ -412,3 +412,22 @@ def test_a_call_is_renamed_only_to_a_tool_the_tool_choice_allows(  # noqa: F811
         assert (b'"name":"Bash"' in result.out) is renamed, choice
         [decision] = f.metadata[KEY]["decisions"]
         assert decision["action"] == ("rename" if renamed else "leave"), decision
+
+
+@pytest.mark.parametrize("stream", [False, True])  # True: a stream request answered with JSON
+def test_a_json_answer_behind_a_byte_order_mark_is_read(env, monkeypatch, stream: bool) -> None:  # noqa: F811
+    """A JSON answer that begins with UTF-8's byte order mark, which clients' JSON readers skip
+    (Python's ``json.loads`` of bytes, a browser's ``Response.json()``): read and repaired as
+    without it, the mark kept in front (was: "answer body is not JSON", the call left as sent)."""
+    monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
+    env.configure(toolvocab_mode="repair")
+    call = {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": ["git", "status"]}}
+    answer = b"\xef\xbb\xbf" + orjson.dumps(
+        {"type": "message", "role": "assistant", "content": [call], "stop_reason": "tool_use"}
+    )
+    request = {**fixture_json("request-claude-code.json"), "stream": stream}
+    f = make_flow(orjson.dumps(request), upstream=answer, resp_type="application/json")
+    out = replay(env, f).out
+    assert out.startswith(b"\xef\xbb\xbf")
+    [block] = orjson.loads(out[3:])["content"]
+    assert (block["name"], block["input"]) == ("Bash", {"command": "git status"})

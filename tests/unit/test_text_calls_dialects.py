@@ -2131,3 +2131,15 @@ def test_gemini_a_held_chunk_without_content_goes_out_as_it_came_and_the_text_li
         view, elements = gemini_view(out), events(out)
     assert view["calls"] == [("read_file", {"path": "README.md"})]
     assert middle in elements
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gemini_array_stream_behind_a_byte_order_mark_is_read(seed: int) -> None:
+    """A JSON-array stream that begins with a byte order mark (a client's JSON reader skips it),
+    split anywhere, the mark's own bytes too: read as an array, the markup lifted, the mark kept
+    in front (was: taken for an event stream, no element read)."""
+    rnd = random.Random(seed)
+    upstream = b"\xef\xbb\xbf" + gemini_array(split_text(HERMES, rnd))
+    out = run_stream(GEMINI, split_bytes(upstream, rnd))
+    assert out.startswith(b"\xef\xbb\xbf")
+    assert gemini_array_view(out[3:])["calls"] == [("read_file", {"path": "README.md"})]

@@ -633,18 +633,18 @@ class ToolVocab(Configurable):
             content, plain = lenient, True
         if not content:
             return
+        # a byte order mark in front (a client's JSON reader skips it, as its event-stream
+        # parser does): kept apart, and in front of what is written
+        bom, content = jsonio.split_bom(content)
         try:
             # the keys are counted in the same read: "does the answer repeat a key" costs no walk
             body, unique, _ = jsonio.loads_checked(content)
         except ValueError:
-            if (
-                "text/event-stream" in resp.headers.get("content-type", "").lower()
-                or content.removeprefix(
-                    b"\xef\xbb\xbf"  # an event stream's byte order mark (sse.BOM)
-                ).lstrip()[:6]
-                in (b"event:", b"data: ")
+            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (
+                b"event:",
+                b"data: ",
             ):
-                self._rewrite_buffered_sse(flow, state, content, plain)
+                self._rewrite_buffered_sse(flow, state, bom + content, plain)
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
@@ -662,7 +662,7 @@ class ToolVocab(Configurable):
                 new = state.unwritten(content, state.record.decisions[before:])
                 if new is None:
                     return
-            _write_answer(flow, state, new, plain)
+            _write_answer(flow, state, bom + new, plain)
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes, plain: bool) -> None:
         rewriter = state.rewriter()

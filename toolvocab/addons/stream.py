@@ -545,9 +545,9 @@ class StreamCallable:
         if self.phase is Phase.PASSING:
             return [chunk] if chunk else []
         if self.phase is Phase.SNIFFING:
-            head = bytes(self.upstream).lstrip()
-            if not head and chunk:
-                return []  # only blank bytes so far: wait for the first real one
+            head = jsonio.split_bom(bytes(self.upstream))[1].lstrip()
+            if chunk and (not head or jsonio.BOM.startswith(head)):
+                return []  # only blank bytes (or a byte order mark's first) so far: wait for the first real one
             # A JSON object is a whole (non-stream) answer; an array is Gemini's streamed array.
             self._to(Phase.JSON if head[:1] == b"{" else Phase.STREAMING)
             if self.phase is Phase.STREAMING:
@@ -595,16 +595,17 @@ class StreamCallable:
             return [joined] if joined else []
         return out
 
-    def _rewrite_json(self, body: bytes) -> bytes:
+    def _rewrite_json(self, whole: bytes) -> bytes:
+        bom, body = jsonio.split_bom(whole)  # a byte order mark stays in front
         try:
             # the keys are counted in the same read: "does the answer repeat a key" costs no walk
             parsed, unique, _ = jsonio.loads_checked(body)
         except ValueError:
             self.state.record.notes.append("answer body is not JSON; passed through")
-            return body
+            return whole
         if not isinstance(parsed, dict):
             self.state.record.notes.append("answer body is not a JSON object; passed through")
-            return body
+            return whole
         before = len(self.state.record.decisions)
         try:
             if self.state.dialect.rewrite_response(parsed, self.state.context) and not self.observe:
@@ -614,9 +615,9 @@ class StreamCallable:
                     # aliases: no decision stands
                     new = self.state.unwritten(body, self.state.record.decisions[before:])
                     if new is None:
-                        return body
+                        return whole
                 self.changed = True
-                return new
+                return bom + new
         except Exception as exc:
             logger.exception("toolvocab: JSON rewrite failed; answer passed through")
             self.state.record.notes.append(
@@ -625,7 +626,7 @@ class StreamCallable:
                     "the client got the answer as the upstream sent it",
                 )
             )
-        return body
+        return whole
 
 
 class KeptStream:

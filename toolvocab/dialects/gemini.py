@@ -969,10 +969,11 @@ class GeminiStream(EventStreamRewriter):
     def feed(self, chunk: bytes) -> list[bytes]:
         """Route to SSE or JSON-array framing, decided by the body's first non-blank byte."""
         if self._framing is None:
-            if not chunk.strip():
+            head = jsonio.split_bom(bytes(self._prefix) + chunk)[1].lstrip()
+            if not head or jsonio.BOM.startswith(head):  # blank, or a byte order mark's first bytes
                 self._prefix += chunk
                 return []
-            self._framing = "array" if chunk.lstrip()[:1] == b"[" else "sse"
+            self._framing = "array" if head[:1] == b"[" else "sse"
             chunk, self._prefix = bytes(self._prefix) + chunk, bytearray()
         if self._framing == "sse":
             return super().feed(chunk)

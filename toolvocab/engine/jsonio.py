@@ -144,6 +144,17 @@ def loads_arguments(raw: bytes) -> Any:
     return value
 
 
+#: UTF-8's byte order mark, which JSON readers skip at a text's start (RFC 8259 §8.1 lets a
+#: parser ignore it; Python's ``json.loads`` of bytes and ``Response.json()`` in a browser do).
+BOM = b"\xef\xbb\xbf"
+
+
+def split_bom(raw: bytes) -> tuple[bytes, bytes]:
+    """``(BOM, the rest)`` for ``raw`` that begins with :data:`BOM`, else ``(b"", raw)``: the
+    mark is kept apart, and written back in front of what is written for the rest."""
+    return (BOM, raw[3:]) if raw.startswith(BOM) else (b"", raw)
+
+
 def loads_checked(raw: bytes) -> tuple[Any, bool, bool]:
     """``(loads(raw), unique, canonical)``: :func:`loads_unique`, and whether ``raw`` is byte for
     byte ``orjson.dumps`` of the value (:func:`_canonical`; what :func:`layout` needs). Raises as
