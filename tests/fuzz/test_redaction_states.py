@@ -391,3 +391,14 @@ def test_a_key_cut_across_websocket_frames_is_redacted(replayer, cut):
     assert joined == '{"cmd":"echo <redacted> > .env"}'
     assert BEARER not in saved_bytes(f)
     assert [m.content for m in f.websocket.messages][1:] != [m.content for m in saved.websocket.messages][1:]
+
+
+@pytest.mark.parametrize("param", ["use_sig", "signature_version", "sig_alg"])
+def test_query_settings_named_like_signatures_stay_readable(replayer, param):
+    """Only a parameter that is a signature (``sig``, a name ending in ``signature``) is one: a
+    flag or a version named after one is a setting, and stays readable in the saved flow."""
+    f = tflow.tflow(resp=True)
+    f.request.path = f"/v1/messages?{param}=4&n=1"
+    replayer._activate()
+    asyncio.run(_drive(replayer, f, "plain"))
+    assert _saved(f).request.path == f"/v1/messages?{param}=4&n=1"

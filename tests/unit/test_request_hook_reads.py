@@ -431,3 +431,48 @@ def test_a_json_answer_behind_a_byte_order_mark_is_read(env, monkeypatch, stream
     assert out.startswith(b"\xef\xbb\xbf")
     [block] = orjson.loads(out[3:])["content"]
     assert (block["name"], block["input"]) == ("Bash", {"command": "git status"})
+
+
+@pytest.mark.parametrize(
+    ("choice", "renamed"),
+    [
+        ({"type": "function", "name": "create_issue", "namespace": "mcp__github__"}, True),
+        ({"type": "function", "name": "create_issue", "namespace": "mcp__linear__"}, False),
+        (
+            {
+                "type": "allowed_tools",
+                "mode": "auto",
+                "tools": [{"type": "function", "name": "mcp__github__create_issue"}],
+            },
+            True,
+        ),
+        ("auto", True),
+    ],
+)
+def test_a_tool_choice_names_a_namespaced_tool_with_its_namespace(choice: Any, renamed: bool) -> None:
+    """Two MCP servers declare ``create_issue`` (Responses namespaces); the model's flat
+    ``mcp__github__create_issue`` means github's. A choice naming github's (with its namespace, or
+    flat in an allowed list) lets the call be renamed into it; one naming linear's does not (was:
+    compared without the namespace both ways)."""
+    from toolvocab.addons.state import FlowState
+    from toolvocab.dialects import pipeline
+    from toolvocab.engine.models import ToolCall
+
+    def namespace(name: str) -> dict[str, Any]:
+        fn = {"type": "function", "name": "create_issue", "parameters": {"type": "object", "properties": {}}}
+        return {"type": "namespace", "name": name, "tools": [fn]}
+
+    body = {
+        "model": "gpt-5",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "file it"}]}],
+        "tools": [namespace("mcp__github__"), namespace("mcp__linear__")],
+        "tool_choice": choice,
+    }
+    request = pipeline.Request(orjson.dumps(body), "POST", "/v1/responses", "api.openai.com", {}.get)
+    handled = pipeline.handle(request, pipeline.Settings(mode="repair"), pipeline.Caches())
+    assert isinstance(handled, pipeline.Handled)
+    state = FlowState(handled.dialect, handled.tools, handled.plan, handled.record, False, allowed=handled.allowed)
+    decision = state.resolve(ToolCall(name="mcp__github__create_issue", arguments={}, call_id="c1"))
+    assert (decision.action.value, decision.target_namespace) == (
+        ("rename", "mcp__github__") if renamed else ("leave", None)
+    ), decision.reason

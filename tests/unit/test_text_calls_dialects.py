@@ -2082,6 +2082,12 @@ ALLOWED = [
         frozenset({"a"}),
     ),
     ("openai_responses", {"tool_choice": {"type": "file_search"}}, frozenset()),
+    # a namespaced tool, as a flat name (the namespace joined in front)
+    (
+        "openai_responses",
+        {"tool_choice": {"type": "function", "name": "create_issue", "namespace": "mcp__github__"}},
+        frozenset({"mcp__github__create_issue"}),
+    ),
     ("openai_responses", {"function_call": "none"}, None),  # Chat's legacy key: Responses has none
     ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}, frozenset()),
     (
@@ -2092,6 +2098,11 @@ ALLOWED = [
     ("gemini", {"request": {"contents": [], "toolConfig": {"functionCallingConfig": {"mode": "NONE"}}}}, frozenset()),
     ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "ANY"}}}, None),
     ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": "SOMETIMES"}}}, frozenset()),
+    # proto JSON takes an enum by number: 2 ANY, 1 AUTO, 3 NONE; true is no mode
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": 2}}}, None),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": 1}}}, None),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": 3}}}, frozenset()),
+    ("gemini", {"toolConfig": {"functionCallingConfig": {"mode": True}}}, frozenset()),
     ("gemini", {}, None),
 ]
 

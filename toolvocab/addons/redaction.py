@@ -196,13 +196,14 @@ def is_credential_header(name: str) -> bool:
 def is_credential_param(name: str) -> bool:
     """A query parameter whose value is a credential (``name`` percent-decoded): a credential
     header's name (:func:`is_credential_header`: ``api_key``, ``access_token``, ``auth``,
-    ``subscription-key``), one of :data:`_SECRET_PARAMS` (``key``, ``sig``), or one ending in
-    ``signature``: a presigned URL's (``X-Amz-Signature``, ``X-Goog-Signature``) lets whoever
-    holds it send the request until it expires."""
+    ``subscription-key``), one of :data:`_SECRET_PARAMS` (``key``, ``sig``), or one whose last
+    part is ``signature``: a presigned URL's (``X-Amz-Signature``, ``X-Goog-Signature``) lets
+    whoever holds it send the request until it expires (``use_sig``, ``signature_version`` are
+    settings)."""
     parts = _parts(name)
     return (
         name.strip().lower() in _SECRET_PARAMS
-        or (bool(parts) and parts[-1] in ("signature", "sig"))
+        or (bool(parts) and parts[-1] == "signature")
         or is_credential_header(name)
     )
 

@@ -24,6 +24,7 @@ from toolvocab.engine.models import Action
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import Step
 from toolvocab.engine.models import ToolCall
+from toolvocab.engine.names import join_namespace
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.record import FlowRecord
 from toolvocab.engine.translate import DIRECTORY_MOVERS
@@ -192,7 +193,7 @@ class FlowState:
     def resolve(self, call: ToolCall) -> Decision:
         """The ladder (:func:`toolvocab.engine.ladder.resolve`) over this flow's tools; the
         decision is added to the record. A rename to a tool the request's tool choice does not
-        let a call name (:attr:`allowed`: ``none``, one named tool, an allowed list) is left: the
+        let a call name (:attr:`allowed`, flat names: ``none``, one named tool, an allowed list) is left: the
         model was not offered that tool, so which it meant is no longer the one declared tool
         it must mean. Giving back a name this flow changed upstream is spelling: it stays."""
         decision = resolve(
@@ -203,11 +204,12 @@ class FlowState:
             windows=self.windows,
             earlier=self.earlier,
         )
+        target = join_namespace(decision.target_namespace, decision.target or "")
         if (
             self.allowed is not None
             and decision.action is Action.RENAME
             and decision.step is not Step.REVERSE_MAP
-            and decision.target not in self.allowed
+            and target not in self.allowed
         ):
             decision = Decision(
                 name=decision.name,
@@ -215,7 +217,7 @@ class FlowState:
                 call_id=decision.call_id,
                 action=Action.LEAVE,
                 step=decision.step,
-                reason=f"{decision.reason}; but the request's tool choice does not allow {decision.target}",
+                reason=f"{decision.reason}; but the request's tool choice does not allow {target}",
                 candidates=decision.candidates,
                 arguments_before=decision.arguments_before,
             )

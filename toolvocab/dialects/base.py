@@ -33,6 +33,7 @@ from toolvocab.engine.models import ABSENT
 from toolvocab.engine.models import Decision
 from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.models import ToolCall
+from toolvocab.engine.names import join_namespace
 from toolvocab.engine.plan import DuplicateCursor
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.plan import declaration_text
@@ -530,18 +531,24 @@ def openai_limits_calls(body: JSON, *, legacy: bool = False) -> bool:
 
 
 def _named(entry: Any) -> str | None:
-    """The tool an OpenAI ``tool_choice`` object (or an ``allowed_tools`` entry) names: Chat's
-    ``{"type": "function", "function": {"name": …}}`` (``custom`` alike) or Responses'
-    ``{"type": "function", "name": …}``; ``None`` for none (a hosted tool, another shape)."""
+    """The tool an OpenAI ``tool_choice`` object (or an ``allowed_tools`` entry) names, as a flat
+    name (a Responses ``namespace`` joined in front, :func:`toolvocab.engine.names.join_namespace`):
+    Chat's ``{"type": "function", "function": {"name": …}}`` (``custom`` alike) or Responses'
+    ``{"type": "function", "name": …, "namespace"?: …}``; ``None`` for none (a hosted tool,
+    another shape)."""
     if not isinstance(entry, dict) or entry.get("type") not in ("function", "custom"):
         return None
     inner = entry.get(entry["type"])
     name = inner.get("name") if isinstance(inner, dict) else entry.get("name")
-    return name if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return None
+    namespace = entry.get("namespace")
+    return join_namespace(namespace, name) if isinstance(namespace, str) and namespace else name
 
 
 def openai_allowed_names(body: JSON, *, legacy: bool = False) -> frozenset[str] | None:
-    """:meth:`Dialect.allowed_names` for the OpenAI formats (API reference, ``tool_choice``):
+    """:meth:`Dialect.allowed_names` for the OpenAI formats (API reference, ``tool_choice``), flat
+    names (:func:`_named`):
     every tool for :data:`OPENAI_OPEN_CHOICES`; none for ``none``; the one a function or custom
     choice names; the function and custom tools of an ``allowed_tools`` choice (Chat's
     ``{"allowed_tools": {"tools": […]}}``, Responses' ``{"tools": […]}``); none for a hosted

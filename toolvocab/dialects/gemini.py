@@ -114,6 +114,17 @@ def _unwrap(body: Any) -> Any:
 #: ``FunctionCallingConfig.mode`` values that let the model call any declared function (or
 #: none): absent, ``MODE_UNSPECIFIED`` (the default, ``AUTO``), ``AUTO``, ``ANY``, ``VALIDATED``.
 _OPEN_MODES = (None, "MODE_UNSPECIFIED", "AUTO", "ANY", "VALIDATED")
+#: The same modes as proto JSON also takes them, by number (``Mode``: 0 unspecified, 1 ``AUTO``,
+#: 2 ``ANY``, 3 ``NONE``, 4 ``VALIDATED``; protobuf "JSON Mapping": an enum's name or its number).
+_OPEN_MODE_NUMBERS = (0, 1, 2, 4)
+
+
+def _open_mode(mode: Any) -> bool:
+    """True for a ``functionCallingConfig.mode`` that lets the model call any declared function
+    (:data:`_OPEN_MODES`, by name or number; a JSON ``true`` is no mode)."""
+    if type(mode) is int:
+        return mode in _OPEN_MODE_NUMBERS
+    return mode in _OPEN_MODES and type(mode) is not bool
 
 
 def _allowed_names(req: dict[str, Any]) -> list[list[Any]]:
@@ -496,7 +507,7 @@ class Gemini:
             ):
                 if calling is None:
                     continue
-                if not isinstance(calling, dict) or calling.get("mode") not in _OPEN_MODES:
+                if not isinstance(calling, dict) or not _open_mode(calling.get("mode")):
                     return True
         return False
 
@@ -517,7 +528,7 @@ class Gemini:
             ):
                 if calling is None:
                     continue
-                if not isinstance(calling, dict) or calling.get("mode") not in _OPEN_MODES:
+                if not isinstance(calling, dict) or not _open_mode(calling.get("mode")):
                     return frozenset()
         for names in _allowed_names(req):
             listed = frozenset(n for n in names if isinstance(n, str))
