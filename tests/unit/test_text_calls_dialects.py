@@ -1745,6 +1745,7 @@ LIMITS = [
     ),
     ("openai_chat", {"function_call": "none"}, True),
     ("openai_chat", {"tool_choice": "required", "function_call": "auto"}, False),
+    ("openai_chat", {"tool_choice": "any"}, False),  # Mistral's "required"
     ("openai_chat", {"tool_choice": None}, False),
     ("openai_chat", {"parallel_tool_calls": False}, True),
     ("openai_chat", {"parallel_tool_calls": True}, False),
@@ -2056,6 +2057,7 @@ ALLOWED = [
     ("anthropic", {"tool_choice": "auto"}, frozenset()),  # not a shape the API takes
     ("openai_chat", {"tool_choice": "required", "parallel_tool_calls": False}, None),
     ("openai_chat", {"tool_choice": "none"}, frozenset()),
+    ("openai_chat", {"tool_choice": "any"}, None),  # Mistral's "required"
     ("openai_chat", {"tool_choice": {"type": "function", "function": {"name": "read_file"}}}, frozenset({"read_file"})),
     (
         "openai_chat",
@@ -2154,3 +2156,28 @@ def test_gemini_array_stream_behind_a_byte_order_mark_is_read(seed: int) -> None
     out = run_stream(GEMINI, split_bytes(upstream, rnd))
     assert out.startswith(b"\xef\xbb\xbf")
     assert gemini_array_view(out[3:])["calls"] == [("read_file", {"path": "README.md"})]
+
+
+@pytest.mark.parametrize("limited", [True, False])
+def test_a_parallel_wrapper_is_expanded_only_when_the_tool_choice_allows_several_calls(limited: bool) -> None:
+    """``multi_tool_use.parallel`` wrapping a declared tool's call: under a tool choice that
+    limits the calls (``none``, one named tool, an allowed list, at most one call) it stays whole
+    (was: expanded into the wrapped call, an exact name counting as kept, so ``tool_choice:
+    "none"`` still handed the client ``Bash {"command": "rm -rf build"}``); the control expands."""
+    import dataclasses
+
+    wrapped = {"tool_uses": [{"recipient_name": "read_file", "parameters": {"path": "README.md"}}]}
+    call = {
+        "id": "call_w",
+        "type": "function",
+        "function": {"name": "multi_tool_use.parallel", "arguments": orjson.dumps(wrapped).decode()},
+    }
+    body = {
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}}]
+    }
+    before = orjson.dumps(body)
+    flow = dataclasses.replace(context(Resolver(), PLAN, flow_key=FLOW_KEY), limited=limited)
+    CHAT.rewrite_response(body, flow)
+    names = [c["function"]["name"] for c in body["choices"][0]["message"]["tool_calls"]]
+    assert (orjson.dumps(body) == before) is limited
+    assert names == (["multi_tool_use.parallel"] if limited else ["read_file"])

@@ -512,8 +512,9 @@ def names_stops(body: JSON) -> bool:
 
 #: Chat Completions' and Responses' ``tool_choice`` values that let the model call any declared
 #: tool or none (OpenAI API reference: ``none``, ``auto``, ``required``; an object names one tool,
-#: an allowed list or a hosted tool); ``null`` and an absent key are ``auto``.
-OPENAI_OPEN_CHOICES = (None, "auto", "required")
+#: an allowed list or a hosted tool); ``null`` and an absent key are ``auto``. ``any``: Mistral's
+#: ``required`` (docs.mistral.ai, function calling: ``auto``, ``any``, ``none``).
+OPENAI_OPEN_CHOICES = (None, "auto", "required", "any")
 
 
 def openai_limits_calls(body: JSON, *, legacy: bool = False) -> bool:

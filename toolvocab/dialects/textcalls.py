@@ -159,11 +159,13 @@ def _holds_lone_surrogate(value: Any) -> bool:
 
 def expand_parallel(call: ToolCall, flow: FlowContext) -> list[tuple[ToolCall, Decision]] | None:
     """The calls a structured ``multi_tool_use.parallel`` call stands for (BR-08), each with
-    its decision (by ``flow.resolve``); ``None`` when ``call`` is no wrapper or any part does not
-    resolve to a declared tool (then the wrapper is left whole, and the parts' decisions are
-    withdrawn from the record). Sub-call ids: ``<wrapper id>_<i>``."""
+    its decision (by ``flow.resolve``); ``None`` when ``call`` is no wrapper, when the request's
+    tool choice limits the calls (:attr:`FlowContext.limited`: ``none``, one named tool, an allowed
+    list, at most one call — several calls made of one would answer another request), or when any
+    part does not resolve to a declared tool (then the wrapper is left whole, and the parts'
+    decisions are withdrawn from the record). Sub-call ids: ``<wrapper id>_<i>``."""
     subs = unwrap_parallel(call)
-    if subs is None:
+    if subs is None or flow.limited:
         return None
     out: list[tuple[ToolCall, Decision]] = []
     for sub in subs:
