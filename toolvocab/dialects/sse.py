@@ -17,8 +17,9 @@ from toolvocab.engine import jsonio
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 _LINE = re.compile(r"\r\n|\r|\n")
 #: The byte order mark an event stream may begin with, which a client's parser skips (WHATWG
-#: HTML, "Parsing an event stream": one leading U+FEFF; ``TextDecoder`` strips it).
-BOM = "\ufeff"
+#: HTML, "Parsing an event stream": one leading U+FEFF; ``TextDecoder`` strips it): the text of
+#: :data:`toolvocab.engine.jsonio.BOM`.
+BOM = jsonio.BOM.decode()
 
 
 class RepeatedKey(Exception):
