@@ -330,6 +330,40 @@ def test_an_answer_with_nothing_to_change_copies_no_record(env, monkeypatch, str
     assert copies == []
 
 
+def _one_block_answer(block: dict[str, Any], stop_reason: str, stream: bool) -> bytes:
+    """An Anthropic answer of one content block (``text`` or ``tool_use``), as JSON or as the
+    event stream the API sends for it: the block opened empty, its content in one delta."""
+    if not stream:
+        return orjson.dumps({"type": "message", "role": "assistant", "content": [block], "stop_reason": stop_reason})
+    if block["type"] == "text":
+        start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+    else:
+        start = {**block, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": orjson.dumps(block["input"]).decode()}
+    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "m", "stop_reason": None}
+    events = [
+        {"type": "message_start", "message": message},
+        {"type": "content_block_start", "index": 0, "content_block": start},
+        {"type": "content_block_delta", "index": 0, "delta": delta},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": stop_reason}},
+        {"type": "message_stop"},
+    ]
+    return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events)
+
+
+def _with_tool_choice(env: Any, choice: Any, answer: bytes, stream: bool) -> tuple[Any, Any]:
+    """Claude Code's fixture request with ``tool_choice`` (none: absent) through the hooks, the
+    upstream answering ``answer``: the flow and what the client got."""
+    request = {**fixture_json("request-claude-code.json"), "stream": stream}
+    if choice is not None:
+        request["tool_choice"] = choice
+    f = make_flow(
+        orjson.dumps(request), upstream=answer, resp_type="text/event-stream" if stream else "application/json"
+    )
+    return f, replay(env, f)
+
+
 @pytest.mark.parametrize("mode", ["auto", "repair"])  # repair: the request only peeked
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_request_whose_tool_choice_is_none_gets_its_markup_as_text(  # noqa: F811
@@ -341,28 +375,9 @@ def test_a_request_whose_tool_choice_is_none_gets_its_markup_as_text(  # noqa: F
     monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
     env.configure(toolvocab_mode=mode)
     markup = '<tool_call>\n{"name": "Read", "arguments": {"file_path": "/tmp/notes.txt"}}\n</tool_call>'
-    text = {"type": "text", "text": markup}
-    if stream:
-        answer = (
-            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
-            b'"assistant","content":[],"model":"m","stop_reason":null}}\n\n'
-            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
-            b'{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta",'
-            b'"index":0,"delta":{"type":"text_delta","text":' + orjson.dumps(markup) + b"}}\n\n"
-            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}\n\n'
-            b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-        )
-    else:
-        answer = orjson.dumps({"type": "message", "role": "assistant", "content": [text], "stop_reason": "end_turn"})
+    answer = _one_block_answer({"type": "text", "text": markup}, "end_turn", stream)
     for choice, lifted in (({"type": "none"}, False), (None, True)):
-        request = {**fixture_json("request-claude-code.json"), "stream": stream}
-        if choice is not None:
-            request["tool_choice"] = choice
-        f = make_flow(
-            orjson.dumps(request), upstream=answer, resp_type="text/event-stream" if stream else "application/json"
-        )
-        result = replay(env, f)
+        _, result = _with_tool_choice(env, choice, answer, stream)
         assert (result.out == answer) is not lifted
         assert (b'"tool_use"' in result.out) is lifted
 
@@ -379,35 +394,14 @@ def test_a_call_is_renamed_only_to_a_tool_the_tool_choice_allows(  # noqa: F811
     monkeypatch.setattr(env.addon.recorder, "saves_bodies", lambda: False)
     env.configure(toolvocab_mode=mode)
     call = {"type": "tool_use", "id": "toolu_1", "name": "shell", "input": {"command": ["rm", "-rf", "build"]}}
-    if stream:
-        answer = (
-            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":'
-            b'"assistant","content":[],"model":"m","stop_reason":null}}\n\n'
-            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
-            b'{"type":"tool_use","id":"toolu_1","name":"shell","input":{}}}\n\n'
-            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
-            b'{"type":"input_json_delta","partial_json":'
-            + orjson.dumps(orjson.dumps(call["input"]).decode())
-            + b"}}\n\n"
-            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"}}\n\n'
-            b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-        )
-    else:
-        answer = orjson.dumps({"type": "message", "role": "assistant", "content": [call], "stop_reason": "tool_use"})
+    answer = _one_block_answer(call, "tool_use", stream)
     for choice, renamed in (
         ({"type": "none"}, False),
         ({"type": "tool", "name": "Read"}, False),
         ({"type": "tool", "name": "Bash"}, True),
         (None, True),
     ):
-        request = {**fixture_json("request-claude-code.json"), "stream": stream}
-        if choice is not None:
-            request["tool_choice"] = choice
-        f = make_flow(
-            orjson.dumps(request), upstream=answer, resp_type="text/event-stream" if stream else "application/json"
-        )
-        result = replay(env, f)
+        f, result = _with_tool_choice(env, choice, answer, stream)
         assert (result.out == answer) is not renamed, (choice, result.out[:300])
         assert (b'"name":"Bash"' in result.out) is renamed, choice
         [decision] = f.metadata[KEY]["decisions"]
