@@ -175,9 +175,17 @@ def outcome(record: dict | None) -> str | None:
     return {"tools": CHANGED, "prompt": PROMPT}.get(change_kind(record) or "")
 
 
+#: How a decision's reason says the request's tool choice kept its one target from it
+#: (:meth:`toolvocab.addons.state.FlowState.resolve`): ``…; but the request's tool choice does not allow Bash``.
+TOOL_CHOICE_LEFT = "; but the request's tool choice does not allow "
+
+
 def left_reason(d: dict) -> str:
     """Why a call was left, in a few words: ``not declared``, ``2 candidates: Bash, PowerShell``,
-    ``does not fit Bash``."""
+    ``does not fit Bash``, ``the tool choice does not allow Bash``."""
+    reason = d.get("reason") or ""
+    if TOOL_CHOICE_LEFT in reason:
+        return "the tool choice does not allow " + reason.rsplit(TOOL_CHOICE_LEFT, 1)[1]
     candidates = d.get("candidates") or []
     if len(candidates) > 1:
         return f"{len(candidates)} candidates: {', '.join(candidates)}"

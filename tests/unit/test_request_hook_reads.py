@@ -406,6 +406,8 @@ def test_a_call_is_renamed_only_to_a_tool_the_tool_choice_allows(  # noqa: F811
         assert (b'"name":"Bash"' in result.out) is renamed, choice
         [decision] = f.metadata[KEY]["decisions"]
         assert decision["action"] == ("rename" if renamed else "leave"), decision
+        if not renamed:  # what mitmweb's comment column and the log line say
+            assert "shell (the tool choice does not allow Bash)" in f.comment, f.comment
 
 
 @pytest.mark.parametrize("stream", [False, True])  # True: a stream request answered with JSON

@@ -28,6 +28,7 @@ from toolvocab.engine.names import join_namespace
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.record import FlowRecord
 from toolvocab.engine.translate import DIRECTORY_MOVERS
+from toolvocab.report import TOOL_CHOICE_LEFT
 from toolvocab.report import passed_note
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ class FlowState:
                 call_id=decision.call_id,
                 action=Action.LEAVE,
                 step=decision.step,
-                reason=f"{decision.reason}; but the request's tool choice does not allow {target}",
+                reason=decision.reason + TOOL_CHOICE_LEFT + target,
                 candidates=decision.candidates,
                 arguments_before=decision.arguments_before,
             )
