@@ -1798,3 +1798,127 @@ def test_no_name_changes_upstream_for_an_answer_in_protobuf(query: str, unread: 
     assert (got.plan.rename_map == {}) is unread
     if unread:
         assert any("not JSON" in note for note in got.record.notes), got.record.notes
+
+
+# -- answers written with proto field names ------------------------------------------------------
+
+#: The answer keys whose proto field name google-genai reads as well (its pydantic models take
+#: ``function_call`` for ``Part.function_call`` as they take ``functionCall``; protobuf's JSON
+#: printer writes these with ``preserving_proto_field_name``).
+SNAKE = {
+    b'"functionCall"': b'"function_call"',
+    b'"finishReason"': b'"finish_reason"',
+    b'"thoughtSignature"': b'"thought_signature"',
+}
+
+
+def snake(data: bytes) -> bytes:
+    """``data`` with every :data:`SNAKE` key in its proto field spelling."""
+    for camel, proto in SNAKE.items():
+        data = data.replace(camel, proto)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("fixture", "eol", "req"),
+    [
+        ("stream-foreign-tool.sse", b"\n", "request-gemini-cli.json"),
+        ("stream-foreign-tool-crlf.sse", b"\r\n", "request-gemini-cli.json"),
+        ("stream-code-assist.sse", b"\r\n", "request-code-assist.json"),
+    ],
+)
+def test_a_stream_in_proto_field_names_is_repaired_as_in_json_names(fixture, eol, req):
+    """Each ``function_call`` of another agent's tool reaches the client as its own, as the
+    ``functionCall`` one does (the oracle: :data:`REWRITES`, applied to the camelCase fixture,
+    then spelled in proto field names). Was a fault: such answers were not read at all, and an
+    alias the request had given a long tool name reached google-genai."""
+    data = snake(load_bytes(fixture))
+    assert data != load_bytes(fixture)
+    expected = snake(expected_sse(load_bytes(fixture), eol))
+    for seed in range(12):
+        out, rw, rec = run_stream(random_chunks(data, random.Random(seed)), Recorder(req))
+        assert out == expected, f"seed {seed}"
+        assert rw.error is None
+    assert any(d.action is Action.RENAME for d in rec.decisions)
+
+
+@pytest.mark.parametrize("fixture", ["stream-foreign-tool-array.json", "stream-code-assist-array.json"])
+def test_an_array_in_proto_field_names_is_repaired_as_in_json_names(fixture):
+    data = snake(load_bytes(fixture))
+    req = "request-code-assist.json" if "code-assist" in fixture else "request-gemini-cli.json"
+    for seed in range(12):
+        out, rw, _ = run_stream(random_chunks(data, random.Random(seed)), Recorder(req))
+        assert out == snake(expected_array(load_bytes(fixture))), f"seed {seed}"
+
+
+def test_a_json_answer_in_proto_field_names_is_repaired():
+    body = orjson.loads(snake(load_bytes("response-foreign-tool.json")))
+    rec = Recorder()
+    assert DIALECT.rewrite_response(body, context(rec)) is True
+    parts = body["candidates"][0]["content"]["parts"]
+    assert parts[1] == {
+        "function_call": {"name": "run_shell_command", "args": {"command": "git status --short"}},
+        "thought_signature": "c2lnLWZpeHR1cmUtMDI=",
+    }
+    assert parts[2] == {
+        "function_call": {"id": "fc-fixture-0003", "name": "read_file", "args": {"file_path": "/work/src/[main].c"}}
+    }
+    assert [d.action for d in rec.decisions] == [Action.RENAME, Action.RENAME]
+
+
+@pytest.mark.parametrize("finish", ["MAX_TOKENS", None])
+def test_a_cut_call_in_proto_field_names_is_never_completed(finish):
+    """``finish_reason`` is the end as ``finishReason`` is: a call in an answer that did not end
+    with ``STOP`` is never completed (a ``shell`` argv with ``timeout`` stays out of ``Bash``;
+    was read as a natural end, whatever ``finish_reason`` said)."""
+    candidate: dict[str, Any] = {
+        "content": {"role": "model", "parts": [{"function_call": {"name": "shell", "args": {"command": ["ls"]}}}]}
+    }
+    if finish:
+        candidate["finish_reason"] = finish
+    body = {"candidates": [candidate]}
+    rec = Recorder()
+    DIALECT.rewrite_response(body, context(rec))
+    assert rec.calls and all(c.truncated for c in rec.calls)
+
+
+def test_a_call_in_both_spellings_is_left_as_it_came():
+    """One part holding ``functionCall`` and ``function_call``: which the client runs is its
+    parser's choice (two readings), so neither is changed and no text beside it is lifted."""
+    part = {
+        "functionCall": {"name": "Bash", "args": {"command": "ls"}},
+        "function_call": {"name": "shell", "args": {"command": ["rm", "-rf", "build"]}},
+    }
+    body = {"candidates": [{"content": {"role": "model", "parts": [{"text": MARKUP}, part]}, "finishReason": "STOP"}]}
+    before = copy.deepcopy(body)
+    rec = Recorder()
+    assert DIALECT.rewrite_response(body, context(rec)) is False
+    assert body == before and rec.calls == []
+
+
+@pytest.mark.parametrize("framing", ["json", "sse"])
+def test_text_lifted_in_an_answer_in_proto_field_names_keeps_its_spelling(framing):
+    """A call lifted from the text of a ``finish_reason`` answer is written ``function_call``,
+    with the text's ``thought_signature``."""
+    events = [
+        _text_event([{"text": MARKUP[:30], "thoughtSignature": "U0lH"}]),
+        _text_event([{"text": MARKUP[30:]}], "STOP"),
+    ]
+    expected = [
+        {"function_call": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thought_signature": "U0lH"}
+    ]
+    if framing == "json":
+        parts = [p for e in events for p in e["candidates"][0]["content"]["parts"]]
+        body = orjson.loads(snake(orjson.dumps(_text_event(parts, "STOP"))))
+        assert DIALECT.rewrite_response(body, context(Recorder())) is True
+        assert body["candidates"][0]["content"]["parts"] == expected
+    else:
+        out, _, _ = run_stream([snake(_gemini_sse(*events))])
+        parts = [
+            p
+            for b in out.split(b"\r\n\r\n")
+            if b
+            for c in orjson.loads(b[6:])["candidates"]
+            for p in c["content"]["parts"]
+        ]
+        assert [p for p in parts if "function_call" in p] == expected

@@ -277,6 +277,7 @@ class Scenario:
     foreign: list[str] = field(default_factory=list)  # other flow's aliases to call (property 5)
     seed: int = 0
     envelope: bool = False  # Gemini Code Assist (/v1internal:…): request under "request", answers under "response"
+    proto_names: bool = False  # Gemini answers keyed function_call / finish_reason (proto field names)
 
 
 @st.composite
@@ -418,6 +419,7 @@ def scenarios(draw: st.DrawFn, dialect: str, *, ws: bool = False) -> Scenario:
         answer,
         seed=rnd.randrange(2**32),
         envelope=envelope,
+        proto_names=dialect == "gemini" and rnd.random() < 0.3,
     )
 
 
@@ -1052,6 +1054,18 @@ class ResponsesWire(Wire):
         assert fwd.pop("instructions") == sentence
 
 
+def _proto_names(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini answer chunk with its call and finish keys spelled as proto field names."""
+    inner = chunk.get("response", chunk)
+    for cand in inner["candidates"]:
+        if "finishReason" in cand:
+            cand["finish_reason"] = cand.pop("finishReason")
+        cand["content"]["parts"] = [
+            {"function_call": p["functionCall"]} if "functionCall" in p else p for p in cand["content"]["parts"]
+        ]
+    return chunk
+
+
 class GeminiWire(Wire):
     dialect = "gemini"
 
@@ -1146,6 +1160,8 @@ class GeminiWire(Wire):
             chunks = [merged]
         if s.envelope:
             chunks = [{"response": c, "traceId": "trace-1"} for c in chunks]
+        if s.proto_names:  # google-genai reads both spellings of these keys
+            chunks = [_proto_names(c) for c in chunks]
         if s.framing == "json":
             return orjson.dumps(chunks[0]), "application/json; charset=UTF-8"
         if s.framing == "sse":
@@ -1521,7 +1537,11 @@ def expected_client(upstream: bytes, renamed: dict[str, str]) -> bytes:
 
 def note(s: Scenario, obs: Observed) -> None:
     """Coverage labels (``--hypothesis-show-statistics``)."""
-    event(f"mode={s.mode} framing={s.framing}" + (" (Code Assist)" if s.envelope else ""))
+    event(
+        f"mode={s.mode} framing={s.framing}"
+        + (" (Code Assist)" if s.envelope else "")
+        + (" (proto field names)" if s.proto_names else "")
+    )
     if s.mode in ("auto", "repair"):
         event("renamed a declaration" if obs.renamed else "no declaration renamed")
         event("an alias is answered" if any(obs.decl_up[i] in obs.renamed for i in s.answer) else "no alias answered")

@@ -571,6 +571,56 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+#: The keys of a part's call: the API's JSON name and the proto field name, both of which
+#: google-genai reads into ``Part.function_call`` (its pydantic models take either spelling;
+#: protobuf's JSON printer writes the second with ``preserving_proto_field_name``).
+_CALL_KEYS = ("functionCall", "function_call")
+#: A part's thought signature and a candidate's finish reason, in the same two spellings.
+_SIGNATURE_KEYS = ("thoughtSignature", "thought_signature")
+_FINISH_KEYS = ("finishReason", "finish_reason")
+
+
+def _call_key(part: Any) -> str | None:
+    """The key under which ``part`` (a ``Part``) holds its ``functionCall``, in either spelling;
+    ``None`` when it holds none, or both (two readings: the part is left as it came)."""
+    if not isinstance(part, dict):
+        return None
+    keys = [key for key in _CALL_KEYS if key in part]
+    return keys[0] if len(keys) == 1 else None
+
+
+def _has_call(part: Any) -> bool:
+    """True for a part that holds a ``functionCall`` in either spelling (or both)."""
+    return isinstance(part, dict) and any(key in part for key in _CALL_KEYS)
+
+
+def _finish(candidate: Any) -> Any:
+    """A candidate's ``finishReason`` (either spelling), ``None`` without one; when both
+    spellings are there and differ, ``"two readings"`` (not ``STOP``: the answer counts as cut)."""
+    if not isinstance(candidate, dict):
+        return None
+    values = [candidate[key] for key in _FINISH_KEYS if key in candidate]
+    if len(values) == 2 and values[0] != values[1]:
+        return "two readings"
+    return values[0] if values else None
+
+
+def _call_spelling(candidate: Any) -> str:
+    """The key a call lifted into ``candidate`` goes under: ``function_call`` in an answer
+    written with proto field names (its ``finish_reason``), else ``functionCall``."""
+    snake = isinstance(candidate, dict) and "finish_reason" in candidate and "finishReason" not in candidate
+    return "function_call" if snake else "functionCall"
+
+
+def _signature(part: Any) -> tuple[str, Any] | None:
+    """``(key, value)`` of a part's thought signature in the spelling it came in, or ``None``."""
+    if isinstance(part, dict):
+        for key in _SIGNATURE_KEYS:
+            if key in part:
+                return key, part[key]
+    return None
+
+
 def _streams_arguments(call: dict[str, Any]) -> bool:
     """True for a ``functionCall`` whose arguments come in later parts (Vertex AI's
     ``streamFunctionCallArguments``: ``partialArgs`` pieces keyed by JSON path, ``willContinue``
@@ -608,10 +658,11 @@ def _rewrite_candidates(
         # Only STOP is the model's own end: MAX_TOKENS, SAFETY, MALFORMED_FUNCTION_CALL, OTHER…,
         # or no finishReason yet (a stream's earlier chunk), may have cut a call's arguments,
         # which are then never completed; and only a natural end's text is lifted.
-        cut = not isinstance(candidate, dict) or candidate.get("finishReason") != "STOP"
+        cut = not isinstance(candidate, dict) or _finish(candidate) != "STOP"
         new_parts: list[Any] = []
         for part in parts:
-            call = part.get("functionCall") if isinstance(part, dict) else None
+            key = _call_key(part)
+            call = part[key] if key is not None else None
             if isinstance(call, dict) and isinstance(call.get("name"), str):
                 if ids is not None:
                     # Gemini usually sends no id (calls pair by name): only an empty or repeated
@@ -620,7 +671,7 @@ def _rewrite_candidates(
                     if new_id is not None and "id" in call:
                         call["id"] = new_id
                         changed = True
-                expanded = _expand_parallel_part(part, call, flow)
+                expanded = _expand_parallel_part(part, call, flow, key)
                 if expanded is not None:  # BR-08: the wrapper becomes its calls
                     new_parts.extend(expanded)
                     changed = True
@@ -664,34 +715,37 @@ def _rewrite_candidates(
             and len(_list(response.get("candidates"))) == 1
             and not _cites(candidate)
         ):
-            lifted = lift_text_parts(new_parts, flow)
+            lifted = lift_text_parts(new_parts, flow, _call_spelling(candidate))
             if lifted is not None:
                 content["parts"] = lifted
                 changed = True
     return changed
 
 
-def _first_signature(held: list[Any]) -> Any:
-    """The ``thoughtSignature`` of the first text part that has one in the held events
-    (candidate 0's parts), or ``None``."""
+def _first_signature(held: list[Any]) -> tuple[str, Any] | None:
+    """``(key, value)`` of the thought signature of the first text part that has one in the
+    held events (candidate 0's parts, either spelling), or ``None``."""
     for event in held:
         inner = _unwrap(event.json())
         candidates = _list(inner.get("candidates")) if isinstance(inner, dict) else []
         candidate = candidates[0] if candidates and isinstance(candidates[0], dict) else {}
         content = candidate.get("content")
         for part in _list(content.get("parts")) if isinstance(content, dict) else []:
-            if _is_text_part(part) and "thoughtSignature" in part:
-                return part["thoughtSignature"]
+            if _is_text_part(part) and _signature(part) is not None:
+                return _signature(part)
     return None
 
 
-def _call_part(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"functionCall": {"name": name, "args": args}}
+def _call_part(name: str, args: dict[str, Any], key: str = "functionCall") -> dict[str, Any]:
+    return {key: {"name": name, "args": args}}
 
 
-def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], flow: FlowContext) -> list[dict[str, Any]] | None:
-    """The ``functionCall`` parts a ``multi_tool_use.parallel`` call stands for (BR-08), or
-    ``None`` (not a wrapper, or a part does not resolve: the wrapper stays whole)."""
+def _expand_parallel_part(
+    part: dict[str, Any], call: dict[str, Any], flow: FlowContext, key: str
+) -> list[dict[str, Any]] | None:
+    """The ``functionCall`` parts a ``multi_tool_use.parallel`` call stands for (BR-08), under
+    the wrapper's spelling ``key``, or ``None`` (not a wrapper, or a part does not resolve: the
+    wrapper stays whole)."""
     if call["name"].strip() != PARALLEL_WRAPPER or not isinstance(call.get("args"), dict):
         return None
     expanded = textcalls.expand_parallel(
@@ -705,9 +759,10 @@ def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], flow: Flow
     out = []
     for k, (sub, decision) in enumerate(expanded):
         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
-        new = _call_part(decision.target or sub.name, args if isinstance(args, dict) else {})
-        if k == 0 and "thoughtSignature" in part:
-            new["thoughtSignature"] = part["thoughtSignature"]
+        new = _call_part(decision.target or sub.name, args if isinstance(args, dict) else {}, key)
+        signature = _signature(part)
+        if k == 0 and signature is not None:
+            new[signature[0]] = signature[1]
         out.append(new)
     return out
 
@@ -728,9 +783,9 @@ def _is_text_part(part: Any) -> bool:
     return isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
 
 
-def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
-    """``parts`` with the answer's text lifted into ``functionCall`` parts, or ``None`` to leave
-    them as they are.
+def lift_text_parts(parts: list[Any], flow: FlowContext, key: str = "functionCall") -> list[Any] | None:
+    """``parts`` with the answer's text lifted into ``functionCall`` parts (under ``key``, the
+    answer's spelling), or ``None`` to leave them as they are.
 
     Lifted only when no part is a ``functionCall`` and the text parts (``thought`` parts aside),
     joined, are nothing but tool-call markup whose calls resolve and validate
@@ -739,7 +794,7 @@ def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
     responses by name and sends none itself) and the first keeps the text's
     ``thoughtSignature`` (the first text part's that has one; on the remaining text, if any).
     The candidate's ``finishReason`` stays (``STOP`` is what Gemini sends with calls)."""
-    if any(isinstance(p, dict) and "functionCall" in p for p in parts):
+    if any(_has_call(p) for p in parts):
         return None
     texts = [i for i, p in enumerate(parts) if _is_text_part(p)]
     if not texts:
@@ -750,15 +805,15 @@ def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
     remaining, calls = found
     first = parts[texts[0]]
     # the first text part's signature that has one (Gemini 3 may stream it on a last empty part)
-    signed = next((parts[i] for i in texts if "thoughtSignature" in parts[i]), None)
+    signed = next((_signature(parts[i]) for i in texts if _signature(parts[i]) is not None), None)
     new: list[Any] = []
     if remaining.strip():
-        kept = {k: v for k, v in first.items() if k != "thoughtSignature"}
-        new.append({**kept, "text": remaining, **({"thoughtSignature": signed["thoughtSignature"]} if signed else {})})
+        kept = {k: v for k, v in first.items() if k not in _SIGNATURE_KEYS}
+        new.append({**kept, "text": remaining, **({signed[0]: signed[1]} if signed else {})})
     for k, call in enumerate(calls):
-        part = _call_part(call.name, call.arguments)
+        part = _call_part(call.name, call.arguments, key)
         if k == 0 and signed is not None and not new:
-            part["thoughtSignature"] = signed["thoughtSignature"]
+            part[signed[0]] = signed[1]
         new.append(part)
     text_set = set(texts)
     return (
@@ -788,7 +843,7 @@ class GeminiStream(EventStreamRewriter):
 
     #: A ``functionCall`` is changed; text events are read only while a lift is possible
     #: (:meth:`holding`). Other SSE events pass unparsed.
-    MARKERS = (b'"functionCall"',)
+    MARKERS = (b'"functionCall"', b'"function_call"')
     #: google-genai dispatches every ``data:`` line as it ends, the last one at the end of the
     #: stream too, blank line or not (google/genai/_api_client.py, HttpResponse._iter_response_stream).
     READS_UNTERMINATED = True
@@ -846,7 +901,8 @@ class GeminiStream(EventStreamRewriter):
         for candidate in _list(response.get("candidates")) if isinstance(response, dict) else []:
             content = candidate.get("content") if isinstance(candidate, dict) else None
             for part in _list(content.get("parts")) if isinstance(content, dict) else []:
-                call = part.get("functionCall") if isinstance(part, dict) else None
+                key = _call_key(part)
+                call = part[key] if key is not None else None
                 back = (
                     self._flow.name_back(call["name"])
                     if isinstance(call, dict) and isinstance(call.get("name"), str)
@@ -890,12 +946,12 @@ class GeminiStream(EventStreamRewriter):
         )  # another candidate (candidateCount > 1, one per event): the texts are not one text
         content = candidate.get("content") if candidate is not None else None
         parts = _list(content.get("parts")) if isinstance(content, dict) else []
-        if candidate is None or _cites(candidate) or any(isinstance(p, dict) and "functionCall" in p for p in parts):
+        if candidate is None or _cites(candidate) or any(_has_call(p) for p in parts):
             # another candidate, a citation of a source (quoted markup is quoted), a real call
             return self._give_up() + self._plain(event, data)
         piece = "".join(p["text"] for p in parts if _is_text_part(p))
         state, out = text.add(piece, event)
-        done = bool(candidate.get("finishReason"))
+        done = bool(_finish(candidate))
         if state == textcalls.PROSE:
             self._text = None
             return [e.raw for e in out[:-1]] + self._plain(event, data)
@@ -904,7 +960,7 @@ class GeminiStream(EventStreamRewriter):
                 self._text = None
             return self._plain(event, data) if len(out) == 1 else [e.raw for e in out]
         if done:
-            if candidate.get("finishReason") != "STOP":
+            if _finish(candidate) != "STOP":
                 # MAX_TOKENS, SAFETY, RECITATION, OTHER…: perhaps cut short or withheld, never lifted
                 return self._give_up()
             return self._lift_held()
@@ -943,10 +999,10 @@ class GeminiStream(EventStreamRewriter):
         # (lift_text_parts): on the text that remains, else on the first call.
         signature = _first_signature(held)
         if extra:
-            new.append({"text": extra} if signature is None else {"text": extra, "thoughtSignature": signature})
-        new += [_call_part(call.name, call.arguments) for call in calls]
+            new.append({"text": extra} if signature is None else {"text": extra, signature[0]: signature[1]})
+        new += [_call_part(call.name, call.arguments, _call_spelling(candidate)) for call in calls]
         if signature is not None and not extra and len(new) > 0:
-            new[0]["thoughtSignature"] = signature
+            new[0][signature[0]] = signature[1]
         out: list[bytes] = []
         for event in held[:-1]:
             earlier = event.json()
@@ -964,7 +1020,7 @@ class GeminiStream(EventStreamRewriter):
                 # An array element cannot be dropped (its comma stays): its text becomes "".
                 copy = jsonio.loads(jsonio.dumps(earlier))
                 _unwrap(copy)["candidates"][0]["content"]["parts"] = [
-                    {**{k: v for k, v in p.items() if k != "thoughtSignature"}, "text": ""} if _is_text_part(p) else p
+                    {**{k: v for k, v in p.items() if k not in _SIGNATURE_KEYS}, "text": ""} if _is_text_part(p) else p
                     for p in earlier_parts
                 ]  # its signature, if any, went with the lifted parts
                 out.append(event.with_json(copy).raw)
@@ -1059,7 +1115,9 @@ class GeminiStream(EventStreamRewriter):
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
-        if (b'"functionCall"' in raw or b"\\u" in raw) and jsonio.has_duplicate_keys(raw, data):
+        if (b'"functionCall"' in raw or b'"function_call"' in raw or b"\\u" in raw) and jsonio.has_duplicate_keys(
+            raw, data
+        ):
             # Which value the client reads is its parser's choice: this element passes as it
             # came, and the rest as they come but for this flow's aliases, given back.
             self.contained = self.contained or f"RepeatedKey: {RepeatedKey.NOTE}"
