@@ -758,6 +758,27 @@ def test_code_assist_json_answer_is_unwrapped():
     assert [c["name"] for c in calls_in(body)] == ["run_shell_command", "read_file"]
 
 
+@pytest.mark.parametrize("outer", [[], None])
+def test_code_assist_answer_with_empty_outer_candidates_is_unwrapped(outer):
+    """Gemini CLI reads only a Code Assist answer's ``response`` (``code_assist/converter.ts``,
+    ``fromGenerateContentResponse``): an empty ``candidates`` beside it changes nothing. Was: such
+    an envelope was not unwrapped, and its calls reached the client as the upstream sent them."""
+    body = {"candidates": outer, "response": load_json("response-foreign-tool.json"), "traceId": "t"}
+    assert DIALECT.rewrite_response(body, context(Recorder())) is True
+    assert body["candidates"] == outer
+    assert [c["name"] for c in calls_in(body["response"])] == ["run_shell_command", "read_file"]
+
+
+def test_code_assist_answer_with_outer_candidates_of_its_own_is_left():
+    """Two answers in one body (the envelope's own candidates and its ``response``'s): neither read."""
+    inner = load_json("response-foreign-tool.json")
+    body = {"candidates": copy.deepcopy(inner["candidates"]), "response": inner}
+    before = copy.deepcopy(body)
+    rec = Recorder()
+    DIALECT.rewrite_response(body, context(rec))
+    assert body["response"] == before["response"]
+
+
 def test_prefixed_name_is_renamed_and_args_fitted():
     body = {
         "candidates": [

@@ -103,10 +103,13 @@ def openapi_to_jsonschema(schema: Any) -> Any:
 
 
 def _unwrap(body: Any) -> Any:
-    """The ``GenerateContentRequest`` / response inside a Code Assist envelope, else ``body``."""
+    """The ``GenerateContentRequest`` / response inside a Code Assist envelope, else ``body``.
+    An envelope that also holds an empty (or ``null``) ``candidates`` of its own is one: Gemini
+    CLI reads only its ``response`` (``code_assist/converter.ts``, ``fromGenerateContentResponse``);
+    one whose own ``candidates`` hold anything is not unwrapped (two answers in one body)."""
     if isinstance(body, dict) and isinstance(body.get("request"), dict) and "contents" in body["request"]:
         return body["request"]
-    if isinstance(body, dict) and isinstance(body.get("response"), dict) and "candidates" not in body:
+    if isinstance(body, dict) and isinstance(body.get("response"), dict) and body.get("candidates") in (None, []):
         return body["response"]
     return body
 
