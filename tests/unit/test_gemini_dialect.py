@@ -1918,15 +1918,16 @@ def test_a_call_in_both_spellings_is_left_as_it_came():
 
 
 @pytest.mark.parametrize("framing", ["json", "sse"])
-def test_text_lifted_in_an_answer_in_proto_field_names_keeps_its_spelling(framing):
-    """A call lifted from the text of a ``finish_reason`` answer is written ``function_call``,
-    with the text's ``thought_signature``."""
+def test_text_lifted_in_an_answer_in_proto_field_names_is_spelled_for_every_client(framing):
+    """A call lifted from the text of a ``finish_reason`` answer is written ``functionCall``, the
+    key every client reads (``@google/genai`` reads no other: ``partFromMldev``), with the text's
+    ``thought_signature``. Was: ``function_call``, which a JS client reads as nothing."""
     events = [
         _text_event([{"text": MARKUP[:30], "thoughtSignature": "U0lH"}]),
         _text_event([{"text": MARKUP[30:]}], "STOP"),
     ]
     expected = [
-        {"function_call": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thought_signature": "U0lH"}
+        {"functionCall": {"name": "read_file", "args": {"file_path": "/tmp/a.txt"}}, "thought_signature": "U0lH"}
     ]
     if framing == "json":
         parts = [p for e in events for p in e["candidates"][0]["content"]["parts"]]
@@ -1942,4 +1943,37 @@ def test_text_lifted_in_an_answer_in_proto_field_names_keeps_its_spelling(framin
             for c in orjson.loads(b[6:])["candidates"]
             for p in c["content"]["parts"]
         ]
-        assert [p for p in parts if "function_call" in p] == expected
+        assert [p for p in parts if "functionCall" in p] == expected
+
+
+LONG_TOOL = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_template_compliance_v2"  # 76 > 64
+LONG_ALIAS = "mcp__plugin_deploy_on_aws_awsiac__check_cloudformation_77743514"
+
+
+@pytest.mark.parametrize("order", ["camel_first", "null_first"])
+@pytest.mark.parametrize("framing", ["json", "sse", "array"])
+def test_a_null_sibling_spelling_is_no_second_reading(order, framing):
+    """``{"functionCall": {…}, "function_call": null}`` is one call to google-genai (pydantic
+    takes the set key; a ``null`` sibling is nothing), so the alias a long name got upstream is
+    named back; and ``finish_reason: null`` beside ``finishReason: "STOP"`` is a natural end. Was
+    a fault: any second key, ``null`` too, made the part two readings and the alias reached the
+    client."""
+    call = {"name": LONG_ALIAS, "args": {"template_path": "a"}}
+    part = {"functionCall": call, "function_call": None}
+    if order == "null_first":
+        part = {"function_call": None, "functionCall": call}
+    candidate = {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "finish_reason": None}
+    answer = {"candidates": [candidate]}
+    body = {"tools": [{"functionDeclarations": [{"name": LONG_TOOL}]}]}
+    plan = Plan(rename_map={LONG_TOOL: LONG_ALIAS})
+    rec = dialects.Recorder(Toolset(DIALECT.declared_tools(body)), plan)
+    if framing == "json":
+        assert DIALECT.rewrite_response(answer, context(rec, plan)) is True
+        out = [answer]
+    else:
+        data = _gemini_sse(answer) if framing == "sse" else b"[" + orjson.dumps(answer) + b"]"
+        raw = drive(DIALECT.stream_rewriter(context(rec, plan)), [data])
+        out = orjson.loads(raw) if framing == "array" else [orjson.loads(raw[len(b"data: ") : -4])]
+    parts = out[0]["candidates"][0]["content"]["parts"]
+    assert parts[0]["functionCall"]["name"] == LONG_TOOL and parts[0]["function_call"] is None
+    assert rec.calls and not any(c.truncated for c in rec.calls)

@@ -584,42 +584,38 @@ _FINISH_KEYS = ("finishReason", "finish_reason")
 
 
 def _call_key(part: Any) -> str | None:
-    """The key under which ``part`` (a ``Part``) holds its ``functionCall``, in either spelling;
-    ``None`` when it holds none, or both (two readings: the part is left as it came)."""
+    """The key under which ``part`` (a ``Part``) holds its ``functionCall``, in either spelling
+    (a ``null`` value holds none: pydantic reads ``{"functionCall": {…}, "function_call": null}``
+    as the one call); ``None`` when it holds none, or two (two readings: the part is left as it
+    came; google-genai refuses such a part)."""
     if not isinstance(part, dict):
         return None
-    keys = [key for key in _CALL_KEYS if key in part]
+    keys = [key for key in _CALL_KEYS if part.get(key) is not None]
     return keys[0] if len(keys) == 1 else None
 
 
 def _has_call(part: Any) -> bool:
-    """True for a part that holds a ``functionCall`` in either spelling (or both)."""
-    return isinstance(part, dict) and any(key in part for key in _CALL_KEYS)
+    """True for a part that holds a ``functionCall`` (not ``null``) in either spelling, or both."""
+    return isinstance(part, dict) and any(part.get(key) is not None for key in _CALL_KEYS)
 
 
 def _finish(candidate: Any) -> Any:
-    """A candidate's ``finishReason`` (either spelling), ``None`` without one; when both
-    spellings are there and differ, ``"two readings"`` (not ``STOP``: the answer counts as cut)."""
+    """A candidate's ``finishReason`` (either spelling; ``null`` is none), ``None`` without one;
+    when both spellings hold one and they differ, ``"two readings"`` (not ``STOP``: the answer
+    counts as cut)."""
     if not isinstance(candidate, dict):
         return None
-    values = [candidate[key] for key in _FINISH_KEYS if key in candidate]
+    values = [candidate[key] for key in _FINISH_KEYS if candidate.get(key) is not None]
     if len(values) == 2 and values[0] != values[1]:
         return "two readings"
     return values[0] if values else None
-
-
-def _call_spelling(candidate: Any) -> str:
-    """The key a call lifted into ``candidate`` goes under: ``function_call`` in an answer
-    written with proto field names (its ``finish_reason``), else ``functionCall``."""
-    snake = isinstance(candidate, dict) and "finish_reason" in candidate and "finishReason" not in candidate
-    return "function_call" if snake else "functionCall"
 
 
 def _signature(part: Any) -> tuple[str, Any] | None:
     """``(key, value)`` of a part's thought signature in the spelling it came in, or ``None``."""
     if isinstance(part, dict):
         for key in _SIGNATURE_KEYS:
-            if key in part:
+            if part.get(key) is not None:
                 return key, part[key]
     return None
 
@@ -674,7 +670,7 @@ def _rewrite_candidates(
                     if new_id is not None and "id" in call:
                         call["id"] = new_id
                         changed = True
-                expanded = _expand_parallel_part(part, call, flow, key)
+                expanded = _expand_parallel_part(part, call, flow)
                 if expanded is not None:  # BR-08: the wrapper becomes its calls
                     new_parts.extend(expanded)
                     changed = True
@@ -718,7 +714,7 @@ def _rewrite_candidates(
             and len(_list(response.get("candidates"))) == 1
             and not _cites(candidate)
         ):
-            lifted = lift_text_parts(new_parts, flow, _call_spelling(candidate))
+            lifted = lift_text_parts(new_parts, flow)
             if lifted is not None:
                 content["parts"] = lifted
                 changed = True
@@ -739,16 +735,16 @@ def _first_signature(held: list[Any]) -> tuple[str, Any] | None:
     return None
 
 
-def _call_part(name: str, args: dict[str, Any], key: str = "functionCall") -> dict[str, Any]:
-    return {key: {"name": name, "args": args}}
+def _call_part(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A new call part, spelled ``functionCall`` whatever the answer's spelling: the key every
+    client reads (``@google/genai``, Gemini CLI's SDK, reads only it: ``partFromMldev``;
+    google-genai both)."""
+    return {"functionCall": {"name": name, "args": args}}
 
 
-def _expand_parallel_part(
-    part: dict[str, Any], call: dict[str, Any], flow: FlowContext, key: str
-) -> list[dict[str, Any]] | None:
-    """The ``functionCall`` parts a ``multi_tool_use.parallel`` call stands for (BR-08), under
-    the wrapper's spelling ``key``, or ``None`` (not a wrapper, or a part does not resolve: the
-    wrapper stays whole)."""
+def _expand_parallel_part(part: dict[str, Any], call: dict[str, Any], flow: FlowContext) -> list[dict[str, Any]] | None:
+    """The ``functionCall`` parts a ``multi_tool_use.parallel`` call stands for (BR-08), or
+    ``None`` (not a wrapper, or a part does not resolve: the wrapper stays whole)."""
     if call["name"].strip() != PARALLEL_WRAPPER or not isinstance(call.get("args"), dict):
         return None
     expanded = textcalls.expand_parallel(
@@ -762,7 +758,7 @@ def _expand_parallel_part(
     out = []
     for k, (sub, decision) in enumerate(expanded):
         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
-        new = _call_part(decision.target or sub.name, args if isinstance(args, dict) else {}, key)
+        new = _call_part(decision.target or sub.name, args if isinstance(args, dict) else {})
         signature = _signature(part)
         if k == 0 and signature is not None:
             new[signature[0]] = signature[1]
@@ -786,9 +782,9 @@ def _is_text_part(part: Any) -> bool:
     return isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
 
 
-def lift_text_parts(parts: list[Any], flow: FlowContext, key: str = "functionCall") -> list[Any] | None:
-    """``parts`` with the answer's text lifted into ``functionCall`` parts (under ``key``, the
-    answer's spelling), or ``None`` to leave them as they are.
+def lift_text_parts(parts: list[Any], flow: FlowContext) -> list[Any] | None:
+    """``parts`` with the answer's text lifted into ``functionCall`` parts, or ``None`` to leave
+    them as they are.
 
     Lifted only when no part is a ``functionCall`` and the text parts (``thought`` parts aside),
     joined, are nothing but tool-call markup whose calls resolve and validate
@@ -814,7 +810,7 @@ def lift_text_parts(parts: list[Any], flow: FlowContext, key: str = "functionCal
         kept = {k: v for k, v in first.items() if k not in _SIGNATURE_KEYS}
         new.append({**kept, "text": remaining, **({signed[0]: signed[1]} if signed else {})})
     for k, call in enumerate(calls):
-        part = _call_part(call.name, call.arguments, key)
+        part = _call_part(call.name, call.arguments)
         if k == 0 and signed is not None and not new:
             part[signed[0]] = signed[1]
         new.append(part)
@@ -1003,7 +999,7 @@ class GeminiStream(EventStreamRewriter):
         signature = _first_signature(held)
         if extra:
             new.append({"text": extra} if signature is None else {"text": extra, signature[0]: signature[1]})
-        new += [_call_part(call.name, call.arguments, _call_spelling(candidate)) for call in calls]
+        new += [_call_part(call.name, call.arguments) for call in calls]
         if signature is not None and not extra and len(new) > 0:
             new[0][signature[0]] = signature[1]
         out: list[bytes] = []

@@ -244,7 +244,9 @@ def _gemini_calls(units: list[Any]) -> list[Call]:
         for cand in u.get("candidates") or ():
             content = cand.get("content") if isinstance(cand, dict) else None
             for part in (content or {}).get("parts") or () if isinstance(content, dict) else ():
-                keys = [k for k in ("functionCall", "function_call") if isinstance(part, dict) and k in part]
+                keys = [
+                    k for k in ("functionCall", "function_call") if isinstance(part, dict) and part.get(k) is not None
+                ]
                 fc = part[keys[0]] if len(keys) == 1 else None  # both spellings: two readings, none taken
                 if isinstance(fc, dict):
                     calls.append(Call(str(fc.get("name")), fc.get("args"), fc.get("id")))
