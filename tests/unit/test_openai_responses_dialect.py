@@ -1354,3 +1354,69 @@ def test_a_parallel_wrapper_let_go_at_a_stall_ends_as_it_began():
     assert out == upstream
     control, _ = _rewriter(Plan())
     assert len(by_type(drive(control, [upstream]), "response.output_item.done")) == 2  # expanded when whole
+
+
+# -- a hosted tool search's loaded tools, and text that names an event ------------------------------
+
+
+def _loaded(name: str, namespace: str | None = None) -> dict[str, Any]:
+    """A ``tool_search_output`` output item that loaded one function (in ``namespace``, if any)."""
+    tool: dict[str, Any] = {"type": "function", "name": name, "parameters": {"type": "object"}}
+    if namespace is not None:
+        tool = {"type": "namespace", "name": namespace, "description": "GitHub", "tools": [tool]}
+    return {"type": "tool_search_output", "id": "tso_1", "execution": "server", "status": "completed", "tools": [tool]}
+
+
+@pytest.mark.parametrize(
+    ("namespace", "upstream", "client"),
+    [(None, "run_exec", "exec_command"), ("mcp__github__", "open_issue", "create_issue")],
+)
+@pytest.mark.parametrize("framing", ["json", "sse"])
+def test_the_tools_a_tool_search_loaded_are_named_back(namespace, upstream, client, framing):
+    """A ``tool_search_output`` item lists the loaded definitions under the names the upstream
+    knows; the client keeps them and sends them back as declared tools (openai-python
+    ``ResponseToolSearchOutputItem``), so each gets the client's name, in the JSON answer, both
+    stream items and the echo. Was a fault: the alias reached the client there, and a later
+    turn read it back as a tool the client declared."""
+    plan = Plan(rename_map=UPSTREAM_RENAME)
+    response = {"id": "resp_1", "object": "response", "status": "completed", "output": [_loaded(upstream, namespace)]}
+    if framing == "json":
+        assert DIALECT.rewrite_response(response, context(Recorder(CODEX, plan), plan)) is True
+        items = [response["output"][0]]
+    else:
+        item = response["output"][0]
+        events = [
+            {"type": "response.output_item.added", "output_index": 0, "item": item, "sequence_number": 0},
+            {"type": "response.output_item.done", "output_index": 0, "item": item, "sequence_number": 0},
+            {"type": "response.completed", "response": response, "sequence_number": 0},
+        ]
+        out, _ = rewrite_stream(_stream(events), plan=plan)
+        items = [d["item"] for d in datas(out) if "item" in d] + completed(out)["output"]
+        assert len(items) == 3
+    for item in items:
+        tool = item["tools"][0]
+        if namespace is None:
+            assert tool["name"] == client
+        else:
+            assert (tool["name"], tool["tools"][0]["name"]) == (namespace, client)
+
+
+def test_a_completed_response_whose_text_names_an_item_event_is_read():
+    """The shortcut past an item's end (its text is no call's) must not take a
+    ``response.completed`` whose message text says ``response.output_item.done``: its echo still
+    gets the client's tool names. Was a fault: it passed unread, the alias in its ``tools``."""
+    plan = Plan(rename_map=UPSTREAM_RENAME)
+    text = "Each item ends with a response.output_item.done event."
+    message = {
+        "type": "message",
+        "id": "msg_1",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+    tools = [{"type": "function", "name": "run_exec", "parameters": {"type": "object"}}]
+    response = {"id": "resp_1", "status": "completed", "output": [message], "tools": tools}
+    out, _ = rewrite_stream(
+        _stream([{"type": "response.completed", "response": response, "sequence_number": 0}]), plan=plan
+    )
+    assert [t["name"] for t in completed(out)["tools"]] == ["exec_command"]

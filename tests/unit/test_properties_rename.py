@@ -980,6 +980,10 @@ class ResponsesWire(Wire):
             "content": [{"type": "output_text", "text": "Calling tools.", "annotations": []}],
         }
         output.insert(0, text_item)
+        if random.Random(s.seed ^ 0x7553).random() < 0.3:
+            # A hosted tool search's result: the definitions it loaded, under the upstream's names
+            loaded = [t for t in fwd.get("tools", []) if t.get("type") in ("function", "namespace")]
+            output.insert(1, {"id": "tso_01", "type": "tool_search_output", "status": "completed", "tools": loaded})
         echo = {
             "instructions": (fwd if echo is None else echo).get("instructions"),
             "tools": fwd.get("tools", []),
@@ -1016,6 +1020,8 @@ class ResponsesWire(Wire):
                     content_index=0,
                     delta="Calling tools.",
                 )
+            elif item["type"] == "tool_search_output":
+                add("response.output_item.added", output_index=idx, item=item)
             elif item["type"] == "function_call":
                 add("response.output_item.added", output_index=idx, item=dict(item, status="in_progress", arguments=""))
                 for p in pieces(item["arguments"], rnd):

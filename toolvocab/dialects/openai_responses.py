@@ -102,6 +102,10 @@ ADDITIONAL_TOOLS = "additional_tools"
 #: search output" (openai-python ``ResponseToolSearchOutputItemParam``; a client-executed
 #: ``tool_search`` tool, as Codex declares, returns them).
 _TOOL_ITEMS = (ADDITIONAL_TOOLS, "tool_search_output")
+#: The output item that lists tool definitions: a ``tool_search``'s result, whose ``tools`` are
+#: the loaded definitions (openai-python ``types/responses/response_tool_search_output_item.py``);
+#: the client keeps them and sends them back as an input item (:data:`_TOOL_ITEMS`).
+TOOL_SEARCH_OUTPUT = _TOOL_ITEMS[1]
 
 
 def _tool_lists(body: JSON) -> list[list[Any]]:
@@ -917,6 +921,8 @@ class ResponsesCore:
             # Items made here are already decided (and their ids counted).
             if isinstance(item, dict) and id(item) in old_items:
                 changed |= self.apply_item(item, echo=self.streaming)
+                if self.reverse:
+                    changed |= _unrename_loaded(item, self.reverse)
         if self.reverse:
             changed |= _unrename_echo(response, self.reverse)
         sentence = self.plan.prompt_sentence
@@ -993,10 +999,11 @@ def _with_text(message: dict[str, Any], text: str) -> dict[str, Any]:
     return {**message, "content": [{**first, "type": "output_text", "text": text, "annotations": []}]}
 
 
-def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
-    """Give the echoed ``tools`` and ``tool_choice`` the client's names back."""
+def _unrename_tools(tools: Any, reverse: dict[str, str]) -> bool:
+    """Give a list of tool definitions (``function`` tools, and those inside ``namespace``
+    tools) the client's names back, in place; True when one changed."""
     changed = False
-    for tool in as_list(response.get("tools")):
+    for tool in as_list(tools):
         if not isinstance(tool, dict):
             continue
         if tool.get("type") == "function":
@@ -1005,6 +1012,22 @@ def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
             for inner in as_list(tool.get("tools")):
                 if isinstance(inner, dict) and inner.get("type") == "function":
                     changed |= _rename_named(inner, tool.get("name"), reverse)
+    return changed
+
+
+def _unrename_loaded(item: Any, reverse: dict[str, str]) -> bool:
+    """Give a ``tool_search_output`` output item's loaded ``tools`` the client's names back, in
+    place; True when one changed."""
+    return (
+        isinstance(item, dict)
+        and item.get("type") == TOOL_SEARCH_OUTPUT
+        and _unrename_tools(item.get("tools"), reverse)
+    )
+
+
+def _unrename_echo(response: dict[str, Any], reverse: dict[str, str]) -> bool:
+    """Give the echoed ``tools`` and ``tool_choice`` the client's names back."""
+    changed = _unrename_tools(response.get("tools"), reverse)
     choice = response.get("tool_choice")
     if isinstance(choice, dict):
         if choice.get("type") == "function":
@@ -1019,7 +1042,13 @@ def _not_a_call_done(raw: bytes) -> bool:
     """``raw`` is an ``output_item.done`` event that cannot be a tool call's: no call type
     (``function_call``, ``custom_tool_call``: both end ``_call"``) and no ``\\u`` escape that could
     spell one. Such an event (a message's end carries its whole text) needs no parse."""
-    return b"output_item.done" in raw and b'_call"' not in raw and b"\\u" not in raw
+    return (
+        b"output_item.done" in raw
+        and b'_call"' not in raw
+        and b'"response"' not in raw  # a response.completed whose text quotes the event's name
+        and b"tool_search" not in raw  # loaded tools: their names may be aliases
+        and b"\\u" not in raw
+    )
 
 
 #: The record's note for a tool call that came under an item id another call already has.
@@ -1266,6 +1295,15 @@ class ResponsesStream(EventStreamRewriter):
                 self._no_lift = True
         if kind == "response.output_item.done" and _is_call(data.get("item")):
             return self._release_alone(event, data["item"])
+        if (
+            kind in ("response.output_item.added", "response.output_item.done")
+            and self.core.reverse
+            and isinstance(data.get("item"), dict)
+            and data["item"].get("type") == TOOL_SEARCH_OUTPUT
+        ):
+            item = jsonio.loads(jsonio.dumps(data["item"]))
+            if _unrename_loaded(item, self.core.reverse):
+                return [event.with_json({**data, "item": item})]
         if kind == "response.function_call_arguments.done":
             return [self._args_done_back(event)]
         if kind in _RESPONSE_EVENTS and isinstance(data.get("response"), dict):
