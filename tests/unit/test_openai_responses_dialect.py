@@ -1420,3 +1420,37 @@ def test_a_completed_response_whose_text_names_an_item_event_is_read():
         _stream([{"type": "response.completed", "response": response, "sequence_number": 0}]), plan=plan
     )
     assert [t["name"] for t in completed(out)["tools"]] == ["exec_command"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_streamed_call_with_no_id_gets_one_call_id_everywhere(seed):
+    """A call with neither ``id`` nor ``call_id`` gets a call_id (BR-20): the same one in its
+    ``output_item.added``, its ``.done`` and the ``response.completed`` echo, from one decision.
+    Was a fault: each place was decided again, under a new invented id (three ids, four
+    decisions for one call)."""
+    item = {"type": "function_call", "status": "completed", "name": "exec_command", "arguments": '{"cmd":"ls"}'}
+    events = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "arguments": ""},
+            "sequence_number": 0,
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "delta": item["arguments"],
+            "sequence_number": 0,
+        },
+        {"type": "response.output_item.done", "output_index": 0, "item": item, "sequence_number": 0},
+        {
+            "type": "response.completed",
+            "response": {"id": "r", "status": "completed", "output": [item]},
+            "sequence_number": 0,
+        },
+    ]
+    data = _stream(events)
+    out, rec = rewrite_stream(data, random_chunks(data, random.Random(seed)))
+    ids = [d["item"]["call_id"] for d in datas(out) if "item" in d] + [i["call_id"] for i in completed(out)["output"]]
+    assert len(ids) == 3 and len(set(ids)) == 1 and ids[0]
+    assert len(rec.decisions) == 1

@@ -609,6 +609,10 @@ class ResponsesCore:
         #: (:meth:`ResponsesStream._release`): a copy of it given up later leaves the decision
         #: in the record, and the ``response.completed`` echo shows the call as it went first.
         self.delivered: dict[str, tuple[Decision, str | None, str | None]] = {}
+        #: Calls that went out with neither an item id nor a call_id, in order: (the item as the
+        #: upstream sent it, its decision). The echo finds its own here (:func:`_same_call`)
+        #: instead of deciding it again, which would give it another invented call_id.
+        self.keyless: list[tuple[dict[str, Any], tuple[Decision, str | None, str | None]]] = []
         self.ids = flow.ids()
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
@@ -857,11 +861,19 @@ class ResponsesCore:
                 return unit.with_json({**data, "name": back[0].target})
         return unit
 
-    def apply_item(self, item: dict[str, Any], *, with_arguments: bool = True, echo: bool = False) -> bool:
+    def apply_item(
+        self,
+        item: dict[str, Any],
+        *,
+        with_arguments: bool = True,
+        echo: bool = False,
+        decided: tuple[Decision, str | None, str | None] | None = None,
+    ) -> bool:
         """Rewrite one output item in place (name, namespace and, unless ``with_arguments`` is
         false, arguments); True when changed. An ``output_item.added`` item keeps its (empty)
         arguments: clients append the deltas to it. ``echo``: an item of a streamed answer's
-        ``response`` echo, which shows a call as its events first went (:attr:`delivered`)."""
+        ``response`` echo, which shows a call as its events first went (:attr:`delivered`,
+        :attr:`keyless`). ``decided``: the call's decision, already made from its events."""
         if (
             not isinstance(item.get("type"), str)
             or item.get("type") not in _CALL_TYPES
@@ -870,8 +882,12 @@ class ResponsesCore:
             return False
         key = item.get("id") or item.get("call_id")
         first = self.delivered.get(key) if echo and isinstance(key, str) else None
-        if first is not None and _same_call(self._called[key], item, first[0]):
+        if decided is not None:
+            decision, new_args, new_id = decided
+        elif first is not None and _same_call(self._called[key], item, first[0]):
             decision, new_args, new_id = first
+        elif echo and not isinstance(key, str) and (mine := self._keyless_echo(item)) is not None:
+            decision, new_args, new_id = mine
         else:
             decision, new_args, new_id = self._decide(item)
         changed = False
@@ -892,6 +908,15 @@ class ResponsesCore:
         if new_args is not None and with_arguments:
             item["arguments"] = new_args
         return True
+
+    def _keyless_echo(self, item: dict[str, Any]) -> tuple[Decision, str | None, str | None] | None:
+        """The decision of the first call in :attr:`keyless` that ``item`` (an echoed call with
+        neither id) may be (:func:`_same_call`), taken off the list; ``None`` when none is."""
+        for k, (first, decided) in enumerate(self.keyless):
+            if _same_call(first, item, decided[0]):
+                del self.keyless[k]
+                return decided
+        return None
 
     def rewrite_response_object(self, response: dict[str, Any]) -> bool:
         """Rewrite ``output[]`` calls and the ``tools`` / ``tool_choice`` echo in place."""
@@ -1770,6 +1795,9 @@ class ResponsesStream(EventStreamRewriter):
             if expanded is not None:
                 return expanded
         decision, new_args, new_id = self.core._decide(item)
+        key = item.get("id") or item.get("call_id")
+        # a call with neither id is not found again by one: its items take this decision
+        decided = (decision, new_args, new_id) if not isinstance(key, str) else None
         own_id = item.get("id") if isinstance(item.get("id"), str) else None
         own_index = done_data.get("output_index")
 
@@ -1817,7 +1845,7 @@ class ResponsesStream(EventStreamRewriter):
             kind = data.get("type") if isinstance(data, dict) else None
             if kind in ("response.output_item.added", "response.output_item.done"):
                 new_item = dict(data["item"])
-                self.core.apply_item(new_item, with_arguments=kind == "response.output_item.done")
+                self.core.apply_item(new_item, with_arguments=kind == "response.output_item.done", decided=decided)
                 out.append(unit.with_json({**data, "item": new_item}))
             elif kind == "response.function_call_arguments.delta" and new_args is not None and own(data):
                 out.append(unit.with_json({**data, "delta": new_args if first_delta else ""}))
@@ -1836,9 +1864,10 @@ class ResponsesStream(EventStreamRewriter):
                 out.append(self._args_done_back(unit.with_json(fixed) if fixed != data else unit))
             else:
                 out.append(unit)
-        key = item.get("id") or item.get("call_id")
         if isinstance(key, str):
             self.core.delivered[key] = self.core.decided.get(key, (decision, new_args, new_id))
+        else:
+            self.core.keyless.append((item, (decision, new_args, new_id)))
         return out
 
 
