@@ -8,7 +8,7 @@
 * ``terminal {command, timeout: 30}`` (Hermes Agent: seconds, then killed) reaches Qwen Code's
   ``run_shell_command`` with ``timeout: 30000`` (milliseconds, then killed), and is left for Claude
   Code, whose ``Bash`` moves a command still running at its timeout to the background.
-* ``exec_command {cmd: "cd .. && echo …"}`` (Codex: a new process each call) is left for Claude
+* ``exec_command {cmd: "cd ..; echo …"}`` (Codex: a new process each call) is left for Claude
   Code, whose ``Bash`` keeps the working directory for the next call: Claude Code answers with its
   own "No such tool" error and runs nothing.
 * After Claude Code's own ``Bash`` ran ``cd sub``, an ``exec_command {cmd: "echo …"}`` is left too:
@@ -109,7 +109,7 @@ def test_a_directory_change_never_moves_into_a_bash_that_keeps_it(agent_e2e):
         "claude",
         "auto",
         tool="exec_command",
-        args={"cmd": "cd .. && echo " + MARKER},
+        args={"cmd": "cd ..; echo " + MARKER},  # ` && ` after a `cd `: also text Bash may cut
         prompt="Run echo " + MARKER + " one directory up",
     )
     run.check_common()
@@ -187,3 +187,28 @@ def test_a_relative_path_never_moves_into_a_read_an_earlier_cd_moved(agent_e2e, 
     else:
         assert call.get("name") == "Read" and call.get("input") == {"file_path": "f.txt"}, f"{call!r}\n{run.describe()}"
         assert "WHERE-OUTER" in result and "WHERE-INNER" not in result, f"{result!r}\n{run.describe()}"
+
+
+@pytest.mark.parametrize("tool", ["Bash", "exec_command"])
+def test_text_claude_codes_bash_would_cut_never_moves_into_it(agent_e2e, tool):
+    """Claude Code's Bash takes the first `cd <its working directory> && ` out of a command
+    wherever it stands (normalizeToolInput), inside a word or quotes too: its own call
+    ``echo 'see abcd <work> && notes' > note.txt`` writes ``see abnotes`` (the fact the rule rests
+    on). So Codex's ``exec_command`` with that text is left: Claude Code answers "No such tool"
+    and writes nothing. Was: moved into Bash, the note written cut."""
+    run = agent_e2e(
+        "claude",
+        "auto",
+        tool=tool,
+        args=lambda work: {("command" if tool == "Bash" else "cmd"): f"echo 'see abcd {work} && notes' > note.txt"},
+        prompt="Write the note",
+    )
+    run.check_common()
+    call, answer = run.call_and_result()
+    note = run.work / "note.txt"
+    if tool == "Bash":  # the client's own tool, as the model sent it
+        assert note.read_text().strip() == "see abnotes", run.describe()
+        return
+    assert call.get("name") == "exec_command", f"the call changed: {call!r}\n{run.describe()}"
+    assert "No such tool available: exec_command" in run.text(answer.get("content")), run.describe()
+    assert not note.exists(), run.describe()

@@ -637,17 +637,18 @@ def test_an_argv_for_the_targets_own_command_that_moves_nothing_is_still_written
     ("tools", "name", "args", "client"),
     [
         # Codex runs each call in a new process; Claude Code's Bash keeps the working directory.
-        ([BASH], "exec_command", {"cmd": "cd src && make"}, None),
+        # (`cd src; make`: with ` && ` after it, a `cd ` is also text Claude Code's Bash may cut)
+        ([BASH], "exec_command", {"cmd": "cd src; make"}, None),
         ([BASH], "exec_command", {"cmd": "pushd src && make"}, None),
         ([BASH], "exec_command", {"cmd": "{cd,src} && make"}, None),  # brace expansion: cd src
         ([BASH], "exec_command", {"cmd": "c\\\nd src && make"}, None),  # a line continuation: cd src
-        ([BASH], "shell", {"command": ["bash", "-lc", "cd src && make"]}, None),
-        ([BASH], "run_shell_command", {"command": "cd src && make"}, None),
+        ([BASH], "shell", {"command": ["bash", "-lc", "cd src; make"]}, None),
+        ([BASH], "run_shell_command", {"command": "cd src; make"}, None),
         # ... and the other way: a directory the model meant to keep is lost in OpenCode.
-        ([OC_BASH], "Bash", {"command": "cd src && make"}, "OpenCode"),
+        ([OC_BASH], "Bash", {"command": "cd src; make"}, "OpenCode"),
         # Hermes' terminal is not recorded: no state may move, a variable no more than a directory.
         ([BASH], "terminal", {"command": "export CI=1 && make"}, None),
-        ([BASH], "terminal", {"command": "cd src && make"}, None),
+        ([BASH], "terminal", {"command": "cd src; make"}, None),
     ],
 )
 def test_a_command_that_changes_what_the_next_call_inherits_is_left(
@@ -2123,16 +2124,62 @@ CODEX_SHELL_COMMAND = fn("shell_command", schema("command", command=STR, workdir
         ([OC_BASH], "exec_command", {"cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF"}, "OpenCode"),
         ([OC_BASH], "shell", {"command": ["apply_patch", "*** Begin Patch\n*** End Patch"]}, "OpenCode"),
         ([CODEX_EXEC], "Bash", {"command": "apply_patch < fix.diff"}, "Codex"),
+        # Claude Code's Bash takes the first `cd <its cwd> && ` out of the command, wherever it is
+        ([BASH], "exec_command", {"cmd": "cp -r vendor/etcd /home/u/proj && go build ./..."}, "Claude Code"),
+        ([BASH], "exec_command", {"cmd": "echo 'see abcd /home/u/proj && notes' >> log.txt"}, "Claude Code"),
+        ([BASH], "shell", {"command": ["git", "commit", "-m", "import etcd /home/u/proj && bump"]}, "Claude Code"),
     ],
-    ids=["nul-into-claude", "NUL-shell-command", "nul-out-of-claude", "patch-exec", "patch-argv", "patch-into-codex"],
+    ids=[
+        "nul-into-claude",
+        "NUL-shell-command",
+        "nul-out-of-claude",
+        "patch-exec",
+        "patch-argv",
+        "patch-into-codex",
+        "cd-cwd-in-a-word",
+        "cd-cwd-quoted",
+        "cd-cwd-argv",
+    ],
 )
 def test_a_command_a_client_rewrites_or_runs_itself_never_moves(tools, name, args, client) -> None:
     """Claude Code 2.1.197's Bash writes a redirection to nul as one to /dev/null before its shell
-    runs it (buildExecCommand); Codex applies an apply_patch command itself (intercept_apply_patch):
-    such a command never moves between them and a tool that hands it to a shell. Was: renamed as
-    sent (audit 73 B1, B8)."""
+    runs it (buildExecCommand) and takes the first `cd <its working directory> && ` out of it
+    (normalizeToolInput: `command.replace(`cd ${cwd} && `, "")`, inside a word or quotes too);
+    Codex applies an apply_patch command itself (intercept_apply_patch): such a command never
+    moves between them and a tool that hands it to a shell. Was: renamed as sent (audit 73 B1,
+    B8; attack 98: `cp -r vendor/etcd /home/u/proj && go build` ran as `cp -r vendor/etgo build`)."""
     d = decide(tools, name, args, client=client)
     assert not d.changed and "rewrites or runs it itself" in d.reason, d.reason
+
+
+def _claude_code_runs(command: str, cwd: str) -> str:
+    """What Claude Code 2.1.197's Bash hands its shell for ``command`` in ``cwd``, as far as the
+    working directory goes (normalizeToolInput: the first `cd <cwd> && ` taken out)."""
+    return command.replace(f"cd {cwd} && ", "", 1)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(
+        st.sampled_from(["cd", "etcd", "abcd", "/home/u/proj", "/", "&&", "a b", "'x", "make", "&"]), max_size=8
+    )
+)
+def test_a_command_moved_into_bash_is_the_one_it_runs_in_any_working_directory(words: list[str]) -> None:
+    """Property: a command moved into Claude Code's Bash from another agent's shell tool is the
+    command Claude Code runs whatever its working directory is: for every text between a `cd `
+    and a later ` && ` in it (each a directory Claude Code may be in), its input rewrite changes
+    nothing."""
+    command = " ".join(words)
+    assume(command.strip() == command and command)
+    d = decide([BASH], "exec_command", {"cmd": command}, client="Claude Code")
+    if d.action is not Action.RENAME:
+        return
+    event("moved")
+    moved = d.arguments_after["command"] if d.arguments_after else command
+    starts = [i + 3 for i in range(len(moved)) if moved.startswith("cd ", i)]
+    for start in starts:
+        for end in range(start + 1, len(moved) + 1):
+            assert _claude_code_runs(moved, moved[start:end]) == moved, (moved, moved[start:end])
 
 
 @pytest.mark.parametrize(

@@ -201,6 +201,11 @@ _ANTHROPIC_SRC = (
 #: /dev/null (its pattern: ``/(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=\s|$|[|&;)\n])/g``; here with
 #: JavaScript's U+FEFF in ``\s``).
 _TO_NUL = r"(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=[\s\ufeff]|$|[|&;)\n])"
+#: Claude Code 2.1.197's Bash (normalizeToolInput): ``command.replace(`cd ${cwd} && `, "")``, the
+#: first such text anywhere in the command taken out, inside a word (``etcd /repo && make``) or a
+#: quoted argument too. Its working directory is not known here, so any ``cd `` that a later
+#: `` && `` follows (any text between: a directory's name may hold anything) is text it may cut.
+_CD_CWD = r"cd (?s:.+?) && "
 #: Codex: a command that calls apply_patch (or applypatch) is parsed and applied by Codex itself
 #: (codex-rs/core/src/tools/handlers: intercept_apply_patch, before any process starts), and its
 #: shell finds an apply_patch alias of Codex on PATH (codex-rs/arg0: a symlink prepended to PATH),
@@ -280,10 +285,10 @@ _ROWS: tuple[ArgTable, ...] = (
         "rejected",
         args={
             # normalizeToolInput (the bundled JS) replaces every \\; in the command with \;, and
-            # the first `cd <its working directory> && ` with nothing (a `cd`: never moved); the
-            # bash provider's buildExecCommand turns a redirection to nul (`>nul`, `2>NUL`,
+            # the first `cd <its working directory> && ` with nothing, wherever it is (_CD_CWD);
+            # the bash provider's buildExecCommand turns a redirection to nul (`>nul`, `2>NUL`,
             # `&>nul`) into one to /dev/null in a command holding no <, $ or backtick
-            "command": m("shell.command", form="user", respells=(("\\\\;", "\\;"),), rewrites=(_TO_NUL,)),
+            "command": m("shell.command", form="user", respells=(("\\\\;", "\\;"),), rewrites=(_TO_NUL, _CD_CWD)),
             # at the timeout a command its parser reads as simple and not starting with sleep
             # goes on in the background (shouldAutoBackground), others are killed; the other
             # shell tools' timeouts kill
