@@ -1454,3 +1454,129 @@ def test_a_streamed_call_with_no_id_gets_one_call_id_everywhere(seed):
     ids = [d["item"]["call_id"] for d in datas(out) if "item" in d] + [i["call_id"] for i in completed(out)["output"]]
     assert len(ids) == 3 and len(set(ids)) == 1 and ids[0]
     assert len(rec.decisions) == 1
+
+
+# -- calls the upstream sent without ids ---------------------------------------------------------
+
+
+def _wrapper(uses: list[str], item_id: str | None = None) -> dict[str, Any]:
+    """A ``multi_tool_use.parallel`` call item with no call_id, each use an exec_command."""
+    tool_uses = [{"recipient_name": "functions.exec_command", "parameters": {"cmd": cmd}} for cmd in uses]
+    item = {
+        "type": "function_call",
+        "status": "completed",
+        "name": "multi_tool_use.parallel",
+        "arguments": orjson.dumps({"tool_uses": tool_uses}).decode(),
+    }
+    return item if item_id is None else {**item, "id": item_id}
+
+
+def _events_of_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each item's added / delta / done events, then response.completed with them all."""
+    events: list[dict[str, Any]] = []
+    for k, item in enumerate(items):
+        ref = {"item_id": item["id"]} if "id" in item else {}
+        events.append({"type": "response.output_item.added", "output_index": k, "item": {**item, "arguments": ""}})
+        events.append(
+            {"type": "response.function_call_arguments.delta", "output_index": k, "delta": item["arguments"], **ref}
+        )
+        events.append({"type": "response.output_item.done", "output_index": k, "item": item})
+    events.append({"type": "response.completed", "response": {"id": "r", "status": "completed", "output": items}})
+    return [{**e, "sequence_number": 0} for e in events]
+
+
+@pytest.mark.parametrize("framing", ["json", "sse"])
+def test_calls_of_wrappers_without_ids_each_get_their_own_call_id(framing):
+    """Two parallel wrappers with no call_id (and the model's own ``call_0`` beside them): every
+    call the client gets has its own call_id, so each output it sends back pairs with its call.
+    Was a fault: each wrapper's calls were ``call_0``, ``call_1`` (four commands, two ids)."""
+    own = {
+        "type": "function_call",
+        "status": "completed",
+        "call_id": "call_0",
+        "name": "exec_command",
+        "arguments": '{"cmd":"whoami"}',
+    }
+    if framing == "json":
+        output = [_wrapper(["ls", "pwd"]), _wrapper(["rm -f build/cache.db", "date"]), {**own, "id": "fc_own"}]
+        response = {"id": "r", "status": "completed", "output": output}
+        assert DIALECT.rewrite_response(response, context(Recorder())) is True
+        calls = [(i["call_id"], orjson.loads(i["arguments"])["cmd"]) for i in response["output"]]
+    else:
+        items = [
+            _wrapper(["ls", "pwd"], "fc_w1"),
+            _wrapper(["rm -f build/cache.db", "date"], "fc_w2"),
+            {**own, "id": "fc_own"},
+        ]
+        out, _ = rewrite_stream(_stream(_events_of_items(items)))
+        calls = [
+            (d["item"]["call_id"], orjson.loads(d["item"]["arguments"])["cmd"])
+            for d in by_type(out, "response.output_item.done")
+        ]
+        echo = [(i["call_id"], orjson.loads(i["arguments"])["cmd"]) for i in completed(out)["output"]]
+        assert echo == calls
+    assert [cmd for _, cmd in calls] == ["ls", "pwd", "rm -f build/cache.db", "date", "whoami"]
+    assert len({call_id for call_id, _ in calls}) == 5 and all(call_id for call_id, _ in calls)
+
+
+@pytest.mark.parametrize("framing", ["json", "sse"])
+@pytest.mark.parametrize("second", ["echo done >> notes.txt", "date"])
+def test_two_calls_with_an_empty_call_id_get_two_ids(framing, second):
+    """``"call_id": ""`` is no id (BR-20): two such calls, the same one twice (two appends the
+    model meant) or two others, get two ids. Was a fault: the empty string was taken for a key,
+    so the second call took the first's decision and id, or kept ``""``."""
+    items = [
+        {
+            "type": "function_call",
+            "status": "completed",
+            "call_id": "",
+            "name": "exec_command",
+            "arguments": orjson.dumps({"cmd": cmd}).decode(),
+        }
+        for cmd in ("echo done >> notes.txt", second)
+    ]
+    if framing == "json":
+        response = {"id": "r", "status": "completed", "output": copy.deepcopy(items)}
+        DIALECT.rewrite_response(response, context(Recorder()))
+        ids = [i["call_id"] for i in response["output"]]
+    else:
+        out, _ = rewrite_stream(_stream(_events_of_items(items)))
+        ids = [d["item"]["call_id"] for d in by_type(out, "response.output_item.done")]
+        assert [i["call_id"] for i in completed(out)["output"]] == ids
+    assert len(set(ids)) == 2 and all(ids), ids
+
+
+@pytest.mark.parametrize("how", ["stall", "done-alone"])
+def test_a_call_with_no_id_let_go_has_its_alias_named_back(how):
+    """A call with neither id, let go (the hold's stall bound; its ``.done`` without its
+    ``.added``), goes as it came but for an upstream alias named back, in each item and the
+    echo alike. Was a fault: only ids found a let-go decision, so the alias reached the client
+    in the items (and the echo showed another name and an invented id)."""
+    plan = Plan(rename_map=UPSTREAM_RENAME)
+    item = {"type": "function_call", "status": "completed", "name": "run_exec", "arguments": '{"cmd":"ls"}'}
+    events = _events_of_items([item])
+    rw, _ = _rewriter(plan)
+    if how == "stall":
+        out = b"".join(rw.feed(_stream(events[:2]))) + b"".join(rw.let_go("the upstream sent no byte for 31.0 s"))
+        out += b"".join(rw.feed(_stream(events)[len(_stream(events[:2])) :])) + b"".join(rw.finish())
+    else:
+        out = drive(rw, [_stream(events[2:])])
+    items = [d["item"] for d in datas(out) if isinstance(d, dict) and "item" in d] + completed(out)["output"]
+    assert [(i["name"], i.get("call_id")) for i in items] == [("exec_command", None)] * len(items), items
+
+
+def test_a_call_with_no_id_and_empty_arguments_before_more_output_stays_as_sent():
+    """BR-22: a stream's call with empty arguments waits for the response's end; another output
+    first leaves them as sent, a call with no id as one with ids. Was: ``{}`` written."""
+    call = {"type": "function_call", "status": "completed", "name": "exec_command", "arguments": ""}
+    message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": []}
+    events = _events_of_items([call])[:-1] + [
+        {"type": "response.output_item.added", "output_index": 1, "item": message, "sequence_number": 0},
+        {
+            "type": "response.completed",
+            "response": {"id": "r", "status": "completed", "output": [call, message]},
+            "sequence_number": 0,
+        },
+    ]
+    out, _ = rewrite_stream(_stream(events))
+    assert [d["item"]["arguments"] for d in by_type(out, "response.output_item.done")] == [""]

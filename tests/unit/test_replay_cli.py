@@ -239,3 +239,16 @@ def test_explain_names_each_flow_by_its_id_as_replay_does(capsys):
     assert cli.main(["explain", str(STREAMED)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(f"flow {flow.id[:8]}: {flow.request.method} {flow.request.pretty_url} (")
+
+
+@pytest.mark.parametrize("outer", [[], None])
+def test_the_replay_reader_reads_a_code_assist_answer_as_the_gemini_dialect_does(outer):
+    """``toolvocab replay``'s reader of an answer's calls (what a failure prints) unwraps a Code
+    Assist envelope beside an empty ``candidates`` as the proxy does. Was: "no tool calls"."""
+    import orjson
+
+    from toolvocab.replay.calls import tool_calls
+
+    inner = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "shell", "args": {"command": "ls"}}}]}}]}
+    calls = tool_calls("gemini", orjson.dumps({"candidates": outer, "response": inner}))
+    assert [(c.name, c.arguments) for c in calls] == [("shell", {"command": "ls"})]

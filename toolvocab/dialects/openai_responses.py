@@ -626,6 +626,8 @@ class ResponsesCore:
         #: Item ids (call_ids) of calls that went out before the response's end was known: their
         #: empty arguments are never completed either.
         self.end_unknown: set[str] = set()
+        #: The same, while such calls with no id (:func:`_key`) are resolved.
+        self.end_unknown_keyless = False
         #: Calls are decided only to name back an upstream alias this flow sent
         #: (:meth:`FlowContext.name_back`), nothing else: for a turn whose request toolvocab did not
         #: read (its tools unknown), where only this flow's own aliases are known for what they are.
@@ -713,7 +715,7 @@ class ResponsesCore:
                         args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
                         items.append(
                             self.call_item(
-                                str(sub.id),
+                                self.ids.fix(sub.id) or str(sub.id),  # wrappers without ids: call_0…
                                 decision.target or sub.name,
                                 decision.target_namespace,
                                 args if isinstance(args, dict) else {},
@@ -731,7 +733,7 @@ class ResponsesCore:
     def _decide(self, item: dict[str, Any]) -> tuple[Decision, str | None, str | None]:
         """(decision, fitted arguments as JSON text or None, replacement call_id or None), once
         per item (keyed by item id, else call_id) however many events carry it."""
-        key = item.get("id") or item.get("call_id")
+        key = _key(item)
         if isinstance(key, str) and key in self.decided:
             first = self._called[key]
             if _same_call(first, item, self.decided[key][0]):
@@ -787,7 +789,11 @@ class ResponsesCore:
                 call_id=item.get("call_id"),
                 namespace=item.get("namespace"),
             )
-            if item.get("status") == "incomplete" or self.cut_off or (isinstance(key, str) and key in self.end_unknown):
+            if (
+                item.get("status") == "incomplete"
+                or self.cut_off
+                or (key in self.end_unknown if key is not None else self.end_unknown_keyless)
+            ):
                 call = call.model_copy(update={"truncated": True})  # cut off: never completed
         decision = self.resolve(call)
         if self.names_only:
@@ -818,21 +824,23 @@ class ResponsesCore:
         says why) and the ``response.completed`` echo shows the call as it went out. A call whose
         events already went out changed (:attr:`delivered`; an event of it the upstream sent
         again is let go) keeps its decision: the client got it so."""
-        key = item.get("id") or item.get("call_id")
+        key = _key(item)
         if not (isinstance(key, str) and key in self.delivered):
             self.flow.withdraw([decision])
         back = self.flow.name_back(item["name"], _namespace(item)) if isinstance(item.get("name"), str) else None
+        as_sent = decision.model_copy(
+            update={
+                "action": Action.KEEP if back is None else Action.RENAME,
+                "target": None if back is None else back[0],
+                "target_namespace": None if back is None else back[1],
+                "arguments_after": None,
+            }
+        )
         if isinstance(key, str):
             self.let_gone.add(key)
-            as_sent = decision.model_copy(
-                update={
-                    "action": Action.KEEP if back is None else Action.RENAME,
-                    "target": None if back is None else back[0],
-                    "target_namespace": None if back is None else back[1],
-                    "arguments_after": None,
-                }
-            )
             self.decided[key] = (as_sent, None, None)
+        else:  # no id: the echo finds it by what it is (apply_item)
+            self.keyless.append((dict(item), (as_sent, None, None)))
         return back
 
     def as_let_go(self, unit: Any) -> Any:
@@ -844,13 +852,22 @@ class ResponsesCore:
             return unit
         kind = data.get("type")
         if kind in ("response.output_item.added", "response.output_item.done") and _is_call(data.get("item")):
-            key = data["item"].get("id") or data["item"].get("call_id")
-            back = self.decided.get(key) if isinstance(key, str) else None
-            if back is None or back[0].action is not Action.RENAME or back[0].target is None:
+            key = _key(data["item"])
+            if key is None:
+                # no id to find its decision by: what let_go gives it, an alias named back
+                call = data["item"]
+                target = (
+                    self.flow.name_back(call["name"], _namespace(call)) if isinstance(call.get("name"), str) else None
+                )
+            else:
+                back = self.decided.get(key)
+                ok = back is not None and back[0].action is Action.RENAME and back[0].target is not None
+                target = (back[0].target, back[0].target_namespace) if ok and back is not None else None
+            if target is None:
                 return unit
-            item = {**data["item"], "name": back[0].target}
-            if back[0].target_namespace is not None:
-                item["namespace"] = back[0].target_namespace
+            item = {**data["item"], "name": target[0]}
+            if target[1] is not None:
+                item["namespace"] = target[1]
             else:
                 item.pop("namespace", None)
             return unit.with_json({**data, "item": item})
@@ -880,7 +897,7 @@ class ResponsesCore:
             or not isinstance(item.get("name"), str)
         ):
             return False
-        key = item.get("id") or item.get("call_id")
+        key = _key(item)
         first = self.delivered.get(key) if echo and isinstance(key, str) else None
         if decided is not None:
             decision, new_args, new_id = decided
@@ -925,7 +942,9 @@ class ResponsesCore:
         if status in _CUT_STATUSES or (not self.streaming and status != "completed"):
             self.cut_off = True  # a JSON answer says its end only here
         output = response.get("output")
-        before = [id(i) for i in output] if isinstance(output, list) else []
+        # the items as they came, held (not only their ids) so that no item made below can be
+        # given the id of one it replaced, freed meanwhile, and taken for it
+        before = list(output) if isinstance(output, list) else []
         if isinstance(output, list) and self.stream_lifts:
             # The echo shows what the stream sent: the lifted message's items (copies).
             for k in range(len(output) - 1, -1, -1):
@@ -941,7 +960,7 @@ class ResponsesCore:
             changed |= self.expand_parallel_items(output)
             if response.get("status") == "completed":  # incomplete, failed…: perhaps cut short, never lifted
                 changed |= self.lift_output(output)
-        old_items = set(before)
+        old_items = {id(i) for i in before}
         for item in as_list(response.get("output")):
             # Items made here are already decided (and their ids counted).
             if isinstance(item, dict) and id(item) in old_items:
@@ -1097,6 +1116,17 @@ def _same_call(first: dict[str, Any], item: dict[str, Any], decision: Decision) 
         return False
     a, b = first.get("arguments"), item.get("arguments")
     return not (a and b and a != b)
+
+
+def _key(item: dict[str, Any]) -> str | None:
+    """What identifies an output item's call in an answer: its item id, else its ``call_id``,
+    each only as a non-empty string; ``None`` when it has neither (an empty id is none: two calls
+    sent with ``"call_id": ""`` are two calls)."""
+    for field in ("id", "call_id"):
+        value = item.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def _namespace(item: dict[str, Any]) -> str | None:
@@ -1392,16 +1422,21 @@ class ResponsesStream(EventStreamRewriter):
             for unit in awaiting[: self._awaited]:
                 data = unit.json()
                 item = data.get("item") if isinstance(data, dict) else None
-                key = item.get("id") or item.get("call_id") if _is_call(item) else None
+                key = _key(item) if _is_call(item) else None
                 if isinstance(key, str):
                     self.core.end_unknown.add(key)
+                elif _is_call(item):
+                    self.core.end_unknown_keyless = True
         try:
             out = self._release_calls(awaiting[: self._awaited])
+            self.core.end_unknown_keyless = False
             for unit in awaiting[self._awaited :]:
                 out += self.on_unit(unit)
         except BaseException:
             self._held, self._text, self._awaiting = None, None, awaiting
             raise
+        finally:
+            self.core.end_unknown_keyless = False
         return out
 
     def _let_go(self, units: list[Any]) -> list[Any]:
@@ -1454,7 +1489,7 @@ class ResponsesStream(EventStreamRewriter):
         argument, id or other change); any other repair is given up."""
         if not isinstance(item.get("name"), str):
             return [event]
-        if (item.get("id") or item.get("call_id")) in self.core.let_gone:
+        if _key(item) in self.core.let_gone:
             # Its .added went out let go (a stall, a give-up): its end goes the same way, named
             # back and nothing else (a parallel wrapper stays whole: its place is one item).
             return [self.core.as_let_go(event)]
@@ -1564,7 +1599,7 @@ class ResponsesStream(EventStreamRewriter):
             args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
             items.append(
                 self.core.call_item(
-                    str(sub.id),
+                    self.core.ids.fix(sub.id) or str(sub.id),  # wrappers without ids: call_0…
                     decision.target or sub.name,
                     decision.target_namespace,
                     args if isinstance(args, dict) else {},
@@ -1795,7 +1830,7 @@ class ResponsesStream(EventStreamRewriter):
             if expanded is not None:
                 return expanded
         decision, new_args, new_id = self.core._decide(item)
-        key = item.get("id") or item.get("call_id")
+        key = _key(item)
         # a call with neither id is not found again by one: its items take this decision
         decided = (decision, new_args, new_id) if not isinstance(key, str) else None
         own_id = item.get("id") if isinstance(item.get("id"), str) else None

@@ -93,7 +93,9 @@ def _json_units(data: bytes) -> list[Any]:
 
 
 def _unwrap_gemini(unit: Any) -> Any:
-    if isinstance(unit, dict) and isinstance(unit.get("response"), dict) and "candidates" not in unit:
+    # as the Gemini dialect reads it (toolvocab.dialects.gemini._unwrap): an empty or null outer
+    # candidates beside the response is still a Code Assist envelope
+    if isinstance(unit, dict) and isinstance(unit.get("response"), dict) and unit.get("candidates") in (None, []):
         return unit["response"]
     return unit
 
