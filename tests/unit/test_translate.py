@@ -590,7 +590,8 @@ OC_BASH = fn("bash", schema("command", command=STR, timeout=NUM, workdir=STR, de
 @pytest.mark.parametrize("key", ["command", "cmd"])
 @pytest.mark.parametrize(
     "argv",
-    [["bash", "-lc", "cd sub && make"], ["cd", "/tmp"], ["bash", "-lc", "pushd build"]],
+    # (`cd sub; make`: with ` && ` after it, a `cd ` is also text Claude Code's Bash may cut)
+    [["bash", "-lc", "cd sub; make"], ["cd", "/tmp"], ["bash", "-lc", "pushd build"]],
     ids=["bash-lc-cd", "cd-as-a-program", "pushd"],
 )
 def test_an_argv_for_the_targets_own_command_never_becomes_a_line_that_moves_its_directory(argv, key) -> None:
@@ -2128,6 +2129,9 @@ CODEX_SHELL_COMMAND = fn("shell_command", schema("command", command=STR, workdir
         ([BASH], "exec_command", {"cmd": "cp -r vendor/etcd /home/u/proj && go build ./..."}, "Claude Code"),
         ([BASH], "exec_command", {"cmd": "echo 'see abcd /home/u/proj && notes' >> log.txt"}, "Claude Code"),
         ([BASH], "shell", {"command": ["git", "commit", "-m", "import etcd /home/u/proj && bump"]}, "Claude Code"),
+        # ... and an argv given to Bash itself, which takes a line: the line written must not hold it
+        ([BASH], "Bash", {"command": ["git", "commit", "-m", "import etcd /home/u/proj && bump"]}, "Claude Code"),
+        ([BASH], "Bash", {"command": ["printf", "%s\n", "a\\\\;b"]}, "Claude Code"),
     ],
     ids=[
         "nul-into-claude",
@@ -2139,6 +2143,8 @@ CODEX_SHELL_COMMAND = fn("shell_command", schema("command", command=STR, workdir
         "cd-cwd-in-a-word",
         "cd-cwd-quoted",
         "cd-cwd-argv",
+        "cd-cwd-own-argv",
+        "respelled-own-argv",
     ],
 )
 def test_a_command_a_client_rewrites_or_runs_itself_never_moves(tools, name, args, client) -> None:
@@ -2149,7 +2155,7 @@ def test_a_command_a_client_rewrites_or_runs_itself_never_moves(tools, name, arg
     moves between them and a tool that hands it to a shell. Was: renamed as sent (audit 73 B1,
     B8; attack 98: `cp -r vendor/etcd /home/u/proj && go build` ran as `cp -r vendor/etgo build`)."""
     d = decide(tools, name, args, client=client)
-    assert not d.changed and "rewrites or runs it itself" in d.reason, d.reason
+    assert not d.changed and ("rewrites or runs it itself" in d.reason or "respells" in d.reason), d.reason
 
 
 def _claude_code_runs(command: str, cwd: str) -> str:
@@ -2161,18 +2167,27 @@ def _claude_code_runs(command: str, cwd: str) -> str:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     words=st.lists(
-        st.sampled_from(["cd", "etcd", "abcd", "/home/u/proj", "/", "&&", "a b", "'x", "make", "&"]), max_size=8
+        st.sampled_from(
+            ["cd", "etcd", "abcd", "/home/u/proj", "/", "&&", "a b", "'x", "make", "&", "etcd /x && y", "abcd / && z"]
+        ),
+        max_size=8,
     )
 )
-def test_a_command_moved_into_bash_is_the_one_it_runs_in_any_working_directory(words: list[str]) -> None:
-    """Property: a command moved into Claude Code's Bash from another agent's shell tool is the
-    command Claude Code runs whatever its working directory is: for every text between a `cd `
-    and a later ` && ` in it (each a directory Claude Code may be in), its input rewrite changes
+@pytest.mark.parametrize("how", ["exec_command", "own-argv", "codex-argv"])
+def test_a_command_moved_into_bash_is_the_one_it_runs_in_any_working_directory(how: str, words: list[str]) -> None:
+    """Property: a command written for Claude Code's Bash (moved from another agent's shell
+    tool, or an argv the model gave Bash itself joined into the line it takes) is the command
+    Claude Code runs whatever its working directory is: for every text between a `cd ` and a
+    later ` && ` in it (each a directory Claude Code may be in), its input rewrite changes
     nothing."""
     command = " ".join(words)
     assume(command.strip() == command and command)
-    d = decide([BASH], "exec_command", {"cmd": command}, client="Claude Code")
-    if d.action is not Action.RENAME:
+    if how == "exec_command":
+        d = decide([BASH], "exec_command", {"cmd": command}, client="Claude Code")
+    else:
+        name, key = ("Bash", "command") if how == "own-argv" else ("shell", "command")
+        d = decide([BASH], name, {key: ["echo", *words]}, client="Claude Code")
+    if not d.changed:
         return
     event("moved")
     moved = d.arguments_after["command"] if d.arguments_after else command

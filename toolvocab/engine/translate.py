@@ -452,6 +452,11 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named
             _check_respelled(value, new, src, dst)
         if src is not dst and src.rewrites != dst.rewrites:
             _check_rewritten(value, new, src, dst)
+        if src is dst and new is not value:
+            # Written for the model's own tool (an argv it refuses, joined into the line it
+            # takes): what the client rewrites in that line is text the model never wrote there.
+            _check_respelled(new, new, dst, dst)
+            _check_rewritten(new, new, dst, dst)
         if src is not dst and any(isinstance(t, str) and _EDGE_SPACE.search(t) for t in (value, new)):
             raise _Unusable("it begins or ends with whitespace, which some agents' tools trim before running it")
         if src is not dst and src.unwraps != dst.unwraps:
