@@ -1580,3 +1580,20 @@ def test_a_call_with_no_id_and_empty_arguments_before_more_output_stays_as_sent(
     ]
     out, _ = rewrite_stream(_stream(events))
     assert [d["item"]["arguments"] for d in by_type(out, "response.output_item.done")] == [""]
+
+
+@pytest.mark.parametrize("call_id", [None, ""])
+def test_a_call_with_no_id_let_go_ends_as_it_went(call_id):
+    """A declared call with no id (none, or ``""``) let go at a stall goes as it came to its end:
+    its later ``.done`` is the let-go call's, not a new call to decide (which gave it an invented
+    id the echo, showing it as it went, does not have)."""
+    item = {"type": "function_call", "status": "completed", "name": "exec_command", "arguments": '{"cmd":"ls"}'}
+    if call_id is not None:
+        item["call_id"] = call_id
+    events = _events_of_items([item])
+    rw, rec = _rewriter(Plan())
+    head = _stream(events[:2])
+    out = b"".join(rw.feed(head)) + b"".join(rw.let_go("the upstream sent no byte for 31.0 s"))
+    out += b"".join(rw.feed(_stream(events)[len(head) :])) + b"".join(rw.finish())
+    [done] = by_type(out, "response.output_item.done")
+    assert done["item"].get("call_id") == call_id == completed(out)["output"][0].get("call_id")

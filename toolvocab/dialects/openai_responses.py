@@ -613,6 +613,8 @@ class ResponsesCore:
         #: upstream sent it, its decision). The echo finds its own here (:func:`_same_call`)
         #: instead of deciding it again, which would give it another invented call_id.
         self.keyless: list[tuple[dict[str, Any], tuple[Decision, str | None, str | None]]] = []
+        #: Of those, the ones let go (:meth:`let_go`): a later event of one goes the same way.
+        self.keyless_gone: list[tuple[dict[str, Any], Decision]] = []
         self.ids = flow.ids()
         #: A stream lifts text as its events go; the echo then shows what the stream sent
         #: (message item id → the items that replace it), and never lifts on its own.
@@ -841,6 +843,7 @@ class ResponsesCore:
             self.decided[key] = (as_sent, None, None)
         else:  # no id: the echo finds it by what it is (apply_item)
             self.keyless.append((dict(item), (as_sent, None, None)))
+            self.keyless_gone.append((dict(item), as_sent))
         return back
 
     def as_let_go(self, unit: Any) -> Any:
@@ -925,6 +928,14 @@ class ResponsesCore:
         if new_args is not None and with_arguments:
             item["arguments"] = new_args
         return True
+
+    def was_let_go(self, item: dict[str, Any]) -> bool:
+        """``item`` (a call's event item) belongs to a call let go (:meth:`let_go`): by its id, or,
+        with none (:func:`_key`), by what it is (:func:`_same_call`, its name as the upstream sent it)."""
+        key = _key(item)
+        if key is not None:
+            return key in self.let_gone
+        return any(_same_call(first, item, decision) for first, decision in self.keyless_gone)
 
     def _keyless_echo(self, item: dict[str, Any]) -> tuple[Decision, str | None, str | None] | None:
         """The decision of the first call in :attr:`keyless` that ``item`` (an echoed call with
@@ -1489,7 +1500,7 @@ class ResponsesStream(EventStreamRewriter):
         argument, id or other change); any other repair is given up."""
         if not isinstance(item.get("name"), str):
             return [event]
-        if _key(item) in self.core.let_gone:
+        if self.core.was_let_go(item):
             # Its .added went out let go (a stall, a give-up): its end goes the same way, named
             # back and nothing else (a parallel wrapper stays whole: its place is one item).
             return [self.core.as_let_go(event)]
