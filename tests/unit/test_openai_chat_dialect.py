@@ -1352,3 +1352,49 @@ def test_a_late_delta_follows_its_call_to_the_index_it_moved_to(seed):
     assert [c["name"] for c in got] == ["read", "read", "bash"]
     assert orjson.loads(got[2]["arguments"]) == {"command": "make", "description": "d"}
     assert [orjson.loads(c["arguments"])["filePath"] for c in got[:2]] == ["/repo/a.ts", "/repo/b.ts"]
+
+
+#: A model's own call whose id a wrapper's expansion would give one of its calls, then the
+#: wrapper; and two wrappers without ids (each expanding into call_0, call_1).
+ID_CLASHES = {
+    "own-then-wrapper": [
+        ("call_A_0", "bash", '{"command":"make test","description":"d"}'),
+        ("call_A", "multi_tool_use.parallel", WRAPPED),
+    ],
+    "two-wrappers-no-id": [("", "multi_tool_use.parallel", WRAPPED), ("", "multi_tool_use.parallel", WRAPPED)],
+}
+
+
+@pytest.mark.parametrize("framing", ["json", "sse"])
+@pytest.mark.parametrize("case", ID_CLASHES)
+def test_a_wrappers_calls_never_share_an_id_with_another_call(framing, case):
+    """Every call the client gets has its own id (BR-20), a wrapper's too: OpenCode keys calls and
+    their results by id, so two calls under one would file one's result under the other. Was a
+    fault: a wrapper's calls were named <wrapper id>_<i> (call_<i> without an id), unchecked
+    against the answer's other ids."""
+    calls = ID_CLASHES[case]
+    if framing == "json":
+        tool_calls = []
+        for call_id, name, args in calls:
+            entry = {"type": "function", "function": {"name": name, "arguments": args}}
+            tool_calls.append({**entry, "id": call_id} if call_id else entry)
+        message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+        body = {
+            "id": "c",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        }
+        DIALECT.rewrite_response(body, context(Recorder(OPENCODE)))
+        got = body["choices"][0]["message"]["tool_calls"]
+    else:
+        events = []
+        for i, (call_id, name, args) in enumerate(calls):
+            first = {"index": i, "type": "function", "function": {"name": name, "arguments": args}}
+            events.append(_call_chunk([{**first, "id": call_id} if call_id else first]))
+        events.append(_call_chunk(finish="tool_calls"))
+        upstream = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+        out, _ = rewrite_stream(upstream, request=OPENCODE)
+        got = sdk_calls(out)
+    ids = [c["id"] for c in got]
+    assert len(got) == {"own-then-wrapper": 3, "two-wrappers-no-id": 4}[case]
+    assert len(set(ids)) == len(ids) and all(ids), ids

@@ -389,8 +389,12 @@ class OpenAIChat:
                     expanded = _expand_parallel(call, flow)
                     if expanded is not None:
                         kept.extend(expanded)  # BR-08: the wrapper becomes its calls
-                        seen.update(e["id"] for e in expanded)
-                        position += len(expanded)
+                        for entry in expanded:
+                            # <wrapper id>_<i> (call_<i> without one) may be an id the answer has
+                            if entry["id"] in seen:
+                                entry["id"] = stable_call_id(flow.flow_key, position)
+                            seen.add(entry["id"])
+                            position += 1
                         changed = True
                         continue
                     changed |= _apply_call(call, flow, seen, position, truncated=_cut_off(choice.get("finish_reason")))
@@ -1588,7 +1592,12 @@ class ChatStream(EventStreamRewriter):
                 {"id": final_id, "type": "function", "function": {"name": slot.name, "arguments": text}}, self._flow
             )
             if expanded is not None:  # BR-08: the wrapper goes out as its calls
-                self._seen_ids.update(e["id"] for e in expanded)
+                for entry in expanded:
+                    # <wrapper id>_<i> (call_<i> without one) may be an id the answer has
+                    if entry["id"] in self._seen_ids:
+                        entry["id"] = stable_call_id(self._flow.flow_key, self._position)
+                        self._position += 1
+                    self._seen_ids.add(entry["id"])
                 return {"rewrite": True, "id": final_id, "name": slot.name, "args": None, "expand": expanded}
         if slot.type == "custom":
             call = ToolCall(name=slot.name, raw_arguments=text, id=final_id, kind=ToolKind.FREEFORM)
