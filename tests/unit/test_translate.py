@@ -991,6 +991,15 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
         ):
             # 0 disables pi's timer (bash.ts): a duration of 0 or less means what its tool says.
             out[meaning.what] = ((value, table.clients, table.name, table.version), meaning.form)
+        elif (
+            meaning.what.endswith(".limit")
+            and not isinstance(value, bool)
+            and isinstance(value, (int, float))
+            and value <= 0
+        ):
+            # a count of lines or entries of 0: refused by Claude Code's Read and Qwen Code's
+            # read_file, none read by OpenCode's read; each tool's own
+            out[meaning.what] = ((value, table.clients, table.name, table.version), meaning.form)
         else:
             out[meaning.what] = (_effective(meaning, value), meaning.form)
     olds = [args[k] for k, m in listed.items() if m.what == "edit.old" and m.form == "exact-quotes" and k in args]
@@ -1146,7 +1155,7 @@ def value_for(meaning: Meaning) -> st.SearchStrategy[Any]:
     if t == BOOL:
         return st.booleans()
     if t == NUM:
-        return st.integers(1, 500)
+        return st.integers(-1, 500)
     if t.get("type") == "array":
         return st.just([])
     return st.sampled_from(["/repo/a.py", "src", "needle", "x"])
@@ -2578,3 +2587,25 @@ def test_a_call_of_qwen_codes_own_edit_is_still_fitted(args: dict) -> None:
     the loose-matcher rule, attack 77 S3)."""
     d = decide([QWEN_EDIT], "edit", args, client="Qwen Code")
     assert d.action is Action.FIT, d.reason
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "moves"),
+    [
+        ([OC_READ], "Read", {"file_path": "/p/app.py", "limit": 0}, "OpenCode", False),
+        ([OC_READ], "Read", {"file_path": "/p/app.py", "offset": 40, "limit": "0"}, "OpenCode", False),
+        ([READ], "read", {"filePath": "/p/app.py", "limit": 0}, "Claude Code", False),
+        ([OC_READ], "Read", {"file_path": "/p/app.py", "limit": 1}, "OpenCode", True),  # the control
+    ],
+    ids=["into-opencode", "string-into-opencode", "into-claude-code", "one-line"],
+)
+def test_a_limit_claude_codes_read_refuses_never_moves(tools, name, args, client, moves) -> None:
+    """Claude Code 2.1.197's Read takes a positive ``limit`` (int().positive(): 0 is an input
+    error); OpenCode 1.18.33's read honours 0 (``limit ?? 2000``: zero lines, a success), Qwen
+    Code 0.15.10's read_file refuses it. A count of 0 or less moves between no two tools: the
+    model's own tool would refuse what the other runs, or the other way. Was: renamed as sent
+    (attack 100)."""
+    d = decide(tools, name, args, client=client)
+    assert d.changed is moves, d.reason
+    if not moves:
+        assert "a count of" in d.reason, d.reason

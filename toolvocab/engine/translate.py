@@ -112,6 +112,8 @@ def _is_path(what: str) -> bool:
 
 #: Operands whose value is a command line (a string for some shell, or an argv).
 _COMMANDS = frozenset({"shell.command", "monitor.command"})
+#: Counts a tool reads its own way at 0 or below (:func:`convert`).
+_COUNTS = frozenset({"read.limit", "list.limit", "tool_search.limit"})
 
 
 def _matching_allows(src: str | None, dst: str | None, named: bool = False) -> bool:
@@ -526,6 +528,13 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named
             # 0 disables pi's timer; for the others 0 or a negative is the default, refused or
             # unsourced: its meaning is each tool's own.
             raise _Unusable(f"a duration of {value!r} means something of its own in each tool (no limit, the default)")
+    if src.what in _COUNTS and src is not dst:
+        number = _number(value, bounded=False)
+        if number is not None and number <= 0:
+            # Claude Code 2.1.197's Read refuses a limit of 0 (int().positive()), OpenCode
+            # 1.18.33's read reads zero lines (limit ?? 2000), Qwen Code 0.15.10's read_file
+            # refuses it; the others are unsourced: its meaning is each tool's own.
+            raise _Unusable(f"a count of {value!r} means something of its own in each tool (none, refused)")
     if src is not dst and (src.most is not None or src.base is not None):
         number = _number(value, bounded=False)
         if number is not None and src.most is not None and number > src.most:
