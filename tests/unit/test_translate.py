@@ -1826,12 +1826,13 @@ def test_a_working_directory_the_models_shell_keeps_never_moves_to_one_that_does
         ([OC_READ], "Read", {"file_path": "f.txt"}, "OpenCode", {"bash": ["git status"]}, True),
         # a search with no directory searches "here"
         ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["pushd src"]}, False),
-        ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["ls"]}, True),
+        # (with no earlier cd it is left all the same: the two skip other directories, grep.skips)
+        ([CC_GREP], "grep", {"pattern": "TODO"}, "Claude Code", {"Bash": ["ls"]}, False),
         # read as OpenCode's grep, whose path names a file's whole directory (Claude Code's Grep
         # searches the file alone): a path that may be a file never moves, rooted or not
         ([CC_GREP], "grep", {"pattern": "TODO", "path": "/repo"}, "Claude Code", {"Bash": ["cd src"]}, False),
         ([OC_GREP], "Grep", {"pattern": "TODO", "path": "/repo/a.py"}, "OpenCode", {}, False),
-        ([OC_GREP], "Grep", {"pattern": "TODO"}, "OpenCode", {}, True),
+        ([OC_GREP], "Grep", {"pattern": "TODO"}, "OpenCode", {}, False),  # grep.skips
         # Qwen Code's read_file refuses a relative path: the model's call meant no file
         ([OC_READ], "read_file", {"file_path": "f.txt"}, "OpenCode", {}, False),
         # ... and reaches Qwen Code to be refused there, in its own words
@@ -1848,11 +1849,35 @@ def test_a_relative_path_moves_only_where_it_names_the_same_file(
     assert d.changed is moves, d.reason
 
 
-@pytest.mark.parametrize(("include", "moves"), [("*.md", True), ("docs/My Notes/*.md", False), ("a,b.py", False)])
-def test_one_glob_reaches_claude_codes_grep_and_a_list_does_not(include: str, moves: bool) -> None:
+@pytest.mark.parametrize(("include", "same"), [("*.md", True), ("docs/My Notes/*.md", False), ("a,b.py", False)])
+def test_one_glob_reads_the_same_in_claude_codes_grep_and_a_list_does_not(include: str, same: bool) -> None:
     # Claude Code's Grep splits glob on whitespace and commas; OpenCode's grep reads one glob.
-    d = decide([CC_GREP], "grep", {"pattern": "TODO", "include": include}, client="Claude Code")
-    assert d.changed is moves, d
+    from toolvocab.engine.translate import convert
+
+    grep = next(t for t in TABLES if t.name == "grep" and t.clients == "OpenCode").args["include"]
+    claude = next(t for t in TABLES if t.name == "Grep").args["glob"]
+    if same:
+        assert convert(include, grep, claude) == include
+    else:
+        with pytest.raises(Exception, match="split into several globs"):
+            convert(include, grep, claude)
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        ([OC_GREP], "Grep", {"pattern": "FIXME"}, "OpenCode"),
+        ([OC_GREP], "Grep", {"pattern": "FIXME", "glob": "*.c"}, "OpenCode"),
+        ([CC_GREP], "grep", {"pattern": "FIXME"}, "Claude Code"),
+    ],
+)
+def test_a_search_never_moves_between_greps_that_skip_other_directories(tools, name, args, client) -> None:
+    """Claude Code 2.1.197's Grep skips .git, .svn, .hg, .bzr, .jj and .sl (rg --glob !<dir> for
+    each); OpenCode 1.18.33's grep skips .git alone (--glob=!**/.git/**): in an SVN working copy
+    one finds every match again in .svn/pristine, the other does not. As for Glob and glob, no
+    search moves between them. Was: renamed as sent (attack 100)."""
+    d = decide(tools, name, args, client=client)
+    assert not d.changed and "grep.skips" in d.reason, d.reason
 
 
 # ------------------------------------------------------------------ Crush (charmbracelet/crush v0.90.0)

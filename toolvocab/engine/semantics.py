@@ -417,6 +417,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "offset": _own("claude.grep", "offset"),
             "multiline": _own("claude.grep", "multiline"),
         },
+        # it runs rg --hidden with --glob !<dir> for each of these (its Grep call: [".git",".svn",
+        # ".hg",".bzr",".jj",".sl"]): every other version control's metadata is searched elsewhere
+        fixed={"grep.skips": (".bzr", ".git", ".hg", ".jj", ".sl", ".svn")},
     ),
     _t(
         "WebFetch",
@@ -1073,7 +1076,8 @@ _ROWS: tuple[ArgTable, ...] = (
             "path": m("grep.path", form="dir"),
             "include": m("grep.include", form="rg-glob"),
         },
-        fixed={"grep.ignore_case": False},
+        # rg --hidden … --glob=!**/.git/** (its Ripgrep service's grep): .git alone is skipped
+        fixed={"grep.ignore_case": False, "grep.skips": (".git",)},
     ),
     # webfetch: timeout in seconds (default 30, at most 120).
     _t(

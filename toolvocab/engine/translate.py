@@ -1509,6 +1509,7 @@ _EFFECTS = frozenset(
         "shell.background",
         "subagent.background",
         "grep.ignore_case",
+        "grep.skips",
         "powershell.background",
         "glob.ignores",
         "glob.hidden",
