@@ -651,3 +651,60 @@ def test_a_tool_use_given_up_under_another_agents_name_goes_as_it_came():
     rw = DIALECT.stream_rewriter(context(Recorder(), Plan(rename_map={"Bash": "shell"})))
     assert drive(rw, [data]) == data
     assert rw.unrepaired
+
+
+def _tool_use_stream(blocks: list[tuple[str, str, dict]]) -> bytes:
+    """An answer streaming one tool_use block per ``(id, name, input)``, then its end."""
+    events: list[dict] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "m",
+                "stop_reason": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        }
+    ]
+    for i, (block_id, name, value) in enumerate(blocks):
+        events.append(
+            {
+                "type": "content_block_start",
+                "index": i,
+                "content_block": {"type": "tool_use", "id": block_id, "name": name, "input": {}},
+            }
+        )
+        events.append(
+            {
+                "type": "content_block_delta",
+                "index": i,
+                "delta": {"type": "input_json_delta", "partial_json": orjson.dumps(value).decode()},
+            }
+        )
+        events.append({"type": "content_block_stop", "index": i})
+    events.append({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}})
+    events.append({"type": "message_stop"})
+    return b"".join(b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events)
+
+
+@pytest.mark.parametrize("wrapper_first", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_streamed_wrappers_calls_never_share_an_id_with_another_block(wrapper_first, seed):
+    """A wrapper's blocks are named <wrapper id>_<i>: the model's own ``toolu_W_0`` before it, or
+    ``toolu_W_1`` after it, is such an id. Every block the client gets has its own id, streamed
+    as in a JSON answer. Was a fault: the stream took the names unchecked (two blocks, one id)."""
+    uses = [{"recipient_name": "functions.Read", "parameters": {"file_path": f"/r/{n}.py"}} for n in "ab"]
+    own = ("toolu_W_1" if wrapper_first else "toolu_W_0", "Bash", {"command": "make"})
+    wrapper = ("toolu_W", "multi_tool_use.parallel", {"tool_uses": uses})
+    data = _tool_use_stream([wrapper, own] if wrapper_first else [own, wrapper])
+    out, _ = rewrite_stream(data, random_chunks(data, random.Random(seed)))
+    starts = [
+        e.json()["content_block"]
+        for e in events_of(out)
+        if isinstance(e.json(), dict) and e.json().get("type") == "content_block_start"
+    ]
+    ids = [b["id"] for b in starts]
+    assert len(ids) == 3 and len(set(ids)) == 3, ids

@@ -1043,7 +1043,10 @@ class AnthropicStream(EventStreamRewriter):
                 start_index = index if isinstance(index, int) else 0
                 for k, (sub, decision) in enumerate(expanded):
                     args = decision.arguments_after if decision.arguments_after is not None else sub.arguments
-                    sub_id = sub.id if sub.id and _TOOL_USE_ID.fullmatch(sub.id) else self._ids.fix(None) or ""
+                    # <block id>_<i>: an id the answer may already have (or get later): counted
+                    # with the others, a repeated one replaced, as the JSON path does
+                    own = sub.id if sub.id and _TOOL_USE_ID.fullmatch(sub.id) else None
+                    sub_id = self._ids.fix(own) or own or ""
                     parts += _tool_use_events(
                         held[-1],
                         start_index + k,
