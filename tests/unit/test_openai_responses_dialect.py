@@ -1597,3 +1597,38 @@ def test_a_call_with_no_id_let_go_ends_as_it_went(call_id):
     out += b"".join(rw.feed(_stream(events)[len(head) :])) + b"".join(rw.finish())
     [done] = by_type(out, "response.output_item.done")
     assert done["item"].get("call_id") == call_id == completed(out)["output"][0].get("call_id")
+
+
+@pytest.mark.parametrize("echo_id", ["fc_B", None])
+@pytest.mark.parametrize("name", ["exec_command", "Exec_Command"])
+def test_an_echo_that_lists_a_call_under_another_item_id_shows_it_as_it_went(echo_id, name):
+    """Some servers give a call another item id (or none) in ``response.completed`` than in its
+    events: the echo finds the call by its call_id and shows it as its events went, its call_id
+    kept (a declared call needing nothing, or renamed once). Was a fault: decided again, its
+    call_id counted twice and an invented one put in the echo only."""
+    item = {
+        "type": "function_call",
+        "status": "completed",
+        "id": "fc_A",
+        "call_id": "call_1",
+        "name": name,
+        "arguments": '{"cmd":"ls"}',
+    }
+    echoed = {k: v for k, v in item.items() if k != "id"}
+    if echo_id is not None:
+        echoed["id"] = echo_id
+    events = _events_of_items([item])
+    events[-1] = {
+        "type": "response.completed",
+        "response": {"id": "r", "status": "completed", "output": [echoed]},
+        "sequence_number": 0,
+    }
+    out, rec = rewrite_stream(_stream(events))
+    [done] = by_type(out, "response.output_item.done")
+    [final] = completed(out)["output"]
+    assert (
+        (final["call_id"], final["name"])
+        == (done["item"]["call_id"], done["item"]["name"])
+        == ("call_1", "exec_command")
+    )
+    assert len(rec.decisions) == 1

@@ -613,6 +613,9 @@ class ResponsesCore:
         #: upstream sent it, its decision). The echo finds its own here (:func:`_same_call`)
         #: instead of deciding it again, which would give it another invented call_id.
         self.keyless: list[tuple[dict[str, Any], tuple[Decision, str | None, str | None]]] = []
+        #: call_id -> the key (item id) of the call decided under it: an echo that lists the call
+        #: under another item id, or none (some servers mint one per phase), finds it by this.
+        self.by_call_id: dict[str, str] = {}
         #: Of those, the ones let go (:meth:`let_go`): a later event of one goes the same way.
         self.keyless_gone: list[tuple[dict[str, Any], Decision]] = []
         self.ids = flow.ids()
@@ -768,6 +771,9 @@ class ResponsesCore:
             )
         if isinstance(key, str):
             self._called[key] = dict(item)  # as the upstream sent it: the item is rewritten in place
+            call_id = item.get("call_id")
+            if isinstance(call_id, str) and call_id and call_id != key:
+                self.by_call_id.setdefault(call_id, key)
         new_id = self.ids.fix(item.get("call_id"))
         if new_id is not None:
             item = {**item, "call_id": new_id}
@@ -908,6 +914,8 @@ class ResponsesCore:
             decision, new_args, new_id = first
         elif echo and not isinstance(key, str) and (mine := self._keyless_echo(item)) is not None:
             decision, new_args, new_id = mine
+        elif echo and (mine := self._echo_by_call_id(item, key)) is not None:
+            decision, new_args, new_id = mine
         else:
             decision, new_args, new_id = self._decide(item)
         changed = False
@@ -936,6 +944,23 @@ class ResponsesCore:
         if key is not None:
             return key in self.let_gone
         return any(_same_call(first, item, decision) for first, decision in self.keyless_gone)
+
+    def _echo_by_call_id(self, item: dict[str, Any], key: str | None) -> tuple[Decision, str | None, str | None] | None:
+        """The decision of the call the echoed ``item`` lists under another item id than its
+        events had, or none, found by its ``call_id`` (:attr:`by_call_id`; the same call by
+        :func:`_same_call`, and each only once); ``None`` when its own key finds one, or nothing
+        does. Deciding it again would count its call_id twice and invent another."""
+        if isinstance(key, str) and key in self.decided:
+            return None
+        call_id = item.get("call_id")
+        sent = self.by_call_id.get(call_id) if isinstance(call_id, str) and call_id else None
+        if sent is None or sent == key or sent not in self.decided:
+            return None
+        decided = self.delivered.get(sent) or self.decided[sent]
+        if not _same_call(self._called[sent], item, decided[0]):
+            return None
+        del self.by_call_id[call_id]
+        return decided
 
     def _keyless_echo(self, item: dict[str, Any]) -> tuple[Decision, str | None, str | None] | None:
         """The decision of the first call in :attr:`keyless` that ``item`` (an echoed call with
