@@ -653,7 +653,7 @@ def test_a_tool_use_given_up_under_another_agents_name_goes_as_it_came():
     assert rw.unrepaired
 
 
-def _tool_use_stream(blocks: list[tuple[str, str, dict]]) -> bytes:
+def _blocks_stream(blocks: list[tuple[str, str, dict]]) -> bytes:
     """An answer streaming one tool_use block per ``(id, name, input)``, then its end."""
     events: list[dict] = [
         {
@@ -699,7 +699,7 @@ def test_a_streamed_wrappers_calls_never_share_an_id_with_another_block(wrapper_
     uses = [{"recipient_name": "functions.Read", "parameters": {"file_path": f"/r/{n}.py"}} for n in "ab"]
     own = ("toolu_W_1" if wrapper_first else "toolu_W_0", "Bash", {"command": "make"})
     wrapper = ("toolu_W", "multi_tool_use.parallel", {"tool_uses": uses})
-    data = _tool_use_stream([wrapper, own] if wrapper_first else [own, wrapper])
+    data = _blocks_stream([wrapper, own] if wrapper_first else [own, wrapper])
     out, _ = rewrite_stream(data, random_chunks(data, random.Random(seed)))
     starts = [
         e.json()["content_block"]
