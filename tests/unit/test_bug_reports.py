@@ -182,7 +182,6 @@ def test_br03_foreign_shell_with_cmd_key_is_fitted() -> None:
     [
         ("Read", {"file_path": "/repo/a.rs"}, "read_file", {"absolute_path": "/repo/a.rs"}),
         ("Write", {"file_path": "/a", "content": "x"}, "write_file", None),
-        ("LS", {"path": "/repo"}, "list_directory", None),
     ],
 )
 def test_br03_other_claude_code_habits_rename_by_capability(
@@ -191,6 +190,15 @@ def test_br03_other_claude_code_habits_rename_by_capability(
     d = run(QWEN, openai(answered, args))
     renamed(d, target, Step.CAPABILITY)
     assert d.arguments_after == after
+
+
+def test_br03_ls_is_left_for_a_listing_that_hides_other_entries() -> None:
+    # Claude Code's LS is not sourced, so it is read as the sourced list tools all list; they do
+    # not agree (Codex's list_dir lists every entry, two levels: list.ignores "none"; Qwen Code's
+    # list_directory hides gitignored ones): what it would list is unknown, and the call is left.
+    d = run(QWEN, openai("LS", {"path": "/repo"}))
+    left(d)
+    assert "list.ignores" in d.reason
 
 
 def test_br03_grep_is_left_for_a_grep_that_ignores_case() -> None:

@@ -2211,9 +2211,9 @@ def _claude_code_runs(command: str, cwd: str) -> str:
 def test_a_command_moved_into_bash_is_the_one_it_runs_in_any_working_directory(how: str, words: list[str]) -> None:
     """Property: a command written for Claude Code's Bash (moved from another agent's shell
     tool, or an argv the model gave Bash itself joined into the line it takes) is the command
-    Claude Code runs whatever its working directory is: for every text between a `cd ` and a
-    later ` && ` in it (each a directory Claude Code may be in), its input rewrite changes
-    nothing."""
+    Claude Code runs whatever its working directory is: for every absolute path between a `cd `
+    and a later ` && ` in it (each a directory Claude Code may be in: its process's, so
+    absolute), its input rewrite changes nothing."""
     command = " ".join(words)
     assume(command.strip() == command and command)
     if how == "exec_command":
@@ -2228,7 +2228,9 @@ def test_a_command_moved_into_bash_is_the_one_it_runs_in_any_working_directory(h
     starts = [i + 3 for i in range(len(moved)) if moved.startswith("cd ", i)]
     for start in starts:
         for end in range(start + 1, len(moved) + 1):
-            assert _claude_code_runs(moved, moved[start:end]) == moved, (moved, moved[start:end])
+            cwd = moved[start:end]
+            if cwd.startswith(("/", "\\\\")) or re.match(r"[A-Za-z]:", cwd):  # its directory is absolute
+                assert _claude_code_runs(moved, cwd) == moved, (moved, cwd)
 
 
 @pytest.mark.parametrize(
@@ -2634,3 +2636,51 @@ def test_a_limit_claude_codes_read_refuses_never_moves(tools, name, args, client
     assert d.changed is moves, d.reason
     if not moves:
         assert "a count of" in d.reason, d.reason
+
+
+QWEN_LIST = fn("list_directory", schema("path", path=STR, ignore={"type": "array"}))
+QWEN_TOOL_SEARCH = fn("tool_search", schema("query", query=STR, max_results=INT))
+CC_TOOL_SEARCH = fn("ToolSearch", schema("query", query=STR, max_results=NUM))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "moves", "why"),
+    [
+        # a count that is not a whole number: Claude Code's Read refuses 0.5, Qwen Code's read_file
+        # reads lines.slice(0, 0.5), none, as a success
+        ([QWEN_READ], "Read", {"file_path": "/p/a.py", "limit": 0.5}, "Qwen Code", False, "a count of"),
+        ([QWEN_READ], "Read", {"file_path": "/p/a.py", "limit": "2.5"}, "Qwen Code", False, "a count of"),
+        ([QWEN_READ], "Read", {"file_path": "/p/a.py", "limit": 2}, "Qwen Code", True, ""),
+        # max_results: Claude Code slices what it finds (select: loads every named tool), Qwen Code
+        # takes 1-20 and caps a select: list too
+        (
+            [CC_TOOL_SEARCH],
+            "tool_search",
+            {"query": "select:a,b,c", "max_results": 1},
+            "Claude Code",
+            False,
+            "max_results",
+        ),
+        ([QWEN_TOOL_SEARCH], "ToolSearch", {"query": "git", "max_results": 50}, "Qwen Code", False, "max_results"),
+        # Codex's list_dir lists two levels and every entry; Qwen Code's one level, gitignored hidden
+        ([QWEN_LIST], "list_dir", {"dir_path": "/repo"}, "Qwen Code", False, "list.ignores"),
+    ],
+    ids=["half-a-line", "string-2.5", "two-lines", "select-into-claude", "fifty-into-qwen", "list-dir-into-qwen"],
+)
+def test_a_number_or_listing_another_tool_reads_otherwise_never_moves(tools, name, args, client, moves, why) -> None:
+    """Attack 101: each of these reached the client as a call its own tool would run otherwise
+    (sources in each row's comment; the tables in semantics.py cite them)."""
+    d = decide(tools, name, args, client=client)
+    assert d.changed is moves, d.reason
+    assert why in d.reason, d.reason
+
+
+def test_a_command_with_no_absolute_cd_still_moves_into_bash() -> None:
+    """Claude Code cuts only `cd <its working directory> && `, an absolute path: `etcd && make` is
+    no such text, and the command moves (was: left since da29347, a lost repair)."""
+    d = decide(
+        [BASH], "exec_command", {"cmd": "docker compose up -d etcd && make test && make lint"}, client="Claude Code"
+    )
+    assert d.action is Action.RENAME and d.arguments_after == {
+        "command": "docker compose up -d etcd && make test && make lint"
+    }, d.reason

@@ -203,9 +203,11 @@ _ANTHROPIC_SRC = (
 _TO_NUL = r"(\d?&?>+[ \t]*)[Nn][Uu][Ll](?=[\s\ufeff]|$|[|&;)\n])"
 #: Claude Code 2.1.197's Bash (normalizeToolInput): ``command.replace(`cd ${cwd} && `, "")``, the
 #: first such text anywhere in the command taken out, inside a word (``etcd /repo && make``) or a
-#: quoted argument too. Its working directory is not known here, so any ``cd `` that a later
-#: `` && `` follows (any text between: a directory's name may hold anything) is text it may cut.
-_CD_CWD = r"cd (?s:.+?) && "
+#: quoted argument too. Its working directory is not known here, only that it is absolute (the
+#: process's: ``/…``; on Windows ``C:\\…``, a UNC ``\\\\…``, and the POSIX spelling of either it
+#: also cuts, ``/c/…``), so any ``cd `` followed by such a path and, later, `` && `` is text it may
+#: cut (a directory's name may hold anything, spaces and `` && `` too).
+_CD_CWD = r"cd (?:/|\\\\|[A-Za-z]:)(?s:.*?) && "
 #: Codex: a command that calls apply_patch (or applypatch) is parsed and applied by Codex itself
 #: (codex-rs/core/src/tools/handlers: intercept_apply_patch, before any process starts), and its
 #: shell finds an apply_patch alias of Codex on PATH (codex-rs/arg0: a symlink prepended to PATH),
@@ -518,7 +520,9 @@ _ROWS: tuple[ArgTable, ...] = (
         "2.1.197",
         _CC_SRC,
         "ignored",
-        args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")},
+        # max_results: slice(0, max_results) of what it finds; with select:<names> every named
+        # tool is loaded whatever it says (Qwen Code's tool_search: an integer 1-20, one loaded)
+        args={"query": m("tool_search.query"), "max_results": _own("claude.tool_search", "max_results")},
     ),
     # --- Codex CLI 0.171.0 (serde: unknown keys ignored) ----------------------------------------------
     # exec_command runs cmd as [user's login shell from the passwd database, -lc, cmd], a new process
@@ -626,6 +630,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "limit": m("list.limit"),
             "depth": m("list.depth"),
         },
+        # depth 2 when not given (default_depth), and it reads no ignore file: every entry is
+        # listed, gitignored ones too (Qwen Code's and Gemini CLI's list_directory hide those)
+        fixed={"list.ignores": "none"},
     ),
     _t(
         "view_image",
@@ -792,7 +799,8 @@ _ROWS: tuple[ArgTable, ...] = (
         "0.15.10",
         _QWEN_SRC,
         "rejected",
-        args={"query": m("tool_search.query"), "max_results": m("tool_search.limit")},
+        # max_results: an integer from 1 to 20 (others refused), and it caps a select: list too
+        args={"query": m("tool_search.query"), "max_results": _own("qwen.tool_search", "max_results")},
     ),
     # --- Gemini CLI 0.61.0 (ajv: unknown keys pass to the handler) ------------------------------------
     # run_shell_command runs `bash -c` on Linux and macOS, "executed as a subprocess that leads its

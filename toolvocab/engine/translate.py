@@ -530,11 +530,12 @@ def convert(value: Any, src: Meaning, dst: Meaning, *, posix: bool = True, named
             raise _Unusable(f"a duration of {value!r} means something of its own in each tool (no limit, the default)")
     if src.what in _COUNTS and src is not dst:
         number = _number(value, bounded=False)
-        if number is not None and number <= 0:
-            # Claude Code 2.1.197's Read refuses a limit of 0 (int().positive()), OpenCode
-            # 1.18.33's read reads zero lines (limit ?? 2000), Qwen Code 0.15.10's read_file
-            # refuses it; the others are unsourced: its meaning is each tool's own.
-            raise _Unusable(f"a count of {value!r} means something of its own in each tool (none, refused)")
+        if number is not None and (number <= 0 or not float(number).is_integer()):
+            # Claude Code 2.1.197's Read refuses a limit of 0 or 0.5 (int().positive()), OpenCode
+            # 1.18.33's read reads zero lines at 0 (limit ?? 2000), Qwen Code 0.15.10's read_file
+            # refuses 0 and reads lines.slice(0, 0.5), none; the others are unsourced: a count
+            # that is not a whole number above 0 means what each tool makes of it.
+            raise _Unusable(f"a count of {value!r} means something of its own in each tool (none, refused, rounded)")
     if src is not dst and (src.most is not None or src.base is not None):
         number = _number(value, bounded=False)
         if number is not None and src.most is not None and number > src.most:
@@ -1510,6 +1511,7 @@ _EFFECTS = frozenset(
         "subagent.background",
         "grep.ignore_case",
         "grep.skips",
+        "list.ignores",
         "powershell.background",
         "glob.ignores",
         "glob.hidden",
