@@ -708,3 +708,18 @@ def test_a_streamed_wrappers_calls_never_share_an_id_with_another_block(wrapper_
     ]
     ids = [b["id"] for b in starts]
     assert len(ids) == 3 and len(set(ids)) == 3, ids
+
+
+def test_a_block_let_go_still_counts_its_id():
+    """A block let go at a stall goes as it came, its id counted: a later block the upstream sent
+    under the same id gets another (BR-20), as without the stall. Was: the later block kept it."""
+    data = _blocks_stream([("toolu_1", "Bash", {"command": "ls"}), ("toolu_1", "Bash", {"command": "pwd"})])
+    cut = data.index(b"content_block_delta")
+    rw = DIALECT.stream_rewriter(context(Recorder()))
+    out = b"".join(rw.feed(data[:cut])) + b"".join(rw.let_go("the upstream sent no byte for 31.0 s"))
+    out += b"".join(rw.feed(data[cut:])) + b"".join(rw.finish())
+    starts = [
+        e.json() for e in events_of(out) if isinstance(e.json(), dict) and e.json().get("type") == "content_block_start"
+    ]
+    ids = [s["content_block"]["id"] for s in starts]
+    assert ids[0] == "toolu_1" and len(set(ids)) == 2, ids

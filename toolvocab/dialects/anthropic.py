@@ -830,6 +830,8 @@ class AnthropicStream(EventStreamRewriter):
         out = [e.raw for e in held]
         start = held[0].json() if held else None
         block = start.get("content_block") if isinstance(start, dict) else None
+        if isinstance(block, dict) and isinstance(block.get("id"), str) and block["id"]:
+            self._ids.fix(block["id"])  # counted, as sent: a later block under it gets another
         named = self._named_back(block) if isinstance(block, dict) else None
         if named is not None:
             out[0] = held[0].with_json({**start, "content_block": named}).raw
