@@ -8,10 +8,16 @@ errors are in test_addon_hooks.py and the integration tests.)"""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from test_openai_chat_dialect import sdk_calls
 
 import harness
 import toolvocab.report as report
@@ -369,14 +375,14 @@ def test_another_calls_alias_in_pieces_is_given_back_beside_a_call_left_unsure(e
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplog, seed):
-    """A call's name piece after its choice's ``finish_reason``: the call went out as it was then
-    (``files_read_`` folds to ``files.read``); the late piece goes as it came, with no id added
-    (the openai SDK joins a delta's id to the call's, so an added id made ``call_1call_1tc_…``,
-    an id the upstream never gave), and the record says so. Was: an id added, nothing said."""
+    """A call's arguments after its choice's ``finish_reason``: the call went out as it was then;
+    the late delta goes as it came, with no id added (the openai SDK joins a delta's id to the
+    call's, so an added id made ``call_1call_1tc_…``, an id the upstream never gave), and the
+    record says so. Was: an id added, nothing said."""
     caplog.set_level(logging.INFO)
-    late = _chat_chunk({"index": 0, "function": {"name": "601e4eb6", "arguments": '{"path": "/x"}'}})
+    late = _chat_chunk({"index": 0, "function": {"arguments": '{"command": "ls"}'}})
     upstream = (
-        _chat_chunk({"index": 0, "id": "call_1", "type": "function", "function": {"name": "files_read_"}})
+        _chat_chunk({"index": 0, "id": "call_1", "type": "function", "function": {"name": "Bash"}})
         + _chat_chunk(None, "tool_calls")
         + late
         + b"data: [DONE]\n\n"
@@ -386,6 +392,38 @@ def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplo
     assert late in r.out  # as it came: no id added
     assert r.out.count(b'"id":"call_') == 1
     assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])
+
+
+@pytest.mark.parametrize("late_pieces", [1, 2], ids=["one-late-piece", "two-late-pieces"])
+@pytest.mark.parametrize("seed", range(3))
+def test_an_alias_whose_name_goes_on_after_its_choices_finish_reason_is_named_back(env, caplog, late_pieces, seed):
+    """The name so far only begins this flow's alias (``files_read_``) when the choice's
+    ``finish_reason`` comes; its rest (``601e4eb6``, in one piece or two) comes after it, in
+    deltas without an id. A client joins the pieces: the call is held to ``[DONE]`` and its name
+    given back (``files.read`` in the first piece, none in the later ones), nothing decided, and
+    the record says so. Was: the first piece went out at the finish, the rest as it came, and
+    the openai SDK assembled the alias ``files_read_601e4eb6``, a name the client never declared."""
+    caplog.set_level(logging.INFO)
+    rest = ["601e4eb6"] if late_pieces == 1 else ["601e", "4eb6"]
+    upstream = (
+        _chat_chunk({"index": 0, "id": "call_1", "type": "function", "function": {"name": "files_read_"}})
+        + _chat_chunk(None, "tool_calls")
+        + b"".join(_chat_chunk({"index": 0, "function": {"name": piece}}) for piece in rest)
+        + _chat_chunk({"index": 0, "function": {"arguments": '{"path": "/x"}'}})
+        + b"data: [DONE]\n\n"
+    )
+    f = _files_read_chat_flow(upstream)
+    r = harness.replay(env, f, seed)
+    assert b"files_read_601e4eb6" in f.request.content  # the upstream got the alias
+    assert sdk_calls(r.out) == [
+        {"id": "call_1", "type": "function", "name": "files.read", "arguments": '{"path": "/x"}'}
+    ]
+    assert r.out.endswith(b"data: [DONE]\n\n")
+    assert r.record["decisions"] == []
+    assert (
+        "passed through: a tool call's name only began an alias of this flow at its choice's finish_reason; "
+        "named back to files.read"
+    ) in " ".join(r.record["notes"])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -430,10 +468,32 @@ def test_a_responses_call_under_an_item_id_another_call_has_goes_as_it_came(env,
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_late_chat_delta_among_another_choices_held_call_gets_no_id(env, seed):
-    """n=2: choice 0's call (``files_read_``) ends with its ``finish_reason``; then, while choice
-    1's ``Bash`` is held, a last piece of choice 0's name. It goes as it came: no id is added
-    (the client joins it to ``call_1``), and choice 1 is decided as usual. Was: an id
-    ``call_1tc_…`` the upstream never gave."""
+    """n=2: choice 0's call ends with its ``finish_reason``; then, while choice 1's ``Bash`` is
+    held, a last piece of choice 0's arguments. It goes as it came: no id is added (the client
+    joins it to ``call_1``), and choice 1 is decided as usual. Was: an id ``call_1tc_…`` the
+    upstream never gave."""
+    fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
+    upstream = (
+        _choice_chunk(0, {"index": 0, "id": "call_1", **fn(name="files_read_601e4eb6")})
+        + _choice_chunk(0, {"index": 0, **fn(arguments='{"path": ')})
+        + _choice_chunk(0, None, "tool_calls")
+        + _choice_chunk(1, {"index": 0, "id": "call_2", **fn(name="Bash")})
+        + _choice_chunk(0, {"index": 0, **fn(arguments='"/x"}')})
+        + _choice_chunk(1, {"index": 0, **fn(arguments='{"command": "ls"}')})
+        + _choice_chunk(1, None, "tool_calls")
+        + b"data: [DONE]\n\n"
+    )
+    r = harness.replay(env, _files_read_chat_flow(upstream, n=2), seed)
+    assert b"tc_" not in r.out and r.out.count(b'"id":"call_') == 2
+    assert _choice_chunk(0, {"index": 0, **fn(arguments='"/x"}')}) in r.out
+    assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_alias_going_on_after_its_choices_end_among_another_choices_call_is_named_back(env, seed):
+    """n=2: choice 0's name only begins the alias (``files_read_``) at its ``finish_reason``; its
+    rest comes while choice 1's ``Bash`` streams. Both calls reach the client under declared
+    names, each under its own id, their arguments as sent."""
     fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
     upstream = (
         _choice_chunk(0, {"index": 0, "id": "call_1", **fn(name="files_read_")})
@@ -446,9 +506,14 @@ def test_a_late_chat_delta_among_another_choices_held_call_gets_no_id(env, seed)
         + b"data: [DONE]\n\n"
     )
     r = harness.replay(env, _files_read_chat_flow(upstream, n=2), seed)
-    assert b"tc_" not in r.out and r.out.count(b'"id":"call_') == 2
-    assert _choice_chunk(0, {"index": 0, **fn(name="601e4eb6")}) in r.out
-    assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])
+    assert b"tc_" not in r.out
+    assert sdk_calls(r.out, 0) == [
+        {"id": "call_1", "type": "function", "name": "files.read", "arguments": '{"path": "/x"}'}
+    ]
+    assert sdk_calls(r.out, 1) == [
+        {"id": "call_2", "type": "function", "name": "Bash", "arguments": '{"command": "ls"}'}
+    ]
+    assert "named back to files.read" in " ".join(r.record["notes"])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -601,3 +666,47 @@ def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name
     ]
     want = {'{"path":"/a"}': "files.read", '{"session_id":1}': "write_stdin"}
     assert all(want[args] == name for name, args in named), named
+
+
+@settings(
+    max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    name=st.sampled_from(["files_read_601e4eb6", "Bash", "files.read", "files_read_"]),
+    cuts=st.lists(st.integers(1, 18), max_size=3, unique=True),
+    at=st.integers(0, 3),
+    args_late=st.booleans(),
+    usage=st.booleans(),
+    done=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_a_chat_name_straddling_its_choices_finish_reason_never_reaches_the_client_as_an_alias(
+    env, name, cuts, at, args_late, usage, done, seed
+):
+    """Over a call's name cut into pieces anywhere, its choice's ``finish_reason`` after any
+    number of them (the rest late deltas), its arguments before or after it, a usage chunk and
+    ``[DONE]`` or not: the name the openai SDK assembles is never this flow's alias
+    (``files_read_601e4eb6`` for ``files.read``), there is one call with the upstream's id, and
+    its arguments are as sent."""
+    bounds = sorted(c for c in cuts if c < len(name))
+    pieces = [name[i:j] for i, j in zip([0, *bounds], [*bounds, len(name)], strict=True)]
+    at = min(max(at, 1), len(pieces))
+    args = _chat_chunk({"index": 0, "function": {"arguments": '{"path": "/x"}'}})
+    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": pieces[0]}}
+    chunks = [_chat_chunk(first)] + [_chat_chunk({"index": 0, "function": {"name": p}}) for p in pieces[1:at]]
+    chunks += [] if args_late else [args]
+    chunks += [_chat_chunk(None, "tool_calls")]
+    chunks += [_chat_chunk({"index": 0, "function": {"name": p}}) for p in pieces[at:]]
+    chunks += [args] if args_late else []
+    if usage:
+        chunks.append(b'data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"total_tokens":3}}\n\n')
+    chunks += [b"data: [DONE]\n\n"] if done else []
+    f = _files_read_chat_flow(b"".join(chunks))
+    r = harness.replay(env, f, seed)
+    assert b"files_read_601e4eb6" in f.request.content  # the upstream got the alias
+    calls = sdk_calls(r.out)
+    assert [(c["id"], c["arguments"]) for c in calls] == [("call_1", '{"path": "/x"}')], calls
+    assert calls[0]["name"] != "files_read_601e4eb6", (pieces, at, r.out)
+    assert calls[0]["name"] in ("files.read", "Bash") or calls[0]["name"] == name, calls

@@ -763,6 +763,11 @@ def _ends_the_choices(events: list[SSEEvent], held: set[Any]) -> bool:
     return bool(held) and held <= ended
 
 
+def _done(event: SSEEvent) -> bool:
+    """``event`` is the stream's ``[DONE]``."""
+    return event.data is not None and event.data.strip() == "[DONE]"
+
+
 def _odd_indices(held: list[SSEEvent]) -> bool:
     """True when a held chunk carries a choice ``index`` or a tool-call ``index`` that is
     present but not an integer."""
@@ -791,6 +796,7 @@ def _hold_to_end_of_choice(
     release: Callable[[], list[bytes]],
     open_choices: set[Any],
     key: str,
+    at_finish: Callable[[], list[bytes]] | None = None,
 ) -> list[bytes]:
     """Hold a streamed call's chunk until its calls are complete; the bytes to send now.
 
@@ -804,7 +810,8 @@ def _hold_to_end_of_choice(
     are complete. ``[DONE]``, the usage chunk or an error (no choice): the calls are complete,
     what is held goes, then the event. A chunk with a ``finish_reason`` is held, then everything
     goes once every choice whose calls are held has finished (with ``n`` > 1 another choice may
-    finish while a call is still streaming: its later deltas belong to the same call).
+    finish while a call is still streaming: its later deltas belong to the same call); through
+    ``at_finish`` when given (the held calls' choices have ended, the stream has not).
     """
     if event.data is None:
         held.append(event)
@@ -831,7 +838,7 @@ def _hold_to_end_of_choice(
             open_choices.discard(index)
             finished = True
     if finished and not open_choices:
-        return release()
+        return (at_finish or release)()
     return []
 
 
@@ -901,6 +908,9 @@ class ChatStream(EventStreamRewriter):
         #: While giving back: the chunks held since a call's name so far began an alias of this
         #: flow (its pieces may make it whole), to a choice's end.
         self._name_hold: list[SSEEvent] | None = None
+        #: The give-back began at a choice's finish_reason that came while a call's name only
+        #: began an alias (_release): the hold's release says so in ``unrepaired``.
+        self._late_name = False
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -991,11 +1001,28 @@ class ChatStream(EventStreamRewriter):
             self._name_hold = [event]
         else:
             self._name_hold.append(event)
-        if not _ends_the_choices(self._name_hold, self._held_choices(self._name_hold)):
+        if not _ends_the_choices(self._name_hold, self._held_choices(self._name_hold)) or (
+            not _done(self._name_hold[-1]) and self._begins_an_alias(self._name_hold)
+        ):
+            # a name that still only begins an alias may go on after its choice's finish_reason
+            # (a late delta): held to [DONE], the stream's end or the upstream's close
             return []
         held, self._name_hold = self._name_hold, None
+        return self._release_names(held)
+
+    def _release_names(self, held: list[SSEEvent]) -> list[bytes]:
+        """``held`` (a give-back's hold) as it came but for each call's name, in pieces or
+        whole, that is an upstream alias of this flow, given back; noted when the hold began at
+        a finish_reason (:attr:`_late_name`)."""
         backs: list[str] = []
-        return [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
+        out = [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
+        if self._late_name:
+            self._late_name = False
+            self.unrepaired.append(
+                "a tool call's name only began an alias of this flow at its choice's finish_reason"
+                + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
+            )
+        return out
 
     @staticmethod
     def _name_pieces(event: SSEEvent) -> list[tuple[int, int, int | None, Any, Any, str]]:
@@ -1171,7 +1198,15 @@ class ChatStream(EventStreamRewriter):
                 return out
             self._held = []
             self._open_calls = set()
-        return _hold_to_end_of_choice(self._held, event, choices, self._release, self._open_calls, "tool_calls")
+        return _hold_to_end_of_choice(
+            self._held,
+            event,
+            choices,
+            self._release,
+            self._open_calls,
+            "tool_calls",
+            lambda: self._release(at_finish=True),
+        )
 
     def _moved_on(self, event: SSEEvent, choices: list[Any]) -> SSEEvent:
         """``event`` (deltas of calls that went out at their choice's finish_reason) with each
@@ -1223,8 +1258,7 @@ class ChatStream(EventStreamRewriter):
         out += self._release_legacy() if self._legacy is not None else []
         if self._name_hold:  # giving back: a name that only began an alias, as it came
             held, self._name_hold = self._name_hold, None
-            backs: list[str] = []
-            out += [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
+            out += self._release_names(held)
         return out + (self._release() if self._held else [])
 
     # -- legacy function_call ------------------------------------------------------------------
@@ -1427,7 +1461,9 @@ class ChatStream(EventStreamRewriter):
         fixed = [{**c, "finish_reason": "tool_calls"} if stops(c) else c for c in choices]
         return event.with_json({**data, "choices": fixed})
 
-    def _release(self) -> list[bytes]:
+    def _release(self, *, at_finish: bool = False) -> list[bytes]:
+        """The held calls assembled, decided and sent (``at_finish``: at a chunk whose
+        ``finish_reason`` ended the last held choice, so later deltas may still come)."""
         held = self._held or []
         if not held:
             self._held = None
@@ -1446,6 +1482,27 @@ class ChatStream(EventStreamRewriter):
             return out
         slots = self._assemble(held)
         finish = _finish_reasons(held)
+        aliases, tools = self._flow.plan.reverse_map, self._flow.tools
+        if at_finish and any(
+            finish.get(slot.choice)
+            and not slot.late
+            and isinstance(slot.name, str)
+            and slot.name
+            and slot.name not in aliases
+            and (tools is None or tools.by_qualified(slot.name) is None)
+            and any(a.startswith(slot.name) for a in aliases)
+            for slot in slots
+        ):
+            # A call's name only begins an alias of this flow, as written (and names no declared
+            # tool), when its choice ends: a delta after the finish_reason may go on with it (the
+            # late-delta case), and a client joins the pieces into the alias. Nothing is
+            # decided: every chunk from here goes as
+            # it came but for a name given back, its pieces joined (held to [DONE], the stream's
+            # end or the upstream's close while a name still only begins an alias).
+            self._held = None
+            self._giving_back, self._late_name, self._name_hold = True, True, held
+            self.repairs_after_let_go = False
+            return []
         self._ended_calls.update(
             (slot.choice, slot.index) for slot in slots if finish.get(slot.choice) and not slot.late
         )
