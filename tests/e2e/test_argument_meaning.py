@@ -2,7 +2,8 @@
 
 * Qwen Code 0.15.10's ``read_file`` offset is a 0-based line; Claude Code's ``Read`` offset a
   1-based one. ``Read {offset: 2, limit: 1}`` must reach Qwen Code as ``offset: 1`` and read the
-  file's second line.
+  file's second line. ``Read {file_path}`` (2000 lines) reaches it with ``limit: 2000``, where
+  its own default is 1000.
 * ``write_file {path, content, mode: "append"}`` to Qwen Code (which ignores keys it does not
   declare): renaming ``path`` would overwrite the file; the call is left, the file keeps its text.
 * ``terminal {command, timeout: 30}`` (Hermes Agent: seconds, then killed) reaches Qwen Code's
@@ -52,6 +53,26 @@ def test_a_1_based_offset_reaches_qwen_code_0_based(agent_e2e):
     assert "second line" in result and "first line" not in result and "third line" not in result, (
         f"{result!r}\n{run.describe()}"
     )
+
+
+def test_a_read_without_a_limit_reads_in_qwen_code_what_claude_codes_read_would(agent_e2e):
+    """``Read {file_path}`` reads 2000 lines in Claude Code; Qwen Code's ``read_file`` without a
+    limit 1000 (its truncateToolOutputLines default). The call reaches Qwen Code with
+    ``limit: 2000`` and line 1500 of a 1500-line file is read."""
+    run = agent_e2e(
+        "qwen",
+        "auto",
+        tool="Read",
+        args=lambda work: {"file_path": str(work / "long.txt")},
+        prompt="Read long.txt.",
+        files={"long.txt": "".join(f"row {n}\n" for n in range(1, 1501))},
+    )
+    run.check_common()
+    call, message = run.call_and_result()
+    args = json.loads(call["function"]["arguments"])
+    assert call["function"]["name"] == "read_file" and args.get("limit") == 2000, f"{call!r}\n{run.describe()}"
+    result = run.text(message.get("content"))
+    assert "row 1500" in result, f"{result[-400:]!r}\n{run.describe()}"
 
 
 def test_an_append_is_never_made_an_overwrite(agent_e2e):

@@ -968,7 +968,7 @@ def test_an_alias_in_an_encoded_stream_is_given_back(env):
     assert upstream_name.encode() in f.request.content and upstream_name.encode() not in r.out
     assert tool_blocks(r.out) == [
         {"name": "files.read", "input": {"path": "a"}},
-        {"name": "Read", "input": {"file_path": "/etc/hosts"}},
+        {"name": "Read", "input": {"file_path": "/etc/hosts", "limit": 50}},
     ]
 
 
@@ -1677,7 +1677,8 @@ def _anthropic_events(events: list[dict]) -> bytes:
 def _stalled_alias_stream(upstream_name: str) -> tuple[bytes, bytes]:
     """An Anthropic stream, cut where it stalls: a call of ``upstream_name`` (this flow's alias
     of the client's ``files.read``) whose input comes in two pieces, the stall between them, then
-    a call of Gemini CLI's ``read_file`` (which means Claude Code's ``Read``)."""
+    a call of Qwen Code's ``read_file`` with a limit (which means Claude Code's ``Read``: without
+    one, the two read 1000 and 2000 lines)."""
     alias_block = {"type": "tool_use", "id": "toolu_01Xy", "name": upstream_name, "input": {}}
     read_block = {"type": "tool_use", "id": "toolu_01Xz", "name": "read_file", "input": {}}
     head = _anthropic_events(
@@ -1703,7 +1704,7 @@ def _stalled_alias_stream(upstream_name: str) -> tuple[bytes, bytes]:
             {
                 "type": "content_block_delta",
                 "index": 1,
-                "delta": {"type": "input_json_delta", "partial_json": '{"file_path": "/etc/hosts"}'},
+                "delta": {"type": "input_json_delta", "partial_json": '{"file_path": "/etc/hosts", "limit": 50}'},
             },
             {"type": "content_block_stop", "index": 1},
             {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}},
@@ -1735,7 +1736,7 @@ def test_a_stall_names_the_held_call_back_and_the_rewrite_goes_on(env):
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert tool_blocks(out) == [
         {"name": "files.read", "input": {"path": "a"}},
-        {"name": "Read", "input": {"file_path": "/etc/hosts"}},
+        {"name": "Read", "input": {"file_path": "/etc/hosts", "limit": 50}},
     ]
     notes = f.metadata[KEY]["notes"]
     assert any(

@@ -476,7 +476,7 @@ def test_stream_input_only_in_content_block_start(eol, seed):
     out, rec = rewrite_stream(data, random_chunks(data, random.Random(seed)))
     [d] = rec.decisions
     assert (d.name, d.action.value, d.target) == ("read_file", "rename", "Read")
-    assert rec.calls[0].arguments == {"path": "/repo/src/app.py"}
+    assert rec.calls[0].arguments == {"path": "/repo/src/app.py", "limit": 400}
     src, dst = events_of(data), events_of(out)
     assert len(dst) == len(src) + 1
     assert dst[0].raw == src[0].raw
@@ -490,7 +490,10 @@ def test_stream_input_only_in_content_block_start(eol, seed):
                 {
                     "type": "content_block_delta",
                     "index": 0,
-                    "delta": {"type": "input_json_delta", "partial_json": '{"file_path":"/repo/src/app.py"}'},
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": '{"file_path":"/repo/src/app.py","limit":400}',
+                    },
                 }
             ).decode()
             + eol

@@ -27,7 +27,11 @@ READ = {
     "type": "function",
     "name": "read_file",
     "description": "Read a file",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    "parameters": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["path"],
+    },
 }
 MARKUP = '<tool_call>\n{"name": "read_file", "arguments": {"path": "/repo/README.md"}}\n</tool_call>'
 WRAPPER = json.dumps(
@@ -122,13 +126,13 @@ def test_a_parallel_wrapper_in_an_answer_not_kept_becomes_its_calls(addon) -> No
 
 @pytest.mark.parametrize("store", KEPT)
 def test_an_empty_call_id_in_a_kept_answer_stays_empty(addon, store) -> None:
-    _, got = run(addon, store, [call("Read", '{"file_path": "/repo/README.md"}', "")])
+    _, got = run(addon, store, [call("Read", '{"file_path": "/repo/README.md", "limit": 100}', "")])
     [item] = output_of(got)
     assert item["name"] == "read_file" and item["call_id"] == ""  # renamed: the id is the upstream's
 
 
 def test_an_empty_call_id_in_an_answer_not_kept_is_replaced(addon) -> None:
-    _, got = run(addon, NOT_KEPT, [call("Read", '{"file_path": "/repo/README.md"}', "")])
+    _, got = run(addon, NOT_KEPT, [call("Read", '{"file_path": "/repo/README.md", "limit": 100}', "")])
     [item] = output_of(got)
     assert item["name"] == "read_file" and item["call_id"].startswith("tc_")
 
@@ -257,7 +261,7 @@ def test_a_streamed_wrapper_without_an_item_id_stays_whole_in_the_stream_the_ech
 
 
 def test_a_repair_the_stream_could_not_write_is_not_in_the_echo_or_the_record(streams) -> None:
-    read = call("Read", '{"file_path": "/repo/README.md"}', "call_1")
+    read = call("Read", '{"file_path": "/repo/README.md", "limit": 100}', "call_1")
     bad = b'event: response.function_call_arguments.delta\ndata: {"type": "response.function_call_arguments.delta", oops}\n\n'
     items, echo, record = _streamed(streams, _stream_of(read, raw_delta=bad))
     assert [i["name"] for i in items] == ["Read"] and [i["name"] for i in echo] == ["Read"]

@@ -524,8 +524,8 @@ def test_namespaced_tools_are_never_capability_candidates() -> None:
         ("run_shell_command", {"command": "ls"}, "Bash", None),
         ("execute_command", {"command": "ls"}, "Bash", None),
         ("shell", {"command": ["bash", "-lc", "ls | wc -l"]}, "Bash", {"command": "ls | wc -l"}),
-        ("read_file", {"file_path": "/repo/a"}, "Read", None),
-        ("read_file", {"path": "/repo/a"}, "Read", {"file_path": "/repo/a"}),
+        ("read_file", {"file_path": "/repo/a", "limit": 50}, "Read", None),
+        ("read_file", {"path": "/repo/a", "limit": 50}, "Read", {"file_path": "/repo/a", "limit": 50}),
         ("write_file", {"path": "/repo/a", "content": "x"}, "Write", {"file_path": "/repo/a", "content": "x"}),
         (
             "replace",
@@ -667,6 +667,19 @@ def test_text_editor_command_chooses_the_capability(
     d = decide(CLAUDE, editor, args)
     assert_renamed(d, target, Step.CAPABILITY)
     assert d.arguments_after == after  # ``command`` is consumed and dropped
+
+
+@pytest.mark.parametrize(
+    ("answered", "args"),
+    [("read_file", {"file_path": "/repo/a"}), ("read_file", {"path": "/repo/a"})],
+)
+def test_a_read_without_a_limit_is_left_where_its_readings_read_other_line_counts(
+    answered: str, args: dict[str, Any]
+) -> None:
+    """``read_file`` with no ``limit`` reads 1000 lines in Qwen Code and 2000 in Codex: which the
+    model meant is not known, and the two are two different calls of ``Read``."""
+    d = decide(CLAUDE, answered, args)
+    assert_left(d, Step.CAPABILITY, mentions=("reads differently", "'limit'"))
 
 
 @pytest.mark.parametrize("command", ["create", "insert", "undo_edit", "bogus"])

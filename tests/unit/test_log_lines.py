@@ -216,7 +216,11 @@ def test_a_sentence_that_was_not_sent_is_not_in_the_comment() -> None:
 READ = {
     "name": "read_file",
     "description": "Read a file",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    "input_schema": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["path"],
+    },
 }
 
 
@@ -258,7 +262,7 @@ def test_a_call_lifted_from_text_says_so_in_the_line_the_comment_and_the_record(
     (decision,) = f.metadata["toolvocab"]["decisions"]
     assert decision["lifted"] is True and decision["action"] == "keep"
     caplog.clear()
-    f = run_text_flow(addon, hermes("Read", {"file_path": "/repo/README.md"}))
+    f = run_text_flow(addon, hermes("Read", {"file_path": "/repo/README.md", "limit": 40}))
     assert messages(caplog, logging.INFO) == [
         "toolvocab: Read→read_file (capability) lifted from text · Claude Code → api.anthropic.com"
     ], messages(caplog, logging.INFO)

@@ -185,8 +185,52 @@ def test_a_line_number_whose_base_the_name_does_not_settle_is_left() -> None:
     # `read_file` is Qwen Code's (0-based) and Codex's and Hermes' (1-based): line 10 is ambiguous.
     d = decide([READ], "read_file", {"file_path": "/a", "offset": 10})
     assert d.action is Action.LEAVE and "'offset'" in d.reason
-    # Without an offset nothing is ambiguous.
-    assert decide([READ], "read_file", {"file_path": "/a"}).target == "Read"
+    # Without an offset (and with a limit: without one, Qwen Code reads 1000 lines, Codex 2000)
+    # nothing is ambiguous.
+    assert decide([READ], "read_file", {"file_path": "/a", "limit": 100}).target == "Read"
+
+
+CRUSH_VIEW = fn("view", schema("file_path", file_path=STR, offset=INT, limit=INT))
+OC_READ_TOOL = fn("read", schema("filePath", filePath=STR, offset=INT, limit=INT))
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "after"),
+    [
+        # Crush's view reads 200 lines when the call names none, Claude Code's Read 2000
+        ([READ], "view", {"file_path": "/a"}, None, {"file_path": "/a", "limit": 200}),
+        ([CRUSH_VIEW], "Read", {"file_path": "/a"}, None, {"file_path": "/a", "limit": 2000}),
+        # Qwen Code's read_file 1000 (its truncateToolOutputLines setting's default)
+        ([QWEN_READ], "Read", {"file_path": "/a"}, "Qwen Code", {"file_path": "/a", "limit": 2000}),
+        ([READ], "read", {"filePath": "/a"}, None, {"file_path": "/a"}),  # OpenCode's read: 2000 too
+        ([OC_READ_TOOL], "view", {"file_path": "/a"}, "OpenCode", {"filePath": "/a", "limit": 200}),
+        # a limit the call names is the call's, whatever the defaults
+        ([READ], "view", {"file_path": "/a", "limit": 50}, None, {"file_path": "/a", "limit": 50}),
+    ],
+)
+def test_a_read_without_a_limit_gets_the_line_count_its_tool_reads(
+    tools: list[Any], name: str, args: dict[str, Any], client: str | None, after: dict[str, Any]
+) -> None:
+    """A read that names no line count reads its tool's default: moved to a tool whose default
+    differs, that count is written out. Was: ``view {file_path}`` reached Claude Code as
+    ``Read {file_path}`` (2000 lines where Crush reads 200), ``Read`` reached Crush and Qwen Code
+    as a read of 200 and 1000 lines."""
+    d = decide(tools, name, args, client=client)
+    assert d.changed and (d.arguments_after if d.arguments_after is not None else args) == after, d.reason
+    if "limit" not in args and after.get("limit") is not None:
+        assert [c.op for c in d.arg_changes if c.op == "add_default"] == ["add_default"]
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("read_file", {"path": "/a", "limit": 5000}),  # Hermes Agent reads 2000 lines at most
+        ("read", {"path": "/a", "limit": 5000}),  # pi: 2000 lines at most, a limit or none
+    ],
+)
+def test_a_line_count_the_models_tool_caps_never_moves_to_one_that_reads_it(name: str, args: dict[str, Any]) -> None:
+    d = decide([READ], name, args)
+    assert d.action is Action.LEAVE and "5000" in d.reason, d.reason
 
 
 def test_a_line_range_is_not_an_offset() -> None:
@@ -1200,7 +1244,12 @@ def test_a_changed_call_reads_the_same_in_the_target_as_in_the_source(
     for reading in readings:
         if reading.name == target.name and d.action is Action.FIT and vocabulary.capability_of(target.name) == "edit":
             continue  # the client's own edit tool, in another agent's key spelling: its call (BR-27)
-        assert same_intent(intent(reading, args), intent(target, after)), (
+        meant, got = intent(reading, args), intent(target, after)
+        if "read.limit" not in meant:
+            # a read whose tool records no line count for a call without one is not compared
+            # (translate._SOURCE_SIDE: those counts are not sourced); any other is
+            got.pop("read.limit", None)
+        assert same_intent(meant, got), (
             source.name,
             reading.clients,
             reading.version,

@@ -228,7 +228,9 @@ class ArgChange(BaseModel):
     tool that runs the user's shell), ``drop_annotation`` (an annotation key a closed schema does
     not declare), ``drop_key`` (a consumed key: ``str_replace_editor``'s ``command``),
     ``drop_default`` (a key whose value is what the target always does: ``is_background: false``
-    for a tool that has no background), ``fill_empty``, ``empty_to_object`` (``""`` / ``null`` /
+    for a tool that has no background), ``add_default`` (a count the call left to the model's
+    tool, written out for a target whose own differs: ``limit: 200`` for Crush's ``view`` moved
+    to ``Read``), ``fill_empty``, ``empty_to_object`` (``""`` / ``null`` /
     ``[]`` arguments written as ``{}``; ``key`` is ``""``), ``unglue_key`` (a model family's control
     token glued to a key removed: ``path</arg_key>`` → ``path``). ``key`` is the argument key
     changed (after renaming, ``to`` is the new key). ``before``/``after`` hold the values.

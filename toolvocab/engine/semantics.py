@@ -62,7 +62,8 @@ class Meaning:
     ``"normalized-whitespace"``, Crush's; ``"fuzzy-<tool>"``: no two loose matchers are the same);
     for list-valued operands the item shape. ``most``: the largest value the tool honours as given,
     in ``unit`` (a larger one is clamped or refused). ``default``: the value the tool uses when
-    the key is absent, recorded only where it selects an effect (``edit.all``, background flags).
+    the key is absent, recorded only where it selects an effect (``edit.all``, background flags)
+    or what is read (``read.limit``'s line count).
     ``respells``: literal ``(from, to)`` replacements the client makes in the value before the
     tool runs it (Claude Code's Bash: two backslashes and a semicolon become one and one).
     ``unwraps``: the client takes a leading shell wrapper off a command before running the rest
@@ -317,7 +318,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "dangerouslyDisableSandbox": _own("claude.powershell", "dangerouslyDisableSandbox"),
         },
     ),
-    # Read: offset a 1-based line number (0 read as 1), limit a count of lines, pages a PDF range.
+    # Read: offset a 1-based line number (0 read as 1), limit a count of lines (left out: 2000,
+    # the bundle's "reads up to ${n} lines starting from the beginning of the file", n = 2000),
+    # pages a PDF range.
     _t(
         "Read",
         _CC,
@@ -328,7 +331,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("read.path"),
             "offset": m("read.offset", base=1),
-            "limit": m("read.limit"),
+            "limit": m("read.limit", default=2000),
             "pages": m("read.pages", base=1),
         },
     ),
@@ -613,7 +616,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("read.path"),
             "offset": m("read.offset", base=1),
-            "limit": m("read.limit"),
+            "limit": m("read.limit", default=2000),  # "defaults to 2000" (defaults::limit)
             "mode": _own("codex.read_file", "mode"),
             "indentation": _own("codex.read_file", "indentation"),
         },
@@ -670,7 +673,9 @@ _ROWS: tuple[ArgTable, ...] = (
         },
         fixed={"shell.session": "none"},
     ),
-    # read_file: offset a 0-based line, limit a count of lines.
+    # read_file: offset a 0-based line, limit a count of lines (left out: the
+    # truncateToolOutputLines setting, DEFAULT_TRUNCATE_TOOL_OUTPUT_LINES = 1000:
+    # processSingleFileContent reads `limit ?? config.getTruncateToolOutputLines()` lines).
     _t(
         "read_file",
         _QWEN,
@@ -680,7 +685,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "file_path": m("read.path"),
             "offset": m("read.offset", base=0),
-            "limit": m("read.limit"),
+            "limit": m("read.limit", default=1000),
             "pages": m("read.pages", base=1),
         },
     ),
@@ -822,7 +827,9 @@ _ROWS: tuple[ArgTable, ...] = (
         },
         fixed={"shell.session": "none"},
     ),
-    # read_file: a 1-based inclusive line range, not offset/limit.
+    # read_file: a 1-based inclusive line range, not offset/limit; without end_line 2000 lines from
+    # start_line (utils/fileUtils.ts processSingleFileContent: sliceStart +
+    # DEFAULT_MAX_LINES_TEXT_FILE, DEFAULT_MAX_LINES_TEXT_FILE = 2000 in the 0.61.0 bundle).
     _t(
         "read_file",
         _GEM,
@@ -834,6 +841,7 @@ _ROWS: tuple[ArgTable, ...] = (
             "start_line": m("read.start_line", base=1),
             "end_line": m("read.end_line", base=1),
         },
+        fixed={"read.limit": 2000},
     ),
     _t(
         "write_file",
@@ -935,7 +943,8 @@ _ROWS: tuple[ArgTable, ...] = (
         },
     ),
     # --- Gemini CLI before 0.11 (and Qwen Code forked from it) ----------------------------------------
-    # read_file took absolute_path and a 0-based offset; search_file_content ran git grep
+    # read_file took absolute_path and a 0-based offset (a limit left out: 2000 lines,
+    # utils/fileUtils.ts DEFAULT_MAX_LINES_TEXT_FILE); search_file_content ran git grep
     # --ignore-case; replace checked old_string with an LLM edit corrector (ensureCorrectEdit).
     _t(
         "read_file",
@@ -946,7 +955,7 @@ _ROWS: tuple[ArgTable, ...] = (
         args={
             "absolute_path": m("read.path"),
             "offset": m("read.offset", base=0),
-            "limit": m("read.limit"),
+            "limit": m("read.limit", default=2000),
         },
     ),
     _t(
@@ -1042,7 +1051,8 @@ _ROWS: tuple[ArgTable, ...] = (
         _OC_ID,
         "1.18.33",
         _OC_SRC,
-        args={"filePath": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
+        # tool/read.ts: limit ?? 2000 lines
+        args={"filePath": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit", default=2000)},
     ),
     _t("write", _OC, _OC_ID, "1.18.33", _OC_SRC, args={"filePath": m("write.path"), "content": m("write.content")}),
     # edit: nine matchers after the exact one (line-trimmed, Levenshtein block anchors, ...); the
@@ -1145,18 +1155,29 @@ _ROWS: tuple[ArgTable, ...] = (
         None,
         "0.58.3",
         _PI_SRC,
-        args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
+        # core/tools/read.ts: what it selects goes through truncateHead (truncate.ts
+        # DEFAULT_MAX_LINES = 2000), a limit or none: 2000 lines at most, and left out
+        args={
+            "path": m("read.path"),
+            "offset": m("read.offset", base=1),
+            "limit": m("read.limit", most=2000, default=2000),
+        },
     ),
     # --- Crush 0.90.0 (Go encoding/json: unknown keys ignored) ----------------------------------------
     # view: offset a 0-based line ("The line number to start reading from (0-based)"; readTextFile
-    # skips `offset` lines, numbering from offset+1), limit a count of lines (default 200).
+    # skips `offset` lines, numbering from offset+1), limit a count of lines (left out or <= 0:
+    # DefaultReadLimit = 200, internal/agent/tools/view.go).
     _t(
         "view",
         _CRUSH,
         None,
         "0.90.0",
         _CRUSH_SRC,
-        args={"file_path": m("read.path"), "offset": m("read.offset", base=0), "limit": m("read.limit")},
+        args={
+            "file_path": m("read.path"),
+            "offset": m("read.offset", base=0),
+            "limit": m("read.limit", default=200),
+        },
     ),
     # bash: mvdan.cc/sh's POSIX interpreter with Go builtins, not bash or the user's shell.
     # run_in_background starts a background job at once. What happens to a long command the call
@@ -1353,7 +1374,8 @@ _ROWS: tuple[ArgTable, ...] = (
         None,
         "0.19.0",
         _HERMES_SRC,
-        args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit")},
+        # tools/file_operations.py normalize_read_pagination: min(limit, MAX_LINES = 2000)
+        args={"path": m("read.path"), "offset": m("read.offset", base=1), "limit": m("read.limit", most=2000)},
     ),
     _t(
         "write_file",

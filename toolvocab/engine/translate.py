@@ -723,7 +723,9 @@ def target_for(name: str, capability: str | None, properties: Iterable[str], cli
     Its keys' meanings come from the tables spelled ``name`` — only the table of ``client`` (as
     :func:`toolvocab.engine.clients.identify_client` names the agent) when there is one, else every
     table that lists the key, which must agree — and, for a key no table lists, from the
-    capability's other tools.
+    capability's other tools. What it does when a call leaves an effect out (``fixed``) comes
+    from the tables that list every declared key (all of them when none does), where all record
+    the same.
     """
     tables = tables_named(name)
     if client is not None:
@@ -738,7 +740,10 @@ def target_for(name: str, capability: str | None, properties: Iterable[str], cli
     fixed: dict[str, Any] = {}
     conflicting: set[str] = set()
     recorded: dict[str, int] = {}
-    for table in tables:
+    # The tool's effects come from the tables it may be: a table with no key for one the request
+    # declares is another tool of that name (OpenClaw's read takes `path`, OpenCode's `filePath`).
+    candidates = tuple(t for t in tables if declared <= t.args.keys()) or tables
+    for table in candidates:
         # What the tool does when a call leaves an effect out: its fixed behaviour, or the default
         # of its key for it (declared in this request or not).
         effects = dict(table.fixed)
@@ -752,7 +757,7 @@ def target_for(name: str, capability: str | None, properties: Iterable[str], cli
             recorded[what] = recorded.get(what, 0) + 1
     # An effect is the target's only when every table the target may be records it alike: one
     # table's silence is unknown, and unknown is no agreement.
-    conflicting.update(what for what, n in recorded.items() if n < len(tables))
+    conflicting.update(what for what, n in recorded.items() if n < len(candidates))
     for what in conflicting:
         del fixed[what]
     return Target(name=name, declared=declared, meanings=meanings, tables=tables, fixed=fixed)
@@ -910,10 +915,11 @@ def _read(
         raise _Unusable(program)
     _check_session(arguments, out, placed, reading, target, earlier)
     _check_base(out, placed, reading, target, earlier, posix)
+    _write_defaults(arguments, out, changes, reading, target)
     _check_effects(arguments, out, reading, target)
     _check_edit_texts(arguments, out, reading, target)
     # Keys moved first, then values rewritten, then keys dropped (the order a reader checks them).
-    order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2}
+    order_of = {"rename_key": 0, "fill_empty": 0, "drop_key": 2, "drop_default": 2, "add_default": 3}
     return out, sorted(changes, key=lambda c: order_of.get(c.op, 1))
 
 
@@ -1108,6 +1114,33 @@ def _replaces_all(
     return value if known and isinstance(value, bool) else None
 
 
+def _write_defaults(
+    arguments: Mapping[str, Any], out: dict[str, Any], changes: list[ArgChange], reading: Reading, target: Target
+) -> None:
+    """A count the call leaves to its tool (:data:`_WRITTEN_DEFAULTS`: how many lines a read
+    returns) written out for a target whose own default differs or is not recorded: the value the
+    reading's tool records, under the target's one key for it, when the target honours it
+    (its ``most``). Anything else is left to :func:`_check_effects`, which refuses it."""
+    if reading.own:
+        return
+    for what in _WRITTEN_DEFAULTS:
+        key = target.key_for(what)
+        if not isinstance(key, str) or key in out:
+            continue
+        if any(m.what == what for k, m in reading.listed().items() if k in arguments):
+            continue  # set, under a key the translation did not place
+        known, value = reading.fixed(what)
+        if not known or not isinstance(value, int):
+            continue
+        target_value = _target_defaults(target).get(what)
+        if target_value is not None and _same(value, target_value):
+            continue
+        if any(m.most is not None and value > m.most for m in target.meanings[key]):
+            continue
+        out[key] = value
+        changes.append(ArgChange(op="add_default", key=key, after=value))
+
+
 def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading: Reading, target: Target) -> None:
     """An effect the call leaves to the tool (``edit.all``, a background flag) must be known and
     the same in the reading's tool and the target: the model relied on its tool's default, and an
@@ -1119,6 +1152,8 @@ def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading
     scope = {what.split(".", 1)[0] for meanings in target.meanings.values() for what in (m.what for m in meanings)}
     target_effects = {w: v for w, v in _target_defaults(target).items() if w.split(".", 1)[0] in scope}
     source_effects = {what for what in _EFFECTS if what.split(".", 1)[0] in scope and reading.fixed(what)[0]}
+    # a count the reading's tool does not record is not compared (its default is not sourced)
+    target_effects = {w: v for w, v in target_effects.items() if w not in _SOURCE_SIDE or w in source_effects}
     for what in sorted(source_effects | set(target_effects)):
         if any(m.what == what for k in out for m in target.meanings.get(k, ())):
             continue  # set explicitly
@@ -1503,10 +1538,13 @@ DIRECTORY_MOVERS: frozenset[str] = frozenset(n for t in TABLES for n in t.fixed.
 
 #: Effects a tool has when the call leaves them out, recorded per tool (a key's ``default`` or the
 #: table's ``fixed``): compared between the reading and the target. ``glob.ignores`` and
-#: ``glob.hidden``: which files a glob search skips (ignore files, dotfiles).
+#: ``glob.hidden``: which files a glob search skips (ignore files, dotfiles); ``read.limit``: how
+#: many lines a read without one returns (Crush's view 200, Qwen Code's read_file 1000, Claude
+#: Code's Read 2000).
 _EFFECTS = frozenset(
     {
         "edit.all",
+        "read.limit",
         "shell.background",
         "subagent.background",
         "grep.ignore_case",
@@ -1517,6 +1555,14 @@ _EFFECTS = frozenset(
         "glob.hidden",
     }
 )
+
+
+#: Effects compared only where the reading's tool records one (a read's line count is sourced for
+#: some tools: :data:`toolvocab.engine.semantics.TABLES`); then the target must record the same,
+#: or :func:`_write_defaults` writes it out.
+_SOURCE_SIDE = frozenset({"read.limit"})
+#: Counts a call may leave to its tool that are written out for a target whose own differs.
+_WRITTEN_DEFAULTS = ("read.limit",)
 
 
 def _target_defaults(target: Target) -> dict[str, Any]:
@@ -1569,6 +1615,7 @@ def translate(
     if not results:
         reason = unusable[0][1].reason if unusable else "no reading of the call applies"
         return Translation(None, reason=reason, readings=len(readings))
+    results = _fill_written_defaults(results, target)
     first_reading, first, changes = results[0]
     for reading, out, _ in results[1:]:
         if not _equal(out, first):
@@ -1579,6 +1626,34 @@ def translate(
                 readings=len(readings),
             )
     return Translation(first, changes, readings=len(readings))
+
+
+def _fill_written_defaults(
+    results: list[tuple[Reading, dict[str, Any], list[ArgChange]]], target: Target
+) -> list[tuple[Reading, dict[str, Any], list[ArgChange]]]:
+    """``results`` with a count one reading wrote out (:func:`_write_defaults`) given too to each
+    reading whose tool records no such count (not compared: :data:`_SOURCE_SIDE`), which left
+    the key out; a reading that records one and left it out keeps its own (the target's)."""
+    written: dict[str, Any] = {}
+    for _, _, changes in results:
+        for change in changes:
+            if change.op == "add_default":
+                written.setdefault(change.key, change.after)
+    if not written:
+        return results
+    filled = []
+    for reading, out, changes in results:
+        missing = {
+            key: value
+            for key, value in written.items()
+            if key not in out
+            and not any(reading.fixed(m.what)[0] for m in target.meanings.get(key, ()) if m.what in _SOURCE_SIDE)
+        }
+        if missing:
+            out = {**out, **missing}
+            changes = [*changes, *(ArgChange(op="add_default", key=k, after=v) for k, v in missing.items())]
+        filled.append((reading, out, changes))
+    return filled
 
 
 def readings_of(name: str, capability: str | None = None, command: str | None = None) -> list[Reading]:
