@@ -682,6 +682,16 @@ def test_a_read_without_a_limit_is_left_where_its_readings_read_other_line_count
     assert_left(d, Step.CAPABILITY, mentions=("reads differently", "'limit'"))
 
 
+def test_a_read_under_a_profiles_name_reads_as_the_tool_it_showed() -> None:
+    """A profile shows Claude Code's ``Read`` (its schema and its description: up to 2000 lines)
+    upstream as ``read_file``: a ``read_file`` call without a ``limit`` goes back as ``Read``, no
+    count written, though Qwen Code's and Codex's own ``read_file`` count otherwise (the model
+    was told what this tool reads). Left, the client got the alias for every such read."""
+    d = decide(CLAUDE, "read_file", {"file_path": "/repo/a"}, reverse_map={"read_file": "Read"})
+    assert_renamed(d, "Read", Step.REVERSE_MAP)
+    assert d.arguments_after is None
+
+
 @pytest.mark.parametrize("command", ["create", "insert", "undo_edit", "bogus"])
 def test_text_editor_command_without_counterpart_is_left(command: str) -> None:
     d = decide(CLAUDE, "str_replace_editor", {"command": command, "path": "/a", "insert_line": 1, "new_str": "x"})

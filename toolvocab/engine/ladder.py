@@ -451,7 +451,11 @@ def _decide_lossless(
         return Decision(action=Action.RENAME, reason=f"{reason}; {_empty_left(call, tool)}", **target, **base)
     if call.arguments is None:
         return Decision(action=Action.RENAME, reason=f"{reason}; {_unparsed(call)}", **target, **base)
-    readings = [own_reading(tool.name, tool.capability), *spelled_readings(spellings, tool, client)]
+    spelled = spelled_readings(spellings, tool, client)
+    if step is Step.REVERSE_MAP:
+        # a profile showed the client's tool under this name, with its schema and description
+        spelled = [replace(r, shown=True) for r in spelled]
+    readings = [own_reading(tool.name, tool.capability), *spelled]
     fit = _fit(call, tool, readings, client, foreign=foreign, closed=foreign, posix=posix, earlier=earlier)
     if fit.arguments is None:
         return _leave(

@@ -590,7 +590,9 @@ class Reading:
     ``capability``: whose tools explain a key the table does not list. ``command``: for a text
     editor's table, the operation the call was dispatched on. ``competing``: another agent's tool
     spelled like the answer, read beside the target's own: it constrains only the keys it has a
-    meaning for (a key it knows nothing of is the target's, as sent).
+    meaning for (a key it knows nothing of is the target's, as sent). ``shown``: the tool a
+    profile showed the model under this reading's name, with the client's own schema and
+    description: what it does with a key left out (:data:`_SOURCE_SIDE`) is the client's tool's.
     """
 
     label: str
@@ -599,6 +601,7 @@ class Reading:
     own: bool = False
     command: str | None = None
     competing: bool = False
+    shown: bool = False
 
     def listed(self) -> Mapping[str, Meaning]:
         """The keys this reading's tool lists, with their meanings."""
@@ -1121,7 +1124,7 @@ def _write_defaults(
     returns) written out for a target whose own default differs or is not recorded: the value the
     reading's tool records, under the target's one key for it, when the target honours it
     (its ``most``). Anything else is left to :func:`_check_effects`, which refuses it."""
-    if reading.own:
+    if reading.own or reading.shown:
         return
     for what in _WRITTEN_DEFAULTS:
         key = target.key_for(what)
@@ -1151,7 +1154,11 @@ def _check_effects(arguments: Mapping[str, Any], out: Mapping[str, Any], reading
     # of a read).
     scope = {what.split(".", 1)[0] for meanings in target.meanings.values() for what in (m.what for m in meanings)}
     target_effects = {w: v for w, v in _target_defaults(target).items() if w.split(".", 1)[0] in scope}
-    source_effects = {what for what in _EFFECTS if what.split(".", 1)[0] in scope and reading.fixed(what)[0]}
+    source_effects = {
+        what
+        for what in _EFFECTS
+        if what.split(".", 1)[0] in scope and reading.fixed(what)[0] and not (reading.shown and what in _SOURCE_SIDE)
+    }
     # a count the reading's tool does not record is not compared (its default is not sourced)
     target_effects = {w: v for w, v in target_effects.items() if w not in _SOURCE_SIDE or w in source_effects}
     for what in sorted(source_effects | set(target_effects)):
@@ -1647,7 +1654,11 @@ def _fill_written_defaults(
             key: value
             for key, value in written.items()
             if key not in out
-            and not any(reading.fixed(m.what)[0] for m in target.meanings.get(key, ()) if m.what in _SOURCE_SIDE)
+            and not any(
+                reading.fixed(m.what)[0] and not reading.shown
+                for m in target.meanings.get(key, ())
+                if m.what in _SOURCE_SIDE
+            )
         }
         if missing:
             out = {**out, **missing}
