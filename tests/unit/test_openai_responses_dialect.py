@@ -11,6 +11,7 @@ declared tool names and schema keys, invented descriptions, ids and texts.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import random
 from typing import Any
@@ -1632,3 +1633,78 @@ def test_an_echo_that_lists_a_call_under_another_item_id_shows_it_as_it_went(ech
         == ("call_1", "exec_command")
     )
     assert len(rec.decisions) == 1
+
+
+_PHASE_IDS = st.sampled_from(["fc_1", "fc_2", None])
+
+
+@settings(max_examples=int(os.environ.get("TOOLVOCAB_PROPERTY_EXAMPLES", "100")), deadline=None)
+@given(
+    added_id=_PHASE_IDS,
+    delta_id=_PHASE_IDS,
+    done_id=st.sampled_from(["fc_1", "fc_2", None, "null"]),
+    echo_id=_PHASE_IDS,
+    foreign=st.booleans(),
+    stored=st.booleans(),
+)
+def test_a_call_whose_phases_carry_other_item_ids_is_one_call_everywhere(
+    added_id, delta_id, done_id, echo_id, foreign, stored
+):
+    """One call whose ``.added``, argument events, ``.done`` and echo each carry an item id of
+    their own, none, or ``"id": null`` (vLLM before vllm-project/vllm#44608 sent the ``.done``
+    so; some servers mint ids only at the end): the client sees one call — the same name in
+    every item and the echo, the same call_id in the ``.done`` and the echo (the upstream's),
+    its arguments as they add up (an argument event naming an item id neither of the call's items
+    has is another call's, and goes as sent) — and the record one decision. Was a fault: the ``.added`` and
+    the echo decided again (``shell`` there, ``exec_command`` in the ``.done``), the call_id
+    counted twice and an invented one given to the ``.added`` and the echo."""
+    args = '{"command":["bash","-lc","echo hi"]}' if foreign else '{"cmd":"ls"}'
+    base = {"type": "function_call", "status": "completed", "call_id": "call_1"}
+    base["name"] = "shell" if foreign else "exec_command"
+
+    def with_id(item: dict[str, Any], value: Any) -> dict[str, Any]:
+        out = dict(item)
+        if value == "null":
+            out["id"] = None
+        elif value is not None:
+            out["id"] = value
+        return out
+
+    delta: dict[str, Any] = {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": args}
+    if delta_id is not None:
+        delta["item_id"] = delta_id
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": with_id({**base, "arguments": ""}, added_id)},
+        delta,
+        {"type": "response.output_item.done", "output_index": 0, "item": with_id({**base, "arguments": args}, done_id)},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "r",
+                "status": "completed",
+                "store": stored,
+                "output": [with_id({**base, "arguments": args}, echo_id)],
+            },
+        },
+    ]
+    data = _stream([{**e, "sequence_number": k} for k, e in enumerate(events)])
+    resolver = Recorder(CODEX, Plan())
+    flow = dataclasses.replace(context(resolver, Plan(), flow_key="flow-phases"), stored=stored)
+    rw = DIALECT.stream_rewriter(flow)
+    out = drive(rw, [data])
+    [added] = by_type(out, "response.output_item.added")
+    [done] = by_type(out, "response.output_item.done")
+    [final] = completed(out)["output"]
+    assert added["item"]["name"] == done["item"]["name"] == final["name"] == "exec_command", out
+    assert done["item"]["call_id"] == final["call_id"] == "call_1"
+    assert added["item"].get("call_id") == "call_1"
+    joined = "".join(d["delta"] for d in by_type(out, "response.function_call_arguments.delta"))
+    assert orjson.loads(done["item"]["arguments"]) == orjson.loads(final["arguments"])
+    item_ids = {i for i in (added_id, done_id) if i not in (None, "null")}
+    if delta_id is None or not item_ids or delta_id in item_ids:
+        assert orjson.loads(joined) == orjson.loads(done["item"]["arguments"])
+    else:  # an argument event naming an item neither of the call's items is: another's, as sent
+        assert joined == args
+    assert len(resolver.decisions) == 1, resolver.decisions
+    if not foreign and done_id == echo_id:
+        assert out == data  # nothing to change: as the upstream sent it

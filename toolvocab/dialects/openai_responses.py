@@ -772,7 +772,8 @@ class ResponsesCore:
         if isinstance(key, str):
             self._called[key] = dict(item)  # as the upstream sent it: the item is rewritten in place
             call_id = item.get("call_id")
-            if isinstance(call_id, str) and call_id and call_id != key:
+            if isinstance(call_id, str) and call_id:
+                # also when the call_id is the key: an echo may list it under an item id
                 self.by_call_id.setdefault(call_id, key)
         new_id = self.ids.fix(item.get("call_id"))
         if new_id is not None:
@@ -1867,9 +1868,18 @@ class ResponsesStream(EventStreamRewriter):
                 return expanded
         decision, new_args, new_id = self.core._decide(item)
         key = _key(item)
-        # a call with neither id is not found again by one: its items take this decision
-        decided = (decision, new_args, new_id) if not isinstance(key, str) else None
-        own_id = item.get("id") if isinstance(item.get("id"), str) else None
+        # The held events are this one call's, whatever ids each carries (some servers send the
+        # .done with "id": null, or ids only at the end): its items take this decision.
+        decided = (decision, new_args, new_id)
+        # the item ids this call's .added and .done carry (a server may give each its own)
+        own_ids = {
+            i["id"]
+            for u in held
+            if isinstance(data := u.json(), dict)
+            and data.get("type") in ("response.output_item.added", "response.output_item.done")
+            and isinstance(i := data.get("item"), dict)
+            and isinstance(i.get("id"), str)
+        }
         own_index = done_data.get("output_index")
 
         def own(d: Any) -> bool:
@@ -1877,8 +1887,8 @@ class ResponsesStream(EventStreamRewriter):
             else by its ``output_index`` (a call given up earlier may still send its own)."""
             if not isinstance(d, dict) or d.get("type") not in _ARGUMENT_EVENTS:
                 return False
-            if own_id is not None and isinstance(d.get("item_id"), str):
-                return d["item_id"] == own_id
+            if own_ids and isinstance(d.get("item_id"), str):
+                return d["item_id"] in own_ids
             return d.get("output_index") == own_index
 
         # Only the call's own argument events count: an unknown event between them may carry a
