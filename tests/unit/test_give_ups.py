@@ -374,11 +374,11 @@ def test_another_calls_alias_in_pieces_is_given_back_beside_a_call_left_unsure(e
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplog, seed):
-    """A call's arguments after its choice's ``finish_reason``: the call went out as it was then;
-    the late delta goes as it came, with no id added (the openai SDK joins a delta's id to the
-    call's, so an added id made ``call_1call_1tc_…``, an id the upstream never gave), and the
-    record says so. Was: an id added, nothing said."""
+def test_a_chat_delta_right_after_its_choices_finish_reason_joins_its_call(env, caplog, seed):
+    """A call's arguments in a delta right after its choice's ``finish_reason``: the call is held
+    on to the next chunk that does not continue it, so the late delta is read with it; a call
+    that needs nothing goes as it came, with no id added (the openai SDK joins a delta's id to
+    the call's: an added id made ``call_1call_1tc_…``) and nothing passed through."""
     caplog.set_level(logging.INFO)
     late = _chat_chunk({"index": 0, "function": {"arguments": '{"command": "ls"}'}})
     upstream = (
@@ -389,9 +389,8 @@ def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplo
     )
     f = _files_read_chat_flow(upstream)
     r = harness.replay(env, f, seed)
-    assert late in r.out  # as it came: no id added
-    assert r.out.count(b'"id":"call_') == 1
-    assert "passed through: a tool call's delta came after its choice's finish_reason" in " ".join(r.record["notes"])
+    assert r.out == upstream  # as it came: no id added
+    assert not report.passed_reasons(r.record), r.record["notes"]
 
 
 @pytest.mark.parametrize("late_pieces", [1, 2], ids=["one-late-piece", "two-late-pieces"])
@@ -399,10 +398,10 @@ def test_a_chat_delta_after_its_choices_finish_reason_goes_as_it_came(env, caplo
 def test_an_alias_whose_name_goes_on_after_its_choices_finish_reason_is_named_back(env, caplog, late_pieces, seed):
     """The name so far only begins this flow's alias (``files_read_``) when the choice's
     ``finish_reason`` comes; its rest (``601e4eb6``, in one piece or two) comes after it, in
-    deltas without an id. A client joins the pieces: the call is held to ``[DONE]`` and its name
-    given back (``files.read`` in the first piece, none in the later ones), nothing decided, and
-    the record says so. Was: the first piece went out at the finish, the rest as it came, and
-    the openai SDK assembled the alias ``files_read_601e4eb6``, a name the client never declared."""
+    deltas without an id. A client joins the pieces: the call is held on while chunks continue
+    it and read whole, its name given back (``files.read``). Was: the first piece went out at
+    the finish, the rest as it came, and the openai SDK assembled the alias
+    ``files_read_601e4eb6``, a name the client never declared."""
     caplog.set_level(logging.INFO)
     rest = ["601e4eb6"] if late_pieces == 1 else ["601e", "4eb6"]
     upstream = (
@@ -419,11 +418,8 @@ def test_an_alias_whose_name_goes_on_after_its_choices_finish_reason_is_named_ba
         {"id": "call_1", "type": "function", "name": "files.read", "arguments": '{"path": "/x"}'}
     ]
     assert r.out.endswith(b"data: [DONE]\n\n")
-    assert r.record["decisions"] == []
-    assert (
-        "passed through: a tool call's name only began an alias of this flow at its choice's finish_reason; "
-        "named back to files.read"
-    ) in " ".join(r.record["notes"])
+    assert [(d["name"], d["target"]) for d in r.record["decisions"]] == [("files_read_601e4eb6", "files.read")]
+    assert not report.passed_reasons(r.record), r.record["notes"]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -490,10 +486,11 @@ def test_a_late_chat_delta_among_another_choices_held_call_gets_no_id(env, seed)
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_an_alias_going_on_after_its_choices_end_among_another_choices_call_is_named_back(env, seed):
+def test_an_alias_going_on_after_another_choices_call_began_never_reaches_the_client(env, seed):
     """n=2: choice 0's name only begins the alias (``files_read_``) at its ``finish_reason``; its
-    rest comes while choice 1's ``Bash`` streams. Both calls reach the client under declared
-    names, each under its own id, their arguments as sent."""
+    rest comes after choice 1's ``Bash`` began. Choice 0's call went out when another chunk came
+    (read as ``files.read``); the late piece goes as it came: the client's name for it is no
+    alias (it is no tool either: the client reports it), and choice 1's call is read as usual."""
     fn = lambda **kw: {"type": "function", "function": kw}  # noqa: E731
     upstream = (
         _choice_chunk(0, {"index": 0, "id": "call_1", **fn(name="files_read_")})
@@ -507,13 +504,11 @@ def test_an_alias_going_on_after_its_choices_end_among_another_choices_call_is_n
     )
     r = harness.replay(env, _files_read_chat_flow(upstream, n=2), seed)
     assert b"tc_" not in r.out
-    assert sdk_calls(r.out, 0) == [
-        {"id": "call_1", "type": "function", "name": "files.read", "arguments": '{"path": "/x"}'}
-    ]
+    [first] = sdk_calls(r.out, 0)
+    assert (first["id"], first["arguments"]) == ("call_1", '{"path": "/x"}') and first["name"] != "files_read_601e4eb6"
     assert sdk_calls(r.out, 1) == [
         {"id": "call_2", "type": "function", "name": "Bash", "arguments": '{"command": "ls"}'}
     ]
-    assert "named back to files.read" in " ".join(r.record["notes"])
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -674,27 +669,32 @@ def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
-    name=st.sampled_from(["files_read_601e4eb6", "Bash", "files.read", "files_read_"]),
+    name=st.sampled_from(["files_read_601e4eb6", "Bash", "files.read", "files_read_", "files_read"]),
     cuts=st.lists(st.integers(1, 18), max_size=3, unique=True),
     at=st.integers(0, 3),
+    empty_first=st.booleans(),
     args_late=st.booleans(),
     usage=st.booleans(),
     done=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 def test_a_chat_name_straddling_its_choices_finish_reason_never_reaches_the_client_as_an_alias(
-    env, name, cuts, at, args_late, usage, done, seed
+    env, name, cuts, at, empty_first, args_late, usage, done, seed
 ):
-    """Over a call's name cut into pieces anywhere, its choice's ``finish_reason`` after any
-    number of them (the rest late deltas), its arguments before or after it, a usage chunk and
-    ``[DONE]`` or not: the name the openai SDK assembles is never this flow's alias
-    (``files_read_601e4eb6`` for ``files.read``), there is one call with the upstream's id, and
-    its arguments are as sent."""
+    """Over a call's name cut into pieces anywhere (its first delta with the id carrying the first
+    piece, or an empty name and arguments), its choice's ``finish_reason`` after any number of
+    them (the rest late deltas), its arguments before or after it, a usage chunk and ``[DONE]``
+    or not: the call the openai SDK assembles is the one the name means — never this flow's
+    alias ``files_read_601e4eb6``, ``files.read`` for it and for the spellings that fold to it,
+    ``Bash`` for ``Bash`` — under the upstream's id, its arguments as sent."""
     bounds = sorted(c for c in cuts if c < len(name))
     pieces = [name[i:j] for i, j in zip([0, *bounds], [*bounds, len(name)], strict=True)]
+    if empty_first:
+        pieces = ["", *pieces]
     at = min(max(at, 1), len(pieces))
     args = _chat_chunk({"index": 0, "function": {"arguments": '{"path": "/x"}'}})
-    first = {"index": 0, "id": "call_1", "type": "function", "function": {"name": pieces[0]}}
+    fn = {"name": pieces[0], "arguments": ""} if empty_first else {"name": pieces[0]}
+    first = {"index": 0, "id": "call_1", "type": "function", "function": fn}
     chunks = [_chat_chunk(first)] + [_chat_chunk({"index": 0, "function": {"name": p}}) for p in pieces[1:at]]
     chunks += [] if args_late else [args]
     chunks += [_chat_chunk(None, "tool_calls")]
@@ -708,5 +708,4 @@ def test_a_chat_name_straddling_its_choices_finish_reason_never_reaches_the_clie
     assert b"files_read_601e4eb6" in f.request.content  # the upstream got the alias
     calls = sdk_calls(r.out)
     assert [(c["id"], c["arguments"]) for c in calls] == [("call_1", '{"path": "/x"}')], calls
-    assert calls[0]["name"] != "files_read_601e4eb6", (pieces, at, r.out)
-    assert calls[0]["name"] in ("files.read", "Bash") or calls[0]["name"] == name, calls
+    assert calls[0]["name"] == ("Bash" if name == "Bash" else "files.read"), (pieces, at, r.out)

@@ -811,7 +811,8 @@ def _hold_to_end_of_choice(
     what is held goes, then the event. A chunk with a ``finish_reason`` is held, then everything
     goes once every choice whose calls are held has finished (with ``n`` > 1 another choice may
     finish while a call is still streaming: its later deltas belong to the same call); through
-    ``at_finish`` when given (the held calls' choices have ended, the stream has not).
+    ``at_finish`` when given (the held calls' choices have ended, the stream has not: later
+    deltas may still continue them).
     """
     if event.data is None:
         held.append(event)
@@ -908,9 +909,10 @@ class ChatStream(EventStreamRewriter):
         #: While giving back: the chunks held since a call's name so far began an alias of this
         #: flow (its pieces may make it whole), to a choice's end.
         self._name_hold: list[SSEEvent] | None = None
-        #: The give-back began at a choice's finish_reason that came while a call's name only
-        #: began an alias (_release): the hold's release says so in ``unrepaired``.
-        self._late_name = False
+        #: The held calls' choices have ended (a finish_reason): held on while the next chunks
+        #: only continue them (late deltas: the rest of a name, its arguments), released whole at
+        #: the first chunk that does not (_continues_held), [DONE] or the end.
+        self._late_wait = False
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -922,7 +924,7 @@ class ChatStream(EventStreamRewriter):
 
     def held(self) -> list[bytes]:
         """Raw bytes of the held chunks (clears them)."""
-        held, self._held = self._held or [], None
+        held, self._held, self._late_wait = self._held or [], None, False
         text = self._hold.release()
         legacy, self._legacy = self._legacy or [], None
         names, self._name_hold = self._name_hold or [], None
@@ -938,6 +940,7 @@ class ChatStream(EventStreamRewriter):
         self._settle()
         calls = (self._held or []) + (self._legacy or []) + (self._name_hold or [])
         self._held = self._legacy = self._name_hold = None
+        self._late_wait = False
         self._giving_back = True
         self.repairs_after_let_go = False
         if self._begins_an_alias(calls):
@@ -1012,17 +1015,53 @@ class ChatStream(EventStreamRewriter):
 
     def _release_names(self, held: list[SSEEvent]) -> list[bytes]:
         """``held`` (a give-back's hold) as it came but for each call's name, in pieces or
-        whole, that is an upstream alias of this flow, given back; noted when the hold began at
-        a finish_reason (:attr:`_late_name`)."""
+        whole, that is an upstream alias of this flow, given back."""
         backs: list[str] = []
-        out = [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
-        if self._late_name:
-            self._late_name = False
-            self.unrepaired.append(
-                "a tool call's name only began an alias of this flow at its choice's finish_reason"
-                + (NAMED_BACK + ", ".join(dict.fromkeys(backs)) if backs else "")
-            )
-        return out
+        return [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
+
+    def _await_late(self) -> list[bytes]:
+        """At the finish_reason that ends the held calls' choices: nothing goes yet (:attr:`_late_wait`)."""
+        self._late_wait = True
+        return []
+
+    def _continues_held(self, event: SSEEvent, choices: Any) -> bool:
+        """``event`` only continues the held calls: a comment, or a chunk whose every choice
+        carries nothing but tool-call deltas without an id at a (choice, index) a held call has,
+        and no finish_reason, text or anything else."""
+        if event.data is None:
+            return True
+        if not isinstance(choices, list) or not choices:
+            return False
+        held = {
+            (piece[2], piece[3]) for e in self._held or [] for piece in self._name_pieces(e) if piece[1] is not None
+        }
+        for e in self._held or []:
+            data = e.json()
+            for choice in as_list(data.get("choices")) if isinstance(data, dict) else ():
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                for d_no, tc in enumerate(as_list(delta.get("tool_calls")) if isinstance(delta, dict) else ()):
+                    if isinstance(tc, dict):
+                        held.add((choice.get("index", 0), tc.get("index", d_no)))
+        for choice in choices:
+            if (
+                not isinstance(choice, dict)
+                or choice.get("finish_reason")
+                or set(choice) - {"index", "delta", "finish_reason", "logprobs"}
+            ):
+                return False
+            delta = choice.get("delta")
+            if not isinstance(delta, dict) or set(delta) - {"tool_calls", "role", "content"} or delta.get("content"):
+                return False
+            calls = delta.get("tool_calls")
+            if not isinstance(calls, list) or not calls:
+                return False
+            for d_no, tc in enumerate(calls):
+                if not isinstance(tc, dict) or (isinstance(tc.get("id"), str) and tc["id"]):
+                    return False
+                key = (choice.get("index", 0), tc.get("index", d_no))
+                if not all(map(_is_index, key)) or key not in held:
+                    return False
+        return True
 
     @staticmethod
     def _name_pieces(event: SSEEvent) -> list[tuple[int, int, int | None, Any, Any, str]]:
@@ -1141,6 +1180,12 @@ class ChatStream(EventStreamRewriter):
         if self._giving_back:
             return self._give_back_event(event)
         choices = data.get("choices") if isinstance(data, dict) else None
+        if self._late_wait:
+            if self._continues_held(event, choices):
+                assert self._held is not None
+                self._held.append(event)
+                return []
+            return self._release() + self.on_event(event)
         if not self._prose and isinstance(choices, list) and any(_other_choice(c) or _refuses(c) for c in choices):
             # Several choices (n > 1): their texts are not one text, and a call lifted from them
             # would land in one choice; none is lifted in this answer (the JSON path lifts each
@@ -1205,7 +1250,7 @@ class ChatStream(EventStreamRewriter):
             self._release,
             self._open_calls,
             "tool_calls",
-            lambda: self._release(at_finish=True),
+            self._await_late,
         )
 
     def _moved_on(self, event: SSEEvent, choices: list[Any]) -> SSEEvent:
@@ -1461,9 +1506,9 @@ class ChatStream(EventStreamRewriter):
         fixed = [{**c, "finish_reason": "tool_calls"} if stops(c) else c for c in choices]
         return event.with_json({**data, "choices": fixed})
 
-    def _release(self, *, at_finish: bool = False) -> list[bytes]:
-        """The held calls assembled, decided and sent (``at_finish``: at a chunk whose
-        ``finish_reason`` ended the last held choice, so later deltas may still come)."""
+    def _release(self) -> list[bytes]:
+        """The held calls assembled, decided and sent."""
+        self._late_wait = False
         held = self._held or []
         if not held:
             self._held = None
@@ -1482,27 +1527,6 @@ class ChatStream(EventStreamRewriter):
             return out
         slots = self._assemble(held)
         finish = _finish_reasons(held)
-        aliases, tools = self._flow.plan.reverse_map, self._flow.tools
-        if at_finish and any(
-            finish.get(slot.choice)
-            and not slot.late
-            and isinstance(slot.name, str)
-            and slot.name
-            and slot.name not in aliases
-            and (tools is None or tools.by_qualified(slot.name) is None)
-            and any(a.startswith(slot.name) for a in aliases)
-            for slot in slots
-        ):
-            # A call's name only begins an alias of this flow, as written (and names no declared
-            # tool), when its choice ends: a delta after the finish_reason may go on with it (the
-            # late-delta case), and a client joins the pieces into the alias. Nothing is
-            # decided: every chunk from here goes as
-            # it came but for a name given back, its pieces joined (held to [DONE], the stream's
-            # end or the upstream's close while a name still only begins an alias).
-            self._held = None
-            self._giving_back, self._late_name, self._name_hold = True, True, held
-            self.repairs_after_let_go = False
-            return []
         self._ended_calls.update(
             (slot.choice, slot.index) for slot in slots if finish.get(slot.choice) and not slot.late
         )
