@@ -673,18 +673,21 @@ def test_a_call_under_a_used_item_id_never_shows_an_alias_or_takes_anothers_name
     cuts=st.lists(st.integers(1, 18), max_size=3, unique=True),
     at=st.integers(0, 3),
     empty_first=st.booleans(),
+    between=st.sampled_from([None, "empty-content", "usage-null", "comment"]),
+    refinish=st.booleans(),
     args_late=st.booleans(),
     usage=st.booleans(),
     done=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 def test_a_chat_name_straddling_its_choices_finish_reason_never_reaches_the_client_as_an_alias(
-    env, name, cuts, at, empty_first, args_late, usage, done, seed
+    env, name, cuts, at, empty_first, between, refinish, args_late, usage, done, seed
 ):
     """Over a call's name cut into pieces anywhere (its first delta with the id carrying the first
     piece, or an empty name and arguments), its choice's ``finish_reason`` after any number of
-    them (the rest late deltas), its arguments before or after it, a usage chunk and ``[DONE]``
-    or not: the call the openai SDK assembles is the one the name means — never this flow's
+    them (the rest late deltas, carrying the finish_reason again or not, after an empty delta, a
+    ``"usage": null`` chunk or a comment or not), its arguments before or after it, a usage chunk
+    and ``[DONE]`` or not: the call the openai SDK assembles is the one the name means — never this flow's
     alias ``files_read_601e4eb6``, ``files.read`` for it and for the spellings that fold to it,
     ``Bash`` for ``Bash`` — under the upstream's id, its arguments as sent."""
     bounds = sorted(c for c in cuts if c < len(name))
@@ -698,8 +701,16 @@ def test_a_chat_name_straddling_its_choices_finish_reason_never_reaches_the_clie
     chunks = [_chat_chunk(first)] + [_chat_chunk({"index": 0, "function": {"name": p}}) for p in pieces[1:at]]
     chunks += [] if args_late else [args]
     chunks += [_chat_chunk(None, "tool_calls")]
-    chunks += [_chat_chunk({"index": 0, "function": {"name": p}}) for p in pieces[at:]]
-    chunks += [args] if args_late else []
+    chunks += {
+        None: [],
+        "empty-content": [b'data: {"id":"c","choices":[{"index":0,"delta":{"content":""},"finish_reason":null}]}\n\n'],
+        "usage-null": [b'data: {"id":"c","choices":[],"usage":null}\n\n'],
+        "comment": [b": keep-alive\n\n"],
+    }[between]
+    late_finish = "tool_calls" if refinish else None
+    chunks += [_chat_chunk({"index": 0, "function": {"name": p}}, late_finish) for p in pieces[at:]]
+    late_args = _chat_chunk({"index": 0, "function": {"arguments": '{"path": "/x"}'}}, late_finish)
+    chunks += [late_args] if args_late else []
     if usage:
         chunks.append(b'data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"total_tokens":3}}\n\n')
     chunks += [b"data: [DONE]\n\n"] if done else []

@@ -1398,3 +1398,25 @@ def test_a_wrappers_calls_never_share_an_id_with_another_call(framing, case):
     ids = [c["id"] for c in got]
     assert len(got) == {"own-then-wrapper": 3, "two-wrappers-no-id": 4}[case]
     assert len(set(ids)) == len(ids) and all(ids), ids
+
+
+def test_a_call_whole_at_its_finish_reason_is_decided_at_a_stall_not_given_up():
+    """A call whose choice ended is held on for deltas that may continue it; a stall then
+    (the upstream sends nothing before ``[DONE]``) reads it whole, as the finish_reason said:
+    OpenCode gets ``read {filePath}`` for ``Read {file_path}``. Was, after holding past the
+    finish: given up at the stall, the client got ``Read``, a tool it never declared."""
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "Read", "arguments": '{"file_path": "/repo/a.ts"}'},
+    }
+    head = _chunk([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": "tool_calls"}])
+    resolver = Recorder(OPENCODE, Plan())
+    rw = DIALECT.stream_rewriter(context(resolver, Plan(), flow_key="flow-stall"))
+    out = b"".join(rw.feed(head)) + b"".join(rw.let_go("the upstream sent no byte for 30.0 s"))
+    out += b"".join(rw.feed(b"data: [DONE]\n\n")) + b"".join(rw.finish())
+    assert sdk_calls(out) == [
+        {"id": "call_1", "type": "function", "name": "read", "arguments": '{"filePath":"/repo/a.ts"}'}
+    ]
+    assert out.endswith(b"data: [DONE]\n\n")

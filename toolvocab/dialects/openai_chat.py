@@ -913,6 +913,8 @@ class ChatStream(EventStreamRewriter):
         #: only continue them (late deltas: the rest of a name, its arguments), released whole at
         #: the first chunk that does not (_continues_held), [DONE] or the end.
         self._late_wait = False
+        #: The (choice, index) of each call held while waiting (_await_late).
+        self._late_keys: set[tuple[Any, Any]] = set()
         # The choices whose held calls (legacy function_call) have not finished yet
         # (_hold_to_end_of_choice)
         self._open_calls: set[Any] = set()
@@ -938,6 +940,8 @@ class ChatStream(EventStreamRewriter):
         the stream passes as it comes, but for such names, given back in every later delta."""
         text = self._hold.release()
         self._settle()
+        # calls whose choices ended (waiting for late deltas) are whole: decided, not given up
+        whole = self._release() if self._late_wait else []
         calls = (self._held or []) + (self._legacy or []) + (self._name_hold or [])
         self._held = self._legacy = self._name_hold = None
         self._late_wait = False
@@ -948,10 +952,10 @@ class ChatStream(EventStreamRewriter):
             # after a first piece that is no name of its own. Held on, as a give-back holds (to
             # its choice's end, the stream's end, or the upstream's close: salvage releases it).
             self._name_hold = calls
-            return [e.raw for e in text]
+            return [e.raw for e in text] + whole
         backs: list[str] = []
         calls = self._join_split_names(calls, backs)
-        out = [e.raw for e in text] + [self._give_names_back(e, backs) for e in calls]
+        out = [e.raw for e in text] + whole + [self._give_names_back(e, backs) for e in calls]
         if calls:
             self.unrepaired.append(f"{why} while tool calls were held")
             if backs:
@@ -1020,16 +1024,51 @@ class ChatStream(EventStreamRewriter):
         return [self._give_names_back(e, backs) for e in self._join_split_names(held, backs)]
 
     def _await_late(self) -> list[bytes]:
-        """At the finish_reason that ends the held calls' choices: nothing goes yet (:attr:`_late_wait`)."""
+        """At the finish_reason that ends the held calls' choices: nothing goes yet
+        (:attr:`_late_wait`); the (choice, index) of each held call, kept for
+        :meth:`_continues_held`."""
         self._late_wait = True
+        self._late_keys = set()
+        for e in self._held or []:
+            data = e.json()
+            for choice in as_list(data.get("choices")) if isinstance(data, dict) else ():
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                for d_no, tc in enumerate(as_list(delta.get("tool_calls")) if isinstance(delta, dict) else ()):
+                    if isinstance(tc, dict):
+                        self._late_keys.add((choice.get("index", 0), tc.get("index", d_no)))
         return []
 
     def _continues_held(self, event: SSEEvent, choices: Any) -> bool:
-        """``event`` only continues the held calls: a comment, or a chunk whose every choice
-        carries nothing but tool-call deltas without an id at a (choice, index) a held call has,
-        and no finish_reason, text or anything else."""
+        """``event`` only continues the held calls, or says nothing: a comment; a chunk with no
+        choice and no ``usage`` or ``error`` value (``"usage": null``); a chunk whose every choice
+        carries nothing but tool-call deltas without an id at a (choice, index) a held call has
+        (with that choice's finish_reason again or none), or an empty delta (``"content": ""``)
+        and no finish_reason."""
         if event.data is None:
             return True
+        if not isinstance(choices, list) or not choices:
+            data = event.json()
+            return isinstance(data, dict) and not data.get("usage") and not data.get("error")
+        for choice in choices:
+            if not isinstance(choice, dict) or set(choice) - {"index", "delta", "finish_reason", "logprobs"}:
+                return False
+            delta = choice.get("delta")
+            if not isinstance(delta, dict) or set(delta) - {"tool_calls", "role", "content"} or delta.get("content"):
+                return False
+            calls = delta.get("tool_calls")
+            if not calls:
+                if choice.get("finish_reason") or calls not in (None, []):
+                    return False
+                continue  # an empty delta
+            if not isinstance(calls, list):
+                return False
+            for d_no, tc in enumerate(calls):
+                if not isinstance(tc, dict) or (isinstance(tc.get("id"), str) and tc["id"]):
+                    return False
+                key = (choice.get("index", 0), tc.get("index", d_no))
+                if not all(map(_is_index, key)) or key not in self._late_keys:
+                    return False
+        return True
         if not isinstance(choices, list) or not choices:
             return False
         held = {
