@@ -1069,38 +1069,6 @@ class ChatStream(EventStreamRewriter):
                 if not all(map(_is_index, key)) or key not in self._late_keys:
                     return False
         return True
-        if not isinstance(choices, list) or not choices:
-            return False
-        held = {
-            (piece[2], piece[3]) for e in self._held or [] for piece in self._name_pieces(e) if piece[1] is not None
-        }
-        for e in self._held or []:
-            data = e.json()
-            for choice in as_list(data.get("choices")) if isinstance(data, dict) else ():
-                delta = choice.get("delta") if isinstance(choice, dict) else None
-                for d_no, tc in enumerate(as_list(delta.get("tool_calls")) if isinstance(delta, dict) else ()):
-                    if isinstance(tc, dict):
-                        held.add((choice.get("index", 0), tc.get("index", d_no)))
-        for choice in choices:
-            if (
-                not isinstance(choice, dict)
-                or choice.get("finish_reason")
-                or set(choice) - {"index", "delta", "finish_reason", "logprobs"}
-            ):
-                return False
-            delta = choice.get("delta")
-            if not isinstance(delta, dict) or set(delta) - {"tool_calls", "role", "content"} or delta.get("content"):
-                return False
-            calls = delta.get("tool_calls")
-            if not isinstance(calls, list) or not calls:
-                return False
-            for d_no, tc in enumerate(calls):
-                if not isinstance(tc, dict) or (isinstance(tc.get("id"), str) and tc["id"]):
-                    return False
-                key = (choice.get("index", 0), tc.get("index", d_no))
-                if not all(map(_is_index, key)) or key not in held:
-                    return False
-        return True
 
     @staticmethod
     def _name_pieces(event: SSEEvent) -> list[tuple[int, int, int | None, Any, Any, str]]:
