@@ -16,6 +16,7 @@ Pure functions over plain data; no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Callable
@@ -412,16 +413,24 @@ def _check_rewritten(value: Any, new: Any, src: Meaning, dst: Meaning) -> None:
     (``Meaning.rewrites``: Claude Code's Bash writes ``>nul`` as ``>/dev/null``, Codex applies an
     ``apply_patch`` command itself) only when no such text is in it, as sent or as written for
     the target (each word of an argv)."""
+    patterns = _compiled((*src.rewrites, *dst.rewrites))
     for text in (value, new):
         for word in text if isinstance(text, list) else (text,):
             if isinstance(word, str):
-                for pattern in (*src.rewrites, *dst.rewrites):
-                    # as written, and with the quotes and backslashes a shell takes out of a word
-                    # (`ap''ply_patch`, `apply\_patch` run apply_patch)
-                    if re.search(pattern, word) or re.search(pattern, _SHELL_QUOTING.sub("", word)):
+                # as written, and with the quotes and backslashes a shell takes out of a word
+                # (`ap''ply_patch`, `apply\_patch` run apply_patch)
+                unquoted = _SHELL_QUOTING.sub("", word)
+                for pattern in patterns:
+                    if pattern.search(word) or (unquoted != word and pattern.search(unquoted)):
                         raise _Unusable(
                             "one of the clients reads it otherwise than its shell would (rewrites or runs it itself)"
                         )
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """``patterns`` (``Meaning.rewrites`` of two tools) compiled, once per distinct tuple."""
+    return tuple(re.compile(p) for p in patterns)
 
 
 def _check_unwrapped_line(line: Any, dst: Meaning) -> None:
