@@ -750,8 +750,7 @@ def _ends_the_choices(events: list[SSEEvent], held: set[Any]) -> bool:
     (choice indexes): the last is ``[DONE]``, or each of them had a chunk with a
     ``finish_reason``. Another choice's end, or a chunk of no choice (usage, a mid-stream
     ``"choices": []``), ends none of them."""
-    last = events[-1]
-    if last.data is not None and last.data.strip() == "[DONE]":
+    if _done(events[-1]):
         return True
     ended: set[Any] = set()
     for event in events:
@@ -1182,7 +1181,7 @@ class ChatStream(EventStreamRewriter):
         that is not JSON while a call (or text that may be one) is held raises
         :class:`~toolvocab.dialects.sse.Unreadable`: the call cannot be read whole."""
         data = event.json()
-        if data is None and event.data is not None and event.data.strip() != "[DONE]" and self.has_held():
+        if data is None and event.data is not None and not _done(event) and self.has_held():
             raise Unreadable()
         if self._giving_back:
             return self._give_back_event(event)
@@ -1414,7 +1413,7 @@ class ChatStream(EventStreamRewriter):
             # stall bound), more content, a choice's delta, an error of any shape, a second
             # usage chunk — leaves the text as it came, at once.
             self._hold.keep(event)
-            if event.data is not None and event.data.strip() == "[DONE]":
+            if _done(event):
                 return self._release_text(final=True, lift=True)
             if not self._tail_usage and event.data is not None and _usage_only(event.json()):
                 self._tail_usage = True
