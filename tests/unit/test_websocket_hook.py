@@ -1213,3 +1213,48 @@ def test_a_frame_whose_type_is_not_a_string_passes_and_the_turn_goes_on(env, odd
         ("shell", "rename", "exec_command")
     ]
     assert not any("internal error" in n for n in s.record.get("notes", []))
+
+
+@pytest.mark.parametrize("mid_turn", [False, True], ids=["after-the-turn", "mid-turn"])
+def test_a_binary_client_frame_begins_a_turn_whose_tools_are_not_read(env, mid_turn):
+    """Turn 1 declares exec_command. A ``response.create`` sent as a *binary* frame (toolvocab
+    reads text frames only) declares only ``shell``: its answer's ``shell`` call must not be
+    repaired with turn 1's tools (only a tool this request declared is a target); every frame of
+    it reaches the client as the upstream sent it."""
+    s = Session(env)
+    create, frames = load_frames()
+    s.create()
+    s.server(frames if not mid_turn else frames[:3])
+    second = dict(create, tools=[{"type": "function", "name": "shell", "parameters": {"type": "object"}}])
+    raw = orjson.dumps(second)
+    sent = s.send(raw, from_client=True, text=False)
+    assert sent.message.content == raw and not sent.message.dropped
+    if mid_turn:  # turn 1's held frames go before the new turn, as they came
+        assert sent.injected == [orjson.dumps(f) for f in frames[1:3]]
+        s.server(frames[3:])
+    before = len(s.delivered())
+    s.server(frames)
+    assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]  # every frame as it came
+    assert [d["target"] for d in s.record["decisions"]] == ([] if mid_turn else ["exec_command"])
+    assert "a binary client frame" in " | ".join(s.record["notes"]), s.record["notes"]
+
+
+@pytest.mark.parametrize("to", ["auto", "off"])
+@pytest.mark.parametrize("frame", [{"type": "response.cancel"}, None], ids=["cancel", "create"])
+def test_frames_an_observed_turn_relayed_are_not_sent_again_at_a_give_up(env, to, frame):
+    """A turn read in ``observe`` relays every frame as it came. Switched to another mode while
+    its call is under way, a client frame before the turn ends gives the turn up: the frames the
+    client already got must not be injected a second time (a call's arguments would arrive twice,
+    ``{"cmd{"cmd":"echo hi"}``)."""
+    env.configure(toolvocab_mode="observe")
+    s = Session(env)
+    create, frames = load_frames()
+    s.create()
+    s.server(frames[:3])  # created, the call's added and its first delta: relayed as they came
+    assert s.delivered() == [orjson.dumps(f) for f in frames[:3]]
+    env.configure(toolvocab_mode=to)
+    given_up = s.send(frame or create, from_client=True)
+    assert given_up.injected == []
+    s.server(frames[3:])
+    got = s.delivered()
+    assert got == [orjson.dumps(f) for f in frames], [f["type"] for f in parsed(got)]

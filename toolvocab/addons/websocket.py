@@ -114,8 +114,8 @@ class ToolVocabWebSocket:
             if not message.from_client and self._pending.get(flow.id):
                 self._pending[flow.id] -= 1  # one of ours, on its way to the client
             return
-        if not message.is_text:
-            if not message.from_client and not self._binary_in_hold(flow, message):
+        if not message.is_text and not message.from_client:
+            if not self._binary_in_hold(flow, message):
                 self._queue(flow, message)
             return
         if message.from_client and (self.core.mode == "off" or not self.core.ready):
@@ -153,6 +153,12 @@ class ToolVocabWebSocket:
     def _websocket_message(self, flow: http.HTTPFlow, message: Any) -> None:
         if message.from_client:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
+                return
+            if not message.is_text:
+                # Not a frame toolvocab reads (Codex sends text frames): the server's next frames
+                # answer a turn whose tools are not known, as after a text frame it cannot read.
+                if not self._give_up_unfinished(flow, message.content, _BINARY):
+                    self._unread_turn(flow, message.content, _BINARY)
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
@@ -366,16 +372,18 @@ class ToolVocabWebSocket:
         previous.ws_rewriter = None
         flow.metadata[METADATA_KEY] = _storable(previous.record.dump())
 
-    def _give_up_unfinished(self, flow: http.HTTPFlow, content: bytes) -> bool:
-        """At a client text frame (``content``; its ``type`` read only when it is said,
-        :func:`_frame_type`): if the socket's last turn is still streaming, which turn a later frame
-        belongs to is not known, so neither turn is touched from here on: the last is given up
-        (:meth:`_give_up`); True when it was."""
+    def _give_up_unfinished(self, flow: http.HTTPFlow, content: bytes, what: str | None = None) -> bool:
+        """At a client frame (``content``; its ``type`` read only when it is said,
+        :func:`_frame_type`; ``what``: the frame as the record names it, else by its ``type``): if
+        the socket's last turn is still streaming, which turn a later frame belongs to is not
+        known, so neither turn is touched from here on: the last is given up (:meth:`_give_up`);
+        True when it was."""
         previous = self._ws.get(flow.id)
         if previous is None or previous.ws_rewriter is None or previous.ws_turn_done:
             return False
-        kind = _frame_type(content)
-        what = f"a {kind}" if kind is not None else "a client frame toolvocab cannot read"
+        if what is None:
+            kind = _frame_type(content)
+            what = f"a {kind}" if kind is not None else "a client frame toolvocab cannot read"
         # A turn toolvocab did not read may have ended without its server saying so (no answer).
         when = (
             "before a turn toolvocab did not read had ended"
@@ -449,10 +457,13 @@ class ToolVocabWebSocket:
         order); then the rest of the turn is read as usual (``keep_reading``), read only to name
         such aliases back (``names_only``: which turn a frame is of is no longer known), or every
         later frame of the socket passes. The record says why."""
+        # an observed turn's frames all went on as they came, held ones too: decided before the
+        # mode the turn is read in changes below
+        observed = _observing(state)
         rewriter = state.ws_rewriter
         held, backs = self._let_go(state, rewriter, why) if rewriter is not None else ([], [])
-        if names_only and rewriter is not None and not (_observing(state) and self.core.mode == "observe"):
-            if _observing(state):  # which turn a later frame is of is not known; the new one is not observed
+        if names_only and rewriter is not None and not (observed and self.core.mode == "observe"):
+            if observed:  # which turn a later frame is of is not known; the new one is not observed
                 state.ws_mode = self.core.mode
             rewriter.read_names_only()
             state.ws_names_only = True
@@ -462,7 +473,7 @@ class ToolVocabWebSocket:
         if backs:
             got += f" (names given back: {', '.join(backs)})"
         state.record.notes.append(passed_note(why, got))
-        if not _observing(state):  # observe: every frame already went on as it came
+        if not observed:
             for unit in held:
                 self._inject(flow, unit.raw, True)
         self.recorder.finish(flow, state)
@@ -550,6 +561,10 @@ class _Typed(msgspec.Struct):
     """The ``type`` of a frame, nothing else decoded."""
 
     type: Any = None
+
+
+#: How the record names a client frame sent binary (toolvocab reads text frames only).
+_BINARY = "a binary client frame"
 
 
 def _observing(state: FlowState) -> bool:
