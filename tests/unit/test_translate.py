@@ -920,6 +920,57 @@ def _found_from(table: ArgTable, value: Any, moved: bool | None = False) -> Any:
     return ("own", base, table.clients, table.name, value)
 
 
+_PLACEHOLDER_PREFIXES = {
+    "rest of",
+    "rest of method",
+    "rest of methods",
+    "rest of code",
+    "unchanged code",
+    "unchanged method",
+    "unchanged methods",
+}
+
+
+def _has_placeholder(value: Any) -> bool:
+    """Gemini CLI 0.61.0's omission placeholder test (omissionPlaceholderDetector.ts), line by line:
+    after ``//`` and one pair of parentheses, a listed prefix, ``...`` and nothing but dots."""
+    if not isinstance(value, str):
+        return False
+    for line in value.replace("\r\n", "\n").split("\n"):
+        text = line.strip(" \t\n\r\v\f\u00a0\ufeff")
+        if text.startswith("//"):
+            text = text[2:].strip(" \t\n\r\v\f\u00a0\ufeff")
+        if text.startswith("(") and text.endswith(")"):
+            text = text[1:-1].strip(" \t\n\r\v\f\u00a0\ufeff")
+        at = text.find("...")
+        if at < 0:
+            continue
+        prefix = " ".join(p for p in re.split("[ \t\n\r]+", text[:at].strip().lower()) if p)
+        rest = text[at + 3 :].strip()
+        if prefix in _PLACEHOLDER_PREFIXES and set(rest) <= {"."}:
+            return True
+    return False
+
+
+def _cline_changes(value: Any) -> bool:
+    """Cline 3.89.2's write_to_file writes ``value`` otherwise: a fence line dropped, HTML entities
+    unescaped, U+FFFD dropped."""
+    return isinstance(value, str) and (
+        value.startswith("```")
+        or value.endswith("```")
+        or any(e in value for e in ("&gt;", "&lt;", "&quot;", "&amp;", "&apos;", "\ufffd"))
+    )
+
+
+def _roo_changes(value: Any) -> bool:
+    """Roo Code 3.52.1's write_to_file writes ``value`` otherwise: a fence line dropped, entities
+    unescaped."""
+    entities = ("&lt;", "&gt;", "&quot;", "&#39;", "&apos;", "&#91;", "&#93;", "&lsqb;", "&rsqb;", "&amp;")
+    return isinstance(value, str) and (
+        value.startswith("```") or value.endswith("```") or any(e in value for e in entities)
+    )
+
+
 def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
     """Operand → what it means, for a call read as ``table``'s tool, from the table's data only."""
     out: dict[str, Any] = {}
@@ -963,7 +1014,14 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
             out[meaning.what] = _runs(meaning.form, value)
             if meaning.what == "shell.command" and _carried(table, value):
                 out["shell.carried"] = (_carried(table, value), None)
-        elif meaning.form and {"eol-of-file", "newline-on-empty", "escapes-corrected"} & set(meaning.form.split("+")):
+        elif meaning.form and {
+            "eol-of-file",
+            "newline-on-empty",
+            "escapes-corrected",
+            "omission-refused",
+            "cline-rewrites",
+            "roo-rewrites",
+        } & set(meaning.form.split("+")):
             # Qwen Code's, Gemini CLI's, OpenCode's, Claude Code's, pi's and Crush's writes and
             # edits: line breaks as the replaced file's (CRLF in a CRLF file), a carriage return
             # in the text kept by some and normalized by others; Qwen Code's edit: an empty
@@ -988,7 +1046,13 @@ def intent(table: ArgTable, args: dict[str, Any]) -> dict[str, Any]:
                 and isinstance(value, str)
                 and any(value[i] == "\\" and value[i + 1] in "ntr'\"`\\\n" for i in range(len(value) - 1))
             )
-            if carriage or emptied or escaped or dollared:
+            # Gemini CLI 0.61.0 refuses a placeholder line; Cline and Roo Code change fenced text
+            # and HTML entities before writing
+            refused = "omission-refused" in flags and _has_placeholder(value)
+            rewritten = ("cline-rewrites" in flags and _cline_changes(value)) or (
+                "roo-rewrites" in flags and _roo_changes(value)
+            )
+            if carriage or emptied or escaped or dollared or refused or rewritten:
                 out[meaning.what] = ((value, table.clients, table.name), None)
             else:
                 shown: Any = value
@@ -1179,6 +1243,12 @@ TEXTS = [
     "",
     "caf\u00e9 ok",
     "<n>",
+    # what Gemini CLI 0.61.0 refuses, Cline and Roo Code write otherwise
+    "// rest of code ...",
+    "x\n  (Rest of  methods ....)",
+    "a &gt; b",
+    "it&#39;s",
+    "```py\nx\n```",
 ]
 
 
@@ -1993,7 +2063,6 @@ CRUSH_TOOLS = [
     [
         ("Write", {"file_path": "/a", "content": "x"}, "write", None),
         ("write_file", {"file_path": "/a", "content": "x"}, "write", None),  # Qwen Code's
-        ("list_directory", {"path": "/repo/src"}, "ls", None),  # Qwen Code's
         ("Bash", {"command": "go test ./... && go vet ./...", "description": "Test"}, "bash", None),  # portable
     ],
 )
@@ -2733,3 +2802,126 @@ def test_a_command_with_no_absolute_cd_still_moves_into_bash() -> None:
     assert d.action is Action.RENAME and d.arguments_after == {
         "command": "docker compose up -d etcd && make test && make lint"
     }, d.reason
+
+
+GEM_LIST = fn("list_directory", schema("dir_path", dir_path=STR, ignore={"type": "array"}))
+GEM_REPLACE = fn(
+    "replace",
+    schema(
+        "file_path",
+        "old_string",
+        "new_string",
+        file_path=STR,
+        instruction=STR,
+        old_string=STR,
+        new_string=STR,
+        allow_multiple=BOOL,
+    ),
+)
+CC_EDIT = fn(
+    "Edit",
+    schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR),
+)
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client"),
+    [
+        # pi 0.58.3's ls: readdirSync, every entry (dotfiles, git-ignored ones); Crush 0.90.0's ls a
+        # whole tree; Cline 3.89.2's list_files (not recursive) globs "*" with dot: true,
+        # gitignore: false, Roo Code 3.52.1's the same: Gemini CLI's and Qwen Code's
+        # list_directory hide git-ignored entries
+        ([GEM_LIST], "ls", {"path": "/home/dev/proj"}, "Gemini CLI"),
+        ([GEM_LIST], "list_files", {"path": "/home/dev/proj"}, "Gemini CLI"),
+        ([QWEN_LIST], "ls", {"path": "/home/dev/proj"}, "Qwen Code"),
+        ([QWEN_LIST], "list_files", {"path": "/home/dev/proj"}, "Qwen Code"),
+        # and out of them: Crush's ls lists a tree, gitignored entries not recorded
+        (
+            [fn("ls", schema(path=STR, ignore={"type": "array", "items": STR}, depth=INT))],
+            "list_directory",
+            {"path": "/repo/src"},
+            None,
+        ),
+        # Gemini CLI 0.61.0 refuses an omission placeholder line in write_file's content and in
+        # replace's new text; Claude Code's Write and Edit would write it over the code
+        ([CLAUDE_WRITE], "write_file", {"file_path": "/p/util.js", "content": "// rest of code ..."}, "Claude Code"),
+        ([OC_WRITE], "write_file", {"file_path": "/p/util.js", "content": "(rest of code ...)"}, "OpenCode"),
+        (
+            [CC_EDIT],
+            "replace",
+            {
+                "file_path": "/p/a.js",
+                "instruction": "shorten",
+                "old_string": "export function render(x) {\n  return String(x);\n}",
+                "new_string": "// rest of methods ...",
+            },
+            "Claude Code",
+        ),
+        # Cline's and Roo Code's write_to_file unescape HTML entities (a model not named claude)
+        # and drop a code fence line at either end; these write the text as given
+        (
+            [GEMINI_WRITE],
+            "write_to_file",
+            {"path": "/p/gt.js", "content": "export const gt = (a, b) =&gt; a &gt; b;"},
+            "Gemini CLI",
+        ),
+        ([QWEN_WRITE], "write_to_file", {"path": "/p/gt.js", "content": "const s = &quot;hi&quot;;"}, "Qwen Code"),
+        (
+            [CLAUDE_WRITE],
+            "write_to_file",
+            {"path": "/p/hello.py", "content": "```python\nprint('hi')\n```"},
+            "Claude Code",
+        ),
+        ([OC_WRITE], "write_to_file", {"path": "/p/hello.py", "content": "print('hi')\n```"}, "OpenCode"),
+    ],
+    ids=[
+        "pi-ls-into-gemini",
+        "cline-list-into-gemini",
+        "pi-ls-into-qwen",
+        "cline-list-into-qwen",
+        "qwen-list-into-crush",
+        "placeholder-write-into-claude",
+        "placeholder-write-into-opencode",
+        "placeholder-replace-into-claude",
+        "entities-into-gemini",
+        "entities-into-qwen",
+        "fences-into-claude",
+        "closing-fence-into-opencode",
+    ],
+)
+def test_what_the_models_tool_would_list_refuse_or_rewrite_never_moves(tools, name, args, client) -> None:
+    """Each of these reached the client renamed while the model's own tool lists other entries,
+    refuses the text, or rewrites it before writing (sources in the rows' comments and in
+    semantics.py): left as sent."""
+    d = decide(tools, name, args, client=client)
+    assert d.action is Action.LEAVE, (d.action, d.target, d.arguments_after, d.reason)
+
+
+@pytest.mark.parametrize(
+    ("tools", "name", "args", "client", "after"),
+    [
+        # the same tools still take what each writes as given
+        (
+            [GEMINI_WRITE],
+            "write_to_file",
+            {"path": "/p/a.js", "content": "const a = 1;"},
+            "Gemini CLI",
+            {"file_path": "/p/a.js", "content": "const a = 1;"},
+        ),
+        (
+            [CLAUDE_WRITE],
+            "write_file",
+            {"file_path": "/p/notes.txt", "content": "the rest of it"},
+            "Claude Code",
+            {"file_path": "/p/notes.txt", "content": "the rest of it"},
+        ),
+        # a listing that hides git-ignored entries (Gemini CLI's key) fits another that does
+        ([QWEN_LIST], "list_directory", {"dir_path": "/repo"}, "Qwen Code", {"path": "/repo"}),
+    ],
+    ids=["plain-write-into-gemini", "no-placeholder-into-claude", "gemini-list-into-qwen"],
+)
+def test_what_both_tools_list_or_write_alike_still_moves(tools, name, args, client, after) -> None:
+    """A rename (or, for a declared name, a fit) whose arguments are ``after``."""
+    d = decide(tools, name, args, client=client)
+    assert d.action in (Action.RENAME, Action.FIT), (d.action, d.reason)
+    assert (d.arguments_after if d.arguments_after is not None else args) == after, (d.arguments_after, d.reason)

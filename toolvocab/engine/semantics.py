@@ -750,6 +750,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "ignore": m("list.ignore"),
             "file_filtering_options": m("list.filtering", form="qwen"),
         },
+        # git-ignored entries (and .qwenignore'd ones) hidden unless the call or the settings say
+        # otherwise (cli.js DEFAULT_FILE_FILTERING_OPTIONS respectGitIgnore: true)
+        fixed={"list.ignores": "gitignore"},
     ),
     _t(
         "web_fetch",
@@ -853,8 +856,13 @@ _ROWS: tuple[ArgTable, ...] = (
         # getCorrectedFileContent: finalContent.replace(/\r?\n/g, "\r\n")); outside a .json
         # or .ipynb file, text with a backslash escape in it is unescaped first for a model not
         # of Gemini 2 or 3 nor custom, or rewritten by an LLM when the settings enable that
-        # (ensureCorrectFileContent, unescapeStringForGeminiBug)
-        args={"file_path": m("write.path"), "content": m("write.content", form="eol-of-file+escapes-corrected")},
+        # (ensureCorrectFileContent, unescapeStringForGeminiBug); content with an omission
+        # placeholder line ("// rest of code ...") is refused (validateToolParamValues,
+        # tools/omissionPlaceholderDetector.ts, in the 0.61.0 bundle)
+        args={
+            "file_path": m("write.path"),
+            "content": m("write.content", form="eol-of-file+escapes-corrected+omission-refused"),
+        },
     ),
     # replace: a missing literal falls back to flexible, regex and Levenshtein matching; the file is
     # written back with CRLF throughout when it had one.
@@ -868,8 +876,9 @@ _ROWS: tuple[ArgTable, ...] = (
             "file_path": m("edit.path"),
             "old_string": m("edit.old", form="fuzzy-gemini"),
             # the file keeps whether it ends in a newline (restoreTrailingNewline after each
-            # matcher): translate._check_edit_texts
-            "new_string": m("edit.new", form="eol-of-file+final-newline-kept"),
+            # matcher): translate._check_edit_texts; a new text with an omission placeholder line
+            # the old text lacks is refused (validateToolParamValues, omissionPlaceholderDetector)
+            "new_string": m("edit.new", form="eol-of-file+final-newline-kept+omission-refused"),
             "allow_multiple": _EDIT_ALL,
         },
     ),
@@ -915,6 +924,10 @@ _ROWS: tuple[ArgTable, ...] = (
             "ignore": m("list.ignore"),
             "file_filtering_options": m("list.filtering", form="gemini"),
         },
+        # one level; git-ignored entries (and .geminiignore'd ones) hidden unless the call or the
+        # settings say otherwise (tools/ls.ts filterFilesWithReport, config/constants.ts
+        # DEFAULT_FILE_FILTERING_OPTIONS respectGitIgnore: true)
+        fixed={"list.ignores": "gitignore"},
     ),
     # web_fetch takes the URLs inside its prompt.
     _t("web_fetch", _GEM, _GEM_ID, "0.61.0", _GEM_SRC, args={"prompt": m("web_fetch.prompt_with_urls")}),
@@ -969,6 +982,10 @@ _ROWS: tuple[ArgTable, ...] = (
             "ignore": m("list.ignore"),
             "respect_git_ignore": _own("gemini.ls", "respect_git_ignore"),
         },
+        # git-ignored entries hidden unless the call or the settings say otherwise (v0.1.9
+        # tools/ls.ts respect_git_ignore ?? getFileFilteringRespectGitIgnore(), true by default;
+        # v0.10.0 DEFAULT_FILE_FILTERING_OPTIONS)
+        fixed={"list.ignores": "gitignore"},
     ),
     _t(
         "search_file_content",
@@ -1478,7 +1495,17 @@ _ROWS: tuple[ArgTable, ...] = (
             "indentation": _own("roo.read_file", "indentation"),
         },
     ),
-    _t("write_to_file", _ROO, None, "3.52.1", _ROO_SRC, args={"path": m("write.path"), "content": m("write.content")}),
+    # write_to_file drops a first and a last line of ``` and, for a model whose id does not
+    # name claude, unescapes HTML entities (src/core/tools/WriteToFileTool.ts,
+    # src/utils/text-normalization.ts unescapeHtmlEntities)
+    _t(
+        "write_to_file",
+        _ROO,
+        None,
+        "3.52.1",
+        _ROO_SRC,
+        args={"path": m("write.path"), "content": m("write.content", form="roo-rewrites")},
+    ),
     # search_files: `rg --json -e REGEX [--glob FILE_PATTERN] PATH` (case-sensitive).
     _t(
         "search_files",
@@ -1534,9 +1561,13 @@ _ROWS: tuple[ArgTable, ...] = (
         None,
         "3.89.2",
         _CLINE_SRC,
+        # drops a first and a last line of ``` (trimming the rest) and, for a model whose id
+        # does not name claude, unescapes HTML entities and drops U+FFFD
+        # (apps/vscode/src/core/task/tools/handlers/WriteToFileToolHandler.ts,
+        # tools/utils/ModelContentProcessor.ts, src/utils/string.ts fixModelHtmlEscaping)
         args={
             "path": m("write.path"),
-            "content": m("write.content"),
+            "content": m("write.content", form="cline-rewrites"),
             "absolutePath": _own("cline.write_to_file", "absolutePath"),
         },
     ),

@@ -340,6 +340,24 @@ def _check_trimmed(value: Any, what: str) -> None:
 #: ``/\\+(n|t|r|'|"|`|\\|\n)/g``, each match one character shorter).
 _CORRECTED_ESCAPE = re.compile("\\\\[ntr'\"`\\\\\n]")
 
+#: A line Gemini CLI 0.61.0 reads as an omission placeholder (omissionPlaceholderDetector.ts: a
+#: line, after an optional ``//`` and parentheses, that is "rest of", "rest of code", "unchanged
+#: methods"… then ``...`` and only dots), matched loosely: every such line, and some lines it
+#: does not read so (a text that matches is left, never moved).
+_OMISSION = re.compile(
+    r"^[\s\ufeff]*(?://[\s\ufeff]*)?\(?[\s\ufeff]*(?:rest[\s\ufeff]+of|unchanged)\b.*?\.\.\.", re.I | re.M
+)
+#: What Cline's fixModelHtmlEscaping and removeInvalidChars change (apps/vscode/src/utils/string.ts).
+_CLINE_REWRITTEN = re.compile("&(?:gt|lt|quot|amp|apos);|\ufffd")
+#: What Roo Code's unescapeHtmlEntities changes (src/utils/text-normalization.ts).
+_ROO_REWRITTEN = re.compile("&(?:lt|gt|quot|#39|apos|#91|#93|lsqb|rsqb|amp);")
+
+
+def _fenced(text: str) -> bool:
+    """``text`` begins or ends with three backticks: Cline and Roo Code drop that line."""
+    return text.startswith("```") or text.endswith("```")
+
+
 #: What the text editor's str_replace may find otherwise than literally in an old text
 #: (trae-agent e839e55 trae_agent/tools/edit_tool.py str_replace: ``read_file(path).expandtabs()``
 #: and ``old_str.expandtabs()`` before ``count``; read_file is ``Path.read_text()``, universal
@@ -377,6 +395,21 @@ _WRITTEN_FLAGS = {
         lambda text: isinstance(text, str) and _CORRECTED_ESCAPE.search(text) is not None,
         "a backslash in it before n, t, r, a quote, a backtick, a backslash or a line break may be read as an "
         "escape (or the text rewritten by an LLM)",
+    ),
+    # Gemini CLI 0.61.0's write_file and replace: refused with an omission placeholder line
+    "omission-refused": (
+        lambda text: isinstance(text, str) and _OMISSION.search(text) is not None,
+        "it holds an omission placeholder line (such as '// rest of code ...'), which one of the tools refuses",
+    ),
+    # Cline 3.89.2's and Roo Code 3.52.1's write_to_file: a code fence line dropped at either end,
+    # HTML entities unescaped (for a model whose id does not name claude)
+    "cline-rewrites": (
+        lambda text: isinstance(text, str) and (_fenced(text) or _CLINE_REWRITTEN.search(text) is not None),
+        "it begins or ends with a code fence or holds an HTML entity or U+FFFD, which Cline drops or unescapes",
+    ),
+    "roo-rewrites": (
+        lambda text: isinstance(text, str) and (_fenced(text) or _ROO_REWRITTEN.search(text) is not None),
+        "it begins or ends with a code fence or holds an HTML entity, which Roo Code drops or unescapes",
     ),
 }
 
