@@ -1258,3 +1258,89 @@ def test_frames_an_observed_turn_relayed_are_not_sent_again_at_a_give_up(env, to
     s.server(frames[3:])
     got = s.delivered()
     assert got == [orjson.dumps(f) for f in frames], [f["type"] for f in parsed(got)]
+
+
+SHELL_ONLY = [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]
+
+
+@pytest.mark.parametrize("second", ["text", "binary"])
+def test_a_turn_begun_while_another_streams_is_never_read_with_a_later_turns_tools(env, second):
+    """Turn A (declaring exec_command) is mid-call when the client sends B's request (declaring
+    only ``shell``): A is given up. A's ``response.completed`` ends A, not B: a request C sent
+    before B's answer must not have B's ``shell`` call repaired to C's exec_command (only a tool
+    B declared is a target). Once every turn the server owed has ended, the next is read again."""
+    s = Session(env)
+    create, frames = load_frames()
+    s.create()
+    s.server(frames[:3])
+    s.send(orjson.dumps(dict(create, tools=SHELL_ONLY)), from_client=True, text=second == "text")
+    s.server(frames[3:])  # the rest of A
+    s.create()  # C, before B's answer
+    before = len(s.delivered())
+    s.server(frames)  # B's answer
+    assert names_seen(s.delivered()[before:]) == ["shell"] * 3
+    before = len(s.delivered())
+    s.server(frames)  # C's answer, read for names only
+    assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]
+    before = len(s.delivered())
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()[before:]) == ["exec_command"] * 3
+
+
+@pytest.mark.parametrize("first", ["binary", "off"])
+def test_a_request_sent_while_an_unread_first_turn_streams_is_not_read(env, first):
+    """The socket's first request is not read (sent binary, or in off mode): while its answer
+    has not ended, a request read in auto mode must leave that answer's ``shell`` call as sent."""
+    s = Session(env)
+    create, frames = load_frames()
+    if first == "off":
+        env.configure(toolvocab_mode="off")
+    s.send(orjson.dumps(dict(create, tools=SHELL_ONLY)), from_client=True, text=first == "off")
+    env.configure(toolvocab_mode="auto")
+    s.create()
+    s.server(frames)  # the first request's answer
+    assert s.delivered() == [orjson.dumps(f) for f in frames]
+    s.server(frames)  # the second's, not read either
+    before = len(s.delivered())
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()[before:]) == ["exec_command"] * 3
+
+
+def test_a_binary_keep_alive_begins_no_turn(env):
+    """A binary client frame that is no request (not JSON) begins no turn: the next request is
+    read and repaired as usual, and a turn under way is not given up for it."""
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames[:3])
+    s.send(b"\x00\x01keepalive", from_client=True, text=False)
+    s.server(frames[3:])
+    s.send(b"\x00\x01keepalive", from_client=True, text=False)
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 6
+    assert not any("binary" in n for n in s.record["notes"]), s.record["notes"]
+
+
+def test_an_observed_turn_given_up_claims_no_name_given_back(env):
+    """An observed turn relays a call under an alias an earlier auto turn sent (observe names
+    nothing back). Given up after a switch to auto, its note must not say the held frames got
+    the name back: the client already had them as they came."""
+    long = "mcp__some_really_long_server_name__some_really_long_tool_name_exceeding_limits"
+    create, _ = load_frames()
+    first = dict(create, tools=[{"type": "function", "name": long, "parameters": {"type": "object"}}])
+    s = Session(env)
+    s.create(first)
+    alias = s.record["rename_map"][long]
+    frames = calling(alias, '{"a":1}')
+    s.server(frames)
+    env.configure(toolvocab_mode="observe")
+    s.create(first)
+    s.server(frames[:3])
+    assert [f["item"]["name"] for f in parsed(s.delivered()[-2:-1])] == [alias]
+    env.configure(toolvocab_mode="auto")
+    s.send({"type": "response.cancel"}, from_client=True)
+    note = [n for n in s.record["notes"] if "response.cancel came" in n]
+    assert note and "names given back" not in note[-1], s.record["notes"]

@@ -102,7 +102,6 @@ class FlowState:
         self.decoded: DecodedStream | None = None  # the stream callable of an answer decoded as it streams
         self.ws_rewriter: FrameRewriter | None = None  # the WebSocket turn's rewriter (Responses frames)
         self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
-        self.ws_turn_done = False  # the server ended the WebSocket turn (response.completed, an error…)
         self.ws_names_only = False  # ws_rewriter only names this socket's aliases back (a turn not read)
         self.ws_mode: str | None = None  # the mode a WebSocket turn not read is handled in (else the record's)
         self.ws_flow: Any = None  # the WebSocket's flow (for a turn's give-up outside its hooks)

@@ -65,6 +65,10 @@ class ToolVocabWebSocket:
         #: Sockets a turn of which said the agent runs on Windows (:meth:`_windows_of`), by flow id:
         #: whether a later turn has been noted as read so.
         self._windows: dict[str, bool] = {}
+        #: Turns the server has not ended yet, by flow id (:meth:`_count`): one for each client
+        #: frame that may begin one, one less at each turn's last event. While one is owed, a
+        #: server frame may be of any of them, so no new turn is read with its own tools.
+        self._owed: dict[str, int] = {}
 
     def done(self) -> None:
         """Hand the sockets in flight over to the addon a reloaded script makes (their records,
@@ -88,8 +92,8 @@ class ToolVocabWebSocket:
                     )
                 except Exception:  # shutting down: the connection may be gone
                     logger.debug("toolvocab: could not give up a held WebSocket turn", exc_info=True)
-        if self._ws or self._pending or self._windows:
-            hand_over("websocket", (self._ws, self._pending, self._windows))
+        if self._ws or self._pending or self._windows or self._owed:
+            hand_over("websocket", (self._ws, self._pending, self._windows, self._owed))
 
     def running(self) -> None:
         """Take over the sockets in flight of the addon this one replaces (a reloaded script)."""
@@ -100,6 +104,8 @@ class ToolVocabWebSocket:
             self._pending.update(pending)
             if len(handed) > 2:
                 self._windows.update(handed[2])
+            if len(handed) > 3:
+                self._owed.update(handed[3])
             for flow_id, state in sockets.items():  # an addon that kept no such dict: its turns say it
                 if state.windows:
                     self._windows.setdefault(flow_id, False)
@@ -118,6 +124,12 @@ class ToolVocabWebSocket:
             if not self._binary_in_hold(flow, message):
                 self._queue(flow, message)
             return
+        try:
+            self._handle(flow, message)
+        finally:
+            self._count(flow, message)
+
+    def _handle(self, flow: http.HTTPFlow, message: Any) -> None:
         if message.from_client and (self.core.mode == "off" or not self.core.ready):
             self._end_turns(flow, message.content)  # this turn is not toolvocab's: nothing of it is touched
             return
@@ -134,9 +146,29 @@ class ToolVocabWebSocket:
                     )
                 )
 
+    def _count(self, flow: http.HTTPFlow, message: Any) -> None:
+        """After a frame of a Responses socket: a client frame that may begin a turn
+        (:func:`_may_begin_turn`) makes the server owe one more turn end (:attr:`_owed`); a
+        server frame that ends a turn, one less. Never raises."""
+        try:
+            if not flow.request.path.split("?", 1)[0].endswith("/responses"):
+                return
+            if message.from_client:
+                if _may_begin_turn(message.content, message.is_text):
+                    self._owed[flow.id] = self._owed.get(flow.id, 0) + 1
+            elif self._owed.get(flow.id) and _is_turn_end(message.content):
+                self._owed[flow.id] -= 1
+        except Exception:  # counting must not break a frame
+            logger.debug("toolvocab: could not count a WebSocket frame", exc_info=True)
+
+    def _busy(self, flow: http.HTTPFlow) -> bool:
+        """The server still owes the end of a turn a client frame before this one began."""
+        return self._owed.get(flow.id, 0) > 0
+
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
         self._pending.pop(flow.id, None)
+        self._owed.pop(flow.id, None)
         self._windows.pop(flow.id, None)
         self._stop_timer(flow.id)
         ws = self._ws.pop(flow.id, None)
@@ -155,14 +187,28 @@ class ToolVocabWebSocket:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
             if not message.is_text:
-                # Not a frame toolvocab reads (Codex sends text frames): the server's next frames
-                # answer a turn whose tools are not known, as after a text frame it cannot read.
-                if not self._give_up_unfinished(flow, message.content, _BINARY):
+                # Not a frame toolvocab reads (Codex sends text frames). One that may be a request
+                # (a JSON object) begins a turn whose tools are not known, as a text frame
+                # toolvocab cannot read does; any other (a keep-alive) begins none.
+                if _may_begin_turn(message.content, False) and not self._give_up_unfinished(
+                    flow, message.content, _BINARY
+                ):
                     self._unread_turn(flow, message.content, _BINARY)
                 return
             dialect = dialects.by_name("openai_responses")
             assert dialect is not None
             if self._give_up_unfinished(flow, message.content):
+                return
+            if self._busy(flow):
+                # A turn toolvocab does not read is still streaming (its request was not read,
+                # or came in off mode): which turn a later frame is of is not known, so this one
+                # is not read with its tools either.
+                kind = _frame_type(message.content)
+                self._unread_turn(
+                    flow,
+                    message.content,
+                    f"a {kind or 'client frame'} sent while a turn toolvocab did not read was still streaming",
+                )
                 return
             result = pipeline.handle(
                 pipeline.Request(
@@ -267,13 +313,10 @@ class ToolVocabWebSocket:
             state.ws_unrepaired = note_unrepaired(state.ws_rewriter, state.record, state.ws_unrepaired)
         news = len(state.record.decisions) != before or len(state.record.notes) != notes  # the record grew
         if _observing(state):  # the mode this turn's response.create (or unread frame) was handled in
-            state.ws_turn_done = state.ws_turn_done or _ends_turn(unit)
             if news:
                 self.recorder.finish(flow, state)
             return
         self._send(flow, message, [out.raw for out in outs])
-        if _ends_turn(unit):
-            state.ws_turn_done = True
         self._watch(flow, state)
         if any(o is not unit and o.raw != unit.raw for o in outs) or news:
             state.record.response_changed = state.record.response_changed or any(
@@ -379,7 +422,7 @@ class ToolVocabWebSocket:
         known, so neither turn is touched from here on: the last is given up (:meth:`_give_up`);
         True when it was."""
         previous = self._ws.get(flow.id)
-        if previous is None or previous.ws_rewriter is None or previous.ws_turn_done:
+        if previous is None or previous.ws_rewriter is None or not self._busy(flow):
             return False
         if what is None:
             kind = _frame_type(content)
@@ -416,7 +459,6 @@ class ToolVocabWebSocket:
             return
         kind = _frame_type(content)
         self._stop_timer(flow.id)
-        previous.ws_turn_done = False
         previous.ws_unrepaired = 0
         if (
             what is None
@@ -470,7 +512,7 @@ class ToolVocabWebSocket:
         elif not keep_reading:
             state.ws_rewriter = None
         self._stop_timer(flow.id)
-        if backs:
+        if backs and not observed:  # an observed turn's held frames went on as they came
             got += f" (names given back: {', '.join(backs)})"
         state.record.notes.append(passed_note(why, got))
         if not observed:
@@ -582,13 +624,23 @@ def _frame_type(content: bytes) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def _ends_turn(unit: JSONFrame) -> bool:
-    """``unit`` is the last event of its turn."""
-    try:
-        data = unit.json()
-    except RepeatedKey:
+def _may_begin_turn(content: bytes, is_text: bool) -> bool:
+    """A client frame that may begin a turn the server answers: any text frame but a
+    ``response.cancel`` (one toolvocab cannot read too: the server may), a binary one only when
+    it is a JSON object (a request; a keep-alive is not)."""
+    kind = _frame_type(content)
+    if kind == "response.cancel":
         return False
-    return isinstance(data, dict) and isinstance(kind := data.get("type"), str) and kind in _TURN_ENDS
+    return is_text or kind is not None or content.lstrip()[:1] == b"{"
+
+
+#: Bytes one of which is in any frame that ends a turn (:data:`_TURN_ENDS`): the cheap first test.
+_TURN_END_WORDS = (b"completed", b"failed", b"incomplete", b"error")
+
+
+def _is_turn_end(content: bytes) -> bool:
+    """A server frame is the last event of its turn (its ``type`` one of :data:`_TURN_ENDS`)."""
+    return any(word in content for word in _TURN_END_WORDS) and _frame_type(content) in _TURN_ENDS
 
 
 def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:
