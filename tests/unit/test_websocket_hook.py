@@ -1344,3 +1344,21 @@ def test_an_observed_turn_given_up_claims_no_name_given_back(env):
     s.send({"type": "response.cancel"}, from_client=True)
     note = [n for n in s.record["notes"] if "response.cancel came" in n]
     assert note and "names given back" not in note[-1], s.record["notes"]
+
+
+@pytest.mark.parametrize("when", ["after-the-turn", "mid-turn"])
+def test_a_response_processed_frame_costs_no_turn_its_repair(env, when):
+    """codex-rs sends ``response.processed`` (ResponseProcessedWsRequest) on a reused connection
+    once it has read a response: it begins no turn and ends none. The turn under way is still
+    repaired, and so is the next request's."""
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    cut = 3 if when == "mid-turn" else len(frames)
+    s.server(frames[:cut])
+    s.send({"type": "response.processed", "response_id": "resp_1"}, from_client=True)
+    s.server(frames[cut:])
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 6
+    assert not any("passed through" in n for n in s.record["notes"]), s.record["notes"]

@@ -186,6 +186,8 @@ class ToolVocabWebSocket:
         if message.from_client:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
+            if _acknowledges(message.content):
+                return  # the turn under way (if any) goes on: its frames are read as before
             if not message.is_text:
                 # Not a frame toolvocab reads (Codex sends text frames). One that may be a request
                 # (a JSON object) begins a turn whose tools are not known, as a text frame
@@ -624,14 +626,27 @@ def _frame_type(content: bytes) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+#: Client frames that begin no turn: a cancel (it ends the one under way) and codex-rs's
+#: ``response.processed`` (``ResponseProcessedWsRequest``: the client has read a response, sent
+#: on a reused connection before its next request). Both are a few dozen bytes; a longer frame
+#: is not read for its type (a request's type would cost a decode of all of it).
+_NO_TURN = frozenset({"response.cancel", "response.processed"})
+_SMALL = 4096
+
+
 def _may_begin_turn(content: bytes, is_text: bool) -> bool:
-    """A client frame that may begin a turn the server answers: any text frame but a
-    ``response.cancel`` (one toolvocab cannot read too: the server may), a binary one only when
-    it is a JSON object (a request; a keep-alive is not)."""
-    kind = _frame_type(content)
-    if kind == "response.cancel":
+    """A client frame that may begin a turn the server answers: any text frame but those of
+    :data:`_NO_TURN` (one toolvocab cannot read too: the server may), a binary one only when it
+    is a JSON object (a request; a keep-alive is not)."""
+    kind = _frame_type(content) if len(content) <= _SMALL else None
+    if kind in _NO_TURN:
         return False
     return is_text or kind is not None or content.lstrip()[:1] == b"{"
+
+
+def _acknowledges(content: bytes) -> bool:
+    """A client ``response.processed`` frame (:data:`_NO_TURN`): it begins no turn and ends none."""
+    return len(content) <= _SMALL and _frame_type(content) == "response.processed"
 
 
 #: Bytes one of which is in any frame that ends a turn (:data:`_TURN_ENDS`): the cheap first test.
