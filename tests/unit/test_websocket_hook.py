@@ -1362,3 +1362,45 @@ def test_a_response_processed_frame_costs_no_turn_its_repair(env, when):
     s.server(frames)
     assert names_seen(s.delivered()) == ["exec_command"] * 6
     assert not any("passed through" in n for n in s.record["notes"]), s.record["notes"]
+
+
+ERROR_FRAME = {"type": "error", "error": {"type": "server_error", "message": "boom"}}
+
+
+@pytest.mark.parametrize("ends", ["error-mid-turn", "error-then-failed"])
+def test_an_error_frame_ends_no_turn_that_streams_on(env, ends):
+    """An ``error`` event while a response is active may be that response's, which may go on;
+    and a turn's ``error`` then its ``response.failed`` are one end, not two. A request sent
+    after either must not be read with its tools while an earlier turn can still send a call:
+    A's own ``shell`` call must not reach the client as the later request's exec_command."""
+    s = Session(env)
+    create, frames = load_frames()
+    s.send(orjson.dumps(dict(create, tools=SHELL_ONLY)), from_client=True)  # A declares shell
+    if ends == "error-mid-turn":
+        s.server(frames[:1])  # response.created
+        s.server([ERROR_FRAME])
+        s.create()  # B declares exec_command, while A streams on
+        s.server(frames[1:])
+        assert names_seen(s.delivered()) == ["shell"] * 3
+    else:
+        s.server(frames[:2])
+        s.send(orjson.dumps(dict(create, tools=SHELL_ONLY)), from_client=True)  # B, while A streams
+        s.server(frames[2:-1])
+        failed = dict(frames[-1], type="response.failed")
+        s.server([ERROR_FRAME, failed])  # A's one end
+        s.create()  # C declares exec_command, before B's answer
+        before = len(s.delivered())
+        s.server(frames)  # B's answer
+        assert names_seen(s.delivered()[before:]) == ["shell"] * 3
+
+
+def test_an_error_refusing_a_request_ends_its_turn(env):
+    """An ``error`` while no response is active answers the oldest request (refused before a
+    response began): the next request is read and repaired as usual."""
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server([ERROR_FRAME])
+    s.create()
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 3

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
+from dataclasses import field
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -65,10 +67,10 @@ class ToolVocabWebSocket:
         #: Sockets a turn of which said the agent runs on Windows (:meth:`_windows_of`), by flow id:
         #: whether a later turn has been noted as read so.
         self._windows: dict[str, bool] = {}
-        #: Turns the server has not ended yet, by flow id (:meth:`_count`): one for each client
-        #: frame that may begin one, one less at each turn's last event. While one is owed, a
-        #: server frame may be of any of them, so no new turn is read with its own tools.
-        self._owed: dict[str, int] = {}
+        #: The turns of each socket the server has not ended yet, by flow id (:class:`_Turns`,
+        #: :meth:`_count`). While one is owed, a server frame may be of any of them, so no new
+        #: turn is read with its own tools.
+        self._owed: dict[str, _Turns] = {}
 
     def done(self) -> None:
         """Hand the sockets in flight over to the addon a reloaded script makes (their records,
@@ -147,23 +149,27 @@ class ToolVocabWebSocket:
                 )
 
     def _count(self, flow: http.HTTPFlow, message: Any) -> None:
-        """After a frame of a Responses socket: a client frame that may begin a turn
-        (:func:`_may_begin_turn`) makes the server owe one more turn end (:attr:`_owed`); a
-        server frame that ends a turn, one less. Never raises."""
+        """After a frame of a Responses socket, what the server still owes (:class:`_Turns`):
+        a client frame that may begin a turn (:func:`_may_begin_turn`) is one more request
+        unanswered; a server frame, :meth:`_Turns.server`. Never raises."""
         try:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
+            turns = self._owed.get(flow.id)
             if message.from_client:
                 if _may_begin_turn(message.content, message.is_text):
-                    self._owed[flow.id] = self._owed.get(flow.id, 0) + 1
-            elif self._owed.get(flow.id) and _is_turn_end(message.content):
-                self._owed[flow.id] -= 1
+                    if turns is None:
+                        turns = self._owed[flow.id] = _Turns()
+                    turns.requests += 1
+            elif turns is not None and turns.owed():
+                turns.server(message.content)
         except Exception:  # counting must not break a frame
             logger.debug("toolvocab: could not count a WebSocket frame", exc_info=True)
 
     def _busy(self, flow: http.HTTPFlow) -> bool:
         """The server still owes the end of a turn a client frame before this one began."""
-        return self._owed.get(flow.id, 0) > 0
+        turns = self._owed.get(flow.id)
+        return turns is not None and turns.owed()
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         """Forget a finished WebSocket's state (its record stays in metadata)."""
@@ -596,11 +602,6 @@ class ToolVocabWebSocket:
         self._last.pop(flow_id, None)
 
 
-#: Server events after which a Responses turn sends nothing more (developers.openai.com/docs/
-#: guides/websocket-mode; the Responses streaming events).
-_TURN_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
-
-
 class _Typed(msgspec.Struct):
     """The ``type`` of a frame, nothing else decoded."""
 
@@ -649,13 +650,65 @@ def _acknowledges(content: bytes) -> bool:
     return len(content) <= _SMALL and _frame_type(content) == "response.processed"
 
 
-#: Bytes one of which is in any frame that ends a turn (:data:`_TURN_ENDS`): the cheap first test.
-_TURN_END_WORDS = (b"completed", b"failed", b"incomplete", b"error")
+class _Response(msgspec.Struct):
+    id: Any = None
 
 
-def _is_turn_end(content: bytes) -> bool:
-    """A server frame is the last event of its turn (its ``type`` one of :data:`_TURN_ENDS`)."""
-    return any(word in content for word in _TURN_END_WORDS) and _frame_type(content) in _TURN_ENDS
+class _Event(msgspec.Struct):
+    """A server frame's ``type`` and its response's ``id``, nothing else decoded."""
+
+    type: Any = None
+    response: _Response | None = None
+
+
+#: Bytes one of which is in any server frame :meth:`_Turns.server` reads: the cheap first test.
+_TURN_WORDS = (b"created", b"completed", b"failed", b"incomplete", b"error")
+#: The events that end the response they name (developers.openai.com/docs/guides/websocket-mode,
+#: the Responses streaming events).
+_RESPONSE_ENDS = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+@dataclass
+class _Turns:
+    """What the server of one socket still owes: ``requests`` sent that no response has begun
+    answering yet (in order: a server answers them in turn), and the ``active`` responses
+    (by id) begun and not ended. Which request a frame answers is known only by that order and
+    those ids, so every doubt leaves a turn owed: a request is then read for names only, never
+    with tools another turn declared (a repair lost, not a wrong one).
+
+    ``response.created`` begins the oldest request's response; ``response.completed``,
+    ``failed`` or ``incomplete`` ends the response it names (an end with no id the one active
+    response, if only one is; a second end of one response nothing). An ``error`` ends a
+    request only while no response is active (the request was refused before one began); while
+    one is, it may be that response's, which may go on: nothing ends."""
+
+    requests: int = 0
+    active: list[Any] = field(default_factory=list)
+
+    def owed(self) -> bool:
+        return self.requests > 0 or bool(self.active)
+
+    def server(self, content: bytes) -> None:
+        if not any(word in content for word in _TURN_WORDS):
+            return
+        try:
+            event = msgspec.json.decode(content, type=_Event)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return  # not read: nothing ends
+        kind = event.type
+        rid = event.response.id if event.response is not None else None
+        rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        if kind == "response.created":
+            if self.requests:
+                self.requests -= 1
+            self.active.append(rid if rid is not None else object())
+        elif kind in _RESPONSE_ENDS:
+            if rid is not None and rid in self.active:
+                self.active.remove(rid)
+            elif rid is None and len(self.active) == 1:
+                self.active.clear()
+        elif kind == "error" and not self.active and self.requests:
+            self.requests -= 1
 
 
 def write_to_client(flow: http.HTTPFlow, raw: bytes, is_text: bool) -> bool:
