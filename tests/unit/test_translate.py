@@ -2805,23 +2805,6 @@ def test_a_command_with_no_absolute_cd_still_moves_into_bash() -> None:
 
 
 GEM_LIST = fn("list_directory", schema("dir_path", dir_path=STR, ignore={"type": "array"}))
-GEM_REPLACE = fn(
-    "replace",
-    schema(
-        "file_path",
-        "old_string",
-        "new_string",
-        file_path=STR,
-        instruction=STR,
-        old_string=STR,
-        new_string=STR,
-        allow_multiple=BOOL,
-    ),
-)
-CC_EDIT = fn(
-    "Edit",
-    schema("file_path", "old_string", "new_string", additional=False, file_path=STR, old_string=STR, new_string=STR),
-)
 
 
 @pytest.mark.parametrize(
@@ -2847,7 +2830,7 @@ CC_EDIT = fn(
         ([CLAUDE_WRITE], "write_file", {"file_path": "/p/util.js", "content": "// rest of code ..."}, "Claude Code"),
         ([OC_WRITE], "write_file", {"file_path": "/p/util.js", "content": "(rest of code ...)"}, "OpenCode"),
         (
-            [CC_EDIT],
+            [EDIT],
             "replace",
             {
                 "file_path": "/p/a.js",
