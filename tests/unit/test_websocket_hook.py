@@ -942,7 +942,7 @@ def test_a_turn_not_read_in_observe_mode_leaves_the_record_of_a_repaired_turn_as
     assert names_seen(s.delivered()) == ["exec_command"] * 3
     env.configure(toolvocab_mode="observe")
     try:
-        s.send({"type": "response.cancel"}, from_client=True)
+        s.send({"type": "response.noop"}, from_client=True)  # a frame toolvocab does not read
         before = len(s.delivered())
         s.server(frames)
         assert s.delivered()[before:] == [orjson.dumps(f) for f in frames]  # observe: as they came
@@ -1404,3 +1404,20 @@ def test_an_error_refusing_a_request_ends_its_turn(env):
     s.create()
     s.server(frames)
     assert names_seen(s.delivered()) == ["exec_command"] * 3
+
+
+def test_a_cancel_after_the_turn_ended_begins_no_turn(env):
+    """A ``response.cancel`` that comes once the turn has ended cancels nothing and begins no
+    turn: a ``response.append`` after it is still read with the last request's tools."""
+    s = Session(env)
+    _, frames = load_frames()
+    s.create()
+    s.server(frames)
+    s.send({"type": "response.cancel"}, from_client=True)
+    s.send(
+        {"type": "response.append", "input": [{"type": "message", "role": "user", "content": "go on"}]},
+        from_client=True,
+    )
+    s.server(frames)
+    assert names_seen(s.delivered()) == ["exec_command"] * 6
+    assert not any("did not read" in n for n in s.record["notes"]), s.record["notes"]

@@ -192,8 +192,11 @@ class ToolVocabWebSocket:
         if message.from_client:
             if not flow.request.path.split("?", 1)[0].endswith("/responses"):
                 return
-            if _acknowledges(message.content):
-                return  # the turn under way (if any) goes on: its frames are read as before
+            kind = _frame_type(message.content) if len(message.content) <= _SMALL else None
+            if kind == "response.processed" or (kind == "response.cancel" and not self._busy(flow)):
+                # an acknowledgement, or a cancel with no turn under way: begins no turn (the turn
+                # under way, if any, goes on being read)
+                return
             if not message.is_text:
                 # Not a frame toolvocab reads (Codex sends text frames). One that may be a request
                 # (a JSON object) begins a turn whose tools are not known, as a text frame
@@ -643,11 +646,6 @@ def _may_begin_turn(content: bytes, is_text: bool) -> bool:
     if kind in _NO_TURN:
         return False
     return is_text or kind is not None or content.lstrip()[:1] == b"{"
-
-
-def _acknowledges(content: bytes) -> bool:
-    """A client ``response.processed`` frame (:data:`_NO_TURN`): it begins no turn and ends none."""
-    return len(content) <= _SMALL and _frame_type(content) == "response.processed"
 
 
 class _Response(msgspec.Struct):
