@@ -19,7 +19,10 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
   call renamed, the answer written again), ``rules`` (``repair``, and what the brief asks of any
   addon that repairs, each the least way with the library it names: the target checked to be
   declared, the repaired arguments validated with jsonschema, a pydantic record in
-  ``flow.metadata``, the flow marked and commented, one log line), ``libraries`` (``typed`` in a process that has also
+  ``flow.metadata``, the flow marked and commented, one log line), ``plain`` (``typed``, and what
+  the brief asks of every flow left as sent, each the least way: the declared tools and whether
+  the prompt sentence is due looked up per distinct tools section and prompt, a record in
+  ``flow.metadata``, a JSON answer read for tool calls), ``libraries`` (``typed`` in a process that has also
   loaded pydantic, jsonschema and orjson, the libraries the addon builds on: the memory they
   alone cost) and ``imports`` (``typed`` in a process that has also imported what the addon's
   process holds: the memory the libraries and the addon's code cost);
@@ -548,6 +551,80 @@ class Rules(Repair):
 addons = [Rules()]""",
 )
 
+#: ``plain``: the ``typed`` floor, and what the project's brief asks of every flow an addon handles
+#: whose request and answer it leaves as sent, each done the least way: the declared tools known
+#: (the tools section parsed at first sight, kept per distinct section), whether the prompt sentence
+#: of ``auto`` mode is due (worked out once per distinct tools section and system prompt), a
+#: per-flow record in ``flow.metadata`` (a kept dump read into a dict of the flow's own), and a
+#: JSON answer read for ``tool_use`` blocks. Each kept value is found by comparing the newest key
+#: whole before any hash (an agent sends the same tools and prompt every turn, each a fresh
+#: object). No vocabulary, no ladder, no replayed-id check: the least a plain flow pays beyond
+#: ``typed``, as ``rules`` is for a repaired one.
+FLOORS["plain"] = FLOORS["typed"].replace(
+    "addons = [Typed()]",
+    """import orjson
+
+
+class Kept:
+    def __init__(self):
+        self.entries, self.newest = {}, None
+
+    def get(self, key, build):
+        if self.newest is not None and self.newest[0] == key:
+            return self.newest[1]
+        value = self.entries.get(key)
+        if value is None:
+            value = self.entries[key] = build()
+        self.newest = (key, value)
+        return value
+
+
+TOOLS = Kept()
+RECORDS = Kept()
+#: what a JSON answer holds when a tool call may be in it: a block, an escape, a leaked call
+CALLS = (b"tool_use", b"\\\\u", b"<tool_call", b"<function", b"<|tool_call", b"commentary to=")
+
+
+def names(section):
+    tools = orjson.loads(section)
+    return tuple(t["name"] for t in tools if type(t) is dict and type(t.get("name")) is str) if type(tools) is list else ()
+
+
+class Plain(Typed):
+    def request(self, flow):
+        body = super().request(flow)
+        if body is None:
+            return
+        section = bytes(body.tools)
+        declared = TOOLS.get(section, lambda: names(section))
+        system = body.system
+        if type(system) is str:
+            texts = (system,)
+        else:
+            texts = tuple(t for b in system if type(b) is dict and type(t := b.get("text")) is str) if type(system) is list else ()
+        # keyed by the kept names (a tuple compares its items by identity first), not the section again
+        record = RECORDS.get(
+            (declared, texts),
+            lambda: orjson.dumps(
+                {
+                    "mode": "auto",
+                    "declared": list(declared),
+                    "prompt_sentence": not all(any(name in text for text in texts) for name in declared),
+                }
+            ),
+        )
+        flow.metadata["toolvocab"] = orjson.loads(record)
+
+    def response(self, flow):
+        content = flow.response.content
+        if content and content.startswith(b"{") and any(marker in content for marker in CALLS):
+            answer = orjson.loads(content)
+            [b for b in answer.get("content") or () if type(b) is dict and b.get("type") == "tool_use"]
+
+
+addons = [Plain()]""",
+)
+
 #: ``libraries``: the ``typed`` floor in a process that has also loaded the libraries this project
 #: builds on beyond mitmproxy and msgspec (``pyproject.toml``: pydantic, with one model built,
 #: which loads its schema machinery; jsonschema, with a validator; orjson), and uses none of them.
@@ -730,7 +807,9 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         "of no-op hooks, orjson = one that parses the body whole, typed = one that decodes only what planning "
         "reads (msgspec), repair = typed + the least repair that keeps the repeated-key rule (the request read "
         "whole and strictly at the answer), rules = repair + the declared-target check, jsonschema, a pydantic "
-        "record, the mark and comment and a log line, libraries = typed + pydantic, jsonschema and orjson loaded, imports = "
+        "record, the mark and comment and a log line, plain = typed + the declared tools and the prompt sentence "
+        "looked up, a record in flow.metadata and a JSON answer read, libraries = typed + pydantic, jsonschema and "
+        "orjson loaded, imports = "
         "typed + the addon's imports; each streams event streams, "
         "searching each chunk for the tool-call marker"
     )
@@ -780,6 +859,12 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             + ")"
         )
     ratios["repair_rules"] = med["rules"]["repair"] / med["bare"]["repair"]
+    for key in ("small", "big", "ttfb"):
+        ratios[key + "_plain"] = med["plain"][key] / med["bare"][key]
+    for key in ("small", "big"):
+        ratios[key + "_cpu_plain"] = (cpu["plain"][key][0] / cpu["plain"][key][1]) / (
+            cpu["bare"][key][0] / cpu["bare"][key][1]
+        )
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
     for k in names:
         print(
@@ -917,6 +1002,7 @@ def main() -> int:
             + ", ".join(
                 f"{label} {ratios[key]:.2f}x (floor {ratios[key + '_floor']:.2f}x"
                 + (f", rules floor {ratios['repair_rules']:.2f}x" if key == "repair" else "")
+                + (f", plain floor {ratios[key + '_plain']:.2f}x" if key + "_plain" in ratios else "")
                 + (f", ablated {ratios[key + '_ablated']:.2f}x)" if args.ablate else ")")
                 for key, label in (
                     ("small", "200 KB latency"),
