@@ -22,7 +22,7 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
   ``flow.metadata``, the flow marked and commented, one log line), ``plain`` (``typed``, and what
   the brief asks of every flow left as sent, each the least way: the declared tools and whether
   the prompt sentence is due looked up per distinct tools section and prompt, a record in
-  ``flow.metadata``, a JSON answer read for tool calls), ``libraries`` (``typed`` in a process that has also
+  ``flow.metadata``, a JSON answer searched for tool calls), ``libraries`` (``typed`` in a process that has also
   loaded pydantic, jsonschema and orjson, the libraries the addon builds on: the memory they
   alone cost) and ``imports`` (``typed`` in a process that has also imported what the addon's
   process holds: the memory the libraries and the addon's code cost);
@@ -567,7 +567,8 @@ addons = [Rules()]""",
 #: (the tools section parsed at first sight, kept per distinct section), whether the prompt sentence
 #: of ``auto`` mode is due (worked out once per distinct tools section and system prompt), a
 #: per-flow record in ``flow.metadata`` (a kept dump read into a dict of the flow's own), and a
-#: JSON answer read for ``tool_use`` blocks. Each kept value is found by comparing the newest key
+#: JSON answer searched for what a call would hold (:data:`CALLS` there) and parsed only on a hit,
+#: as a stream's chunks are searched. Each kept value is found by comparing the newest key
 #: whole before any hash (an agent sends the same tools and prompt every turn, each a fresh
 #: object). No vocabulary, no ladder, no replayed-id check: the least a plain flow pays beyond
 #: ``typed``, as ``rules`` is for a repaired one.
