@@ -11,8 +11,10 @@ receives is every server frame that was not dropped, plus every injected frame, 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -1421,3 +1423,24 @@ def test_a_cancel_after_the_turn_ended_begins_no_turn(env):
     s.server(frames)
     assert names_seen(s.delivered()) == ["exec_command"] * 6
     assert not any("did not read" in n for n in s.record["notes"]), s.record["notes"]
+
+
+def test_a_socket_is_freed_without_the_cyclic_collector(env):
+    """A Codex socket whose foreign call is held, repaired and released, then ended, is freed by
+    reference counting alone once dropped: nothing the transport keeps refers back to the flow
+    (a cycle would keep every socket's frames until the cyclic collector ran;
+    ``test_flow_lifetime.py`` holds HTTP flows to the same)."""
+    s = Session(env)
+    gc.collect(1)  # the flow's own making left young garbage
+    gc.disable()
+    try:
+        s.create()
+        s.server(calling("shell", '{"command":["bash","-lc","echo hi"]}'))
+        s.end()
+        assert s.record is not None and s.record["decisions"]
+        env.injected.clear()  # the capture holds each injected frame's flow
+        ref = weakref.ref(s.flow)
+        del s
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from typing import Any
 
 from mitmproxy import exceptions
@@ -579,22 +580,38 @@ def install_redaction(flow: http.HTTPFlow) -> None:
     ``backup`` (an edit, a client replay; ``revert`` restores it), ``modified`` and ``copy``
     (mitmweb's Duplicate), whose copy is redacted when saved in turn (mitmproxy ``flow.py``:
     ``backup``, ``revert``, ``modified``, ``copy``; ``coretypes/serializable.py``: ``copy``).
+
+    The shadows hold the flow by weak reference: one held strongly would make the flow a
+    reference cycle, which CPython frees only when its cyclic garbage collector next runs
+    (https://docs.python.org/3/library/gc.html), not when the last holder lets it go. (Inside
+    mitmdump 11 a finished flow waits for that collector anyway, held by mitmproxy's own
+    ``HttpStream`` layer; a flow driven in process, as ``toolvocab replay`` does, is freed at
+    once.) A shadow called after its flow is gone raises ``ReferenceError``; only the flow's own
+    attributes hold one.
     """
     if getattr(flow, "_toolvocab_redacting", False):
         return
     cls = type(flow)
+    ref = weakref.ref(flow)
+
+    def alive() -> http.HTTPFlow:
+        this = ref()
+        if this is None:
+            raise ReferenceError("the flow this redaction was installed on is gone")
+        return this
 
     def get_state() -> Any:
-        return redact_state(cls.get_state(flow))
+        return redact_state(cls.get_state(alive()))
 
     def unredacted(method: Any) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
-            shadow = flow.__dict__.pop("get_state", None)
+            this = alive()
+            shadow = this.__dict__.pop("get_state", None)
             try:
-                return method(flow, *args, **kwargs)
+                return method(this, *args, **kwargs)
             finally:
                 if shadow is not None:
-                    flow.get_state = shadow  # type: ignore[method-assign]
+                    this.get_state = shadow  # type: ignore[method-assign]
 
         return call
 

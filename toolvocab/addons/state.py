@@ -104,7 +104,10 @@ class FlowState:
         self.ws_unrepaired = 0  # calls of ws_rewriter.unrepaired already noted
         self.ws_names_only = False  # ws_rewriter only names this socket's aliases back (a turn not read)
         self.ws_mode: str | None = None  # the mode a WebSocket turn not read is handled in (else the record's)
-        self.ws_flow: Any = None  # the WebSocket's flow (for a turn's give-up outside its hooks)
+        # the WebSocket's flow, held weakly (for a turn's give-up outside its hooks): the state and
+        # its rewriter refer to each other, and a strong reference would keep the flow, with
+        # every frame, until the cyclic collector next ran (tests/unit/test_flow_lifetime.py)
+        self.ws_flow: weakref.ref[Any] | None = None
         self.logged: set[str] = set()  # log lines already written for this flow (a WebSocket's turns)
         self.original_request: bytes | None = None  # the client's body, when it was changed
         self.upstream_raw: bytes | None = None  # the upstream's answer, when it was changed

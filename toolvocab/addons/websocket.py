@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from dataclasses import dataclass
 from dataclasses import field
 from typing import TYPE_CHECKING
@@ -82,10 +83,11 @@ class ToolVocabWebSocket:
         self._timers.clear()
         for state in list(self._ws.values()):
             rewriter = state.ws_rewriter
-            if rewriter is not None and rewriter.has_held() and state.ws_flow is not None:
+            flow = state.ws_flow() if state.ws_flow is not None else None
+            if rewriter is not None and rewriter.has_held() and flow is not None:
                 try:
                     self._give_up(
-                        state.ws_flow,
+                        flow,
                         state,
                         "the script was reloaded while a tool call's frames were held",
                         "the client got the held frames and the rest of the turn as the upstream sent them but for "
@@ -281,7 +283,7 @@ class ToolVocabWebSocket:
             assert isinstance(rewriter, FrameRewriter), "the Responses rewriter takes WebSocket frames"
             state.ws_rewriter = rewriter
             self._stop_timer(flow.id)  # a new turn: the last one's bound ends
-            state.ws_flow = flow
+            state.ws_flow = weakref.ref(flow)
             self._ws[flow.id] = state
             if result.content is not None:
                 message.content = result.content
