@@ -1431,9 +1431,11 @@ def test_a_socket_is_freed_without_the_cyclic_collector(env):
     (a cycle would keep every socket's frames until the cyclic collector ran;
     ``test_flow_lifetime.py`` holds HTTP flows to the same)."""
     s = Session(env)
+    harness.addon(env.module, "ToolVocabRedaction").requestheaders(s.flow)  # as at the handshake
     gc.collect(1)  # the flow's own making left young garbage
     gc.disable()
     try:
+        assert s.flow._toolvocab_redacting
         s.create()
         s.server(calling("shell", '{"command":["bash","-lc","echo hi"]}'))
         s.end()

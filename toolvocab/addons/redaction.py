@@ -586,8 +586,9 @@ def install_redaction(flow: http.HTTPFlow) -> None:
     (https://docs.python.org/3/library/gc.html), not when the last holder lets it go. (Inside
     mitmdump 11 a finished flow waits for that collector anyway, held by mitmproxy's own
     ``HttpStream`` layer; a flow driven in process, as ``toolvocab replay`` does, is freed at
-    once.) A shadow called after its flow is gone raises ``ReferenceError``; only the flow's own
-    attributes hold one.
+    once.) A shadow called after its flow is gone raises ``ReferenceError``. ``copy.copy`` or
+    ``copy.deepcopy`` of the flow (mitmproxy copies with ``Flow.copy``, above, never these) shares
+    its shadows: the copy's saves write the original's state, and raise once it is gone.
     """
     if getattr(flow, "_toolvocab_redacting", False):
         return
