@@ -26,6 +26,9 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
   loaded pydantic, jsonschema and orjson, the libraries the addon builds on: the memory they
   alone cost) and ``imports`` (``typed`` in a process that has also imported what the addon's
   process holds: the memory the libraries and the addon's code cost);
+* ``scaffold`` (:data:`SCAFFOLD`): the addon's script whole, its six addons and every hook, but a
+  plain 200 KB or 2 MB flow doing in the repair addon's hooks only what ``plain`` does: the best a
+  redesign of the plain flow's own path could reach with the rest of the product as it is;
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``;
 * with ``--before PATH``, ``before``: another addon script (an earlier checkout's);
 * with ``--ablate PARTS``, ``ablated``: the addon with some of its parts made free
@@ -674,6 +677,44 @@ _UNUSED = default_addons()
 addons = [Typed()]""",
 )
 
+#: ``scaffold``: the addon's own script, loaded as mitmdump loads it (its six addons, every hook
+#: they add, their imports and options), with the repair addon's hooks doing for a plain flow (no
+#: ``?repair``, no ``?sse`` in the path) only what the ``plain`` floor does, and for any other
+#: flow what the addon does. What a redesign of the plain flow's own path could reach at best
+#: while the rest of the product stays as it is. ``__SCRIPT__``: the addon's script.
+SCAFFOLD = FLOORS["plain"].replace(
+    "addons = [Plain()]",
+    """import runpy
+
+_PLAIN = Plain()
+_script = runpy.run_path(__SCRIPT__)
+addons = _script["addons"]
+_core = next(a for a in addons if type(a).__name__ == "ToolVocab")
+_hooks = (_core.request, _core.responseheaders, _core.response)
+_plain_flows = set()
+
+
+def _request(flow):
+    if "repair" in flow.request.path or "sse" in flow.request.path:
+        return _hooks[0](flow)
+    _plain_flows.add(flow.id)
+    _PLAIN.request(flow)
+
+
+def _responseheaders(flow):
+    return _PLAIN.responseheaders(flow) if flow.id in _plain_flows else _hooks[1](flow)
+
+
+def _response(flow):
+    if flow.id not in _plain_flows:
+        return _hooks[2](flow)
+    _plain_flows.discard(flow.id)
+    _PLAIN.response(flow)
+
+
+_core.request, _core.responseheaders, _core.response = _request, _responseheaders, _response""",
+)
+
 #: The columns, in order: bare mitmdump, the floors, the addon.
 PROXIES = ("bare", *FLOORS, "addon")
 #: The proxies whose client gets the repaired answer.
@@ -740,18 +781,22 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.py", delete=False) as fp:
             fp.write(text)
         scripts[name] = fp.name
+    with tempfile.NamedTemporaryFile("w", suffix="_scaffold.py", delete=False) as fp:
+        fp.write(SCAFFOLD.replace("__SCRIPT__", repr(os.path.abspath(args.script))))
+    scripts["scaffold"] = fp.name
     if args.ablate:
         with tempfile.NamedTemporaryFile("w", suffix="_ablated.py", delete=False) as fp:
             fp.write(ABLATED.format(script=os.path.abspath(args.script), parts=tuple(args.ablate)))
         scripts["ablated"] = fp.name
     extra = (*(("before",) if args.before else ()), *(("ablated",) if args.ablate else ()))
-    names = (*PROXIES[:-1], *extra, "addon")
-    repairs = (*REPAIRS, *extra)
+    names = (*PROXIES[:-1], "scaffold", *extra, "addon")
+    repairs = (*REPAIRS, "scaffold", *extra)
     try:
         os.environ.setdefault("TOOLVOCAB_ROOT", str(procs.REPO))  # for the imports floor
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
         for name in FLOORS:
             proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
+        proxies["scaffold"] = procs.start_mitmdump(url, script=scripts["scaffold"], options={"flow_detail": "0"})
         if args.before:
             proxies["before"] = procs.start_mitmdump(url, script=args.before, options={"flow_detail": "0"})
         if args.ablate:
@@ -823,7 +868,8 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         "looked up, a record in flow.metadata and a JSON answer read, libraries = typed + pydantic, jsonschema and "
         "orjson loaded, imports = "
         "typed + the addon's imports; each streams event streams, "
-        "searching each chunk for the tool-call marker"
+        "searching each chunk for the tool-call marker; scaffold = the addon's script whole, its plain flows "
+        "doing only what plain does"
     )
     print(
         f"{'figure':38s}"
@@ -873,6 +919,11 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     ratios["repair_rules"] = med["rules"]["repair"] / med["bare"]["repair"]
     for key in ("small", "big", "ttfb"):
         ratios[key + "_plain"] = med["plain"][key] / med["bare"][key]
+    for key in ("small", "big"):
+        ratios[key + "_scaffold"] = med["scaffold"][key] / med["bare"][key]
+        ratios[key + "_cpu_scaffold"] = (cpu["scaffold"][key][0] / cpu["scaffold"][key][1]) / (
+            cpu["bare"][key][0] / cpu["bare"][key][1]
+        )
     for key in ("small", "big"):
         ratios[key + "_cpu_plain"] = (cpu["plain"][key][0] / cpu["plain"][key][1]) / (
             cpu["bare"][key][0] / cpu["bare"][key][1]
@@ -1015,6 +1066,7 @@ def main() -> int:
                 f"{label} {ratios[key]:.2f}x (floor {ratios[key + '_floor']:.2f}x"
                 + (f", rules floor {ratios['repair_rules']:.2f}x" if key == "repair" else "")
                 + (f", plain floor {ratios[key + '_plain']:.2f}x" if key + "_plain" in ratios else "")
+                + (f", scaffold {ratios[key + '_scaffold']:.2f}x" if key + "_scaffold" in ratios else "")
                 + (f", ablated {ratios[key + '_ablated']:.2f}x)" if args.ablate else ")")
                 for key, label in (
                     ("small", "200 KB latency"),
