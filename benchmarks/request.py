@@ -921,13 +921,9 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         ratios[key + "_plain"] = med["plain"][key] / med["bare"][key]
     for key in ("small", "big"):
         ratios[key + "_scaffold"] = med["scaffold"][key] / med["bare"][key]
-        ratios[key + "_cpu_scaffold"] = (cpu["scaffold"][key][0] / cpu["scaffold"][key][1]) / (
-            cpu["bare"][key][0] / cpu["bare"][key][1]
-        )
-    for key in ("small", "big"):
-        ratios[key + "_cpu_plain"] = (cpu["plain"][key][0] / cpu["plain"][key][1]) / (
-            cpu["bare"][key][0] / cpu["bare"][key][1]
-        )
+        bare_cpu = cpu["bare"][key][0] / cpu["bare"][key][1]
+        for name in ("plain", "scaffold"):
+            ratios[f"{key}_cpu_{name}"] = cpu[name][key][0] / cpu[name][key][1] / bare_cpu
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
     for k in names:
         print(
