@@ -3,7 +3,7 @@
 A flow that refers to itself (its own attribute holding a closure over it, a state holding the
 flow and referred to by its own rewriter) is a reference cycle: CPython frees it only when the
 cyclic garbage collector next runs (https://docs.python.org/3/library/gc.html), its bodies with
-it. Inside mitmdump 11 mitmproxy's own ``HttpStream`` layer keeps a finished flow until then
+it. Inside mitmdump 11 and 12 mitmproxy's own ``HttpStream`` layer keeps a finished flow until then
 anyway; driven in process (``toolvocab replay``, these tests) the addon must not be what keeps it.
 Each flow of the corpus in ``flows/`` (every dialect, streamed and not, repaired, lifted, left
 alone; answered whole, or cut off after the answer's bytes so that the error hook ends it) is

@@ -584,7 +584,7 @@ def install_redaction(flow: http.HTTPFlow) -> None:
     The shadows hold the flow by weak reference: one held strongly would make the flow a
     reference cycle, which CPython frees only when its cyclic garbage collector next runs
     (https://docs.python.org/3/library/gc.html), not when the last holder lets it go. (Inside
-    mitmdump 11 a finished flow waits for that collector anyway, held by mitmproxy's own
+    mitmdump 11 and 12 a finished flow waits for that collector anyway, held by mitmproxy's own
     ``HttpStream`` layer; a flow driven in process, as ``toolvocab replay`` does, is freed at
     once.) A shadow called after its flow is gone raises ``ReferenceError``. ``copy.copy`` or
     ``copy.deepcopy`` of the flow (mitmproxy copies with ``Flow.copy``, above, never these) shares
