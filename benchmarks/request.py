@@ -47,9 +47,9 @@ the next (:func:`turns`), so a slow spell of this noisy machine falls on every p
 ratios within one run mean anything):
 
 * 200 KB request: p50 latency (client send to full answer, keep-alive connection) of
-  ``--requests`` requests per run, and proxy CPU per request (user+system CPU of the mitmdump
-  process from ``/proc/<pid>/stat`` before and after each run's requests of that size, summed over
-  all runs);
+  ``--requests`` requests per run, and proxy CPU per request (the CPU time of the mitmdump
+  process, :func:`common.cpu_seconds`, before and after each run's requests of that size, summed
+  over all runs);
 * 2 MB transcript: p50 latency (``--requests`` // 2 per run) and proxy CPU per request;
 * 200 KB request whose answer is repaired (the addon's client gets ``Bash``; the others the answer
   as sent): p50 latency;

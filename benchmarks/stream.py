@@ -24,8 +24,8 @@ run mean anything):
   writes, ending with a tool call (so the addon's hold/resolve path runs too);
 * per-event delay: 400 text events written 2 ms apart, each carrying the upstream's
   ``time.monotonic()`` (system-wide on Linux), p50 and p99 of arrival minus send time;
-* proxy CPU per MB: user+system CPU of the proxy process during the bulk transfers
-  (``/proc/<pid>/stat``), summed over the runs, per MB delivered;
+* proxy CPU per MB: CPU time of the proxy process during the bulk transfers (its process CPU
+  clock, :func:`common.cpu_seconds`), summed over the runs, per MB delivered;
 * peak RSS of each proxy process after all runs (``VmHWM``; bare mitmdump buffers whole
   answers, so compare with ``bare+stream``).
 
@@ -213,7 +213,7 @@ def main() -> int:
         figures: dict[str, dict[str, list[float]]] = {
             k: {"ttfb": [], "mbps": [], "cpu_ms_per_mb": [], "p50": [], "p99": []} for k in proxies
         }
-        totals = {k: [0.0, 0] for k in proxies}  # CPU seconds, bytes: the clock ticks in 10 ms
+        totals = {k: [0.0, 0] for k in proxies}  # CPU seconds, bytes: summed over the runs
         for name, p in proxies.items():  # warm up
             ttfb(p.port)
             bulk(p.port, p.process.proc.pid)
