@@ -1,7 +1,7 @@
 """What the addon costs on requests, as ratios against bare mitmdump and the floors in the same run.
 
-    uv run --extra test python benchmarks/request.py [--runs 9] [--requests 20] [--script PATH]
-                                                      [--before PATH] [--ablate PARTS]
+    uv run --extra test python benchmarks/request.py [--runs 9] [--requests 20] [--ttfb-requests 5]
+                                                      [--script PATH] [--before PATH] [--ablate PARTS]
                                                       [--skip-proxies | --skip-in-process]
 
 A raw asyncio upstream (a process of its own) on 127.0.0.1 reads each POST body and answers a
@@ -53,8 +53,9 @@ ratios within one run mean anything):
 * 2 MB transcript: p50 latency (``--requests`` // 2 per run) and proxy CPU per request;
 * 200 KB request whose answer is repaired (the addon's client gets ``Bash``; the others the answer
   as sent): p50 latency;
-* time to first byte of a streamed answer to the 200 KB request (a new connection each; the
-  upstream writes the first events at once and the rest 50 ms later); bare mitmdump buffers
+* time to first byte of a streamed answer to the 200 KB request, the median of
+  ``--ttfb-requests`` a run (a new connection each; the upstream writes the first events at once
+  and the rest 50 ms later); bare mitmdump buffers
   whole answers, so the ``bare`` figure here comes from another process, plain mitmdump with
   ``--set stream_large_bodies=1``;
 * peak RSS (``VmHWM``) of each proxy after all runs, and its RSS (``VmRSS``) after the warm-up
@@ -836,7 +837,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
                             cpu[name][key][0] += cpu_seconds(p.process.proc.pid) - before[name]
                             cpu[name][key][1] += n
                 firsts: dict[str, list[float]] = {name: [] for name in proxies}
-                for turn in turns(order, 5):
+                for turn in turns(order, args.ttfb_requests):
                     for name in turn:
                         firsts[name].append(ttfb(ttfb_port[name], small_stream))
                 for name in proxies:
@@ -847,7 +848,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         time.sleep(0.5)
         rss_end = {k: status_mib(p.process.proc.pid, "VmRSS") for k, p in proxies.items()}
         hwm = {k: status_mib(p.process.proc.pid, "VmHWM") for k, p in proxies.items()}
-        flows = 11 + args.runs * (2 * args.requests + nbig + 5)
+        flows = 11 + args.runs * (2 * args.requests + nbig + args.ttfb_requests)
     finally:
         for p in [*proxies.values(), *([streaming] if streaming else [])]:
             p.stop()
@@ -1024,6 +1025,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=20, help="200 KB requests per run (half as many 2 MB)")
+    parser.add_argument(
+        "--ttfb-requests",
+        type=int,
+        default=5,
+        help="streamed requests per run for the time to first byte (each on a new connection, about 55 ms)",
+    )
     parser.add_argument("--script", default=str(procs.ADDON_SCRIPT), help="addon script to measure")
     parser.add_argument(
         "--before",

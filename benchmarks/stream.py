@@ -14,9 +14,9 @@ chunked). Three proxies run side by side in reverse mode, each a real ``mitmdump
   through its rewriter.
 
 Figures, each the median of ``--runs`` runs; within a run the proxies take turns (request by
-request for TTFB, :func:`request.turns`; for the bulk and per-event answers, one each in an order
-rotated every run), so drift hits all alike (this machine is noisy: only the ratios within one
-run mean anything):
+request for TTFB; for the bulk and per-event answers, one each a run; each turn's order drawn
+afresh, :func:`request.turns`), so drift hits all alike (this machine is noisy: only the ratios
+within one run mean anything):
 
 * TTFB: time to the first body byte of a small stream whose first event is written at once
   and the rest 200 ms later (8 requests per run, a new connection each);
@@ -218,12 +218,11 @@ def main() -> int:
             ttfb(p.port)
             bulk(p.port, p.process.proc.pid)
         order = list(proxies)
-        for run in range(args.runs):
+        for _ in range(args.runs):
             for turn in turns(order, 8):  # the proxies take turns, request by request
                 for name in turn:
                     figures[name]["ttfb"].append(ttfb(proxies[name].port))
-            k = run % len(order)
-            for name in order[k:] + order[:k]:  # one bulk answer each, the order rotated a run
+            for name in next(turns(order, 1)):  # one bulk answer each, in an order drawn afresh
                 p = proxies[name]
                 secs, cpu, n = bulk(p.port, p.process.proc.pid)
                 assert n >= args.mb * 1_000_000, (name, n)
