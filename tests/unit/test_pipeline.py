@@ -585,6 +585,33 @@ def test_a_replayed_id_the_upstream_rejects_is_aliased_by_the_whole_read(name: s
     assert (got.content is None) is peeked and bool(got.call_ids) is not peeked
 
 
+@pytest.mark.parametrize("blocks", [False, True], ids=["string", "blocks"])
+def test_a_system_message_names_the_tools_however_it_is_read(blocks: bool) -> None:
+    """A ``role: "system"`` message (a gateway's shape) counts as prompt text: naming the one
+    declared tool there, it leaves ``auto`` mode no sentence to add. A string is peeked; blocks
+    are read whole, and read there."""
+    text = "Use Bash to run commands."
+    message = {"role": "system", "content": [{"type": "text", "text": text}] if blocks else text}
+    body = {"messages": [message, {"role": "user", "content": "hi"}], "tools": [{"name": "Bash"}]}
+    raw = orjson.dumps(body)
+    dialect = dialects.by_name("anthropic")
+    assert dialect is not None
+    peek = dialect.peek("POST", PATHS["anthropic"], raw)
+    assert (peek is None) is blocks
+    assert blocks or peek.system_texts == [text]
+    request = pipeline.Request(raw, "POST", PATHS["anthropic"], "api.example.com", {}.get)
+    got = pipeline.handle(request, pipeline.Settings(mode="auto"), pipeline.Caches())
+    assert isinstance(got, pipeline.Handled) and got.verified is blocks
+    assert got.content is None and got.plan.prompt_sentence is None
+    without = orjson.dumps({**body, "messages": body["messages"][1:]})
+    added = pipeline.handle(
+        pipeline.Request(without, "POST", PATHS["anthropic"], "api.example.com", {}.get),
+        pipeline.Settings(mode="auto"),
+        pipeline.Caches(),
+    )
+    assert isinstance(added, pipeline.Handled) and added.plan.prompt_sentence is not None
+
+
 @pytest.mark.parametrize("at", [0, 7, 8, 9])
 def test_the_environment_context_is_read_from_the_first_eight_items_only(at: int) -> None:
     """Responses: Codex's ``<environment_context>`` counts in the first eight input items, as the
