@@ -1,6 +1,6 @@
 """What the benchmarks share: a raw asyncio upstream in a process of its own, the SSE and
-HTTP/1.1 chunk bytes it writes, the per-event delay reader, and the proxy's CPU and memory from
-``/proc``.
+HTTP/1.1 chunk bytes it writes, the per-event delay reader, and the proxy's CPU (its process
+CPU-time clock) and memory (``/proc``).
 
 Importing it puts ``tests/`` first on ``sys.path`` (for ``procs``: mitmdump and the fake upstream
 started and stopped by PID). The scripts run as ``python benchmarks/<name>.py``, so this folder is

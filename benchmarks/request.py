@@ -55,9 +55,8 @@ ratios within one run mean anything):
   as sent): p50 latency;
 * time to first byte of a streamed answer to the 200 KB request, the median of
   ``--ttfb-requests`` a run (a new connection each; the upstream writes the first events at once
-  and the rest 50 ms later); bare mitmdump buffers
-  whole answers, so the ``bare`` figure here comes from another process, plain mitmdump with
-  ``--set stream_large_bodies=1``;
+  and the rest 50 ms later); bare mitmdump buffers whole answers, so the ``bare`` figure here
+  comes from another process, plain mitmdump with ``--set stream_large_bodies=1``;
 * peak RSS (``VmHWM``) of each proxy after all runs, and its RSS (``VmRSS``) after the warm-up
   and at the end.
 
