@@ -13,7 +13,7 @@ whose answer the addon repairs (``request.REPAIR_ANSWER``), each kind after a wa
 a ``GET /__bench/phase/<name>`` the wrapper answers. On SIGTERM the wrapper writes every duration;
 this prints, for each kind of flow, the median time of each hook and function per call, its total
 per flow, how many calls a flow makes, each collection of the cyclic GC by generation (as one
-more row), and the proxy's CPU per request (``/proc``).
+more row), and the proxy's CPU per request (its process clock, :func:`common.cpu_seconds`).
 
 The in-process figures of ``request.py`` time the request hook alone on warm caches; inside
 mitmdump the same code runs between mitmproxy's own work and costs more: these are the figures to
