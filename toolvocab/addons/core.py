@@ -651,6 +651,8 @@ class ToolVocab(Configurable):
         if not isinstance(body, dict):
             state.record.notes.append("answer body is not a JSON object; passed through")
             return
+        if not state.dialect.answer_may_change(content):
+            return  # no call, no markup: nothing in it to change (Dialect.answer_may_change)
         before = len(state.shared_record.decisions)  # read: a shared record stays shared
         if state.dialect.rewrite_response(body, state.context) and state.record.mode != "observe":
             if not state.may_change():

@@ -414,6 +414,14 @@ class AnthropicMessages:
             changed = True
         return changed
 
+    def answer_may_change(self, raw: bytes) -> bool:
+        """True when ``raw`` (a JSON answer's bytes) holds ``tool_use`` (the only block type
+        :meth:`rewrite_response` changes; ``server_tool_use`` and ``mcp_tool_use`` hold it too),
+        ``tool_search_tool_result`` (whose references name tools) or what may be markup
+        (:func:`textcalls.may_hold_markup_json`, which counts any ``\\u`` escape: one could spell
+        either type). False: nothing in it to read."""
+        return b"tool_use" in raw or b"tool_search_tool_result" in raw or textcalls.may_hold_markup_json(raw)
+
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True

@@ -296,6 +296,12 @@ class Dialect(Protocol):
         anything changed."""
         ...
 
+    def answer_may_change(self, raw: bytes) -> bool:
+        """False only when :meth:`rewrite_response` changes nothing and records nothing for any
+        JSON answer whose bytes are ``raw``, whatever the flow: no call, no name given back and
+        no markup to lift can be in it. A scan of the bytes (``True``: read the answer)."""
+        ...
+
     def wants_stream(self, path: str, body: JSON) -> bool:
         """True when the request asks for a streamed answer."""
         ...

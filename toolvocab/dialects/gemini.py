@@ -458,6 +458,10 @@ class Gemini:
             flow.note(passed_note(why, f"the client got the call as the upstream sent it{but}"))
         return changed
 
+    def answer_may_change(self, raw: bytes) -> bool:
+        """True: every JSON answer is read (its ``functionCall`` parts and text are read whole)."""
+        return True
+
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``:streamGenerateContent`` streams (SSE with ``alt=sse``, else a JSON array)."""
         return ":streamGenerateContent" in path_only(path)

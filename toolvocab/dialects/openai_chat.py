@@ -433,6 +433,13 @@ class OpenAIChat:
                 changed = True
         return changed
 
+    def answer_may_change(self, raw: bytes) -> bool:
+        """True when ``raw`` (a JSON answer's bytes) holds ``tool_calls`` or ``function_call``
+        (the keys of the calls :meth:`rewrite_response` changes) or what may be markup
+        (:func:`textcalls.may_hold_markup_json`, which counts any ``\\u`` escape: one could spell
+        either key). False: nothing in it to read."""
+        return b"tool_calls" in raw or b"function_call" in raw or textcalls.may_hold_markup_json(raw)
+
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True

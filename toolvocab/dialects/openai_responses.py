@@ -445,6 +445,10 @@ class OpenAIResponses:
         core = ResponsesCore(flow)
         return core.rewrite_response_object(body)
 
+    def answer_may_change(self, raw: bytes) -> bool:
+        """True: every JSON answer is read (its calls and the ``tools`` it echoes are read whole)."""
+        return True
+
     def wants_stream(self, path: str, body: JSON) -> bool:
         """``"stream": true`` in the request body."""
         return isinstance(body, dict) and body.get("stream") is True

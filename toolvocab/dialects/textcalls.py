@@ -42,9 +42,16 @@ __all__ = [
     "expand_parallel",
     "lift",
     "may_hold_markup",
+    "may_hold_markup_json",
 ]
 
 _OPENERS = tuple(opener for opener, _ in MARKUP_OPENERS)
+#: The openers as JSON writes them in a string: their UTF-8 bytes (none holds a character JSON
+#: writes with a short escape, ``"``, ``\\``, ``/`` or a control character: tests check it), those
+#: that open with ``<`` apart (one ``in`` test on a text with no ``<`` passes them all).
+_OPENER_BYTES = tuple(opener.encode() for opener in _OPENERS)
+_ANGLE_OPENERS = tuple(opener for opener in _OPENER_BYTES if opener.startswith(b"<"))
+_OTHER_OPENERS = tuple(opener for opener in _OPENER_BYTES if not opener.startswith(b"<"))
 _CLOSERS = tuple(closer for _, closer in REASONING_TAGS + MARKUP_OPENERS)
 _LONGEST_CLOSER = max(len(c) for c in _CLOSERS)
 
@@ -65,6 +72,19 @@ class LiftedCall:
 def may_hold_markup(text: str) -> bool:
     """True when ``text`` holds one of the markup openers (:data:`MARKUP_OPENERS`)."""
     return any(opener in text for opener in _OPENERS)
+
+
+def may_hold_markup_json(raw: bytes) -> bool:
+    """True when some string of the JSON text ``raw`` (bytes) may hold, once read, a text that
+    :func:`may_hold_markup` accepts: ``raw`` holds an opener's UTF-8 bytes, or a ``\\u`` escape
+    (RFC 8259 §7: any character may be written so, an opener's too). False: no string in ``raw``
+    holds markup, so :func:`lift` lifts nothing from any of them. A scan of the bytes, nothing
+    parsed."""
+    if b"\\u" in raw:
+        return True
+    if b"<" in raw and any(opener in raw for opener in _ANGLE_OPENERS):
+        return True
+    return any(opener in raw for opener in _OTHER_OPENERS)
 
 
 def lift(text: str, flow: FlowContext, new_id: Callable[[int], str]) -> tuple[str, list[LiftedCall]] | None:
