@@ -472,3 +472,29 @@ def test_a_tool_choice_names_a_namespaced_tool_with_its_namespace(choice: Any, r
     assert (decision.action.value, decision.target_namespace) == (
         ("rename", "mcp__github__") if renamed else ("leave", None)
     ), decision.reason
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "zstd"])
+def test_an_encoded_request_body_is_read_decoded(env, coding: str) -> None:
+    """The hook takes the raw bytes as the body only when no ``content-encoding`` names a coding
+    (as ``Message.get_content`` does); an encoded body is read decoded, and the upstream gets it
+    encoded as it came."""
+    from mitmproxy.net import encoding
+
+    body = fixture_json("request-claude-code.json")
+    f = make_flow(body, upstream=b'{"type":"message","content":[]}', resp_type="application/json")
+    f.request.headers["content-encoding"] = coding
+    f.request.raw_content = encoding.encode(orjson.dumps(body), coding)
+    r = replay(env, f)
+    assert r.record["declared"] == [t["name"] for t in body["tools"]]
+    assert f.request.headers["content-encoding"] == coding
+    assert orjson.loads(encoding.decode(f.request.raw_content, coding))["messages"] == body["messages"]
+
+
+def test_a_request_body_whose_coding_does_not_decode_is_left_as_sent(env) -> None:
+    body = fixture_bytes("request-claude-code.json")
+    f = make_flow(body, upstream=b'{"type":"message","content":[]}', resp_type="application/json")
+    f.request.headers["content-encoding"] = "gzip"
+    r = replay(env, f)
+    assert r.record["skipped"].startswith("request body could not be decoded")
+    assert f.request.raw_content == body

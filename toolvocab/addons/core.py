@@ -467,15 +467,17 @@ class ToolVocab(Configurable):
             return
         if self.hosts is not None and not self.hosts.search(req.pretty_host):
             return
+        header = header_reader(req.headers)
         try:
-            content = req.content
+            # ``req.content`` walks the header fields for content-encoding; none (as mitmproxy's
+            # ``Message.get_content`` tests it): the raw bytes are the content
+            content = req.content if header("content-encoding") else req.raw_content
         except ValueError as exc:
             self._skip(flow, f"request body could not be decoded ({exc})")
             return
         if not content:
             self._skip(flow, "request has no body")
             return
-        header = header_reader(req.headers)
         result = pipeline.handle(
             pipeline.Request(content, req.method, req.path, req.pretty_host, header), self.settings(), self.caches
         )
@@ -510,8 +512,9 @@ class ToolVocab(Configurable):
             # Streams are rewritten as they pass; compressed bytes cannot be (mitmproxy G5). A
             # signed request's headers stay as signed (an upstream that compresses anyway is
             # read through a decoder: _responseheaders).
-            if result.signed is None and header("accept-encoding") != "identity":  # else anticomp() writes it again
-                _changed_header(flow, "request", "accept-encoding", req.headers.get("accept-encoding"))
+            accept = header("accept-encoding")
+            if result.signed is None and accept != "identity":  # else anticomp() writes it again
+                _changed_header(flow, "request", "accept-encoding", accept)
                 req.anticomp()
         self._states[flow.id] = state
         # the record as the pipeline started it, when its dump is at hand: the same dict
