@@ -498,3 +498,28 @@ def test_a_request_body_whose_coding_does_not_decode_is_left_as_sent(env) -> Non
     r = replay(env, f)
     assert r.record["skipped"].startswith("request body could not be decoded")
     assert f.request.raw_content == body
+
+
+HOSTS = st.sampled_from(
+    ["api.anthropic.com", "127.0.0.1:8080", "[::1]:443", "EXAMPLE.com.", "bücher.example", "a b", "x:99999", ""]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/3"]),
+    authority=HOSTS | st.text(max_size=12),
+    hosts=st.lists(HOSTS | st.text(max_size=12), max_size=2),
+)
+def test_the_requests_host_is_what_pretty_host_gives(version: str, authority: str, hosts: list[str]) -> None:
+    """``core.pretty_host`` (each authority parsed once) against mitmproxy's own, twice (the
+    second from the kept parse): HTTP/1 and HTTP/2 or 3, a ``Host`` header or several or none,
+    hosts that are not valid."""
+    from mitmproxy.test import tutils
+
+    from toolvocab.addons.core import pretty_host
+
+    fields = [(b"Host", h.encode("utf-8", "surrogateescape")) for h in hosts]
+    req = tutils.treq(http_version=version.encode(), headers=http.Headers(fields), authority=authority.encode())
+    assert pretty_host(req) == req.pretty_host
+    assert pretty_host(req) == req.pretty_host

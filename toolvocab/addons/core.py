@@ -10,6 +10,7 @@ Options: ``toolvocab_mode``, ``toolvocab_profiles``, ``toolvocab_hosts``,
 from __future__ import annotations
 
 import difflib
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any
 import orjson
 from mitmproxy import exceptions
 from mitmproxy import http
+from mitmproxy.net.http import url
 
 from toolvocab.addons import decoding
 from toolvocab.addons.options import Configurable
@@ -72,6 +74,21 @@ def header_reader(headers: http.Headers) -> Callable[[str], str | None]:
         return ", ".join(value.decode("utf-8", "surrogateescape") for value in values)
 
     return get
+
+
+def pretty_host(req: http.Request) -> str:
+    """``req.pretty_host`` (mitmproxy's ``Request.pretty_host``: the host of the ``Host`` header,
+    or of an HTTP/2 or HTTP/3 authority, else ``req.host``), each distinct authority parsed once:
+    mitmproxy's ``url.parse_authority`` checks the host's syntax through the ``idna`` codec at
+    every call, several µs a request."""
+    authority = req.host_header
+    return _host_of(authority) if authority else req.host
+
+
+@functools.lru_cache(maxsize=64)
+def _host_of(authority: str) -> str:
+    """The host of a ``Host`` header or authority as ``Request.pretty_host`` gives it."""
+    return url.parse_authority(authority, check=False)[0]
 
 
 def _write_answer(flow: http.HTTPFlow, state: FlowState, new: bytes, plain: bool) -> None:
@@ -465,7 +482,8 @@ class ToolVocab(Configurable):
         req = flow.request
         if req.method != "POST":
             return
-        if self.hosts is not None and not self.hosts.search(req.pretty_host):
+        host = pretty_host(req)
+        if self.hosts is not None and not self.hosts.search(host):
             return
         header = header_reader(req.headers)
         try:
@@ -479,7 +497,7 @@ class ToolVocab(Configurable):
             self._skip(flow, "request has no body")
             return
         result = pipeline.handle(
-            pipeline.Request(content, req.method, req.path, req.pretty_host, header), self.settings(), self.caches
+            pipeline.Request(content, req.method, req.path, host, header), self.settings(), self.caches
         )
         if result is None:
             return
@@ -535,7 +553,8 @@ class ToolVocab(Configurable):
             # No body by definition (RFC 9110 §15.3.5, §15.3.6, §9.3.2): a chunked framing
             # would put a stray "0\r\n\r\n" on the connection, read as the next response.
             return
-        ctype = resp.headers.get("content-type", "").lower()
+        header = header_reader(resp.headers)  # one walk over the fields for the names read here
+        ctype = (header("content-type") or "").lower()
         is_sse = "text/event-stream" in ctype
         if _AWS_EVENT_STREAM in ctype:
             # Bedrock's binary event-stream frames: not read (the request hook changed no name
@@ -546,7 +565,8 @@ class ToolVocab(Configurable):
             return
         if not is_sse and not state.wants_stream:
             return  # buffered; handled in response()
-        encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+        coding = header("content-encoding")
+        encoding = ("identity" if coding is None else coding).strip().lower()
         decoder = None
         if encoding not in ("", "identity"):
             # The request asked for identity (request()); an upstream that compresses anyway is
@@ -560,13 +580,14 @@ class ToolVocab(Configurable):
                 return self._pass_streaming(
                     resp, state, f"the streamed answer is {encoding}-encoded and cannot be read as it streams"
                 )
-            _changed_header(flow, "response", "content-encoding", resp.headers["content-encoding"])
+            _changed_header(flow, "response", "content-encoding", coding)
             del resp.headers["content-encoding"]
-        if "content-length" in resp.headers:
-            _changed_header(flow, "response", "content-length", resp.headers["content-length"])
+        length = header("content-length")
+        if length is not None:
+            _changed_header(flow, "response", "content-length", length)
             del resp.headers["content-length"]
             if flow.request.http_version == "HTTP/1.1":
-                _changed_header(flow, "response", "transfer-encoding", resp.headers.get("transfer-encoding"))
+                _changed_header(flow, "response", "transfer-encoding", header("transfer-encoding"))
                 resp.headers["transfer-encoding"] = "chunked"
         # A stream request answered with JSON (an error, or a server that ignored "stream") is
         # buffered inside the callable and rewritten whole at the end.

@@ -36,6 +36,9 @@ _RULES: tuple[tuple[str, str, str], ...] = (
 
 #: The header names (lower-case) :func:`identify_client` reads.
 HEADERS: tuple[str, ...] = tuple(dict.fromkeys(header for _, header, _ in _RULES))
+#: :data:`_RULES` with each regex compiled once (``re.search`` with a pattern string looks it up
+#: in ``re``'s cache at every call).
+_COMPILED = tuple((client, header, re.compile(pattern)) for client, header, pattern in _RULES)
 
 
 def client_headers(get: Callable[[str], str | None]) -> dict[str, str]:
@@ -58,9 +61,9 @@ def identify_client(headers: Mapping[str, str]) -> str:
     the answer is the same.
     """
     lower = {k.lower(): v for k, v in headers.items()}
-    for client, header, pattern in _RULES:
+    for client, header, pattern in _COMPILED:
         value = lower.get(header)
-        if value and re.search(pattern, value):
+        if value and pattern.search(value):
             return client
     return "unknown"
 
