@@ -22,6 +22,7 @@ from test_addon_hooks import make_flow
 from test_addon_hooks import replay
 from test_text_calls_dialects import NEGATIVE
 from test_text_calls_dialects import POSITIVE
+from test_text_calls_dialects import TOOLS
 
 from harness.dialects import Recorder
 from harness.fixtures import env  # noqa: F401  (pytest fixtures)
@@ -30,24 +31,9 @@ from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.openai_chat import DIALECT as CHAT
 from toolvocab.dialects.textcalls import may_hold_markup_json
-from toolvocab.engine.ladder import Toolset
-from toolvocab.engine.models import DeclaredTool
 from toolvocab.engine.plan import Plan
 from toolvocab.engine.wrapped import MARKUP_OPENERS
 
-SCHEMA_READ = {
-    "type": "object",
-    "properties": {"path": {"type": "string"}},
-    "required": ["path"],
-    "additionalProperties": False,
-}
-SCHEMA_SQUARE = {"type": "object", "properties": {"input_num": {"type": "integer"}}, "required": ["input_num"]}
-TOOLS = Toolset(
-    [
-        DeclaredTool(name="read_file", input_schema=SCHEMA_READ),
-        DeclaredTool(name="square_the_number", input_schema=SCHEMA_SQUARE),
-    ]
-)
 #: ``read_file`` goes upstream as ``read_file_up``: that name in an answer is given back.
 PLAN = Plan(rename_map={"read_file": "read_file_up"})
 OPENERS = [opener for opener, _ in MARKUP_OPENERS]
@@ -227,9 +213,11 @@ def test_an_answer_with_nothing_to_change_is_not_read(raw: bytes) -> None:
     assert outcome(dialect, raw) == (False, False)
 
 
-def test_the_response_hook_reads_no_answer_without_a_call(env, monkeypatch) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["json-request", "stream-request-json-answer"])
+def test_the_response_hook_reads_no_answer_without_a_call(env, monkeypatch, stream: bool) -> None:
     """Through the addon: an answer of text is passed as sent without ``rewrite_response``; an
-    answer with a call (the same flow otherwise) is read and repaired."""
+    answer with a call (the same flow otherwise) is read and repaired. A request for a stream
+    answered with JSON (read whole inside the stream callable) alike."""
     calls: list[bytes] = []
     real = type(ANTHROPIC).rewrite_response
 
@@ -239,7 +227,7 @@ def test_the_response_hook_reads_no_answer_without_a_call(env, monkeypatch) -> N
 
     monkeypatch.setattr(type(ANTHROPIC), "rewrite_response", counted)
     body = fixture_json("request-claude-code.json")
-    body["stream"] = False
+    body["stream"] = stream
     text = b'{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn"}'
     call = text.replace(
         b'{"type":"text","text":"Done."}',

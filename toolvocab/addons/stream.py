@@ -606,6 +606,8 @@ class StreamCallable:
         if not isinstance(parsed, dict):
             self.state.record.notes.append("answer body is not a JSON object; passed through")
             return whole
+        if not self.state.dialect.answer_may_change(body):
+            return whole  # no call, no markup: nothing in it to change (Dialect.answer_may_change)
         before = len(self.state.record.decisions)
         try:
             if self.state.dialect.rewrite_response(parsed, self.state.context) and not self.observe:
