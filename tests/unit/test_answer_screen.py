@@ -239,3 +239,62 @@ def test_the_response_hook_reads_no_answer_without_a_call(env, monkeypatch, stre
     repaired = replay(env, make_flow(body, upstream=call, resp_type="application/json"))
     assert len(calls) == 1
     assert orjson.loads(repaired.out)["content"][0]["name"] == "Bash"
+
+
+#: Answers a strict reader refuses, or that a byte order mark or a repeated key keeps from being
+#: written back as read; each opens an object (the stream callable reads a body that opens
+#: otherwise as an event stream, not as JSON).
+ODD_ANSWERS = [
+    b'{"a": NaN}',
+    b'{"type": "message", "content": [}',
+    b"\xef\xbb\xbf"
+    + orjson.dumps(
+        {
+            "type": "message",
+            "content": [{"type": "tool_use", "id": "t1", "name": "shell", "input": {"command": ["ls"]}}],
+        }
+    ),
+    b'{"type":"message","type":"message","content":[{"type":"tool_use","id":"t1","name":"shell","input":{"command":["ls"]}}]}',
+    b'{"content":[{"type":"tool_use","id":"t1","name":"read_file_up","input":{}}],"content":[]}',
+]
+
+
+def _seen(result: Any) -> tuple[bytes, list[tuple[Any, ...]], list[str], Any]:
+    record = result.record
+    decisions = [(d["name"], d.get("target"), d["action"], d.get("arguments_after")) for d in record["decisions"]]
+    return result.out, decisions, record["notes"], record.get("response_changed")
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(
+    answer=ANTHROPIC_ANSWERS.map(lambda a: ("json", a)) | st.sampled_from(ODD_ANSWERS).map(lambda raw: ("raw", raw)),
+    writer=st.sampled_from(sorted(WRITERS)),
+    seed=st.integers(0, 2**16),
+    repeated=st.booleans(),
+    mode=st.sampled_from(["auto", "observe"]),
+)
+def test_a_stream_request_answered_with_json_is_read_as_a_buffered_answer(
+    env, answer: tuple[str, Any], writer: str, seed: int, repeated: bool, mode: str
+) -> None:
+    """A request for a stream that the upstream answers with one JSON body (read whole inside
+    the stream callable) and the same request buffered: the client gets the same bytes and the
+    record the same decisions, notes and ``response_changed``, whatever the answer holds (a call
+    to repair, a name given back, markup, nothing), however it is written, when a strict reader
+    refuses it, when the request repeats a key (read whole only once the answer would change),
+    in ``auto`` and ``observe`` mode."""
+    kind, value = answer
+    raw = WRITERS[writer](value, random.Random(seed)) if kind == "json" else value
+    env.configure(toolvocab_mode=mode)
+    seen = []
+    for stream in (False, True):
+        body = fixture_json("request-claude-code.json")
+        body["stream"] = stream
+        content = orjson.dumps(body)
+        if repeated:
+            content = b'{"metadata":{},"metadata":{},' + content[1:]
+        flow = make_flow(content, upstream=raw, resp_type="application/json")
+        flow.id = "answer-read-once"  # a call without an id gets one made of the flow's
+        seen.append(_seen(replay(env, flow, seed=seed)))
+    assert seen[0] == seen[1]

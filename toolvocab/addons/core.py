@@ -27,6 +27,7 @@ from toolvocab.addons.options import check_deferred
 from toolvocab.addons.recording import OWN_COMMENTS
 from toolvocab.addons.recording import OWN_MARKERS
 from toolvocab.addons.recording import ToolVocabRecorder
+from toolvocab.addons.state import AnswerNotJSON
 from toolvocab.addons.state import FlowState
 from toolvocab.addons.state import hand_over
 from toolvocab.addons.state import take_over
@@ -657,38 +658,22 @@ class ToolVocab(Configurable):
             content, plain = lenient, True
         if not content:
             return
-        # a byte order mark in front (a client's JSON reader skips it, as its event-stream
-        # parser does): kept apart, and in front of what is written
-        bom, content = jsonio.split_bom(content)
         try:
-            # the keys are counted in the same read: "does the answer repeat a key" costs no walk
-            body, unique, _ = jsonio.loads_checked(content)
-        except ValueError:
-            if "text/event-stream" in resp.headers.get("content-type", "").lower() or content.lstrip()[:6] in (
+            # a byte order mark in front (a client's JSON reader skips it, as its event-stream
+            # parser does) is kept in front of what is written
+            new = state.rewrite_json(content, observe=state.shared_record.mode == "observe")
+        except AnswerNotJSON:
+            rest = jsonio.split_bom(content)[1]
+            if "text/event-stream" in resp.headers.get("content-type", "").lower() or rest.lstrip()[:6] in (
                 b"event:",
                 b"data: ",
             ):
-                self._rewrite_buffered_sse(flow, state, bom + content, plain)
+                self._rewrite_buffered_sse(flow, state, content, plain)
             else:
                 state.record.notes.append("answer body is not JSON; passed through")
             return
-        if not isinstance(body, dict):
-            state.record.notes.append("answer body is not a JSON object; passed through")
-            return
-        if not state.dialect.answer_may_change(content):
-            return  # no call, no markup: nothing in it to change (Dialect.answer_may_change)
-        before = len(state.shared_record.decisions)  # read: a shared record stays shared
-        if state.dialect.rewrite_response(body, state.context) and state.record.mode != "observe":
-            if not state.may_change():
-                return
-            new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
-            if new is None:
-                # the calls reached the client as the upstream sent them but for this flow's
-                # aliases: no decision of this answer's stands (the log line and counts say none)
-                new = state.unwritten(content, state.record.decisions[before:])
-                if new is None:
-                    return
-            _write_answer(flow, state, bom + new, plain)
+        if new is not None:
+            _write_answer(flow, state, new, plain)
 
     def _rewrite_buffered_sse(self, flow: http.HTTPFlow, state: FlowState, content: bytes, plain: bool) -> None:
         rewriter = state.rewriter()

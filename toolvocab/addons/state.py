@@ -17,6 +17,7 @@ from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.base import FrameRewriter
 from toolvocab.dialects.base import StreamRewriter
 from toolvocab.dialects.base import give_back_names
+from toolvocab.engine import jsonio
 from toolvocab.engine import vocabulary
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import resolve
@@ -34,6 +35,10 @@ from toolvocab.report import passed_note
 if TYPE_CHECKING:
     from toolvocab.addons.stream import DecodedStream
     from toolvocab.addons.stream import StreamCallable
+
+
+class AnswerNotJSON(ValueError):
+    """A JSON answer's bytes that a strict reader refuses (:meth:`FlowState.rewrite_json`)."""
 
 
 class _Unread:
@@ -283,6 +288,42 @@ class FlowState:
         gone = {id(d) for d in decisions}
         if gone:
             self.record.decisions = [d for d in self.record.decisions if id(d) not in gone]
+
+    def rewrite_json(self, whole: bytes, *, observe: bool) -> bytes | None:
+        """A whole JSON answer ``whole`` (a buffered one, or a stream request's answered with
+        JSON) as the client gets it: its new bytes (a byte order mark in front kept in front), or
+        ``None`` when it goes as the upstream sent it. The dialect reads it only when its bytes
+        can hold something to change (``Dialect.answer_may_change``); it is written only when
+        the request lets the answer change (:meth:`may_change`), not when ``observe`` (the flow
+        is handled in ``observe`` mode), and exactly (:func:`toolvocab.engine.jsonio.rewrite`;
+        else :meth:`unwritten`). The record says why when an answer holding a call goes as sent.
+        Raises :class:`AnswerNotJSON` when a strict reader
+        (:func:`toolvocab.engine.jsonio.loads_checked`) refuses ``whole``, noting nothing: the
+        caller says what it does with it instead."""
+        bom, content = jsonio.split_bom(whole)
+        try:
+            # the keys are counted in the same read: "does the answer repeat a key" costs no walk
+            body, unique, _ = jsonio.loads_checked(content)
+        except ValueError as exc:
+            raise AnswerNotJSON(str(exc)) from None
+        if not isinstance(body, dict):
+            self.record.notes.append("answer body is not a JSON object; passed through")
+            return None
+        if not self.dialect.answer_may_change(content):
+            return None  # no call, no markup: nothing in it to change
+        before = len(self.shared_record.decisions)  # read: a shared record stays shared
+        if not self.dialect.rewrite_response(body, self.context) or observe:
+            return None
+        if not self.may_change():
+            return None
+        new = jsonio.rewrite(content, body, unique_keys=True) if unique else None
+        if new is None:
+            # the calls reach the client as the upstream sent them but for this flow's
+            # aliases: no decision of this answer's stands (the log line and counts say none)
+            new = self.unwritten(content, self.record.decisions[before:])
+            if new is None:
+                return None
+        return bom + new
 
     def unwritten(self, content: bytes, decisions: Sequence[Decision]) -> bytes | None:
         """A JSON answer ``content`` whose rewrite (``decisions``) cannot be written back exactly

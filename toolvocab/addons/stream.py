@@ -16,6 +16,7 @@ from mitmproxy import http
 
 from toolvocab.addons.decoding import Codings
 from toolvocab.addons.decoding import DecodeError
+from toolvocab.addons.state import AnswerNotJSON
 from toolvocab.addons.state import FlowState
 from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import StreamRewriter
@@ -596,30 +597,13 @@ class StreamCallable:
         return out
 
     def _rewrite_json(self, whole: bytes) -> bytes:
-        bom, body = jsonio.split_bom(whole)  # a byte order mark stays in front
+        """A stream request's answer that came as one JSON body (:meth:`FlowState.rewrite_json`):
+        the bytes the client gets."""
         try:
-            # the keys are counted in the same read: "does the answer repeat a key" costs no walk
-            parsed, unique, _ = jsonio.loads_checked(body)
-        except ValueError:
+            new = self.state.rewrite_json(whole, observe=self.observe)
+        except AnswerNotJSON:
             self.state.record.notes.append("answer body is not JSON; passed through")
             return whole
-        if not isinstance(parsed, dict):
-            self.state.record.notes.append("answer body is not a JSON object; passed through")
-            return whole
-        if not self.state.dialect.answer_may_change(body):
-            return whole  # no call, no markup: nothing in it to change (Dialect.answer_may_change)
-        before = len(self.state.record.decisions)
-        try:
-            if self.state.dialect.rewrite_response(parsed, self.state.context) and not self.observe:
-                new = jsonio.rewrite(body, parsed, unique_keys=True) if unique else None
-                if new is None:
-                    # the calls reach the client as the upstream sent them but for this flow's
-                    # aliases: no decision stands
-                    new = self.state.unwritten(body, self.state.record.decisions[before:])
-                    if new is None:
-                        return whole
-                self.changed = True
-                return bom + new
         except Exception as exc:
             logger.exception("toolvocab: JSON rewrite failed; answer passed through")
             self.state.record.notes.append(
@@ -628,7 +612,11 @@ class StreamCallable:
                     "the client got the answer as the upstream sent it",
                 )
             )
-        return whole
+            return whole
+        if new is None:
+            return whole
+        self.changed = True
+        return new
 
 
 class KeptStream:
