@@ -11,6 +11,7 @@ import json
 import re
 
 import orjson
+from hypothesis import example
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.anthropic import AnthropicStream
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ids import anthropic_accepts_all
 from toolvocab.engine.ids import id_aliases
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
@@ -97,6 +99,27 @@ def test_aliases_are_valid_distinct_and_never_an_existing_id(ids):
         assert new not in ids
     assert len(set(got.values())) == len(got)
     assert all(i in got for i in ids if i and not PATTERN.match(i))
+
+
+#: Ids of Anthropic's class, some with one character from outside it or near its edge: every
+#: ASCII character, Unicode letters and digits a ``\w`` or ``str.isalnum`` would take,
+#: characters that case-fold into the class (the Kelvin sign, the long s), a lone surrogate.
+_CLASS = st.text(alphabet="abcxyzABCXYZ0189_-", max_size=5)
+_EDGE = st.sampled_from([chr(c) for c in range(128)] + ["é", "٣", "ß", "\u212a", "ſ", "\u0130", "\U0001f600", "\ud800"])
+EDGE_IDS = st.lists(_CLASS | st.builds(lambda a, c, b: a + c + b, _CLASS, _EDGE, _CLASS), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(EDGE_IDS)
+@example(["toolu_1", "functions.Bash:0"])
+@example(["ok", "\ud800"])
+@example(["", "\u212a"])
+def test_every_id_accepted_is_every_id_the_pattern_takes(ids):
+    """``anthropic_accepts_all`` (one check over the ids joined) says yes exactly when no id gets
+    an alias: each non-empty id matches Anthropic's ``^[a-zA-Z0-9_-]+$``."""
+    expected = all(not i or re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in ids)
+    assert anthropic_accepts_all(ids) is expected
+    assert anthropic_accepts_all(ids) is (id_aliases(ids) == {})
 
 
 # -- the request ------------------------------------------------------------------------------

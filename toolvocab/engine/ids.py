@@ -38,12 +38,18 @@ def anthropic_accepts(call_id: str) -> bool:
     return UPSTREAM_ID.fullmatch(call_id) is not None
 
 
+#: The characters of :data:`UPSTREAM_ID`'s class, as bytes (:func:`anthropic_accepts_all`).
+_UPSTREAM_ID_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+
+
 def anthropic_accepts_all(ids: Iterable[str]) -> bool:
     """True when :func:`id_aliases` of ``ids`` (strings) gives ``{}`` under Anthropic's rule:
-    every non-empty id matches :data:`UPSTREAM_ID`. One regex call: the pattern is one character
-    class repeated, so the ids joined match it exactly when each does."""
+    every non-empty id matches :data:`UPSTREAM_ID`. The pattern is one character class
+    repeated, so the ids joined match it exactly when each does: the joined text is ASCII and
+    deleting the class's characters from it leaves nothing (``bytes.translate``, a third of a
+    regex match's time on a long transcript's ids)."""
     joined = "".join(ids)
-    return not joined or UPSTREAM_ID.fullmatch(joined) is not None
+    return joined.isascii() and not joined.encode("ascii").translate(None, _UPSTREAM_ID_BYTES)
 
 
 def responses_accepts(call_id: str) -> bool:
