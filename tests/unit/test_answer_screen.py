@@ -256,6 +256,7 @@ ODD_ANSWERS = [
     ),
     b'{"type":"message","type":"message","content":[{"type":"tool_use","id":"t1","name":"shell","input":{"command":["ls"]}}]}',
     b'{"content":[{"type":"tool_use","id":"t1","name":"read_file_up","input":{}}],"content":[]}',
+    b'{"type":"message","type":"message","content":[{"type":"tool_use","id":"t1","name":"read","input":{"file_path":"/a"}}]}',
 ]
 
 
@@ -266,27 +267,30 @@ def _seen(result: Any) -> tuple[bytes, list[tuple[Any, ...]], list[str], Any]:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(
     answer=ANTHROPIC_ANSWERS.map(lambda a: ("json", a)) | st.sampled_from(ODD_ANSWERS).map(lambda raw: ("raw", raw)),
     writer=st.sampled_from(sorted(WRITERS)),
     seed=st.integers(0, 2**16),
     repeated=st.booleans(),
-    mode=st.sampled_from(["auto", "observe"]),
+    mode=st.sampled_from(["auto", "repair", "observe"]),
+    saving=st.booleans(),
 )
 def test_a_stream_request_answered_with_json_is_read_as_a_buffered_answer(
-    env, answer: tuple[str, Any], writer: str, seed: int, repeated: bool, mode: str
+    env, answer: tuple[str, Any], writer: str, seed: int, repeated: bool, mode: str, saving: bool
 ) -> None:
     """A request for a stream that the upstream answers with one JSON body (read whole inside
     the stream callable) and the same request buffered: the client gets the same bytes and the
     record the same decisions, notes and ``response_changed``, whatever the answer holds (a call
     to repair, a name given back, markup, nothing), however it is written, when a strict reader
     refuses it, when the request repeats a key (read whole only once the answer would change),
-    in ``auto`` and ``observe`` mode."""
+    in every mode, with something saving flows (the request read whole) or not (in ``repair``
+    mode, peeked: a repeated key is found only once the answer would change)."""
     kind, value = answer
     raw = WRITERS[writer](value, random.Random(seed)) if kind == "json" else value
     env.configure(toolvocab_mode=mode)
+    env.addon.recorder.saves_bodies = lambda: saving
     seen = []
     for stream in (False, True):
         body = fixture_json("request-claude-code.json")
@@ -294,7 +298,52 @@ def test_a_stream_request_answered_with_json_is_read_as_a_buffered_answer(
         content = orjson.dumps(body)
         if repeated:
             content = b'{"metadata":{},"metadata":{},' + content[1:]
+        # both read the same way: peeked first (a client whose last request was written is read
+        # whole at once, and a peeked request that repeats a key is refused only if its answer
+        # would change: the record of an answer that would not differs by design)
+        env.addon.caches.writes.clear()
         flow = make_flow(content, upstream=raw, resp_type="application/json")
         flow.id = "answer-read-once"  # a call without an id gets one made of the flow's
         seen.append(_seen(replay(env, flow, seed=seed)))
     assert seen[0] == seen[1]
+
+
+def test_a_refused_stream_request_answered_with_json_passes_the_rest_as_sent(env) -> None:
+    """A peeked request that repeats a key, for a stream the upstream answers with one JSON body
+    holding a call to repair, then an empty chunk (an empty HTTP/2 DATA frame) and more bytes:
+    the whole read refuses the change, so the record is the one a request left as sent gets, with
+    no note about the bytes after the empty chunk, and the client gets every byte as it came.
+    (``repair`` mode: in ``auto`` the prompt sentence has the request read whole at once.)"""
+    env.configure(toolvocab_mode="repair")
+    env.addon.recorder.saves_bodies = lambda: False  # plain mitmdump: the request is peeked
+    env.addon.caches.writes.clear()  # (a client whose last request was written is read whole)
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = True
+    content = b'{"metadata":{},"metadata":{},' + orjson.dumps(body)[1:]
+    answer = b'{"type":"message","content":[{"type":"tool_use","id":"t1","name":"read","input":{"file_path":"/a"}}]}'
+    got = replay(env, make_flow(content, upstream=answer, resp_type="application/json"), chunks=[answer, b"", b"\n"])
+    assert got.out == answer + b"\n"
+    assert got.record["skipped"] == "request body repeats a key; passed through"
+    assert got.record["notes"] == [] and got.record["decisions"] == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json-request", "stream-request-json-answer"])
+def test_a_peeked_request_repeating_a_key_is_refused_before_an_unwritable_answer(env, stream: bool) -> None:
+    """A peeked request that repeats a key, answered with a call to repair in an answer that
+    repeats a key too (so the repair could not be written back): the request's whole read comes
+    first, so the record is the one a request left as sent gets (no decision, no note, no
+    marker), for a buffered answer and for a stream request answered with JSON alike (the stream
+    callable said "could not be written back" instead, with a warning marker)."""
+    env.configure(toolvocab_mode="repair")
+    env.addon.recorder.saves_bodies = lambda: False  # plain mitmdump: the request is peeked
+    env.addon.caches.writes.clear()
+    body = fixture_json("request-claude-code.json")
+    body["stream"] = stream
+    content = b'{"metadata":{},"metadata":{},' + orjson.dumps(body)[1:]
+    answer = b'{"type":"message","type":"message","content":[{"type":"tool_use","id":"t1","name":"read","input":{"file_path":"/a"}}]}'
+    flow = make_flow(content, upstream=answer, resp_type="application/json")
+    got = replay(env, flow)
+    assert got.out == answer
+    assert got.record["skipped"] == "request body repeats a key; passed through"
+    assert got.record["notes"] == [] and got.record["decisions"] == []
+    assert flow.marked == ""

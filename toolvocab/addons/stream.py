@@ -569,6 +569,11 @@ class StreamCallable:
                 return []
             body = bytes(self.upstream)
             out = self._rewrite_json(body)
+            if self.state.refused is not None and not self.observe:
+                # the request's whole read refused a change (FlowState.rewrite_json asked it
+                # before writing): every later byte passes as it came, as _confirm leaves it
+                self._to(Phase.DRAINED)
+                self._cancel_timer()
             return [out] if out else []
         out = self.rewriter.feed(chunk) if chunk else self.rewriter.finish()
         return self._emit(out, chunk)
