@@ -29,6 +29,11 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
 * ``scaffold`` (:data:`SCAFFOLD`): the addon's script whole, its six addons and every hook, but a
   plain 200 KB or 2 MB flow doing in the repair addon's hooks only what ``plain`` does: the best a
   redesign of the plain flow's own path could reach with the rest of the product as it is;
+* ``inlined`` (``benchmarks/inlined.py``): the addon's script whole, with a plain flow the addon
+  peeks doing what the addon does for it (its record, marker, bytes: ``tests/unit/test_bench_inlined.py``)
+  in two functions, one per hook, reusing the plan its last such request got: the addon's plain
+  path in the fewest steps, so that ``addon / inlined`` is what the number of its steps costs and
+  ``inlined / plain`` what the work the product asks of a plain flow beyond ``plain`` costs;
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``;
 * with ``--before PATH``, ``before``: another addon script (an earlier checkout's);
 * with ``--ablate PARTS``, ``ablated``: the addon with some of its parts made free
@@ -784,19 +789,22 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     with tempfile.NamedTemporaryFile("w", suffix="_scaffold.py", delete=False) as fp:
         fp.write(SCAFFOLD.replace("__SCRIPT__", repr(os.path.abspath(args.script))))
     scripts["scaffold"] = fp.name
+    inlined_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inlined.py")
     if args.ablate:
         with tempfile.NamedTemporaryFile("w", suffix="_ablated.py", delete=False) as fp:
             fp.write(ABLATED.format(script=os.path.abspath(args.script), parts=tuple(args.ablate)))
         scripts["ablated"] = fp.name
     extra = (*(("before",) if args.before else ()), *(("ablated",) if args.ablate else ()))
-    names = (*PROXIES[:-1], "scaffold", *extra, "addon")
-    repairs = (*REPAIRS, "scaffold", *extra)
+    names = (*PROXIES[:-1], "scaffold", "inlined", *extra, "addon")
+    repairs = (*REPAIRS, "scaffold", "inlined", *extra)
     try:
         os.environ.setdefault("TOOLVOCAB_ROOT", str(procs.REPO))  # for the imports floor
         proxies["bare"] = procs.start_mitmdump(url, script=None, options={"flow_detail": "0"})
         for name in FLOORS:
             proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
         proxies["scaffold"] = procs.start_mitmdump(url, script=scripts["scaffold"], options={"flow_detail": "0"})
+        os.environ["TOOLVOCAB_SCRIPT"] = os.path.abspath(args.script)  # the script inlined.py wraps
+        proxies["inlined"] = procs.start_mitmdump(url, script=inlined_script, options={"flow_detail": "0"})
         if args.before:
             proxies["before"] = procs.start_mitmdump(url, script=args.before, options={"flow_detail": "0"})
         if args.ablate:
@@ -869,7 +877,8 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         "orjson loaded, imports = "
         "typed + the addon's imports; each streams event streams, "
         "searching each chunk for the tool-call marker; scaffold = the addon's script whole, its plain flows "
-        "doing only what plain does"
+        "doing only what plain does; inlined = the addon's script whole, its plain flows doing what the addon "
+        "does in two functions (benchmarks/inlined.py)"
     )
     print(
         f"{'figure':38s}"
@@ -920,9 +929,10 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
     for key in ("small", "big", "ttfb"):
         ratios[key + "_plain"] = med["plain"][key] / med["bare"][key]
     for key in ("small", "big"):
-        ratios[key + "_scaffold"] = med["scaffold"][key] / med["bare"][key]
+        for name in ("scaffold", "inlined"):
+            ratios[f"{key}_{name}"] = med[name][key] / med["bare"][key]
         bare_cpu = cpu["bare"][key][0] / cpu["bare"][key][1]
-        for name in ("plain", "scaffold"):
+        for name in ("plain", "scaffold", "inlined"):
             ratios[f"{key}_cpu_{name}"] = cpu[name][key][0] / cpu[name][key][1] / bare_cpu
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
     for k in names:
@@ -1069,6 +1079,7 @@ def main() -> int:
                 + (f", rules floor {ratios['repair_rules']:.2f}x" if key == "repair" else "")
                 + (f", plain floor {ratios[key + '_plain']:.2f}x" if key + "_plain" in ratios else "")
                 + (f", scaffold {ratios[key + '_scaffold']:.2f}x" if key + "_scaffold" in ratios else "")
+                + (f", inlined {ratios[key + '_inlined']:.2f}x" if key + "_inlined" in ratios else "")
                 + (f", ablated {ratios[key + '_ablated']:.2f}x)" if args.ablate else ")")
                 for key, label in (
                     ("small", "200 KB latency"),

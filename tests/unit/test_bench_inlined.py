@@ -1,0 +1,93 @@
+"""``benchmarks/inlined.py`` does what the addon does for the flows it takes the fast way: the
+same record, marker, comment, request and answer bytes (a column of ``request.py`` that differed
+would measure less work than the addon's, or the addon itself without saying so)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from mitmproxy import http
+from mitmproxy.test import taddons
+
+_BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+_ADDON = str(_BENCH.parent / "addon" / "toolvocab.py")
+_INLINED = str(_BENCH / "inlined.py")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(_BENCH))
+    try:
+        import request  # benchmarks/request.py
+
+        yield request
+    finally:
+        sys.path.remove(str(_BENCH))
+
+
+def _answer(body: bytes, ctype: str = "application/json") -> http.Response:
+    resp = http.Response.make(200, body, {"content-type": ctype})
+    resp.timestamp_start, resp.timestamp_end = 946681200.5, 946681200.75  # the timings compared too
+    return resp
+
+
+def _run(script: str, bench, flows: list[tuple[bytes, bytes, str]]) -> tuple[list[tuple], object]:
+    """Each (request body, answer, mode) through ``script``'s hooks in one process; what each
+    flow ended with, and the script's module."""
+    out = []
+    with taddons.context() as tctx:
+        module = tctx.script(script)
+        core = next(a for a in module.addons if type(a).__name__ == "ToolVocab")
+        core.recorder.saves_bodies = lambda: False  # as in plain mitmdump: nothing saves or shows flows
+        hooks = [getattr(a, name) for name in ("requestheaders", "request") for a in module.addons if hasattr(a, name)]
+        answer_hooks = [
+            getattr(a, name) for name in ("responseheaders", "response") for a in module.addons if hasattr(a, name)
+        ]
+        for body, answer, mode in flows:
+            tctx.configure(core, toolvocab_mode=mode)
+            f = bench.request_flow(body)
+            for hook in hooks:
+                hook(f)
+            sent = (f.request.content, tuple(f.request.headers.fields))
+            f.response = _answer(answer)
+            for hook in answer_hooks:
+                hook(f)
+            out.append((f.metadata.get("toolvocab"), f.marked, f.comment, sent, f.response.content))
+        return out, module
+
+
+def test_the_inlined_column_gives_every_flow_what_the_addon_gives(bench) -> None:
+    plain = bench.transcript(200_000)
+    spaced = bench.transcript(200_000, spaced=True)
+    unmentioned = bench.transcript(200_000, mention_all=False)  # auto adds the sentence: written
+    repeats = b'{"x":1,"x":2,' + plain[1:]  # peeked alike; the strict read refuses it at a change
+    flows = [
+        (plain, bench.ANSWER, "auto"),
+        (plain, bench.ANSWER, "auto"),  # the fast way from here
+        (plain, bench.REPAIR_ANSWER, "auto"),  # the request the fast way, the answer the addon's
+        (plain, bench.ANSWER, "auto"),
+        (repeats, bench.REPAIR_ANSWER, "auto"),  # left as sent: the request repeats a key
+        (plain, b"[1, 2]", "auto"),  # not an object: the addon's answer hook notes it
+        (plain, b"not json", "auto"),
+        (spaced, bench.ANSWER, "auto"),  # other planning inputs? the same tools and prompt: fast
+        (plain, bench.ANSWER, "repair"),  # another mode: the addon's hook, then fast
+        (plain, bench.ANSWER, "repair"),
+        (unmentioned, bench.ANSWER, "auto"),  # written: the client's next request is read whole
+        (plain, bench.ANSWER, "auto"),
+        (plain, bench.ANSWER, "observe"),
+    ]
+    addon, _ = _run(_ADDON, bench, flows)
+    inlined, module = _run(_INLINED, bench, flows)
+    for i, (want, got) in enumerate(zip(addon, inlined, strict=True)):
+        assert got == want, f"flow {i}: {flows[i][1][:40]!r} in {flows[i][2]}"
+    # the fast way was taken, for requests and for answers, else this compared the addon with itself
+    assert module.taken["request"] >= 5, module.taken
+    assert module.taken["response"] >= 3, module.taken
+    # and what the flows got is what each kind should get
+    assert addon[2][0]["calls_repaired"] == 1 and b'"Bash"' in addon[2][4]
+    assert addon[4][0]["skipped"] == "request body repeats a key; passed through"
+    assert addon[4][4] == bench.REPAIR_ANSWER
+    assert addon[5][0]["notes"] == ["answer body is not a JSON object; passed through"]
+    assert addon[10][0]["request_changed"] is True
