@@ -22,9 +22,11 @@ and not a replay, no ``toolvocab_hosts``, nothing saving or showing flows, no
 reads with no ``role: "system"`` message of blocks and only replayed ids the upstream takes; and
 for the answer, a buffered 2xx JSON object with no ``content-encoding`` that the dialect's screen
 rules out (``answer_may_change``), the record still the shared one and quiet.
-"""
 
-from __future__ import annotations
+``TOOLVOCAB_INLINED_DROP`` (comma-separated names of :data:`DROPS`) leaves parts of that work
+out: the column then does less than the addon (``request.py --drop``), and shows what a goal
+would need the product to stop doing.
+"""
 
 import os
 import runpy
@@ -60,6 +62,44 @@ _UNSET = msgspec.UNSET
 #: the headers a request's client and platform are read from
 _READ_HEADERS = ("user-agent", *_CLIENT_HEADERS)
 
+#: The parts of a plain flow's work ``TOOLVOCAB_INLINED_DROP`` may leave out.
+DROPS = {
+    "ids": "the peek reads only the calls' names: no replayed id checked, no message's role read",
+    "headers": "no signature check, and the client's headers not read (but the user agent)",
+    "answer": "the answer only screened, not read strictly (no note for one that is not a JSON object)",
+    "finish": "the finish leaves the record the request hook stored (no status, timings, marker or storable check)",
+}
+_DROP = frozenset(part for part in os.environ.get("TOOLVOCAB_INLINED_DROP", "").split(",") if part)
+if _DROP - set(DROPS):
+    raise ValueError(
+        f"TOOLVOCAB_INLINED_DROP: unknown part(s) {sorted(_DROP - set(DROPS))}; the parts are {list(DROPS)}"
+    )
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: Any = _UNSET
+    name: Any = _UNSET
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: str | list[_Block] | msgspec.UnsetType = _UNSET
+
+
+class _Narrow(msgspec.Struct, gc=False):
+    """``_anthropic._Request`` without the messages' roles and the blocks' ids (``ids`` dropped)."""
+
+    model: Any = _UNSET
+    stream: Any = _UNSET
+    system: Any = _UNSET
+    messages: list[_Message] | msgspec.UnsetType = _UNSET
+    tools: msgspec.Raw | msgspec.UnsetType = _UNSET
+    stop_sequences: Any = _UNSET
+    tool_choice: Any = _UNSET
+
+
+if "ids" in _DROP:
+    _PEEK = msgspec.json.Decoder(_Narrow)
+
 #: the last request the addon's own hook peeked: its planning inputs and what it made of them
 _last: dict[str, Any] = {"key": None, "made": None}
 #: flows whose request took the fast way, until their answer
@@ -78,7 +118,9 @@ def _inputs(body: Any, path: str, host: str, header: Any, signed: str | None) ->
     texts = content_texts(None if system is _UNSET else system)
     names: list[str] = []
     ids: list[str] = []
-    for message in body.messages:
+    if "ids" in _DROP:
+        names = [b.name for m in body.messages if type(m.content) is list for b in m.content if b.type == "tool_use"]
+    for message in () if "ids" in _DROP else body.messages:
         blocks = message.content
         if type(blocks) is not list:
             if type(blocks) is str and message.role == "system":
@@ -108,7 +150,7 @@ def _inputs(body: Any, path: str, host: str, header: Any, signed: str | None) ->
         signed,
         _core.mode,
         id(_core.profiles),
-        tuple(header(name) for name in _READ_HEADERS),
+        header("user-agent") if "headers" in _DROP else tuple(header(name) for name in _READ_HEADERS),
     )
 
 
@@ -131,7 +173,7 @@ def _read(flow: Any) -> tuple[Any, ...] | None:
         return None
     content, path = req.raw_content, req.path
     host = _core_module.pretty_host(req)
-    signed = pipeline.signature(pipeline.Request(content, "POST", path, host, header))
+    signed = None if "headers" in _DROP else pipeline.signature(pipeline.Request(content, "POST", path, host, header))
     if (host, path_only(path), header("user-agent")) in core.caches.writes:
         return None
     try:
@@ -177,7 +219,9 @@ def _request_fast(flow: Any) -> bool:
     return True
 
 
-def request(flow: Any) -> None:
+# (module-level names that are not mitmproxy's hook names: mitmproxy calls a script module's own
+# ``request`` and ``response`` as hooks too, and each flow would be handled twice)
+def _request_hook(flow: Any) -> None:
     """The fast way when it applies; else the addon's hook, and what it made of a peeked request kept."""
     if _request_fast(flow):
         _fast.add(flow.id)
@@ -214,14 +258,19 @@ def _response_fast(flow: Any) -> bool:
     content = jsonio.split_bom(resp.raw_content)[1]
     if not content or _DIALECT.answer_may_change(content):
         return False
-    try:
-        answer, _, _ = jsonio.loads_checked(content)
-    except ValueError:
-        return False
+    if "answer" in _DROP:
+        answer = {} if content[:1] == b"{" else None
+    else:
+        try:
+            answer, _, _ = jsonio.loads_checked(content)
+        except ValueError:
+            return False
     recorder = _core.recorder
     if not isinstance(answer, dict) or not recorder._quiet(state.shared_record):
         return False
     del _core._states[flow.id]
+    if "finish" in _DROP:
+        return True
     dumped = orjson.loads(state.record_json)
     dumped.update(_recording._timings(flow))
     flow.metadata[METADATA_KEY] = dumped
@@ -230,7 +279,7 @@ def _response_fast(flow: Any) -> bool:
     return True
 
 
-def response(flow: Any) -> None:
+def _response_hook(flow: Any) -> None:
     """The fast way for a fast flow's answer when it applies; else the addon's hook."""
     if flow.id in _fast:
         _fast.discard(flow.id)
@@ -240,4 +289,25 @@ def response(flow: Any) -> None:
     _addon_response(flow)
 
 
-_core.request, _core.response = request, response
+_core.request, _core.response = _request_hook, _response_hook
+
+
+class _Counts:
+    """At mitmdump's shutdown, :data:`taken` and how many requests came, as JSON, to the file
+    ``TOOLVOCAB_INLINED_COUNTS`` names (``request.py`` prints it: a column whose flows never took
+    the fast way measured the addon)."""
+
+    def __init__(self) -> None:
+        self.path = os.environ.get("TOOLVOCAB_INLINED_COUNTS")
+        self.requests = 0
+
+    def request(self, flow: Any) -> None:
+        self.requests += 1
+
+    def done(self) -> None:
+        if self.path:
+            with open(self.path, "w") as fp:
+                fp.write(orjson.dumps({**taken, "requests": self.requests}).decode())
+
+
+addons = [*addons, _Counts()]

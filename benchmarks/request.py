@@ -2,6 +2,7 @@
 
     uv run --extra test python benchmarks/request.py [--runs 9] [--requests 20] [--ttfb-requests 5]
                                                       [--script PATH] [--before PATH] [--ablate PARTS]
+                                                      [--drop PARTS]
                                                       [--skip-proxies | --skip-in-process]
 
 A raw asyncio upstream (a process of its own) on 127.0.0.1 reads each POST body and answers a
@@ -34,6 +35,8 @@ Real ``mitmdump`` processes run side by side in reverse mode in front of it (:da
   in two functions, one per hook, reusing the plan its last such request got: the addon's plain
   path in the fewest steps, so that ``addon / inlined`` is what the number of its steps costs and
   ``inlined / plain`` what the work the product asks of a plain flow beyond ``plain`` costs;
+* with ``--drop PARTS``, ``dropped``: ``inlined`` with those parts of a plain flow's work left
+  out (``inlined.DROPS``): what a figure would be if the product stopped doing them;
 * ``addon``: ``mitmdump -s addon/toolvocab.py`` (or ``--script``), mode ``auto``;
 * with ``--before PATH``, ``before``: another addon script (an earlier checkout's);
 * with ``--ablate PARTS``, ``ablated``: the addon with some of its parts made free
@@ -720,6 +723,10 @@ def _response(flow):
 _core.request, _core.responseheaders, _core.response = _request, _responseheaders, _response""",
 )
 
+#: The parts of a plain flow's work ``--drop`` may leave out (``benchmarks/inlined.py``'s ``DROPS``,
+#: read from its text: importing it would load the addon).
+_DROPS = ("ids", "headers", "answer", "finish")
+
 #: The columns, in order: bare mitmdump, the floors, the addon.
 PROXIES = ("bare", *FLOORS, "addon")
 #: The proxies whose client gets the repaired answer.
@@ -790,11 +797,17 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         fp.write(SCAFFOLD.replace("__SCRIPT__", repr(os.path.abspath(args.script))))
     scripts["scaffold"] = fp.name
     inlined_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inlined.py")
+    # what inlined.py writes at its process's end: how many flows took its fast way
+    counts = {name: os.path.join(tempfile.mkdtemp(), "counts.json") for name in ("inlined", "dropped")}
     if args.ablate:
         with tempfile.NamedTemporaryFile("w", suffix="_ablated.py", delete=False) as fp:
             fp.write(ABLATED.format(script=os.path.abspath(args.script), parts=tuple(args.ablate)))
         scripts["ablated"] = fp.name
-    extra = (*(("before",) if args.before else ()), *(("ablated",) if args.ablate else ()))
+    extra = (
+        *(("before",) if args.before else ()),
+        *(("ablated",) if args.ablate else ()),
+        *(("dropped",) if args.drop else ()),
+    )
     names = (*PROXIES[:-1], "scaffold", "inlined", *extra, "addon")
     repairs = (*REPAIRS, "scaffold", "inlined", *extra)
     try:
@@ -804,11 +817,20 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
             proxies[name] = procs.start_mitmdump(url, script=scripts[name], options={"flow_detail": "0"})
         proxies["scaffold"] = procs.start_mitmdump(url, script=scripts["scaffold"], options={"flow_detail": "0"})
         os.environ["TOOLVOCAB_SCRIPT"] = os.path.abspath(args.script)  # the script inlined.py wraps
+        os.environ["TOOLVOCAB_INLINED_COUNTS"] = counts["inlined"]  # read as the process starts
         proxies["inlined"] = procs.start_mitmdump(url, script=inlined_script, options={"flow_detail": "0"})
         if args.before:
             proxies["before"] = procs.start_mitmdump(url, script=args.before, options={"flow_detail": "0"})
         if args.ablate:
             proxies["ablated"] = procs.start_mitmdump(url, script=scripts["ablated"], options={"flow_detail": "0"})
+        if args.drop:
+            os.environ["TOOLVOCAB_INLINED_DROP"] = ",".join(args.drop)
+            os.environ["TOOLVOCAB_INLINED_COUNTS"] = counts["dropped"]
+            try:
+                proxies["dropped"] = procs.start_mitmdump(url, script=inlined_script, options={"flow_detail": "0"})
+            finally:
+                del os.environ["TOOLVOCAB_INLINED_DROP"]
+        del os.environ["TOOLVOCAB_INLINED_COUNTS"]
         proxies["addon"] = procs.start_mitmdump(url, script=args.script, options={"flow_detail": "0"})
         # bare mitmdump buffers a whole answer: its time to first byte is taken with streaming on
         streaming = procs.start_mitmdump(url, script=None, options={"flow_detail": "0", "stream_large_bodies": "1"})
@@ -886,6 +908,7 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         + "  addon/bare  floor/bare  addon/floor"
         + ("  addon/before" if args.before else "")
         + ("  ablated/bare" if args.ablate else "")
+        + ("  dropped/bare" if args.drop else "")
         + "  (floor: typed, but repair and libraries where marked)"
     )
     rows = [
@@ -915,12 +938,15 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         ratios[key + "_floor"] = floor / bare
         if args.ablate:
             ratios[key + "_ablated"] = values[names.index("ablated")] / bare
+        if args.drop:
+            ratios[key + "_dropped"] = values[names.index("dropped")] / bare
         print(
             f"{label:38s}"
             + "".join(f"{v * 1e3:10.2f}" if unit == "ms" else f"{v:10.1f}" for v in values)
             + f"  {addon / bare:9.2f}x  {floor / bare:9.2f}x  {addon / floor:10.2f}x"
             + (f"  {addon / values[names.index('before')]:11.2f}x" if args.before else "")
             + (f"  {values[names.index('ablated')] / bare:11.2f}x" if args.ablate else "")
+            + (f"  {values[names.index('dropped')] / bare:11.2f}x" if args.drop else "")
             + f"  ({unit}"
             + ("" if floor_name == "typed" else f"; floor: {floor_name}")
             + ")"
@@ -935,6 +961,13 @@ def through_proxies(args: argparse.Namespace, small: bytes, big: bytes, small_st
         for name in ("plain", "scaffold", "inlined"):
             ratios[f"{key}_cpu_{name}"] = cpu[name][key][0] / cpu[name][key][1] / bare_cpu
     print("* bare: plain mitmdump with stream_large_bodies=1 (it buffers whole answers otherwise)")
+    for name, path in counts.items():
+        if os.path.exists(path):
+            with open(path) as fp:
+                n = json.load(fp)
+            os.unlink(path)
+            print(f"{name}: the fast way for {n['request']} of {n['requests']} requests and {n['response']} answers")
+        os.rmdir(os.path.dirname(path))
     for k in names:
         print(
             f"RSS {k}: {rss_start[k]:.1f} MiB after warm-up, {rss_end[k]:.1f} MiB after {flows} flows "
@@ -1054,12 +1087,22 @@ def main() -> int:
         help="comma-separated parts of the addon (" + ", ".join(ABLATIONS) + ") that a column 'ablated' makes "
         "free, measured in the same runs: what a figure would be if those parts cost nothing",
     )
+    parser.add_argument(
+        "--drop",
+        metavar="PARTS",
+        type=lambda text: [part for part in text.split(",") if part],
+        help="comma-separated parts of a plain flow's work (" + ", ".join(_DROPS) + ") that a column 'dropped' "
+        "(the column inlined, benchmarks/inlined.py) leaves out: what a figure would be without them",
+    )
     parser.add_argument("--skip-proxies", action="store_true", help="only the in-process figures")
     parser.add_argument("--skip-in-process", action="store_true", help="only the figures through mitmdump")
     args = parser.parse_args()
     unknown = sorted(set(args.ablate or ()) - set(ABLATIONS))
     if unknown:
         parser.error(f"--ablate: unknown part(s) {', '.join(unknown)}; the parts are {', '.join(ABLATIONS)}")
+    unknown = sorted(set(args.drop or ()) - set(_DROPS))
+    if unknown:
+        parser.error(f"--drop: unknown part(s) {', '.join(unknown)}; the parts are {', '.join(_DROPS)}")
 
     compile_bytecode()
     small = transcript(200_000)
@@ -1080,7 +1123,9 @@ def main() -> int:
                 + (f", plain floor {ratios[key + '_plain']:.2f}x" if key + "_plain" in ratios else "")
                 + (f", scaffold {ratios[key + '_scaffold']:.2f}x" if key + "_scaffold" in ratios else "")
                 + (f", inlined {ratios[key + '_inlined']:.2f}x" if key + "_inlined" in ratios else "")
-                + (f", ablated {ratios[key + '_ablated']:.2f}x)" if args.ablate else ")")
+                + (f", ablated {ratios[key + '_ablated']:.2f}x" if args.ablate else "")
+                + (f", dropped {ratios[key + '_dropped']:.2f}x" if args.drop else "")
+                + ")"
                 for key, label in (
                     ("small", "200 KB latency"),
                     ("small_cpu", "CPU"),

@@ -91,3 +91,18 @@ def test_the_inlined_column_gives_every_flow_what_the_addon_gives(bench) -> None
     assert addon[4][4] == bench.REPAIR_ANSWER
     assert addon[5][0]["notes"] == ["answer body is not a JSON object; passed through"]
     assert addon[10][0]["request_changed"] is True
+
+
+def test_the_dropped_column_leaves_out_only_what_it_names(bench, monkeypatch) -> None:
+    """``--drop``'s parts are the script's, and with every one left out the plain flows still take
+    the fast way and get the addon's bytes (what differs is the record: no timings, no marker)."""
+    monkeypatch.setenv("TOOLVOCAB_INLINED_DROP", ",".join(bench._DROPS))
+    plain = bench.transcript(200_000)
+    flows = [(plain, bench.ANSWER, "auto")] * 3 + [(plain, bench.REPAIR_ANSWER, "auto")]
+    addon, _ = _run(_ADDON, bench, flows)
+    dropped, module = _run(_INLINED, bench, flows)
+    assert tuple(module.DROPS) == bench._DROPS
+    assert module.taken == {"request": 3, "response": 2}
+    assert [flow[3:] for flow in dropped] == [flow[3:] for flow in addon]
+    assert addon[1][0]["ttfb_ms"] == 500.0 and dropped[1][0]["ttfb_ms"] is None  # the finish left out
+    assert dropped[3][0] == addon[3][0]  # a repaired answer is the addon's hook's
