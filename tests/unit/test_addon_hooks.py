@@ -2295,3 +2295,38 @@ def test_a_json_answer_clients_read_differently_goes_as_it_came(env, header, enc
     assert f.response.headers["content-encoding"] == header
     if r.out != upstream:  # mitmproxy 12 reads one itself (the first member, as httpx does)
         assert header == "gzip" and orjson.loads(encoding.decode(r.out, header))["content"][1]["name"] == "Bash"
+
+
+def test_the_rest_of_an_event_an_empty_chunk_cuts_goes_as_it_came(env):
+    """An empty HTTP/2 DATA frame between two ``data:`` lines of one event (here two JSON
+    objects, which no client reads as one): the event's first line went out at the early end,
+    so its second goes as it came too, though it reads as an event of its own; the names are
+    given back in the events read whole after it. (Was: the name given back in the second line
+    alone.)"""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files.read", GRAMMARS["anthropic"], {"files.read"})
+
+    def start(index: int) -> bytes:
+        block = {"type": "tool_use", "id": f"toolu_{index}", "name": upstream_name, "input": {}}
+        return orjson.dumps({"type": "content_block_start", "index": index, "content_block": block})
+
+    message_start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant"}}
+    head = b"event: message_start\ndata: %s\n\n" % orjson.dumps(message_start)
+    cut_event = b'event: content_block_start\ndata: {"type":"ping"}\ndata: %s\n\n' % start(0)
+    rest = b"".join(
+        b"event: %s\ndata: %s\n\n" % (kind, data)
+        for kind, data in (
+            (b"content_block_stop", b'{"type":"content_block_stop","index":0}'),
+            (b"content_block_start", start(1)),
+            (b"content_block_stop", b'{"type":"content_block_stop","index":1}'),
+            (b"message_stop", b'{"type":"message_stop"}'),
+        )
+    )
+    body = head + cut_event + rest
+    cut = len(head) + cut_event.index(b'\ndata: {"type":"content_block_start"') + 1
+    f = make_flow(_files_read_request(), upstream=body)
+    out = asyncio.run(_drive_parts(env, f, [body[:cut], b"", body[cut:], b""]))
+    assert upstream_name.encode() in f.request.content  # the upstream got the alias
+    assert out == head + cut_event + rest.replace(upstream_name.encode(), b"files.read")

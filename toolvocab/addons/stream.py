@@ -22,6 +22,7 @@ from toolvocab.dialects.base import NAMED_BACK
 from toolvocab.dialects.base import StreamRewriter
 from toolvocab.dialects.base import names_given_back
 from toolvocab.dialects.sse import RepeatedKey
+from toolvocab.dialects.sse import SSEParser
 from toolvocab.dialects.sse import Unreadable
 from toolvocab.engine import jsonio
 from toolvocab.engine.record import FlowRecord
@@ -129,6 +130,9 @@ class StreamCallable:
         self._after_end: StreamRewriter | None = None  # reads what comes after an early end
         self._reads_after_end = False  # bytes after an early end go through _names_back()
         self._ended_early = False  # an empty chunk ended the rewrite, and bytes came after it
+        #: the event-stream block an empty chunk cut (its first part went out as it came), fed
+        #: until its end: the rest of it goes as it came too (:meth:`_end_cut`)
+        self._cut: SSEParser | None = None
         self._scan_tail = b""  # the last bytes sent, for an alias cut between two pieces
         self._leaked: set[bytes] = set()  # this flow's aliases the client got after an early end
         self.phase = Phase.SNIFFING
@@ -175,6 +179,9 @@ class StreamCallable:
             return out
         consumed = self._consumed()
         self._fed = chunk  # what the rewriter is given in this call (_call widens it when sniffing)
+        # an empty chunk mid-stream: the block it cuts goes out as it came (the rewriter's end)
+        unterminated = getattr(self.rewriter, "unterminated", None)
+        cut = unterminated() if not chunk and self.phase is Phase.STREAMING and unterminated is not None else b""
         try:
             out = self._call(chunk)
         except Exception as exc:  # G2: an exception would drop this chunk
@@ -204,6 +211,9 @@ class StreamCallable:
             if self.phase is not Phase.PASSING and self._aliases:
                 # the end, or an empty DATA frame: an alias cut there ends after it
                 self._scan_tail = b"".join(out)[-self._aliases[0] :]
+            if self.phase is Phase.STREAMING and cut.strip():
+                self._cut = SSEParser()
+                self._cut.feed_raw(cut)
             self._to(Phase.DONE if self.phase is Phase.PASSING else Phase.ENDED)
             self._cancel_timer()
         elif self.hold_timeout > 0:
@@ -266,8 +276,14 @@ class StreamCallable:
         return None if given is None or given else rewriter  # a new rewriter holds nothing
 
     def _after(self, chunk: bytes) -> list[bytes]:
-        """A chunk after the rewrite ended: through :meth:`_names_back`'s rewriter when there is
-        one (``b""``: its end; a later byte starts another), else as it came."""
+        """A chunk after the rewrite ended: the rest of a block the empty chunk cut as it came
+        (:meth:`_end_cut`); the rest through :meth:`_names_back`'s rewriter when there is one
+        (``b""``: its end; a later byte starts another), else as it came."""
+        if self._cut is not None and chunk:
+            head, chunk = self._end_cut(chunk)
+            if not chunk:
+                return [head]
+            return self._one_piece([head, *self._after(chunk)])
         rewriter = self._after_end
         if rewriter is None and chunk and self._reads_after_end:
             rewriter = self._after_end = self._names_back()
@@ -289,6 +305,26 @@ class StreamCallable:
             if chunk and rewriter.consumed == consumed:
                 out.append(chunk)
             return out
+
+    def _end_cut(self, chunk: bytes) -> tuple[bytes, bytes]:
+        """``chunk`` after an empty chunk cut an event-stream block: ``(its bytes up to that
+        block's end, the rest)``. Its first part went out as it came at the early end, so the
+        whole block does (a give-back in its second part alone would change a block the client
+        reads as one); the events after it are read whole."""
+        parser = self._cut
+        assert parser is not None
+        before = parser.consumed  # the block's bytes so far: none ended it yet
+        blocks = parser.feed_raw(chunk)
+        if not blocks:
+            return chunk, b""
+        self._cut = None
+        end = len(blocks[0]) - before
+        return chunk[:end], chunk[end:]
+
+    @staticmethod
+    def _one_piece(pieces: list[bytes]) -> list[bytes]:
+        joined = b"".join(pieces)
+        return [joined] if joined else []
 
     # -- stall bound ------------------------------------------------------------------------
 
@@ -510,7 +546,7 @@ class StreamCallable:
         self.sent = bytearray()
         self._lag = bytearray()
         self.rewriter = None
-        self._after_end, self._reads_after_end = None, False
+        self._after_end, self._reads_after_end, self._cut = None, False, None
         self.state = None  # type: ignore[assignment]
 
     def _consumed(self) -> int:

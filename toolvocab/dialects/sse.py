@@ -246,6 +246,11 @@ class SSEParser:
         return len(self._buf)
 
     @property
+    def rest(self) -> bytes:
+        """The bytes waiting for a terminator (what :meth:`flush` would return), left in place."""
+        return bytes(self._buf)
+
+    @property
     def pending_blank(self) -> bool:
         """True when the bytes waiting for a terminator are whitespace at most (no event in them)."""
         return not bytes(self._buf).strip()
@@ -495,6 +500,11 @@ class EventStreamRewriter:
         if untouched:
             return [region]
         return self._one(self._process(_split_lf(region)))
+
+    def unterminated(self) -> bytes:
+        """The bytes after the last block boundary fed so far: a block not yet ended, which
+        :meth:`finish` sends as it came (or reads as a last event: :attr:`READS_UNTERMINATED`)."""
+        return bytes(self._pending) + self._parser.rest
 
     def finish(self) -> list[bytes]:
         """End of stream: blocks completed only by the end, then what is held
