@@ -55,12 +55,12 @@ from toolvocab.engine.ids import anthropic_accepts_all  # noqa: E402
 from toolvocab.report import METADATA_KEY  # noqa: E402
 
 _core = next(a for a in addons if type(a).__name__ == "ToolVocab")
-_addon_request, _addon_response = _core.request, _core.response
+_addon_request, _addon_response, _addon_error = _core.request, _core.response, _core.error
 _DIALECT = next(d for d in pipeline._dialects.DIALECTS if d.name == "anthropic")
 _PEEK = _anthropic._PEEK
 _UNSET = msgspec.UNSET
 #: the headers a request's client and platform are read from
-_READ_HEADERS = ("user-agent", *_CLIENT_HEADERS)
+_READ_HEADERS = tuple(dict.fromkeys(("user-agent", *_CLIENT_HEADERS)))
 
 #: The parts of a plain flow's work ``TOOLVOCAB_INLINED_DROP`` may leave out.
 DROPS = {
@@ -149,7 +149,7 @@ def _inputs(body: Any, path: str, host: str, header: Any, signed: str | None) ->
         path,
         signed,
         _core.mode,
-        id(_core.profiles),
+        _core.profiles,  # the object, not its id: a new one may be made where a freed one lay
         header("user-agent") if "headers" in _DROP else tuple(header(name) for name in _READ_HEADERS),
     )
 
@@ -289,7 +289,13 @@ def _response_hook(flow: Any) -> None:
     _addon_response(flow)
 
 
-_core.request, _core.response = _request_hook, _response_hook
+def _error_hook(flow: Any) -> None:
+    """The addon's hook; a fast flow that ended without an answer is forgotten."""
+    _fast.discard(flow.id)
+    _addon_error(flow)
+
+
+_core.request, _core.response, _core.error = _request_hook, _response_hook, _error_hook
 
 
 class _Counts:

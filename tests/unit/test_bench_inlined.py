@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from mitmproxy import http
-from mitmproxy.test import taddons
+from mitmproxy.proxy.layers import http as http_layer
+
+from toolvocab.replay import drive
 
 _BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 _ADDON = str(_BENCH.parent / "addon" / "toolvocab.py")
@@ -33,32 +35,32 @@ def _answer(body: bytes, ctype: str = "application/json") -> http.Response:
     return resp
 
 
-def _run(script: str, bench, flows: list[tuple[bytes, bytes, str]]) -> tuple[list[tuple], object]:
-    """Each (request body, answer, mode) through ``script``'s hooks in one process; what each
-    flow ended with, and the script's module."""
+def _run(script: str, bench, flows: list[tuple[bytes, bytes, str]], profiles: str = "") -> tuple[list[tuple], object]:
+    """Each (request body, answer, mode; ``+profiles``: with ``profiles`` as ``toolvocab_profiles``) through ``script`` in one process, as mitmdump runs a
+    script: its options set through the chain, and each hook invoked on the script's module and
+    its addons (a module-level function named like a hook runs too); what each flow ended with,
+    and the script's module."""
     out = []
-    with taddons.context() as tctx:
-        module = tctx.script(script)
-        core = next(a for a in module.addons if type(a).__name__ == "ToolVocab")
+    with drive.script_context(script) as (tctx, module):
+        drive.activate(tctx)
+        core = drive.addon(module, "ToolVocab")
         core.recorder.saves_bodies = lambda: False  # as in plain mitmdump: nothing saves or shows flows
-        hooks = [getattr(a, name) for name in ("requestheaders", "request") for a in module.addons if hasattr(a, name)]
-        answer_hooks = [
-            getattr(a, name) for name in ("responseheaders", "response") for a in module.addons if hasattr(a, name)
-        ]
         for body, answer, mode in flows:
-            tctx.configure(core, toolvocab_mode=mode)
+            mode, _, with_profiles = mode.partition("+")
+            tctx.configure(module, toolvocab_mode=mode, toolvocab_profiles=profiles if with_profiles else "")
+            assert core.mode == mode and (core.profiles is not None) is bool(with_profiles)
             f = bench.request_flow(body)
-            for hook in hooks:
-                hook(f)
+            for hook in (http_layer.HttpRequestHeadersHook(f), http_layer.HttpRequestHook(f)):
+                tctx.master.addons.invoke_addon_sync(module, hook)
             sent = (f.request.content, tuple(f.request.headers.fields))
             f.response = _answer(answer)
-            for hook in answer_hooks:
-                hook(f)
+            for hook in (http_layer.HttpResponseHeadersHook(f), http_layer.HttpResponseHook(f)):
+                tctx.master.addons.invoke_addon_sync(module, hook)
             out.append((f.metadata.get("toolvocab"), f.marked, f.comment, sent, f.response.content))
         return out, module
 
 
-def test_the_inlined_column_gives_every_flow_what_the_addon_gives(bench) -> None:
+def test_the_inlined_column_gives_every_flow_what_the_addon_gives(bench, tmp_path) -> None:
     plain = bench.transcript(200_000)
     spaced = bench.transcript(200_000, spaced=True)
     unmentioned = bench.transcript(200_000, mention_all=False)  # auto adds the sentence: written
@@ -71,26 +73,34 @@ def test_the_inlined_column_gives_every_flow_what_the_addon_gives(bench) -> None
         (repeats, bench.REPAIR_ANSWER, "auto"),  # left as sent: the request repeats a key
         (plain, b"[1, 2]", "auto"),  # not an object: the addon's answer hook notes it
         (plain, b"not json", "auto"),
-        (spaced, bench.ANSWER, "auto"),  # other planning inputs? the same tools and prompt: fast
-        (plain, bench.ANSWER, "repair"),  # another mode: the addon's hook, then fast
+        (plain, bench.ANSWER, "auto+profiles"),  # a profile renames Bash upstream: written
+        (plain, bench.ANSWER, "auto"),
+        (plain, bench.ANSWER, "auto"),
+        (plain, bench.ANSWER, "repair"),  # another mode: the addon's hook, then the fast way
         (plain, bench.ANSWER, "repair"),
+        (spaced, bench.ANSWER, "auto"),  # the tools section spelled otherwise: the addon's hook
         (unmentioned, bench.ANSWER, "auto"),  # written: the client's next request is read whole
         (plain, bench.ANSWER, "auto"),
         (plain, bench.ANSWER, "observe"),
     ]
-    addon, _ = _run(_ADDON, bench, flows)
-    inlined, module = _run(_INLINED, bench, flows)
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text('[[profile]]\nname = "b"\nhost = "anthropic"\n[profile.names]\nshell = "shell"\n')
+    addon, _ = _run(_ADDON, bench, flows, str(profiles))
+    inlined, module = _run(_INLINED, bench, flows, str(profiles))
     for i, (want, got) in enumerate(zip(addon, inlined, strict=True)):
         assert got == want, f"flow {i}: {flows[i][1][:40]!r} in {flows[i][2]}"
     # the fast way was taken, for requests and for answers, else this compared the addon with itself
-    assert module.taken["request"] >= 5, module.taken
-    assert module.taken["response"] >= 3, module.taken
+    # flows 1-6, 9 and 11 (each after a request of the same inputs the addon peeked), and of their
+    # answers those of 1, 3, 9 and 11 (the others change, or are not an object): no more, so that
+    # no flow went through the fast way twice (a module-level function named like a hook would)
+    assert module.taken == {"request": 8, "response": 4}
     # and what the flows got is what each kind should get
     assert addon[2][0]["calls_repaired"] == 1 and b'"Bash"' in addon[2][4]
     assert addon[4][0]["skipped"] == "request body repeats a key; passed through"
     assert addon[4][4] == bench.REPAIR_ANSWER
     assert addon[5][0]["notes"] == ["answer body is not a JSON object; passed through"]
-    assert addon[10][0]["request_changed"] is True
+    assert addon[7][0]["profile"] == "b" and b'"name":"shell"' in addon[7][3][0]
+    assert addon[13][0]["request_changed"] is True
 
 
 def test_the_dropped_column_leaves_out_only_what_it_names(bench, monkeypatch) -> None:
