@@ -16,6 +16,7 @@ import json
 import logging
 import random
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import brotli
@@ -2297,12 +2298,9 @@ def test_a_json_answer_clients_read_differently_goes_as_it_came(env, header, enc
         assert header == "gzip" and orjson.loads(encoding.decode(r.out, header))["content"][1]["name"] == "Bash"
 
 
-def test_the_rest_of_an_event_an_empty_chunk_cuts_goes_as_it_came(env):
-    """An empty HTTP/2 DATA frame between two ``data:`` lines of one event (here two JSON
-    objects, which no client reads as one): the event's first line went out at the early end,
-    so its second goes as it came too, though it reads as an event of its own; the names are
-    given back in the events read whole after it. (Was: the name given back in the second line
-    alone.)"""
+def _cut_alias_stream() -> tuple[str, Callable[[int], bytes], bytes, Callable[..., bytes]]:
+    """``(alias of files.read, start(i): a content_block_start of the alias, message_start's
+    event, event(kind, data))`` for the tests of an empty chunk inside an event."""
     from toolvocab.engine.grammar import GRAMMARS
     from toolvocab.engine.grammar import alias
 
@@ -2312,21 +2310,100 @@ def test_the_rest_of_an_event_an_empty_chunk_cuts_goes_as_it_came(env):
         block = {"type": "tool_use", "id": f"toolu_{index}", "name": upstream_name, "input": {}}
         return orjson.dumps({"type": "content_block_start", "index": index, "content_block": block})
 
+    def event(kind: bytes, data: bytes) -> bytes:
+        return b"event: %s\ndata: %s\n\n" % (kind, data)
+
     message_start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant"}}
-    head = b"event: message_start\ndata: %s\n\n" % orjson.dumps(message_start)
-    cut_event = b'event: content_block_start\ndata: {"type":"ping"}\ndata: %s\n\n' % start(0)
-    rest = b"".join(
-        b"event: %s\ndata: %s\n\n" % (kind, data)
-        for kind, data in (
-            (b"content_block_stop", b'{"type":"content_block_stop","index":0}'),
-            (b"content_block_start", start(1)),
-            (b"content_block_stop", b'{"type":"content_block_stop","index":1}'),
-            (b"message_stop", b'{"type":"message_stop"}'),
-        )
+    return upstream_name, start, event(b"message_start", orjson.dumps(message_start)), event
+
+
+def _two_lines(data: bytes) -> bytes:
+    """An event of two ``data:`` lines, a ping's and ``data`` (two JSON objects: no client reads
+    them as one), and where its second line starts."""
+    return b'event: content_block_start\ndata: {"type":"ping"}\ndata: %s\n\n' % data
+
+
+def test_the_rest_of_an_event_an_empty_chunk_cuts_goes_as_it_came(env):
+    """An empty HTTP/2 DATA frame between two ``data:`` lines of one event: the event's first
+    line went out at the early end, so its second goes as it came too, though it reads as an
+    event of its own; the names are given back in the events read whole after it. (Was: the name
+    given back in the second line alone.)"""
+    upstream_name, start, head, event = _cut_alias_stream()
+    cut_event = _two_lines(start(0))
+    rest = (
+        event(b"content_block_stop", b'{"type":"content_block_stop","index":0}')
+        + event(b"content_block_start", start(1))
+        + event(b"content_block_stop", b'{"type":"content_block_stop","index":1}')
+        + event(b"message_stop", b'{"type":"message_stop"}')
     )
     body = head + cut_event + rest
-    cut = len(head) + cut_event.index(b'\ndata: {"type":"content_block_start"') + 1
+    cut = len(head) + cut_event.rindex(b"\ndata: ") + 1
     f = make_flow(_files_read_request(), upstream=body)
     out = asyncio.run(_drive_parts(env, f, [body[:cut], b"", body[cut:], b""]))
     assert upstream_name.encode() in f.request.content  # the upstream got the alias
     assert out == head + cut_event + rest.replace(upstream_name.encode(), b"files.read")
+    assert any(f"though {upstream_name} reached it as sent" in n for n in f.metadata[KEY]["notes"])
+
+
+def test_every_event_an_empty_chunk_cuts_goes_as_it_came(env):
+    """A second empty chunk, inside another event, after the first: that event's rest goes as it
+    came too (the give-back after the first early end ends at the second), and the record says
+    the alias reached the client."""
+    upstream_name, start, head, event = _cut_alias_stream()
+    first, second = _two_lines(start(0)), _two_lines(start(1))
+    stop = event(b"content_block_stop", b'{"type":"content_block_stop","index":0}')
+    body = head + first + stop + second + event(b"message_stop", b'{"type":"message_stop"}')
+    one = len(head) + first.rindex(b"\ndata: ") + 1
+    two = len(head + first + stop) + second.rindex(b"\ndata: ") + 1
+    f = make_flow(_files_read_request(), upstream=body)
+    out = asyncio.run(_drive_parts(env, f, [body[:one], b"", body[one:two], b"", body[two:], b""]))
+    assert out == body  # both events as they came: each had its first line out before a cut
+    assert any(f"though {upstream_name} reached it as sent" in n for n in f.metadata[KEY]["notes"])
+
+
+def test_an_alias_in_the_first_part_of_a_cut_event_is_said_to_reach_the_client(env):
+    """The alias wholly in an event's first line, an empty chunk after it, a comment line to end
+    the event: the line went out as it came at the early end, and the record says the alias
+    reached the client (it said only that names were given back)."""
+    upstream_name, start, head, event = _cut_alias_stream()
+    cut_event = b"event: content_block_start\ndata: %s\n: keep\n\n" % start(0)
+    body = head + cut_event + event(b"message_stop", b'{"type":"message_stop"}')
+    cut = len(head) + cut_event.index(b": keep")
+    f = make_flow(_files_read_request(), upstream=body)
+    out = asyncio.run(_drive_parts(env, f, [body[:cut], b"", body[cut:], b""]))
+    assert out == body
+    assert any(f"though {upstream_name} reached it as sent" in n for n in f.metadata[KEY]["notes"])
+
+
+def test_a_gemini_event_an_empty_chunk_cuts_is_read_line_by_line(env):
+    """Gemini's rewriter reads an event's unterminated first part as an answer of its own at the
+    early end (its client reads each ``data:`` line as one), so the rest of the event is read as
+    events of their own too: both lines get the client's name."""
+    from toolvocab.engine.grammar import GRAMMARS
+    from toolvocab.engine.grammar import alias
+
+    upstream_name = alias("files read", GRAMMARS["gemini"], {"files read"})
+    call = orjson.dumps(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"functionCall": {"name": upstream_name, "args": {}}}]}}
+            ]
+        }
+    )
+    body = b"data: %s\r\ndata: %s\r\n\r\n" % (call, call)
+    request = {
+        "contents": [{"role": "user", "parts": [{"text": "read a"}]}],
+        "tools": [{"functionDeclarations": [{"name": "files read", "parametersJsonSchema": {"type": "object"}}]}],
+    }
+    f = harness.make_flow(
+        request,
+        host="generativelanguage.googleapis.com",
+        path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        headers=[("content-type", "application/json")],
+        resp_type="text/event-stream",
+        upstream=body,
+    )
+    cut = body.index(b"\r\ndata: ") + 2
+    out = asyncio.run(_drive_parts(env, f, [body[:cut], b"", body[cut:], b""]))
+    assert upstream_name.encode() in f.request.content
+    assert out == body.replace(upstream_name.encode(), b"files read")

@@ -180,8 +180,7 @@ class StreamCallable:
         consumed = self._consumed()
         self._fed = chunk  # what the rewriter is given in this call (_call widens it when sniffing)
         # an empty chunk mid-stream: the block it cuts goes out as it came (the rewriter's end)
-        unterminated = getattr(self.rewriter, "unterminated", None)
-        cut = unterminated() if not chunk and self.phase is Phase.STREAMING and unterminated is not None else b""
+        cut = self._cut_of(self.rewriter) if not chunk and self.phase is Phase.STREAMING else b""
         try:
             out = self._call(chunk)
         except Exception as exc:  # G2: an exception would drop this chunk
@@ -211,9 +210,8 @@ class StreamCallable:
             if self.phase is not Phase.PASSING and self._aliases:
                 # the end, or an empty DATA frame: an alias cut there ends after it
                 self._scan_tail = b"".join(out)[-self._aliases[0] :]
-            if self.phase is Phase.STREAMING and cut.strip():
-                self._cut = SSEParser()
-                self._cut.feed_raw(cut)
+            if self.phase is Phase.STREAMING and cut:
+                self._arm_cut(cut)
             self._to(Phase.DONE if self.phase is Phase.PASSING else Phase.ENDED)
             self._cancel_timer()
         elif self.hold_timeout > 0:
@@ -294,7 +292,11 @@ class StreamCallable:
             if chunk:
                 return [piece for piece in rewriter.feed(chunk) if piece]
             self._after_end = None
-            return [piece for piece in rewriter.finish() if piece]
+            cut = self._cut_of(rewriter)  # another empty chunk: the block it cuts goes as it came
+            out = [piece for piece in rewriter.finish() if piece]
+            if cut:
+                self._arm_cut(cut)
+            return out
         except Exception:  # G2: what it held, and this chunk if it took none of it, as they came
             logger.exception("toolvocab: reading the stream after an early end failed; passing it through")
             self._after_end, self._reads_after_end = None, False
@@ -313,13 +315,37 @@ class StreamCallable:
         reads as one); the events after it are read whole."""
         parser = self._cut
         assert parser is not None
-        before = parser.consumed  # the block's bytes so far: none ended it yet
+        before = parser.pending  # the block's bytes so far: none ended it yet
         blocks = parser.feed_raw(chunk)
         if not blocks:
             return chunk, b""
         self._cut = None
         end = len(blocks[0]) - before
         return chunk[:end], chunk[end:]
+
+    @staticmethod
+    def _cut_of(rewriter: Any) -> bytes:
+        """The bytes after the last event-stream block boundary ``rewriter`` was fed, which its
+        ``finish`` sends as they came: what an empty chunk cuts there; ``b""`` for none, for a
+        rewriter that is not an event stream's, and for one that reads them as a last event
+        (``READS_UNTERMINATED``: Gemini, whose client reads each ``data:`` line as an answer of its
+        own, so its rest is read as events of their own too)."""
+        unterminated = getattr(rewriter, "unterminated", None)
+        if unterminated is None or getattr(rewriter, "READS_UNTERMINATED", False):
+            return b""
+        return unterminated()
+
+    def _arm_cut(self, cut: bytes) -> None:
+        """An empty chunk cut the block whose first bytes are ``cut`` (they went out as they
+        came): its rest goes as it came too (:meth:`_end_cut`), and an alias of this flow in its
+        first bytes reached the client (:meth:`close` says so)."""
+        parser = SSEParser()
+        parser.feed_raw(cut)  # a blank line before it is a block of its own, already ended
+        if not parser.rest.strip():
+            return
+        self._cut = parser
+        if self._aliases:
+            self._leaked.update(name for name in self._aliases[1] if name in cut)
 
     @staticmethod
     def _one_piece(pieces: list[bytes]) -> list[bytes]:
