@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from typing import Any
 
 import orjson
@@ -583,6 +584,87 @@ def test_a_replayed_id_the_upstream_rejects_is_aliased_by_the_whole_read(name: s
     got = pipeline.handle(request, pipeline.Settings(mode="repair"), pipeline.Caches())
     assert isinstance(got, pipeline.Handled) and got.verified is not peeked
     assert (got.content is None) is peeked and bool(got.call_ids) is not peeked
+
+
+def _sent_ids(name: str, body: dict) -> list[tuple[str, str]]:
+    """``(kind, id)`` of each replayed call id in ``body``, in order: a call's, a result's."""
+    if name == "anthropic":
+        return [
+            (b["type"], b["id"] if b["type"] == "tool_use" else b["tool_use_id"])
+            for m in body["messages"]
+            for b in m["content"]
+        ]
+    return [(i["type"], i["call_id"]) for i in body["input"] if "call_id" in i]
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    name=st.sampled_from(["anthropic", "openai_responses"]),
+    ids=st.lists(IDS, min_size=1, max_size=6),
+    sentence=st.booleans(),
+    layout=st.booleans(),
+)
+def test_every_replayed_id_goes_up_as_the_upstream_takes_it_with_the_body_written_anyhow(
+    name: str, ids: list[str], sentence: bool, layout: bool
+) -> None:
+    """Replayed calls and their results under ids an upstream rejects or takes (Anthropic's pattern
+    ``^[a-zA-Z0-9_-]+$``, maximhq/bifrost#5097; the Responses API's 64 characters,
+    AstrBotDevs/AstrBot#7735), in a body the plan writes (the prompt sentence) or not, whole or
+    with the transcript copied from the client's bytes (a layout): each rejected id goes up as one
+    alias the upstream takes, at both ends of its pair, the same alias for the same id; every
+    other id and every other byte of the transcript as sent; the body is what ``orjson`` writes."""
+    if name == "anthropic":
+        tools = [{"name": "Bash"}]
+        pairs = [
+            m
+            for k, i in enumerate(ids)
+            for m in (
+                {"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": "Bash", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": f"out {k}"}]},
+            )
+        ]
+        body: dict[str, Any] = {"model": "m", "messages": pairs, "tools": tools}
+        body["system"] = "Say hi." if sentence else "Use Bash."
+        rejects = lambda i: bool(i) and re.fullmatch(r"[a-zA-Z0-9_-]+", i) is None  # noqa: E731
+    else:
+        tools = [{"type": "function", "name": "Bash"}]
+        items = [
+            item
+            for k, i in enumerate(ids)
+            for item in (
+                {"type": "function_call", "call_id": i, "name": "Bash", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": i, "output": f"out {k}"},
+            )
+        ]
+        body = {"model": "m", "input": items, "tools": tools, "instructions": "Say hi." if sentence else "Use Bash."}
+        rejects = lambda i: len(i) > 64  # noqa: E731
+    raw = orjson.dumps(body)
+    request = pipeline.Request(raw, "POST", PATHS[name], "api.example.com", {}.get)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jsonio, "LAYOUT_MIN_BYTES", 0 if layout else len(raw) + 1)
+        got = pipeline.handle(request, pipeline.Settings(mode="auto"), pipeline.Caches())
+    assert isinstance(got, pipeline.Handled)
+    wanted = any(rejects(i) for i in ids)
+    if got.content is None:
+        assert not wanted and not sentence
+        return
+    sent = orjson.loads(got.content)
+    assert got.content == orjson.dumps(sent)
+    assert bool(got.plan.prompt_sentence) is sentence
+    before, after = _sent_ids(name, body), _sent_ids(name, sent)
+    assert [kind for kind, _ in after] == [kind for kind, _ in before]
+    alias: dict[str, str] = {}
+    for (_, old), (_, new) in zip(before, after, strict=True):
+        if rejects(old):
+            assert not rejects(new) and new != old and new not in ids
+            assert alias.setdefault(old, new) == new  # one alias per id, at both ends
+        else:
+            assert new == old
+    assert dict(got.call_ids) == alias
+    assert len(set(alias.values())) == len(alias)
+    key = "messages" if name == "anthropic" else "input"
+    strip = lambda b: orjson.dumps({**b, key: None, "system": None, "instructions": None})  # noqa: E731
+    assert strip(sent) == strip(body)  # the rest as sent
 
 
 @pytest.mark.parametrize("blocks", [False, True], ids=["string", "blocks"])

@@ -24,8 +24,10 @@ from toolvocab.dialects.anthropic import DIALECT as ANTHROPIC
 from toolvocab.dialects.anthropic import AnthropicStream
 from toolvocab.dialects.base import FlowContext
 from toolvocab.dialects.sse import SSEParser
+from toolvocab.engine.ids import anthropic_accepts
 from toolvocab.engine.ids import anthropic_accepts_all
 from toolvocab.engine.ids import id_aliases
+from toolvocab.engine.ids import responses_accepts
 from toolvocab.engine.ladder import Toolset
 from toolvocab.engine.ladder import declared_tool
 from toolvocab.engine.ladder import resolve
@@ -120,6 +122,21 @@ def test_every_id_accepted_is_every_id_the_pattern_takes(ids):
     expected = all(not i or re.fullmatch(r"[a-zA-Z0-9_-]+", i) for i in ids)
     assert anthropic_accepts_all(ids) is expected
     assert anthropic_accepts_all(ids) is (id_aliases(ids) == {})
+
+
+@settings(max_examples=500, deadline=None)
+@given(EDGE_IDS, st.lists(st.integers(60, 70).map(lambda n: "c" * n), max_size=3), st.randoms())
+@example(["toolu_1", "functions.Bash:0"], [], None)
+@example([], ["c" * 64, "c" * 65], None)
+def test_the_one_check_over_all_ids_gives_what_the_check_of_each_gives(ids, long, rnd):
+    """``id_aliases`` checks every id at once under the two rules it knows (Anthropic's pattern,
+    the Responses API's 64 characters) and each id alone under any other: both give the same
+    aliases, ``{}`` included, over ids of each rule's edge in any order."""
+    ids = ids + long
+    if rnd is not None:
+        rnd.shuffle(ids)
+    for accepts in (anthropic_accepts, responses_accepts):
+        assert id_aliases(ids, accepts) == id_aliases(ids, lambda i, accepts=accepts: accepts(i))
 
 
 # -- the request ------------------------------------------------------------------------------

@@ -349,11 +349,12 @@ class AnthropicMessages:
             changed = True
         return changed
 
-    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+    def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and ``tool_choice``; ``messages`` when names are renamed (earlier
-        ``tool_use`` blocks, ``tool_reference``); ``system`` for the prompt sentence."""
+        ``tool_use`` blocks, ``tool_reference``) or a replayed id is aliased (``aliases``, else
+        :meth:`call_id_aliases`); ``system`` for the prompt sentence."""
         keys = {"tools", "tool_choice"}
-        if plan.rename_map or _history_ids(body, id_aliases):
+        if plan.rename_map or (self.call_id_aliases(body) if aliases is None else aliases):
             keys.add("messages")
         if plan.prompt_sentence:
             keys.add("system")
@@ -361,14 +362,19 @@ class AnthropicMessages:
 
     # -- response -----------------------------------------------------------------------------
 
-    def alias_call_ids(self, body: JSON) -> dict[str, str]:
-        """Replayed ``tool_use.id`` / ``tool_result.tool_use_id`` the upstream rejects, sent as
-        their aliases (``Dialect.alias_call_ids``). Anthropic checks ``tool_use.id`` against
-        ``^[a-zA-Z0-9_-]+$`` (maximhq/bifrost#5097); a pair keeps pairing because both ends get
-        the same alias."""
-        blocks = _id_blocks(body)
-        aliases = id_aliases([block[key] for block, key in blocks])
-        for block, key in blocks if aliases else ():
+    def call_id_aliases(self, body: JSON) -> dict[str, str]:
+        """Replayed ``tool_use.id`` / ``tool_result.tool_use_id`` the upstream rejects -> alias
+        (``Dialect.call_id_aliases``). Anthropic checks ``tool_use.id`` against
+        ``^[a-zA-Z0-9_-]+$`` (maximhq/bifrost#5097)."""
+        return id_aliases(_replayed_ids(body))
+
+    def alias_call_ids(self, body: JSON, aliases: dict[str, str] | None = None) -> dict[str, str]:
+        """Send the replayed ids the upstream rejects as their aliases (``aliases``, else
+        :meth:`call_id_aliases`), in place (``Dialect.alias_call_ids``); a pair keeps pairing
+        because both ends get the same alias."""
+        if aliases is None:
+            aliases = self.call_id_aliases(body)
+        for block, key in _id_blocks(body) if aliases else ():
             if block[key] in aliases:
                 block[key] = aliases[block[key]]
         return aliases
@@ -495,9 +501,24 @@ def _id_blocks(body: JSON) -> list[tuple[dict[str, Any], str]]:
     return out
 
 
-def _history_ids(body: JSON, aliases: Callable[[list[str]], dict[str, str]]) -> dict[str, str]:
-    """The aliases for the replayed ids the upstream rejects (``{}``: none)."""
-    return aliases([block[key] for block, key in _id_blocks(body)])
+def _replayed_ids(body: JSON) -> list[str]:
+    """The ids of :func:`_id_blocks`, in order, read in one pass that builds no pairs."""
+    out: list[str] = []
+    for message in as_list(body.get("messages") if isinstance(body, dict) else None):
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_use":
+                value = block.get("id")
+            elif kind == "tool_result":
+                value = block.get("tool_use_id")
+            else:
+                continue
+            if isinstance(value, str):
+                out.append(value)
+    return out
 
 
 def _is_invalid_sink(name: Any, arguments: Any) -> bool:

@@ -278,17 +278,25 @@ class Dialect(Protocol):
         anything changed. ``plan`` is shared between flows: never changed."""
         ...
 
-    def alias_call_ids(self, body: JSON) -> dict[str, str]:
-        """Send each replayed call id the upstream rejects as its alias
-        (:func:`toolvocab.engine.ids.id_aliases`), in place, in every item that carries it (a call
-        and its result keep pairing); returns replayed id -> alias (``{}``: nothing changed), for
-        :attr:`FlowContext.call_ids`."""
+    def call_id_aliases(self, body: JSON) -> dict[str, str]:
+        """Replayed call id the upstream rejects -> its alias
+        (:func:`toolvocab.engine.ids.id_aliases`); ``{}`` for none. ``body`` is not changed, and
+        :meth:`apply_request` changes no id, so the answer holds before and after it."""
         ...
 
-    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
-        """The top-level keys of ``body`` that ``apply_request(body, plan)`` may write, add or
-        remove (``None``: any). Every other top-level value goes upstream as the client's bytes
-        (:func:`toolvocab.engine.jsonio.rewrite`), so a key left out loses its change."""
+    def alias_call_ids(self, body: JSON, aliases: dict[str, str] | None = None) -> dict[str, str]:
+        """Send each replayed call id the upstream rejects as its alias (``aliases``, what
+        :meth:`call_id_aliases` gave for ``body``; else worked out here), in place, in every item
+        that carries it (a call and its result keep pairing); returns replayed id -> alias
+        (``{}``: nothing changed), for :attr:`FlowContext.call_ids`."""
+        ...
+
+    def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
+        """The top-level keys of ``body`` that ``apply_request(body, plan)`` and
+        ``alias_call_ids(body, aliases)`` may write, add or remove (``None``: any); ``aliases``:
+        :meth:`call_id_aliases` of ``body``, else worked out here. Every other top-level value
+        goes upstream as the client's bytes (:func:`toolvocab.engine.jsonio.rewrite`), so a key
+        left out loses its change."""
         ...
 
     def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:

@@ -417,7 +417,7 @@ class Gemini:
                 changed = True
         return changed
 
-    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+    def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and the tool config (either spelling); ``contents`` when names are renamed (earlier
         ``functionCall`` / ``functionResponse`` parts); the system instruction (either
         spelling) for the prompt sentence. ``None`` for a Code Assist envelope (all of it is
@@ -433,7 +433,11 @@ class Gemini:
 
     # -- response -----------------------------------------------------------------------------
 
-    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+    def call_id_aliases(self, body: JSON) -> dict[str, str]:
+        """``{}``: Gemini pairs calls and responses by name, and its ids are never refused."""
+        return {}
+
+    def alias_call_ids(self, body: JSON, aliases: dict[str, str] | None = None) -> dict[str, str]:
         """``{}``: Gemini pairs calls and responses by name, and its ids are never refused."""
         return {}
 

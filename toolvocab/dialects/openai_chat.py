@@ -348,7 +348,7 @@ class OpenAIChat:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
 
-    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+    def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools``, ``functions``, ``tool_choice``, ``function_call``; ``messages`` when names
         are renamed (earlier ``tool_calls``, ``role: "function"`` and ``"tool"``) or for the prompt sentence
         (it goes into a system message)."""
@@ -359,7 +359,11 @@ class OpenAIChat:
 
     # -- response -----------------------------------------------------------------------------
 
-    def alias_call_ids(self, body: JSON) -> dict[str, str]:
+    def call_id_aliases(self, body: JSON) -> dict[str, str]:
+        """``{}``: no Chat Completions upstream this addon knows refuses a replayed id."""
+        return {}
+
+    def alias_call_ids(self, body: JSON, aliases: dict[str, str] | None = None) -> dict[str, str]:
         """``{}``: no Chat Completions upstream this addon knows refuses a replayed id."""
         return {}
 

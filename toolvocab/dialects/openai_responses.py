@@ -414,13 +414,15 @@ class OpenAIResponses:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
 
-    def request_keys(self, body: JSON, plan: Plan) -> frozenset[str] | None:
+    def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and ``tool_choice``; ``input`` when names are renamed (earlier
-        ``function_call`` items) or a replayed ``call_id`` is aliased; ``instructions`` and
-        ``input`` for the prompt sentence."""
+        ``function_call`` items) or a replayed ``call_id`` is aliased (``aliases``, else
+        :meth:`call_id_aliases`); ``instructions`` and ``input`` for the prompt sentence."""
         keys = {"tools", "tool_choice"}
         declared_in_input = len(_tool_lists(body)) > isinstance(body.get("tools"), list)
-        if plan.rename_map or _history_aliases(body) or (plan.duplicates and declared_in_input):
+        if aliases is None:
+            aliases = _history_aliases(body)
+        if plan.rename_map or aliases or (plan.duplicates and declared_in_input):
             keys.add("input")
         if plan.prompt_sentence:
             keys |= {"instructions", "input"}
@@ -428,10 +430,16 @@ class OpenAIResponses:
 
     # -- response -----------------------------------------------------------------------------
 
-    def alias_call_ids(self, body: JSON) -> dict[str, str]:
-        """Replayed ``call_id`` values the upstream rejects, sent as their aliases in every input
-        item that carries them (``Dialect.alias_call_ids``)."""
-        aliases = _history_aliases(body)
+    def call_id_aliases(self, body: JSON) -> dict[str, str]:
+        """Replayed ``call_id`` values the upstream rejects -> alias (``Dialect.call_id_aliases``)."""
+        return _history_aliases(body)
+
+    def alias_call_ids(self, body: JSON, aliases: dict[str, str] | None = None) -> dict[str, str]:
+        """Replayed ``call_id`` values the upstream rejects (``aliases``, else
+        :meth:`call_id_aliases`), sent as their aliases in every input item that carries them
+        (``Dialect.alias_call_ids``)."""
+        if aliases is None:
+            aliases = _history_aliases(body)
         for item in _call_id_items(body) if aliases else ():
             if item["call_id"] in aliases:
                 item["call_id"] = aliases[item["call_id"]]

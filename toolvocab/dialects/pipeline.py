@@ -466,13 +466,15 @@ def _whole(
     if settings.mode in ("auto", "repair") and signed is None:
         # The plan is applied to the parsed copy; the wire gets it only as a complete body
         # that reads back strictly, else the client's bytes stay.
-        touched = dialect.request_keys(body, plan)
+        aliases = dialect.call_id_aliases(body)  # one read of the replayed ids, before any change
         layout = None
-        if canonical and touched is not None and plan.changes_request:
+        if canonical and plan.changes_request and len(content) >= jsonio.LAYOUT_MIN_BYTES:
             # where the values the plan leaves alone lie: copied, not written again
-            layout = jsonio.layout(content, body, touched)
+            touched = dialect.request_keys(body, plan, aliases)
+            layout = None if touched is None else jsonio.layout(content, body, touched)
         changed = dialect.apply_request(body, plan)
-        aliases = dialect.alias_call_ids(body)
+        if aliases:
+            dialect.alias_call_ids(body, aliases)
         if changed or aliases:
             # loads refused any NaN or infinity, and a plan changes names, strings and tool
             # entries only: no walk for non-finite floats. Top-level values the plan cannot

@@ -66,9 +66,17 @@ def id_aliases(ids: Iterable[str], accepts: Callable[[str], bool] = anthropic_ac
     same id in every request, so a transcript replayed turn after turn sends the same alias.
     Collision-free: an alias never equals an id in ``ids`` or another alias (on a clash the hash
     is taken over ``"<id>#<n>"``, ``n`` = 1, 2, …). Valid ids and empty strings (which nothing
-    can pair unambiguously) get no alias; an empty input gives ``{}``.
+    can pair unambiguously) get no alias; an empty input gives ``{}``. Under
+    :func:`anthropic_accepts` and :func:`responses_accepts` all the ids are checked at once first
+    (:func:`anthropic_accepts_all`, the longest one's length): a transcript whose ids all pass
+    costs one check, not one call per id.
     """
-    seen = list(dict.fromkeys(i for i in ids if isinstance(i, str)))
+    strings = [i for i in ids if isinstance(i, str)]
+    if (accepts is anthropic_accepts and anthropic_accepts_all(strings)) or (
+        accepts is responses_accepts and max(map(len, strings), default=0) <= RESPONSES_CALL_ID_MAX
+    ):
+        return {}  # every id taken: one check over all of them, not one call per id
+    seen = list(dict.fromkeys(strings))
     taken = set(seen)
     out: dict[str, str] = {}
     for original in seen:
