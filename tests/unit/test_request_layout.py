@@ -204,6 +204,8 @@ def _bodies(dialect: str, names: list[str], transcript: list[str], system: str, 
             body["input"].insert(
                 0, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": system}]}
             )
+            if not system:  # empty instructions beside it: the sentence goes to the message
+                body["instructions"] = ""
         elif where == "legacy":
             body["input"].insert(0, {"type": "message", "role": "system", "content": system})
         for i, n in enumerate(transcript):

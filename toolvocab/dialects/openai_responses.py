@@ -417,7 +417,9 @@ class OpenAIResponses:
     def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and ``tool_choice``; ``input`` when names are renamed (earlier
         ``function_call`` items) or a replayed ``call_id`` is aliased (``aliases``, else
-        :meth:`call_id_aliases`); ``instructions`` and ``input`` for the prompt sentence."""
+        :meth:`call_id_aliases`); for the prompt sentence ``instructions``, and ``input`` unless
+        ``instructions`` is a non-empty string (which alone takes the sentence then:
+        :func:`_add_sentence`)."""
         keys = {"tools", "tool_choice"}
         declared_in_input = len(_tool_lists(body)) > isinstance(body.get("tools"), list)
         if aliases is None:
@@ -425,7 +427,10 @@ class OpenAIResponses:
         if plan.rename_map or aliases or (plan.duplicates and declared_in_input):
             keys.add("input")
         if plan.prompt_sentence:
-            keys |= {"instructions", "input"}
+            keys.add("instructions")
+            instructions = body.get("instructions")
+            if not (isinstance(instructions, str) and instructions):
+                keys.add("input")
         return frozenset(keys)
 
     # -- response -----------------------------------------------------------------------------
