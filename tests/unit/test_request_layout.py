@@ -83,6 +83,52 @@ def test_rewrite_with_layout_is_orjson_dumps_of_the_change(body: dict[str, Any],
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    body=st.dictionaries(KEYS, VALUES, max_size=4),
+    lists=st.dictionaries(KEYS, st.lists(VALUES, min_size=1, max_size=5), min_size=1, max_size=2),
+    data=st.data(),
+)
+def test_rewrite_with_a_list_head_is_orjson_dumps_of_the_change(
+    body: dict[str, Any], lists: dict[str, list[Any]], data: st.DataObject
+) -> None:
+    """A list value whose first ``n`` elements may change (``heads``): its later elements are
+    located exactly, and whatever is changed, added before or removed among the first ``n``, the
+    body written is ``orjson.dumps`` of the change. A head of the whole list, or of a key not
+    touched or not a list, copies nothing of it."""
+    body = {**body, **lists}
+    raw = orjson.dumps(body)
+    value, _, canonical = jsonio.loads_checked(raw)
+    assert canonical
+    keys = list(body)
+    touched = frozenset(data.draw(st.sets(st.sampled_from(keys)), label="touched")) | {"new"}
+    heads = {k: data.draw(st.integers(-1, len(v) + 1), label=f"{k!r} head") for k, v in lists.items()}
+    heads |= data.draw(st.dictionaries(st.sampled_from(keys + ["new"]), st.integers(0, 2)), label="other heads")
+    with no_threshold():
+        layout = jsonio.layout(raw, value, touched, heads)
+    kept = {k: n for k, n in heads.items() if k in touched and type(body.get(k)) is list and 0 <= n < len(body[k])}
+    if layout is None:
+        assert set(body) <= touched and not kept
+    else:
+        assert set(layout) == (set(body) - touched) | set(kept)
+        for key, span in layout.items():
+            if key in kept:
+                start, end, count = span
+                assert count == len(body[key]) - kept[key]
+                assert raw[start:end] == orjson.dumps(body[key][kept[key] :])[1:-1]
+            else:
+                assert raw[span[0] : span[1]] == orjson.dumps(body[key])
+    changed = copy.deepcopy(value)
+    for key in sorted(touched):
+        if key in kept:  # the head changed, the rest kept: each element as it was, in order
+            head = data.draw(st.lists(VALUES, max_size=3), label=f"{key!r} new head")
+            changed[key] = head + changed[key][kept[key] :]
+        elif data.draw(st.booleans(), label=f"{key!r} replaced"):
+            changed[key] = data.draw(VALUES, label=f"{key!r} value")
+    got = jsonio.rewrite(raw, changed, unique_keys=True, finite=True, layout=layout)
+    assert got == orjson.dumps(changed)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(body=st.dictionaries(KEYS, VALUES, min_size=1, max_size=4))
 def test_only_orjson_spelling_is_canonical(body: dict[str, Any]) -> None:
     """Spaces, trailing whitespace, a top-level key repeated first or last (the last spelling
@@ -254,6 +300,7 @@ def test_request_keys_name_every_key_apply_request_changes(
         transcript_names=dialect.transcript_names(body),
     )
     keys = dialect.request_keys(body, plan)
+    heads = dialect.request_heads(body, plan)
     before = copy.deepcopy(body)
     dialect.apply_request(body, plan)
     changed = {k for k in before.keys() | body.keys() if before.get(k, KeyError) != body.get(k, KeyError)}
@@ -262,3 +309,7 @@ def test_request_keys_name_every_key_apply_request_changes(
     if keys is None:
         return  # any key may change: the body is written whole
     assert changed <= keys, (changed - keys, plan.rename_map, plan.prompt_sentence)
+    for key, n in heads.items():  # after the first n elements, each as it was, at the list's end
+        assert key in keys
+        kept = before[key][n:]
+        assert body[key][len(body[key]) - len(kept) :] == kept, (key, n, before[key], body[key])

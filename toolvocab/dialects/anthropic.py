@@ -349,6 +349,10 @@ class AnthropicMessages:
             changed = True
         return changed
 
+    def request_heads(self, body: JSON, plan: Plan) -> dict[str, int]:
+        """``{}``: each list this dialect's plan changes is written whole."""
+        return {}
+
     def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and ``tool_choice``; ``messages`` when names are renamed (earlier
         ``tool_use`` blocks, ``tool_reference``) or a replayed id is aliased (``aliases``, else

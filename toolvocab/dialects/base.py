@@ -299,6 +299,15 @@ class Dialect(Protocol):
         left out loses its change."""
         ...
 
+    def request_heads(self, body: JSON, plan: Plan) -> dict[str, int]:
+        """Of the lists :meth:`request_keys` names, those of which ``apply_request(body, plan)``
+        and :meth:`alias_call_ids` change only the first ``n`` elements (change, add before or
+        remove among them), every later element staying as it is, in order, at the list's end:
+        key -> ``n``. Those later elements go upstream as the client's bytes
+        (:func:`toolvocab.engine.jsonio.layout`), so an ``n`` too small loses a change. ``{}``:
+        none known."""
+        ...
+
     def rewrite_response(self, body: JSON, flow: FlowContext) -> bool:
         """Resolve every tool call in a whole JSON response and rewrite it in place; True when
         anything changed."""

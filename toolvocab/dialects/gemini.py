@@ -417,6 +417,10 @@ class Gemini:
                 changed = True
         return changed
 
+    def request_heads(self, body: JSON, plan: Plan) -> dict[str, int]:
+        """``{}``: each list this dialect's plan changes is written whole."""
+        return {}
+
     def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and the tool config (either spelling); ``contents`` when names are renamed (earlier
         ``functionCall`` / ``functionResponse`` parts); the system instruction (either

@@ -357,6 +357,18 @@ class OpenAIChat:
             keys.add("messages")
         return frozenset(keys)
 
+    def request_heads(self, body: JSON, plan: Plan) -> dict[str, int]:
+        """``messages`` up to the first system or developer message (none: the sentence goes
+        first) when the prompt sentence is the one change to it: a renamed name changes any
+        message."""
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not plan.prompt_sentence or plan.rename_map or not isinstance(messages, list):
+            return {}
+        for at, message in enumerate(messages):
+            if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+                return {"messages": at + 1}  # _add_sentence changes this one at most
+        return {"messages": 0}  # _add_sentence puts a system message first
+
     # -- response -----------------------------------------------------------------------------
 
     def call_id_aliases(self, body: JSON) -> dict[str, str]:

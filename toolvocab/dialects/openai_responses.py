@@ -414,6 +414,10 @@ class OpenAIResponses:
             changed |= _add_sentence(body, plan.prompt_sentence)
         return changed
 
+    def request_heads(self, body: JSON, plan: Plan) -> dict[str, int]:
+        """``{}``: each list this dialect's plan changes is written whole."""
+        return {}
+
     def request_keys(self, body: JSON, plan: Plan, aliases: dict[str, str] | None = None) -> frozenset[str] | None:
         """``tools`` and ``tool_choice``; ``input`` when names are renamed (earlier
         ``function_call`` items) or a replayed ``call_id`` is aliased (``aliases``, else

@@ -471,7 +471,8 @@ def _whole(
         if canonical and plan.changes_request and len(content) >= jsonio.LAYOUT_MIN_BYTES:
             # where the values the plan leaves alone lie: copied, not written again
             touched = dialect.request_keys(body, plan, aliases)
-            layout = None if touched is None else jsonio.layout(content, body, touched)
+            if touched is not None:
+                layout = jsonio.layout(content, body, touched, dialect.request_heads(body, plan))
         changed = dialect.apply_request(body, plan)
         if aliases:
             dialect.alias_call_ids(body, aliases)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -211,36 +212,52 @@ def _canonical(value: Any, raw: bytes) -> bool:
         return False
 
 
-#: Where top-level values of a body lie in its bytes: key -> (start, end) offsets.
-Layout = dict[str, tuple[int, int]]
+#: Where top-level values of a body lie in its bytes: key -> ``(start, end)`` offsets of a value
+#: copied whole; for a list whose leading elements may change (``heads``), ``(start, end,
+#: count)``: the offsets of its last ``count`` elements, joined as sent, kept at its end.
+Layout = dict[str, tuple[int, ...]]
 
 #: Bodies at least this long get a :data:`Layout` (below it, writing the whole costs little).
 LAYOUT_MIN_BYTES = 32 * 1024
 
 
-def layout(raw: bytes, value: Any, touched: frozenset[str]) -> Layout | None:
+def layout(raw: bytes, value: Any, touched: frozenset[str], heads: Mapping[str, int] | None = None) -> Layout | None:
     """Where the top-level values outside ``touched`` lie in ``raw``, for :func:`rewrite` to copy
     them instead of writing them again; ``None`` when there is nothing worth copying (``raw``
     shorter than :data:`LAYOUT_MIN_BYTES`, ``value`` not an object, or every key touched).
+    ``heads``: touched keys whose value is a list of which a change touches only the first ``n``
+    elements (changes, adds before or removes among them), every later one staying as it is, in
+    order, at the list's end: those later elements are located too, and copied as sent.
 
     ``raw`` must be exactly ``orjson.dumps(value)`` (:func:`loads_checked` says ``canonical``)
     and ``value`` not yet changed. ``raw`` is then ``{`` + ``"key":value`` pairs joined by
-    ``,`` + ``}``, each as ``orjson.dumps`` writes it: every value but the largest untouched one
-    (by item count: a transcript) is written to learn its length, and that one is what is left.
-    Each key is checked at the offset found. Cost: writing the rest of the body once (the tools
-    and the system prompt, not the transcript), only for a body about to change. Never
-    raises."""
+    ``,`` + ``}``, each as ``orjson.dumps`` writes it: every value but the largest one copied (by
+    item count: a transcript) is written to learn its length (of a list with a head, only the
+    head's elements), and that one is what is left. Each key, and each comma and bracket of a
+    list with a head, is checked at the offset found. Cost: writing the rest of the body once
+    (the tools and the system prompt, not the transcript), only for a body about to change.
+    Never raises."""
     if len(raw) < LAYOUT_MIN_BYTES or type(value) is not dict or not value:
         return None
-    keys = [k for k in value if k not in touched]
+    heads = {
+        k: n
+        for k, n in (heads or {}).items()
+        if k in touched and type(value.get(k)) is list and type(n) is int and 0 <= n < len(value[k])
+    }
+    keys = [k for k in value if k not in touched or k in heads]
     if not keys or any(type(k) is not str for k in value):
         return None
     big = max(keys, key=lambda k: len(value[k]) if type(value[k]) in (list, dict, str) else 0)
     try:
         names = {k: orjson.dumps(k) for k in value}
-        sizes = {k: len(orjson.dumps(v)) for k, v in value.items() if k != big}
+        sizes = {k: len(orjson.dumps(v)) for k, v in value.items() if k != big and k not in heads}
+        # a list with a head: its first n elements, each followed by its comma
+        leads = {k: sum(len(orjson.dumps(e)) + 1 for e in value[k][:n]) for k, n in heads.items()}
+        tails = {k: orjson.dumps(value[k][n:]) for k, n in heads.items() if k != big}
     except orjson.JSONEncodeError:  # not what orjson writes after all
         return None
+    for k, tail in tails.items():  # [ + lead + the tail's elements + ]
+        sizes[k] = 1 + leads[k] + len(tail) - 1
     # {, then each pair "key":value, with a comma between pairs, then }
     fixed = 2 + (len(value) - 1) + sum(len(n) + 1 for n in names.values())
     sizes[big] = len(raw) - fixed - sum(sizes.values())
@@ -254,7 +271,14 @@ def layout(raw: bytes, value: Any, touched: frozenset[str]) -> Layout | None:
         end = start + sizes[k]
         if raw[end : end + 1] != (b"," if end + 1 < len(raw) else b"}"):
             return None  # the value does not end where the next pair (or the object) does
-        if k not in touched:
+        if k in heads:
+            first = start + 1 + leads[k]  # where the kept elements start
+            if raw[start : start + 1] != b"[" or raw[end - 1 : end] != b"]" or first >= end - 1:
+                return None
+            if heads[k] and raw[first - 1 : first] != b",":
+                return None
+            out[k] = (first, end - 1, len(value[k]) - heads[k])
+        elif k not in touched:
             out[k] = (start, end)
         pos = end + 1  # past the comma, or the closing brace
     return out if pos == len(raw) and sizes[big] > 0 else None
@@ -441,6 +465,18 @@ def _splice(original: bytes, value: dict[str, Any], layout: Layout) -> bytes:
         parts.append(dumps(key))
         parts.append(b":")
         span = layout.get(key)
-        parts.append(view[span[0] : span[1]] if span is not None else dumps(item))
+        if span is None:
+            parts.append(dumps(item))
+        elif len(span) == 2:
+            parts.append(view[span[0] : span[1]])
+        elif type(item) is not list or len(item) < span[2]:
+            parts.append(dumps(item))  # not the list the layout was taken of: written whole
+        else:  # a list with a head: its new first elements written, its kept ones copied
+            parts.append(b"[")
+            for element in item[: len(item) - span[2]]:
+                parts.append(dumps(element))
+                parts.append(b",")
+            parts.append(view[span[0] : span[1]])
+            parts.append(b"]")
     parts.append(b"}" if parts else b"{}")
     return b"".join(parts)
