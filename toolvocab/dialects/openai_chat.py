@@ -364,10 +364,8 @@ class OpenAIChat:
         messages = body.get("messages") if isinstance(body, dict) else None
         if not plan.prompt_sentence or plan.rename_map or not isinstance(messages, list):
             return {}
-        for at, message in enumerate(messages):
-            if isinstance(message, dict) and message.get("role") in ("system", "developer"):
-                return {"messages": at + 1}  # _add_sentence changes this one at most
-        return {"messages": 0}  # _add_sentence puts a system message first
+        at = _sentence_message(messages)
+        return {"messages": 0 if at is None else at + 1}  # none: a system message goes first
 
     # -- response -----------------------------------------------------------------------------
 
@@ -532,25 +530,35 @@ def _set_function_name(fn: Any, alias: str) -> None:
     fn["name"] = alias
 
 
+def _sentence_message(messages: list[Any]) -> int | None:
+    """Where the prompt sentence goes: the index of the first system or developer message, or
+    ``None`` (a system message of its own goes first)."""
+    for at, message in enumerate(messages):
+        if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+            return at
+    return None
+
+
 def _add_sentence(body: dict[str, Any], sentence: str) -> bool:
     messages = body.get("messages")
     if not isinstance(messages, list):
         return False
-    for message in messages:
-        if isinstance(message, dict) and message.get("role") in ("system", "developer"):
-            content = message.get("content")
-            if isinstance(content, str):
-                message["content"] = content + "\n\n" + sentence if content else sentence
-                return True
-            if isinstance(content, list):
-                content.append({"type": "text", "text": sentence})
-                return True
-            if content is None:
-                message["content"] = sentence
-                return True
-            return False
-    messages.insert(0, {"role": "system", "content": sentence})
-    return True
+    at = _sentence_message(messages)
+    if at is None:
+        messages.insert(0, {"role": "system", "content": sentence})
+        return True
+    message = messages[at]
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = content + "\n\n" + sentence if content else sentence
+        return True
+    if isinstance(content, list):
+        content.append({"type": "text", "text": sentence})
+        return True
+    if content is None:
+        message["content"] = sentence
+        return True
+    return False
 
 
 def _expand_parallel(call: dict[str, Any], flow: FlowContext) -> list[dict[str, Any]] | None:
