@@ -44,10 +44,11 @@ def replayer(request):
         yield r
 
 
-def freed_by_refcount(r: fr.Replayer, saved, *, cut: bool = False) -> bool:
+def freed_by_refcount(r: fr.Replayer, saved, *, cut: bool = False, holders: list[str] | None = None) -> bool:
     """``saved`` replayed through every hook (the answer in one piece; ``cut``: the upstream
     gone after it, so the error hook ends the flow), then dropped with the cyclic collector off:
-    whether reference counting alone freed it."""
+    whether reference counting alone freed it. ``holders``: for a flow not freed, gets the types
+    of what still refers to it."""
     r.configure({**replay_options(saved), **r.overrides})
     f = prepare(saved)
     if cut:
@@ -64,20 +65,31 @@ def freed_by_refcount(r: fr.Replayer, saved, *, cut: bool = False) -> bool:
         assert f.id not in r.addon._states
         ref = weakref.ref(f)
         del f
-        return ref() is None
+        held = ref()
+        if held is not None and holders is not None:
+            holders += sorted({type(o).__name__ for o in gc.get_referrers(held)} - {"frame"})
+        return held is None
     finally:
         gc.enable()
 
 
 @pytest.mark.parametrize("cut", [False, True], ids=["answered", "cut"])
 def test_every_corpus_flow_is_freed_without_the_cyclic_collector(replayer, cut):
+    """A flow held is driven once more after a full collection, and only one held both times
+    counts: a cycle the addon's hooks make holds their flow every time. One CI run in some twenty
+    saw a flow held once (``agents/qwen-code-2.mitm``, plain, answered) that no run here held
+    again, alone or among the rest; the second drive tells such a hold from the addon's."""
     held, checked = [], 0
     for path in FILES:
         for saved in fr.load_flows(path):
             assert replayable(saved) is None, f"{fr.rel(path)}: {replayable(saved)}"
             checked += 1
-            if not freed_by_refcount(replayer, saved, cut=cut):
-                held.append(f"{fr.rel(path)}: {saved.id}")
+            if freed_by_refcount(replayer, saved, cut=cut):
+                continue
+            gc.collect()
+            holders: list[str] = []
+            if not freed_by_refcount(replayer, saved, cut=cut, holders=holders):
+                held.append(f"{fr.rel(path)}: {saved.id} (held by {', '.join(holders)})")
     assert len(FILES) > 100 and checked >= len(FILES)
     assert not held, f"{len(held)} flows outlive their last reference (a reference cycle): {held[:5]}"
 
